@@ -1,0 +1,51 @@
+# kraftlog — the two set-up commands are `make run` and `make test`; both work on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+CLUSTER_DIR ?= .cluster
+# Debian packages the tests use: kcat (compatibility tests), faketime (clock-skew chaos),
+# iptables and iproute2 (network partitions inside a namespace).
+DEB_PACKAGES := kcat faketime iptables iproute2
+
+.PHONY: run test lint bench venv system-deps stop clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Installs missing Debian packages when running as root; otherwise says what is missing.
+system-deps:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "warning: missing Debian packages:$$missing (tests that need them are skipped)"; fi; \
+	fi
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+# pytest exits 5 when it collects no tests; that is not a failure of the suite.
+test: $(STAMP) system-deps lint
+	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+
+run: $(STAMP)
+	$(VENV)/bin/kraftlog --version
+	$(PY) -m deploy.demo
+
+bench: $(STAMP)
+	$(PY) bench/storage.py
+
+stop: $(STAMP)
+	-$(VENV)/bin/kraftlog cluster down --dir $(CLUSTER_DIR)
+
+clean: stop
+	rm -rf $(VENV) $(CLUSTER_DIR) .pytest_cache .ruff_cache .hypothesis

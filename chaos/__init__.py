@@ -1,0 +1,1 @@
+"""Fault injection, workloads that record histories, the history checker and the runner."""

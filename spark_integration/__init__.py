@@ -1,0 +1,1 @@
+"""The PySpark data source for kraftlog topics."""
