@@ -38,8 +38,8 @@ def prop(
     key: str,
     *,
     topic: str | None = None,
-    min: float | None = None,  # noqa: A002 - Kafka's ConfigDef calls it min
-    max: float | None = None,  # noqa: A002
+    min: float | None = None,
+    max: float | None = None,
     choices: Iterable[str] | None = None,
     doc: str = "",
 ) -> dict[str, Any]:

@@ -21,7 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = ("deploy.cmd_log",)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kraftlog",
-        description="kraftlog: a Kafka-style distributed log (Raft metadata quorum, ISR replication).",
+        description="kraftlog: a Kafka-style distributed log.",
     )
     parser.add_argument("--version", action="version", version=f"kraftlog {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

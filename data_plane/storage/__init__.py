@@ -1,1 +1,1 @@
-"""Partition storage: RecordBatch v2, log segments with sparse indexes, logs, recovery, retention."""
+"""Partition storage: RecordBatch v2, segments with sparse indexes, logs, recovery, retention."""
