@@ -15,6 +15,27 @@ Snapshots
     builder must be a pure, deterministic function (every voter runs it on the same input and
     must get the same bytes) and must never raise. A reader asking for an offset older than the
     tail gets :class:`SnapshotRequired` and reads :meth:`MetadataLogApi.latest_snapshot` first.
+    The builder receives every folded entry, control entries included (see below).
+
+Control records (leader changes)
+    When a voter becomes Raft leader it first commits one *leader-change* entry; only after that
+    entry commits does it call its leadership listeners with ``(True, epoch)`` and accept
+    appends. A leader-change entry takes one offset like any record and appears in ``read()``,
+    commit listeners and snapshot folding as a :class:`LogEntry` whose ``is_control`` is True;
+    its ``record`` is :meth:`LeaderChange.encode` output (never a metadata/ record), so readers
+    either skip ``is_control`` entries or decode them with :meth:`LeaderChange.decode`. Every
+    ordinary record has ``is_control == False``. ``LeaderChange.leader_info`` is opaque bytes
+    the leader set with ``MetadataLog.set_leader_info`` (the controller publishes its gRPC
+    address there).
+
+Epochs
+    A batch's epoch is the Raft term of the leader that put it into the Raft log, read from the
+    Raft entry itself when the state machine applies it, so every voter stamps the same epoch.
+    A batch whose proposer's term differs from the epoch the caller named (``expected_epoch``,
+    or implicitly the epoch at which this voter was leader when ``append`` was called) is dropped
+    by every voter at apply time and takes no offset. Terms are stored durably (fsync) before a
+    voter votes or acknowledges in them and every journal entry carries its term, so epochs never
+    go backwards across restarts: on start a voter's term is max(stored term, last entry's term).
 """
 
 from __future__ import annotations
@@ -23,12 +44,56 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import msgpack
+
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
+    """One committed entry. ``is_control`` marks a raft-internal leader-change entry whose
+    ``record`` is a :class:`LeaderChange` encoding, not a metadata record."""
+
     offset: int
     epoch: int
     record: bytes
+    is_control: bool = False
+
+
+LEADER_CHANGE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderChange:
+    """The payload of a control entry: voter ``leader_id`` became leader at ``epoch``.
+
+    Encoding (msgpack array): ``[version=1, leader_id:int, epoch:int, leader_info:bytes]``.
+    """
+
+    leader_id: int
+    epoch: int
+    leader_info: bytes
+
+    def encode(self) -> bytes:
+        return msgpack.packb(
+            [LEADER_CHANGE_VERSION, self.leader_id, self.epoch, self.leader_info], use_bin_type=True
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> LeaderChange:
+        """Raises ValueError for bytes that are not a leader-change encoding."""
+        try:
+            fields = msgpack.unpackb(data, raw=False)
+        except Exception as e:  # msgpack raises several unrelated types on garbage
+            raise ValueError(f"not a leader-change record: {e}") from None
+        if (
+            not isinstance(fields, list)
+            or len(fields) != 4
+            or fields[0] != LEADER_CHANGE_VERSION
+            or not isinstance(fields[1], int)
+            or not isinstance(fields[2], int)
+            or not isinstance(fields[3], bytes)
+        ):
+            raise ValueError("not a leader-change record")
+        return cls(leader_id=fields[1], epoch=fields[2], leader_info=fields[3])
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +136,40 @@ class AppendTimeoutError(MetadataLogError):
 
 class SnapshotRequired(MetadataLogError):
     """The requested offset is older than the in-memory tail; read the snapshot first."""
+
+
+class BatchTooLargeError(MetadataLogError):
+    """The batch exceeds ``metadata.log.max.batch.bytes``; nothing was appended."""
+
+
+@dataclass(frozen=True, slots=True)
+class VoterStatus:
+    """One voter as seen by the voter answering ``status()``.
+
+    ``match_offset`` is the last committed offset the leader knows this voter holds durably
+    (None when not known: asked on a non-leader, or no acknowledgement since the election);
+    ``lag_records`` is ``committed_offset - match_offset`` (None when unknown).
+    """
+
+    node_id: int
+    address: str  # host:port of its Raft listener
+    connected: bool  # a Raft connection to it is up (always True for the answering voter)
+    is_leader: bool
+    match_offset: int | None
+    lag_records: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumStatus:
+    """What ``kraftlog quorum status`` prints (cf. kafka-metadata-quorum describe)."""
+
+    node_id: int  # the voter that answered
+    leader_id: int | None
+    epoch: int  # the answering voter's current Raft term
+    committed_offset: int
+    log_start_offset: int  # first offset still in the in-memory tail
+    snapshot_last_offset: int  # -1 without a snapshot
+    voters: tuple[VoterStatus, ...]
 
 
 SnapshotBuilder = Callable[[Snapshot | None, Sequence[LogEntry]], bytes]

@@ -1,0 +1,401 @@
+"""``MetadataLog``: the replicated metadata log, the only raft/ class the rest of kraftlog uses.
+
+It implements :class:`raft.api.MetadataLogApi` on top of :class:`raft.syncobj_node.RaftNode`
+(pysyncobj) and :class:`raft.state.MetadataLogState` (the deterministic state machine).
+
+Life of an append (on the active leader)::
+
+    append(records) --(checks: leader-change committed, epoch, size)--> RaftNode.propose_batch
+      -> pysyncobj appends one Raft entry, sends it at once, followers fsync and acknowledge
+      -> majority durable: every voter applies it: MetadataLogState.apply_batch stamps
+         contiguous offsets and the entry's Raft term as epoch (or drops it when fenced)
+      -> the leader's callback wakes append(), which returns AppendResult
+
+Leadership: when pysyncobj makes this voter leader, it proposes a leader-change control entry
+(carrying ``set_leader_info`` bytes). Only when that entry has committed does ``is_leader``
+become True, appends get accepted and listeners hear ``(True, epoch)``. Losing Raft leadership
+(a higher term, or no majority heard for one election timeout) ends it: ``(False, epoch)``.
+
+Fencing: every batch carries a fence epoch: ``expected_epoch`` if given, else the epoch at
+which this voter was the active leader when ``append`` was called. Apply drops the batch on
+every voter when the entry's Raft term differs from it, so a batch that a deposed leader
+accepted, or that pysyncobj forwarded to another leader, never commits under another epoch.
+
+Threads: pysyncobj's tick thread (owned by RaftNode) applies entries; a dispatcher thread
+(``kraftlog-raft-listeners-<id>``) calls commit and leadership listeners, never the tick
+thread, so a slow listener cannot delay heartbeats. Commit listeners are driven by a cursor
+over the tail: if a listener falls so far behind that its next entry was folded into a
+snapshot (or a follower installs a snapshot from the leader), the next run it gets starts at
+the tail's first offset, so a listener that sees ``entries[0].offset != last + 1`` must reload
+``latest_snapshot()``. All public methods are thread-safe.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from pysyncobj.config import FAIL_REASON
+
+from raft.api import (
+    AppendResult,
+    AppendTimeoutError,
+    BatchTooLargeError,
+    CommitListener,
+    LeaderChange,
+    LeadershipListener,
+    LogEntry,
+    MetadataLogError,
+    NotLeaderError,
+    QuorumStatus,
+    Snapshot,
+    SnapshotBuilder,
+    SnapshotRequired,
+    StaleEpochError,
+    VoterStatus,
+)
+from raft.config import RaftConfig
+from raft.state import ApplyOutcome, MetadataLogState
+from raft.syncobj_node import LEADER, RaftNode
+
+logger = logging.getLogger(__name__)
+
+# Raft index -> offset pairs kept for status() (match offsets of lagging voters).
+INDEX_HISTORY_ENTRIES = 100_000
+LISTENER_BATCH_RECORDS = 1000
+DISPATCH_POLL_S = 1.0
+_NOT_APPENDED = (FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER, FAIL_REASON.DISCARDED)
+
+
+class MetadataLog:
+    def __init__(self, config: RaftConfig, snapshot_builder: SnapshotBuilder) -> None:
+        config.validate_for_controller()
+        self.config = config
+        self.node_id = config.node_id
+        self._state = MetadataLogState(config.max_tail_records, snapshot_builder)
+        self._cond = threading.Condition()
+        self._leader_info = b""
+        self._node: RaftNode | None = None
+        self._active_epoch: int | None = None
+        self._events: collections.deque[tuple[bool, int]] = collections.deque()
+        self._leadership_listeners: list[LeadershipListener] = []
+        self._commit_listeners: list[CommitListener] = []
+        # (raft index, committed offset after it), increasing in both
+        self._index_offsets: collections.deque[tuple[int, int]] = collections.deque(
+            [(1, -1)], maxlen=INDEX_HISTORY_ENTRIES
+        )
+        self._closing = False
+        self._dispatcher = threading.Thread(
+            target=self._dispatch_loop, name=f"kraftlog-raft-listeners-{self.node_id}", daemon=True
+        )
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def set_leader_info(self, info: bytes) -> None:
+        """Opaque bytes put into this voter's leader-change records (e.g. its gRPC address)."""
+        if not isinstance(info, bytes):
+            raise TypeError("leader info must be bytes")
+        self._leader_info = info
+
+    def start(self) -> None:
+        if self._node is not None:
+            raise MetadataLogError("already started")
+        self._node = RaftNode(
+            self.config,
+            applier=self._apply,
+            on_state_changed=self._on_state_changed,
+            dump_state=self._dump_state,
+            load_state=self._load_state,
+        )
+        self._dispatcher.start()
+        self._node.start()
+
+    def close(self) -> None:
+        node = self._node
+        if node is None or self._closing:
+            return
+        node.close()
+        with self._cond:
+            self._closing = True
+            if self._active_epoch is not None:
+                self._events.append((False, self._active_epoch))
+                self._active_epoch = None
+            self._cond.notify_all()
+        if self._dispatcher.is_alive():
+            self._dispatcher.join(5.0)
+
+    def _require_node(self) -> RaftNode:
+        if self._node is None or self._closing:
+            raise MetadataLogError("metadata log is not running")
+        return self._node
+
+    # --- appends --------------------------------------------------------------------------------
+
+    def append(
+        self, records: Sequence[bytes], *, expected_epoch: int | None = None, timeout_s: float = 5.0
+    ) -> AppendResult:
+        node = self._require_node()
+        batch = list(records)
+        if not batch:
+            raise ValueError("append needs at least one record")
+        if not all(isinstance(r, bytes) for r in batch):
+            raise TypeError("records must be bytes")
+        size = sum(len(r) for r in batch)
+        if size > self.config.max_batch_bytes:
+            raise BatchTooLargeError(
+                f"batch of {size} bytes exceeds metadata.log.max.batch.bytes="
+                f"{self.config.max_batch_bytes}"
+            )
+        active = self._active_epoch
+        if active is None or not node.is_raft_leader or node.term != active:
+            raise NotLeaderError(self.leader_id)
+        if expected_epoch is not None and expected_epoch != active:
+            raise StaleEpochError(f"expected epoch {expected_epoch}, current epoch is {active}")
+        done = threading.Event()
+        box: list[tuple[Any, int]] = []
+
+        def on_result(result: Any, error: int) -> None:
+            box.append((result, error))
+            done.set()
+
+        node.propose_batch(batch, active, on_result)
+        wait_s = min(timeout_s, self.config.append_timeout_ms / 1000.0)
+        if not done.wait(wait_s):
+            raise AppendTimeoutError(f"not committed within {wait_s:.3f} s; outcome unknown")
+        result, error = box[0]
+        if error == FAIL_REASON.SUCCESS and isinstance(result, ApplyOutcome):
+            if result.status == "ok":
+                return AppendResult(result.base_offset, result.last_offset, result.epoch)
+            if result.status == "fenced":
+                if expected_epoch is not None:
+                    raise StaleEpochError(
+                        f"epoch {expected_epoch} ended before the batch was appended"
+                    )
+                raise NotLeaderError(self.leader_id)
+            raise MetadataLogError(f"batch rejected: {result.reason}")
+        if error in _NOT_APPENDED:
+            raise NotLeaderError(self.leader_id)
+        raise AppendTimeoutError(f"outcome unknown (pysyncobj reason {error})")
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def read(self, from_offset: int, max_records: int = 1000) -> list[LogEntry]:
+        with self._cond:
+            return self._state.read(from_offset, max_records)
+
+    def latest_snapshot(self) -> Snapshot | None:
+        with self._cond:
+            return self._state.snapshot
+
+    def wait_for_offset(self, offset: int, timeout_s: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._state.committed_offset >= offset, timeout_s)
+
+    @property
+    def committed_offset(self) -> int:
+        return self._state.committed_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        """The oldest offset ``read`` serves; older ones are in ``latest_snapshot()``."""
+        with self._cond:
+            return self._state.log_start_offset
+
+    # --- leadership -----------------------------------------------------------------------------
+
+    @property
+    def leader_id(self) -> int | None:
+        node = self._node
+        return None if node is None else node.leader_id
+
+    @property
+    def epoch(self) -> int:
+        """This voter's current Raft term (the epoch a new leader would stamp its batches with)."""
+        node = self._node
+        return 0 if node is None else node.term
+
+    @property
+    def is_leader(self) -> bool:
+        """Raft leader AND its leader-change record for the current epoch has committed."""
+        node = self._node
+        active = self._active_epoch
+        return node is not None and active is not None and node.is_raft_leader and (
+            node.term == active
+        )
+
+    def leader_info(self) -> bytes | None:
+        """The leader info of the current epoch's leader, from its committed leader-change
+        record; None while no leader of the current epoch has committed one."""
+        with self._cond:
+            change = self._state.leader
+        if change is None or change.epoch != self.epoch:
+            return None
+        return change.leader_info
+
+    def last_leader_change(self) -> LeaderChange | None:
+        """The most recent committed leader-change record (possibly of an older epoch)."""
+        with self._cond:
+            return self._state.leader
+
+    def add_leadership_listener(self, listener: LeadershipListener) -> None:
+        with self._cond:
+            self._leadership_listeners.append(listener)
+
+    def add_commit_listener(self, listener: CommitListener) -> None:
+        with self._cond:
+            self._commit_listeners.append(listener)
+
+    # --- status ---------------------------------------------------------------------------------
+
+    def status(self) -> QuorumStatus:
+        node = self._require_node()
+        raw = node.raw_status()
+        with self._cond:
+            committed = self._state.committed_offset
+            log_start = self._state.log_start_offset
+            snap = self._state.snapshot
+            history = list(self._index_offsets)
+        is_raft_leader = raw.get("state") == LEADER
+        last_applied = int(raw.get("last_applied", 0))
+        leader = raw.get("leader")
+        leader_id = node.address_to_id.get(getattr(leader, "address", None))
+        voters = []
+        for voter_id in sorted(self.config.voters):
+            address = self.config.address_of(voter_id)
+            is_self = voter_id == self.node_id
+            connected = is_self or raw.get(f"partner_node_status_server_{address}") == 2
+            match_offset: int | None = None
+            if is_self:
+                match_offset = committed
+            elif is_raft_leader:
+                match_idx = raw.get(f"match_idx_server_{address}")
+                if match_idx is not None:
+                    match_offset = _offset_at_index(history, min(match_idx, last_applied))
+            voters.append(
+                VoterStatus(
+                    node_id=voter_id,
+                    address=address,
+                    connected=connected,
+                    is_leader=voter_id == leader_id,
+                    match_offset=match_offset,
+                    lag_records=None if match_offset is None else committed - match_offset,
+                )
+            )
+        return QuorumStatus(
+            node_id=self.node_id,
+            leader_id=leader_id,
+            epoch=int(raw.get("raft_term", 0)),
+            committed_offset=committed,
+            log_start_offset=log_start,
+            snapshot_last_offset=-1 if snap is None else snap.last_offset,
+            voters=tuple(voters),
+        )
+
+    # --- tick-thread callbacks ------------------------------------------------------------------
+
+    def _apply(self, kind: str, raft_index: int, term: int, args: tuple[Any, ...]) -> ApplyOutcome:
+        with self._cond:
+            if kind == "batch":
+                outcome, entries = self._state.apply_batch(args[0], args[1], term)
+            elif kind == "leader_change":
+                outcome, entries = self._state.apply_leader_change(args[0], args[1], args[2], term)
+            else:
+                return ApplyOutcome("rejected", term, reason=f"unknown entry kind {kind}")
+            if entries:
+                self._index_offsets.append((raft_index, self._state.committed_offset))
+                self._cond.notify_all()
+        return outcome
+
+    def _on_state_changed(self, old: int, new: int) -> None:
+        node = self._node
+        if node is None:
+            return
+        if new == LEADER:
+            self._propose_leader_change(node, node.term)
+        elif old == LEADER:
+            with self._cond:
+                if self._active_epoch is not None:
+                    self._events.append((False, self._active_epoch))
+                    self._active_epoch = None
+                    self._cond.notify_all()
+
+    def _propose_leader_change(self, node: RaftNode, epoch: int) -> None:
+        def on_result(result: Any, error: int) -> None:
+            still_leading = node.is_raft_leader and node.term == epoch and not self._closing
+            if (
+                error == FAIL_REASON.SUCCESS
+                and isinstance(result, ApplyOutcome)
+                and result.status == "ok"
+            ):
+                with self._cond:
+                    if still_leading and self._active_epoch != epoch:
+                        self._active_epoch = epoch
+                        self._events.append((True, epoch))
+                        self._cond.notify_all()
+            elif still_leading:
+                logger.warning("leader-change record for epoch %d failed (%s); retrying", epoch, error)
+                self._propose_leader_change(node, epoch)
+
+        node.propose_leader_change(self.node_id, epoch, self._leader_info, on_result)
+
+    def _dump_state(self) -> dict[str, Any]:
+        with self._cond:
+            return self._state.to_dict()
+
+    def _load_state(self, data: dict[str, Any], raft_index: int) -> None:
+        with self._cond:
+            self._state.load_dict(data)
+            self._index_offsets.clear()
+            self._index_offsets.append((raft_index, self._state.committed_offset))
+            self._cond.notify_all()
+
+    # --- listener dispatch ----------------------------------------------------------------------
+
+    def _dispatch_loop(self) -> None:
+        delivered = -1
+        while True:
+            with self._cond:
+                self._cond.wait_for(
+                    lambda: self._closing
+                    or bool(self._events)
+                    or self._state.committed_offset > delivered,
+                    DISPATCH_POLL_S,
+                )
+                entries: list[LogEntry] = []
+                if self._state.committed_offset > delivered:
+                    start = max(delivered + 1, self._state.log_start_offset)
+                    entries = self._state.read(start, LISTENER_BATCH_RECORDS)
+                events = list(self._events)
+                self._events.clear()
+                commit_listeners = list(self._commit_listeners)
+                leadership_listeners = list(self._leadership_listeners)
+                finished = self._closing and not events and not entries
+            if finished:
+                return
+            if entries:
+                delivered = entries[-1].offset
+                for listener in commit_listeners:
+                    _call_listener(listener, entries)
+            for is_leader, epoch in events:
+                for listener in leadership_listeners:
+                    _call_listener(listener, is_leader, epoch)
+
+
+def _call_listener(listener: Any, *args: Any) -> None:
+    try:
+        listener(*args)
+    except Exception:
+        logger.exception("metadata log listener %r failed", listener)
+
+
+def _offset_at_index(history: list[tuple[int, int]], raft_index: int) -> int | None:
+    """The committed offset after Raft entry ``raft_index``; None if older than ``history``."""
+    pos = bisect.bisect_right(history, (raft_index, float("inf"))) - 1
+    return None if pos < 0 else history[pos][1]
+
+
+__all__ = ["MetadataLog", "SnapshotRequired"]

@@ -1,0 +1,384 @@
+"""The I/O shell around pysyncobj: one Raft voter, its tick thread, journal, dump and transport.
+
+Everything pysyncobj-specific lives here (and in journal.py / dump.py). The replicated state
+machine itself is :class:`raft.state.MetadataLogState`, driven by :class:`raft.metadata_log.
+MetadataLog` through the ``applier`` callback.
+
+How pysyncobj's gaps are closed
+    (a) isolated leader: ``leaderFallbackTimeout`` = election timeout (pysyncobj: 30 s), so a
+        leader that hears from no majority for one election timeout steps down; together with
+        the tick granularity that is well within two election timeouts.
+    (b) pickle on the wire: ``password`` = ``controller.quorum.secret`` (Fernet: AES-128-CBC +
+        HMAC-SHA256, key from PBKDF2). A frame that does not authenticate is dropped *before*
+        it is unpickled and the connection closed. In addition, frames whose length prefix is
+        negative or above :data:`MAX_FRAME_BYTES` close the connection before they are
+        buffered (pysyncobj would buffer up to 2 GiB).
+    (c) durability: :class:`raft.journal.DurableJournal` (a ``pysyncobj.journal.Journal``
+        subclass). pysyncobj has no option for a journal class; it calls the module-level
+        factory ``pysyncobj.syncobj.createJournal`` once in ``SyncObj.__init__``, so
+        construction substitutes that factory, under a lock, for the duration of the call.
+        Acknowledgements are made durable by the transport subclass
+        (:class:`_DurableAckTransport`), which syncs the journal right before a follower's
+        ``next_node_idx`` reply is sent; the leader's own entries are synced at the top of every
+        tick, before pysyncobj counts the leader towards a commit. The dump is kraftlog's own
+        (custom ``serializer``/``deserializer``, see dump.py), fsynced before pysyncobj
+        renames it into place.
+    (d) latency: ``autoTick`` is off; this module runs the tick loop itself so that the poller
+        wakes on every new command (pysyncobj's pipe notifier, enabled by
+        ``appendEntriesUseBatch=False``, which also sends new entries at once instead of on the
+        next heartbeat) and commits are computed on the tick right after an acknowledgement
+        arrives.
+
+Thread-safety: ``propose_*`` and the properties may be called from any thread; ``run_on_tick``
+runs a function on the tick thread (pysyncobj's state is only safe to read there). The applier
+and the state-change callback are called on the tick thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pysyncobj.syncobj as _pysyncobj_module
+from pysyncobj import SyncObj, SyncObjConf, replicated
+from pysyncobj.config import FAIL_REASON
+from pysyncobj.poller import POLL_EVENT_TYPE
+from pysyncobj.tcp_connection import TcpConnection
+from pysyncobj.transport import TCPTransport
+
+from raft.config import RaftConfig
+from raft.dump import DumpContents, read_dump, write_dump
+from raft.journal import DurableJournal
+from raft.state import ApplyOutcome
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_FILE = "raft-journal.log"
+META_FILE = "raft-meta.json"
+DUMP_FILE = "raft-dump.bin"
+
+# pysyncobj's states (its _RAFT_STATE is private).
+FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
+
+SUCCESS = FAIL_REASON.SUCCESS
+FailReason = int
+Applier = Callable[[str, int, int, tuple[Any, ...]], ApplyOutcome]
+StateCallback = Callable[[int, int], None]
+
+_JOURNAL_FACTORY_LOCK = threading.Lock()
+_FRAME_LENGTH = struct.Struct("i")  # pysyncobj's native-int length prefix
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+TASK_TIMEOUT_S = 5.0
+BIND_ATTEMPTS = 5
+BIND_RETRY_S = 0.2
+
+
+class RaftNodeError(Exception):
+    """The voter could not start (port in use, unreadable journal or dump)."""
+
+
+class _BoundedTcpConnection(TcpConnection):
+    """pysyncobj's connection with a bound on the frame length, checked before buffering."""
+
+    def _TcpConnection__processParseMessage(self) -> Any:  # noqa: N802 (overrides private)
+        buf = self._TcpConnection__readBuffer  # type: ignore[attr-defined]
+        if len(buf) >= _FRAME_LENGTH.size:
+            (length,) = _FRAME_LENGTH.unpack_from(buf, 0)
+            if length < 0 or length > MAX_FRAME_BYTES:
+                logger.warning("raft: closing connection that sent a %d-byte frame", length)
+                self.disconnect()
+                return None
+        return TcpConnection._TcpConnection__processParseMessage(self)  # type: ignore[attr-defined]
+
+
+class _DurableAckTransport(TCPTransport):
+    """Syncs the journal before a follower acknowledges entries; bounds incoming frames."""
+
+    def send(self, node: Any, message: Any) -> bool:
+        if isinstance(message, dict) and message.get("type") == "next_node_idx":
+            self._syncObj._kraft_journal.sync()
+        return super().send(node, message)
+
+    def _onNewIncomingConnection(self, conn: TcpConnection) -> None:  # noqa: N802
+        conn.__class__ = _BoundedTcpConnection
+        super()._onNewIncomingConnection(conn)
+
+    def addNode(self, node: Any) -> None:  # noqa: N802
+        super().addNode(node)
+        conn = self._connections.get(node)
+        if conn is not None:
+            conn.__class__ = _BoundedTcpConnection
+
+
+class _KraftSyncObj(SyncObj):
+    """pysyncobj's replicated object; its replicated methods only forward to the applier."""
+
+    def __init__(
+        self,
+        self_address: str,
+        partners: list[str],
+        conf: SyncObjConf,
+        journal: DurableJournal,
+        applier: Applier,
+    ) -> None:
+        self._kraft_journal = journal
+        self._kraft_applier = applier
+        with _JOURNAL_FACTORY_LOCK:
+            original = _pysyncobj_module.createJournal
+            _pysyncobj_module.createJournal = lambda _journal_file: journal
+            try:
+                super().__init__(self_address, partners, conf, transportClass=_DurableAckTransport)
+            finally:
+                _pysyncobj_module.createJournal = original
+
+    @replicated
+    def kraft_append_batch(self, records: Any, fence_epoch: Any) -> ApplyOutcome:
+        return self._kraft_apply("batch", (records, fence_epoch))
+
+    @replicated
+    def kraft_leader_change(self, leader_id: Any, epoch: Any, leader_info: Any) -> ApplyOutcome:
+        return self._kraft_apply("leader_change", (leader_id, epoch, leader_info))
+
+    def _kraft_apply(self, kind: str, args: tuple[Any, ...]) -> ApplyOutcome:
+        # Never raise: pysyncobj would re-apply the entry on every tick (a wedged voter).
+        try:
+            idx = self.raftLastApplied + 1
+            term = self._kraft_journal.term_at(idx)
+            if term is None:
+                logger.error("raft: entry %d being applied is not in the journal", idx)
+                return ApplyOutcome("rejected", -1, reason=f"entry {idx} not in journal")
+            return self._kraft_applier(kind, idx, term, args)
+        except Exception as e:
+            logger.exception("raft: apply of a %s entry failed", kind)
+            return ApplyOutcome("rejected", -1, reason=f"apply failed: {e!r}")
+
+
+class _Wakeup:
+    """A pipe in pysyncobj's poller, so another thread can end the tick's poll wait."""
+
+    def __init__(self, poller: Any) -> None:
+        self._poller = poller
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+        poller.subscribe(self._r, self._drain, POLL_EVENT_TYPE.READ)
+
+    def notify(self) -> None:
+        try:
+            os.write(self._w, b"x")
+        except BlockingIOError:
+            pass  # pipe full: a wake-up is already pending
+
+    def _drain(self, _fd: int, _events: int) -> None:
+        try:
+            while os.read(self._r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        self._poller.unsubscribe(self._r)
+        os.close(self._r)
+        os.close(self._w)
+
+
+def build_conf(config: RaftConfig, serializer: Any, deserializer: Any, dump_path: str) -> SyncObjConf:
+    election_s = config.election_timeout_ms / 1000.0
+    batch_bytes = max(2 * 1024 * 1024, 2 * config.max_batch_bytes + 64 * 1024)
+    return SyncObjConf(
+        password=config.quorum_secret,
+        autoTick=False,
+        appendEntriesUseBatch=False,
+        appendEntriesPeriod=config.append_interval_ms / 1000.0,
+        raftMinTimeout=election_s,
+        raftMaxTimeout=2 * election_s,
+        leaderFallbackTimeout=election_s,
+        connectionTimeout=2 * election_s,
+        connectionRetryTime=config.retry_backoff_ms / 1000.0,
+        commandsWaitLeader=False,
+        dynamicMembershipChange=False,
+        appendEntriesBatchSizeBytes=batch_bytes,
+        logCompactionMinEntries=config.max_tail_records,
+        fullDumpFile=dump_path,
+        serializer=serializer,
+        deserializer=deserializer,
+        journalFile=None,
+        bindRetryTime=BIND_RETRY_S,
+        maxBindRetries=BIND_ATTEMPTS,
+    )
+
+
+class RaftNode:
+    """One voter. ``applier(kind, raft_index, raft_term, args)`` applies committed entries;
+    ``dump_state()`` gives the state the dump holds and ``load_state(d, raft_index)`` replaces
+    it with a dumped one that covers Raft entries up to ``raft_index``."""
+
+    def __init__(
+        self,
+        config: RaftConfig,
+        applier: Applier,
+        on_state_changed: StateCallback,
+        dump_state: Callable[[], dict[str, Any]],
+        load_state: Callable[[dict[str, Any], int], None],
+    ) -> None:
+        self.config = config
+        log_dir = config.metadata_log_dir
+        os.makedirs(log_dir, exist_ok=True)
+        self._dump_path = os.path.join(log_dir, DUMP_FILE)
+        self._dump_state = dump_state
+        self._load_state = load_state
+        try:
+            self.journal = DurableJournal(
+                os.path.join(log_dir, JOURNAL_FILE), os.path.join(log_dir, META_FILE)
+            )
+            if os.path.exists(self._dump_path):
+                dump = read_dump(self._dump_path)
+                self.journal.trim_to_dump([dump.prev_entry, dump.last_entry])
+        except Exception as e:
+            raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
+        self.address_to_id = {config.address_of(i): i for i in config.voters}
+        self_address = config.address_of(config.node_id)
+        partners = [a for a in self.address_to_id if a != self_address]
+        conf = build_conf(config, self._serialize, self._deserialize, self._dump_path)
+        conf.onStateChanged = on_state_changed
+        try:
+            self.sync = _KraftSyncObj(self_address, partners, conf, self.journal, applier)
+        except Exception as e:
+            self.journal._destroy()
+            raise RaftNodeError(f"cannot start Raft voter on {self_address}: {e!r}") from e
+        self._wakeup = _Wakeup(self.sync._poller)
+        self.sync.addOnTickCallback(self._before_poll)
+        self._tasks: collections.deque[tuple[Callable[[], Any], list[Any], threading.Event]] = (
+            collections.deque()
+        )
+        self._stopping = False
+        self._tick_s = min(0.05, config.append_interval_ms / 2000.0)
+        self._thread = threading.Thread(
+            target=self._run, name=f"kraftlog-raft-{config.node_id}", daemon=True
+        )
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stopping = True
+        self._wakeup.notify()
+        if self._thread.is_alive():
+            self._thread.join(TASK_TIMEOUT_S)
+        if self._thread.is_alive():
+            logger.error("raft tick thread did not stop within %.1f s", TASK_TIMEOUT_S)
+            return
+        self._wakeup.close()
+        self.sync.destroy()  # autoTick off: destroys transport and journal right here
+
+    def _run(self) -> None:
+        while not self._stopping:
+            try:
+                # Durable before pysyncobj counts this voter's own entries towards a commit
+                # (it computes the commit index at the top of the tick).
+                self.journal.sync()
+                self._run_tasks()
+                self.sync.doTick(self._tick_s)
+            except Exception:
+                # pysyncobj's own tick loop does the same: log, back off, go on.
+                logger.exception("raft tick failed")
+                time.sleep(self._tick_s)
+        self._run_tasks()
+
+    def _before_poll(self) -> None:
+        # Runs inside the tick, after the leader appended new commands and sent them, right
+        # before the poll wait: sync them now (while followers write theirs) and, so that a
+        # single voter does not sit out the poll timeout, make the poll return at once; the
+        # next tick then counts them.
+        if self.journal.dirty:
+            self.journal.sync()
+            self._wakeup.notify()
+
+    def _run_tasks(self) -> None:
+        while self._tasks:
+            fn, box, done = self._tasks.popleft()
+            try:
+                box.append((True, fn()))
+            except Exception as e:
+                box.append((False, e))
+            done.set()
+
+    def run_on_tick(self, fn: Callable[[], Any], timeout_s: float = TASK_TIMEOUT_S) -> Any:
+        """Run ``fn`` on the tick thread and return its result (TimeoutError if the thread
+        does not get to it in time)."""
+        if threading.current_thread() is self._thread or not self._thread.is_alive():
+            return fn()
+        box: list[Any] = []
+        done = threading.Event()
+        self._tasks.append((fn, box, done))
+        self._wakeup.notify()
+        if not done.wait(timeout_s):
+            raise TimeoutError("raft tick thread did not run the task in time")
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+    # --- proposals (any thread) -------------------------------------------------------------
+
+    def propose_batch(
+        self, records: list[bytes], fence_epoch: int, callback: Callable[[Any, FailReason], None]
+    ) -> None:
+        self.sync.kraft_append_batch(records, fence_epoch, callback=callback)
+
+    def propose_leader_change(
+        self,
+        leader_id: int,
+        epoch: int,
+        leader_info: bytes,
+        callback: Callable[[Any, FailReason], None],
+    ) -> None:
+        self.sync.kraft_leader_change(leader_id, epoch, leader_info, callback=callback)
+
+    # --- raft state (any thread; plain attribute reads) ---------------------------------------
+
+    @property
+    def term(self) -> int:
+        return self.sync.raftCurrentTerm
+
+    @property
+    def is_raft_leader(self) -> bool:
+        return self.sync._isLeader()
+
+    @property
+    def leader_id(self) -> int | None:
+        leader = self.sync._getLeader()
+        if leader is None:
+            return None
+        return self.address_to_id.get(getattr(leader, "address", None))
+
+    def raw_status(self) -> dict[str, Any]:
+        """pysyncobj's status dict, read on the tick thread."""
+        return self.run_on_tick(self.sync.getStatus)
+
+    # --- dump hooks (tick thread) ---------------------------------------------------------------
+
+    def _serialize(self, file_name: str, data: Any) -> None:
+        last, prev, cluster = data
+        write_dump(
+            file_name,
+            DumpContents(
+                state=self._dump_state(),
+                last_entry=tuple(last),
+                prev_entry=tuple(prev),
+                cluster=sorted(getattr(n, "address", str(n)) for n in cluster),
+            ),
+        )
+
+    def _deserialize(self, file_name: str) -> tuple[Any, Any, Any]:
+        dump = read_dump(file_name, make_durable=True)
+        self._load_state(dump.state, dump.last_entry[1])
+        return dump.last_entry, dump.prev_entry, dump.cluster
