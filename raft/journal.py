@@ -12,8 +12,10 @@ points where Raft needs it (group commit):
   runs at the top of every tick, and pysyncobj computes the commit index at the top of a tick);
 - term and vote are written durably before ``setCurrentTerm`` returns, hence before any vote
   or message in that term is sent;
-- truncation (``deleteEntriesFrom``), ``clear`` and front compaction (``deleteEntriesTo``, done
-  by writing a new file and renaming it over the old one) are durable before they return.
+- ``clear`` and front compaction (``deleteEntriesTo``, done by writing a new file and renaming
+  it over the old one) are durable before they return; a tail truncation
+  (``deleteEntriesFrom``) is applied lazily, so re-sent identical entries never leave the disk,
+  and is durable by the next sync, i.e. before the follower acknowledges anything after it.
 
 So everything appended between two syncs costs one fdatasync.
 
@@ -101,6 +103,8 @@ class DurableJournal(Journal):
         self._entries: list[Entry] = []
         self._positions: list[int] = []  # file offset of each entry's record
         self._dirty = False
+        # entries removed by deleteEntriesFrom whose bytes are still in the file: (entry, pos)
+        self._cut: list[tuple[Entry, int]] = []
         self.sync_count = 0
         self._meta = self._load_meta()
         self._meta_dirty = False
@@ -162,32 +166,62 @@ class DurableJournal(Journal):
 
     def add(self, command: bytes | str, idx: int, term: int) -> None:
         cmd = command if isinstance(command, bytes) else command.encode("utf-8")
+        entry = (cmd, idx, term)
+        if self._cut:
+            if self._cut[0][0] == entry:
+                # Re-sent entry identical to the one a pending truncation removed: keep the
+                # bytes already on disk (and already acknowledged).
+                _, pos = self._cut.pop(0)
+                self._entries.append(entry)
+                self._positions.append(pos)
+                return
+            self._apply_cut()
         pos = os.lseek(self._fd, 0, os.SEEK_END)
         _write_all(self._fd, _encode_record(cmd, idx, term))
-        self._entries.append((cmd, idx, term))
+        self._entries.append(entry)
         self._positions.append(pos)
         self._dirty = True
 
     def clear(self) -> None:
+        self._cut = []
         self._truncate_at(len(JOURNAL_MAGIC))
         self._entries = []
         self._positions = []
 
-    def deleteEntriesFrom(self, entryFrom: int) -> None:  # noqa: N802 (pysyncobj's name)
+    def deleteEntriesFrom(self, entryFrom: int) -> None:
+        """Remove entries from position ``entryFrom`` on, lazily.
+
+        pysyncobj's follower truncates whenever an AppendEntries starts before its last entry,
+        even when the leader merely re-sends entries the follower already has (its leader
+        moves nextIndex back on every acknowledgement that is older than what it has in
+        flight). Truncating the file and writing the same entries again would, for a moment,
+        remove acknowledged entries from disk. So the removed entries are kept aside (``_cut``)
+        and the file is only truncated at the first re-added entry that differs, or at the next
+        ``sync()`` if fewer entries came back."""
         if entryFrom >= len(self._entries):
             return
         entryFrom = max(entryFrom, 0)
-        self._truncate_at(self._positions[entryFrom])
+        removed = list(zip(self._entries[entryFrom:], self._positions[entryFrom:], strict=True))
+        self._cut = removed + self._cut
         del self._entries[entryFrom:]
         del self._positions[entryFrom:]
 
-    def deleteEntriesTo(self, entryTo: int) -> None:  # noqa: N802 (pysyncobj's name)
+    def _apply_cut(self) -> None:
+        if self._cut:
+            pos = self._cut[0][1]
+            self._cut = []
+            os.ftruncate(self._fd, pos)
+            os.lseek(self._fd, 0, os.SEEK_END)
+            self._dirty = True  # the next sync makes the new length durable
+
+    def deleteEntriesTo(self, entryTo: int) -> None:
         """Drop entries before position ``entryTo`` (after pysyncobj dumped the state).
 
         The dump was renamed into place just before; syncing the directory first makes that
         rename durable before the entries it replaces disappear."""
         if entryTo <= 0:
             return
+        self._apply_cut()
         fsync_directory(self._dir)
         keep = self._entries[entryTo:]
         tmp = self._path + ".tmp"
@@ -229,28 +263,28 @@ class DurableJournal(Journal):
         os.close(self._fd)
         self._fd = -1
 
-    def setRaftCommitIndex(self, raftCommitIndex: int) -> None:  # noqa: N802, N803
+    def setRaftCommitIndex(self, raftCommitIndex: int) -> None:
         # Not needed for safety (a restarted voter re-learns it from the leader); stored
         # lazily so a restarted voter serves its committed entries without waiting.
         if self._meta.get("commit_index") != raftCommitIndex:
             self._meta["commit_index"] = raftCommitIndex
             self._meta_dirty = True
 
-    def getRaftCommitIndex(self) -> int:  # noqa: N802
+    def getRaftCommitIndex(self) -> int:
         return int(self._meta.get("commit_index", 1))
 
-    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:  # noqa: N802, N803
+    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:
         self._meta["current_term"] = term
         self._meta["voted_for"] = votedForNodeId
         self._store_meta()
 
-    def getCurrentTerm(self) -> int:  # noqa: N802
+    def getCurrentTerm(self) -> int:
         return int(self._meta.get("current_term", 0))
 
-    def getVotedForNodeId(self) -> str | None:  # noqa: N802
+    def getVotedForNodeId(self) -> str | None:
         return self._meta.get("voted_for")
 
-    def onOneSecondTimer(self) -> None:  # noqa: N802
+    def onOneSecondTimer(self) -> None:
         if self._meta_dirty:
             self._store_meta()
 
@@ -258,12 +292,15 @@ class DurableJournal(Journal):
 
     @property
     def dirty(self) -> bool:
-        """Entries were added since the last sync."""
-        return self._dirty
+        """Entries were added or removed since the last sync."""
+        return self._dirty or bool(self._cut)
 
     def sync(self) -> None:
-        """Make every added entry durable (one fdatasync for all of them)."""
-        if self._dirty and self._fd >= 0:
+        """Make every added entry (and any truncation) durable: one fdatasync for all."""
+        if self._fd < 0:
+            return
+        self._apply_cut()
+        if self._dirty:
             os.fdatasync(self._fd)
             self._dirty = False
             self.sync_count += 1

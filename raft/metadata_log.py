@@ -337,7 +337,9 @@ class MetadataLog:
                         self._events.append((True, epoch))
                         self._cond.notify_all()
             elif still_leading:
-                logger.warning("leader-change record for epoch %d failed (%s); retrying", epoch, error)
+                logger.warning(
+                    "leader-change record for epoch %d failed (%s); retrying", epoch, error
+                )
                 self._propose_leader_change(node, epoch)
 
         node.propose_leader_change(self.node_id, epoch, self._leader_info, on_result)
@@ -357,14 +359,15 @@ class MetadataLog:
 
     def _dispatch_loop(self) -> None:
         delivered = -1
+
+        def pending() -> bool:
+            return (
+                self._closing or bool(self._events) or self._state.committed_offset > delivered
+            )
+
         while True:
             with self._cond:
-                self._cond.wait_for(
-                    lambda: self._closing
-                    or bool(self._events)
-                    or self._state.committed_offset > delivered,
-                    DISPATCH_POLL_S,
-                )
+                self._cond.wait_for(pending, DISPATCH_POLL_S)
                 entries: list[LogEntry] = []
                 if self._state.committed_offset > delivered:
                     start = max(delivered + 1, self._state.log_start_offset)

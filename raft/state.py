@@ -108,7 +108,8 @@ class MetadataLogState:
             or not records
             or not all(isinstance(r, bytes) for r in records)
         ):
-            return ApplyOutcome("rejected", entry_term, reason="records must be non-empty bytes"), []
+            reason = "records must be a non-empty list of bytes"
+            return ApplyOutcome("rejected", entry_term, reason=reason), []
         return self._append([(r, False) for r in records], entry_term)
 
     def apply_leader_change(
@@ -182,11 +183,17 @@ class MetadataLogState:
             if data["version"] != STATE_FORMAT_VERSION:
                 raise StateFormatError(f"unknown state format version {data['version']}")
             snap = data["snapshot"]
-            snapshot = None if snap is None else Snapshot(int(snap[0]), int(snap[1]), bytes(snap[2]))
+            snapshot = (
+                None if snap is None else Snapshot(int(snap[0]), int(snap[1]), bytes(snap[2]))
+            )
             tail = [LogEntry(int(o), int(e), bytes(r), bool(c)) for o, e, r, c in data["tail"]]
             next_offset = int(data["next_offset"])
             lead = data["leader"]
-            leader = None if lead is None else LeaderChange(int(lead[0]), int(lead[1]), bytes(lead[2]))
+            leader = (
+                None
+                if lead is None
+                else LeaderChange(int(lead[0]), int(lead[1]), bytes(lead[2]))
+            )
             fold_retry_offset = int(data["fold_retry_offset"])
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise StateFormatError(f"malformed metadata log state: {e}") from None

@@ -86,7 +86,7 @@ class RaftNodeError(Exception):
 class _BoundedTcpConnection(TcpConnection):
     """pysyncobj's connection with a bound on the frame length, checked before buffering."""
 
-    def _TcpConnection__processParseMessage(self) -> Any:  # noqa: N802 (overrides private)
+    def _TcpConnection__processParseMessage(self) -> Any:
         buf = self._TcpConnection__readBuffer  # type: ignore[attr-defined]
         if len(buf) >= _FRAME_LENGTH.size:
             (length,) = _FRAME_LENGTH.unpack_from(buf, 0)
@@ -98,18 +98,42 @@ class _BoundedTcpConnection(TcpConnection):
 
 
 class _DurableAckTransport(TCPTransport):
-    """Syncs the journal before a follower acknowledges entries; bounds incoming frames."""
+    """Syncs the journal before a follower acknowledges entries; bounds incoming frames; keeps
+    the leader's pipelining from re-sending in-flight entries (reads pysyncobj's private
+    ``__raftNextIndex``, on the tick thread, pinned to pysyncobj < 0.4)."""
 
     def send(self, node: Any, message: Any) -> bool:
         if isinstance(message, dict) and message.get("type") == "next_node_idx":
             self._syncObj._kraft_journal.sync()
         return super().send(node, message)
 
-    def _onNewIncomingConnection(self, conn: TcpConnection) -> None:  # noqa: N802
+    def _onMessageReceived(self, node: Any, message: Any) -> None:
+        # pysyncobj's leader sets nextIndex to the acknowledged index + 1 on every ack that
+        # raises matchIndex, even while later entries are already in flight on the same TCP
+        # stream; it then re-sends those and the follower truncates and re-appends them.
+        # Keep nextIndex from moving backwards on a successful ack (a failed one, reset=True,
+        # still moves it back, which is how a follower that really lacks entries recovers).
+        next_index = None
+        before = None
+        if (
+            isinstance(message, dict)
+            and message.get("type") == "next_node_idx"
+            and message.get("success")
+            and not message.get("reset")
+        ):
+            next_index = self._syncObj._SyncObj__raftNextIndex
+            before = next_index.get(node)
+        super()._onMessageReceived(node, message)
+        if next_index is not None and before is not None:
+            after = next_index.get(node)
+            if after is not None and after < before:
+                next_index[node] = before
+
+    def _onNewIncomingConnection(self, conn: TcpConnection) -> None:
         conn.__class__ = _BoundedTcpConnection
         super()._onNewIncomingConnection(conn)
 
-    def addNode(self, node: Any) -> None:  # noqa: N802
+    def addNode(self, node: Any) -> None:
         super().addNode(node)
         conn = self._connections.get(node)
         if conn is not None:
@@ -188,7 +212,9 @@ class _Wakeup:
         os.close(self._w)
 
 
-def build_conf(config: RaftConfig, serializer: Any, deserializer: Any, dump_path: str) -> SyncObjConf:
+def build_conf(
+    config: RaftConfig, serializer: Any, deserializer: Any, dump_path: str
+) -> SyncObjConf:
     election_s = config.election_timeout_ms / 1000.0
     batch_bytes = max(2 * 1024 * 1024, 2 * config.max_batch_bytes + 64 * 1024)
     return SyncObjConf(
