@@ -1,0 +1,54 @@
+"""Free TCP ports for a local cluster.
+
+Ports are drawn below the kernel's ephemeral range (``ip_local_port_range``): a port picked by
+binding to port 0 lies inside that range, and any outgoing connection made between our check and
+the node's own bind may take it as its local port. Below the range only listeners compete.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+
+_EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+_LOWEST_PORT = 20000
+_DEFAULT_EPHEMERAL_LOW = 32768
+_MAX_TRIES = 2000
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open(_EPHEMERAL_RANGE_FILE, encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return _DEFAULT_EPHEMERAL_LOW
+
+
+def free_ports(
+    count: int, *, host: str = "127.0.0.1", rng: random.Random | None = None
+) -> list[int]:
+    """``count`` distinct ports that nothing listens on at ``host`` right now."""
+    rng = rng or random.Random()
+    high = _ephemeral_low() - 1
+    low = _LOWEST_PORT if high - _LOWEST_PORT > count * 4 else 1024
+    chosen: list[int] = []
+    for _ in range(_MAX_TRIES):
+        if len(chosen) == count:
+            return chosen
+        port = rng.randint(low, high)
+        if port not in chosen and _bindable(host, port):
+            chosen.append(port)
+    if len(chosen) == count:
+        return chosen
+    raise OSError(f"found only {len(chosen)} of {count} free ports on {host} in {_MAX_TRIES} tries")
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # SO_REUSEADDR as the servers set it: a port in TIME_WAIT from an earlier run is usable.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
