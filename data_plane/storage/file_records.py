@@ -1,0 +1,228 @@
+"""FileRecords: a segment's ``.log`` file, and FileSlice, a byte range of one for sendfile.
+
+File ``<20-digit base offset>.log``: RecordBatch v2 batches back to back, exactly as they
+travel on the wire (DESIGN.md decision 2; layout in :mod:`data_plane.storage.records`). No
+file header, no padding: the file size is the end of the last batch.
+
+Writes use ``os.pwrite`` at the tracked end position, so the file object's own position is
+never relied upon (a sendfile fallback may move it). Reads scan batch *headers* only, reading
+the file in chunks of :data:`SCAN_CHUNK_BYTES`, never decoding records.
+
+Thread-safety: appends and truncation run on the log's owner thread under the log's lock;
+:meth:`FileRecords.flush` (fsync) may run concurrently from a background thread; reads
+(pread/sendfile) are safe from any thread while the file is open.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from data_plane.storage.errors import CorruptRecordError, LogClosedError
+from data_plane.storage.records import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    RecordBatchHeader,
+    parse_header,
+)
+
+# How much of the file one header scan reads at a time: a few dozen small batches' headers,
+# or one large batch's header plus slack.
+SCAN_CHUNK_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """``length`` bytes of ``file`` from ``position``: hand to ``os.sendfile(out_fd,
+    slice.fileno, slice.position, slice.length)`` (or ``loop.sendfile``). An empty slice has
+    length 0. ``segment_base_offset`` names the segment it came from; ``first_offset`` is the
+    base offset of its first batch (-1 when empty)."""
+
+    file: BinaryIO | None
+    position: int
+    length: int
+    segment_base_offset: int
+    first_offset: int = -1
+
+    @property
+    def fileno(self) -> int:
+        if self.file is None:
+            raise LogClosedError("empty slice has no file")
+        return self.file.fileno()
+
+    def read_bytes(self) -> bytes:
+        """The slice's bytes (a copy; tests and tools, not the fetch path)."""
+        if self.length == 0 or self.file is None:
+            return b""
+        return os.pread(self.file.fileno(), self.length, self.position)
+
+    def send_to(self, out_fd: int) -> int:
+        """Blocking zero-copy transfer to ``out_fd`` (a socket); returns bytes sent."""
+        sent = 0
+        while sent < self.length:
+            n = os.sendfile(out_fd, self.fileno, self.position + sent, self.length - sent)
+            if n == 0:
+                break
+            sent += n
+        return sent
+
+
+class FileRecords:
+    """The ``.log`` file of one segment (Kafka's FileRecords)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        # Not O_APPEND: on Linux pwrite ignores its offset on O_APPEND files.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.file: BinaryIO = open(fd, "r+b", buffering=0)  # noqa: SIM115 - owned
+        self._fd = fd
+        self._size = os.fstat(self._fd).st_size
+        self._flush_lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._size
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"{self.path} is closed")
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` at the end of the file; return the position it starts at."""
+        self._check_open()
+        position = self._size
+        with memoryview(data) as view:
+            written = 0
+            total = len(view)
+            while written < total:
+                written += os.pwrite(self._fd, view[written:], position + written)
+        self._size = position + total
+        return position
+
+    def read(self, position: int, size: int) -> bytes:
+        """Up to ``size`` bytes from ``position`` (fewer at the end of the file)."""
+        self._check_open()
+        size = max(0, min(size, self._size - position))
+        if size == 0:
+            return b""
+        return os.pread(self._fd, size, position)
+
+    def slice(
+        self, position: int, length: int, segment_base_offset: int, first_offset: int
+    ) -> FileSlice:
+        length = max(0, min(length, self._size - position))
+        return FileSlice(self.file, position, length, segment_base_offset, first_offset)
+
+    def flush(self) -> None:
+        """fsync the file's data (safe from a background thread; no-op once closed)."""
+        with self._flush_lock:
+            if not self._closed:
+                os.fdatasync(self._fd)
+
+    def truncate_to(self, size: int) -> int:
+        """Cut the file to ``size`` bytes; return how many bytes were removed."""
+        self._check_open()
+        if size < 0 or size > self._size:
+            raise ValueError(f"cannot truncate {self.path} ({self._size} bytes) to {size}")
+        removed = self._size - size
+        if removed:
+            os.ftruncate(self._fd, size)
+            self._size = size
+        return removed
+
+    def close(self) -> None:
+        with self._flush_lock:
+            if not self._closed:
+                self._closed = True
+                self.file.close()
+
+    def rename_to(self, new_path: str) -> None:
+        os.replace(self.path, new_path)
+        self.path = new_path
+
+    # -- header scans ------------------------------------------------------------------------
+
+    def batches_from(
+        self, position: int = 0, *, end_position: int | None = None, strict: bool = True
+    ) -> Iterator[RecordBatchHeader]:
+        """Yield the header of each batch starting at ``position`` (a batch boundary) up to
+        ``end_position`` (default: end of file), by header only: no CRC check.
+
+        A batch whose header is invalid or whose body runs past the end raises
+        :class:`CorruptRecordError` when ``strict``; otherwise the scan stops there.
+        """
+        self._check_open()
+        end = self._size if end_position is None else min(end_position, self._size)
+        pos = position
+        chunk = b""
+        chunk_start = pos
+        while pos < end:
+            rel = pos - chunk_start
+            if rel < 0 or rel + HEADER_SIZE > len(chunk):
+                chunk = os.pread(self._fd, min(SCAN_CHUNK_BYTES, end - pos), pos)
+                chunk_start = pos
+                rel = 0
+                if len(chunk) < min(HEADER_SIZE, end - pos):
+                    # The file shrank under us (concurrent truncation): stop.
+                    return
+            try:
+                header = parse_header(chunk, rel)
+            except CorruptRecordError as e:
+                if strict:
+                    raise CorruptRecordError(f"{self.path}: {e}") from None
+                return
+            header.position = pos
+            size = header.batch_length + LOG_OVERHEAD
+            if pos + size > end:
+                if strict and end_position is None:
+                    raise CorruptRecordError(
+                        f"{self.path}: batch at position {pos} runs past the end of the file "
+                        f"({size} bytes, {end - pos} present)"
+                    )
+                return
+            yield header
+            pos += size
+
+    def search_for_offset(
+        self, target_offset: int, starting_position: int
+    ) -> RecordBatchHeader | None:
+        """The first batch at or after ``starting_position`` whose last offset >=
+        ``target_offset`` (Kafka's searchForOffsetWithSize); None if there is none."""
+        for header in self.batches_from(starting_position, strict=False):
+            if header.base_offset + header.last_offset_delta >= target_offset:
+                return header
+        return None
+
+    def search_for_timestamp(
+        self, target_timestamp: int, starting_position: int, starting_offset: int
+    ) -> RecordBatchHeader | None:
+        """The first batch at or after ``starting_position`` with maxTimestamp >=
+        ``target_timestamp`` and last offset >= ``starting_offset``."""
+        for header in self.batches_from(starting_position, strict=False):
+            if header.max_timestamp >= target_timestamp and header.last_offset >= starting_offset:
+                return header
+        return None
+
+
+def count_framed_batches(data: bytes | memoryview) -> int:
+    """How many batches can be framed in ``data`` by their length fields alone (used to
+    report how much a truncation dropped; corrupt bytes may frame as nonsense)."""
+    count = 0
+    pos = 0
+    with memoryview(data) as view:
+        while len(view) - pos >= LOG_OVERHEAD:
+            length = int.from_bytes(view[pos + 8 : pos + 12], "big", signed=True)
+            if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > len(view):
+                break
+            count += 1
+            pos += LOG_OVERHEAD + length
+    return count

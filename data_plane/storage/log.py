@@ -1,0 +1,698 @@
+"""Log: one partition's replica on disk, a directory of segments (Kafka's UnifiedLog +
+LocalLog, without producer state or leader-epoch cache, which replication owns).
+
+Directory ``<log.dir>/<topic>-<partition>/`` holding segments named by base offset (see
+segment.py and log_loader.py for the file set). Offsets::
+
+    log start offset  <=  high watermark  <=  log end offset (LEO, the next offset to assign)
+    recovery point    <=  LEO: everything below it is fsynced
+
+- Segments are kept sorted by base offset; the last one is *active* (appended to). Lookups
+  bisect the base offsets, then use the segment's sparse index.
+- :meth:`append` (leader) validates a producer payload by header and CRC only, assigns
+  offsets in place and writes it; :meth:`append_as_follower` keeps the leader's offsets and
+  rejects offsets that go backwards.
+- :meth:`read` returns a :class:`FileSlice` for ``os.sendfile``, capped at the high watermark
+  (consumers) or the LEO (followers) on an exact batch boundary. A batch in the slice that
+  fails its CRC raises :class:`CorruptRecordError` (each byte range is checked once per
+  process; data appended or recovered here was checked already).
+- Flush policy: ``flush.messages`` (1 = fsync every append, synchronously), ``flush.ms`` and a
+  flush of the rolled segment, both run by :meth:`maybe_flush` from the log manager's
+  maintenance thread.
+- Deleted segments are renamed ``*.deleted`` and unlinked ``file.delete.delay.ms`` later by
+  :meth:`delete_pending_files`, so slices already handed out stay sendable.
+
+Thread-safety: appends, reads and truncations come from one owner thread (the broker's event
+loop). :meth:`flush`, :meth:`maybe_flush`, :meth:`delete_old_segments` and
+:meth:`delete_pending_files` may run concurrently on a background thread. Every access to the
+segment list and offsets holds ``self._lock`` (an RLock); fsync runs outside it so appends are
+never blocked behind the disk. All public methods are safe to call from any thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from data_plane.storage.config import LogConfig
+from data_plane.storage.errors import (
+    InvalidAppendOffsetError,
+    InvalidRecordError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from data_plane.storage.file_records import FileSlice
+from data_plane.storage.log_loader import load_log
+from data_plane.storage.records import (
+    Buffer,
+    PayloadInfo,
+    assign_offsets,
+    validate_produce_payload,
+    validate_stored_payload,
+)
+from data_plane.storage.retention import deletable_segments
+from data_plane.storage.segment import BatchPlacement, LogSegment
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], int]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class FetchIsolation(enum.Enum):
+    """How far a read may go: followers read to the LEO, consumers to the high watermark."""
+
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+
+
+@dataclass(frozen=True, slots=True)
+class LogOffsetMetadata:
+    """An offset with the segment and file position of the batch holding it (Kafka's
+    LogOffsetMetadata): a read capped at this offset ends at ``relative_position`` in the
+    segment ``segment_base_offset``, an exact batch boundary."""
+
+    message_offset: int
+    segment_base_offset: int
+    relative_position: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """Result of an append. ``log_append_time_ms`` is -1 unless the topic uses LogAppendTime.
+    ``offset_of_max_timestamp`` is the last offset of the batch with the largest timestamp."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time_ms: int
+    log_start_offset: int
+    valid_bytes: int
+    record_count: int
+    batch_count: int
+
+
+class Log:
+    """One partition's log. Open with the constructor (loads and recovers the directory)."""
+
+    def __init__(
+        self,
+        dir_path: str,
+        config: LogConfig,
+        *,
+        topic: str,
+        partition: int,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        high_watermark: int = 0,
+        clean_shutdown: bool = False,
+        clock_ms: Clock = wall_clock_ms,
+    ) -> None:
+        self.dir_path = dir_path
+        self.topic = topic
+        self.partition = partition
+        self._config = config
+        self._clock_ms = clock_ms
+        self._lock = threading.RLock()
+        self._closed = False
+        loaded = load_log(
+            dir_path,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_bytes=config.segment_index_bytes,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            now_ms=clock_ms(),
+            clean_shutdown=clean_shutdown,
+        )
+        self._segments: list[LogSegment] = loaded.segments
+        self._bases: list[int] = [s.base_offset for s in self._segments]
+        self._next_offset = loaded.next_offset
+        self._recovery_point = loaded.recovery_point
+        self._log_start_offset = loaded.log_start_offset
+        self.truncated_on_load_bytes = loaded.truncated_bytes
+        self.dropped_on_load_batches = loaded.dropped_batches
+        self.rebuilt_indexes = tuple(loaded.rebuilt_indexes)
+        self._last_flush_ms = clock_ms()
+        self._roll_flush_pending = False
+        self._dir_flush_pending = False
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._high_watermark = self._log_start_offset
+        self._hw_metadata: LogOffsetMetadata | None = None
+        if self._log_start_offset > self._next_offset:
+            # Everything on disk lies below the log start offset (deleted by DeleteRecords
+            # before a tail was lost): start afresh at the log start offset.
+            self.truncate_fully_and_start_at(self._log_start_offset)
+        self.update_high_watermark(high_watermark)
+
+    # -- offsets and properties --------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed topic configs (segment size, retention...) from now on."""
+        with self._lock:
+            self._config = config
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._next_offset - self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size_in_bytes for s in self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segments, oldest first."""
+        with self._lock:
+            return list(self._segments)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.name} is closed")
+
+    # -- append ------------------------------------------------------------------------------
+
+    def append(
+        self,
+        payload: Buffer,
+        leader_epoch: int,
+        *,
+        validated: PayloadInfo | None = None,
+    ) -> LogAppendInfo:
+        """Append a producer's batches as leader: validate (unless ``validated``, the result
+        of :func:`validate_produce_payload` on these bytes), assign offsets from the LEO and
+        stamp ``leader_epoch`` in place (``payload`` is copied first only if read-only), and
+        write. Raises a :class:`StorageError` subclass carrying the Kafka error code."""
+        info = validated or validate_produce_payload(
+            payload, max_batch_bytes=self._config.max_message_bytes
+        )
+        buf = payload if _is_writable(payload) else bytearray(payload)
+        with self._lock:
+            self._check_open()
+            first = self._next_offset
+            append_time = self._clock_ms() if self._config.log_append_time else None
+            assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
+            placements = []
+            offset = first
+            max_ts, offset_of_max = -1, first
+            for h in info.batches:
+                last = offset + h.last_offset_delta
+                ts = append_time if append_time is not None else h.max_timestamp
+                placements.append(
+                    BatchPlacement(h.position - info.batches[0].position, h.size_in_bytes, last, ts)
+                )
+                if ts > max_ts:
+                    max_ts, offset_of_max = ts, last
+                offset = last + 1
+            self._append_locked(buf, placements, first, offset - 1, info.size_in_bytes)
+            result = LogAppendInfo(
+                first_offset=first,
+                last_offset=offset - 1,
+                max_timestamp=max_ts,
+                offset_of_max_timestamp=offset_of_max,
+                log_append_time_ms=append_time if append_time is not None else -1,
+                log_start_offset=self._log_start_offset,
+                valid_bytes=info.size_in_bytes,
+                record_count=info.record_count,
+                batch_count=info.batch_count,
+            )
+        self._flush_if_too_many_unflushed()
+        return result
+
+    def append_as_follower(self, payload: Buffer) -> LogAppendInfo:
+        """Append batches fetched from the leader, keeping their offsets and epochs. The
+        first offset must be >= the LEO (gaps are allowed: the leader's log may be compacted)
+        and offsets must increase; otherwise :class:`InvalidAppendOffsetError`."""
+        headers = validate_stored_payload(payload)
+        if not headers:
+            raise InvalidRecordError("follower append of an empty payload")
+        size = headers[-1].position + headers[-1].size_in_bytes - headers[0].position
+        for h in headers:
+            if h.size_in_bytes > max(self._config.max_message_bytes, self._config.segment_bytes):
+                raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
+        with self._lock:
+            self._check_open()
+            if headers[0].base_offset < self._next_offset:
+                raise InvalidAppendOffsetError(
+                    f"{self.name}: follower append at offset {headers[0].base_offset} is below "
+                    f"the log end offset {self._next_offset}"
+                )
+            placements = [
+                BatchPlacement(h.position, h.size_in_bytes, h.last_offset, h.max_timestamp)
+                for h in headers
+            ]
+            max_ts, offset_of_max = -1, headers[0].base_offset
+            for p in placements:
+                if p.max_timestamp > max_ts:
+                    max_ts, offset_of_max = p.max_timestamp, p.last_offset
+            data = memoryview(payload)[headers[0].position : headers[0].position + size]
+            try:
+                self._append_locked(
+                    data, placements, headers[0].base_offset, headers[-1].last_offset, size
+                )
+            finally:
+                data.release()
+            result = LogAppendInfo(
+                first_offset=headers[0].base_offset,
+                last_offset=headers[-1].last_offset,
+                max_timestamp=max_ts,
+                offset_of_max_timestamp=offset_of_max,
+                log_append_time_ms=-1,
+                log_start_offset=self._log_start_offset,
+                valid_bytes=size,
+                record_count=sum(h.records_count for h in headers),
+                batch_count=len(headers),
+            )
+        self._flush_if_too_many_unflushed()
+        return result
+
+    def _append_locked(
+        self,
+        data: Buffer,
+        placements: list[BatchPlacement],
+        first_offset: int,
+        last_offset: int,
+        size: int,
+    ) -> None:
+        cfg = self._config
+        if size > cfg.segment_bytes:
+            raise RecordListTooLargeError(
+                f"{self.name}: append of {size} bytes exceeds segment.bytes={cfg.segment_bytes}"
+            )
+        seg = self._segments[-1]
+        if seg.should_roll(
+            append_bytes=size,
+            max_offset=last_offset,
+            segment_bytes=cfg.segment_bytes,
+            segment_ms=cfg.segment_ms,
+            now_ms=self._clock_ms(),
+        ):
+            seg = self._roll_locked(max(first_offset, self._next_offset))
+        seg.append(data, placements)
+        self._next_offset = last_offset + 1
+
+    def _flush_if_too_many_unflushed(self) -> None:
+        if self.unflushed_messages >= self._config.flush_messages:
+            self.flush()
+
+    # -- roll --------------------------------------------------------------------------------
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the LEO (no-op if the active one is empty)."""
+        with self._lock:
+            self._check_open()
+            return self._roll_locked(self._next_offset)
+
+    def _roll_locked(self, new_base: int) -> LogSegment:
+        old = self._segments[-1]
+        if old.size_in_bytes == 0:
+            if old.base_offset == new_base:
+                return old
+            # An empty active segment at the wrong base (follower append after a gap).
+            self._remove_segments_locked([old], reason="replaced by roll")
+        else:
+            old.on_become_inactive()
+            self._roll_flush_pending = True
+        seg = LogSegment(
+            self.dir_path,
+            new_base,
+            index_interval_bytes=self._config.index_interval_bytes,
+            max_index_bytes=self._config.segment_index_bytes,
+            created_ms=self._clock_ms(),
+            active=True,
+        )
+        self._segments.append(seg)
+        self._bases.append(new_base)
+        self._dir_flush_pending = True
+        logger.info("%s: rolled new segment at offset %d", self.name, new_base)
+        return seg
+
+    # -- read --------------------------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        *,
+        isolation: FetchIsolation = FetchIsolation.LOG_END,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FileSlice:
+        """A file slice from the batch holding ``start_offset``, at most ``max_bytes`` long
+        (except that the first batch is whole when ``min_one_message``), not going past the
+        high watermark (``isolation=HIGH_WATERMARK``), the LEO, or ``max_offset`` when given.
+        The slice may end inside a batch (clients expect that). An empty slice (length 0)
+        means nothing to read yet.
+
+        Raises :class:`OffsetOutOfRangeError` outside [log start offset, LEO] and
+        :class:`CorruptRecordError` if a batch in the slice fails its CRC."""
+        with self._lock:
+            self._check_open()
+            if start_offset < self._log_start_offset or start_offset > self._next_offset:
+                raise OffsetOutOfRangeError(
+                    f"{self.name}: offset {start_offset} is outside "
+                    f"[{self._log_start_offset}, {self._next_offset}]"
+                )
+            if isolation is FetchIsolation.HIGH_WATERMARK:
+                upper = self._hw_metadata_locked()
+            else:
+                upper = self._end_metadata_locked()
+            if max_offset is not None and max_offset < upper.message_offset:
+                upper = self._offset_metadata_locked(max(max_offset, self._log_start_offset))
+            if start_offset >= upper.message_offset:
+                return self._empty_slice_locked()
+            i = bisect.bisect_right(self._bases, start_offset) - 1
+            for seg in self._segments[max(i, 0) :]:
+                if seg.base_offset > upper.segment_base_offset:
+                    break
+                max_position = (
+                    upper.relative_position
+                    if seg.base_offset == upper.segment_base_offset
+                    else None
+                )
+                fs = seg.read(
+                    start_offset,
+                    max_bytes,
+                    max_position=max_position,
+                    min_one_message=min_one_message,
+                )
+                if fs is not None:
+                    return fs
+            return self._empty_slice_locked()
+
+    def _empty_slice_locked(self) -> FileSlice:
+        seg = self._segments[-1]
+        return FileSlice(seg.log.file, seg.size_in_bytes, 0, seg.base_offset, -1)
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Map ``offset`` to the segment and position of the batch holding it (the LEO maps to
+        the end of the active segment). Use it to cap reads at an exact batch boundary."""
+        with self._lock:
+            self._check_open()
+            return self._offset_metadata_locked(offset)
+
+    def _end_metadata_locked(self) -> LogOffsetMetadata:
+        seg = self._segments[-1]
+        return LogOffsetMetadata(self._next_offset, seg.base_offset, seg.size_in_bytes)
+
+    def _offset_metadata_locked(self, offset: int) -> LogOffsetMetadata:
+        if offset == self._next_offset:
+            return self._end_metadata_locked()
+        if offset < self._log_start_offset or offset > self._next_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.name}: offset {offset} is outside "
+                f"[{self._log_start_offset}, {self._next_offset}]"
+            )
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        for seg in self._segments[i:]:
+            header = seg.translate_offset(offset)
+            if header is not None:
+                return LogOffsetMetadata(offset, seg.base_offset, header.position)
+        return self._end_metadata_locked()
+
+    def _hw_metadata_locked(self) -> LogOffsetMetadata:
+        md = self._hw_metadata
+        if md is None or md.message_offset != self._high_watermark:
+            md = self._offset_metadata_locked(self._high_watermark)
+            self._hw_metadata = md
+        return md
+
+    def update_high_watermark(self, high_watermark: int) -> int:
+        """Set the high watermark (clamped to [log start offset, LEO]); return the value set.
+        Replication calls this; consumer reads are capped at it."""
+        with self._lock:
+            hw = min(max(high_watermark, self._log_start_offset), self._next_offset)
+            if hw != self._high_watermark:
+                self._high_watermark = hw
+                self._hw_metadata = None
+            return hw
+
+    def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp`` (ListOffsets);
+        None if every record is older. Decodes one batch; not for the fetch path."""
+        with self._lock:
+            self._check_open()
+            for seg in self._segments:
+                if seg.max_timestamp_so_far < timestamp:
+                    continue
+                found = seg.find_offset_by_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return found
+            return None
+
+    # -- flush -------------------------------------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, ``up_to_offset``) (default:
+        the LEO) and advance the recovery point. The fsyncs run without the lock."""
+        with self._lock:
+            if self._closed:
+                return
+            target = (
+                self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
+            )
+            if target <= self._recovery_point and not self._dir_flush_pending:
+                return
+            i = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
+            to_flush = [s for s in self._segments[i:] if s.base_offset < target]
+            flush_dir = self._dir_flush_pending
+            self._dir_flush_pending = False
+        for seg in to_flush:
+            seg.flush()
+        if flush_dir:
+            _fsync_dir(self.dir_path)
+        with self._lock:
+            self._recovery_point = max(self._recovery_point, target)
+            self._last_flush_ms = self._clock_ms()
+            self._roll_flush_pending = False
+
+    def maybe_flush(self) -> bool:
+        """Flush if the policy says so (a segment was rolled, ``flush.ms`` elapsed or
+        ``flush.messages`` are unflushed); return whether it flushed."""
+        with self._lock:
+            if self._closed or (self.unflushed_messages <= 0 and not self._roll_flush_pending):
+                return False
+            due = (
+                self._roll_flush_pending
+                or self._clock_ms() - self._last_flush_ms >= self._config.flush_ms
+                or self.unflushed_messages >= self._config.flush_messages
+            )
+            rolled_only = self._roll_flush_pending and not (
+                self._clock_ms() - self._last_flush_ms >= self._config.flush_ms
+            )
+            up_to = self._segments[-1].base_offset if rolled_only else None
+        if due:
+            self.flush(up_to)
+        return due
+
+    # -- truncation --------------------------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove every offset >= ``target_offset`` (a follower diverged from its leader);
+        return whether anything was removed. A batch straddling the target goes whole."""
+        if target_offset < 0:
+            raise OffsetOutOfRangeError(f"cannot truncate {self.name} to {target_offset}")
+        with self._lock:
+            self._check_open()
+            if target_offset >= self._next_offset:
+                return False
+            if target_offset < self._log_start_offset or target_offset < self._bases[0]:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            doomed = [s for s in self._segments if s.base_offset > target_offset]
+            if doomed:
+                self._remove_segments_locked(doomed, reason="truncation")
+            seg = self._segments[-1]
+            header = seg.translate_offset(target_offset)
+            new_end = target_offset
+            if header is not None and header.base_offset < target_offset:
+                new_end = header.base_offset
+            seg.truncate_to(target_offset)
+            seg.make_active()
+            self._next_offset = new_end
+            self._recovery_point = min(self._recovery_point, new_end)
+            if self._high_watermark > new_end:
+                self._high_watermark = new_end
+            self._hw_metadata = None
+            logger.info("%s: truncated to offset %d", self.name, new_end)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Drop every segment and start an empty log at ``new_offset`` (a follower far
+        behind a leader whose log start offset moved past it)."""
+        if new_offset < 0:
+            raise OffsetOutOfRangeError(f"cannot start {self.name} at {new_offset}")
+        with self._lock:
+            self._check_open()
+            self._remove_segments_locked(list(self._segments), reason="truncate fully")
+            seg = LogSegment(
+                self.dir_path,
+                new_offset,
+                index_interval_bytes=self._config.index_interval_bytes,
+                max_index_bytes=self._config.segment_index_bytes,
+                created_ms=self._clock_ms(),
+                active=True,
+            )
+            self._segments = [seg]
+            self._bases = [new_offset]
+            self._next_offset = new_offset
+            self._log_start_offset = new_offset
+            self._recovery_point = new_offset
+            self._high_watermark = new_offset
+            self._hw_metadata = None
+            self._dir_flush_pending = True
+            logger.info("%s: truncated fully, now starts at offset %d", self.name, new_offset)
+
+    # -- retention ---------------------------------------------------------------------------
+
+    def maybe_increment_log_start_offset(self, new_offset: int) -> bool:
+        """Move the log start offset up (DeleteRecords; must not pass the high watermark);
+        whole segments below it are deleted by the next :meth:`delete_old_segments`."""
+        with self._lock:
+            self._check_open()
+            if new_offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"{self.name}: log start offset {new_offset} beyond the high watermark "
+                    f"{self._high_watermark}"
+                )
+            if new_offset <= self._log_start_offset:
+                return False
+            self._log_start_offset = new_offset
+            return True
+
+    def delete_old_segments(self) -> int:
+        """Apply retention (time, size, log start offset); return segments deleted."""
+        with self._lock:
+            if self._closed:
+                return 0
+            cfg = self._config
+            decision = deletable_segments(
+                self._segments,
+                now_ms=self._clock_ms(),
+                retention_ms=cfg.retention_ms,
+                retention_bytes=cfg.retention_bytes,
+                log_start_offset=self._log_start_offset,
+                high_watermark=self._high_watermark,
+                delete_policy=cfg.deletes_by_retention,
+            )
+            if decision.count == 0:
+                return 0
+            doomed = self._segments[: decision.count]
+            self._remove_segments_locked(doomed, reason=f"retention by {decision.reason}")
+            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+            self._recovery_point = max(self._recovery_point, self._segments[0].base_offset)
+            return decision.count
+
+    def _remove_segments_locked(self, doomed: list[LogSegment], *, reason: str) -> None:
+        doomed_ids = {id(s) for s in doomed}
+        self._segments = [s for s in self._segments if id(s) not in doomed_ids]
+        self._bases = [s.base_offset for s in self._segments]
+        due = self._clock_ms() + self._config.file_delete_delay_ms
+        for seg in doomed:
+            seg.rename_to_deleted()
+            self._pending_deletes.append((due, seg))
+            logger.info(
+                "%s: deleting segment %d (%d bytes): %s",
+                self.name,
+                seg.base_offset,
+                seg.size_in_bytes,
+                reason,
+            )
+        self._hw_metadata = None
+
+    def delete_pending_files(self, *, force: bool = False) -> int:
+        """Unlink ``.deleted`` segments whose delay has passed (all when ``force``)."""
+        with self._lock:
+            now = self._clock_ms()
+            ready = [s for due, s in self._pending_deletes if force or due <= now]
+            self._pending_deletes = [
+                (due, s) for due, s in self._pending_deletes if not (force or due <= now)
+            ]
+        for seg in ready:
+            seg.delete_files()
+        return len(ready)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, write the final time index entries, trim indexes and close every file."""
+        if self._closed:
+            return
+        self.flush()
+        with self._lock:
+            self._closed = True
+            for seg in self._segments:
+                seg.close()
+        self.delete_pending_files(force=True)
+
+    def close_and_delete_dir(self, renamed_dir: str) -> None:
+        """Close, rename the directory to ``renamed_dir`` (a ``-delete`` name) and remove it."""
+        with self._lock:
+            self._closed = True
+            for seg in self._segments:
+                seg.close()
+        self.delete_pending_files(force=True)
+        os.replace(self.dir_path, renamed_dir)
+        _fsync_dir(os.path.dirname(renamed_dir) or ".")
+        shutil.rmtree(renamed_dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.name}, start={self._log_start_offset}, hw={self._high_watermark}, "
+            f"end={self._next_offset}, segments={len(self._segments)})"
+        )
+
+
+def _is_writable(buf: Buffer) -> bool:
+    if isinstance(buf, bytearray):
+        return True
+    if isinstance(buf, memoryview):
+        return not buf.readonly
+    return False
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,380 @@
+"""LogManager: every partition log of a broker across its ``log.dirs``.
+
+Layout of each log directory::
+
+    <log.dir>/
+        .lock                                  flock()ed while a broker uses the directory
+        .kafka_cleanshutdown                   present only after a clean close
+        meta.properties                        written by `kraftlog format` (not read here)
+        recovery-point-offset-checkpoint       see checkpoints.py
+        log-start-offset-checkpoint
+        replication-offset-checkpoint          high watermarks
+        <topic>-<partition>/                   one Log (see log.py, log_loader.py)
+        <topic>-<partition>.<uuid hex>-delete/ a deleted log being removed
+
+Any other name raises :class:`LogDirLayoutError` naming it when the manager starts (pass
+``extra_allowed_names`` for files another subsystem keeps there). A new log goes to the log
+directory holding the fewest logs.
+
+Startup: each directory is locked, ``-delete`` leftovers are removed, every partition
+directory is loaded with the recovery point, log start offset and high watermark from the
+checkpoints; after an unclean shutdown (no marker) logs recover from their recovery point.
+
+Threads: none is started by the constructor. The broker calls :meth:`maintenance` on a timer
+(or :meth:`start` runs it on one background thread): it flushes per policy, applies retention,
+unlinks ``.deleted`` files and writes checkpoints. Thread-safety: all public methods may be
+called from any thread; the log table is guarded by a lock, each Log guards itself.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from data_plane.storage.checkpoints import (
+    HIGH_WATERMARK_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    TMP_SUFFIX,
+    OffsetCheckpointFile,
+    TopicPartition,
+)
+from data_plane.storage.config import LogConfig
+from data_plane.storage.errors import LogClosedError, LogDirLayoutError, StorageError
+from data_plane.storage.log import Clock, Log, wall_clock_ms
+from data_plane.storage.log_loader import parse_topic_partition, partition_dir_name
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_KNOWN_TOP_LEVEL_FILES = frozenset(
+    {
+        LOCK_FILE,
+        CLEAN_SHUTDOWN_FILE,
+        "meta.properties",
+        "cleaner-offset-checkpoint",
+        RECOVERY_POINT_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        HIGH_WATERMARK_CHECKPOINT,
+        RECOVERY_POINT_CHECKPOINT + TMP_SUFFIX,
+        LOG_START_OFFSET_CHECKPOINT + TMP_SUFFIX,
+        HIGH_WATERMARK_CHECKPOINT + TMP_SUFFIX,
+    }
+)
+_DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
+# Default pause between two maintenance rounds when run by start().
+DEFAULT_MAINTENANCE_INTERVAL_MS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    flushed_logs: int
+    deleted_segments: int
+    unlinked_segments: int
+    errors: tuple[str, ...]
+
+
+class LogManager:
+    def __init__(
+        self,
+        config: LogConfig,
+        *,
+        topic_config: Callable[[str], LogConfig] | None = None,
+        extra_allowed_names: Iterable[str] = (),
+        clock_ms: Clock = wall_clock_ms,
+    ) -> None:
+        """Lock and load every log directory in ``config.log_dirs``. ``topic_config(topic)``
+        gives a topic's LogConfig (default: ``config``)."""
+        if not config.log_dirs:
+            raise LogDirLayoutError("log.dirs is empty")
+        self._default_config = config
+        self._topic_config = topic_config or (lambda _topic: config)
+        self._allowed = _KNOWN_TOP_LEVEL_FILES | set(extra_allowed_names)
+        self._clock_ms = clock_ms
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._lock_fds: dict[str, int] = {}
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.log_dirs = tuple(os.path.abspath(d) for d in config.log_dirs)
+        self._last_checkpoint: dict[tuple[str, str], dict[TopicPartition, int]] = {}
+        try:
+            for log_dir in self.log_dirs:
+                self._lock_dir(log_dir)
+            for log_dir in self.log_dirs:
+                self._load_dir(log_dir)
+        except BaseException:
+            self._abort_startup()
+            raise
+
+    # -- startup -----------------------------------------------------------------------------
+
+    def _lock_dir(self, log_dir: str) -> None:
+        os.makedirs(log_dir, exist_ok=True)
+        fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirLayoutError(
+                f"log directory {log_dir} is locked by another process ({LOCK_FILE})"
+            ) from None
+        self._lock_fds[log_dir] = fd
+
+    def _load_dir(self, log_dir: str) -> None:
+        clean_marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(clean_marker)
+        recovery_points = OffsetCheckpointFile(
+            os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT)
+        ).read()
+        start_offsets = OffsetCheckpointFile(
+            os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
+        ).read()
+        high_watermarks = OffsetCheckpointFile(
+            os.path.join(log_dir, HIGH_WATERMARK_CHECKPOINT)
+        ).read()
+        partition_dirs: list[tuple[TopicPartition, str]] = []
+        for name in sorted(os.listdir(log_dir)):
+            path = os.path.join(log_dir, name)
+            if os.path.isdir(path):
+                if _DELETE_DIR.match(name):
+                    logger.info("removing deleted log directory %s", path)
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                try:
+                    tp = parse_topic_partition(name)
+                except LogDirLayoutError as e:
+                    raise LogDirLayoutError(f"{path}: {e}; move it out of log.dirs") from None
+                partition_dirs.append((tp, path))
+            elif name not in self._allowed:
+                raise LogDirLayoutError(
+                    f"unexpected file {path} in log directory (not a checkpoint or partition "
+                    "directory); move it away and restart"
+                )
+        for tp, path in partition_dirs:
+            if tp in self._logs:
+                raise LogDirLayoutError(
+                    f"partition {tp[0]}-{tp[1]} exists in two log directories: "
+                    f"{self._logs[tp].dir_path} and {path}"
+                )
+            log = Log(
+                path,
+                self._topic_config(tp[0]),
+                topic=tp[0],
+                partition=tp[1],
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp, 0),
+                high_watermark=high_watermarks.get(tp, 0),
+                clean_shutdown=clean and tp in recovery_points,
+                clock_ms=self._clock_ms,
+            )
+            self._logs[tp] = log
+            self._dir_of[tp] = log_dir
+        if clean:
+            # From now on the directory is in use: a crash must not look clean.
+            os.unlink(clean_marker)
+
+    def _abort_startup(self) -> None:
+        for log in self._logs.values():
+            try:
+                log.close()
+            except (OSError, StorageError):
+                logger.exception("closing %s after a failed start", log.name)
+        self._logs.clear()
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        for fd in self._lock_fds.values():
+            os.close(fd)
+        self._lock_fds.clear()
+
+    # -- logs --------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        """The log of ``topic``-``partition``, created (in the least loaded log dir) if
+        missing. ``config`` (the topic's config) is applied to an existing log too."""
+        tp = (topic, partition)
+        with self._lock:
+            if self._closed:
+                raise LogClosedError("log manager is closed")
+            log = self._logs.get(tp)
+            if log is not None:
+                if config is not None and config != log.config:
+                    log.update_config(config)
+                return log
+            counts = {d: 0 for d in self.log_dirs}
+            for d in self._dir_of.values():
+                counts[d] += 1
+            log_dir = min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            path = os.path.join(log_dir, partition_dir_name(topic, partition))
+            log = Log(
+                path,
+                config or self._topic_config(topic),
+                topic=topic,
+                partition=partition,
+                clock_ms=self._clock_ms,
+            )
+            self._logs[tp] = log
+            self._dir_of[tp] = log_dir
+            logger.info("created log %s in %s", log.name, log_dir)
+            return log
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Close the log, rename its directory to ``<topic>-<partition>.<uuid>-delete`` and
+        remove it; return whether it existed. Checkpoints forget it at once."""
+        tp = (topic, partition)
+        with self._lock:
+            log = self._logs.pop(tp, None)
+            log_dir = self._dir_of.pop(tp, None)
+        if log is None or log_dir is None:
+            return False
+        renamed = os.path.join(
+            log_dir, f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}-delete"
+        )
+        log.close_and_delete_dir(renamed)
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        hws = {k: v for k, v in self.read_high_watermarks().items() if k != tp}
+        self._write_per_dir(HIGH_WATERMARK_CHECKPOINT, hws, force=True)
+        return True
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def checkpoint_recovery_points(self) -> None:
+        self._write_per_dir(
+            RECOVERY_POINT_CHECKPOINT, {tp: log.recovery_point for tp, log in self._items()}
+        )
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._write_per_dir(
+            LOG_START_OFFSET_CHECKPOINT, {tp: log.log_start_offset for tp, log in self._items()}
+        )
+
+    def checkpoint_high_watermarks(
+        self, high_watermarks: Mapping[TopicPartition, int] | None = None
+    ) -> None:
+        """Write the high watermarks (default: each log's :attr:`Log.high_watermark`) to
+        ``replication-offset-checkpoint`` in the log dir of each partition."""
+        hws = (
+            {tp: log.high_watermark for tp, log in self._items()}
+            if high_watermarks is None
+            else dict(high_watermarks)
+        )
+        self._write_per_dir(HIGH_WATERMARK_CHECKPOINT, hws)
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for log_dir in self.log_dirs:
+            out.update(
+                OffsetCheckpointFile(os.path.join(log_dir, HIGH_WATERMARK_CHECKPOINT)).read()
+            )
+        return out
+
+    def _items(self) -> list[tuple[TopicPartition, Log]]:
+        with self._lock:
+            return list(self._logs.items())
+
+    def _write_per_dir(
+        self, file_name: str, offsets: Mapping[TopicPartition, int], *, force: bool = False
+    ) -> None:
+        with self._lock:
+            dir_of = dict(self._dir_of)
+        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        for tp, offset in offsets.items():
+            log_dir = dir_of.get(tp)
+            if log_dir is not None:
+                by_dir[log_dir][tp] = offset
+        for log_dir, entries in by_dir.items():
+            key = (log_dir, file_name)
+            if not force and self._last_checkpoint.get(key) == entries:
+                continue
+            OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(entries)
+            self._last_checkpoint[key] = entries
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def maintenance(self) -> MaintenanceReport:
+        """One round: flush logs per their policy, apply retention, unlink due ``.deleted``
+        files, checkpoint recovery points and log start offsets. Never raises: a failing log
+        is reported in ``errors`` and the round goes on."""
+        flushed = deleted = unlinked = 0
+        errors: list[str] = []
+        for _tp, log in self._items():
+            try:
+                if log.maybe_flush():
+                    flushed += 1
+                deleted += log.delete_old_segments()
+                unlinked += log.delete_pending_files()
+            except (OSError, StorageError) as e:
+                logger.exception("maintenance of %s failed", log.name)
+                errors.append(f"{log.name}: {e}")
+        try:
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+        except (OSError, ValueError) as e:
+            logger.exception("writing checkpoints failed")
+            errors.append(f"checkpoints: {e}")
+        return MaintenanceReport(flushed, deleted, unlinked, tuple(errors))
+
+    def start(self, interval_ms: int = DEFAULT_MAINTENANCE_INTERVAL_MS) -> None:
+        """Run :meth:`maintenance` every ``interval_ms`` on one daemon thread until close."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._run,
+                args=(interval_ms / 1000.0,),
+                name="log-maintenance",
+                daemon=True,
+            )
+            self._thread.start()
+
+    def _run(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            self.maintenance()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        thread = self._thread
+        if thread is not None:
+            self._stop.set()
+            thread.join(timeout_s)
+            self._thread = None
+
+    def close(self) -> None:
+        """Stop maintenance, flush and close every log, write all checkpoints (recovery
+        point = LEO) and the clean-shutdown marker, release the directory locks."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.stop()
+        logs = self._items()
+        for _tp, log in logs:
+            log.close()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        for log_dir in self.log_dirs:
+            fd = os.open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT)
+            os.fsync(fd)
+            os.close(fd)
+        self._release_locks()

@@ -1,0 +1,267 @@
+"""Building and decoding the records inside a RecordBatch v2 (the cold path: clients, tools,
+ListOffsets by timestamp, tests). The broker's produce and fetch paths never call this.
+
+Record layout (after the 61-byte batch header, compressed as one block when the batch's codec
+is not none; varints are zig-zag, see :mod:`data_plane.storage.varint`)::
+
+    length varint            bytes of the record after this field
+    attributes i8            unused, 0
+    timestampDelta varlong   record timestamp - batch baseTimestamp
+    offsetDelta varint       record offset - batch baseOffset
+    keyLength varint         -1 = null key
+    key bytes
+    valueLength varint       -1 = null value
+    value bytes
+    headersCount varint
+    per header: keyLength varint, key (UTF-8), valueLength varint (-1 = null), value
+
+Pure functions; thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from data_plane.storage.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    Compression,
+    check_supported,
+    compress,
+    decompress,
+)
+from data_plane.storage.errors import CorruptRecordError, InvalidRecordError
+from data_plane.storage.records import (
+    ATTRIBUTES_POS,
+    CODEC_MASK,
+    CONTROL_MASK,
+    CREATE_TIME,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    Buffer,
+    RecordBatchHeader,
+    compute_crc,
+    parse_header,
+    validate_batch,
+)
+from data_plane.storage.varint import decode_varint, encode_varint
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record to put in a batch. ``timestamp`` is in ms since the epoch."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: tuple[Header, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRecord:
+    """One record read back from a batch, with its absolute offset. For a LogAppendTime batch
+    ``timestamp`` is the batch's maxTimestamp, as Kafka clients report it."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+    sequence: int
+    size_in_bytes: int
+
+
+def _encode_record(out: bytearray, offset_delta: int, timestamp_delta: int, record: Record) -> None:
+    body = bytearray(b"\x00")
+    encode_varint(timestamp_delta, body)
+    encode_varint(offset_delta, body)
+    _encode_bytes(record.key, body)
+    _encode_bytes(record.value, body)
+    encode_varint(len(record.headers), body)
+    for h_key, h_value in record.headers:
+        _encode_bytes(h_key.encode("utf-8"), body)
+        _encode_bytes(h_value, body)
+    encode_varint(len(body), out)
+    out += body
+
+
+def _encode_bytes(data: bytes | None, out: bytearray) -> None:
+    if data is None:
+        out.append(1)  # zig-zag of -1
+        return
+    encode_varint(len(data), out)
+    out += data
+
+
+def build_batch(
+    records: Sequence[Record],
+    *,
+    compression: int = Compression.NONE,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    timestamp_type: int = CREATE_TIME,
+    log_append_time_ms: int | None = None,
+) -> bytearray:
+    """Encode ``records`` as one RecordBatch v2 with consecutive offsets from ``base_offset``.
+
+    The result is a fresh, writable bytearray (so a broker can stamp offsets in place).
+    ``compression`` is a codec id (none, gzip or zstd). With ``timestamp_type=LOG_APPEND_TIME``
+    the batch's maxTimestamp is ``log_append_time_ms``.
+    """
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    codec = check_supported(compression)
+    base_ts = records[0].timestamp
+    max_ts = max(r.timestamp for r in records)
+    body = bytearray()
+    for i, record in enumerate(records):
+        _encode_record(body, i, record.timestamp - base_ts, record)
+    block = body if codec is Compression.NONE else compress(codec, body)
+    attributes = int(codec) & CODEC_MASK
+    if timestamp_type == LOG_APPEND_TIME:
+        if log_append_time_ms is None:
+            raise ValueError("LogAppendTime batches need log_append_time_ms")
+        attributes |= TIMESTAMP_TYPE_MASK
+        max_ts = log_append_time_ms
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    out = bytearray(HEADER_SIZE)
+    out += block
+    HEADER_STRUCT.pack_into(
+        out,
+        0,
+        base_offset,
+        len(out) - LOG_OVERHEAD,
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,
+        attributes,
+        len(records) - 1,
+        base_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
+    crc = compute_crc(out, 0, len(out))
+    out[ATTRIBUTES_POS - 4 : ATTRIBUTES_POS] = crc.to_bytes(4, "big")
+    return out
+
+
+def decode_records(
+    batch: Buffer,
+    pos: int = 0,
+    *,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    verify_crc: bool = True,
+) -> tuple[RecordBatchHeader, list[DecodedRecord]]:
+    """Decode every record of the batch at ``batch[pos]``.
+
+    Raises :class:`CorruptRecordError` (framing, CRC, codec data) or
+    :class:`InvalidRecordError` (record encoding, count mismatch).
+    """
+    header = validate_batch(batch, pos) if verify_crc else parse_header(batch, pos)
+    if len(batch) - pos < header.size_in_bytes:
+        raise CorruptRecordError(f"batch at position {pos} is truncated")
+    end = pos + header.size_in_bytes
+    with memoryview(batch) as view:
+        block = view[pos + HEADER_SIZE : end]
+        if header.compression == Compression.NONE:
+            data: Buffer = block
+        else:
+            data = decompress(header.compression, block, max_decompressed_bytes)
+        try:
+            return header, _decode_block(header, data)
+        finally:
+            block.release()
+
+
+def _decode_block(header: RecordBatchHeader, data: Buffer) -> list[DecodedRecord]:
+    out: list[DecodedRecord] = []
+    p = 0
+    n = len(data)
+    log_append = header.timestamp_type == LOG_APPEND_TIME
+    for index in range(header.records_count):
+        if p >= n:
+            raise InvalidRecordError(
+                f"batch at offset {header.base_offset} declares {header.records_count} records "
+                f"but holds {index}"
+            )
+        record_start = p
+        length, p = decode_varint(data, p)
+        start = p
+        if length < 1 or start + length > n:
+            raise InvalidRecordError(
+                f"record {index} of batch at offset {header.base_offset} has bad length {length}"
+            )
+        end = start + length
+        p += 1  # attributes
+        ts_delta, p = decode_varint(data, p)
+        offset_delta, p = decode_varint(data, p)
+        key, p = _decode_bytes(data, p, end)
+        value, p = _decode_bytes(data, p, end)
+        header_count, p = decode_varint(data, p)
+        if header_count < 0 or header_count > length:
+            raise InvalidRecordError(f"record {index} has bad header count {header_count}")
+        headers: list[Header] = []
+        for _ in range(header_count):
+            h_key, p = _decode_bytes(data, p, end)
+            if h_key is None:
+                raise InvalidRecordError(f"record {index} has a null header key")
+            h_value, p = _decode_bytes(data, p, end)
+            try:
+                headers.append((h_key.decode("utf-8"), h_value))
+            except UnicodeDecodeError:
+                raise InvalidRecordError(f"record {index} has a non-UTF-8 header key") from None
+        if p != end:
+            raise InvalidRecordError(
+                f"record {index} of batch at offset {header.base_offset}: length {length} "
+                f"does not match its fields"
+            )
+        seq = header.base_sequence + offset_delta if header.base_sequence >= 0 else NO_SEQUENCE
+        out.append(
+            DecodedRecord(
+                offset=header.base_offset + offset_delta,
+                timestamp=header.max_timestamp if log_append else header.base_timestamp + ts_delta,
+                key=key,
+                value=value,
+                headers=tuple(headers),
+                sequence=seq,
+                size_in_bytes=end - record_start,
+            )
+        )
+    if p != n:
+        raise InvalidRecordError(
+            f"batch at offset {header.base_offset} has {n - p} bytes after its last record"
+        )
+    return out
+
+
+def _decode_bytes(data: Buffer, p: int, end: int) -> tuple[bytes | None, int]:
+    size, p = decode_varint(data, p)
+    if size < 0:
+        if size != -1:
+            raise InvalidRecordError(f"bad byte-string length {size}")
+        return None, p
+    if p + size > end:
+        raise InvalidRecordError("byte string runs past the end of its record")
+    return bytes(data[p : p + size]), p + size
