@@ -149,8 +149,7 @@ class RaftConfig:
             raise ConfigError(f"{VOTERS_KEY}: required for a controller")
         if len(voters) > MAX_VOTERS or len(voters) % 2 == 0:
             raise ConfigError(
-                f"{VOTERS_KEY}: needs an odd number of voters, 1 to {MAX_VOTERS}; "
-                f"got {len(voters)}"
+                f"{VOTERS_KEY}: needs an odd number of voters, 1 to {MAX_VOTERS}; got {len(voters)}"
             )
         if self.node_id not in voters:
             raise ConfigError(f"node.id: {self.node_id} is not one of the voters in {VOTERS_KEY}")

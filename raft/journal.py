@@ -140,8 +140,10 @@ class DurableJournal(Journal):
         while pos + _RECORD_HEADER.size <= len(data):
             length, crc = _RECORD_HEADER.unpack_from(data, pos)
             start = pos + _RECORD_HEADER.size
-            if length < _ENTRY_HEADER.size or length > MAX_RECORD_BYTES or start + length > len(
-                data
+            if (
+                length < _ENTRY_HEADER.size
+                or length > MAX_RECORD_BYTES
+                or start + length > len(data)
             ):
                 break
             body = data[start : start + length]

@@ -223,8 +223,11 @@ class MetadataLog:
         """Raft leader AND its leader-change record for the current epoch has committed."""
         node = self._node
         active = self._active_epoch
-        return node is not None and active is not None and node.is_raft_leader and (
-            node.term == active
+        return (
+            node is not None
+            and active is not None
+            and node.is_raft_leader
+            and (node.term == active)
         )
 
     def leader_info(self) -> bytes | None:
@@ -361,9 +364,7 @@ class MetadataLog:
         delivered = -1
 
         def pending() -> bool:
-            return (
-                self._closing or bool(self._events) or self._state.committed_offset > delivered
-            )
+            return self._closing or bool(self._events) or self._state.committed_offset > delivered
 
         while True:
             with self._cond:

@@ -190,9 +190,7 @@ class MetadataLogState:
             next_offset = int(data["next_offset"])
             lead = data["leader"]
             leader = (
-                None
-                if lead is None
-                else LeaderChange(int(lead[0]), int(lead[1]), bytes(lead[2]))
+                None if lead is None else LeaderChange(int(lead[0]), int(lead[1]), bytes(lead[2]))
             )
             fold_retry_offset = int(data["fold_retry_offset"])
         except (KeyError, TypeError, ValueError, IndexError) as e:
