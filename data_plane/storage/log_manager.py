@@ -5,7 +5,8 @@ Layout of each log directory::
     <log.dir>/
         .lock                                  flock()ed while a broker uses the directory
         .kafka_cleanshutdown                   present only after a clean close
-        meta.properties                        written by `kraftlog format` (not read here)
+        meta.properties                        written by `kraftlog storage format` (not read)
+        raft-journal.log, raft-meta.json ...   the metadata log, when metadata.log.dir is here
         recovery-point-offset-checkpoint       see checkpoints.py
         log-start-offset-checkpoint
         replication-offset-checkpoint          high watermarks
@@ -67,6 +68,14 @@ _KNOWN_TOP_LEVEL_FILES = frozenset(
         RECOVERY_POINT_CHECKPOINT + TMP_SUFFIX,
         LOG_START_OFFSET_CHECKPOINT + TMP_SUFFIX,
         HIGH_WATERMARK_CHECKPOINT + TMP_SUFFIX,
+        # The metadata log's files (raft/syncobj_node.py) when metadata.log.dir is one of
+        # log.dirs, which is Kafka's default.
+        "raft-journal.log",
+        "raft-meta.json",
+        "raft-dump.bin",
+        "raft-journal.log.tmp",
+        "raft-meta.json.tmp",
+        "raft-dump.bin.tmp",
     }
 )
 _DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")

@@ -319,6 +319,9 @@ class LogSegment:
         Records are not decoded: the CRC covers them."""
         self.offset_index.reset()
         self.time_index.reset()
+        # Rebuilding needs room for entries even in a closed (trimmed) segment's index.
+        self.offset_index.make_writable()
+        self.time_index.make_writable()
         self.verified.clear()
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = self.base_offset
@@ -362,6 +365,9 @@ class LogSegment:
             dropped = max(1, count_framed_batches(tail))
             self.log.truncate_to(valid_end)
         self.verified.add(0, valid_end)
+        if not self.active:
+            self.offset_index.trim_to_valid_size()
+            self.time_index.trim_to_valid_size()
         return SegmentRecoveryResult(valid_end, batches, truncated, dropped, reason)
 
     def _index_batch(self, b: BatchPlacement) -> None:
