@@ -2,8 +2,8 @@
 
 Codes, names and retriable flags are Kafka's (the codes and retriable flags match the
 ``kafka/errors.py`` table of kafka-python 3.0; names follow Apache Kafka's ``Errors`` enum, so
-code 6 is ``NOT_LEADER_OR_FOLLOWER`` and code 17 is ``INVALID_TOPIC_EXCEPTION``; the older
-names are kept as aliases). A retriable error means the same request may succeed if sent again
+code 6 is ``NOT_LEADER_OR_FOLLOWER``, 17 ``INVALID_TOPIC_EXCEPTION`` and 39
+``INVALID_REPLICA_ASSIGNMENT``; kafka-python's names are kept as aliases). A retriable error means the same request may succeed if sent again
 later (possibly to another node, after refreshing metadata); a non-retriable one will not.
 
 Usage::
@@ -70,7 +70,7 @@ class ErrorCode(IntEnum):
     TOPIC_ALREADY_EXISTS = (36, False)
     INVALID_PARTITIONS = (37, False)
     INVALID_REPLICATION_FACTOR = (38, False)
-    INVALID_REPLICATION_ASSIGNMENT = (39, False)
+    INVALID_REPLICA_ASSIGNMENT = (39, False)
     INVALID_CONFIG = (40, False)
     NOT_CONTROLLER = (41, True)
     INVALID_REQUEST = (42, False)
@@ -163,6 +163,7 @@ class ErrorCode(IntEnum):
     # Older names of the same codes (aliases: same value, same member).
     NOT_LEADER_FOR_PARTITION = (6, True)
     INVALID_TOPIC = (17, False)
+    INVALID_REPLICATION_ASSIGNMENT = (39, False)
     UNKNOWN = (-1, False)
 
 

@@ -1,0 +1,264 @@
+"""BrokerMetadataManager: the broker side of the control plane.
+
+It registers the broker with the active controller, heartbeats every
+``broker.heartbeat.interval.ms`` reporting how far the broker's metadata has caught up, and
+follows the committed metadata log with long-polling FetchMetadata calls, keeping a
+:class:`MetadataImage` current. After each fetched batch it calls
+``on_change(image, delta)``; ``delta.local_changes(broker_id)`` says which partitions this broker
+now leads, follows or must delete.
+
+Threads: a *metadata* thread (fetch, apply, and every ``on_change`` call, so callbacks come
+from one thread, in log order) and a *lifecycle* thread (registration and heartbeats). Properties
+may be read from any thread. ``on_change`` exceptions are logged and do not stop the follower.
+
+Re-registration: a heartbeat answered STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the
+controller no longer knows this registration; the broker registers again (with the same
+incarnation id) and gets a new epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from data_plane.protocol.errors import ErrorCode, error_name
+from metadata.client import ControllerClient, ControllerError
+from metadata.delta import MetadataDelta
+from metadata.image import MetadataImage
+from metadata.snapshot import image_from_snapshot, replay_entries
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FETCH_MAX_WAIT_MS = 500
+RETRY_BACKOFF_MIN_S = 0.05
+RETRY_BACKOFF_MAX_S = 2.0
+# Heartbeat cadence while a controlled shutdown is in progress.
+SHUTDOWN_HEARTBEAT_INTERVAL_MS = 200
+
+ChangeCallback = Callable[[MetadataImage, MetadataDelta], None]
+
+
+class BrokerMetadataManager:
+    def __init__(
+        self,
+        broker_id: int,
+        client: ControllerClient,
+        listeners: Mapping[str, tuple[str, int]],
+        rack: str | None,
+        cluster_id: str | None,
+        incarnation_id: str,
+        on_change: ChangeCallback,
+        *,
+        heartbeat_interval_ms: int | None = None,
+        fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
+    ) -> None:
+        self.broker_id = broker_id
+        self._client = client
+        self._listeners = dict(listeners)
+        self._rack = rack
+        self._cluster_id = cluster_id
+        self._incarnation_id = str(incarnation_id)
+        self._on_change = on_change
+        self._heartbeat_interval_ms = heartbeat_interval_ms
+        self._fetch_max_wait_ms = fetch_max_wait_ms
+        self._image = MetadataImage()
+        self._broker_epoch = -1
+        self._fenced = True
+        self._stop = threading.Event()
+        self._stop_heartbeats = threading.Event()
+        self._wake = threading.Event()
+        self._want_shutdown = False
+        self._shutdown_done = threading.Event()
+        self._registered = threading.Event()
+        self._unfenced = threading.Event()
+        self._image_changed = threading.Condition()
+        self._threads: list[threading.Thread] = []
+
+    # --- public state ---------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._image
+
+    @property
+    def broker_epoch(self) -> int:
+        """-1 until registered."""
+        return self._broker_epoch
+
+    @property
+    def is_fenced(self) -> bool:
+        return self._fenced
+
+    @property
+    def metadata_offset(self) -> int:
+        return self._image.offset
+
+    def wait_until_unfenced(self, timeout_s: float) -> bool:
+        return self._unfenced.wait(timeout_s)
+
+    def wait_for_offset(self, offset: int, timeout_s: float) -> bool:
+        """Block until the image has applied ``offset``; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._image_changed:
+            while self._image.offset < offset:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._image_changed.wait(remaining)
+        return True
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for name, target in (("metadata", self._fetch_loop), ("lifecycle", self._lifecycle_loop)):
+            t = threading.Thread(target=target, name=f"broker-{self.broker_id}-{name}", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._stop_heartbeats.set()
+        self._wake.set()
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(timeout=self._client.timeout_s + 5)
+
+    def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Ask the controller to move leadership away; wait until it says the broker may shut
+        down (True) or ``timeout_s`` passes (False); then stop heartbeating either way."""
+        self._want_shutdown = True
+        self._wake.set()
+        done = self._shutdown_done.wait(timeout_s)
+        self._stop_heartbeats.set()
+        self._wake.set()
+        return done
+
+    # --- metadata thread ------------------------------------------------------------------------
+
+    def _fetch_loop(self) -> None:
+        backoff = RETRY_BACKOFF_MIN_S
+        while not self._stop.is_set():
+            try:
+                result = self._client.fetch_metadata(
+                    self._image.offset + 1, max_wait_ms=self._fetch_max_wait_ms
+                )
+            except ControllerError as exc:
+                log.debug("broker %d: metadata fetch failed: %s", self.broker_id, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                continue
+            except Exception:
+                log.exception("broker %d: metadata fetch failed", self.broker_id)
+                self._stop.wait(RETRY_BACKOFF_MAX_S)
+                continue
+            backoff = RETRY_BACKOFF_MIN_S
+            old = self._image
+            if result.snapshot is not None:
+                base_delta = MetadataDelta(image_from_snapshot(result.snapshot))
+                replay_entries(base_delta, result.records)
+                new = base_delta.apply()
+                delta = MetadataDelta.from_snapshot(old, new)
+            else:
+                records = [e for e in result.records if e.offset > old.offset]
+                if not records:
+                    continue
+                if records[0].offset != old.offset + 1:
+                    log.warning(
+                        "broker %d: metadata gap: at %d, next record %d",
+                        self.broker_id,
+                        old.offset,
+                        records[0].offset,
+                    )
+                delta = MetadataDelta(old)
+                replay_entries(delta, records)
+                new = delta.apply()
+            with self._image_changed:
+                self._image = new
+                self._image_changed.notify_all()
+            try:
+                self._on_change(new, delta)
+            except Exception:
+                log.exception("broker %d: metadata change callback failed", self.broker_id)
+
+    # --- lifecycle thread -----------------------------------------------------------------------
+
+    def _interval_s(self, controller_interval_ms: int) -> float:
+        ms = self._heartbeat_interval_ms or controller_interval_ms
+        if self._want_shutdown:
+            ms = min(ms, SHUTDOWN_HEARTBEAT_INTERVAL_MS)
+        return ms / 1000
+
+    def _lifecycle_loop(self) -> None:
+        controller_interval_ms = 2000
+        backoff = RETRY_BACKOFF_MIN_S
+        while not self._stop_heartbeats.is_set():
+            if self._broker_epoch < 0:
+                try:
+                    reg = self._client.register_broker(
+                        self.broker_id,
+                        self._incarnation_id,
+                        self._listeners,
+                        self._rack,
+                        self._cluster_id,
+                    )
+                except ControllerError as exc:
+                    reg = None
+                    log.info("broker %d: registration failed: %s", self.broker_id, exc)
+                if reg is not None and reg.error_code == 0:
+                    self._broker_epoch = reg.broker_epoch
+                    controller_interval_ms = reg.heartbeat_interval_ms
+                    self._registered.set()
+                    log.info("broker %d registered, epoch %d", self.broker_id, reg.broker_epoch)
+                    backoff = RETRY_BACKOFF_MIN_S
+                    continue
+                if reg is not None:
+                    log.info(
+                        "broker %d: registration refused: %s %s",
+                        self.broker_id,
+                        error_name(reg.error_code),
+                        reg.error_message,
+                    )
+                self._stop_heartbeats.wait(backoff)
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                continue
+            interval_s = self._interval_s(controller_interval_ms)
+            self._heartbeat(interval_s)
+            if self._shutdown_done.is_set():
+                return
+            self._wake.wait(self._interval_s(controller_interval_ms))
+            self._wake.clear()
+
+    def _heartbeat(self, interval_s: float) -> None:
+        try:
+            hb = self._client.broker_heartbeat(
+                self.broker_id,
+                self._broker_epoch,
+                self._image.offset,
+                want_shutdown=self._want_shutdown,
+                timeout_s=max(1.0, interval_s * 2),
+            )
+        except ControllerError as exc:
+            log.info("broker %d: heartbeat failed: %s", self.broker_id, exc)
+            return
+        if hb.error_code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
+            log.warning(
+                "broker %d: registration epoch %d no longer current; registering again",
+                self.broker_id,
+                self._broker_epoch,
+            )
+            self._broker_epoch = -1
+            self._fenced = True
+            self._unfenced.clear()
+            return
+        if hb.error_code != 0:
+            log.info("broker %d: heartbeat error %s", self.broker_id, hb.error_message)
+            return
+        self._fenced = hb.is_fenced
+        if hb.is_fenced:
+            self._unfenced.clear()
+        else:
+            self._unfenced.set()
+        if hb.should_shut_down:
+            self._shutdown_done.set()

@@ -1,0 +1,328 @@
+"""Broker lifecycle decisions: registration, heartbeats, fencing, controlled shutdown.
+
+Broker epochs: a registration gets epoch ``image.offset + 1``. Every earlier epoch was chosen the
+same way at a smaller image offset and its record committed at or before the current image
+offset, so epochs strictly grow per broker and across controller failovers, deterministically.
+
+A registered broker starts fenced. Its heartbeats carry its metadata offset; once that reaches
+the offset of its RegisterBrokerRecord (it has caught up), the controller unfences it and elects
+it leader of leaderless partitions it may lead. A broker whose heartbeats stop for
+``broker.session.timeout.ms`` is fenced: it leaves every ISR (never emptying one) and loses
+leadership (see metadata.election). Controlled shutdown first moves leadership away and takes the
+broker out of ISRs; once the broker reports a metadata offset at or past that point, the reply
+says ``should_shut_down`` and the broker is fenced.
+
+Heartbeat state (last contact per broker) lives only in memory on the active controller
+(:class:`BrokerHeartbeatManager`); a new active controller grants every broker a full session.
+Thread-safety: none; the controller's single event thread owns all of this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from data_plane.protocol.errors import ErrorCode
+from metadata.config import ControllerConfig
+from metadata.delta import apply_records
+from metadata.election import elect_if_leaderless, remove_broker_from_partition
+from metadata.image import MetadataImage
+from metadata.messages import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    RegisterBrokerRequest,
+    RegisterBrokerResponse,
+)
+from metadata.records import (
+    BrokerRegistrationChangeRecord,
+    Listener,
+    MetadataRecord,
+    RegisterBrokerRecord,
+)
+from metadata.result import ControllerResult
+
+# Limits on what a registration may carry.
+MAX_LISTENERS = 16
+MAX_NAME_CHARS = 255
+
+
+@dataclass(slots=True)
+class _Session:
+    last_contact_ms: int
+    shutdown_offset: int | None = None  # metadata offset a shutting-down broker must reach
+
+
+class BrokerHeartbeatManager:
+    """Last contact time per broker, on the active controller only."""
+
+    def __init__(self, session_timeout_ms: int) -> None:
+        self.session_timeout_ms = session_timeout_ms
+        self._sessions: dict[int, _Session] = {}
+
+    def reset(self, broker_ids: Iterable[int], now_ms: int) -> None:
+        """A new controller: every broker gets a full session from ``now_ms``."""
+        self._sessions = {bid: _Session(now_ms) for bid in broker_ids}
+
+    def touch(self, broker_id: int, now_ms: int) -> None:
+        s = self._sessions.get(broker_id)
+        if s is None:
+            self._sessions[broker_id] = _Session(now_ms)
+        else:
+            s.last_contact_ms = max(s.last_contact_ms, now_ms)
+
+    def forget(self, broker_id: int) -> None:
+        self._sessions.pop(broker_id, None)
+
+    def has_valid_session(self, broker_id: int, now_ms: int) -> bool:
+        s = self._sessions.get(broker_id)
+        return s is not None and now_ms - s.last_contact_ms < self.session_timeout_ms
+
+    def expired(self, broker_ids: Iterable[int], now_ms: int) -> list[int]:
+        """Those of ``broker_ids`` whose session has run out (unknown ones get one from now)."""
+        out = []
+        for bid in broker_ids:
+            s = self._sessions.get(bid)
+            if s is None:
+                self._sessions[bid] = _Session(now_ms)
+            elif now_ms - s.last_contact_ms >= self.session_timeout_ms:
+                out.append(bid)
+        return sorted(out)
+
+    def shutdown_offset(self, broker_id: int, current: int) -> int:
+        """The offset a shutting-down broker must reach; fixed at first ask."""
+        s = self._sessions.setdefault(broker_id, _Session(0))
+        if s.shutdown_offset is None:
+            s.shutdown_offset = current
+        return s.shutdown_offset
+
+
+UncleanPolicy = Callable[[str], bool]  # topic name -> unclean.leader.election.enable
+
+
+def _active_ids(
+    image: MetadataImage, extra: int | None = None, without: int | None = None
+) -> set[int]:
+    ids = {b.broker_id for b in image.brokers.values() if b.is_active}
+    if extra is not None:
+        ids.add(extra)
+    ids.discard(without)  # type: ignore[arg-type]
+    return ids
+
+
+def removal_records(
+    image: MetadataImage, broker_id: int, unclean: UncleanPolicy
+) -> list[MetadataRecord]:
+    """Partition changes taking ``broker_id`` out of every ISR and leadership."""
+    active = _active_ids(image, without=broker_id)
+    out: list[MetadataRecord] = []
+    for topic, pid, reg in image.iter_partitions():
+        if broker_id not in reg.isr and reg.leader != broker_id:
+            continue
+        change = remove_broker_from_partition(
+            topic.topic_id, pid, reg, broker_id, active, unclean(topic.name)
+        )
+        if change is not None:
+            out.append(change)
+    return out
+
+
+def fence_records(
+    image: MetadataImage, broker_id: int, unclean: UncleanPolicy
+) -> list[MetadataRecord]:
+    b = image.brokers[broker_id]
+    return [
+        BrokerRegistrationChangeRecord(
+            broker_id, b.epoch, fenced=True, in_controlled_shutdown=None
+        ),
+        *removal_records(image, broker_id, unclean),
+    ]
+
+
+def unfence_records(
+    image: MetadataImage, broker_id: int, unclean: UncleanPolicy
+) -> list[MetadataRecord]:
+    b = image.brokers[broker_id]
+    out: list[MetadataRecord] = [
+        BrokerRegistrationChangeRecord(
+            broker_id, b.epoch, fenced=False, in_controlled_shutdown=None
+        )
+    ]
+    active = _active_ids(image, extra=broker_id)
+    for topic, pid, reg in image.iter_partitions():
+        if reg.has_leader() or broker_id not in reg.replicas:
+            continue
+        change = elect_if_leaderless(topic.topic_id, pid, reg, active, unclean(topic.name))
+        if change is not None:
+            out.append(change)
+    return out
+
+
+def leads_or_replicates_in_isr(image: MetadataImage, broker_id: int) -> bool:
+    """Whether the broker still leads a partition or sits in an ISR it could leave."""
+    for _, _, reg in image.iter_partitions():
+        if reg.leader == broker_id or (broker_id in reg.isr and len(reg.isr) > 1):
+            return True
+    return False
+
+
+def register_broker(
+    image: MetadataImage,
+    request: RegisterBrokerRequest,
+    sessions: BrokerHeartbeatManager,
+    config: ControllerConfig,
+    cluster_id: str | None,
+    unclean: UncleanPolicy,
+    now_ms: int,
+) -> ControllerResult[RegisterBrokerResponse]:
+    def fail(code: ErrorCode, message: str) -> ControllerResult[RegisterBrokerResponse]:
+        return ControllerResult.of([], RegisterBrokerResponse(code, message))
+
+    if (
+        cluster_id is not None
+        and request.cluster_id is not None
+        and request.cluster_id != cluster_id
+    ):
+        return fail(
+            ErrorCode.INCONSISTENT_CLUSTER_ID,
+            f"Expected cluster ID {cluster_id}, but got {request.cluster_id}",
+        )
+    if request.broker_id < 0:
+        return fail(ErrorCode.INVALID_REGISTRATION, "broker id must not be negative")
+    if not request.incarnation_id or len(request.incarnation_id) > MAX_NAME_CHARS:
+        return fail(ErrorCode.INVALID_REGISTRATION, "incarnation id missing or too long")
+    if not request.listeners or len(request.listeners) > MAX_LISTENERS:
+        return fail(ErrorCode.INVALID_REGISTRATION, f"need 1 to {MAX_LISTENERS} listeners")
+    for lis in request.listeners:
+        if not (0 < lis.port < 65536) or not lis.name or not lis.host:
+            return fail(ErrorCode.INVALID_REGISTRATION, f"bad listener {lis}")
+        if len(lis.name) > MAX_NAME_CHARS or len(lis.host) > MAX_NAME_CHARS:
+            return fail(ErrorCode.INVALID_REGISTRATION, "listener name or host too long")
+    if request.rack is not None and len(request.rack) > MAX_NAME_CHARS:
+        return fail(ErrorCode.INVALID_REGISTRATION, "rack too long")
+    response = RegisterBrokerResponse(
+        heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
+        session_timeout_ms=config.broker_session_timeout_ms,
+    )
+    existing = image.brokers.get(request.broker_id)
+    if existing is not None and existing.incarnation_id == request.incarnation_id:
+        # The same process asking again (a lost reply): same epoch, nothing to write.
+        sessions.touch(request.broker_id, now_ms)
+        return ControllerResult.of([], _with_epoch(response, existing.epoch))
+    if (
+        existing is not None
+        and not existing.fenced
+        and sessions.has_valid_session(request.broker_id, now_ms)
+    ):
+        return fail(
+            ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+            f"Another broker is registered with id {request.broker_id} and its session is "
+            "still alive",
+        )
+    epoch = image.offset + 1
+    records: list[MetadataRecord] = [
+        RegisterBrokerRecord(
+            broker_id=request.broker_id,
+            incarnation_id=request.incarnation_id,
+            broker_epoch=epoch,
+            listeners=tuple(Listener(x.name, x.host, x.port) for x in request.listeners),
+            rack=request.rack,
+            fenced=True,
+            in_controlled_shutdown=False,
+        )
+    ]
+    if existing is not None:
+        # The previous incarnation may have lost unflushed data: it must rejoin ISRs by
+        # catching up, like any follower.
+        records.extend(removal_records(image, request.broker_id, unclean))
+    sessions.touch(request.broker_id, now_ms)
+    return ControllerResult.of(records, _with_epoch(response, epoch))
+
+
+def _with_epoch(r: RegisterBrokerResponse, epoch: int) -> RegisterBrokerResponse:
+    return RegisterBrokerResponse(0, None, epoch, r.heartbeat_interval_ms, r.session_timeout_ms)
+
+
+def broker_heartbeat(
+    image: MetadataImage,
+    request: BrokerHeartbeatRequest,
+    sessions: BrokerHeartbeatManager,
+    unclean: UncleanPolicy,
+    now_ms: int,
+) -> ControllerResult[BrokerHeartbeatResponse]:
+    b = image.brokers.get(request.broker_id)
+    if b is None:
+        return ControllerResult.of(
+            [],
+            BrokerHeartbeatResponse(
+                ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker {request.broker_id} is not registered"
+            ),
+        )
+    if b.epoch != request.broker_epoch:
+        return ControllerResult.of(
+            [],
+            BrokerHeartbeatResponse(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"Expected broker epoch {b.epoch}, but got {request.broker_epoch}",
+            ),
+        )
+    sessions.touch(b.broker_id, now_ms)
+    caught_up = request.current_metadata_offset >= b.registered_offset
+    if request.want_shutdown:
+        if b.fenced:
+            sessions.forget(b.broker_id)
+            return ControllerResult.of([], BrokerHeartbeatResponse(0, None, caught_up, True, True))
+        if not b.in_controlled_shutdown or leads_or_replicates_in_isr(image, b.broker_id):
+            records: list[MetadataRecord] = []
+            if not b.in_controlled_shutdown:
+                records.append(
+                    BrokerRegistrationChangeRecord(
+                        b.broker_id, b.epoch, fenced=None, in_controlled_shutdown=True
+                    )
+                )
+            shutting = apply_records(image, records) if records else image
+            records.extend(removal_records(shutting, b.broker_id, unclean))
+            return ControllerResult.of(
+                records, BrokerHeartbeatResponse(0, None, caught_up, False, False)
+            )
+        target = sessions.shutdown_offset(b.broker_id, image.offset)
+        if request.current_metadata_offset < target:
+            return ControllerResult.of(
+                [], BrokerHeartbeatResponse(0, None, caught_up, False, False)
+            )
+        sessions.forget(b.broker_id)
+        return ControllerResult.of(
+            fence_records(image, b.broker_id, unclean),
+            BrokerHeartbeatResponse(0, None, caught_up, True, True),
+        )
+    if request.want_fence:
+        if b.fenced:
+            return ControllerResult.of([], BrokerHeartbeatResponse(0, None, caught_up, True, False))
+        return ControllerResult.of(
+            fence_records(image, b.broker_id, unclean),
+            BrokerHeartbeatResponse(0, None, caught_up, True, False),
+        )
+    if b.fenced and caught_up and not b.in_controlled_shutdown:
+        return ControllerResult.of(
+            unfence_records(image, b.broker_id, unclean),
+            BrokerHeartbeatResponse(0, None, True, False, False),
+        )
+    return ControllerResult.of([], BrokerHeartbeatResponse(0, None, caught_up, b.fenced, False))
+
+
+def expire_sessions(
+    image: MetadataImage,
+    sessions: BrokerHeartbeatManager,
+    unclean: UncleanPolicy,
+    now_ms: int,
+) -> list[MetadataRecord]:
+    """Fence every unfenced broker whose session ran out (one after another, each seeing the
+    previous ones fenced)."""
+    candidates = [b.broker_id for b in image.brokers.values() if not b.fenced]
+    records: list[MetadataRecord] = []
+    current = image
+    for bid in sessions.expired(candidates, now_ms):
+        fence = fence_records(current, bid, unclean)
+        records.extend(fence)
+        current = apply_records(current, fence)
+        sessions.forget(bid)
+    return records

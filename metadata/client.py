@@ -1,0 +1,372 @@
+"""ControllerClient: calls the controller quorum's gRPC service from brokers and admin tools.
+
+It keeps one gRPC channel per voter address, sends controller-only calls to the active
+controller (learned from NOT_CONTROLLER answers, which name it, else found by trying the
+bootstrap voters in turn), and retries retriable errors (envelope error codes with Kafka's
+retriable flag, unreachable voters) with exponential backoff until ``timeout_s`` runs out.
+Non-retriable envelope errors raise :class:`ControllerError`; per-item error codes (per topic,
+per partition) are returned to the caller, except that ``create_topics`` / ``create_partitions``
+resend items that came back THROTTLING_QUOTA_EXCEEDED (a request too big for one append).
+
+Thread-safety: every method may be called from any thread concurrently.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+import grpc
+
+from data_plane.protocol.errors import ErrorCode, error_name, is_retriable
+from metadata import messages as m
+from metadata.messages import (
+    AlterableConfig,
+    AlterPartitionTopic,
+    ClusterDescription,
+    NewTopic,
+    TopicResult,
+)
+from metadata.records import CONFIG_RESOURCE_TOPIC
+from metadata.rpc import (
+    FETCH_METADATA_MAX_WAIT_MS,
+    MAX_REQUEST_BYTES,
+    MAX_RESPONSE_BYTES,
+    METHODS,
+    decode_envelope,
+    method_path,
+    pack,
+)
+from metadata.wire import MessageError, from_wire
+from raft.api import LogEntry, Snapshot
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RETRY_BACKOFF_MIN_S = 0.05
+RETRY_BACKOFF_MAX_S = 1.0
+# One attempt never waits longer than this for an answer (a long-poll adds its wait on top).
+ATTEMPT_TIMEOUT_MAX_S = 10.0
+# Bound on attempts within one call, whatever the timeout.
+MAX_ATTEMPTS = 1000
+
+
+class ControllerError(Exception):
+    """A controller call failed with a Kafka error code (or ran out of time)."""
+
+    def __init__(self, error_code: int, message: str | None) -> None:
+        super().__init__(f"{error_name(error_code)}: {message or ''}")
+        self.error_code = int(error_code)
+        self.message = message
+
+
+class FetchMetadataResult(NamedTuple):
+    """``snapshot`` (to load first) or None; committed ``records`` after it, raft control
+    entries included (``is_control``) so the reader's position can advance past them;
+    ``committed_offset`` of the answering voter."""
+
+    snapshot: Snapshot | None
+    records: list[LogEntry]
+    committed_offset: int
+
+
+def parse_bootstrap(bootstrap: str | Sequence[tuple[str, int]]) -> list[str]:
+    """``"host:port,host:port"`` (optionally ``id@host:port`` as in controller.quorum.voters)
+    or a list of (host, port) -> ["host:port", ...]."""
+    if isinstance(bootstrap, str):
+        out = []
+        for item in bootstrap.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if "@" in item:
+                item = item.split("@", 1)[1]
+            host, sep, port = item.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"bad controller address {item!r}: expected host:port")
+            out.append(f"{host}:{int(port)}")
+    else:
+        out = [f"{h}:{int(p)}" for h, p in bootstrap]
+    if not out:
+        raise ValueError("no controller addresses given")
+    return out
+
+
+class ControllerClient:
+    def __init__(self, bootstrap: str | Sequence[tuple[str, int]], timeout_s: float = 10.0) -> None:
+        self._bootstrap = parse_bootstrap(bootstrap)
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._channels: dict[str, grpc.Channel] = {}
+        self._controller: str | None = None
+        self._next_bootstrap = random.randrange(len(self._bootstrap))
+        self._closed = False
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            channels, self._channels = list(self._channels.values()), {}
+        for ch in channels:
+            ch.close()
+
+    def __enter__(self) -> ControllerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _channel(self, address: str) -> grpc.Channel:
+        with self._lock:
+            if self._closed:
+                raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, "client closed")
+            ch = self._channels.get(address)
+            if ch is None:
+                ch = grpc.insecure_channel(
+                    address,
+                    options=[
+                        ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+                        ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+                        ("grpc.enable_retries", 0),
+                    ],
+                )
+                self._channels[address] = ch
+            return ch
+
+    def _pick(self, controller_only: bool) -> str:
+        with self._lock:
+            if self._controller is not None:
+                return self._controller
+            address = self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
+            self._next_bootstrap += 1
+            return address
+
+    def _forget(self, address: str) -> None:
+        with self._lock:
+            if self._controller == address:
+                self._controller = None
+
+    def _remember(self, address: str | None) -> None:
+        with self._lock:
+            self._controller = address
+
+    def call(
+        self,
+        method: str,
+        request: Any,
+        *,
+        timeout_s: float | None = None,
+        extra_attempt_s: float = 0.0,
+        address: str | None = None,
+    ) -> Any:
+        """Send ``request`` to ``method`` and return the decoded response body."""
+        _, response_cls, controller_only = METHODS[method]
+        payload = pack(request)
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        backoff = RETRY_BACKOFF_MIN_S
+        last_error: tuple[int, str | None] = (ErrorCode.REQUEST_TIMED_OUT, "no attempt made")
+        for _ in range(MAX_ATTEMPTS):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            target = address or self._pick(controller_only)
+            attempt_s = min(remaining, ATTEMPT_TIMEOUT_MAX_S + extra_attempt_s)
+            try:
+                stub = self._channel(target).unary_unary(method_path(method))
+                raw = stub(payload, timeout=attempt_s)
+                env = decode_envelope(raw)
+            except grpc.RpcError as exc:
+                code = exc.code() if hasattr(exc, "code") else None
+                last_error = (ErrorCode.NETWORK_EXCEPTION, f"{target}: {code}")
+                self._forget(target)
+                if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                    raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from None
+            except MessageError as exc:
+                raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from None
+            else:
+                if env.error_code == 0:
+                    if controller_only and address is None:
+                        self._remember(target)
+                    return from_wire(response_cls, env.body)
+                last_error = (env.error_code, env.error_message)
+                if env.error_code == ErrorCode.NOT_CONTROLLER:
+                    self._remember(env.controller_address)
+                    if env.controller_address is not None and env.controller_address != target:
+                        continue  # go straight to the named controller
+                elif not is_retriable(env.error_code):
+                    raise ControllerError(env.error_code, env.error_message)
+            time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+        raise ControllerError(
+            ErrorCode.REQUEST_TIMED_OUT,
+            f"{method} did not succeed in time; last error "
+            f"{error_name(last_error[0])}: {last_error[1]}",
+        )
+
+    def _with_item_retries(
+        self, method: str, items: list[Any], make: Any, key: Any, timeout_s: float | None
+    ) -> list[TopicResult]:
+        """Call ``method`` and resend items answered THROTTLING_QUOTA_EXCEEDED."""
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        results: dict[str, TopicResult] = {}
+        pending = items
+        backoff = RETRY_BACKOFF_MIN_S
+        for _ in range(MAX_ATTEMPTS):
+            response = self.call(
+                method, make(pending), timeout_s=max(0.001, deadline - time.monotonic())
+            )
+            retry = []
+            for item, res in zip(pending, response.topics, strict=False):
+                results[key(item)] = res
+                if res.error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+                    retry.append(item)
+            if not retry or time.monotonic() >= deadline:
+                break
+            if len(retry) == len(pending):
+                time.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+            pending = retry
+        return [results[key(i)] for i in items if key(i) in results]
+
+    # --- admin ----------------------------------------------------------------------------------
+
+    def create_topics(
+        self,
+        topics: Sequence[NewTopic],
+        validate_only: bool = False,
+        timeout_s: float | None = None,
+    ) -> list[TopicResult]:
+        return self._with_item_retries(
+            "CreateTopics",
+            list(topics),
+            lambda items: m.CreateTopicsRequest(items, validate_only),
+            lambda t: t.name,
+            timeout_s,
+        )
+
+    def delete_topics(self, names: Sequence[str]) -> list[TopicResult]:
+        return self.call("DeleteTopics", m.DeleteTopicsRequest(list(names))).topics
+
+    def create_partitions(
+        self,
+        new_totals: Mapping[str, int],
+        assignments: Mapping[str, list[list[int]]] | None = None,
+        validate_only: bool = False,
+    ) -> list[TopicResult]:
+        items = [
+            m.NewPartitions(name, count, (assignments or {}).get(name))
+            for name, count in new_totals.items()
+        ]
+        return self._with_item_retries(
+            "CreatePartitions",
+            items,
+            lambda xs: m.CreatePartitionsRequest(xs, validate_only),
+            lambda x: x.name,
+            None,
+        )
+
+    def alter_configs(
+        self, configs: Mapping[str, Mapping[str, str]], validate_only: bool = False
+    ) -> list[m.ConfigResourceResult]:
+        """Legacy AlterConfigs: topic -> its complete set of overrides (others are removed)."""
+        resources = [
+            m.AlterConfigsResource(CONFIG_RESOURCE_TOPIC, name, dict(values))
+            for name, values in configs.items()
+        ]
+        return self.call("AlterConfigs", m.AlterConfigsRequest(resources, validate_only)).resources
+
+    def incremental_alter_configs(
+        self, ops: Mapping[str, Sequence[AlterableConfig]], validate_only: bool = False
+    ) -> list[m.ConfigResourceResult]:
+        """topic -> operations (SET / DELETE / APPEND / SUBTRACT)."""
+        resources = [
+            m.IncrementalAlterConfigsResource(CONFIG_RESOURCE_TOPIC, name, list(items))
+            for name, items in ops.items()
+        ]
+        request = m.IncrementalAlterConfigsRequest(resources, validate_only)
+        return self.call("IncrementalAlterConfigs", request).resources
+
+    def describe_configs(self, topics: Sequence[str]) -> dict[str, m.DescribeConfigsResult]:
+        request = m.DescribeConfigsRequest(
+            [m.DescribeConfigsResource(CONFIG_RESOURCE_TOPIC, name) for name in topics]
+        )
+        response = self.call("DescribeConfigs", request)
+        return {r.resource_name: r for r in response.resources}
+
+    def describe_cluster(self) -> ClusterDescription:
+        return self.call("DescribeCluster", m.DescribeClusterRequest())
+
+    def quorum_status(self, address: str | None = None) -> dict[str, Any]:
+        """MetadataLog.status() of the voter that answers (``address``, else any voter)."""
+        return self.call("QuorumStatus", m.QuorumStatusRequest(), address=address).status
+
+    def elect_leaders(
+        self, preferred: bool = True, partitions: Mapping[str, list[int]] | None = None
+    ) -> list[m.ElectionResult]:
+        election = m.ELECTION_PREFERRED if preferred else m.ELECTION_UNCLEAN
+        request = m.ElectLeadersRequest(election, dict(partitions) if partitions else None)
+        return self.call("ElectLeaders", request).results
+
+    # --- brokers --------------------------------------------------------------------------------
+
+    def fetch_metadata(
+        self, from_offset: int, max_wait_ms: int = 0, max_records: int = 50_000
+    ) -> FetchMetadataResult:
+        wait_ms = max(0, min(max_wait_ms, FETCH_METADATA_MAX_WAIT_MS))
+        response: m.FetchMetadataResponse = self.call(
+            "FetchMetadata",
+            m.FetchMetadataRequest(from_offset, wait_ms, max_records),
+            timeout_s=self.timeout_s + wait_ms / 1000,
+            extra_attempt_s=wait_ms / 1000,
+        )
+        snapshot = None
+        if response.snapshot is not None:
+            snapshot = Snapshot(
+                response.snapshot_offset, response.snapshot_epoch, response.snapshot
+            )
+        records = [LogEntry(o, e, r, c) for o, e, r, c in response.entries]
+        return FetchMetadataResult(snapshot, records, response.committed_offset)
+
+    def register_broker(
+        self,
+        broker_id: int,
+        incarnation_id: str,
+        listeners: Mapping[str, tuple[str, int]],
+        rack: str | None = None,
+        cluster_id: str | None = None,
+        timeout_s: float | None = None,
+    ) -> m.RegisterBrokerResponse:
+        endpoints = [m.Endpoint(name, host, port) for name, (host, port) in listeners.items()]
+        request = m.RegisterBrokerRequest(broker_id, incarnation_id, endpoints, rack, cluster_id)
+        return self.call("RegisterBroker", request, timeout_s=timeout_s)
+
+    def broker_heartbeat(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        current_metadata_offset: int,
+        want_fence: bool = False,
+        want_shutdown: bool = False,
+        timeout_s: float | None = None,
+    ) -> m.BrokerHeartbeatResponse:
+        request = m.BrokerHeartbeatRequest(
+            broker_id, broker_epoch, current_metadata_offset, want_fence, want_shutdown
+        )
+        return self.call("BrokerHeartbeat", request, timeout_s=timeout_s)
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, topics: Sequence[AlterPartitionTopic]
+    ) -> m.AlterPartitionResponse:
+        request = m.AlterPartitionRequest(broker_id, broker_epoch, list(topics))
+        return self.call("AlterPartition", request)
+
+    def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int
+    ) -> m.AllocateProducerIdsResponse:
+        request = m.AllocateProducerIdsRequest(broker_id, broker_epoch)
+        return self.call("AllocateProducerIds", request)

@@ -1,0 +1,228 @@
+"""QuorumController: the sans-IO decision core of the active controller.
+
+It holds the committed :class:`MetadataImage` (the service replays committed log entries into it
+with :meth:`replay`) and, while active, the in-memory broker heartbeat state. Each request method
+takes the request (and ``now_ms`` where time matters) and returns a
+:class:`metadata.result.ControllerResult`: the records to append as one batch and the response to
+send once they have committed. Nothing here performs I/O, reads a clock or raises on bad input
+(bad input gets Kafka error codes); an invariant violation in the stored state raises
+:class:`metadata.election.InvariantViolation`, which the service turns into
+UNKNOWN_SERVER_ERROR.
+
+Writes must be serialized: compute a result on the current image, append it, replay the
+committed entries, and only then compute the next one (metadata.service does exactly that).
+
+Thread-safety: not thread-safe; one thread (the service's event thread) owns it. ``image`` is an
+immutable object, so other threads may read the attribute at any time.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Callable, Iterable
+
+from metadata import brokers, configs, partitions, producer_ids, topics
+from metadata.config import ControllerConfig
+from metadata.delta import MetadataDelta
+from metadata.image import MetadataImage
+from metadata.messages import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerDescription,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    ClusterDescription,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    Endpoint,
+    IncrementalAlterConfigsRequest,
+    RegisterBrokerRequest,
+    RegisterBrokerResponse,
+)
+from metadata.result import ControllerResult
+from metadata.snapshot import replay_entries
+from raft.api import LogEntry
+
+log = logging.getLogger(__name__)
+
+# Default bound on one append's record bytes; keep it <= the raft log's
+# ``metadata.log.max.batch.bytes`` (1 MiB by default).
+DEFAULT_MAX_APPEND_BYTES = 1024 * 1024
+
+
+def random_topic_id(rng: random.Random) -> uuid.UUID:
+    """A random version-4 UUID from ``rng`` (never the all-zero id Kafka reserves)."""
+    while True:
+        value = uuid.UUID(int=rng.getrandbits(128), version=4)
+        if value.int != 0:
+            return value
+
+
+class QuorumController:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        *,
+        cluster_id: str | None = None,
+        rng: random.Random | None = None,
+        max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES,
+        topic_id_factory: Callable[[], uuid.UUID] | None = None,
+    ) -> None:
+        self.config = config
+        self.cluster_id = cluster_id
+        self.rng = rng if rng is not None else random.Random()
+        self.max_append_bytes = max_append_bytes
+        self._new_topic_id = topic_id_factory or (lambda: random_topic_id(self.rng))
+        self.image = MetadataImage()
+        self.active_epoch: int | None = None
+        self.sessions = brokers.BrokerHeartbeatManager(config.broker_session_timeout_ms)
+        self._next_rebalance_ms = 0
+
+    # --- following the committed log ------------------------------------------------------------
+
+    def replay(self, entries: Iterable[LogEntry]) -> None:
+        """Apply committed entries (in offset order, starting right after ``image.offset``)."""
+        delta = MetadataDelta(self.image)
+        replay_entries(delta, entries)
+        self.image = delta.apply()
+
+    def load_image(self, image: MetadataImage) -> None:
+        """Replace the image (a snapshot was loaded)."""
+        self.image = image
+
+    # --- leadership -----------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return self.active_epoch is not None
+
+    def activate(self, epoch: int, now_ms: int) -> None:
+        """Become the active controller at ``epoch``. The caller has replayed the log up to the
+        committed offset first. Every broker gets a full session timeout of grace."""
+        self.active_epoch = epoch
+        self.sessions = brokers.BrokerHeartbeatManager(self.config.broker_session_timeout_ms)
+        self.sessions.reset(self.image.brokers, now_ms)
+        self._next_rebalance_ms = (
+            now_ms + self.config.leader_imbalance_check_interval_seconds * 1000
+        )
+        log.info("controller active at epoch %d (metadata offset %d)", epoch, self.image.offset)
+
+    def deactivate(self) -> None:
+        if self.active_epoch is not None:
+            log.info("controller inactive (was active at epoch %d)", self.active_epoch)
+        self.active_epoch = None
+
+    # --- requests -------------------------------------------------------------------------------
+
+    def _unclean(self, topic: str) -> bool:
+        return configs.unclean_election_enabled(self.image.topic_config(topic), self.config)
+
+    def register_broker(
+        self, request: RegisterBrokerRequest, now_ms: int
+    ) -> ControllerResult[RegisterBrokerResponse]:
+        return brokers.register_broker(
+            self.image, request, self.sessions, self.config, self.cluster_id, self._unclean, now_ms
+        )
+
+    def broker_heartbeat(
+        self, request: BrokerHeartbeatRequest, now_ms: int
+    ) -> ControllerResult[BrokerHeartbeatResponse]:
+        return brokers.broker_heartbeat(self.image, request, self.sessions, self._unclean, now_ms)
+
+    def create_topics(self, request: CreateTopicsRequest) -> ControllerResult[CreateTopicsResponse]:
+        return topics.create_topics(
+            self.image, request, self.config, self.rng, self._new_topic_id, self.max_append_bytes
+        )
+
+    def delete_topics(self, request: DeleteTopicsRequest) -> ControllerResult[DeleteTopicsResponse]:
+        return topics.delete_topics(self.image, request, self.config)
+
+    def create_partitions(
+        self, request: CreatePartitionsRequest
+    ) -> ControllerResult[CreatePartitionsResponse]:
+        return topics.create_partitions(
+            self.image, request, self.config, self.rng, self.max_append_bytes
+        )
+
+    def alter_partition(
+        self, request: AlterPartitionRequest
+    ) -> ControllerResult[AlterPartitionResponse]:
+        return partitions.alter_partition(self.image, request)
+
+    def elect_leaders(self, request: ElectLeadersRequest) -> ControllerResult[ElectLeadersResponse]:
+        return partitions.elect_leaders(
+            self.image, request, self.max_append_bytes, self.config.max_records_per_user_op
+        )
+
+    def allocate_producer_ids(
+        self, request: AllocateProducerIdsRequest
+    ) -> ControllerResult[AllocateProducerIdsResponse]:
+        return producer_ids.allocate_producer_ids(self.image, request)
+
+    def alter_configs(self, request: AlterConfigsRequest) -> ControllerResult[AlterConfigsResponse]:
+        return configs.alter_configs(self.image, request)
+
+    def incremental_alter_configs(
+        self, request: IncrementalAlterConfigsRequest
+    ) -> ControllerResult[AlterConfigsResponse]:
+        return configs.incremental_alter_configs(self.image, request)
+
+    # --- reads (any voter) ----------------------------------------------------------------------
+
+    def describe_configs(self, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+        return configs.describe_configs(self.image, request, self.config)
+
+    def describe_cluster(self, controller_id: int | None) -> ClusterDescription:
+        image = self.image
+        return ClusterDescription(
+            cluster_id=self.cluster_id,
+            controller_id=controller_id,
+            brokers=[
+                BrokerDescription(
+                    b.broker_id,
+                    b.epoch,
+                    [Endpoint(x.name, x.host, x.port) for x in b.listeners],
+                    b.rack,
+                    b.fenced,
+                    b.in_controlled_shutdown,
+                )
+                for _, b in sorted(image.brokers.items())
+            ],
+            metadata_offset=image.offset,
+        )
+
+    # --- time -----------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> ControllerResult[None] | None:
+        """Periodic work of the active controller: fence brokers whose session expired (with
+        the leader elections that follows), else preferred-leader rebalancing when due. Returns
+        one batch to append, or None."""
+        if not self.is_active:
+            return None
+        records = brokers.expire_sessions(self.image, self.sessions, self._unclean, now_ms)
+        if records:
+            return ControllerResult.of(records, None)
+        if self.config.auto_leader_rebalance_enable and now_ms >= self._next_rebalance_ms:
+            self._next_rebalance_ms = (
+                now_ms + self.config.leader_imbalance_check_interval_seconds * 1000
+            )
+            records = partitions.preferred_leader_records(
+                self.image, self.max_append_bytes, self.config.max_records_per_user_op
+            )
+            if records:
+                return ControllerResult.of(records, None)
+        return None

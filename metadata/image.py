@@ -1,0 +1,242 @@
+"""MetadataImage: the cluster metadata as of one offset of the metadata log.
+
+An image is immutable. :class:`metadata.delta.MetadataDelta` replays records on top of an image
+and ``apply()`` builds the next image, copying only the containers that changed: the broker map,
+the topic maps, and the partition map of each topic that changed (shallow copies; unchanged
+``TopicImage`` and ``PartitionRegistration`` objects are shared between images). Replaying the
+same records in the same order gives equal images on every node, and :meth:`MetadataImage.encode`
+gives the same bytes for equal images (snapshots).
+
+Snapshot layout (msgpack, ``SNAPSHOT_FORMAT_VERSION`` 1; every list sorted by its first item)::
+
+    [format_version, offset, next_producer_id,
+     brokers: [[broker_id, incarnation_id, epoch, [[listener, host, port]...], rack|nil,
+                fenced, in_controlled_shutdown, registered_offset], ...],
+     topics:  [[name, topic_id (16 bytes),
+                [[partition_id, [replicas], [isr], leader, leader_epoch, partition_epoch], ...]],
+               ...],
+     configs: [[resource_type, resource_name, [[key, value], ...]], ...]]
+
+Thread-safety: immutable, so any thread may read an image.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import msgpack
+
+from metadata.records import CONFIG_RESOURCE_TOPIC, NO_LEADER, Listener
+
+SNAPSHOT_FORMAT_VERSION = 1
+
+
+class SnapshotDecodeError(ValueError):
+    """The bytes are not a snapshot this code can read."""
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """A registered broker. ``epoch`` changes on every (re)registration; ``registered_offset``
+    is the log offset of its RegisterBrokerRecord (the broker is caught up, and may be unfenced,
+    once its metadata offset reaches it)."""
+
+    broker_id: int
+    incarnation_id: str
+    epoch: int
+    listeners: tuple[Listener, ...]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    registered_offset: int = -1
+
+    def listener(self, name: str) -> Listener | None:
+        for lis in self.listeners:
+            if lis.name == name:
+                return lis
+        return None
+
+    @property
+    def is_active(self) -> bool:
+        """Eligible for leadership and new replicas: unfenced and not shutting down."""
+        return not self.fenced and not self.in_controlled_shutdown
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """Invariants (checked by the controller before it writes a record): ``isr`` is a
+    non-empty subset of ``replicas``; ``leader`` is in ``isr`` or is -1; the epochs only grow."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+    @property
+    def preferred_leader(self) -> int:
+        return self.replicas[0] if self.replicas else NO_LEADER
+
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    topic_id: uuid.UUID
+    partitions: Mapping[int, PartitionRegistration]  # read-only: shared between images
+
+    def partition(self, partition_id: int) -> PartitionRegistration | None:
+        return self.partitions.get(partition_id)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    """The state after applying every log entry up to and including ``offset`` (-1: none)."""
+
+    offset: int = -1
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=dict)
+    topics_by_name: Mapping[str, TopicImage] = field(default_factory=dict)
+    topics_by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=dict)
+    # (resource_type, resource_name) -> {key: value}; only non-empty maps are kept.
+    configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=dict)
+    next_producer_id: int = 0
+
+    # --- queries --------------------------------------------------------------------------------
+
+    def topic(self, name: str) -> TopicImage | None:
+        return self.topics_by_name.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicImage | None:
+        return self.topics_by_id.get(topic_id)
+
+    def partition(self, topic: str, partition_id: int) -> PartitionRegistration | None:
+        t = self.topics_by_name.get(topic)
+        return t.partitions.get(partition_id) if t is not None else None
+
+    def topic_config(self, name: str) -> Mapping[str, str]:
+        """Per-topic overrides (Kafka topic-level keys such as ``retention.ms``)."""
+        return self.configs.get((CONFIG_RESOURCE_TOPIC, name), {})
+
+    def broker(self, broker_id: int) -> BrokerRegistration | None:
+        return self.brokers.get(broker_id)
+
+    def active_broker_ids(self) -> list[int]:
+        """Sorted ids of brokers that are unfenced and not in controlled shutdown."""
+        return sorted(b.broker_id for b in self.brokers.values() if b.is_active)
+
+    def iter_partitions(self) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:
+        for t in self.topics_by_name.values():
+            for pid, reg in t.partitions.items():
+                yield t, pid, reg
+
+    def partition_count(self) -> int:
+        return sum(len(t.partitions) for t in self.topics_by_name.values())
+
+    # --- snapshots ------------------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        """Deterministic snapshot bytes (see the module docstring)."""
+        brokers = [
+            [
+                b.broker_id,
+                b.incarnation_id,
+                b.epoch,
+                [[lis.name, lis.host, lis.port] for lis in b.listeners],
+                b.rack,
+                b.fenced,
+                b.in_controlled_shutdown,
+                b.registered_offset,
+            ]
+            for _, b in sorted(self.brokers.items())
+        ]
+        topics = [
+            [
+                name,
+                t.topic_id.bytes,
+                [
+                    [
+                        pid,
+                        list(p.replicas),
+                        list(p.isr),
+                        p.leader,
+                        p.leader_epoch,
+                        p.partition_epoch,
+                    ]
+                    for pid, p in sorted(t.partitions.items())
+                ],
+            ]
+            for name, t in sorted(self.topics_by_name.items())
+        ]
+        configs = [
+            [rtype, rname, [[k, v] for k, v in sorted(values.items())]]
+            for (rtype, rname), values in sorted(self.configs.items())
+        ]
+        doc = [
+            SNAPSHOT_FORMAT_VERSION,
+            self.offset,
+            self.next_producer_id,
+            brokers,
+            topics,
+            configs,
+        ]
+        return msgpack.packb(doc, use_bin_type=True)
+
+    @staticmethod
+    def decode(data: bytes) -> MetadataImage:
+        """Inverse of :meth:`encode`; raises :class:`SnapshotDecodeError` on bad input."""
+        try:
+            doc = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True)
+            return _decode_doc(doc)
+        except SnapshotDecodeError:
+            raise
+        except Exception as exc:  # malformed input surfaces as many exception types
+            raise SnapshotDecodeError(f"malformed metadata snapshot: {exc!r}") from None
+
+
+def _decode_doc(doc: Any) -> MetadataImage:
+    if not isinstance(doc, list) or len(doc) != 6 or doc[0] != SNAPSHOT_FORMAT_VERSION:
+        raise SnapshotDecodeError("unknown snapshot format")
+    _, offset, next_pid, raw_brokers, raw_topics, raw_configs = doc
+    brokers: dict[int, BrokerRegistration] = {}
+    for bid, inc, epoch, lis, rack, fenced, cs, reg_offset in raw_brokers:
+        brokers[int(bid)] = BrokerRegistration(
+            broker_id=int(bid),
+            incarnation_id=str(inc),
+            epoch=int(epoch),
+            listeners=tuple(Listener(str(n), str(h), int(p)) for n, h, p in lis),
+            rack=None if rack is None else str(rack),
+            fenced=bool(fenced),
+            in_controlled_shutdown=bool(cs),
+            registered_offset=int(reg_offset),
+        )
+    by_name: dict[str, TopicImage] = {}
+    by_id: dict[uuid.UUID, TopicImage] = {}
+    for name, tid, raw_parts in raw_topics:
+        parts = {
+            int(pid): PartitionRegistration(
+                tuple(int(r) for r in replicas),
+                tuple(int(r) for r in isr),
+                int(leader),
+                int(le),
+                int(pe),
+            )
+            for pid, replicas, isr, leader, le, pe in raw_parts
+        }
+        t = TopicImage(str(name), uuid.UUID(bytes=tid), parts)
+        by_name[t.name] = t
+        by_id[t.topic_id] = t
+    configs = {
+        (int(rtype), str(rname)): {str(k): str(v) for k, v in values}
+        for rtype, rname, values in raw_configs
+    }
+    return MetadataImage(int(offset), brokers, by_name, by_id, configs, int(next_pid))

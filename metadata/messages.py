@@ -1,0 +1,361 @@
+"""Requests and responses of the controller's gRPC service (msgpack maps via metadata.wire).
+
+Names follow Kafka's RPCs (BrokerRegistration, BrokerHeartbeat, CreateTopics, AlterPartition,
+AllocateProducerIds, ...). Every response body carries its own per-item Kafka error codes;
+routing errors (NOT_CONTROLLER and the like) travel in the envelope (see metadata.rpc).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+# ElectLeaders election types (Kafka's ElectionType).
+ELECTION_PREFERRED = 0
+ELECTION_UNCLEAN = 1
+
+# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType).
+OP_SET = 0
+OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    name: str
+    host: str
+    port: int
+
+
+# --- broker lifecycle --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRequest:
+    broker_id: int
+    incarnation_id: str
+    listeners: list[Endpoint]
+    rack: str | None = None
+    cluster_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    broker_epoch: int = -1
+    heartbeat_interval_ms: int = 2000
+    session_timeout_ms: int = 9000
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool = False
+    want_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+# --- topics ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create. -1 means the controller's ``num.partitions`` /
+    ``default.replication.factor``; ``replica_assignment`` (partition -> broker ids) replaces
+    both and must then leave them at -1."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    replica_assignment: dict[int, list[int]] | None = None
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    name: str
+    error_code: int = 0
+    error_message: str | None = None
+    topic_id: uuid.UUID | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsRequest:
+    topics: list[NewTopic]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsResponse:
+    topics: list[TopicResult]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicsRequest:
+    names: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicsResponse:
+    topics: list[TopicResult]
+
+
+@dataclass(frozen=True, slots=True)
+class NewPartitions:
+    """Grow topic ``name`` to ``count`` partitions; ``assignments`` optionally gives the replicas
+    of each new partition (one list per new partition)."""
+
+    name: str
+    count: int
+    assignments: list[list[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsRequest:
+    topics: list[NewPartitions]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsResponse:
+    topics: list[TopicResult]
+
+
+# --- partitions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionItem:
+    partition_index: int
+    leader_epoch: int
+    new_isr: list[int]
+    partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionTopic:
+    name: str
+    partitions: list[AlterPartitionItem]
+    topic_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    broker_id: int
+    broker_epoch: int
+    topics: list[AlterPartitionTopic]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResult:
+    """The partition's state after the request (current state on error, when known)."""
+
+    name: str
+    partition_index: int
+    error_code: int = 0
+    error_message: str | None = None
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: list[int] = field(default_factory=list)
+    partition_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    partitions: list[AlterPartitionResult] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersRequest:
+    election_type: int = ELECTION_PREFERRED
+    partitions: dict[str, list[int]] | None = None  # None: every partition
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionResult:
+    name: str
+    partition_index: int
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersResponse:
+    results: list[ElectionResult]
+
+
+# --- producer ids ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AllocateProducerIdsRequest:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AllocateProducerIdsResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    producer_id_start: int = -1
+    producer_id_len: int = 0
+
+
+# --- configs -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResource:
+    """Legacy AlterConfigs: ``configs`` REPLACES every override of the resource."""
+
+    resource_type: int
+    resource_name: str
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsRequest:
+    resources: list[AlterConfigsResource]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterableConfig:
+    name: str
+    op: int = OP_SET
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalAlterConfigsResource:
+    resource_type: int
+    resource_name: str
+    configs: list[AlterableConfig]
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalAlterConfigsRequest:
+    resources: list[IncrementalAlterConfigsResource]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResourceResult:
+    resource_type: int
+    resource_name: str
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResponse:
+    resources: list[ConfigResourceResult]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsResource:
+    resource_type: int
+    resource_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsRequest:
+    resources: list[DescribeConfigsResource]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    is_default: bool
+    read_only: bool = False
+    sensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsResult:
+    resource_type: int
+    resource_name: str
+    error_code: int = 0
+    error_message: str | None = None
+    configs: list[ConfigEntry] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsResponse:
+    resources: list[DescribeConfigsResult]
+
+
+# --- cluster / quorum / metadata fetch ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeClusterRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerDescription:
+    broker_id: int
+    epoch: int
+    listeners: list[Endpoint]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: list[BrokerDescription]
+    metadata_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumStatusRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumStatusResponse:
+    status: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchMetadataRequest:
+    from_offset: int
+    max_wait_ms: int = 0
+    max_records: int = 50_000
+
+
+@dataclass(frozen=True, slots=True)
+class FetchMetadataResponse:
+    """``snapshot`` (an encoded MetadataImage as of ``snapshot_offset``, Raft epoch
+    ``snapshot_epoch``) when ``from_offset`` is older than the log's in-memory tail; then the
+    committed ``entries`` after it as (offset, epoch, record bytes, is_control) — raft control
+    entries included so the reader's position advances over them; ``committed_offset`` is the
+    log's commit point on the answering voter."""
+
+    snapshot: bytes | None = None
+    snapshot_offset: int = -1
+    snapshot_epoch: int = -1
+    entries: list[tuple[int, int, bytes, bool]] = field(default_factory=list)
+    committed_offset: int = -1

@@ -1,0 +1,320 @@
+"""Versioned metadata records: the entries of the metadata log.
+
+Wire layout (one record per metadata-log entry, msgpack)::
+
+    [type_id: int, version: int, field_1, field_2, ...]
+
+Fields are positional, in the order the record's dataclass declares them; a topic id travels as
+16 raw bytes (``uuid.UUID.bytes``); lists come back as tuples. Type ids follow Kafka's
+``MetadataRecordType`` numbering where Kafka has the record (TopicRecord = 2, PartitionRecord = 3,
+...), so readers who know KRaft recognise them.
+
+Compatibility rule: a (type_id, version) pair, once released, never changes its field list. A
+new field means a new version. A reader that meets a type or version it does not know raises
+:class:`UnknownRecordError`; replay code skips such records with a logged warning instead of
+crashing (a newer controller may write records an older broker cannot read yet).
+
+Thread-safety: records are immutable; the functions here hold no state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+import msgpack
+
+# PartitionChangeRecord.leader: the leader does not change (and the leader epoch is not bumped).
+NO_LEADER_CHANGE = -2
+# A partition without a leader.
+NO_LEADER = -1
+
+# ConfigRecord.resource_type values (Kafka's ConfigResource.Type).
+CONFIG_RESOURCE_TOPIC = 2
+CONFIG_RESOURCE_BROKER = 4
+
+# Largest encoded record a decoder accepts; a PartitionRecord is ~40 bytes, so this only stops
+# garbage (msgpack would otherwise allocate whatever a corrupt length prefix claims).
+MAX_RECORD_BYTES = 1 << 20
+
+
+class RecordDecodeError(ValueError):
+    """The bytes are not a well-formed metadata record."""
+
+
+class UnknownRecordError(RecordDecodeError):
+    """A well-formed record of a type or version this reader does not know."""
+
+    def __init__(self, type_id: int, version: int) -> None:
+        super().__init__(f"unknown metadata record type {type_id} version {version}")
+        self.type_id = type_id
+        self.version = version
+
+
+class Listener(NamedTuple):
+    """An advertised endpoint of a broker: listener name (e.g. PLAINTEXT), host, port."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRecord:
+    TYPE_ID: ClassVar[int]
+    VERSION: ClassVar[int]
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord(MetadataRecord):
+    """A broker (re)registered; a new registration replaces the previous one of the same id."""
+
+    TYPE_ID: ClassVar[int] = 0
+    VERSION: ClassVar[int] = 0
+    broker_id: int
+    incarnation_id: str
+    broker_epoch: int
+    listeners: tuple[Listener, ...]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord(MetadataRecord):
+    TYPE_ID: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 0
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord(MetadataRecord):
+    TYPE_ID: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 0
+    name: str
+    topic_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord(MetadataRecord):
+    """The full state of a new partition (or of a partition in a snapshot)."""
+
+    TYPE_ID: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 0
+    partition_id: int
+    topic_id: uuid.UUID
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRecord(MetadataRecord):
+    """Sets (or, with ``value`` None, removes) one config key of a resource."""
+
+    TYPE_ID: ClassVar[int] = 4
+    VERSION: ClassVar[int] = 0
+    resource_type: int
+    resource_name: str
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord(MetadataRecord):
+    """A change of one partition. ``isr``/``replicas`` None = unchanged. ``leader`` is
+    NO_LEADER_CHANGE (-2) to keep the leader and its epoch; any other value (including the current
+    leader) sets the leader and bumps ``leader_epoch``. Every change bumps ``partition_epoch``."""
+
+    TYPE_ID: ClassVar[int] = 5
+    VERSION: ClassVar[int] = 0
+    partition_id: int
+    topic_id: uuid.UUID
+    isr: tuple[int, ...] | None
+    leader: int
+    replicas: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveTopicRecord(MetadataRecord):
+    """Deletes a topic, its partitions and its configs."""
+
+    TYPE_ID: ClassVar[int] = 9
+    VERSION: ClassVar[int] = 0
+    topic_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsRecord(MetadataRecord):
+    """A block of producer ids was handed to a broker; ``next_producer_id`` is the first id
+    not yet handed out (the cluster-wide high watermark)."""
+
+    TYPE_ID: ClassVar[int] = 15
+    VERSION: ClassVar[int] = 0
+    broker_id: int
+    broker_epoch: int
+    next_producer_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationChangeRecord(MetadataRecord):
+    """Fence / unfence / controlled shutdown of a registered broker (None = unchanged)."""
+
+    TYPE_ID: ClassVar[int] = 17
+    VERSION: ClassVar[int] = 0
+    broker_id: int
+    broker_epoch: int
+    fenced: bool | None
+    in_controlled_shutdown: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class NoOpRecord(MetadataRecord):
+    """Changes nothing; a new or unsure controller appends one as a barrier (when it commits,
+    every earlier append of the same leader has committed or been dropped)."""
+
+    TYPE_ID: ClassVar[int] = 20
+    VERSION: ClassVar[int] = 0
+
+
+RECORD_TYPES: dict[tuple[int, int], type[MetadataRecord]] = {
+    (cls.TYPE_ID, cls.VERSION): cls
+    for cls in (
+        RegisterBrokerRecord,
+        UnregisterBrokerRecord,
+        TopicRecord,
+        PartitionRecord,
+        ConfigRecord,
+        PartitionChangeRecord,
+        RemoveTopicRecord,
+        ProducerIdsRecord,
+        BrokerRegistrationChangeRecord,
+        NoOpRecord,
+    )
+}
+
+
+# --- field codecs ------------------------------------------------------------------------------
+
+
+def _field_kinds(cls: type) -> list[tuple[str, str, bool]]:
+    """(name, kind, optional) per field; kind is one of int, str, bool, uuid, ints, listeners."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        optional = False
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            optional = True
+            hint = args[0]
+        if hint is uuid.UUID:
+            kind = "uuid"
+        elif hint is bool:
+            kind = "bool"
+        elif hint is int:
+            kind = "int"
+        elif hint is str:
+            kind = "str"
+        elif hint == tuple[int, ...]:
+            kind = "ints"
+        elif hint == tuple[Listener, ...]:
+            kind = "listeners"
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name}: unsupported record field type {hint!r}")
+        out.append((f.name, kind, optional))
+    return out
+
+
+_KINDS: dict[type, list[tuple[str, str, bool]]] = {
+    cls: _field_kinds(cls) for cls in RECORD_TYPES.values()
+}
+
+
+def _encode_value(kind: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "uuid":
+        return value.bytes
+    if kind == "ints":
+        return list(value)
+    if kind == "listeners":
+        return [[lis.name, lis.host, lis.port] for lis in value]
+    return value
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _decode_value(cls: type, name: str, kind: str, optional: bool, raw: Any) -> Any:
+    if raw is None:
+        if optional:
+            return None
+        raise RecordDecodeError(f"{cls.__name__}.{name}: missing value")
+    if kind == "int" and _is_int(raw):
+        return raw
+    if kind == "str" and isinstance(raw, str):
+        return raw
+    if kind == "bool" and isinstance(raw, bool):
+        return raw
+    if kind == "uuid" and isinstance(raw, bytes) and len(raw) == 16:
+        return uuid.UUID(bytes=raw)
+    if kind == "ints" and isinstance(raw, list) and all(_is_int(v) for v in raw):
+        return tuple(raw)
+    if kind == "listeners" and isinstance(raw, list):
+        out = []
+        for item in raw:
+            if not (
+                isinstance(item, list)
+                and len(item) == 3
+                and isinstance(item[0], str)
+                and isinstance(item[1], str)
+                and _is_int(item[2])
+            ):
+                raise RecordDecodeError(f"{cls.__name__}.{name}: malformed listener {item!r}")
+            out.append(Listener(item[0], item[1], item[2]))
+        return tuple(out)
+    raise RecordDecodeError(f"{cls.__name__}.{name}: expected {kind}, got {type(raw).__name__}")
+
+
+def encode_record(record: MetadataRecord) -> bytes:
+    """The log-entry bytes of ``record`` (deterministic)."""
+    kinds = _KINDS[type(record)]
+    out: list[Any] = [record.TYPE_ID, record.VERSION]
+    out.extend(_encode_value(kind, getattr(record, name)) for name, kind, _ in kinds)
+    return msgpack.packb(out, use_bin_type=True)
+
+
+def decode_record(data: bytes) -> MetadataRecord:
+    """Parse one log entry. Raises :class:`UnknownRecordError` for a type/version this reader
+    does not know and :class:`RecordDecodeError` for malformed bytes."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordDecodeError(f"record of {len(data)} bytes exceeds {MAX_RECORD_BYTES}")
+    try:
+        obj = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated exception types on garbage
+        raise RecordDecodeError(f"not a msgpack record: {exc}") from None
+    if not (isinstance(obj, list) and len(obj) >= 2 and _is_int(obj[0]) and _is_int(obj[1])):
+        raise RecordDecodeError("a metadata record is [type_id, version, fields...]")
+    cls = RECORD_TYPES.get((obj[0], obj[1]))
+    if cls is None:
+        raise UnknownRecordError(obj[0], obj[1])
+    kinds = _KINDS[cls]
+    values = obj[2:]
+    if len(values) != len(kinds):
+        raise RecordDecodeError(
+            f"{cls.__name__} v{obj[1]}: expected {len(kinds)} fields, got {len(values)}"
+        )
+    args = [
+        _decode_value(cls, name, kind, optional, raw)
+        for (name, kind, optional), raw in zip(kinds, values, strict=True)
+    ]
+    return cls(*args)

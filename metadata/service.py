@@ -1,0 +1,494 @@
+"""ControllerServer: the controller quorum's gRPC service (one per voter).
+
+Threads
+    gRPC worker threads decode requests and wait for answers. One *event thread* owns the
+    :class:`QuorumController`: it applies committed log entries to the controller's image
+    (woken by the log's commit listener), activates / deactivates the controller on leadership
+    changes, runs ``tick`` (session fencing, preferred-leader rebalancing) and executes write
+    requests one at a time. Log listeners only enqueue events; they never block.
+
+Writes
+    For each write the event thread computes a ControllerResult on the committed image, appends
+    its records as one batch with ``expected_epoch`` = the epoch at which this controller became
+    active (so a deposed controller cannot commit anything), replays the committed entries into
+    the image, and only then answers. NotLeaderError / StaleEpochError deactivate the controller
+    and the caller gets NOT_CONTROLLER. After an AppendTimeoutError the outcome is unknown: the
+    caller gets REQUEST_TIMED_OUT and the next write is preceded by a NoOpRecord barrier, whose
+    commit proves every earlier append of this leader is either committed (and replayed) or gone.
+
+Activation
+    On (True, epoch) from the leadership listener, the event thread replays the log up to the
+    committed offset (which includes this leader's leader-change entry) before it acts, and gives
+    every broker a full session timeout of grace.
+
+Reads
+    FetchMetadata and QuorumStatus are served by any voter from its committed log (long-poll with
+    ``wait_for_offset``). DescribeCluster / DescribeConfigs are answered by the active controller
+    from its committed image. Every other voter answers NOT_CONTROLLER with the active
+    controller's id and gRPC address (published through the raft leader-change entry: see
+    :meth:`ControllerServer.leader_info_for`).
+
+Start-up order for a node: construct the ControllerServer and call ``start()`` (it binds, then
+calls ``metadata_log.set_leader_info(...)`` when the log offers it) BEFORE ``metadata_log.start()``,
+so the first leader-change entry this voter writes already carries its address. A server started
+after the log still works: it checks ``is_leader`` once at start.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from data_plane.protocol.errors import ErrorCode
+from metadata import messages as m
+from metadata.config import ControllerConfig
+from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController
+from metadata.election import InvariantViolation
+from metadata.records import NoOpRecord, encode_record
+from metadata.result import ControllerResult
+from metadata.rpc import (
+    FETCH_METADATA_MAX_BYTES,
+    FETCH_METADATA_MAX_WAIT_MS,
+    MAX_REQUEST_BYTES,
+    MAX_RESPONSE_BYTES,
+    METHODS,
+    SERVICE_NAME,
+    Envelope,
+    decode_request,
+    encode_envelope,
+)
+from metadata.snapshot import image_from_snapshot
+from metadata.wire import MessageError
+from raft.api import (
+    AppendTimeoutError,
+    LeaderChange,
+    LogEntry,
+    MetadataLogApi,
+    MetadataLogError,
+    NotLeaderError,
+    SnapshotRequired,
+    StaleEpochError,
+)
+
+log = logging.getLogger(__name__)
+
+# Bounds of the event thread.
+MAX_PENDING_REQUESTS = 1000
+TICK_INTERVAL_MAX_MS = 250
+CATCH_UP_READ_RECORDS = 20_000
+CATCH_UP_MAX_ROUNDS = 10_000
+# Extra time a gRPC worker waits beyond the append timeout before giving up on the event thread.
+REQUEST_WAIT_MARGIN_S = 5.0
+DEFAULT_MAX_WORKERS = 32
+
+
+class _Stop(Exception):
+    pass
+
+
+class ControllerServer:
+    """The gRPC control plane of one controller voter. Thread-safe: start/stop from any thread."""
+
+    def __init__(
+        self,
+        node_id: int,
+        metadata_log: MetadataLogApi,
+        config: ControllerConfig,
+        listen_host: str,
+        listen_port: int,
+        *,
+        cluster_id: str | None = None,
+        advertised_host: str | None = None,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES,
+        clock_ms: Callable[[], int] | None = None,
+        controller: QuorumController | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self._log = metadata_log
+        self.config = config
+        self._listen_host = listen_host
+        self._listen_port = listen_port
+        self._advertised_host = advertised_host or listen_host
+        self._max_workers = max_workers
+        self._clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
+        self.controller = controller or QuorumController(
+            config, cluster_id=cluster_id, max_append_bytes=max_append_bytes
+        )
+        # Unbounded so that log listeners never block; requests are bounded by _pending below,
+        # and commit notifications are coalesced (at most one queued).
+        self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._pending = threading.BoundedSemaphore(MAX_PENDING_REQUESTS)
+        self._commit_pending = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._server: grpc.Server | None = None
+        self.bound_port = 0
+        self._needs_barrier = False
+        # Latest leader-change entry seen in the log: (leader_id, epoch, gRPC address).
+        self._leader_change: tuple[int, int, str | None] | None = None
+        self._tick_interval_s = (
+            min(TICK_INTERVAL_MAX_MS, config.broker_session_timeout_ms // 4) / 1000
+        )
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @staticmethod
+    def leader_info_for(host: str, port: int) -> bytes:
+        """The bytes a voter publishes through raft's leader-change entry: its gRPC address."""
+        return f"{host}:{port}".encode()
+
+    @property
+    def address(self) -> str:
+        return f"{self._advertised_host}:{self.bound_port}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.controller.is_active
+
+    def start(self) -> None:
+        server = grpc.server(
+            concurrent.futures.ThreadPoolExecutor(
+                max_workers=self._max_workers, thread_name_prefix=f"controller-{self.node_id}-rpc"
+            ),
+            options=[
+                ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+                ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
+                ("grpc.so_reuseport", 0),
+            ],
+            maximum_concurrent_rpcs=self._max_workers * 4,
+        )
+        handlers = {
+            name: grpc.unary_unary_rpc_method_handler(self._rpc_handler(name)) for name in METHODS
+        }
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),)
+        )
+        port = server.add_insecure_port(f"{self._listen_host}:{self._listen_port}")
+        if port == 0:
+            raise OSError(
+                f"cannot bind the controller listener {self._listen_host}:{self._listen_port}"
+            )
+        self.bound_port = port
+        set_info = getattr(self._log, "set_leader_info", None)
+        if callable(set_info):
+            set_info(self.leader_info_for(self._advertised_host, port))
+        self._log.add_leadership_listener(self._on_leadership)
+        self._log.add_commit_listener(self._on_commit)
+        self._thread = threading.Thread(
+            target=self._run, name=f"controller-{self.node_id}-events", daemon=True
+        )
+        self._thread.start()
+        self._server = server
+        server.start()
+        if self._log.is_leader:
+            self._post(("leader", (True, self._log.epoch)))
+        self._on_commit(())
+        log.info("controller %d serving gRPC on %s", self.node_id, self.address)
+
+    def stop(self, grace_s: float = 0.5) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.stop(grace_s).wait(grace_s + 5)
+        self._events.put_nowait(("stop", None))
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        while True:
+            try:
+                kind, payload = self._events.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "request":
+                payload[2].set_result(
+                    Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
+                )
+
+    # --- log listeners (called on the log's thread: only enqueue) -------------------------------
+
+    def _on_leadership(self, is_leader: bool, epoch: int) -> None:
+        self._post(("leader", (is_leader, epoch)))
+
+    def _on_commit(self, _entries: object) -> None:
+        if not self._commit_pending.is_set():
+            self._commit_pending.set()
+            self._post(("commit", None))
+
+    def _post(self, event: tuple[str, Any]) -> None:
+        self._events.put_nowait(event)
+
+    # --- event thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        next_tick = time.monotonic()
+        while not self._stopping.is_set():
+            timeout = max(0.0, next_tick - time.monotonic())
+            try:
+                kind, payload = self._events.get(timeout=timeout)
+            except queue.Empty:
+                kind, payload = "tick", None
+            try:
+                if kind == "stop":
+                    return
+                if kind == "commit":
+                    self._commit_pending.clear()
+                    self._catch_up(self._log.committed_offset)
+                elif kind == "leader":
+                    self._leadership_change(*payload)
+                elif kind == "request":
+                    name, request, future = payload
+                    future.set_result(self._execute(name, request))
+            except _Stop:
+                return
+            except Exception:
+                log.exception("controller %d: error handling %s", self.node_id, kind)
+                if kind == "request" and not payload[2].done():
+                    payload[2].set_result(
+                        Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
+                    )
+            if time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + self._tick_interval_s
+                try:
+                    self._tick()
+                except _Stop:
+                    return
+                except Exception:
+                    log.exception("controller %d: tick failed", self.node_id)
+
+    def _leadership_change(self, is_leader: bool, epoch: int) -> None:
+        if not is_leader:
+            if self.controller.active_epoch is not None and epoch >= self.controller.active_epoch:
+                self.controller.deactivate()
+            return
+        if self.controller.active_epoch == epoch:
+            return
+        self._catch_up(self._log.committed_offset)
+        if self._log.epoch != epoch or not self._log.is_leader:
+            return  # already deposed again; the (False, epoch) event follows
+        self.controller.activate(epoch, self._clock_ms())
+        self._needs_barrier = False
+
+    def _catch_up(self, target: int) -> None:
+        """Replay committed entries into the controller's image up to at least ``target``."""
+        for _ in range(CATCH_UP_MAX_ROUNDS):
+            if self._stopping.is_set():
+                raise _Stop()
+            offset = self.controller.image.offset
+            if offset >= target:
+                return
+            try:
+                entries = self._log.read(offset + 1, CATCH_UP_READ_RECORDS)
+            except SnapshotRequired:
+                snapshot = self._log.latest_snapshot()
+                if snapshot is None or snapshot.last_offset <= offset:
+                    log.error("controller %d: snapshot required but none newer", self.node_id)
+                    return
+                self.controller.load_image(image_from_snapshot(snapshot))
+                continue
+            if not entries:
+                if not self._log.wait_for_offset(offset + 1, 0.5):
+                    return
+                continue
+            self._note_leader_changes(entries)
+            self.controller.replay(entries)
+
+    def _note_leader_changes(self, entries: list[LogEntry]) -> None:
+        for e in entries:
+            if e.is_control:
+                try:
+                    lc = LeaderChange.decode(e.record)
+                except ValueError:
+                    continue
+                address = lc.leader_info.decode(errors="replace") if lc.leader_info else None
+                self._leader_change = (lc.leader_id, lc.epoch, address)
+
+    def _tick(self) -> None:
+        if not self.controller.is_active:
+            return
+        result = self.controller.tick(self._clock_ms())
+        if result is not None and result.records:
+            try:
+                self._commit(result)
+            except MetadataLogError as exc:
+                log.warning("controller %d: tick append failed: %s", self.node_id, exc)
+
+    def _commit(self, result: ControllerResult[Any]) -> None:
+        """Append ``result``'s records (after a barrier if needed) and replay them."""
+        epoch = self.controller.active_epoch
+        if epoch is None:
+            raise NotLeaderError(self._log.leader_id)
+        timeout_s = self.config.append_timeout_ms / 1000
+        try:
+            if self._needs_barrier:
+                barrier = self._log.append(
+                    [encode_record(NoOpRecord())], expected_epoch=epoch, timeout_s=timeout_s
+                )
+                self._needs_barrier = False
+                self._catch_up(barrier.last_offset)
+            appended = self._log.append(result.encoded, expected_epoch=epoch, timeout_s=timeout_s)
+        except (NotLeaderError, StaleEpochError):
+            self.controller.deactivate()
+            raise
+        except AppendTimeoutError:
+            self._needs_barrier = True
+            raise
+        self._catch_up(appended.last_offset)
+
+    def _execute(self, name: str, request: Any) -> Envelope:
+        if not self.controller.is_active:
+            return self._not_controller()
+        c = self.controller
+        now = self._clock_ms()
+        if self._needs_barrier or c.image.offset < self._log.committed_offset:
+            self._catch_up(self._log.committed_offset)
+        handlers: dict[str, Callable[[], ControllerResult[Any]]] = {
+            "RegisterBroker": lambda: c.register_broker(request, now),
+            "BrokerHeartbeat": lambda: c.broker_heartbeat(request, now),
+            "CreateTopics": lambda: c.create_topics(request),
+            "DeleteTopics": lambda: c.delete_topics(request),
+            "CreatePartitions": lambda: c.create_partitions(request),
+            "AlterPartition": lambda: c.alter_partition(request),
+            "ElectLeaders": lambda: c.elect_leaders(request),
+            "AllocateProducerIds": lambda: c.allocate_producer_ids(request),
+            "AlterConfigs": lambda: c.alter_configs(request),
+            "IncrementalAlterConfigs": lambda: c.incremental_alter_configs(request),
+        }
+        try:
+            result = handlers[name]()
+        except InvariantViolation as exc:
+            log.error("controller %d: %s", self.node_id, exc)
+            return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"metadata invariant violated: {exc}")
+        if result.records:
+            try:
+                self._commit(result)
+            except (NotLeaderError, StaleEpochError):
+                return self._not_controller()
+            except AppendTimeoutError:
+                return Envelope(ErrorCode.REQUEST_TIMED_OUT, "metadata append timed out")
+            except MetadataLogError as exc:
+                return Envelope(ErrorCode.POLICY_VIOLATION, f"metadata append refused: {exc}")
+        return Envelope(body=result.response)
+
+    # --- gRPC side ------------------------------------------------------------------------------
+
+    def _not_controller(self) -> Envelope:
+        leader_id = self._log.leader_id
+        address = None
+        info_fn = getattr(self._log, "leader_info", None)
+        if callable(info_fn):
+            try:
+                info = info_fn()
+            except Exception:  # an optional extra of the log; the record path below also works
+                info = None
+            if info:
+                address = info.decode(errors="replace")
+        if address is None and self._leader_change is not None:
+            lc_leader, _, lc_address = self._leader_change
+            if lc_leader == leader_id:
+                address = lc_address
+        if leader_id == self.node_id and not self.controller.is_active:
+            message = "this voter is the Raft leader but its controller is not active yet"
+            return Envelope(ErrorCode.NOT_CONTROLLER, message, None, None)
+        return Envelope(ErrorCode.NOT_CONTROLLER, "not the active controller", leader_id, address)
+
+    def _rpc_handler(self, name: str) -> Callable[[bytes, grpc.ServicerContext], bytes]:
+        request_cls = METHODS[name][0]
+
+        def handle(data: bytes, context: grpc.ServicerContext) -> bytes:
+            try:
+                try:
+                    request = decode_request(request_cls, data)
+                except MessageError as exc:
+                    return encode_envelope(Envelope(ErrorCode.INVALID_REQUEST, str(exc)))
+                return encode_envelope(self._dispatch(name, request))
+            except Exception:
+                log.exception("controller %d: %s failed", self.node_id, name)
+                return encode_envelope(
+                    Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
+                )
+
+        return handle
+
+    def _dispatch(self, name: str, request: Any) -> Envelope:
+        if self._stopping.is_set():
+            return Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
+        if name == "FetchMetadata":
+            return Envelope(body=self._fetch_metadata(request))
+        if name == "QuorumStatus":
+            return Envelope(body=m.QuorumStatusResponse(self._quorum_status()))
+        if name in ("DescribeCluster", "DescribeConfigs"):
+            if not self.controller.is_active:
+                return self._not_controller()
+            if name == "DescribeCluster":
+                return Envelope(body=self.controller.describe_cluster(self.node_id))
+            return Envelope(body=self.controller.describe_configs(request))
+        if not self.controller.is_active:
+            return self._not_controller()
+        if not self._pending.acquire(blocking=False):
+            return Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller is overloaded")
+        try:
+            future: concurrent.futures.Future[Envelope] = concurrent.futures.Future()
+            self._events.put_nowait(("request", (name, request, future)))
+            wait_s = self.config.append_timeout_ms / 1000 * 2 + REQUEST_WAIT_MARGIN_S
+            try:
+                return future.result(timeout=wait_s)
+            except concurrent.futures.TimeoutError:
+                return Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller did not answer in time")
+        finally:
+            self._pending.release()
+
+    def _fetch_metadata(self, request: m.FetchMetadataRequest) -> m.FetchMetadataResponse:
+        from_offset = max(0, request.from_offset)
+        max_records = max(1, min(request.max_records, self.config.fetch_metadata_max_records))
+        if self._log.committed_offset < from_offset and request.max_wait_ms > 0:
+            wait_ms = min(request.max_wait_ms, FETCH_METADATA_MAX_WAIT_MS)
+            self._log.wait_for_offset(from_offset, wait_ms / 1000)
+        snapshot = None
+        entries: list[LogEntry] = []
+        for _ in range(3):  # the tail may be folded between the two reads
+            try:
+                entries = self._log.read(from_offset, max_records)
+                break
+            except SnapshotRequired:
+                snapshot = self._log.latest_snapshot()
+                if snapshot is None:
+                    break
+                from_offset = snapshot.last_offset + 1
+        out: list[tuple[int, int, bytes, bool]] = []
+        size = len(snapshot.data) if snapshot is not None else 0
+        for e in entries:
+            size += len(e.record) + 32
+            if out and size > FETCH_METADATA_MAX_BYTES:
+                break
+            out.append((e.offset, e.epoch, e.record, e.is_control))
+        return m.FetchMetadataResponse(
+            snapshot=snapshot.data if snapshot is not None else None,
+            snapshot_offset=snapshot.last_offset if snapshot is not None else -1,
+            snapshot_epoch=snapshot.epoch if snapshot is not None else -1,
+            entries=out,
+            committed_offset=self._log.committed_offset,
+        )
+
+    def _quorum_status(self) -> dict[str, Any]:
+        status_fn = getattr(self._log, "status", None)
+        if callable(status_fn):
+            status = status_fn()
+            if dataclasses.is_dataclass(status) and not isinstance(status, type):
+                return dataclasses.asdict(status)
+        return {
+            "node_id": self.node_id,
+            "leader_id": self._log.leader_id,
+            "epoch": self._log.epoch,
+            "committed_offset": self._log.committed_offset,
+            "voters": [],
+        }
