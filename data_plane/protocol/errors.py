@@ -3,8 +3,9 @@
 Codes, names and retriable flags are Kafka's (the codes and retriable flags match the
 ``kafka/errors.py`` table of kafka-python 3.0; names follow Apache Kafka's ``Errors`` enum, so
 code 6 is ``NOT_LEADER_OR_FOLLOWER``, 17 ``INVALID_TOPIC_EXCEPTION`` and 39
-``INVALID_REPLICA_ASSIGNMENT``; kafka-python's names are kept as aliases). A retriable error means the same request may succeed if sent again
-later (possibly to another node, after refreshing metadata); a non-retriable one will not.
+``INVALID_REPLICA_ASSIGNMENT``; kafka-python's names are kept as aliases). A retriable error
+means the same request may succeed if sent again later (possibly to another node, after
+refreshing metadata); a non-retriable one will not.
 
 Usage::
 

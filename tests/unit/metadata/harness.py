@@ -8,12 +8,15 @@ from typing import Any
 
 from metadata.config import ControllerConfig
 from metadata.controller import QuorumController
+from metadata.image import MetadataImage
 from metadata.messages import (
     BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
     CreateTopicsRequest,
     Endpoint,
     NewTopic,
     RegisterBrokerRequest,
+    RegisterBrokerResponse,
     TopicResult,
 )
 from metadata.result import ControllerResult
@@ -29,7 +32,7 @@ class Harness:
         self.c.activate(1, self.now)
 
     @property
-    def image(self):  # noqa: ANN201 - test helper
+    def image(self) -> MetadataImage:
         return self.c.image
 
     def commit(self, result: ControllerResult[Any]) -> Any:
@@ -39,7 +42,9 @@ class Harness:
         self.c.replay(new)
         return result.response
 
-    def register(self, broker_id: int, incarnation: str | None = None, rack: str | None = None):  # noqa: ANN201
+    def register(
+        self, broker_id: int, incarnation: str | None = None, rack: str | None = None
+    ) -> RegisterBrokerResponse:
         req = RegisterBrokerRequest(
             broker_id,
             incarnation or f"inc-{broker_id}",
@@ -49,11 +54,13 @@ class Harness:
         )
         return self.commit(self.c.register_broker(req, self.now))
 
-    def heartbeat(self, broker_id: int, offset: int | None = None, **kw: Any):  # noqa: ANN201
+    def heartbeat(
+        self, broker_id: int, offset: int | None = None, **kw: Any
+    ) -> BrokerHeartbeatResponse:
         b = self.image.brokers[broker_id]
-        req = BrokerHeartbeatRequest(
-            broker_id, kw.pop("epoch", b.epoch), self.image.offset if offset is None else offset, **kw
-        )
+        epoch = kw.pop("epoch", b.epoch)
+        offset = self.image.offset if offset is None else offset
+        req = BrokerHeartbeatRequest(broker_id, epoch, offset, **kw)
         return self.commit(self.c.broker_heartbeat(req, self.now))
 
     def add_brokers(self, ids: list[int], racks: dict[int, str] | None = None) -> None:
