@@ -7,6 +7,7 @@
     D/node-<id>/server.properties   the node's config (mode 0600: it holds the secret)
     D/node-<id>/node.log      stdout+stderr of the node process (appended across restarts)
     D/node-<id>/node.pid      pid of the running node process
+    D/node-<id>/node-status.json   the node's own status report (deploy.node_status)
     D/node-<id>/data/         log.dirs (broker partitions; meta.properties)
     D/node-<id>/metadata/     metadata.log.dir (controllers)
 
@@ -69,6 +70,10 @@ class NodeLayout:
     @property
     def pid_path(self) -> Path:
         return self.directory / "node.pid"
+
+    @property
+    def status_path(self) -> Path:
+        return self.directory / "node-status.json"
 
     @property
     def data_dir(self) -> Path:

@@ -1,8 +1,8 @@
 """``kraftlog storage``: format storage directories, make cluster ids, show a directory's identity.
 
-    kraftlog storage random-uuid
-    kraftlog storage format --config server.properties --cluster-id <id> [--ignore-formatted]
-    kraftlog storage info --config server.properties
+kraftlog storage random-uuid
+kraftlog storage format --config server.properties --cluster-id <id> [--ignore-formatted]
+kraftlog storage info --config server.properties
 """
 
 from __future__ import annotations

@@ -26,21 +26,24 @@ _CODE_ROOT = str(Path(deploy.__file__).resolve().parent.parent)
 _POLL_INTERVAL_S = 0.05
 
 
-def node_command(config_path: str) -> list[str]:
-    return [sys.executable, "-m", "deploy.cli", "start", "--config", config_path]
+def node_command(config_path: str, status_path: str | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "deploy.cli", "start", "--config", config_path]
+    if status_path is not None:
+        cmd += ["--status-file", status_path]
+    return cmd
 
 
-def spawn_node(config_path: str, log_path: str, pid_path: str) -> subprocess.Popen[bytes]:
+def spawn_node(
+    config_path: str, log_path: str, pid_path: str, status_path: str | None = None
+) -> subprocess.Popen[bytes]:
     """Start a node detached from our session; write its pid file; return the handle."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (_CODE_ROOT, env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_CODE_ROOT, env.get("PYTHONPATH", "")) if p)
     # Unbuffered, so node.log shows the last words of a node that dies.
     env["PYTHONUNBUFFERED"] = "1"
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            node_command(config_path),
+            node_command(config_path, status_path),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

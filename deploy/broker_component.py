@@ -1,0 +1,131 @@
+"""The broker role of a node (issue 3 scope): storage plus the metadata follower.
+
+- :class:`data_plane.storage.log_manager.LogManager` over ``log.dirs`` (locks the directories,
+  recovers the logs, runs maintenance on its own thread);
+- :class:`metadata.broker_manager.BrokerMetadataManager`: registers with the active
+  controller (a new broker epoch each time), heartbeats, follows the metadata log;
+- :class:`deploy.local_replicas.LocalReplicas`: turns each metadata change into partition logs
+  created or deleted on this broker.
+
+The Kafka protocol server (issue 4) is a separate component that reads ``log_manager`` and
+``metadata`` from this one.
+
+Shutdown: ``begin_shutdown`` runs the controlled shutdown (the controller moves leadership away
+and answers ``should_shut_down``; bounded by ``controlled.shutdown.timeout.ms``); ``stop`` stops
+the metadata threads, closes the client and closes the logs (clean-shutdown marker).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from data_plane.storage.log_manager import LogManager
+from deploy.local_replicas import LocalReplicas
+from deploy.meta_properties import META_PROPERTIES, random_uuid
+from deploy.node_config import NodeSettings
+from metadata.broker_manager import BrokerMetadataManager
+from metadata.client import ControllerClient
+from metadata.delta import MetadataDelta
+from metadata.image import MetadataImage
+from raft.syncobj_node import DUMP_FILE, JOURNAL_FILE, META_FILE
+
+log = logging.getLogger(__name__)
+
+# Files the metadata log keeps in metadata.log.dir: when that directory is also a log dir
+# (Kafka's default: metadata.log.dir = the first of log.dirs), the LogManager must accept them.
+METADATA_LOG_FILES = (
+    *(name for base in (JOURNAL_FILE, META_FILE, DUMP_FILE) for name in (base, base + ".tmp")),
+    META_PROPERTIES + ".tmp",
+)
+
+
+class BrokerComponent:
+    name = "broker"
+
+    def __init__(self, settings: NodeSettings, cluster_id: str) -> None:
+        self.settings = settings
+        self.broker_id = settings.node_id
+        self.cluster_id = cluster_id
+        # A new incarnation per process start: the controller tells a restarted broker from a
+        # duplicate registration by it.
+        self.incarnation_id = random_uuid()
+        self.log_manager: LogManager | None = None
+        self.metadata: BrokerMetadataManager | None = None
+        self.replicas: LocalReplicas | None = None
+        self._client: ControllerClient | None = None
+        self.controlled_shutdown_succeeded: bool | None = None
+
+    def start(self) -> None:
+        s = self.settings
+        extra: tuple[str, ...] = ()
+        if s.raft is not None:
+            meta_dir = os.path.realpath(s.raft.metadata_log_dir)
+            if any(os.path.realpath(d) == meta_dir for d in s.log.log_dirs):
+                extra = METADATA_LOG_FILES
+        self.log_manager = LogManager(s.log, extra_allowed_names=extra)
+        try:
+            self.log_manager.start()
+            self.replicas = LocalReplicas(self.broker_id, self.log_manager, s.log)
+            self._client = ControllerClient(
+                ",".join(s.bootstrap_controllers), s.node.controller_request_timeout_ms / 1000
+            )
+            listeners = {lis.name: (lis.host, lis.port) for lis in s.advertised_listeners}
+            self.metadata = BrokerMetadataManager(
+                self.broker_id,
+                self._client,
+                listeners,
+                s.node.broker_rack,
+                self.cluster_id,
+                self.incarnation_id,
+                self._on_change,
+            )
+            self.metadata.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _on_change(self, image: MetadataImage, delta: MetadataDelta) -> None:
+        if self.replicas is not None:
+            self.replicas.on_change(image, delta)
+
+    def begin_shutdown(self) -> None:
+        if self.metadata is None or not self.settings.node.controlled_shutdown_enable:
+            return
+        timeout_s = self.settings.node.controlled_shutdown_timeout_ms / 1000
+        self.controlled_shutdown_succeeded = self.metadata.controlled_shutdown(timeout_s)
+        if self.controlled_shutdown_succeeded:
+            log.info("broker %d: controlled shutdown complete", self.broker_id)
+        else:
+            log.warning(
+                "broker %d: controlled shutdown not confirmed within %.1f s; stopping anyway",
+                self.broker_id,
+                timeout_s,
+            )
+
+    def stop(self) -> None:
+        if self.metadata is not None:
+            try:
+                self.metadata.stop()
+            except Exception:
+                log.exception("broker %d: stopping the metadata manager failed", self.broker_id)
+        if self._client is not None:
+            self._client.close()
+        if self.log_manager is not None:
+            try:
+                self.log_manager.close()
+            except Exception:
+                log.exception("broker %d: closing the logs failed", self.broker_id)
+
+    def status(self) -> dict[str, object]:
+        m = self.metadata
+        if m is None or self.replicas is None:
+            return {"broker_epoch": -1, "fenced": True}
+        out: dict[str, object] = {
+            "broker_epoch": m.broker_epoch,
+            "fenced": m.is_fenced,
+            "incarnation_id": self.incarnation_id,
+            "listeners": {lis.name: lis.address for lis in self.settings.advertised_listeners},
+        }
+        out.update(self.replicas.summary(m.image))
+        return out

@@ -1,0 +1,114 @@
+"""``kraftlog start --config F``: run one node in the foreground until SIGTERM / SIGINT.
+
+Logs go to stderr. Exit codes: 0 after an orderly shutdown; 1 when the node cannot start (one
+``error: ...`` line for configuration and storage problems, no traceback); 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from data_plane.configdef import ConfigError
+from data_plane.storage.errors import KafkaStorageError
+from deploy.meta_properties import StorageError, check_directories
+from deploy.node import Component, Node, install_signal_handlers
+from deploy.node_config import NodeSettings, load_node_config
+from deploy.node_status import NodeStatusWriter
+
+log = logging.getLogger("kraftlog.node")
+
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("start", help="run a node (broker, controller or both) in the foreground")
+    p.add_argument("--config", "-c", required=True, help="the node's server.properties")
+    p.add_argument(
+        "--override",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a config key, overriding the file (repeatable)",
+    )
+    p.add_argument("--status-file", help="write the node's status as JSON to this file")
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="log level on stderr (default INFO)",
+    )
+    p.set_defaults(func=run)
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def build_components(settings: NodeSettings, cluster_id: str) -> list[Component]:
+    """The node's components in start order (controller before broker)."""
+    # Imported here so `kraftlog --help` and the admin commands do not load grpc and storage.
+    components: list[Component] = []
+    if settings.node.is_controller:
+        from deploy.controller_component import ControllerComponent
+
+        components.append(ControllerComponent(settings, cluster_id))
+    if settings.node.is_broker:
+        from deploy.broker_component import BrokerComponent
+
+        components.append(BrokerComponent(settings, cluster_id))
+    return components
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    try:
+        settings = load_node_config(args.config, parse_overrides(args.override))
+        cluster_id = check_directories(settings.storage_dirs(), node_id=settings.node_id)
+    except (ConfigError, StorageError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    roles = ",".join(settings.roles)
+    status_writer = None
+    if args.status_file:
+        status_writer = NodeStatusWriter(
+            args.status_file,
+            {"node_id": settings.node_id, "roles": list(settings.roles), "cluster_id": cluster_id},
+        )
+    try:
+        components = build_components(settings, cluster_id)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    node = Node(settings.node_id, settings.roles, components, status_writer)
+    install_signal_handlers(node)
+    try:
+        node.start()
+    except (OSError, KafkaStorageError) as e:
+        # A port in use, a locked or unwritable directory: an operator problem, not a bug.
+        print(f"error: node {settings.node_id} cannot start: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        log.exception("node %d failed to start", settings.node_id)
+        print(f"error: node {settings.node_id} cannot start: {e}", file=sys.stderr)
+        return 1
+    log.info(
+        "node %d started (process.roles=%s, cluster.id=%s, pid %d)",
+        settings.node_id,
+        roles,
+        cluster_id,
+        os.getpid(),
+    )
+    node.wait_for_stop_request()
+    node.shutdown()
+    log.info("node %d stopped", settings.node_id)
+    return 0

@@ -1,0 +1,78 @@
+"""The controller role of a node: one voter of the metadata log plus its gRPC control plane.
+
+Start order (see :mod:`metadata.service`): the ControllerServer binds the CONTROLLER listener
+and publishes its address through ``MetadataLog.set_leader_info`` BEFORE the log starts, so
+the first leader-change entry this voter commits already names where clients find it.
+Stop order: the gRPC server first (no new requests), then the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+from deploy.node_config import NodeSettings
+from metadata.service import ControllerServer
+from metadata.snapshot import build_snapshot
+from raft.metadata_log import MetadataLog
+
+log = logging.getLogger(__name__)
+
+# Seconds the gRPC server gives in-flight requests when the node stops.
+GRPC_STOP_GRACE_S = 0.5
+
+
+class ControllerComponent:
+    name = "controller"
+
+    def __init__(self, settings: NodeSettings, cluster_id: str) -> None:
+        if settings.raft is None or settings.controller_listener is None:
+            raise ValueError("not a controller: process.roles has no controller")
+        listener = settings.controller_listener
+        self._listen_host = listener.host or "0.0.0.0"
+        advertised = listener.host
+        if advertised in ("", "0.0.0.0", "::"):
+            advertised = socket.getfqdn()
+        self.metadata_log = MetadataLog(settings.raft, build_snapshot)
+        self.server = ControllerServer(
+            settings.node_id,
+            self.metadata_log,
+            settings.controller,
+            self._listen_host,
+            listener.port,
+            cluster_id=cluster_id,
+            advertised_host=advertised,
+        )
+        self._raft_address = settings.raft.address_of(settings.node_id)
+        self._started_log = False
+
+    def start(self) -> None:
+        self.server.start()
+        try:
+            self.metadata_log.start()
+        except BaseException:
+            self.server.stop(0)
+            raise
+        self._started_log = True
+
+    def begin_shutdown(self) -> None:
+        """Nothing to hand over: the remaining voters elect a new leader on their own."""
+
+    def stop(self) -> None:
+        try:
+            self.server.stop(GRPC_STOP_GRACE_S)
+        except Exception:
+            log.exception("stopping the controller gRPC server failed")
+        if self._started_log:
+            self.metadata_log.close()
+
+    def status(self) -> dict[str, object]:
+        log_ = self.metadata_log
+        return {
+            "address": self.server.address,
+            "raft_address": self._raft_address,
+            "active": self.server.is_active,
+            "leader_id": log_.leader_id,
+            "epoch": log_.epoch,
+            "committed_offset": log_.committed_offset,
+        }

@@ -1,0 +1,484 @@
+"""LocalCluster: a whole kraftlog cluster as processes on one machine.
+
+What ``kraftlog cluster up|down|status`` runs, and what the integration tests, the benchmark
+and the chaos suites drive, so they all exercise the same code. The directory layout is in
+:mod:`deploy.cluster_layout`; processes are managed by :mod:`deploy.processes`.
+
+Life cycle::
+
+    cluster = LocalCluster.create(dir, controllers=3, brokers=3, overrides={...})
+        plans ports, writes cluster.json, the secret, one server.properties per node, and
+        formats every node's storage (the same code as `kraftlog storage format`)
+    cluster.start()              starts every node that is not running (detached, own session)
+    cluster.wait_ready(30)       quorum has a leader, every broker registered and unfenced
+    cluster.kill(1) / pause(1) / resume(1) / restart(101) / stop_node(102)
+    cluster.down()               SIGTERM brokers, then controllers; SIGKILL after the grace
+
+``LocalCluster.open(dir)`` attaches to a cluster another process started (``cluster up
+--detach``); it finds the nodes through their pid files.
+
+Thread-safety: none; one LocalCluster per thread (tests, the CLI).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from data_plane.configdef import load_properties
+from deploy import processes
+from deploy.cluster_layout import ClusterLayout, NodeLayout, plan_layout
+from deploy.meta_properties import format_directories, random_uuid
+from deploy.node_config import load_node_config
+from deploy.node_status import read_status
+from metadata.client import ControllerClient
+
+# Default wait for `cluster up` until the quorum has a leader and every broker is unfenced.
+DEFAULT_READY_TIMEOUT_S = 60.0
+# SIGTERM -> SIGKILL grace of `cluster down`: a broker's controlled shutdown fits in it.
+DEFAULT_STOP_GRACE_S = 15.0
+_POLL_INTERVAL_S = 0.1
+_PROBE_TIMEOUT_S = 2.0
+_LOG_TAIL_LINES = 30
+
+# Order of keys in generated config files (others follow, sorted).
+_KEY_ORDER = (
+    "process.roles",
+    "node.id",
+    "listeners",
+    "advertised.listeners",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "controller.quorum.secret",
+    "log.dirs",
+    "metadata.log.dir",
+)
+
+
+class ClusterError(Exception):
+    """A local cluster did not start or does not answer; the message says which node and why."""
+
+
+class LocalCluster:
+    def __init__(self, layout: ClusterLayout) -> None:
+        self.layout = layout
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+
+    # --- creation -------------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        controllers: int = 3,
+        brokers: int = 3,
+        host: str = "127.0.0.1",
+        overrides: Mapping[str, str] | None = None,
+        cluster_id: str | None = None,
+    ) -> LocalCluster:
+        """Write a new cluster into ``directory`` (which must not hold one) and format it."""
+        if ClusterLayout.exists(directory):
+            raise ClusterError(f"{directory} already holds a cluster; use LocalCluster.open")
+        layout = plan_layout(
+            directory,
+            cluster_id=cluster_id or random_uuid(),
+            controllers=controllers,
+            brokers=brokers,
+            host=host,
+        )
+        layout.directory.mkdir(parents=True, exist_ok=True)
+        secret = secrets.token_urlsafe(32)
+        _write_private(layout.secret_path(), secret + "\n")
+        for node in layout.nodes:
+            node.directory.mkdir(parents=True, exist_ok=True)
+            props = node_properties(layout, node, secret, overrides or {})
+            _write_private(node.config_path, render_properties(props, node))
+            settings = load_node_config(str(node.config_path))
+            format_directories(
+                settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node.node_id
+            )
+        # cluster.json last: its presence means "fully created".
+        layout.save()
+        return cls(layout)
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> LocalCluster:
+        return cls(ClusterLayout.load(directory))
+
+    # --- addresses ------------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> Path:
+        return self.layout.directory
+
+    @property
+    def cluster_id(self) -> str:
+        return self.layout.cluster_id
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [n.node_id for n in self.layout.nodes]
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return [n.node_id for n in self.layout.controllers]
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.layout.brokers]
+
+    def bootstrap_controllers(self) -> list[str]:
+        return self.layout.bootstrap_controllers()
+
+    def bootstrap_servers(self) -> list[str]:
+        return self.layout.bootstrap_servers()
+
+    def node(self, node_id: int) -> NodeLayout:
+        return self.layout.node(node_id)
+
+    def config_path(self, node_id: int) -> Path:
+        return self.node(node_id).config_path
+
+    def controller_address(self, node_id: int) -> str:
+        node = self.node(node_id)
+        if node.controller_port is None:
+            raise KeyError(f"node {node_id} is not a controller")
+        return f"{self.layout.host}:{node.controller_port}"
+
+    def client(
+        self, timeout_s: float = 5.0, controllers: Iterable[int] | None = None
+    ) -> ControllerClient:
+        """A control-plane client bootstrapped from every controller (or just ``controllers``)."""
+        if controllers is None:
+            bootstrap = self.bootstrap_controllers()
+        else:
+            bootstrap = [self.controller_address(i) for i in controllers]
+        return ControllerClient(",".join(bootstrap), timeout_s)
+
+    # --- processes ------------------------------------------------------------------------------
+
+    def pid(self, node_id: int) -> int | None:
+        """The pid of the running node process, or None if it is not running."""
+        node = self.node(node_id)
+        child = self._children.get(node_id)
+        if child is not None:
+            if child.poll() is None:
+                return child.pid
+            del self._children[node_id]
+            return None
+        pid = processes.read_pid(str(node.pid_path))
+        if pid is not None and processes.is_node_process(pid, str(node.config_path)):
+            return pid
+        return None
+
+    def is_running(self, node_id: int) -> bool:
+        return self.pid(node_id) is not None
+
+    def is_paused(self, node_id: int) -> bool:
+        pid = self.pid(node_id)
+        return pid is not None and processes.process_state(pid) == "T"
+
+    def running_ids(self) -> list[int]:
+        return [i for i in self.node_ids if self.is_running(i)]
+
+    def start_node(self, node_id: int) -> int:
+        """Start ``node_id`` unless it runs; return its pid."""
+        pid = self.pid(node_id)
+        if pid is not None:
+            return pid
+        node = self.node(node_id)
+        # A stale status file from the previous run must not pass for this run's.
+        node.status_path.unlink(missing_ok=True)
+        child = processes.spawn_node(
+            str(node.config_path), str(node.log_path), str(node.pid_path), str(node.status_path)
+        )
+        self._children[node_id] = child
+        return child.pid
+
+    def start(self, node_ids: Iterable[int] | None = None) -> None:
+        """Start the given nodes (default: all), controllers first."""
+        wanted = set(self.node_ids if node_ids is None else node_ids)
+        for node in sorted(self.layout.nodes, key=lambda n: (not n.is_controller, n.node_id)):
+            if node.node_id in wanted:
+                self.start_node(node.node_id)
+
+    def kill(self, node_id: int, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the node; for SIGKILL also wait until it is gone (and reaped)."""
+        pid = self.pid(node_id)
+        if pid is None:
+            raise ClusterError(f"node {node_id} is not running")
+        processes.send_signal(pid, sig)
+        if sig == signal.SIGKILL:
+            processes.wait_gone([(pid, str(self.config_path(node_id)))], 10.0, self._by_pid())
+
+    def pause(self, node_id: int) -> None:
+        self.kill(node_id, signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        self.kill(node_id, signal.SIGCONT)
+
+    def stop_node(self, node_id: int, grace_s: float = DEFAULT_STOP_GRACE_S) -> bool:
+        """SIGTERM (SIGKILL after ``grace_s``); True if it stopped within the grace."""
+        pid = self.pid(node_id)
+        if pid is None:
+            return True
+        killed = processes.stop_processes(
+            [(pid, str(self.config_path(node_id)))], grace_s, self._by_pid()
+        )
+        self.pid(node_id)  # reap our handle
+        return not killed
+
+    def restart(self, node_id: int, grace_s: float = DEFAULT_STOP_GRACE_S) -> int:
+        self.stop_node(node_id, grace_s)
+        return self.start_node(node_id)
+
+    def down(self, grace_s: float = DEFAULT_STOP_GRACE_S) -> list[int]:
+        """Stop every node: brokers first (their controlled shutdown needs the controllers),
+        then controllers. Returns the ids that had to be SIGKILLed."""
+        killed: list[int] = []
+        for group in (
+            self.broker_ids,
+            [i for i in self.controller_ids if i not in self.broker_ids],
+        ):
+            targets = []
+            for node_id in group:
+                pid = self.pid(node_id)
+                if pid is not None:
+                    targets.append((pid, str(self.config_path(node_id)), node_id))
+            stubborn = processes.stop_processes(
+                [(p, c) for p, c, _ in targets], grace_s, self._by_pid()
+            )
+            killed.extend(i for p, _, i in targets if p in stubborn)
+        for node_id in list(self._children):
+            self.pid(node_id)
+        return killed
+
+    def close(self) -> None:
+        """Kill every node at once (test teardown: nothing is left behind, fast)."""
+        for node_id in self.node_ids:
+            pid = self.pid(node_id)
+            if pid is not None:
+                processes.send_signal(pid, signal.SIGKILL)
+        for node_id in self.node_ids:
+            node = self.node(node_id)
+            pid = processes.read_pid(str(node.pid_path))
+            if pid is not None:
+                processes.wait_gone([(pid, str(node.config_path))], 10.0, self._by_pid())
+        for child in self._children.values():
+            child.wait(10)
+        self._children.clear()
+
+    def _by_pid(self) -> dict[int, subprocess.Popen[bytes]]:
+        return {c.pid: c for c in self._children.values()}
+
+    # --- config edits ---------------------------------------------------------------------------
+
+    def update_config(self, node_id: int, changes: Mapping[str, str | None]) -> None:
+        """Set (or, with None, remove) keys in a node's config; takes effect on its next start."""
+        node = self.node(node_id)
+        props = load_properties(str(node.config_path))
+        for key, value in changes.items():
+            if value is None:
+                props.pop(key, None)
+            else:
+                props[key] = value
+        _write_private(node.config_path, render_properties(props, node))
+
+    def node_status(self, node_id: int) -> dict[str, Any] | None:
+        """The status the running node last wrote (see deploy.node_status), or None."""
+        return read_status(str(self.node(node_id).status_path))
+
+    def broker_status(self, node_id: int) -> dict[str, Any] | None:
+        """The broker component's part of the node's status, or None."""
+        doc = self.node_status(node_id)
+        if doc is None or doc.get("state") != "running":
+            return None
+        broker = doc.get("components", {}).get("broker")
+        return broker if isinstance(broker, dict) else None
+
+    # --- logs -----------------------------------------------------------------------------------
+
+    def log_tail(self, node_id: int, max_lines: int = _LOG_TAIL_LINES) -> str:
+        path = self.node(node_id).log_path
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - 64 * 1024))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return f"(no log at {path})"
+        return "\n".join(text.splitlines()[-max_lines:])
+
+    # --- readiness and status -------------------------------------------------------------------
+
+    def wait_ready(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+        """Wait until every node runs, the quorum has an active controller, and every broker is
+        registered and unfenced. Raises ClusterError with the failing node's log tail."""
+        deadline = time.monotonic() + timeout_s
+        reason = "not probed yet"
+        culprit: int | None = None
+        with self.client(_PROBE_TIMEOUT_S) as client:
+            while True:
+                for node_id in self.node_ids:
+                    if not self.is_running(node_id):
+                        raise ClusterError(
+                            f"node {node_id} exited during startup; last lines of "
+                            f"{self.node(node_id).log_path}:\n{self.log_tail(node_id)}"
+                        )
+                ready, reason, culprit = self._probe_ready(client)
+                if ready:
+                    return
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(_POLL_INTERVAL_S)
+        culprit = culprit if culprit is not None else self.controller_ids[0]
+        raise ClusterError(
+            f"cluster at {self.directory} not ready after {timeout_s:.0f} s: {reason}; last "
+            f"lines of {self.node(culprit).log_path}:\n{self.log_tail(culprit)}"
+        )
+
+    def _probe_ready(self, client: ControllerClient) -> tuple[bool, str, int | None]:
+        try:
+            cluster = client.describe_cluster()
+        except Exception as e:  # any transport or routing error means "not yet"
+            return False, f"no controller answers ({type(e).__name__}: {e})", None
+        if cluster.controller_id is None:
+            return False, "the quorum has no active controller", None
+        brokers = {b.broker_id: b for b in cluster.brokers}
+        for broker_id in self.broker_ids:
+            b = brokers.get(broker_id)
+            if b is None:
+                return False, f"broker {broker_id} has not registered", broker_id
+            if b.fenced:
+                return False, f"broker {broker_id} is fenced", broker_id
+        return True, "ready", None
+
+    def status(self, timeout_s: float = _PROBE_TIMEOUT_S) -> dict[str, Any]:
+        """Every node (id, roles, pid, state, listeners) plus what the controllers say: the
+        quorum leader and epoch, and each broker's epoch and fencing. JSON-serialisable."""
+        quorum: dict[str, Any] | None = None
+        brokers: dict[int, Any] = {}
+        error: str | None = None
+        try:
+            with self.client(timeout_s) as client:
+                cluster = client.describe_cluster()
+                brokers = {b.broker_id: b for b in cluster.brokers}
+                quorum = quorum_status_dict(client.quorum_status())
+        except Exception as e:  # the status of a dead cluster is still a status
+            error = f"{type(e).__name__}: {e}"
+        nodes = []
+        for node in self.layout.nodes:
+            pid = self.pid(node.node_id)
+            state = "stopped"
+            if pid is not None:
+                state = "paused" if processes.process_state(pid) == "T" else "running"
+            listeners: dict[str, str] = {}
+            if node.controller_port is not None:
+                listeners["CONTROLLER"] = f"{self.layout.host}:{node.controller_port}"
+            if node.broker_port is not None:
+                listeners["PLAINTEXT"] = f"{self.layout.host}:{node.broker_port}"
+            entry: dict[str, Any] = {
+                "id": node.node_id,
+                "roles": list(node.roles),
+                "pid": pid,
+                "state": state,
+                "listeners": listeners,
+                "config": str(node.config_path),
+                "log": str(node.log_path),
+            }
+            if node.raft_port is not None:
+                entry["raft_address"] = f"{self.layout.host}:{node.raft_port}"
+            b = brokers.get(node.node_id)
+            if node.is_broker:
+                entry["broker_epoch"] = b.epoch if b is not None else None
+                entry["fenced"] = b.fenced if b is not None else None
+            nodes.append(entry)
+        return {
+            "cluster_id": self.cluster_id,
+            "directory": str(self.directory),
+            "bootstrap_servers": self.bootstrap_servers(),
+            "bootstrap_controllers": self.bootstrap_controllers(),
+            "quorum_leader_id": quorum["leader_id"] if quorum else None,
+            "quorum_epoch": quorum["epoch"] if quorum else None,
+            "nodes": nodes,
+            "error": error,
+        }
+
+
+def quorum_status_dict(status: Any) -> dict[str, Any]:
+    """A QuorumStatus (or the dict form the control plane sends) as a plain dict."""
+    if isinstance(status, dict):
+        return status
+    return {
+        "node_id": status.node_id,
+        "leader_id": status.leader_id,
+        "epoch": status.epoch,
+        "committed_offset": status.committed_offset,
+        "log_start_offset": status.log_start_offset,
+        "snapshot_last_offset": status.snapshot_last_offset,
+        "voters": [
+            {
+                "node_id": v.node_id,
+                "address": v.address,
+                "connected": v.connected,
+                "is_leader": v.is_leader,
+                "match_offset": v.match_offset,
+                "lag_records": v.lag_records,
+            }
+            for v in status.voters
+        ],
+    }
+
+
+def node_properties(
+    layout: ClusterLayout, node: NodeLayout, secret: str, overrides: Mapping[str, str]
+) -> dict[str, str]:
+    """The server.properties of one node of a local cluster."""
+    host = layout.host
+    props: dict[str, str] = {
+        "process.roles": ",".join(node.roles),
+        "node.id": str(node.node_id),
+    }
+    listeners = []
+    if node.is_controller:
+        listeners.append(f"CONTROLLER://{host}:{node.controller_port}")
+    if node.is_broker:
+        listeners.append(f"PLAINTEXT://{host}:{node.broker_port}")
+        props["advertised.listeners"] = f"PLAINTEXT://{host}:{node.broker_port}"
+    props["listeners"] = ",".join(listeners)
+    props["controller.quorum.bootstrap.servers"] = ",".join(layout.bootstrap_controllers())
+    if node.is_controller:
+        props["controller.quorum.voters"] = layout.voters()
+        props["controller.quorum.secret"] = secret
+        props["metadata.log.dir"] = str(node.metadata_dir)
+    props["log.dirs"] = str(node.data_dir)
+    props.update(overrides)
+    return props
+
+
+def render_properties(props: Mapping[str, str], node: NodeLayout) -> str:
+    keys = [k for k in _KEY_ORDER if k in props]
+    keys += sorted(k for k in props if k not in _KEY_ORDER)
+    lines = [
+        f"# kraftlog local cluster: node {node.node_id} ({', '.join(node.roles)})",
+        "# written by `kraftlog cluster up`; holds the cluster secret (mode 0600)",
+    ]
+    lines += [f"{k}={props[k]}" for k in keys]
+    return "\n".join(lines) + "\n"
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by the owner only (it may hold the secret)."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
