@@ -39,6 +39,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import socket
 import struct
 import threading
 import time
@@ -52,6 +53,7 @@ from pysyncobj.poller import POLL_EVENT_TYPE
 from pysyncobj.tcp_connection import TcpConnection
 from pysyncobj.transport import TCPTransport
 
+from raft.api import MetadataLogError
 from raft.config import RaftConfig
 from raft.dump import DumpContents, read_dump, write_dump
 from raft.journal import DurableJournal
@@ -79,7 +81,7 @@ BIND_ATTEMPTS = 5
 BIND_RETRY_S = 0.2
 
 
-class RaftNodeError(Exception):
+class RaftNodeError(MetadataLogError):
     """The voter could not start (port in use, unreadable journal or dump)."""
 
 
@@ -212,6 +214,14 @@ class _Wakeup:
         os.close(self._w)
 
 
+def _check_bindable(host: str, port: int) -> None:
+    """Fail fast with the OS error (pysyncobj would retry, leaking a socket per attempt)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+
+
 def build_conf(
     config: RaftConfig, serializer: Any, deserializer: Any, dump_path: str
 ) -> SyncObjConf:
@@ -235,6 +245,8 @@ def build_conf(
         serializer=serializer,
         deserializer=deserializer,
         journalFile=None,
+        # pysyncobj binds 0.0.0.0 unless told otherwise: bind the voter's own address only.
+        bindAddress=config.address_of(config.node_id),
         bindRetryTime=BIND_RETRY_S,
         maxBindRetries=BIND_ATTEMPTS,
     )
@@ -270,6 +282,11 @@ class RaftNode:
             raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
         self.address_to_id = {config.address_of(i): i for i in config.voters}
         self_address = config.address_of(config.node_id)
+        try:
+            _check_bindable(*config.voters[config.node_id])
+        except OSError as e:
+            self.journal._destroy()
+            raise RaftNodeError(f"cannot start Raft voter on {self_address}: {e}") from e
         partners = [a for a in self.address_to_id if a != self_address]
         conf = build_conf(config, self._serialize, self._deserialize, self._dump_path)
         conf.onStateChanged = on_state_changed
