@@ -205,6 +205,12 @@ class MetadataLog:
         with self._cond:
             return self._state.log_start_offset
 
+    @property
+    def journal_sync_count(self) -> int:
+        """fdatasyncs of this voter's journal since start (group commit: several entries each)."""
+        node = self._node
+        return 0 if node is None else node.journal.sync_count
+
     # --- leadership -----------------------------------------------------------------------------
 
     @property

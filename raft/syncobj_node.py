@@ -23,11 +23,13 @@ How pysyncobj's gaps are closed
         tick, before pysyncobj counts the leader towards a commit. The dump is kraftlog's own
         (custom ``serializer``/``deserializer``, see dump.py), fsynced before pysyncobj
         renames it into place.
-    (d) latency: ``autoTick`` is off; this module runs the tick loop itself so that the poller
-        wakes on every new command (pysyncobj's pipe notifier, enabled by
-        ``appendEntriesUseBatch=False``, which also sends new entries at once instead of on the
-        next heartbeat) and commits are computed on the tick right after an acknowledgement
-        arrives.
+    (d) latency: ``autoTick`` is off; this module runs the tick loop itself: a proposal wakes
+        the poller, the tick appends every queued command, syncs them and starts an
+        AppendEntries round right away (instead of on the next heartbeat), and the commit is
+        computed on the tick right after an acknowledgement arrives; a moved commit index is
+        announced at once too. pysyncobj runs in batch mode, so commands queued together
+        travel in one message and a follower syncs them with one fdatasync (group commit).
+        This writes pysyncobj's private ``__newAppendEntriesTime`` (the next-round deadline).
 
 Thread-safety: ``propose_*`` and the properties may be called from any thread; ``run_on_tick``
 runs a function on the tick thread (pysyncobj's state is only safe to read there). The applier
@@ -230,7 +232,11 @@ def build_conf(
     return SyncObjConf(
         password=config.quorum_secret,
         autoTick=False,
-        appendEntriesUseBatch=False,
+        # Batch mode: pysyncobj sends new entries with the next AppendEntries round only; the
+        # tick loop starts that round at once (see RaftNode._before_poll), so every command
+        # queued during one tick travels in one message per follower and costs the follower
+        # one fdatasync.
+        appendEntriesUseBatch=True,
         appendEntriesPeriod=config.append_interval_ms / 1000.0,
         raftMinTimeout=election_s,
         raftMaxTimeout=2 * election_s,
@@ -301,6 +307,7 @@ class RaftNode:
             collections.deque()
         )
         self._stopping = False
+        self._announced_commit_index = 0
         self._tick_s = min(0.05, config.append_interval_ms / 2000.0)
         self._thread = threading.Thread(
             target=self._run, name=f"kraftlog-raft-{config.node_id}", daemon=True
@@ -337,13 +344,20 @@ class RaftNode:
         self._run_tasks()
 
     def _before_poll(self) -> None:
-        # Runs inside the tick, after the leader appended new commands and sent them, right
-        # before the poll wait: sync them now (while followers write theirs) and, so that a
-        # single voter does not sit out the poll timeout, make the poll return at once; the
-        # next tick then counts them.
-        if self.journal.dirty:
+        # Runs inside the tick, after the leader appended the queued commands, right before the
+        # poll wait. On the leader: sync the new entries, and start an AppendEntries round on
+        # the next tick (pysyncobj in batch mode would wait for the heartbeat timer), also
+        # when only the commit index moved, so followers apply promptly.
+        sync = self.sync
+        if sync._isLeader():
+            commit_index = sync.raftCommitIndex
+            if self.journal.dirty or commit_index != self._announced_commit_index:
+                self.journal.sync()
+                self._announced_commit_index = commit_index
+                sync._SyncObj__newAppendEntriesTime = 0.0  # pysyncobj's next-round deadline
+                self._wakeup.notify()
+        elif self.journal.dirty:
             self.journal.sync()
-            self._wakeup.notify()
 
     def _run_tasks(self) -> None:
         while self._tasks:
@@ -376,6 +390,7 @@ class RaftNode:
         self, records: list[bytes], fence_epoch: int, callback: Callable[[Any, FailReason], None]
     ) -> None:
         self.sync.kraft_append_batch(records, fence_epoch, callback=callback)
+        self._wakeup.notify()  # batch mode: pysyncobj's own pipe notifier is off
 
     def propose_leader_change(
         self,
@@ -385,6 +400,7 @@ class RaftNode:
         callback: Callable[[Any, FailReason], None],
     ) -> None:
         self.sync.kraft_leader_change(leader_id, epoch, leader_info, callback=callback)
+        self._wakeup.notify()
 
     # --- raft state (any thread; plain attribute reads) ---------------------------------------
 

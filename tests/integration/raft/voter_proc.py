@@ -158,6 +158,7 @@ class Voter:
                 latencies.extend(mine)
 
         workers = [threading.Thread(target=worker) for _ in range(threads)]
+        syncs_before = self.log.journal_sync_count
         start = time.perf_counter()
         for w in workers:
             w.start()
@@ -174,6 +175,7 @@ class Voter:
             "p50_ms": 1000 * latencies[n // 2],
             "p99_ms": 1000 * latencies[min(n - 1, (n * 99) // 100)],
             "mean_ms": 1000 * statistics.fmean(latencies),
+            "syncs": self.log.journal_sync_count - syncs_before,
         }
 
 
