@@ -138,7 +138,7 @@ class ControllerClient:
                 self._channels[address] = ch
             return ch
 
-    def _pick(self, controller_only: bool) -> str:
+    def _pick(self) -> str:
         with self._lock:
             if self._controller is not None:
                 return self._controller
@@ -174,7 +174,7 @@ class ControllerClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            target = address or self._pick(controller_only)
+            target = address or self._pick()
             attempt_s = min(remaining, ATTEMPT_TIMEOUT_MAX_S + extra_attempt_s)
             try:
                 stub = self._channel(target).unary_unary(method_path(method))
@@ -182,10 +182,12 @@ class ControllerClient:
                 env = decode_envelope(raw)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
-                last_error = (ErrorCode.NETWORK_EXCEPTION, f"{target}: {code}")
+                details = exc.details() if hasattr(exc, "details") else ""
+                last_error = (ErrorCode.NETWORK_EXCEPTION, f"{target}: {code} {details}")
                 self._forget(target)
-                if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                if code == grpc.StatusCode.UNIMPLEMENTED:
                     raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from None
+                # Anything else (unreachable, deadline, server busy) may pass: try again.
             except MessageError as exc:
                 raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from None
             else:

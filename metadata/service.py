@@ -31,7 +31,8 @@ Reads
 Start-up order for a node: construct the ControllerServer and call ``start()`` (it binds, then
 calls ``metadata_log.set_leader_info(...)`` when the log offers it) BEFORE ``metadata_log.start()``,
 so the first leader-change entry this voter writes already carries its address. A server started
-after the log still works: it checks ``is_leader`` once at start.
+after the log still works: it checks ``is_leader`` once at start. Shut down in the reverse
+order: ``ControllerServer.stop()``, then ``MetadataLog.close()``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from metadata.snapshot import image_from_snapshot
 from metadata.wire import MessageError
 from raft.api import (
     AppendTimeoutError,
+    BatchTooLargeError,
     LeaderChange,
     LogEntry,
     MetadataLogApi,
@@ -375,8 +377,13 @@ class ControllerServer:
                 return self._not_controller()
             except AppendTimeoutError:
                 return Envelope(ErrorCode.REQUEST_TIMED_OUT, "metadata append timed out")
-            except MetadataLogError as exc:
+            except BatchTooLargeError as exc:
                 return Envelope(ErrorCode.POLICY_VIOLATION, f"metadata append refused: {exc}")
+            except MetadataLogError as exc:
+                if self._stopping.is_set():
+                    return Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
+                log.error("controller %d: metadata append failed: %s", self.node_id, exc)
+                return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"metadata append failed: {exc}")
         return Envelope(body=result.response)
 
     # --- gRPC side ------------------------------------------------------------------------------

@@ -229,3 +229,28 @@ def test_client_gives_up_on_unreachable_voters() -> None:
     ):
         c.describe_cluster()
     assert info.value.error_code == ErrorCode.REQUEST_TIMED_OUT
+
+
+def test_late_voter_catches_up_from_snapshot() -> None:
+    cluster = Cluster(n=1, max_tail_records=50)
+    late: ControllerServer | None = None
+    try:
+        cluster.quorum.elect(1)
+        cluster.wait_active(1)
+        with ControllerClient(cluster.bootstrap(), timeout_s=10.0) as c:
+            register_three(c)
+            assert c.create_topics([NewTopic("t", 120, 3)])[0].error_code == 0
+        assert cluster.quorum.snapshot is not None
+        late = ControllerServer(2, cluster.quorum.voter(2), CONFIG, "127.0.0.1", 0)
+        late.start()
+        leader_image = cluster.servers[1].controller.image
+        deadline = time.monotonic() + 10
+        while late.controller.image.offset < leader_image.offset:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert late.controller.image == leader_image
+        assert late.controller.image.encode() == leader_image.encode()
+    finally:
+        if late is not None:
+            late.stop()
+        cluster.stop()
