@@ -52,7 +52,7 @@ import pysyncobj.syncobj as _pysyncobj_module
 from pysyncobj import SyncObj, SyncObjConf, replicated
 from pysyncobj.config import FAIL_REASON
 from pysyncobj.poller import POLL_EVENT_TYPE
-from pysyncobj.tcp_connection import TcpConnection
+from pysyncobj.tcp_connection import CONNECTION_STATE, TcpConnection
 from pysyncobj.transport import TCPTransport
 
 from raft.api import MetadataLogError
@@ -81,6 +81,7 @@ MAX_FRAME_BYTES = 64 * 1024 * 1024
 TASK_TIMEOUT_S = 5.0
 BIND_ATTEMPTS = 5
 BIND_RETRY_S = 0.2
+REJECTION_LOG_INTERVAL_S = 10.0
 
 
 class RaftNodeError(MetadataLogError):
@@ -95,10 +96,27 @@ class _BoundedTcpConnection(TcpConnection):
         if len(buf) >= _FRAME_LENGTH.size:
             (length,) = _FRAME_LENGTH.unpack_from(buf, 0)
             if length < 0 or length > MAX_FRAME_BYTES:
-                logger.warning("raft: closing connection that sent a %d-byte frame", length)
+                _log_rejected(f"a frame announcing {length} bytes")
                 self.disconnect()
                 return None
-        return TcpConnection._TcpConnection__processParseMessage(self)  # type: ignore[attr-defined]
+        message = TcpConnection._TcpConnection__processParseMessage(self)  # type: ignore[attr-defined]
+        if message is None and self.state == CONNECTION_STATE.DISCONNECTED and buf:
+            # pysyncobj closes silently when a frame does not decrypt and authenticate.
+            _log_rejected("a frame that did not authenticate (wrong controller.quorum.secret?)")
+        return message
+
+
+_last_rejection_log = 0.0
+
+
+def _log_rejected(what: str) -> None:
+    """Warn about rejected peers at most once per REJECTION_LOG_INTERVAL_S (a peer with a
+    wrong secret reconnects every retry backoff)."""
+    global _last_rejection_log
+    now = time.monotonic()
+    if now - _last_rejection_log >= REJECTION_LOG_INTERVAL_S:
+        _last_rejection_log = now
+        logger.warning("raft: closed a connection that sent %s", what)
 
 
 class _DurableAckTransport(TCPTransport):
@@ -316,7 +334,11 @@ class RaftNode:
     # --- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start ticking; returns after the first tick, which loads the dump and re-applies the
+        journal up to the last known commit index, so reads right after start see them."""
         self._thread.start()
+        self.run_on_tick(lambda: None)
+        self.run_on_tick(lambda: None)
 
     def close(self) -> None:
         self._stopping = True
