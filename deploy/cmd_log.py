@@ -141,10 +141,11 @@ def _batches(f, size: int) -> Iterator[tuple[RecordBatchHeader, bytes | None, st
 
 def dump_log(path: str, out: TextIO, *, records: bool) -> bool:
     ok = True
+    base_offset = _base_offset(path)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         print(f"Dumping {path}", file=out)
-        print(f"Log starting offset: {_base_offset(path)}", file=out)
+        print(f"Log starting offset: {base_offset}", file=out)
         for header, data, problem in _batches(f, size):
             if data is None:
                 print(
@@ -241,15 +242,17 @@ def _time_index_entries(path: str) -> list[tuple[int, int]]:
 
 
 def dump_index(path: str, out: TextIO) -> bool:
+    entries = _index_entries(path)
     print(f"Dumping {path}", file=out)
-    for offset, position in _index_entries(path):
+    for offset, position in entries:
         print(f"offset: {offset} position: {position}", file=out)
     return True
 
 
 def dump_time_index(path: str, out: TextIO) -> bool:
+    entries = _time_index_entries(path)
     print(f"Dumping {path}", file=out)
-    for ts, offset in _time_index_entries(path):
+    for ts, offset in entries:
         print(f"timestamp: {ts} offset: {offset}", file=out)
     return True
 
