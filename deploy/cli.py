@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from deploy import __version__
 
 # Command modules, in the order they appear in --help.
-COMMAND_MODULES: tuple[str, ...] = ("deploy.cmd_storage", "deploy.cmd_start", "deploy.cmd_log")
+COMMAND_MODULES: tuple[str, ...] = (
+    "deploy.cmd_cluster",
+    "deploy.cmd_topics",
+    "deploy.cmd_quorum",
+    "deploy.cmd_storage",
+    "deploy.cmd_start",
+    "deploy.cmd_log",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,6 +33,7 @@ from typing import Any
 
 from data_plane.configdef import load_properties
 from deploy import processes
+from deploy.cluster_info import ControllerView, probe_controllers
 from deploy.cluster_layout import ClusterLayout, NodeLayout, plan_layout
 from deploy.meta_properties import format_directories, random_uuid
 from deploy.node_config import load_node_config
@@ -364,16 +365,14 @@ class LocalCluster:
     def status(self, timeout_s: float = _PROBE_TIMEOUT_S) -> dict[str, Any]:
         """Every node (id, roles, pid, state, listeners) plus what the controllers say: the
         quorum leader and epoch, and each broker's epoch and fencing. JSON-serialisable."""
-        quorum: dict[str, Any] | None = None
-        brokers: dict[int, Any] = {}
-        error: str | None = None
-        try:
-            with self.client(timeout_s) as client:
-                cluster = client.describe_cluster()
-                brokers = {b.broker_id: b for b in cluster.brokers}
-                quorum = quorum_status_dict(client.quorum_status())
-        except Exception as e:  # the status of a dead cluster is still a status
-            error = f"{type(e).__name__}: {e}"
+        running_controllers = [i for i in self.controller_ids if self.is_running(i)]
+        if running_controllers:
+            with self.client(timeout_s, running_controllers) as client:
+                view = probe_controllers(client)
+        else:
+            view = ControllerView(None, None, "no controller is running")
+        quorum = view.quorum
+        brokers = {b.broker_id: b for b in view.cluster.brokers} if view.cluster else {}
         nodes = []
         for node in self.layout.nodes:
             pid = self.pid(node.node_id)
@@ -408,34 +407,10 @@ class LocalCluster:
             "bootstrap_controllers": self.bootstrap_controllers(),
             "quorum_leader_id": quorum["leader_id"] if quorum else None,
             "quorum_epoch": quorum["epoch"] if quorum else None,
+            "quorum": quorum,
             "nodes": nodes,
-            "error": error,
+            "error": view.error,
         }
-
-
-def quorum_status_dict(status: Any) -> dict[str, Any]:
-    """A QuorumStatus (or the dict form the control plane sends) as a plain dict."""
-    if isinstance(status, dict):
-        return status
-    return {
-        "node_id": status.node_id,
-        "leader_id": status.leader_id,
-        "epoch": status.epoch,
-        "committed_offset": status.committed_offset,
-        "log_start_offset": status.log_start_offset,
-        "snapshot_last_offset": status.snapshot_last_offset,
-        "voters": [
-            {
-                "node_id": v.node_id,
-                "address": v.address,
-                "connected": v.connected,
-                "is_leader": v.is_leader,
-                "match_offset": v.match_offset,
-                "lag_records": v.lag_records,
-            }
-            for v in status.voters
-        ],
-    }
 
 
 def node_properties(

@@ -1,0 +1,205 @@
+"""``kraftlog cluster``: a local cluster on 127.0.0.1 (what ``make run`` starts).
+
+    kraftlog cluster up [--dir D] [--controllers 3] [--brokers 3] [--detach] [--override k=v]
+    kraftlog cluster down [--dir D] [--grace SECONDS]
+    kraftlog cluster status [--dir D | --bootstrap-controller HOST:PORT,...] [--json]
+
+``up`` creates the cluster in D (default ``.cluster``) unless one is there already, starts every
+node that is not running, waits until the quorum has an active controller and every broker is
+registered and unfenced, and prints the bootstrap servers. Without ``--detach`` it then stays
+in the foreground and stops the cluster on Ctrl-C / SIGTERM. If the cluster does not come up
+in ``--timeout`` seconds it prints the failing node's log tail, stops what it started and
+exits 1. The logic lives in :class:`deploy.local_cluster.LocalCluster`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+
+from data_plane.configdef import ConfigError
+from deploy.admin import (
+    DEFAULT_CLUSTER_DIR,
+    AdminError,
+    add_target_args,
+    connect,
+    fail,
+    print_json,
+    resolve_target,
+)
+from deploy.cluster_info import remote_status, render_cluster
+from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
+from deploy.cmd_start import parse_overrides
+from deploy.local_cluster import (
+    DEFAULT_READY_TIMEOUT_S,
+    DEFAULT_STOP_GRACE_S,
+    ClusterError,
+    LocalCluster,
+)
+from deploy.meta_properties import StorageError
+
+# Status asks questions a live cluster answers at once; do not hang on a dead one.
+STATUS_TIMEOUT_S = 3.0
+# How often the foreground supervisor checks its nodes.
+_SUPERVISE_INTERVAL_S = 1.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("cluster", help="run a local cluster (up, down, status)")
+    cluster_sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND")
+    parser.set_defaults(func=lambda _args: _help(parser))
+
+    p = cluster_sub.add_parser("up", help="create (if needed) and start a local cluster")
+    p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
+    p.add_argument("--controllers", type=int, default=3, help="voters (default 3)")
+    p.add_argument("--brokers", type=int, default=3, help="brokers (default 3)")
+    p.add_argument("--detach", "-d", action="store_true", help="return once the cluster is up")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_READY_TIMEOUT_S,
+        help=f"seconds to wait for the cluster (default {DEFAULT_READY_TIMEOUT_S:.0f})",
+    )
+    p.add_argument(
+        "--override",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config key for every node of a NEW cluster (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print the cluster status as JSON")
+    p.set_defaults(func=_up)
+
+    p = cluster_sub.add_parser("down", help="stop every node of a local cluster")
+    p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=DEFAULT_STOP_GRACE_S,
+        help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_GRACE_S:.0f})",
+    )
+    p.set_defaults(func=_down)
+
+    p = cluster_sub.add_parser("status", help="nodes, pids, listeners, quorum leader")
+    add_target_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_status, timeout=STATUS_TIMEOUT_S)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _up(args: argparse.Namespace) -> int:
+    try:
+        overrides = parse_overrides(args.override)
+        if ClusterLayout.exists(args.dir):
+            cluster = LocalCluster.open(args.dir)
+            if overrides:
+                print("note: --override applies to new clusters only; ignored", file=sys.stderr)
+            already = cluster.running_ids()
+            if len(already) == len(cluster.node_ids):
+                print(f"The cluster in {args.dir} is already running.", file=sys.stderr)
+        else:
+            cluster = LocalCluster.create(
+                args.dir,
+                controllers=args.controllers,
+                brokers=args.brokers,
+                overrides=overrides,
+            )
+            already = []
+    except (ClusterError, ClusterLayoutError, ConfigError, StorageError, ValueError) as e:
+        return fail(str(e))
+    except OSError as e:
+        return fail(f"{e.filename or args.dir}: {e.strerror}")
+    try:
+        cluster.start()
+        cluster.wait_ready(args.timeout)
+    except (ClusterError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        started = [i for i in cluster.running_ids() if i not in already]
+        for node_id in started:
+            cluster.stop_node(node_id, grace_s=5.0)
+        return 1
+    doc = cluster.status()
+    if args.json:
+        print_json(doc)
+    else:
+        print(
+            f"Cluster {cluster.cluster_id} is up in {cluster.directory}: "
+            f"{len(cluster.controller_ids)} controllers, {len(cluster.broker_ids)} brokers."
+        )
+        print(f"Bootstrap servers:     {','.join(cluster.bootstrap_servers())}")
+        print(f"Bootstrap controllers: {','.join(cluster.bootstrap_controllers())}")
+    sys.stdout.flush()
+    if args.detach:
+        return 0
+    return _supervise(cluster)
+
+
+def _supervise(cluster: LocalCluster) -> int:
+    """Stay in the foreground until Ctrl-C / SIGTERM, reporting nodes that exit."""
+    stop = threading.Event()
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    print("Press Ctrl-C to stop the cluster.", file=sys.stderr)
+    reported: set[int] = set()
+    while not stop.wait(_SUPERVISE_INTERVAL_S):
+        for node_id in cluster.node_ids:
+            if node_id not in reported and not cluster.is_running(node_id):
+                reported.add(node_id)
+                print(
+                    f"node {node_id} exited; last lines of {cluster.node(node_id).log_path}:\n"
+                    f"{cluster.log_tail(node_id, 10)}",
+                    file=sys.stderr,
+                )
+    print("Stopping the cluster...", file=sys.stderr)
+    killed = cluster.down()
+    if killed:
+        print(f"killed after the grace period: {killed}", file=sys.stderr)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    try:
+        cluster = LocalCluster.open(args.dir)
+    except ClusterLayoutError as e:
+        return fail(str(e))
+    running = cluster.running_ids()
+    if not running:
+        print(f"No node of the cluster in {args.dir} is running.")
+        return 0
+    killed = cluster.down(args.grace)
+    print(f"Stopped {len(running)} nodes of the cluster in {args.dir}.")
+    if killed:
+        print(f"Killed after {args.grace:.0f} s: {', '.join(map(str, killed))}")
+    return 0
+
+
+def cluster_status_doc(args: argparse.Namespace) -> dict[str, object]:
+    target = resolve_target(args)
+    if target.layout is not None:
+        return LocalCluster(target.layout).status(args.timeout)
+    with connect(target, args.timeout) as client:
+        return remote_status(client, target.bootstrap)
+
+
+def _status(args: argparse.Namespace) -> int:
+    try:
+        doc = cluster_status_doc(args)
+    except AdminError as e:
+        return fail(str(e))
+    if args.json:
+        print_json(doc)
+    else:
+        print(render_cluster(doc))
+    return 0

@@ -1,0 +1,246 @@
+"""``kraftlog topics``: create, list, describe, delete and alter topics (cf. kafka-topics.sh).
+
+    kraftlog topics create NAME --partitions N --replication-factor R [--config k=v ...]
+    kraftlog topics list
+    kraftlog topics describe [NAME]
+    kraftlog topics delete NAME
+    kraftlog topics alter NAME [--partitions N] [--config k=v ...] [--delete-config k ...]
+
+Every subcommand takes ``--bootstrap-controller host:port,...`` or ``--dir D`` (see
+:mod:`deploy.admin`) and ``--json``. A request the controller rejects prints the Kafka error
+name and message (``INVALID_REPLICATION_FACTOR: ...``) and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from data_plane.protocol.errors import ErrorCode
+from deploy.admin import (
+    AdminError,
+    add_target_args,
+    connect,
+    error_text,
+    fail,
+    fetch_image,
+    print_json,
+    resolve_target,
+)
+from metadata.client import ControllerError
+from metadata.image import MetadataImage
+from metadata.messages import OP_DELETE, OP_SET, AlterableConfig, NewTopic
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("topics", help="create, list, describe, delete and alter topics")
+    topics_sub = parser.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
+    parser.set_defaults(func=lambda _args: _help(parser))
+
+    p = topics_sub.add_parser("create", help="create a topic")
+    p.add_argument("name")
+    p.add_argument("--partitions", type=int, default=-1, help="default: num.partitions")
+    p.add_argument(
+        "--replication-factor", type=int, default=-1, help="default: default.replication.factor"
+    )
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--if-not-exists", action="store_true", help="succeed if it exists already")
+    _common(p, _create)
+
+    p = topics_sub.add_parser("list", help="list topic names")
+    _common(p, _list)
+
+    p = topics_sub.add_parser("describe", help="partitions, leaders, replicas, ISR, epochs")
+    p.add_argument("name", nargs="?", help="one topic (default: all)")
+    _common(p, _describe)
+
+    p = topics_sub.add_parser("delete", help="delete a topic and its data")
+    p.add_argument("name")
+    _common(p, _delete)
+
+    p = topics_sub.add_parser("alter", help="add partitions or change topic configs")
+    p.add_argument("name")
+    p.add_argument("--partitions", type=int, help="the new (larger) partition count")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--delete-config", action="append", default=[], metavar="KEY")
+    _common(p, _alter)
+
+
+def _common(p: argparse.ArgumentParser, func: Any) -> None:
+    add_target_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=lambda args: _run(func, args))
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _run(func: Any, args: argparse.Namespace) -> int:
+    try:
+        with connect(resolve_target(args), args.timeout) as client:
+            return int(func(client, args))
+    except AdminError as e:
+        return fail(str(e))
+    except ControllerError as e:
+        return fail(str(e))
+
+
+def parse_configs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise AdminError(f"--config {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _create(client: Any, args: argparse.Namespace) -> int:
+    topic = NewTopic(
+        args.name,
+        num_partitions=args.partitions,
+        replication_factor=args.replication_factor,
+        configs=parse_configs(args.config),
+    )
+    (result,) = client.create_topics([topic], timeout_s=args.timeout)
+    exists = result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+    if result.error_code and not (exists and args.if_not_exists):
+        return fail(
+            f"cannot create topic {args.name}: "
+            f"{error_text(result.error_code, result.error_message)}"
+        )
+    if args.json:
+        print_json(
+            {
+                "name": result.name,
+                "topic_id": str(result.topic_id) if result.topic_id else None,
+                "partitions": result.num_partitions,
+                "replication_factor": result.replication_factor,
+                "created": not exists,
+            }
+        )
+    elif exists:
+        print(f"Topic {args.name} already exists.")
+    else:
+        print(f"Created topic {args.name}.")
+    return 0
+
+
+def _list(client: Any, args: argparse.Namespace) -> int:
+    image = fetch_image(client, args.timeout)
+    names = sorted(image.topics_by_name)
+    if args.json:
+        print_json(names)
+    else:
+        for name in names:
+            print(name)
+    return 0
+
+
+def describe_topics(
+    image: MetadataImage, names: list[str], configs: dict[str, dict[str, str]]
+) -> list[dict[str, Any]]:
+    out = []
+    for name in names:
+        t = image.topic(name)
+        if t is None:
+            continue
+        parts = sorted(t.partitions.items())
+        out.append(
+            {
+                "name": name,
+                "topic_id": str(t.topic_id),
+                "partition_count": len(parts),
+                "replication_factor": len(parts[0][1].replicas) if parts else 0,
+                "configs": configs.get(name, {}),
+                "partitions": [
+                    {
+                        "partition": pid,
+                        "leader": reg.leader,
+                        "leader_epoch": reg.leader_epoch,
+                        "partition_epoch": reg.partition_epoch,
+                        "replicas": list(reg.replicas),
+                        "isr": list(reg.isr),
+                    }
+                    for pid, reg in parts
+                ],
+            }
+        )
+    return out
+
+
+def _describe(client: Any, args: argparse.Namespace) -> int:
+    image = fetch_image(client, args.timeout)
+    if args.name is not None:
+        if image.topic(args.name) is None:
+            return fail(f"topic {args.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+        names = [args.name]
+    else:
+        names = sorted(image.topics_by_name)
+    configs = {name: dict(image.topic_config(name)) for name in names}
+    topics = describe_topics(image, names, configs)
+    if args.json:
+        print_json(topics)
+        return 0
+    for t in topics:
+        conf = ",".join(f"{k}={v}" for k, v in sorted(t["configs"].items()))
+        print(
+            f"Topic: {t['name']}\tTopicId: {t['topic_id']}\tPartitionCount: "
+            f"{t['partition_count']}\tReplicationFactor: {t['replication_factor']}\t"
+            f"Configs: {conf}"
+        )
+        for p in t["partitions"]:
+            leader = p["leader"] if p["leader"] >= 0 else "none"
+            print(
+                f"\tTopic: {t['name']}\tPartition: {p['partition']}\tLeader: {leader}\t"
+                f"Replicas: {','.join(map(str, p['replicas']))}\t"
+                f"Isr: {','.join(map(str, p['isr']))}\tLeaderEpoch: {p['leader_epoch']}"
+            )
+    return 0
+
+
+def _delete(client: Any, args: argparse.Namespace) -> int:
+    (result,) = client.delete_topics([args.name])
+    if result.error_code:
+        return fail(
+            f"cannot delete topic {args.name}: "
+            f"{error_text(result.error_code, result.error_message)}"
+        )
+    if args.json:
+        print_json({"name": args.name, "deleted": True})
+    else:
+        print(f"Deleted topic {args.name}.")
+    return 0
+
+
+def _alter(client: Any, args: argparse.Namespace) -> int:
+    sets = parse_configs(args.config)
+    if args.partitions is None and not sets and not args.delete_config:
+        raise AdminError("nothing to alter: give --partitions, --config or --delete-config")
+    done: dict[str, Any] = {"name": args.name}
+    if args.partitions is not None:
+        (result,) = client.create_partitions({args.name: args.partitions})
+        if result.error_code:
+            return fail(
+                f"cannot alter partitions of {args.name}: "
+                f"{error_text(result.error_code, result.error_message)}"
+            )
+        done["partitions"] = args.partitions
+    if sets or args.delete_config:
+        ops = [AlterableConfig(k, OP_SET, v) for k, v in sets.items()]
+        ops += [AlterableConfig(k, OP_DELETE, None) for k in args.delete_config]
+        (result,) = client.incremental_alter_configs({args.name: ops})
+        if result.error_code:
+            return fail(
+                f"cannot alter configs of {args.name}: "
+                f"{error_text(result.error_code, result.error_message)}"
+            )
+        done["configs_set"] = sets
+        done["configs_deleted"] = list(args.delete_config)
+    if args.json:
+        print_json(done)
+    else:
+        print(f"Altered topic {args.name}.")
+    return 0
