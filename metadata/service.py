@@ -212,7 +212,7 @@ class ControllerServer:
             except queue.Empty:
                 return
             if kind == "request":
-                payload[2].set_result(
+                payload[3].set_result(
                     Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
                 )
 
@@ -248,18 +248,22 @@ class ControllerServer:
                 elif kind == "leader":
                     self._leadership_change(*payload)
                 elif kind == "request":
-                    name, request, future = payload
-                    future.set_result(self._execute(name, request))
+                    name, request, received_ms, future = payload
+                    future.set_result(self._execute(name, request, received_ms))
             except _Stop:
                 return
             except Exception:
                 log.exception("controller %d: error handling %s", self.node_id, kind)
-                if kind == "request" and not payload[2].done():
-                    payload[2].set_result(
+                if kind == "request" and not payload[3].done():
+                    payload[3].set_result(
                         Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
                     )
-            if time.monotonic() >= next_tick:
-                next_tick = time.monotonic() + self._tick_interval_s
+            now = time.monotonic()
+            # Heartbeats still queued must count before fencing: tick once the queue is drained,
+            # or when it is overdue by more than its bound under a constant flood of requests.
+            overdue_s = now - next_tick
+            if overdue_s >= 0 and (self._events.empty() or overdue_s > self._tick_max_delay_s):
+                next_tick = now + self._tick_interval_s
                 try:
                     self._tick()
                 except _Stop:
@@ -346,11 +350,12 @@ class ControllerServer:
             raise
         self._catch_up(appended.last_offset)
 
-    def _execute(self, name: str, request: Any) -> Envelope:
+    def _execute(self, name: str, request: Any, received_ms: int) -> Envelope:
         if not self.controller.is_active:
             return self._not_controller()
         c = self.controller
-        now = self._clock_ms()
+        # A heartbeat counts from when it arrived, not from when the event thread got to it.
+        now = received_ms
         if self._needs_barrier or c.image.offset < self._log.committed_offset:
             self._catch_up(self._log.committed_offset)
         handlers: dict[str, Callable[[], ControllerResult[Any]]] = {
@@ -445,7 +450,7 @@ class ControllerServer:
             return Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller is overloaded")
         try:
             future: concurrent.futures.Future[Envelope] = concurrent.futures.Future()
-            self._events.put_nowait(("request", (name, request, future)))
+            self._events.put_nowait(("request", (name, request, self._clock_ms(), future)))
             wait_s = self.config.append_timeout_ms / 1000 * 2 + REQUEST_WAIT_MARGIN_S
             try:
                 return future.result(timeout=wait_s)
