@@ -107,7 +107,7 @@ def test_segment_written_by_kafka_python_dumps(tmp_path, capsys) -> None:
 
 
 def test_bad_paths_are_errors_not_tracebacks(tmp_path, capsys) -> None:
-    assert main(["log", "dump", str(tmp_path / "missing.log")]) == 2
+    assert main(["log", "dump", str(tmp_path / "missing" / "00000000000000000000.log")]) == 2
     assert main(["log", "dump", str(tmp_path / "x.txt")]) == 2
     weird = tmp_path / "abc.log"
     weird.write_bytes(b"")
