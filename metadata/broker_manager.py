@@ -11,6 +11,13 @@ Threads: a *metadata* thread (fetch, apply, and every ``on_change`` call, so cal
 from one thread, in log order) and a *lifecycle* thread (registration and heartbeats). Properties
 may be read from any thread. ``on_change`` exceptions are logged and do not stop the follower.
 
+``incarnation_id`` must be new for every process start (e.g. ``uuid.uuid4().hex``): the
+controller treats a registration with the current incarnation id as a retry of the same one
+(same broker epoch), and a new incarnation as a restart (new epoch, out of every ISR until it
+catches up). While the previous incarnation's session is still alive (it was not shut down
+cleanly), a new incarnation is refused with DUPLICATE_BROKER_REGISTRATION and retried until
+the controller fences the old one (at most ``broker.session.timeout.ms``).
+
 Re-registration: a heartbeat answered STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the
 controller no longer knows this registration; the broker registers again (with the same
 incarnation id) and gets a new epoch.
