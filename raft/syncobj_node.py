@@ -66,6 +66,18 @@ logger = logging.getLogger(__name__)
 JOURNAL_FILE = "raft-journal.log"
 META_FILE = "raft-meta.json"
 DUMP_FILE = "raft-dump.bin"
+# Every name the metadata log may create in metadata.log.dir (temporary files included: the
+# journal and meta use "<name>.tmp"; pysyncobj writes the dump to "<dump>.tmp" and a dump
+# received from the leader to "<dump>.1.tmp").
+LOG_DIR_FILES = (
+    JOURNAL_FILE,
+    JOURNAL_FILE + ".tmp",
+    META_FILE,
+    META_FILE + ".tmp",
+    DUMP_FILE,
+    DUMP_FILE + ".tmp",
+    DUMP_FILE + ".1.tmp",
+)
 
 # pysyncobj's states (its _RAFT_STATE is private).
 FOLLOWER, CANDIDATE, LEADER = 0, 1, 2
