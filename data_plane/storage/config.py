@@ -39,8 +39,8 @@ class LogConfig:
             "log.roll.ms",
             topic="segment.ms",
             min=1,
-            doc="Roll a non-empty active segment once its first batch is older than this, so "
-            "time retention can delete whole segments.",
+            doc="Roll a non-empty active segment this long after it was created (broker clock), "
+            "so time retention can delete whole segments.",
         ),
     )
     index_interval_bytes: int = field(

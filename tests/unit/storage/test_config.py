@@ -37,3 +37,15 @@ def test_broker_keys_and_topic_overrides() -> None:
 def test_every_key_is_documented() -> None:
     for key, _default, doc in describe(LogConfig) + describe(LogConfig, topic=True):
         assert doc, key
+
+
+def test_docs_table_matches_the_config_definitions() -> None:
+    import os
+
+    doc_path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "storage.md")
+    with open(doc_path, encoding="utf-8") as f:
+        text = f.read()
+    for key, default, _doc in describe(LogConfig):
+        assert f"| `{key}` |" in text, key
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{key}` |"))
+        assert f"| `{default}` |" in row, key
