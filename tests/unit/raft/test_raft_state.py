@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raft.api import LeaderChange, LogEntry, Snapshot, SnapshotRequired
 from raft.state import MetadataLogState, StateFormatError
@@ -134,3 +136,64 @@ def test_read_validates_its_arguments() -> None:
         s.read(-1, 10)
     with pytest.raises(ValueError):
         s.read(0, 0)
+
+
+# --- property test: any sequence of applies keeps the state machine's invariants ------------
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("batch"),
+            st.lists(st.binary(max_size=4), min_size=1, max_size=5),
+            st.integers(0, 3),  # fence - term
+        ),
+        st.tuples(st.just("leader"), st.integers(0, 5), st.integers(0, 1)),
+        st.tuples(st.just("term"), st.integers(1, 2), st.just(0)),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=ops, max_tail=st.integers(2, 9), failing=st.sets(st.integers(0, 40), max_size=5))
+def test_any_apply_sequence_keeps_offsets_contiguous_and_nothing_lost(ops, max_tail, failing):
+    calls = [0]
+
+    def builder(prev, entries):
+        calls[0] += 1
+        if calls[0] in failing:
+            raise RuntimeError("injected")
+        return concat(prev, entries)
+
+    s = MetadataLogState(max_tail, builder)
+    term = 1
+    expected: list[tuple[int, bool]] = []  # (epoch, is_control) per offset
+    for op in ops:
+        if op[0] == "term":
+            term += op[1]
+            continue
+        if op[0] == "batch":
+            out, entries = s.apply_batch(op[1], term - (op[2] % 2), entry_term=term)
+            accepted = op[2] % 2 == 0
+            assert (out.status == "ok") == accepted
+            if accepted:
+                expected += [(term, False)] * len(op[1])
+        else:
+            out, entries = s.apply_leader_change(op[1], term - op[2], b"i", entry_term=term)
+            assert (out.status == "ok") == (op[2] == 0)
+            if op[2] == 0:
+                expected.append((term, True))
+        assert s.committed_offset == len(expected) - 1
+        if out.status == "ok":
+            assert [e.offset for e in entries] == list(range(out.base_offset, out.last_offset + 1))
+    # snapshot + tail cover every offset exactly once, with the right epochs and kinds
+    start = s.log_start_offset
+    folded = s.snapshot.data.split(b";")[:-1] if s.snapshot else []
+    assert [int(x) for x in folded] == list(range(start))
+    tail = s.read(start, 10_000) if expected else []
+    assert [(e.epoch, e.is_control) for e in tail] == expected[start:]
+    assert len(s.tail) <= max_tail or any(c in failing for c in range(calls[0] + 1))
+    copy = MetadataLogState(max_tail, builder)
+    copy.load_dict(s.to_dict())
+    assert (copy.snapshot, copy.tail, copy.next_offset) == (s.snapshot, s.tail, s.next_offset)
