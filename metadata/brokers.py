@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from data_plane.protocol.errors import ErrorCode
 from metadata.config import ControllerConfig
-from metadata.delta import apply_records
+from metadata.delta import apply_records, merge_partition_change
 from metadata.election import elect_if_leaderless, remove_broker_from_partition
 from metadata.image import MetadataImage
 from metadata.messages import (
@@ -34,12 +34,14 @@ from metadata.messages import (
     RegisterBrokerResponse,
 )
 from metadata.records import (
+    NO_LEADER_CHANGE,
     BrokerRegistrationChangeRecord,
     Listener,
     MetadataRecord,
+    PartitionChangeRecord,
     RegisterBrokerRecord,
 )
-from metadata.result import ControllerResult
+from metadata.result import ControllerResult, RecordBudget
 
 # Limits on what a registration may carry.
 MAX_LISTENERS = 16
@@ -314,15 +316,56 @@ def expire_sessions(
     sessions: BrokerHeartbeatManager,
     unclean: UncleanPolicy,
     now_ms: int,
-) -> list[MetadataRecord]:
+    budget: RecordBudget,
+) -> bool:
     """Fence every unfenced broker whose session ran out (one after another, each seeing the
-    previous ones fenced)."""
-    candidates = [b.broker_id for b in image.brokers.values() if not b.fenced]
-    records: list[MetadataRecord] = []
+    previous ones fenced), adding the records to ``budget``. Each broker's fence and elections
+    go in together when they fit; otherwise only the fence record goes in and False is
+    returned: the caller must then run :func:`cleanup_records` to finish the elections."""
+    complete = True
     current = image
+    candidates = [b.broker_id for b in image.brokers.values() if not b.fenced]
     for bid in sessions.expired(candidates, now_ms):
         fence = fence_records(current, bid, unclean)
-        records.extend(fence)
+        if not budget.try_add(fence):
+            if not budget.try_add(fence[:1]):
+                return False  # the rest expire again on the next tick
+            fence = fence[:1]
+            complete = False
         current = apply_records(current, fence)
         sessions.forget(bid)
-    return records
+    return complete
+
+
+def cleanup_records(image: MetadataImage, unclean: UncleanPolicy, budget: RecordBudget) -> bool:
+    """Take inactive brokers (fenced or shutting down) out of every ISR and leadership, as far as
+    ``budget`` allows; True when nothing is left to do. Finishes fencings that did not fit one
+    append, or that a previous controller left half done."""
+    inactive = {b.broker_id for b in image.brokers.values() if not b.is_active}
+    active = _active_ids(image)
+    for topic, pid, reg in image.iter_partitions():
+        if not (reg.leader in inactive or inactive.intersection(reg.isr)):
+            continue
+        current = reg
+        changes: list[MetadataRecord] = []
+        for bid in [*reg.isr, reg.leader]:
+            if bid not in inactive:
+                continue
+            change = remove_broker_from_partition(
+                topic.topic_id, pid, current, bid, active, unclean(topic.name)
+            )
+            if change is not None:
+                changes.append(change)
+                current = merge_partition_change(current, change)
+        # Only the last change per partition would do; merge them into one record.
+        if changes:
+            merged = PartitionChangeRecord(
+                pid,
+                topic.topic_id,
+                current.isr if current.isr != reg.isr else None,
+                current.leader if current.leader != reg.leader else NO_LEADER_CHANGE,
+                None,
+            )
+            if not budget.try_add([merged]):
+                return False
+    return True

@@ -53,7 +53,7 @@ from metadata.messages import (
     RegisterBrokerRequest,
     RegisterBrokerResponse,
 )
-from metadata.result import ControllerResult
+from metadata.result import ControllerResult, RecordBudget
 from metadata.snapshot import replay_entries
 from raft.api import LogEntry
 
@@ -91,6 +91,7 @@ class QuorumController:
         self.active_epoch: int | None = None
         self.sessions = brokers.BrokerHeartbeatManager(config.broker_session_timeout_ms)
         self._next_rebalance_ms = 0
+        self._cleanup_needed = False
 
     # --- following the committed log ------------------------------------------------------------
 
@@ -119,6 +120,8 @@ class QuorumController:
         self._next_rebalance_ms = (
             now_ms + self.config.leader_imbalance_check_interval_seconds * 1000
         )
+        # A previous controller may have fenced a broker without finishing its elections.
+        self._cleanup_needed = True
         log.info("controller active at epoch %d (metadata offset %d)", epoch, self.image.offset)
 
     def deactivate(self) -> None:
@@ -209,13 +212,20 @@ class QuorumController:
 
     def tick(self, now_ms: int) -> ControllerResult[None] | None:
         """Periodic work of the active controller: fence brokers whose session expired (with
-        the leader elections that follows), else preferred-leader rebalancing when due. Returns
-        one batch to append, or None."""
+        the leader elections that follow; when they do not fit one append, the elections are
+        finished by a cleanup pass on later ticks), else preferred-leader rebalancing when due.
+        Returns one batch to append, or None."""
         if not self.is_active:
             return None
-        records = brokers.expire_sessions(self.image, self.sessions, self._unclean, now_ms)
-        if records:
-            return ControllerResult.of(records, None)
+        budget = RecordBudget(self.max_append_bytes, self.config.max_records_per_user_op)
+        if not brokers.expire_sessions(self.image, self.sessions, self._unclean, now_ms, budget):
+            self._cleanup_needed = True
+        if budget.records:
+            return budget.result(None)
+        if self._cleanup_needed:
+            self._cleanup_needed = not brokers.cleanup_records(self.image, self._unclean, budget)
+            if budget.records:
+                return budget.result(None)
         if self.config.auto_leader_rebalance_enable and now_ms >= self._next_rebalance_ms:
             self._next_rebalance_ms = (
                 now_ms + self.config.leader_imbalance_check_interval_seconds * 1000

@@ -294,3 +294,44 @@ def test_producer_id_blocks() -> None:
     assert h.image.next_producer_id == 2000
     stale = h.commit(h.c.allocate_producer_ids(AllocateProducerIdsRequest(1, 424242)))
     assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
+
+
+def test_fencing_too_big_for_one_append_is_finished_by_cleanup() -> None:
+    h = Harness(ControllerConfig(auto_leader_rebalance_enable=False), max_append_bytes=2000)
+    h.add_brokers([1, 2, 3])
+    for i in range(6):
+        assert h.create(f"t{i}", 20, 3).error_code == 0
+    h.now = SESSION_MS
+    h.heartbeat(2)
+    h.heartbeat(3)
+    first = h.c.tick(SESSION_MS + 1)
+    assert first is not None and sum(len(e) for e in first.encoded) <= 2000
+    h.commit(first)
+    assert h.image.brokers[1].fenced
+    assert any(p.leader == 1 for _, _, p in h.image.iter_partitions())  # not done yet
+    h.tick(SESSION_MS + 2)
+    for _ in range(20):
+        result = h.c.tick(SESSION_MS + 3)
+        if result is None:
+            break
+        h.commit(result)
+    for _, _, p in h.image.iter_partitions():
+        assert p.leader in (2, 3) and 1 not in p.isr
+
+
+def test_activation_finishes_half_done_fencing() -> None:
+    h = three()
+    h.create("t", 3, 3)
+    # A previous controller wrote the fence record but crashed before the elections.
+    from metadata.records import BrokerRegistrationChangeRecord
+    from metadata.result import ControllerResult
+
+    h.commit(
+        ControllerResult.of(
+            [BrokerRegistrationChangeRecord(1, h.image.brokers[1].epoch, True, None)], None
+        )
+    )
+    assert any(p.leader == 1 for _, _, p in h.image.iter_partitions())
+    h.c.activate(2, h.now)
+    h.tick(h.now + 1)
+    assert all(p.leader != 1 and 1 not in p.isr for _, _, p in h.image.iter_partitions())
