@@ -107,7 +107,8 @@ def _active_ids(
     ids = {b.broker_id for b in image.brokers.values() if b.is_active}
     if extra is not None:
         ids.add(extra)
-    ids.discard(without)  # type: ignore[arg-type]
+    if without is not None:
+        ids.discard(without)
     return ids
 
 

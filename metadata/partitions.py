@@ -11,7 +11,7 @@ members must be unfenced and not shutting down: INELIGIBLE_REPLICA).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
 
 from data_plane.protocol.errors import ErrorCode
 from metadata.election import change_isr, choose_leader, elect_preferred
@@ -87,7 +87,7 @@ def alter_partition(
 def _alter_one(
     topic: TopicImage | None,
     name: str,
-    topic_id: object,
+    topic_id: uuid.UUID | None,
     item: AlterPartitionItem,
     broker_id: int,
     active: set[int],
@@ -140,9 +140,6 @@ def _alter_one(
         reg.replicas, new_isr, reg.leader, reg.leader_epoch, reg.partition_epoch + 1
     )
     return _result(name, item, 0, None, new)
-
-
-UncleanPolicy = Callable[[str], bool]
 
 
 def elect_leaders(
