@@ -45,6 +45,7 @@ from data_plane.storage.config import LogConfig
 from data_plane.storage.errors import (
     InvalidAppendOffsetError,
     InvalidRecordError,
+    KafkaStorageError,
     LogClosedError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
@@ -319,15 +320,20 @@ class Log:
                 f"{self.name}: append of {size} bytes exceeds segment.bytes={cfg.segment_bytes}"
             )
         seg = self._segments[-1]
-        if seg.should_roll(
-            append_bytes=size,
-            max_offset=last_offset,
-            segment_bytes=cfg.segment_bytes,
-            segment_ms=cfg.segment_ms,
-            now_ms=self._clock_ms(),
-        ):
-            seg = self._roll_locked(max(first_offset, self._next_offset))
-        seg.append(data, placements)
+        try:
+            if seg.should_roll(
+                append_bytes=size,
+                max_offset=last_offset,
+                segment_bytes=cfg.segment_bytes,
+                segment_ms=cfg.segment_ms,
+                now_ms=self._clock_ms(),
+            ):
+                seg = self._roll_locked(max(first_offset, self._next_offset))
+            seg.append(data, placements)
+        except OSError as e:
+            # Nothing past the old end counts as written (the next append overwrites it and
+            # recovery truncates it); the partition is reported with KAFKA_STORAGE_ERROR.
+            raise KafkaStorageError(f"{self.name}: append to {seg.log.path} failed: {e}") from e
         self._next_offset = last_offset + 1
 
     def _flush_if_too_many_unflushed(self) -> None:
@@ -496,10 +502,15 @@ class Log:
             to_flush = [s for s in self._segments[i:] if s.base_offset < target]
             flush_dir = self._dir_flush_pending
             self._dir_flush_pending = False
-        for seg in to_flush:
-            seg.flush()
-        if flush_dir:
-            _fsync_dir(self.dir_path)
+        try:
+            for seg in to_flush:
+                seg.flush()
+            if flush_dir:
+                _fsync_dir(self.dir_path)
+        except OSError as e:
+            with self._lock:
+                self._dir_flush_pending = self._dir_flush_pending or flush_dir
+            raise KafkaStorageError(f"{self.name}: fsync failed: {e}") from e
         with self._lock:
             self._recovery_point = max(self._recovery_point, target)
             self._last_flush_ms = self._clock_ms()

@@ -223,3 +223,14 @@ def test_checkpoint_survives_kill_mid_write(tmp_path) -> None:
             proc.wait(timeout=60)
             proc.stdout.close()
         assert OffsetCheckpointFile(path).read() in (a, b)
+
+
+def test_metadata_log_files_and_extra_names_are_allowed(tmp_path) -> None:
+    os.makedirs(tmp_path / "d1")
+    (tmp_path / "d1" / "raft-journal.log").write_bytes(b"journal")
+    (tmp_path / "d1" / "node.pid").write_text("1")
+    with pytest.raises(LogDirLayoutError, match=r"node\.pid"):
+        LogManager(cfg(tmp_path))
+    m = LogManager(cfg(tmp_path), extra_allowed_names=["node.pid"])
+    m.close()
+    assert (tmp_path / "d1" / "raft-journal.log").read_bytes() == b"journal"
