@@ -1,7 +1,9 @@
 """``kraftlog start --config F``: run one node in the foreground until SIGTERM / SIGINT.
 
-Logs go to stderr. Exit codes: 0 after an orderly shutdown; 1 when the node cannot start (one
-``error: ...`` line for configuration and storage problems, no traceback); 2 for usage errors.
+Logs go to stderr. Exit codes: 0 after an orderly shutdown; 78 (EX_CONFIG) for a configuration
+or storage-identity problem (one ``error: ...`` line, no traceback: restarting cannot help, and
+the systemd unit's RestartPreventExitStatus says so); 1 when the node fails to start otherwise
+(a port in use, a locked log directory); 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from deploy.node_status import NodeStatusWriter
 
 log = logging.getLogger("kraftlog.node")
 
+EXIT_CONFIG = 78  # sysexits.h EX_CONFIG
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
 
 
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         cluster_id = check_directories(settings.storage_dirs(), node_id=settings.node_id)
     except (ConfigError, StorageError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_CONFIG
     roles = ",".join(settings.roles)
     status_writer = None
     if args.status_file:
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         components = build_components(settings, cluster_id)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_CONFIG
     node = Node(settings.node_id, settings.roles, components, status_writer)
     install_signal_handlers(node)
     try:
