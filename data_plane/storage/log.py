@@ -323,6 +323,7 @@ class Log:
         try:
             if seg.should_roll(
                 append_bytes=size,
+                append_batches=len(placements),
                 max_offset=last_offset,
                 segment_bytes=cfg.segment_bytes,
                 segment_ms=cfg.segment_ms,

@@ -270,7 +270,8 @@ def _recover(
     # An empty trailing segment (all of it torn) still defines where the next offset starts.
     next_offset = last.read_next_offset()
     if recovered_any:
-        for seg in segments[first_unflushed:]:
+        # What recovery kept (or truncated) is made durable before it counts as flushed.
+        for seg in segments[min(first_unflushed, len(segments) - 1) :]:
             seg.flush()
         recovery_point = next_offset
     out = LoadedLog(segments, next_offset, recovery_point, 0)

@@ -161,7 +161,10 @@ class LogSegment:
             if b.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = b.max_timestamp
                 self.offset_of_max_timestamp_so_far = b.last_offset
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            if (
+                self._bytes_since_last_index_entry > self.index_interval_bytes
+                and self._has_index_room()
+            ):
                 self.offset_index.append(b.last_offset, position + b.position)
                 self.time_index.maybe_append(
                     self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
@@ -171,10 +174,15 @@ class LogSegment:
         self.verified.add(position, position + len(data))
         return position
 
+    def _has_index_room(self) -> bool:
+        # A full index only makes scans longer; the segment rolls at the next append.
+        return not (self.offset_index.is_full or self.time_index.is_full)
+
     def should_roll(
         self,
         *,
         append_bytes: int,
+        append_batches: int,
         max_offset: int,
         segment_bytes: int,
         segment_ms: int,
@@ -184,13 +192,20 @@ class LogSegment:
         non-empty and older than ``segment.ms``; an index is full; or ``max_offset`` does not
         fit a relative offset. Age counts from the segment's creation by the log's clock
         (Kafka uses the first batch's timestamp, which makes producers with old timestamps
-        roll a segment per append)."""
+        roll a segment per append). An index counts as full when the append's batches could
+        need more entries than it has room for."""
         size = self.size_in_bytes
+        entries_needed = min(append_batches, append_bytes // max(self.index_interval_bytes, 1) + 1)
         return (
             size > segment_bytes - append_bytes
             or (size > 0 and now_ms - self.created_ms > segment_ms)
-            or self.offset_index.is_full
-            or self.time_index.is_full
+            or (
+                size > 0
+                and (
+                    self.offset_index.entries + entries_needed > self.offset_index.max_entries
+                    or self.time_index.entries + entries_needed >= self.time_index.max_entries
+                )
+            )
             or max_offset - self.base_offset > MAX_RELATIVE_OFFSET
         )
 
@@ -375,7 +390,10 @@ class LogSegment:
         if b.max_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = b.max_timestamp
             self.offset_of_max_timestamp_so_far = b.last_offset
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+        if (
+            self._bytes_since_last_index_entry > self.index_interval_bytes
+            and self._has_index_room()
+        ):
             self.offset_index.append(b.last_offset, b.position)
             self.time_index.maybe_append(
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far

@@ -258,3 +258,18 @@ def test_closed_segment_indexes_are_trimmed(open_log, tmp_path) -> None:
     assert os.path.getsize(closed.offset_index.path) == closed.offset_index.entries * 8
     active = log.segments()[-1]
     assert os.path.getsize(active.offset_index.path) == SMALL.segment_index_bytes
+
+
+def test_an_append_larger_than_the_index_room_stays_readable(open_log) -> None:
+    log = open_log(LogConfig(index_interval_bytes=0, segment_index_bytes=40))
+    payload = bytearray()
+    for i in range(20):
+        payload += batch(1, tag=i)
+    log.append(payload, 0)  # 20 batches into an index with room for 5 entries
+    assert len(log.segments()) == 1
+    for offset in range(20):
+        assert log.read(offset, 1).first_offset == offset
+    log.append(batch(1), 0)
+    assert [s.base_offset for s in log.segments()] == [0, 20]
+    log.append(payload, 0)
+    assert log.read(25, 1).first_offset == 25
