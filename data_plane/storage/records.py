@@ -314,7 +314,16 @@ def validate_produce_payload(
                 raise RecordTooLargeError(
                     f"record batch of {size} bytes exceeds max.message.bytes={max_batch_bytes}"
                 )
-            header = validate_batch(view, pos)
+            if end - pos < size:
+                raise CorruptRecordError(
+                    f"batch at position {pos} is truncated: {end - pos} of {size} bytes present"
+                )
+            actual = crc32c.crc32c(view[pos + ATTRIBUTES_POS : pos + size])
+            if actual != header.crc:
+                raise CorruptRecordError(
+                    f"batch at position {pos} fails its CRC-32C check: stored {header.crc}, "
+                    f"computed {actual}"
+                )
             check_supported(header.compression)
             if header.records_count <= 0:
                 raise InvalidRecordError(f"batch at position {pos} holds no records")

@@ -27,6 +27,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from data_plane.storage.errors import CorruptRecordError, InvalidRecordError
 from data_plane.storage.file_records import FileRecords, FileSlice, count_framed_batches
@@ -62,10 +63,10 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-@dataclass(frozen=True, slots=True)
-class BatchPlacement:
+class BatchPlacement(NamedTuple):
     """Where one batch of an append lands: ``position`` inside the appended buffer, its size,
-    last offset and maxTimestamp (what the indexes need; no header re-parse)."""
+    last offset and maxTimestamp (what the indexes need; no header re-parse). A NamedTuple:
+    one is made per batch on the append path."""
 
     position: int
     size_in_bytes: int

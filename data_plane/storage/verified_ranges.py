@@ -25,6 +25,9 @@ class VerifiedRanges:
     def add(self, start: int, end: int) -> None:
         if end <= start:
             return
+        if self._ends and self._ends[-1] == start:
+            self._ends[-1] = end  # the common case: an append right after verified data
+            return
         i = bisect.bisect_left(self._ends, start)
         j = bisect.bisect_right(self._starts, end)
         if i < j:
