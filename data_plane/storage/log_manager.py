@@ -68,14 +68,16 @@ _KNOWN_TOP_LEVEL_FILES = frozenset(
         RECOVERY_POINT_CHECKPOINT + TMP_SUFFIX,
         LOG_START_OFFSET_CHECKPOINT + TMP_SUFFIX,
         HIGH_WATERMARK_CHECKPOINT + TMP_SUFFIX,
-        # The metadata log's files (raft/syncobj_node.py) when metadata.log.dir is one of
-        # log.dirs, which is Kafka's default.
+        # The metadata log's files (raft/syncobj_node.py LOG_DIR_FILES) when metadata.log.dir
+        # is one of log.dirs, Kafka's default; deploy may pass that tuple as
+        # extra_allowed_names too, so a renamed raft file needs no change here.
         "raft-journal.log",
         "raft-meta.json",
         "raft-dump.bin",
         "raft-journal.log.tmp",
         "raft-meta.json.tmp",
         "raft-dump.bin.tmp",
+        "raft-dump.bin.1.tmp",
     }
 )
 _DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
