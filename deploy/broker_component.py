@@ -28,16 +28,13 @@ from metadata.broker_manager import BrokerMetadataManager
 from metadata.client import ControllerClient
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
-from raft.syncobj_node import DUMP_FILE, JOURNAL_FILE, META_FILE
+from raft.syncobj_node import LOG_DIR_FILES
 
 log = logging.getLogger(__name__)
 
 # Files the metadata log keeps in metadata.log.dir: when that directory is also a log dir
 # (Kafka's default: metadata.log.dir = the first of log.dirs), the LogManager must accept them.
-METADATA_LOG_FILES = (
-    *(name for base in (JOURNAL_FILE, META_FILE, DUMP_FILE) for name in (base, base + ".tmp")),
-    META_PROPERTIES + ".tmp",
-)
+METADATA_LOG_FILES = (*LOG_DIR_FILES, META_PROPERTIES + ".tmp")
 
 
 class BrokerComponent:

@@ -27,9 +27,9 @@ import secrets
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from data_plane.configdef import load_properties
 from deploy import processes
@@ -39,6 +39,8 @@ from deploy.meta_properties import format_directories, random_uuid
 from deploy.node_config import load_node_config
 from deploy.node_status import read_status
 from metadata.client import ControllerClient
+
+T = TypeVar("T")
 
 # Default wait for `cluster up` until the quorum has a leader and every broker is unfenced.
 DEFAULT_READY_TIMEOUT_S = 60.0
@@ -64,6 +66,29 @@ _KEY_ORDER = (
 
 class ClusterError(Exception):
     """A local cluster did not start or does not answer; the message says which node and why."""
+
+
+def wait_until(
+    predicate: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.05
+) -> T:
+    """Poll ``predicate`` until it returns a truthy value (returned), at most ``timeout_s``;
+    then raise ClusterError naming ``what``. Exceptions from the predicate count as "not yet"
+    and the last one is quoted."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as e:  # a cluster in flux answers with errors; keep polling
+            last_error = e
+        if time.monotonic() >= deadline:
+            detail = (
+                f" (last error: {type(last_error).__name__}: {last_error})" if last_error else ""
+            )
+            raise ClusterError(f"timed out after {timeout_s:.1f} s waiting for {what}{detail}")
+        time.sleep(interval_s)
 
 
 class LocalCluster:
@@ -319,6 +344,24 @@ class LocalCluster:
         return "\n".join(text.splitlines()[-max_lines:])
 
     # --- readiness and status -------------------------------------------------------------------
+
+    def quorum_leader_id(self, timeout_s: float = _PROBE_TIMEOUT_S) -> int | None:
+        """The Raft leader as the first voter that answers sees it (None: no leader known)."""
+        running = [i for i in self.controller_ids if self.is_running(i) and not self.is_paused(i)]
+        if not running:
+            return None
+        with self.client(timeout_s, running) as client:
+            leader = client.quorum_status().get("leader_id")
+        return int(leader) if leader is not None else None
+
+    def active_controller_id(self, timeout_s: float = 10.0) -> int:
+        """The active controller (the one that answers DescribeCluster), waiting for one."""
+
+        def probe() -> int | None:
+            with self.client(_PROBE_TIMEOUT_S) as client:
+                return client.describe_cluster().controller_id
+
+        return wait_until(probe, timeout_s, "an active controller")
 
     def wait_ready(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
         """Wait until every node runs, the quorum has an active controller, and every broker is
