@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from data_plane.storage.config import LogConfig
 from data_plane.storage.errors import (
@@ -78,11 +79,11 @@ class FetchIsolation(enum.Enum):
     HIGH_WATERMARK = "high_watermark"
 
 
-@dataclass(frozen=True, slots=True)
-class LogOffsetMetadata:
+class LogOffsetMetadata(NamedTuple):
     """An offset with the segment and file position of the batch holding it (Kafka's
     LogOffsetMetadata): a read capped at this offset ends at ``relative_position`` in the
-    segment ``segment_base_offset``, an exact batch boundary."""
+    segment ``segment_base_offset``, an exact batch boundary. (A NamedTuple: one is made on
+    every read.)"""
 
     message_offset: int
     segment_base_offset: int
@@ -407,8 +408,11 @@ class Log:
                 upper = self._offset_metadata_locked(max(max_offset, self._log_start_offset))
             if start_offset >= upper.message_offset:
                 return self._empty_slice_locked()
-            i = bisect.bisect_right(self._bases, start_offset) - 1
-            for seg in self._segments[max(i, 0) :]:
+            segments = self._segments
+            for i in range(
+                max(bisect.bisect_right(self._bases, start_offset) - 1, 0), len(segments)
+            ):
+                seg = segments[i]
                 if seg.base_offset > upper.segment_base_offset:
                     break
                 max_position = (
@@ -449,8 +453,9 @@ class Log:
                 f"{self.name}: offset {offset} is outside "
                 f"[{self._log_start_offset}, {self._next_offset}]"
             )
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        for seg in self._segments[i:]:
+        segments = self._segments
+        for i in range(max(bisect.bisect_right(self._bases, offset) - 1, 0), len(segments)):
+            seg = segments[i]
             header = seg.translate_offset(offset)
             if header is not None:
                 return LogOffsetMetadata(offset, seg.base_offset, header.position)

@@ -250,6 +250,8 @@ class LogSegment:
     def verify_range(self, start: int, end: int) -> None:
         """Check the CRC of every batch overlapping ``[start, end)`` (``start`` on a batch
         boundary) not yet verified in this process."""
+        if self.verified.covers(start, end):
+            return
         for gap_start, gap_end in self.verified.gaps(start, end):
             verified_end = gap_start
             for header in self._validated_batches(gap_start, gap_end):
