@@ -42,8 +42,9 @@ class AbstractIndex:
             self.is_misaligned = length % self.entry_size != 0
             self._entries = length // self.entry_size
             if writable:
-                os.ftruncate(fd, self.max_index_bytes)
-                length = self.max_index_bytes
+                # Never cut existing entries (segment.index.bytes may have been lowered).
+                length = max(self.max_index_bytes, self._entries * self.entry_size)
+                os.ftruncate(fd, length)
             self._length = length
             if length > 0:
                 self._mmap = mmap.mmap(fd, length)

@@ -55,18 +55,6 @@ class OffsetIndex(AbstractIndex):
             return self.base_offset, 0
         return self.entry(slot)
 
-    def lookup_position_at_or_after(self, position: int) -> int:
-        """Slot of the first entry whose position >= ``position`` (used by truncation)."""
-        m = self._map() if self._entries else None
-        lo, hi = 0, self._entries
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if _ENTRY.unpack_from(m, mid * 8)[1] < position:  # type: ignore[arg-type]
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
     def append(self, offset: int, position: int) -> None:
         rel = offset - self.base_offset
         if not 0 <= rel <= _U32_MAX or not 0 <= position <= _U32_MAX:

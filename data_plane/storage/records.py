@@ -239,10 +239,8 @@ def iter_batch_headers(
     pos = 0
     end = len(buf)
     while pos < end:
-        if end - pos < HEADER_SIZE:
-            if allow_partial_tail:
-                return
-            parse_header(buf, pos)
+        if end - pos < HEADER_SIZE and allow_partial_tail:
+            return
         header = parse_header(buf, pos)
         size = header.batch_length + LOG_OVERHEAD
         if end - pos < size:
