@@ -179,7 +179,16 @@ class DurableJournal(Journal):
                 return
             self._apply_cut()
         pos = os.lseek(self._fd, 0, os.SEEK_END)
-        _write_all(self._fd, _encode_record(cmd, idx, term))
+        try:
+            _write_all(self._fd, _encode_record(cmd, idx, term))
+        except OSError:
+            # e.g. disk full after a partial write: cut the partial record off, or the next
+            # record would land behind it and be unreadable after a restart.
+            try:
+                os.ftruncate(self._fd, pos)
+            except OSError:
+                logger.exception("%s: cannot cut a partial record at %d", self._path, pos)
+            raise
         self._entries.append(entry)
         self._positions.append(pos)
         self._dirty = True

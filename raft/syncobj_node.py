@@ -311,10 +311,14 @@ class RaftNode:
             self.journal = DurableJournal(
                 os.path.join(log_dir, JOURNAL_FILE), os.path.join(log_dir, META_FILE)
             )
+        except Exception as e:
+            raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
+        try:
             if os.path.exists(self._dump_path):
                 dump = read_dump(self._dump_path)
                 self.journal.trim_to_dump([dump.prev_entry, dump.last_entry])
         except Exception as e:
+            self.journal._destroy()
             raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
         self.address_to_id = {config.address_of(i): i for i in config.voters}
         self_address = config.address_of(config.node_id)

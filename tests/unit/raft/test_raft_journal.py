@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,42 @@ def test_dump_round_trip_and_corruption(tmp_path: Path) -> None:
     Path(path).write_bytes(bytes(data[:20]))
     with pytest.raises(DumpCorruptError):
         read_dump(path)
+
+
+def test_a_failed_write_leaves_no_partial_record(tmp_path: Path, monkeypatch) -> None:
+    j = open_journal(tmp_path)
+    j.add(b"one", 1, 1)
+    real_write = os.write
+
+    def short_then_fail(fd, data):
+        if fd == j._fd:
+            real_write(fd, bytes(data[:5]))
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", short_then_fail)
+    with pytest.raises(OSError):
+        j.add(b"two", 2, 1)
+    monkeypatch.setattr(os, "write", real_write)
+    j.add(b"three", 2, 1)
+    j._destroy()
+    assert entries(open_journal(tmp_path)) == [(b"one", 1, 1), (b"three", 2, 1)]
+
+
+def test_a_corrupt_dump_stops_the_voter_with_a_clear_error(tmp_path: Path) -> None:
+    from raft.api import MetadataLogError
+    from raft.config import RaftConfig
+    from raft.metadata_log import MetadataLog
+
+    meta = tmp_path / "meta"
+    meta.mkdir()
+    (meta / "raft-dump.bin").write_bytes(b"KLRAFTD1" + b"\xff" * 30)
+    config = RaftConfig(
+        node_id=1,
+        quorum_voters="1@127.0.0.1:1",
+        metadata_log_dir=str(meta),
+        quorum_secret="x",
+    )
+    log = MetadataLog(config, lambda prev, entries: b"")
+    with pytest.raises(MetadataLogError, match=r"raft-dump\.bin"):
+        log.start()
