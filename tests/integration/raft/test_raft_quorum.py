@@ -214,3 +214,28 @@ def test_lagging_voter_catches_up_from_the_leaders_dump(quorum_factory) -> None:
     assert back.read(top, 1)[0].record == b"r119"
     snap = back.latest_snapshot()
     assert snap is not None and b"1=r0;" in snap.data
+
+
+def test_followers_acknowledge_only_entries_already_on_disk(quorum_factory, monkeypatch) -> None:
+    """Every AppendEntries acknowledgement leaves a follower whose journal has no unsynced
+    write (pysyncobj's TCPTransport.send is the wire; DurableJournal.dirty the sync state)."""
+    from pysyncobj.transport import TCPTransport
+
+    acks: list[bool] = []  # journal clean at the moment of each ack
+    real_send = TCPTransport.send
+
+    def checking_send(self, node, message):
+        if isinstance(message, dict) and message.get("type") == "next_node_idx":
+            acks.append(not self._syncObj._kraft_journal.dirty)
+        return real_send(self, node, message)
+
+    monkeypatch.setattr(TCPTransport, "send", checking_send)
+    q = quorum_factory()
+    for i in (1, 2, 3):
+        q.start(i)
+    leader = q.leader()
+    for i in range(30):
+        leader.append([b"r%d" % i] * (1 + i % 3))
+    syncs = {i: log.journal_sync_count for i, log in q.logs.items()}
+    assert len(acks) >= 30 and all(acks), f"{acks.count(False)} acks of unsynced entries"
+    assert all(n > 0 for n in syncs.values()), syncs
