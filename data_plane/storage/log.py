@@ -340,7 +340,10 @@ class Log:
 
     def _flush_if_too_many_unflushed(self) -> None:
         if self.unflushed_messages >= self._config.flush_messages:
-            self.flush()
+            # Indexes are derived data, checked on open and rebuilt if wrong; an index page
+            # lost in a crash only lengthens scans. Syncing them per append would triple the
+            # I/Os, so they are synced on roll, on close and by the periodic flush only.
+            self.flush(indexes=False)
 
     # -- roll --------------------------------------------------------------------------------
 
@@ -493,9 +496,10 @@ class Log:
 
     # -- flush -------------------------------------------------------------------------------
 
-    def flush(self, up_to_offset: int | None = None) -> None:
+    def flush(self, up_to_offset: int | None = None, *, indexes: bool = True) -> None:
         """fsync every segment holding offsets in [recovery point, ``up_to_offset``) (default:
-        the LEO) and advance the recovery point. The fsyncs run without the lock."""
+        the LEO), with their indexes when ``indexes``, and advance the recovery point. The
+        fsyncs run without the lock."""
         with self._lock:
             if self._closed:
                 return
@@ -510,7 +514,7 @@ class Log:
             self._dir_flush_pending = False
         try:
             for seg in to_flush:
-                seg.flush()
+                seg.flush(indexes=indexes)
             if flush_dir:
                 _fsync_dir(self.dir_path)
         except OSError as e:

@@ -444,14 +444,15 @@ class LogSegment:
         self.time_index.trim_to_valid_size()
         self.active = False
 
-    def flush(self) -> None:
-        """fsync the log and msync the indexes; safe from a background thread, a no-op for a
-        segment closed or deleted meanwhile."""
+    def flush(self, *, indexes: bool = True) -> None:
+        """fsync the log and (when ``indexes``) msync the indexes; safe from a background
+        thread, a no-op for a segment closed or deleted meanwhile."""
         if self._deleted:
             return
         self.log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
+        if indexes:
+            self.offset_index.flush()
+            self.time_index.flush()
 
     def close(self) -> None:
         if self._deleted or self.log.closed:
