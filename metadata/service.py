@@ -93,7 +93,7 @@ DEFAULT_MAX_WORKERS = 32
 
 
 class _Stop(Exception):
-    pass
+    """Raised inside the event thread when the server is stopping mid-operation."""
 
 
 class ControllerServer:
@@ -140,6 +140,8 @@ class ControllerServer:
         self._tick_interval_s = (
             min(TICK_INTERVAL_MAX_MS, config.broker_session_timeout_ms // 4) / 1000
         )
+        # Longest a due tick waits for queued requests (heartbeats) to be handled first.
+        self._tick_max_delay_s = config.broker_session_timeout_ms / 4000
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -234,42 +236,52 @@ class ControllerServer:
     def _run(self) -> None:
         next_tick = time.monotonic()
         while not self._stopping.is_set():
-            timeout = max(0.0, next_tick - time.monotonic())
             try:
-                kind, payload = self._events.get(timeout=timeout)
-            except queue.Empty:
-                kind, payload = "tick", None
-            try:
-                if kind == "stop":
-                    return
-                if kind == "commit":
-                    self._commit_pending.clear()
-                    self._catch_up(self._log.committed_offset)
-                elif kind == "leader":
-                    self._leadership_change(*payload)
-                elif kind == "request":
-                    name, request, received_ms, future = payload
-                    future.set_result(self._execute(name, request, received_ms))
+                next_tick = self._run_once(next_tick)
             except _Stop:
                 return
+            except Exception:  # the event thread must survive any bug in one event
+                log.exception("controller %d: event loop error", self.node_id)
+
+    def _run_once(self, next_tick: float) -> float:
+        """Handle one event (or a timeout), then tick when due; returns the next tick time."""
+        timeout = max(0.0, next_tick - time.monotonic())
+        try:
+            kind, payload = self._events.get(timeout=timeout)
+        except queue.Empty:
+            kind, payload = "timeout", None
+        try:
+            if kind == "stop":
+                raise _Stop()
+            if kind == "commit":
+                self._commit_pending.clear()
+                self._catch_up(self._log.committed_offset)
+            elif kind == "leader":
+                self._leadership_change(*payload)
+            elif kind == "request":
+                name, request, received_ms, future = payload
+                future.set_result(self._execute(name, request, received_ms))
+        except _Stop:
+            raise
+        except Exception:
+            log.exception("controller %d: error handling %s", self.node_id, kind)
+            if kind == "request" and not payload[3].done():
+                payload[3].set_result(
+                    Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
+                )
+        now = time.monotonic()
+        # Heartbeats still queued must count before fencing: tick once the queue is drained, or
+        # when it is overdue by more than its bound under a constant flood of requests.
+        overdue_s = now - next_tick
+        if overdue_s >= 0 and (self._events.empty() or overdue_s > self._tick_max_delay_s):
+            next_tick = now + self._tick_interval_s
+            try:
+                self._tick()
+            except _Stop:
+                raise
             except Exception:
-                log.exception("controller %d: error handling %s", self.node_id, kind)
-                if kind == "request" and not payload[3].done():
-                    payload[3].set_result(
-                        Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
-                    )
-            now = time.monotonic()
-            # Heartbeats still queued must count before fencing: tick once the queue is drained,
-            # or when it is overdue by more than its bound under a constant flood of requests.
-            overdue_s = now - next_tick
-            if overdue_s >= 0 and (self._events.empty() or overdue_s > self._tick_max_delay_s):
-                next_tick = now + self._tick_interval_s
-                try:
-                    self._tick()
-                except _Stop:
-                    return
-                except Exception:
-                    log.exception("controller %d: tick failed", self.node_id)
+                log.exception("controller %d: tick failed", self.node_id)
+        return next_tick
 
     def _leadership_change(self, is_leader: bool, epoch: int) -> None:
         if not is_leader:
