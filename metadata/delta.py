@@ -140,6 +140,9 @@ class MetadataDelta:
         for bid in set(old.brokers) | set(new.brokers):
             if old.brokers.get(bid) != new.brokers.get(bid):
                 delta._brokers[bid] = new.brokers.get(bid)
+        for key in set(old.configs) | set(new.configs):
+            if old.configs.get(key) != new.configs.get(key):
+                delta._configs[key] = dict(new.configs.get(key, {}))
         return delta
 
     def replay(self, record: MetadataRecord, offset: int = -1) -> None:
@@ -278,6 +281,11 @@ class MetadataDelta:
 
     def changed_broker_ids(self) -> list[int]:
         return list(self._brokers)
+
+    def changed_topic_configs(self) -> list[str]:
+        """Names of topics whose config overrides this delta touched (set, removed, or dropped
+        with the topic)."""
+        return sorted(name for rtype, name in self._configs if rtype == CONFIG_RESOURCE_TOPIC)
 
     # --- results --------------------------------------------------------------------------------
 

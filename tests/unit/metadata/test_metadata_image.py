@@ -99,6 +99,7 @@ def test_remove_and_recreate_topic_in_one_delta() -> None:
     ]:
         delta.replay(rec)
     after = delta.apply()
+    assert delta.changed_topic_configs() == ["a"]
     assert after.topics_by_name["a"].topic_id == c
     assert A not in after.topics_by_id
     assert after.topic_config("a") == {}
@@ -112,6 +113,8 @@ def test_local_changes() -> None:
     delta = MetadataDelta(image)
     delta.replay(PartitionChangeRecord(0, A, (2, 3), 2, None))
     delta.replay(PartitionChangeRecord(0, B, None, NO_LEADER_CHANGE, (3, 2)))
+    delta.replay(ConfigRecord(2, "b", "retention.ms", "5"))
+    assert delta.changed_topic_configs() == ["b"]
     ch2 = delta.local_changes(2)
     assert set(ch2.leaders) == {TopicPartition("a", 0)}
     assert set(ch2.followers) == {TopicPartition("b", 0)}
@@ -165,6 +168,7 @@ def test_snapshot_delta_reports_differences() -> None:
     )
     delta = MetadataDelta.from_snapshot(old, new)
     assert delta.apply() is new
+    assert delta.changed_topic_configs() == []
     ch = delta.local_changes(3)
     assert set(ch.leaders) == {TopicPartition("a", 1)}
     assert ch.deletes == {TopicPartition("b", 0): B}
