@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import bisect
 import collections
+import functools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pysyncobj.config import FAIL_REASON
@@ -69,6 +70,31 @@ INDEX_HISTORY_ENTRIES = 100_000
 LISTENER_BATCH_RECORDS = 1000
 DISPATCH_POLL_S = 1.0
 _NOT_APPENDED = (FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER, FAIL_REASON.DISCARDED)
+
+
+def _never_raises(fn: Callable[..., None]) -> Callable[..., None]:
+    """For callbacks pysyncobj runs inside its apply loop: an exception there would make it
+    re-apply the same entry on every tick (a wedged voter)."""
+
+    @functools.wraps(fn)
+    def guarded(*args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            logger.exception("metadata log callback %s failed", fn.__name__)
+
+    return guarded
+
+
+def _never_raises_method(fn: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(fn)
+    def guarded(self: Any, *args: Any) -> None:
+        try:
+            fn(self, *args)
+        except Exception:
+            logger.exception("metadata log callback %s failed", fn.__name__)
+
+    return guarded
 
 
 class MetadataLog:
@@ -158,6 +184,7 @@ class MetadataLog:
         done = threading.Event()
         box: list[tuple[Any, int]] = []
 
+        @_never_raises
         def on_result(result: Any, error: int) -> None:
             box.append((result, error))
             done.set()
@@ -319,6 +346,7 @@ class MetadataLog:
                 self._cond.notify_all()
         return outcome
 
+    @_never_raises_method
     def _on_state_changed(self, old: int, new: int) -> None:
         node = self._node
         if node is None:
@@ -333,6 +361,7 @@ class MetadataLog:
                     self._cond.notify_all()
 
     def _propose_leader_change(self, node: RaftNode, epoch: int) -> None:
+        @_never_raises
         def on_result(result: Any, error: int) -> None:
             still_leading = node.is_raft_leader and node.term == epoch and not self._closing
             if (
