@@ -98,6 +98,9 @@ def _never_raises_method(fn: Callable[..., None]) -> Callable[..., None]:
 
 
 class MetadataLog:
+    """One voter of the metadata log; implements :class:`raft.api.MetadataLogApi` (see the
+    module docstring for the life of an append, fencing and threads)."""
+
     def __init__(self, config: RaftConfig, snapshot_builder: SnapshotBuilder) -> None:
         config.validate_for_controller()
         self.config = config
