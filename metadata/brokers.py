@@ -326,15 +326,17 @@ def expire_sessions(
     complete = True
     current = image
     candidates = [b.broker_id for b in image.brokers.values() if not b.fenced]
-    for bid in sessions.expired(candidates, now_ms):
+    expired = sessions.expired(candidates, now_ms)
+    for i, bid in enumerate(expired):
         fence = fence_records(current, bid, unclean)
         if not budget.try_add(fence):
             if not budget.try_add(fence[:1]):
                 return False  # the rest expire again on the next tick
             fence = fence[:1]
             complete = False
-        current = apply_records(current, fence)
         sessions.forget(bid)
+        if i + 1 < len(expired):  # the next broker's elections must see this one fenced
+            current = apply_records(current, fence)
     return complete
 
 

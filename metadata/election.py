@@ -27,15 +27,17 @@ class InvariantViolation(RuntimeError):
     """Metadata state breaks an invariant (a bug or corrupted log): the operation is refused."""
 
 
-def check_partition(reg: PartitionRegistration, where: str) -> None:
+def check_partition(reg: PartitionRegistration, where: object) -> None:
     """Raise :class:`InvariantViolation` unless the ISR is a non-empty duplicate-free subset of
-    the replicas, the leader is in the ISR or -1, and the epochs are non-negative."""
+    the replicas, the leader is in the ISR or -1, and the epochs are non-negative. ``where``
+    names the partition in the error (formatted only on failure: this runs per partition)."""
     replicas = set(reg.replicas)
+    isr = set(reg.isr)
     if len(replicas) != len(reg.replicas) or not reg.replicas:
         raise InvariantViolation(f"{where}: replicas {reg.replicas} empty or duplicated")
-    if not reg.isr or len(set(reg.isr)) != len(reg.isr) or not set(reg.isr) <= replicas:
+    if not isr or len(isr) != len(reg.isr) or not isr <= replicas:
         raise InvariantViolation(f"{where}: ISR {reg.isr} not a non-empty subset of replicas")
-    if reg.leader != NO_LEADER and reg.leader not in reg.isr:
+    if reg.leader != NO_LEADER and reg.leader not in isr:
         raise InvariantViolation(f"{where}: leader {reg.leader} not in ISR {reg.isr}")
     if reg.leader_epoch < 0 or reg.partition_epoch < 0:
         raise InvariantViolation(f"{where}: negative epoch")
@@ -64,7 +66,7 @@ def _change(
     leader: int,
 ) -> PartitionChangeRecord | None:
     new = PartitionRegistration(reg.replicas, isr, leader, reg.leader_epoch, reg.partition_epoch)
-    check_partition(new, f"partition {topic_id}-{partition_id} after change")
+    check_partition(new, ("after change of partition", topic_id, partition_id))
     if isr == reg.isr and leader == reg.leader:
         return None
     return PartitionChangeRecord(
@@ -86,7 +88,7 @@ def remove_broker_from_partition(
 ) -> PartitionChangeRecord | None:
     """The change that takes ``broker_id`` out of leadership and the ISR (fence, controlled
     shutdown, re-registration); None when it holds neither. ``active`` must not contain it."""
-    check_partition(reg, f"partition {topic_id}-{partition_id}")
+    check_partition(reg, ("partition", topic_id, partition_id))
     if broker_id not in reg.isr and reg.leader != broker_id:
         return None
     isr = tuple(r for r in reg.isr if r != broker_id) or reg.isr
@@ -106,7 +108,7 @@ def elect_if_leaderless(
     unclean: bool,
 ) -> PartitionChangeRecord | None:
     """Elect a leader for a partition that has none (a broker came back); None if impossible."""
-    check_partition(reg, f"partition {topic_id}-{partition_id}")
+    check_partition(reg, ("partition", topic_id, partition_id))
     if reg.leader != NO_LEADER:
         return None
     leader, was_unclean = choose_leader(reg.replicas, reg.isr, active, unclean)
@@ -124,7 +126,7 @@ def elect_preferred(
 ) -> PartitionChangeRecord | None:
     """Move leadership to the preferred replica (replicas[0]) when it is an active ISR member
     and not already leader; None otherwise."""
-    check_partition(reg, f"partition {topic_id}-{partition_id}")
+    check_partition(reg, ("partition", topic_id, partition_id))
     preferred = reg.replicas[0]
     if reg.leader == preferred or preferred not in reg.isr or preferred not in active:
         return None
@@ -138,5 +140,5 @@ def change_isr(
     new_isr: tuple[int, ...],
 ) -> PartitionChangeRecord | None:
     """The change that sets the ISR (AlterPartition); the leader stays (its epoch too)."""
-    check_partition(reg, f"partition {topic_id}-{partition_id}")
+    check_partition(reg, ("partition", topic_id, partition_id))
     return _change(topic_id, partition_id, reg, new_isr, reg.leader)

@@ -20,6 +20,7 @@ Thread-safety: records are immutable; the functions here hold no state.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 import uuid
@@ -251,46 +252,73 @@ def _encode_value(kind: str, value: Any) -> Any:
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return type(v) is int  # bool is a subclass of int; msgpack gives exact ints
+
+
+@functools.lru_cache(maxsize=4096)
+def _uuid(raw: bytes) -> uuid.UUID:
+    # Topic ids repeat across a topic's partition records; share one UUID object per id.
+    return uuid.UUID(bytes=raw)
+
+
+def _listeners(raw: Any) -> tuple[Listener, ...] | None:
+    if type(raw) is not list:
+        return None
+    out = []
+    for item in raw:
+        if not (
+            type(item) is list
+            and len(item) == 3
+            and type(item[0]) is str
+            and type(item[1]) is str
+            and type(item[2]) is int
+        ):
+            return None
+        out.append(Listener(item[0], item[1], item[2]))
+    return tuple(out)
 
 
 def _decode_value(cls: type, name: str, kind: str, optional: bool, raw: Any) -> Any:
+    t = type(raw)
+    if kind == "int":
+        if t is int:
+            return raw
+    elif kind == "ints":
+        if t is list and all(type(v) is int for v in raw):
+            return tuple(raw)
+    elif kind == "uuid":
+        if t is bytes and len(raw) == 16:
+            return _uuid(raw)
+    elif kind == "str":
+        if t is str:
+            return raw
+    elif kind == "bool":
+        if t is bool:
+            return raw
+    elif kind == "listeners":
+        listeners = _listeners(raw)
+        if listeners is not None:
+            return listeners
     if raw is None:
         if optional:
             return None
         raise RecordDecodeError(f"{cls.__name__}.{name}: missing value")
-    if kind == "int" and _is_int(raw):
-        return raw
-    if kind == "str" and isinstance(raw, str):
-        return raw
-    if kind == "bool" and isinstance(raw, bool):
-        return raw
-    if kind == "uuid" and isinstance(raw, bytes) and len(raw) == 16:
-        return uuid.UUID(bytes=raw)
-    if kind == "ints" and isinstance(raw, list) and all(_is_int(v) for v in raw):
-        return tuple(raw)
-    if kind == "listeners" and isinstance(raw, list):
-        out = []
-        for item in raw:
-            if not (
-                isinstance(item, list)
-                and len(item) == 3
-                and isinstance(item[0], str)
-                and isinstance(item[1], str)
-                and _is_int(item[2])
-            ):
-                raise RecordDecodeError(f"{cls.__name__}.{name}: malformed listener {item!r}")
-            out.append(Listener(item[0], item[1], item[2]))
-        return tuple(out)
-    raise RecordDecodeError(f"{cls.__name__}.{name}: expected {kind}, got {type(raw).__name__}")
+    raise RecordDecodeError(f"{cls.__name__}.{name}: expected {kind}, got {t.__name__}")
+
+
+_PACKER_OPTIONS = {"use_bin_type": True}
 
 
 def encode_record(record: MetadataRecord) -> bytes:
     """The log-entry bytes of ``record`` (deterministic)."""
-    kinds = _KINDS[type(record)]
     out: list[Any] = [record.TYPE_ID, record.VERSION]
-    out.extend(_encode_value(kind, getattr(record, name)) for name, kind, _ in kinds)
-    return msgpack.packb(out, use_bin_type=True)
+    for name, kind, _ in _KINDS[type(record)]:
+        value = getattr(record, name)
+        if value is None or kind in ("int", "str", "bool"):
+            out.append(value)
+        else:
+            out.append(_encode_value(kind, value))
+    return msgpack.packb(out, **_PACKER_OPTIONS)
 
 
 def decode_record(data: bytes) -> MetadataRecord:
