@@ -39,6 +39,7 @@ from metadata.snapshot import image_from_snapshot, replay_entries
 log = logging.getLogger(__name__)
 
 DEFAULT_FETCH_MAX_WAIT_MS = 500
+EMPTY_FETCH_BACKOFF_S = 0.1
 RETRY_BACKOFF_MIN_S = 0.05
 RETRY_BACKOFF_MAX_S = 2.0
 # Heartbeat cadence while a controlled shutdown is in progress.
@@ -135,6 +136,11 @@ class BrokerMetadataManager:
     def controlled_shutdown(self, timeout_s: float) -> bool:
         """Ask the controller to move leadership away; wait until it says the broker may shut
         down (True) or ``timeout_s`` passes (False); then stop heartbeating either way."""
+        if self._broker_epoch < 0:
+            # Never registered: it leads nothing, so there is nothing to move.
+            self._stop_heartbeats.set()
+            self._wake.set()
+            return True
         self._want_shutdown = True
         self._wake.set()
         done = self._shutdown_done.wait(timeout_s)
@@ -147,6 +153,7 @@ class BrokerMetadataManager:
     def _fetch_loop(self) -> None:
         backoff = RETRY_BACKOFF_MIN_S
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 result = self._client.fetch_metadata(
                     self._image.offset + 1, max_wait_ms=self._fetch_max_wait_ms
@@ -170,6 +177,9 @@ class BrokerMetadataManager:
             else:
                 records = [e for e in result.records if e.offset > old.offset]
                 if not records:
+                    # A server that could not park the long-poll answers at once: do not spin.
+                    if time.monotonic() - started < self._fetch_max_wait_ms / 2000:
+                        self._stop.wait(EMPTY_FETCH_BACKOFF_S)
                     continue
                 if records[0].offset != old.offset + 1:
                     log.warning(

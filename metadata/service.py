@@ -89,7 +89,7 @@ CATCH_UP_READ_RECORDS = 20_000
 CATCH_UP_MAX_ROUNDS = 10_000
 # Extra time a gRPC worker waits beyond the append timeout before giving up on the event thread.
 REQUEST_WAIT_MARGIN_S = 5.0
-DEFAULT_MAX_WORKERS = 32
+DEFAULT_MAX_WORKERS = 64
 
 
 class _Stop(Exception):
@@ -129,6 +129,9 @@ class ControllerServer:
         # and commit notifications are coalesced (at most one queued).
         self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._pending = threading.BoundedSemaphore(MAX_PENDING_REQUESTS)
+        # At most half the gRPC workers may sit in FetchMetadata long-polls; beyond that a
+        # fetch answers at once (the broker simply polls again).
+        self._long_polls = threading.BoundedSemaphore(max(1, max_workers // 2))
         self._commit_pending = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -474,9 +477,17 @@ class ControllerServer:
     def _fetch_metadata(self, request: m.FetchMetadataRequest) -> m.FetchMetadataResponse:
         from_offset = max(0, request.from_offset)
         max_records = max(1, min(request.max_records, self.config.fetch_metadata_max_records))
-        if self._log.committed_offset < from_offset and request.max_wait_ms > 0:
-            wait_ms = min(request.max_wait_ms, FETCH_METADATA_MAX_WAIT_MS)
-            self._log.wait_for_offset(from_offset, wait_ms / 1000)
+        if (
+            self._log.committed_offset < from_offset
+            and request.max_wait_ms > 0
+            and self._long_polls.acquire(blocking=False)
+        ):
+            # Bounded: parked long-polls must leave gRPC workers for everything else.
+            try:
+                wait_ms = min(request.max_wait_ms, FETCH_METADATA_MAX_WAIT_MS)
+                self._log.wait_for_offset(from_offset, wait_ms / 1000)
+            finally:
+                self._long_polls.release()
         snapshot = None
         entries: list[LogEntry] = []
         for _ in range(3):  # the tail may be folded between the two reads
