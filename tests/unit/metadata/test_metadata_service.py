@@ -273,3 +273,14 @@ def test_overdue_tick_runs_even_while_requests_keep_coming() -> None:
     # Overdue past the bound: ticks although events are still queued.
     later = server._run_once(start - 60)
     assert later > start and not server._events.empty()
+
+
+def test_client_skips_dead_voters(cluster: Cluster) -> None:
+    cluster.quorum.elect(2)
+    cluster.wait_active(2)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    with ControllerClient(f"{dead},{cluster.servers[1].address}", timeout_s=10.0) as c:
+        for _ in range(4):  # whichever bootstrap address it starts with
+            assert c.describe_cluster().controller_id == 2
