@@ -1,0 +1,364 @@
+"""Sans-IO Kafka protocol codec: request bytes in, typed requests out; responses in, bytes out.
+
+Broker side: :func:`decode_request` turns one frame (without its 4-byte size prefix, see
+:mod:`data_plane.protocol.framing`) into a :class:`RequestHeader` and a body dict;
+:func:`encode_response` turns a body dict into a :class:`ResponseFrame` ready to be written
+(``records`` file slices stay separate parts for ``os.sendfile``). Client side:
+:func:`encode_request` and :func:`decode_response`.
+
+Wire layout of a request frame (request header v1; all integers big-endian)::
+
+    size int32 | api_key int16 | api_version int16 | correlation_id int32
+    | client_id nullable string (int16 length, -1 = null) | body
+
+and of a response frame (response header v0)::
+
+    size int32 | correlation_id int32 | body
+
+Only non-flexible versions are implemented (``SUPPORTED_VERSIONS``); their request header is
+always v1 and their response header v0. A flexible request (header v2: v1 + tagged fields) is
+still parsed up to the client id, which is all an UNSUPPORTED_VERSION answer needs.
+
+Bodies are dicts keyed by the snake_case names of Kafka's schema fields. Bytes after a complete
+body are ignored, as Kafka does for forward compatibility. Decoding never raises anything but
+:class:`ProtocolError` (or its subclass :class:`UnsupportedVersionError`) whatever the input.
+
+Everything here is stateless and thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from data_plane.protocol.compiler import CompiledMessage, compile_message
+from data_plane.protocol.errors import ErrorCode
+from data_plane.protocol.exceptions import EncodeError, ProtocolError, UnsupportedVersionError
+from data_plane.protocol.schemas import MESSAGES
+
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "EncodeError",
+    "FileSliceLike",
+    "ProtocolError",
+    "RequestHeader",
+    "ResponseFrame",
+    "UnsupportedVersionError",
+    "api_versions_entries",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "unsupported_version_response",
+]
+
+# socket.request.max.bytes: Kafka's default bound on one request frame (100 MiB). The broker
+# checks the size prefix against it before reading the body (FrameReader(max_frame_bytes=...)).
+MAX_REQUEST_BYTES = 104857600
+
+_HEADER_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+
+
+class FileSliceLike(Protocol):
+    """A byte range of an open file (data_plane.storage's FileSlice is one)."""
+
+    fileno: int
+    position: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclass(slots=True)
+class ResponseFrame:
+    """One response on the wire: write ``parts`` in order (buffers with ``sendall``, file slices
+    with ``os.sendfile(sock, fileno, position, length)``). The 4-byte size prefix is the start
+    of ``parts[0]``; ``total_length`` counts every byte including the prefix."""
+
+    parts: list[Any]
+    total_length: int
+
+    def to_bytes(self) -> bytes:
+        """The whole frame as bytes, reading file slices with ``os.pread`` (for tests and
+        transports that cannot sendfile)."""
+        chunks: list[bytes] = []
+        for part in self.parts:
+            if isinstance(part, (bytes, bytearray, memoryview)):
+                chunks.append(bytes(part))
+            else:
+                data = os.pread(part.fileno, part.length, part.position)
+                if len(data) != part.length:
+                    raise OSError(
+                        f"file slice shrank: wanted {part.length} bytes at {part.position}, "
+                        f"read {len(data)}"
+                    )
+                chunks.append(data)
+        return b"".join(chunks)
+
+
+def _compile_all() -> tuple[dict[tuple[int, int], CompiledMessage], ...]:
+    requests: dict[tuple[int, int], CompiledMessage] = {}
+    responses: dict[tuple[int, int], CompiledMessage] = {}
+    for api_key, (low, high) in SUPPORTED_VERSIONS.items():
+        request_fields, response_fields = MESSAGES[api_key]
+        for version in range(low, high + 1):
+            requests[(api_key, version)] = compile_message(
+                request_fields, version, f"{api_key.name} request"
+            )
+            responses[(api_key, version)] = compile_message(
+                response_fields, version, f"{api_key.name} response"
+            )
+    return requests, responses
+
+
+_REQUESTS, _RESPONSES = _compile_all()
+
+
+def _as_view(frame: bytes | bytearray | memoryview) -> memoryview:
+    view = memoryview(frame)
+    if view.format != "B" or view.ndim != 1:
+        view = memoryview(view.tobytes())
+    return view
+
+
+def _read_nullable_string(view: memoryview, pos: int) -> tuple[str | None, int]:
+    (length,) = _I16.unpack_from(view, pos)
+    pos += 2
+    if length == -1:
+        return None, pos
+    if length < 0 or pos + length > len(view):
+        raise ProtocolError(f"invalid client_id length {length}")
+    try:
+        return str(view[pos : pos + length], "utf-8"), pos + length
+    except UnicodeDecodeError as exc:
+        raise ProtocolError("client_id is not valid UTF-8") from exc
+
+
+# ---------------------------------------------------------------- broker side
+
+
+def decode_request_header(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
+    """Parse the request header (v1 fields; also the prefix of a flexible v2 header) of a frame
+    WITHOUT its 4-byte size prefix; returns the header and the body offset."""
+    try:
+        view = _as_view(frame)
+    except TypeError as exc:
+        raise ProtocolError(f"not a byte buffer: {exc}") from None
+    return _decode_header(view)
+
+
+def _decode_header(view: memoryview) -> tuple[RequestHeader, int]:
+    try:
+        api_key, api_version, correlation_id = _HEADER_FIXED.unpack_from(view, 0)
+        client_id, pos = _read_nullable_string(view, 8)
+    except struct.error:
+        raise ProtocolError(f"truncated request header ({len(view)} bytes)") from None
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, dict]:
+    """Decode a request frame (without the size prefix) into its header and body dict.
+
+    ``records`` fields are memoryview slices of ``frame`` (keep the frame alive as long as
+    they are used). Raises :class:`UnsupportedVersionError` for an unknown API key or a
+    version outside ``SUPPORTED_VERSIONS`` (the header is parsed so the broker can answer),
+    :class:`ProtocolError` for malformed bytes; never any other exception.
+    """
+    try:
+        view = _as_view(frame)
+    except TypeError as exc:
+        raise ProtocolError(f"not a byte buffer: {exc}") from None
+    header, pos = _decode_header(view)
+    codec = _REQUESTS.get((header.api_key, header.api_version))
+    if codec is None:
+        raise UnsupportedVersionError(
+            header, f"unsupported api key {header.api_key} version {header.api_version}"
+        )
+    try:
+        body, _end = codec.decode(view, pos)
+    except struct.error:
+        raise ProtocolError(
+            f"truncated {_api_name(header.api_key)} v{header.api_version} request"
+        ) from None
+    return header, body
+
+
+def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseFrame:
+    """Size prefix + response header v0 (the correlation id) + ``body`` in the version of
+    ``header``. Raises :class:`EncodeError` if the body does not fit the schema."""
+    codec = _RESPONSES.get((header.api_key, header.api_version))
+    if codec is None:
+        raise EncodeError(
+            f"no response codec for api key {header.api_key} version {header.api_version}"
+        )
+    out = bytearray(8)
+    struct.pack_into(">i", out, 4, header.correlation_id)
+    cuts: list[tuple[int, Any]] = []
+    _run_encoder(codec, out, body, cuts, header.api_key, header.api_version)
+    return _frame(out, cuts)
+
+
+def api_versions_entries(
+    versions: Mapping[int, tuple[int, int]] | None = None,
+) -> list[dict[str, int]]:
+    """The ``api_keys`` list of an ApiVersions response (default: all of SUPPORTED_VERSIONS)."""
+    table = SUPPORTED_VERSIONS if versions is None else versions
+    return [
+        {"api_key": int(key), "min_version": low, "max_version": high}
+        for key, (low, high) in sorted(table.items())
+    ]
+
+
+def unsupported_version_response(
+    header: RequestHeader, api_versions: Mapping[int, tuple[int, int]] | None = None
+) -> ResponseFrame:
+    """The answer to a request whose API key or version is not supported.
+
+    ApiVersions: a v0-format body ``{error_code: 35, api_keys: [...]}`` (``api_versions``,
+    default all of SUPPORTED_VERSIONS) after a v0 response header; clients probing a newer
+    version (librdkafka v3, kafka-python v4) then retry with the highest version listed.
+    Any other API: correlation id + int16 35 and nothing else; the broker sends it, then
+    closes the connection (it cannot frame that API's real response).
+    """
+    if header.api_key == ApiKey.API_VERSIONS:
+        body = {
+            "error_code": int(ErrorCode.UNSUPPORTED_VERSION),
+            "api_keys": api_versions_entries(api_versions),
+        }
+        return encode_response(RequestHeader(header.api_key, 0, header.correlation_id, None), body)
+    out = bytearray(_SIZE_AND_CORRELATION.pack(6, header.correlation_id))
+    out += _I16.pack(int(ErrorCode.UNSUPPORTED_VERSION))
+    return ResponseFrame([memoryview(out)], len(out))
+
+
+# ---------------------------------------------------------------- client side
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Mapping[str, Any],
+) -> bytes:
+    """A complete request frame: size prefix + request header v1 + body."""
+    codec = _REQUESTS.get((api_key, api_version))
+    if codec is None:
+        raise EncodeError(f"unsupported api key {api_key} version {api_version}")
+    out = bytearray(4)
+    try:
+        out += _HEADER_FIXED.pack(api_key, api_version, correlation_id)
+    except struct.error as exc:
+        raise EncodeError(f"bad request header: {exc}") from None
+    if client_id is None:
+        out += b"\xff\xff"
+    else:
+        encoded = client_id.encode("utf-8")
+        if len(encoded) > 0x7FFF:
+            raise EncodeError("client_id longer than 32767 bytes")
+        out += _I16.pack(len(encoded))
+        out += encoded
+    cuts: list[tuple[int, Any]] = []
+    _run_encoder(codec, out, body, cuts, api_key, api_version)
+    if not cuts:
+        struct.pack_into(">i", out, 0, len(out) - 4)
+        return bytes(out)
+    return _frame(out, cuts).to_bytes()
+
+
+def decode_response(
+    api_key: int, api_version: int, frame: bytes | bytearray | memoryview
+) -> tuple[int, dict]:
+    """Decode a response frame (without the size prefix) of a request sent as
+    ``api_key``/``api_version``; returns ``(correlation_id, body)``.
+
+    An ApiVersions response carrying UNSUPPORTED_VERSION is decoded in the v0 format, which is
+    how brokers answer a version they do not know. Raises :class:`ProtocolError`.
+    """
+    codec = _RESPONSES.get((api_key, api_version))
+    if codec is None:
+        raise ProtocolError(
+            f"unsupported api key {api_key} version {api_version}", ErrorCode.UNSUPPORTED_VERSION
+        )
+    view = _as_view(frame)
+    try:
+        (correlation_id,) = _I32.unpack_from(view, 0)
+        if (
+            api_key == ApiKey.API_VERSIONS
+            and api_version > 0
+            and _I16.unpack_from(view, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
+        ):
+            codec = _RESPONSES[(api_key, 0)]
+        body, _end = codec.decode(view, 4)
+    except struct.error:
+        raise ProtocolError(f"truncated {_api_name(api_key)} v{api_version} response") from None
+    return correlation_id, body
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"
+
+
+def _run_encoder(
+    codec: CompiledMessage,
+    out: bytearray,
+    body: Mapping[str, Any],
+    cuts: list[tuple[int, Any]],
+    api_key: int,
+    api_version: int,
+) -> None:
+    try:
+        codec.encode(out, body, cuts)
+    except EncodeError as exc:
+        raise EncodeError(f"{_api_name(api_key)} v{api_version}: {exc}") from None
+    except (struct.error, TypeError, AttributeError, UnicodeEncodeError, OverflowError) as exc:
+        raise EncodeError(
+            f"{_api_name(api_key)} v{api_version}: body does not fit the schema: {exc}"
+        ) from exc
+
+
+def _part_length(part: Any) -> int:
+    if isinstance(part, memoryview):
+        return part.nbytes
+    if isinstance(part, (bytes, bytearray)):
+        return len(part)
+    return part.length
+
+
+def _frame(out: bytearray, cuts: list[tuple[int, Any]]) -> ResponseFrame:
+    """Fill in the size prefix and split ``out`` at the cut offsets around the pass-through
+    parts (records not copied into ``out``)."""
+    total = len(out) + sum(_part_length(part) for _offset, part in cuts)
+    struct.pack_into(">i", out, 0, total - 4)
+    view = memoryview(out)
+    if not cuts:
+        return ResponseFrame([view], total)
+    parts: list[Any] = []
+    start = 0
+    for offset, part in cuts:
+        parts.append(view[start:offset])
+        parts.append(part)
+        start = offset
+    if start < len(out):
+        parts.append(view[start:])
+    return ResponseFrame(parts, total)

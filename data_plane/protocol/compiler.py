@@ -1,0 +1,391 @@
+"""Turn a schema table (:mod:`data_plane.protocol.fields`) into per-version encode/decode code.
+
+For every (message, version) the compiler writes the source of two straight-line Python
+functions (no per-message interpretation of the schema) and compiles them once:
+
+``decode(buf, pos) -> (dict, pos)``
+    ``buf`` is a byte-format memoryview that ends exactly where the frame ends, so any fixed
+    width read past the end raises ``struct.error`` (the caller turns it into
+    :class:`ProtocolError`). Every length (string, bytes, records, array count) is checked
+    against the bytes left before anything is sliced or allocated: an array's count must fit
+    ``remaining // minimum element size``, so a forged count of 2**31-1 cannot allocate a huge
+    list. ``records`` values are memoryview slices of ``buf`` (zero copy).
+
+``encode(out, body, cuts) -> None``
+    Appends the body to the bytearray ``out``. Missing keys take the field's default. A
+    ``records`` value that is a file slice (integer attributes ``fileno``, ``position`` and
+    ``length``) or a large buffer is not copied: its int32 length goes into ``out`` and
+    ``(len(out), value)`` into ``cuts``; the caller splits ``out`` at those offsets and
+    interleaves the values (see ``ResponseFrame.parts``).
+
+Consecutive fixed-width fields are read and written with one precompiled ``struct.Struct``.
+The generated code is pure (no I/O, no globals mutated) and thread-safe.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from data_plane.protocol.exceptions import EncodeError, ProtocolError
+from data_plane.protocol.fields import ArrayOf, F, Primitive
+
+# Buffers at least this large are passed through as their own part instead of being copied
+# into the frame's bytearray (a Fetch response of 1 MiB of records is not copied).
+ZERO_COPY_MIN_BYTES = 64 * 1024
+
+_FIXED: dict[Primitive, tuple[str, int]] = {
+    Primitive.INT8: ("b", 1),
+    Primitive.INT16: ("h", 2),
+    Primitive.INT32: ("i", 4),
+    Primitive.INT64: ("q", 8),
+    Primitive.UINT16: ("H", 2),
+    Primitive.FLOAT64: ("d", 8),
+    Primitive.BOOL: ("?", 1),
+}
+# Smallest wire size of a variable-width value (its length prefix).
+_MIN_VARIABLE: dict[Primitive, int] = {
+    Primitive.STRING: 2,
+    Primitive.BYTES: 4,
+    Primitive.RECORDS: 4,
+}
+_ZERO: dict[Primitive, Any] = {
+    Primitive.INT8: 0,
+    Primitive.INT16: 0,
+    Primitive.INT32: 0,
+    Primitive.INT64: 0,
+    Primitive.UINT16: 0,
+    Primitive.FLOAT64: 0.0,
+    Primitive.BOOL: False,
+    Primitive.STRING: "",
+    Primitive.BYTES: b"",
+    Primitive.RECORDS: None,
+}
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_i16_unpack = _I16.unpack_from
+_i32_unpack = _I32.unpack_from
+_i16_pack = _I16.pack
+_i32_pack = _I32.pack
+
+
+# ---------------------------------------------------------------- runtime helpers (decode)
+
+
+def _read_string(buf: memoryview, pos: int, nullable: bool) -> tuple[str | None, int]:
+    (length,) = _i16_unpack(buf, pos)
+    pos += 2
+    if length < 0:
+        if length == -1 and nullable:
+            return None, pos
+        raise ProtocolError(f"invalid string length {length} at offset {pos - 2}")
+    end = pos + length
+    if end > len(buf):
+        raise ProtocolError(f"string of {length} bytes at offset {pos - 2} overruns the frame")
+    try:
+        return str(buf[pos:end], "utf-8"), end
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"string at offset {pos - 2} is not valid UTF-8") from exc
+
+
+def _read_bytes_view(buf: memoryview, pos: int, nullable: bool) -> tuple[memoryview | None, int]:
+    (length,) = _i32_unpack(buf, pos)
+    pos += 4
+    if length < 0:
+        if length == -1 and nullable:
+            return None, pos
+        raise ProtocolError(f"invalid bytes length {length} at offset {pos - 4}")
+    end = pos + length
+    if end > len(buf):
+        raise ProtocolError(f"{length} bytes at offset {pos - 4} overrun the frame")
+    return buf[pos:end], end
+
+
+def _read_bytes(buf: memoryview, pos: int, nullable: bool) -> tuple[bytes | None, int]:
+    view, pos = _read_bytes_view(buf, pos, nullable)
+    return (None if view is None else bytes(view)), pos
+
+
+def _read_count(buf: memoryview, pos: int, nullable: bool, min_size: int) -> tuple[int, int]:
+    """An array count, -1 for null (only if ``nullable``); the count must fit the bytes left
+    at ``min_size`` bytes per element, so a forged count never allocates."""
+    (count,) = _i32_unpack(buf, pos)
+    pos += 4
+    if count < 0:
+        if count == -1 and nullable:
+            return -1, pos
+        raise ProtocolError(f"invalid array length {count} at offset {pos - 4}")
+    if count * min_size > len(buf) - pos:
+        raise ProtocolError(f"array of {count} elements at offset {pos - 4} overruns the frame")
+    return count, pos
+
+
+# ---------------------------------------------------------------- runtime helpers (encode)
+
+
+def _write_string(out: bytearray, value: str | None, nullable: bool) -> None:
+    if value is None:
+        if not nullable:
+            raise EncodeError("null in a non-nullable string field")
+        out += b"\xff\xff"
+        return
+    data = value.encode("utf-8")
+    if len(data) > 0x7FFF:
+        raise EncodeError(f"string of {len(data)} bytes exceeds 32767")
+    out += _i16_pack(len(data))
+    out += data
+
+
+def _write_bytes(out: bytearray, value: Any, nullable: bool) -> None:
+    if value is None:
+        if not nullable:
+            raise EncodeError("null in a non-nullable bytes field")
+        out += b"\xff\xff\xff\xff"
+        return
+    size = value.nbytes if isinstance(value, memoryview) else len(value)
+    out += _i32_pack(size)
+    out += value
+
+
+def _write_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> None:
+    if value is None:
+        if not nullable:
+            raise EncodeError("null in a non-nullable records field")
+        out += b"\xff\xff\xff\xff"
+        return
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        size = value.nbytes if isinstance(value, memoryview) else len(value)
+        out += _i32_pack(size)
+        if size >= ZERO_COPY_MIN_BYTES:
+            cuts.append((len(out), value))
+        else:
+            out += value
+        return
+    length = getattr(value, "length", None)
+    if not isinstance(length, int) or not isinstance(getattr(value, "position", None), int):
+        raise EncodeError(
+            f"records must be bytes-like, None or a file slice, not {type(value).__name__}"
+        )
+    out += _i32_pack(length)
+    cuts.append((len(out), value))
+
+
+def _write_count(out: bytearray, value: Any, nullable: bool) -> bool:
+    """Writes an array count; False for a null array (nothing more to write)."""
+    if value is None:
+        if not nullable:
+            raise EncodeError("null in a non-nullable array field")
+        out += b"\xff\xff\xff\xff"
+        return False
+    out += _i32_pack(len(value))
+    return True
+
+
+_RUNTIME: dict[str, Any] = {
+    "_read_string": _read_string,
+    "_read_bytes": _read_bytes,
+    "_read_bytes_view": _read_bytes_view,
+    "_read_count": _read_count,
+    "_write_string": _write_string,
+    "_write_bytes": _write_bytes,
+    "_write_records": _write_records,
+    "_write_count": _write_count,
+    "_i32_unpack": _i32_unpack,
+    "_i32_pack": _i32_pack,
+    "ProtocolError": ProtocolError,
+    "EncodeError": EncodeError,
+}
+
+
+# ---------------------------------------------------------------- code generation
+
+
+def _fields_in(fields: tuple[F, ...], version: int) -> list[F]:
+    return [f for f in fields if f.present_in(version)]
+
+
+def _min_size(fields: tuple[F, ...], version: int) -> int:
+    """Smallest wire size of a struct in ``version`` (fixed fields + length prefixes)."""
+    total = 0
+    for f in _fields_in(fields, version):
+        if isinstance(f.type, Primitive):
+            total += _FIXED[f.type][1] if f.type in _FIXED else _MIN_VARIABLE[f.type]
+        else:
+            total += 4
+    return total
+
+
+def _default_literal(f: F, version: int) -> str:
+    if f.default is not None:
+        return repr(f.default)
+    if isinstance(f.type, Primitive):
+        if f.nullable_in(version) and f.type is not Primitive.RECORDS:
+            return "None"
+        return repr(_ZERO[f.type])
+    return "None" if f.nullable_in(version) else "()"
+
+
+def _runs(fields: list[F]) -> list[list[F] | F]:
+    """Group consecutive fixed-width fields so that each group is one struct call."""
+    runs: list[list[F] | F] = []
+    for f in fields:
+        if isinstance(f.type, Primitive) and f.type in _FIXED:
+            if runs and isinstance(runs[-1], list):
+                runs[-1].append(f)
+            else:
+                runs.append([f])
+        else:
+            runs.append(f)
+    return runs
+
+
+class _Gen:
+    """Accumulates generated source lines and the constants they reference."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.consts: dict[str, Any] = {}
+        self._counter = 0
+
+    def const(self, value: Any, prefix: str) -> str:
+        self._counter += 1
+        name = f"_{prefix}{self._counter}"
+        self.consts[name] = value
+        return name
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+
+def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
+    depth = ind
+    for run in _runs(_fields_in(fields, version)):
+        if isinstance(run, list):
+            st = struct.Struct(">" + "".join(_FIXED[f.type][0] for f in run))
+            name = g.const(st.unpack_from, "unpack")
+            targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
+            g.emit(ind, f"({targets},) = {name}(buf, pos)")
+            g.emit(ind, f"pos += {st.size}")
+            continue
+        f = run
+        nullable = f.nullable_in(version)
+        key = f"{d}[{f.name!r}]"
+        if f.type is Primitive.STRING:
+            g.emit(ind, f"{key}, pos = _read_string(buf, pos, {nullable})")
+        elif f.type is Primitive.BYTES:
+            g.emit(ind, f"{key}, pos = _read_bytes(buf, pos, {nullable})")
+        elif f.type is Primitive.RECORDS:
+            g.emit(ind, f"{key}, pos = _read_bytes_view(buf, pos, {nullable})")
+        elif isinstance(f.type, ArrayOf):
+            _gen_decode_primitive_array(g, f, nullable, key, ind, depth)
+        else:
+            n, lst, item = f"n{depth}", f"l{depth}", f"d{depth + 1}"
+            size = max(1, _min_size(f.type, version))
+            g.emit(ind, f"{n}, pos = _read_count(buf, pos, {nullable}, {size})")
+            if nullable:
+                g.emit(ind, f"if {n} < 0:")
+                g.emit(ind + 1, f"{key} = None")
+                g.emit(ind, "else:")
+                ind_body = ind + 1
+            else:
+                ind_body = ind
+            g.emit(ind_body, f"{key} = {lst} = []")
+            g.emit(ind_body, f"for _ in range({n}):")
+            g.emit(ind_body + 1, f"{item} = {{}}")
+            _gen_decode_struct(g, f.type, version, item, ind_body + 1)
+            g.emit(ind_body + 1, f"{lst}.append({item})")
+
+
+def _gen_decode_primitive_array(
+    g: _Gen, f: F, nullable: bool, key: str, ind: int, depth: int
+) -> None:
+    element = f.type.element
+    n = f"n{depth}"
+    if element in _FIXED:
+        code, size = _FIXED[element]
+        g.emit(ind, f"{n}, pos = _read_count(buf, pos, {nullable}, {size})")
+        g.emit(ind, f"if {n} < 0:")
+        g.emit(ind + 1, f"{key} = None")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"{key} = list(_unpack_from('>%d{code}' % {n}, buf, pos))")
+        g.emit(ind + 1, f"pos += {n} * {size}")
+        g.consts["_unpack_from"] = struct.unpack_from
+        return
+    reader = {Primitive.STRING: "_read_string", Primitive.BYTES: "_read_bytes"}[element]
+    g.emit(ind, f"{n}, pos = _read_count(buf, pos, {nullable}, {_MIN_VARIABLE[element]})")
+    g.emit(ind, f"if {n} < 0:")
+    g.emit(ind + 1, f"{key} = None")
+    g.emit(ind, "else:")
+    g.emit(ind + 1, f"{key} = l{depth} = []")
+    g.emit(ind + 1, f"for _ in range({n}):")
+    g.emit(ind + 2, f"v{depth}, pos = {reader}(buf, pos, False)")
+    g.emit(ind + 2, f"l{depth}.append(v{depth})")
+
+
+def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
+    depth = ind
+    for run in _runs(_fields_in(fields, version)):
+        if isinstance(run, list):
+            st = struct.Struct(">" + "".join(_FIXED[f.type][0] for f in run))
+            name = g.const(st.pack, "pack")
+            args = ", ".join(f"{d}.get({f.name!r}, {_default_literal(f, version)})" for f in run)
+            g.emit(ind, f"out += {name}({args})")
+            continue
+        f = run
+        nullable = f.nullable_in(version)
+        value = f"{d}.get({f.name!r}, {_default_literal(f, version)})"
+        if f.type is Primitive.STRING:
+            g.emit(ind, f"_write_string(out, {value}, {nullable})")
+        elif f.type is Primitive.BYTES:
+            g.emit(ind, f"_write_bytes(out, {value}, {nullable})")
+        elif f.type is Primitive.RECORDS:
+            g.emit(ind, f"_write_records(out, {value}, {nullable}, cuts)")
+        elif isinstance(f.type, ArrayOf):
+            element = f.type.element
+            v = f"v{depth}"
+            g.emit(ind, f"{v} = {value}")
+            g.emit(ind, f"if _write_count(out, {v}, {nullable}):")
+            if element in _FIXED:
+                code = _FIXED[element][0]
+                g.consts["_pack"] = struct.pack
+                g.emit(ind + 1, f"out += _pack('>%d{code}' % len({v}), *{v})")
+            else:
+                writer = {Primitive.STRING: "_write_string", Primitive.BYTES: "_write_bytes"}
+                g.emit(ind + 1, f"for e{depth} in {v}:")
+                g.emit(ind + 2, f"{writer[element]}(out, e{depth}, False)")
+        else:
+            v, item = f"v{depth}", f"d{depth + 1}"
+            g.emit(ind, f"{v} = {value}")
+            g.emit(ind, f"if _write_count(out, {v}, {nullable}):")
+            g.emit(ind + 1, f"for {item} in {v}:")
+            _gen_encode_struct(g, f.type, version, item, ind + 2)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledMessage:
+    """The generated codec of one message in one version (``source`` kept for debugging)."""
+
+    decode: Callable[[memoryview, int], tuple[dict, int]]
+    encode: Callable[[bytearray, dict, list], None]
+    source: str
+
+
+def compile_message(fields: tuple[F, ...], version: int, label: str) -> CompiledMessage:
+    """Generate and compile the decoder and encoder of ``fields`` in ``version``."""
+    g = _Gen()
+    g.emit(0, "def decode(buf, pos):")
+    g.emit(1, "d0 = {}")
+    _gen_decode_struct(g, fields, version, "d0", 1)
+    g.emit(1, "return d0, pos")
+    g.emit(0, "")
+    g.emit(0, "def encode(out, d0, cuts):")
+    g.emit(1, "pass")
+    _gen_encode_struct(g, fields, version, "d0", 1)
+    source = "\n".join(g.lines) + "\n"
+    namespace: dict[str, Any] = {**_RUNTIME, **g.consts}
+    # Source generated from our own schema tables only, never from peer input.
+    exec(compile(source, f"<kafka codec {label} v{version}>", "exec"), namespace)
+    return CompiledMessage(namespace["decode"], namespace["encode"], source)

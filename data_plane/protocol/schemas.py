@@ -1,0 +1,652 @@
+"""Declarative schema tables: every supported request and response, all non-flexible versions.
+
+Facts transcribed from Apache Kafka's message schemas (``clients/src/main/resources/common/
+message/*.json``, as shipped with kafka-python under ``kafka/protocol/schemas/resources``):
+field names (CamelCase turned into snake_case), types, the versions each field exists in, the
+versions it is nullable in and non-zero defaults. Tagged fields exist only in flexible versions
+and are therefore absent. Fields are listed in wire order. Version bounds above the highest
+version this codec supports are dropped (``until=None``).
+"""
+
+from __future__ import annotations
+
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.fields import (
+    ARRAY,
+    BOOL,
+    BYTES,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    RECORDS,
+    STRING,
+    F,
+)
+
+# The tables keep the nesting of the Kafka schemas; do not let the formatter explode them.
+# fmt: off
+# ProduceRequest: Kafka schema flexibleVersions 9+
+PRODUCE_REQUEST = (
+    F("transactional_id", STRING, 3, nullable=3),
+    F("acks", INT16),
+    F("timeout_ms", INT32),
+    F("topic_data", [
+        F("name", STRING),
+        F("partition_data", [
+            F("index", INT32),
+            F("records", RECORDS, nullable=0),
+        ]),
+    ]),
+)
+
+# ProduceResponse: Kafka schema flexibleVersions 9+
+PRODUCE_RESPONSE = (
+    F("responses", [
+        F("name", STRING),
+        F("partition_responses", [
+            F("index", INT32),
+            F("error_code", INT16),
+            F("base_offset", INT64),
+            F("log_append_time_ms", INT64, 2, default=-1),
+            F("log_start_offset", INT64, 5, default=-1),
+        ]),
+    ]),
+    F("throttle_time_ms", INT32, 1),
+)
+
+# FetchRequest: Kafka schema flexibleVersions 12+
+FETCH_REQUEST = (
+    F("replica_id", INT32, default=-1),
+    F("max_wait_ms", INT32),
+    F("min_bytes", INT32),
+    F("max_bytes", INT32, 3, default=0x7fffffff),
+    F("isolation_level", INT8, 4),
+    F("session_id", INT32, 7),
+    F("session_epoch", INT32, 7, default=-1),
+    F("topics", [
+        F("topic", STRING),
+        F("partitions", [
+            F("partition", INT32),
+            F("current_leader_epoch", INT32, 9, default=-1),
+            F("fetch_offset", INT64),
+            F("log_start_offset", INT64, 5, default=-1),
+            F("partition_max_bytes", INT32),
+        ]),
+    ]),
+    F("forgotten_topics_data", [
+        F("topic", STRING, 7),
+        F("partitions", ARRAY(INT32), 7),
+    ], 7),
+    F("rack_id", STRING, 11),
+)
+
+# FetchResponse: Kafka schema flexibleVersions 12+
+FETCH_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("error_code", INT16, 7),
+    F("session_id", INT32, 7),
+    F("responses", [
+        F("topic", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+            F("high_watermark", INT64),
+            F("last_stable_offset", INT64, 4, default=-1),
+            F("log_start_offset", INT64, 5, default=-1),
+            F("aborted_transactions", [
+                F("producer_id", INT64, 4),
+                F("first_offset", INT64, 4),
+            ], 4, nullable=4),
+            F("preferred_read_replica", INT32, 11, default=-1),
+            F("records", RECORDS, nullable=0),
+        ]),
+    ]),
+)
+
+# ListOffsetsRequest: Kafka schema flexibleVersions 6+
+LIST_OFFSETS_REQUEST = (
+    F("replica_id", INT32),
+    F("isolation_level", INT8, 2),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("current_leader_epoch", INT32, 4, default=-1),
+            F("timestamp", INT64),
+            F("max_num_offsets", INT32, 0, 0, default=1),
+        ]),
+    ]),
+)
+
+# ListOffsetsResponse: Kafka schema flexibleVersions 6+
+LIST_OFFSETS_RESPONSE = (
+    F("throttle_time_ms", INT32, 2),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+            F("old_style_offsets", ARRAY(INT64), 0, 0),
+            F("timestamp", INT64, 1, default=-1),
+            F("offset", INT64, 1, default=-1),
+            F("leader_epoch", INT32, 4, default=-1),
+        ]),
+    ]),
+)
+
+# MetadataRequest: Kafka schema flexibleVersions 9+
+METADATA_REQUEST = (
+    F("topics", [
+        F("name", STRING),
+    ], nullable=1),
+    F("allow_auto_topic_creation", BOOL, 4, default=True),
+    F("include_cluster_authorized_operations", BOOL, 8),
+    F("include_topic_authorized_operations", BOOL, 8),
+)
+
+# MetadataResponse: Kafka schema flexibleVersions 9+
+METADATA_RESPONSE = (
+    F("throttle_time_ms", INT32, 3),
+    F("brokers", [
+        F("node_id", INT32),
+        F("host", STRING),
+        F("port", INT32),
+        F("rack", STRING, 1, nullable=1),
+    ]),
+    F("cluster_id", STRING, 2, nullable=2),
+    F("controller_id", INT32, 1, default=-1),
+    F("topics", [
+        F("error_code", INT16),
+        F("name", STRING),
+        F("is_internal", BOOL, 1),
+        F("partitions", [
+            F("error_code", INT16),
+            F("partition_index", INT32),
+            F("leader_id", INT32),
+            F("leader_epoch", INT32, 7, default=-1),
+            F("replica_nodes", ARRAY(INT32)),
+            F("isr_nodes", ARRAY(INT32)),
+            F("offline_replicas", ARRAY(INT32), 5),
+        ]),
+        F("topic_authorized_operations", INT32, 8, default=-2147483648),
+    ]),
+    F("cluster_authorized_operations", INT32, 8, default=-2147483648),
+)
+
+# OffsetCommitRequest: Kafka schema flexibleVersions 8+
+OFFSET_COMMIT_REQUEST = (
+    F("group_id", STRING),
+    F("generation_id_or_member_epoch", INT32, 1, default=-1),
+    F("member_id", STRING, 1),
+    F("group_instance_id", STRING, 7, nullable=7),
+    F("retention_time_ms", INT64, 2, 4, default=-1),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("committed_offset", INT64),
+            F("committed_leader_epoch", INT32, 6, default=-1),
+            F("commit_timestamp", INT64, 1, 1, default=-1),
+            F("committed_metadata", STRING, nullable=0),
+        ]),
+    ]),
+)
+
+# OffsetCommitResponse: Kafka schema flexibleVersions 8+
+OFFSET_COMMIT_RESPONSE = (
+    F("throttle_time_ms", INT32, 3),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+        ]),
+    ]),
+)
+
+# OffsetFetchRequest: Kafka schema flexibleVersions 6+
+OFFSET_FETCH_REQUEST = (
+    F("group_id", STRING),
+    F("topics", [
+        F("name", STRING),
+        F("partition_indexes", ARRAY(INT32)),
+    ], nullable=2),
+)
+
+# OffsetFetchResponse: Kafka schema flexibleVersions 6+
+OFFSET_FETCH_RESPONSE = (
+    F("throttle_time_ms", INT32, 3),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("committed_offset", INT64),
+            F("committed_leader_epoch", INT32, 5, default=-1),
+            F("metadata", STRING, nullable=0),
+            F("error_code", INT16),
+        ]),
+    ]),
+    F("error_code", INT16, 2),
+)
+
+# FindCoordinatorRequest: Kafka schema flexibleVersions 3+
+FIND_COORDINATOR_REQUEST = (
+    F("key", STRING),
+    F("key_type", INT8, 1),
+)
+
+# FindCoordinatorResponse: Kafka schema flexibleVersions 3+
+FIND_COORDINATOR_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("error_code", INT16),
+    F("error_message", STRING, 1, nullable=1),
+    F("node_id", INT32),
+    F("host", STRING),
+    F("port", INT32),
+)
+
+# JoinGroupRequest: Kafka schema flexibleVersions 6+
+JOIN_GROUP_REQUEST = (
+    F("group_id", STRING),
+    F("session_timeout_ms", INT32),
+    F("rebalance_timeout_ms", INT32, 1, default=-1),
+    F("member_id", STRING),
+    F("group_instance_id", STRING, 5, nullable=5),
+    F("protocol_type", STRING),
+    F("protocols", [
+        F("name", STRING),
+        F("metadata", BYTES),
+    ]),
+)
+
+# JoinGroupResponse: Kafka schema flexibleVersions 6+
+JOIN_GROUP_RESPONSE = (
+    F("throttle_time_ms", INT32, 2),
+    F("error_code", INT16),
+    F("generation_id", INT32, default=-1),
+    F("protocol_name", STRING),
+    F("leader", STRING),
+    F("member_id", STRING),
+    F("members", [
+        F("member_id", STRING),
+        F("group_instance_id", STRING, 5, nullable=5),
+        F("metadata", BYTES),
+    ]),
+)
+
+# HeartbeatRequest: Kafka schema flexibleVersions 4+
+HEARTBEAT_REQUEST = (
+    F("group_id", STRING),
+    F("generation_id", INT32),
+    F("member_id", STRING),
+    F("group_instance_id", STRING, 3, nullable=3),
+)
+
+# HeartbeatResponse: Kafka schema flexibleVersions 4+
+HEARTBEAT_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("error_code", INT16),
+)
+
+# LeaveGroupRequest: Kafka schema flexibleVersions 4+
+LEAVE_GROUP_REQUEST = (
+    F("group_id", STRING),
+    F("member_id", STRING),
+)
+
+# LeaveGroupResponse: Kafka schema flexibleVersions 4+
+LEAVE_GROUP_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("error_code", INT16),
+)
+
+# SyncGroupRequest: Kafka schema flexibleVersions 4+
+SYNC_GROUP_REQUEST = (
+    F("group_id", STRING),
+    F("generation_id", INT32),
+    F("member_id", STRING),
+    F("group_instance_id", STRING, 3, nullable=3),
+    F("assignments", [
+        F("member_id", STRING),
+        F("assignment", BYTES),
+    ]),
+)
+
+# SyncGroupResponse: Kafka schema flexibleVersions 4+
+SYNC_GROUP_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("error_code", INT16),
+    F("assignment", BYTES),
+)
+
+# DescribeGroupsRequest: Kafka schema flexibleVersions 5+
+DESCRIBE_GROUPS_REQUEST = (
+    F("groups", ARRAY(STRING)),
+    F("include_authorized_operations", BOOL, 3),
+)
+
+# DescribeGroupsResponse: Kafka schema flexibleVersions 5+
+DESCRIBE_GROUPS_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("groups", [
+        F("error_code", INT16),
+        F("group_id", STRING),
+        F("group_state", STRING),
+        F("protocol_type", STRING),
+        F("protocol_data", STRING),
+        F("members", [
+            F("member_id", STRING),
+            F("group_instance_id", STRING, 4, nullable=4),
+            F("client_id", STRING),
+            F("client_host", STRING),
+            F("member_metadata", BYTES),
+            F("member_assignment", BYTES),
+        ]),
+        F("authorized_operations", INT32, 3, default=-2147483648),
+    ]),
+)
+
+# ListGroupsRequest: Kafka schema flexibleVersions 3+
+LIST_GROUPS_REQUEST = (
+)
+
+# ListGroupsResponse: Kafka schema flexibleVersions 3+
+LIST_GROUPS_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("error_code", INT16),
+    F("groups", [
+        F("group_id", STRING),
+        F("protocol_type", STRING),
+    ]),
+)
+
+# ApiVersionsRequest: Kafka schema flexibleVersions 3+
+API_VERSIONS_REQUEST = (
+)
+
+# ApiVersionsResponse: Kafka schema flexibleVersions 3+
+API_VERSIONS_RESPONSE = (
+    F("error_code", INT16),
+    F("api_keys", [
+        F("api_key", INT16),
+        F("min_version", INT16),
+        F("max_version", INT16),
+    ]),
+    F("throttle_time_ms", INT32, 1),
+)
+
+# CreateTopicsRequest: Kafka schema flexibleVersions 5+
+CREATE_TOPICS_REQUEST = (
+    F("topics", [
+        F("name", STRING),
+        F("num_partitions", INT32),
+        F("replication_factor", INT16),
+        F("assignments", [
+            F("partition_index", INT32),
+            F("broker_ids", ARRAY(INT32)),
+        ]),
+        F("configs", [
+            F("name", STRING),
+            F("value", STRING, nullable=0),
+        ]),
+    ]),
+    F("timeout_ms", INT32, default=60000),
+    F("validate_only", BOOL, 1),
+)
+
+# CreateTopicsResponse: Kafka schema flexibleVersions 5+
+CREATE_TOPICS_RESPONSE = (
+    F("throttle_time_ms", INT32, 2),
+    F("topics", [
+        F("name", STRING),
+        F("error_code", INT16),
+        F("error_message", STRING, 1, nullable=0),
+    ]),
+)
+
+# DeleteTopicsRequest: Kafka schema flexibleVersions 4+
+DELETE_TOPICS_REQUEST = (
+    F("topic_names", ARRAY(STRING)),
+    F("timeout_ms", INT32),
+)
+
+# DeleteTopicsResponse: Kafka schema flexibleVersions 4+
+DELETE_TOPICS_RESPONSE = (
+    F("throttle_time_ms", INT32, 1),
+    F("responses", [
+        F("name", STRING),
+        F("error_code", INT16),
+    ]),
+)
+
+# DeleteRecordsRequest: Kafka schema flexibleVersions 2+
+DELETE_RECORDS_REQUEST = (
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("offset", INT64),
+        ]),
+    ]),
+    F("timeout_ms", INT32),
+)
+
+# DeleteRecordsResponse: Kafka schema flexibleVersions 2+
+DELETE_RECORDS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("low_watermark", INT64),
+            F("error_code", INT16),
+        ]),
+    ]),
+)
+
+# InitProducerIdRequest: Kafka schema flexibleVersions 2+
+INIT_PRODUCER_ID_REQUEST = (
+    F("transactional_id", STRING, nullable=0),
+    F("transaction_timeout_ms", INT32),
+)
+
+# InitProducerIdResponse: Kafka schema flexibleVersions 2+
+INIT_PRODUCER_ID_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("producer_id", INT64, default=-1),
+    F("producer_epoch", INT16),
+)
+
+# OffsetForLeaderEpochRequest: Kafka schema flexibleVersions 4+
+OFFSET_FOR_LEADER_EPOCH_REQUEST = (
+    F("replica_id", INT32, 3, default=-2),
+    F("topics", [
+        F("topic", STRING),
+        F("partitions", [
+            F("partition", INT32),
+            F("current_leader_epoch", INT32, 2, default=-1),
+            F("leader_epoch", INT32),
+        ]),
+    ]),
+)
+
+# OffsetForLeaderEpochResponse: Kafka schema flexibleVersions 4+
+OFFSET_FOR_LEADER_EPOCH_RESPONSE = (
+    F("throttle_time_ms", INT32, 2),
+    F("topics", [
+        F("topic", STRING),
+        F("partitions", [
+            F("error_code", INT16),
+            F("partition", INT32),
+            F("leader_epoch", INT32, 1, default=-1),
+            F("end_offset", INT64, default=-1),
+        ]),
+    ]),
+)
+
+# DescribeConfigsRequest: Kafka schema flexibleVersions 4+
+DESCRIBE_CONFIGS_REQUEST = (
+    F("resources", [
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+        F("configuration_keys", ARRAY(STRING), nullable=0),
+    ]),
+    F("include_synonyms", BOOL, 1),
+    F("include_documentation", BOOL, 3),
+)
+
+# DescribeConfigsResponse: Kafka schema flexibleVersions 4+
+DESCRIBE_CONFIGS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("results", [
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+        F("configs", [
+            F("name", STRING),
+            F("value", STRING, nullable=0),
+            F("read_only", BOOL),
+            F("config_source", INT8, 1, default=-1),
+            F("is_default", BOOL, 0, 0),
+            F("is_sensitive", BOOL),
+            F("synonyms", [
+                F("name", STRING, 1),
+                F("value", STRING, 1, nullable=0),
+                F("source", INT8, 1),
+            ], 1),
+            F("config_type", INT8, 3),
+            F("documentation", STRING, 3, nullable=0),
+        ]),
+    ]),
+)
+
+# AlterConfigsRequest: Kafka schema flexibleVersions 2+
+ALTER_CONFIGS_REQUEST = (
+    F("resources", [
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+        F("configs", [
+            F("name", STRING),
+            F("value", STRING, nullable=0),
+        ]),
+    ]),
+    F("validate_only", BOOL),
+)
+
+# AlterConfigsResponse: Kafka schema flexibleVersions 2+
+ALTER_CONFIGS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("responses", [
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+    ]),
+)
+
+# CreatePartitionsRequest: Kafka schema flexibleVersions 2+
+CREATE_PARTITIONS_REQUEST = (
+    F("topics", [
+        F("name", STRING),
+        F("count", INT32),
+        F("assignments", [
+            F("broker_ids", ARRAY(INT32)),
+        ], nullable=0),
+    ]),
+    F("timeout_ms", INT32),
+    F("validate_only", BOOL),
+)
+
+# CreatePartitionsResponse: Kafka schema flexibleVersions 2+
+CREATE_PARTITIONS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("results", [
+        F("name", STRING),
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+    ]),
+)
+
+# SaslHandshakeRequest: Kafka schema flexibleVersions none
+SASL_HANDSHAKE_REQUEST = (
+    F("mechanism", STRING),
+)
+
+# SaslHandshakeResponse: Kafka schema flexibleVersions none
+SASL_HANDSHAKE_RESPONSE = (
+    F("error_code", INT16),
+    F("mechanisms", ARRAY(STRING)),
+)
+
+# SaslAuthenticateRequest: Kafka schema flexibleVersions 2+
+SASL_AUTHENTICATE_REQUEST = (
+    F("auth_bytes", BYTES),
+)
+
+# SaslAuthenticateResponse: Kafka schema flexibleVersions 2+
+SASL_AUTHENTICATE_RESPONSE = (
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("auth_bytes", BYTES),
+    F("session_lifetime_ms", INT64, 1),
+)
+
+# ElectLeadersRequest: Kafka schema flexibleVersions 2+
+ELECT_LEADERS_REQUEST = (
+    F("election_type", INT8, 1),
+    F("topic_partitions", [
+        F("topic", STRING),
+        F("partitions", ARRAY(INT32)),
+    ], nullable=0),
+    F("timeout_ms", INT32, default=60000),
+)
+
+# ElectLeadersResponse: Kafka schema flexibleVersions 2+
+ELECT_LEADERS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16, 1),
+    F("replica_election_results", [
+        F("topic", STRING),
+        F("partition_result", [
+            F("partition_id", INT32),
+            F("error_code", INT16),
+            F("error_message", STRING, nullable=0),
+        ]),
+    ]),
+)
+# fmt: on
+
+# ApiKey -> (request fields, response fields).
+MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
+    ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
+    ApiKey.FETCH: (FETCH_REQUEST, FETCH_RESPONSE),
+    ApiKey.LIST_OFFSETS: (LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
+    ApiKey.METADATA: (METADATA_REQUEST, METADATA_RESPONSE),
+    ApiKey.OFFSET_COMMIT: (OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE),
+    ApiKey.OFFSET_FETCH: (OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE),
+    ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
+    ApiKey.JOIN_GROUP: (JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE),
+    ApiKey.HEARTBEAT: (HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE),
+    ApiKey.LEAVE_GROUP: (LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE),
+    ApiKey.SYNC_GROUP: (SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE),
+    ApiKey.DESCRIBE_GROUPS: (DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE),
+    ApiKey.LIST_GROUPS: (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
+    ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
+    ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
+    ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+    ApiKey.DELETE_RECORDS: (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
+    ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (
+        OFFSET_FOR_LEADER_EPOCH_REQUEST,
+        OFFSET_FOR_LEADER_EPOCH_RESPONSE,
+    ),
+    ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
+    ApiKey.ALTER_CONFIGS: (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
+    ApiKey.CREATE_PARTITIONS: (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+    ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
+    ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
+    ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
+}
