@@ -50,6 +50,12 @@ _POLL_INTERVAL_S = 0.1
 _PROBE_TIMEOUT_S = 2.0
 _LOG_TAIL_LINES = 30
 
+# Settings of every local cluster (overridable): all voters share one loopback interface, so a
+# shorter election timeout than the 1000 ms default is safe and halves failover time.
+LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = {
+    "controller.quorum.election.timeout.ms": "500",
+}
+
 # Order of keys in generated config files (others follow, sorted).
 _KEY_ORDER = (
     "process.roles",
@@ -478,6 +484,7 @@ def node_properties(
         props["controller.quorum.secret"] = secret
         props["metadata.log.dir"] = str(node.metadata_dir)
     props["log.dirs"] = str(node.data_dir)
+    props.update(LOCAL_CLUSTER_DEFAULTS)
     props.update(overrides)
     return props
 
