@@ -1,0 +1,131 @@
+"""KafkaApis: the state request handlers share, and the table of handled APIs.
+
+A handler is ``handle(apis, request) -> Response``: a response body (dict, encoded by the
+codec), :data:`NO_RESPONSE` (acks=0 Produce), :data:`CLOSE_CONNECTION`, or a coroutine
+producing one of those (requests that wait: delayed fetch, acks=all, admin forwarding). Handlers
+never block the event loop: controller calls run in ``apis.admin_executor``.
+
+Thread-safety: everything here belongs to the event loop thread, except ``admin_executor``
+jobs, which only call the (thread-safe) ControllerClient.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from data_plane.broker.config import BrokerConfig
+from data_plane.broker.purgatory import DelayedOperationPurgatory
+from data_plane.broker.replica_manager import ReplicaManager
+from data_plane.protocol.codec import RequestHeader
+from metadata.client import ControllerClient
+from metadata.image import MetadataImage, TopicPartition
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NO_RESPONSE = _Sentinel("NO_RESPONSE")
+CLOSE_CONNECTION = _Sentinel("CLOSE_CONNECTION")
+
+Body = dict[str, Any] | _Sentinel
+Response = Body | Coroutine[Any, Any, Body]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: RequestHeader
+    body: dict[str, Any]
+    listener_name: str
+
+
+Handler = Callable[["KafkaApis", Request], Response]
+
+
+class KafkaApis:
+    def __init__(
+        self,
+        broker_id: int,
+        cluster_id: str | None,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        controller: ControllerClient | None,
+        clock_ms: Callable[[], int],
+        *,
+        default_num_partitions: int = 1,
+        default_replication_factor: int = 1,
+        local_config: Callable[[], dict[str, str]] = dict,
+    ) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.config = config
+        self.replica_manager = replica_manager
+        self.controller = controller
+        self.clock_ms = clock_ms
+        self.default_num_partitions = default_num_partitions
+        self.default_replication_factor = default_replication_factor
+        self.local_config = local_config
+        self.fetch_purgatory = DelayedOperationPurgatory(
+            "Fetch", clock_ms, config.purgatory_max_operations
+        )
+        self.produce_purgatory = DelayedOperationPurgatory(
+            "Produce", clock_ms, config.purgatory_max_operations
+        )
+        self.admin_executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=config.admin_threads, thread_name_prefix=f"broker-{broker_id}-admin"
+        )
+        replica_manager.set_partition_change_listener(self.on_partition_change)
+        # Topics an auto-create call is in flight for (one call per topic at a time).
+        self.auto_creating: set[str] = set()
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.replica_manager.image
+
+    def on_partition_change(self, tp: TopicPartition) -> None:
+        """New data, a moved HW, or a leadership change on ``tp``: wake parked requests."""
+        self.fetch_purgatory.check_and_complete(tp)
+        self.produce_purgatory.check_and_complete(tp)
+
+    def tick(self) -> None:
+        """Expire parked requests whose deadline passed (the server calls this often)."""
+        self.fetch_purgatory.expire()
+        self.produce_purgatory.expire()
+
+    async def call_controller(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking ControllerClient call off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.admin_executor, fn, *args)
+
+    async def wait_for_image(
+        self, predicate: Callable[[MetadataImage], bool], timeout_ms: int
+    ) -> bool:
+        """Wait (bounded) until this broker's metadata satisfies ``predicate``: admin answers
+        go out once the broker itself sees the change, so a client's next Metadata call does."""
+        deadline = self.clock_ms() + max(0, timeout_ms)
+        while not predicate(self.image):
+            if self.clock_ms() >= deadline:
+                return False
+            await asyncio.sleep(IMAGE_POLL_S)
+        return True
+
+    def close(self) -> None:
+        self.fetch_purgatory.cancel_all()
+        self.produce_purgatory.cancel_all()
+        self.admin_executor.shutdown(wait=False, cancel_futures=True)
+
+
+# How often wait_for_image re-checks the image.
+IMAGE_POLL_S = 0.01

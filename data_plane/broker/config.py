@@ -1,0 +1,139 @@
+"""BrokerConfig: the Kafka protocol server's settings, with Kafka's property names.
+
+Listeners are node config (``listeners`` / ``advertised.listeners``, read by deploy); this
+class holds what the server itself enforces. Keys that Kafka has keep Kafka's name and default
+unless noted; ``kraftlog.*`` keys are this project's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from data_plane.configdef import prop
+
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    socket_request_max_bytes: int = field(
+        default=104_857_600,
+        metadata=prop(
+            "socket.request.max.bytes",
+            min=64,
+            doc="Largest request frame accepted; a larger size prefix closes the connection "
+            "before the body is read.",
+        ),
+    )
+    socket_send_buffer_bytes: int = field(
+        default=102_400,
+        metadata=prop(
+            "socket.send.buffer.bytes",
+            min=-1,
+            doc="SO_SNDBUF of client connections; -1 keeps the OS default.",
+        ),
+    )
+    socket_receive_buffer_bytes: int = field(
+        default=102_400,
+        metadata=prop(
+            "socket.receive.buffer.bytes",
+            min=-1,
+            doc="SO_RCVBUF of client connections; -1 keeps the OS default.",
+        ),
+    )
+    queued_max_requests: int = field(
+        default=500,
+        metadata=prop(
+            "queued.max.requests",
+            min=1,
+            doc="Requests one connection may have in flight (read, not yet answered). When "
+            "full the broker stops reading that socket (back-pressure). Kafka bounds a shared "
+            "queue with this key; kraftlog bounds each connection.",
+        ),
+    )
+    connections_max_idle_ms: int = field(
+        default=600_000,
+        metadata=prop(
+            "connections.max.idle.ms",
+            min=1000,
+            doc="A connection with no request in flight and no traffic for this long is closed.",
+        ),
+    )
+    auto_create_topics_enable: bool = field(
+        default=False,
+        metadata=prop(
+            "auto.create.topics.enable",
+            doc="Metadata requests for unknown topics create them (num.partitions, "
+            "default.replication.factor). Off by default in kraftlog (Kafka: on).",
+        ),
+    )
+    request_timeout_ms: int = field(
+        default=30_000,
+        metadata=prop(
+            "request.timeout.ms",
+            min=1,
+            doc="Upper bound on how long the broker waits for the controller on a forwarded "
+            "admin request and on a Produce acks=all (the request's own timeout_ms is used "
+            "when smaller).",
+        ),
+    )
+    fetch_max_bytes: int = field(
+        default=57_671_680,
+        metadata=prop(
+            "fetch.max.bytes",
+            min=1024,
+            doc="Largest Fetch response the broker builds, whatever the client asks for (the "
+            "first batch is still whole, KIP-74).",
+        ),
+    )
+    fetch_max_wait_cap_ms: int = field(
+        default=30_000,
+        metadata=prop(
+            "kraftlog.fetch.max.wait.cap.ms",
+            min=0,
+            doc="A Fetch's max_wait_ms is capped at this many ms.",
+        ),
+    )
+    purgatory_max_operations: int = field(
+        default=10_000,
+        metadata=prop(
+            "kraftlog.purgatory.max.operations",
+            min=1,
+            doc="Delayed Fetch and Produce requests parked at once per kind; beyond it a new one "
+            "completes at once (a fetch answers with what it has, a produce times out).",
+        ),
+    )
+    fetch_zero_copy_enable: bool = field(
+        default=True,
+        metadata=prop(
+            "kraftlog.fetch.zero.copy.enable",
+            doc="Send fetched records with os.sendfile straight from the segment; false reads "
+            "them into memory and sends them (for comparison benchmarks).",
+        ),
+    )
+    replica_high_watermark_checkpoint_interval_ms: int = field(
+        default=5000,
+        metadata=prop(
+            "replica.high.watermark.checkpoint.interval.ms",
+            min=100,
+            doc="How often the high watermarks are written to replication-offset-checkpoint.",
+        ),
+    )
+    event_loop: str = field(
+        default="auto",
+        metadata=prop(
+            "kraftlog.event.loop",
+            choices=EVENT_LOOPS,
+            doc="The server's event loop: uvloop, asyncio, or auto (uvloop when installed).",
+        ),
+    )
+    admin_threads: int = field(
+        default=4,
+        metadata=prop(
+            "kraftlog.admin.threads",
+            min=1,
+            max=64,
+            doc="Threads that forward admin requests to the controller (blocking gRPC calls "
+            "never run on the event loop).",
+        ),
+    )

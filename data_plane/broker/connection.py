@@ -1,0 +1,376 @@
+"""One client connection: frames in, responses out in request order, records by sendfile.
+
+I/O model: a non-blocking socket driven by ``loop.add_reader`` / ``loop.add_writer`` (the
+same code runs on asyncio's selector loop and on uvloop). Transports are not used because a
+response's records must go out with ``os.sendfile`` on the socket itself, interleaved with the
+encoded header bytes, which transports do not allow.
+
+- Reading: each readable event reads up to ``RECV_CHUNK_BYTES``; :class:`FrameReader` yields
+  whole frames and rejects a size prefix above ``socket.request.max.bytes`` before any of the
+  body is buffered (the connection is then closed and logged; other connections go on).
+- In flight: every decoded request gets a slot in ``_slots`` (a deque in arrival order). Sync
+  handlers fill their slot at once; async ones (delayed fetch, acks=all, admin) fill it when
+  their task finishes. Slots are written strictly from the head, so responses leave in request
+  order whatever order they complete in.
+- Back-pressure: a request counts as in flight from decoding until its last byte is written;
+  at ``queued.max.requests`` the socket is no longer read (one chunk already read may add the
+  frames it holds). Reading resumes when responses drain.
+- Writing: encoded buffers go out with ``socket.sendmsg`` (gathered), file slices with
+  ``os.sendfile`` straight from the segment file (or, with ``kraftlog.fetch.zero.copy.enable``
+  false, ``os.pread`` + ``send``). A would-block registers a writer callback.
+- Closing (peer gone, bad frame, unsupported API, handler failure): reader/writer callbacks
+  removed, socket closed, every pending handler task cancelled (their ``finally`` blocks drop
+  parked delayed operations), queues cleared. Nothing of the connection is left behind.
+
+Thread-safety: everything runs on the server's event loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Request
+from data_plane.broker.handlers import advertised, handler_for
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import (
+    RequestHeader,
+    ResponseFrame,
+    decode_request,
+    encode_response,
+    unsupported_version_response,
+)
+from data_plane.protocol.exceptions import (
+    EncodeError,
+    FrameTooLargeError,
+    ProtocolError,
+    UnsupportedVersionError,
+)
+from data_plane.protocol.framing import FrameReader
+
+if TYPE_CHECKING:
+    from data_plane.broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+
+RECV_CHUNK_BYTES = 256 * 1024
+# Largest number of buffers handed to one sendmsg call (IOV_MAX is 1024 on Linux).
+MAX_IOV = 64
+# Read+send fallback (zero copy off): bytes read from the segment per send.
+READ_CHUNK_BYTES = 1024 * 1024
+
+_BUFFER_TYPES = (bytes, bytearray, memoryview)
+
+
+class _Slot:
+    """A request's place in the response order. ``frame`` None = no bytes to send (acks=0)."""
+
+    __slots__ = ("close_after", "done", "frame")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.frame: ResponseFrame | None = None
+        self.close_after = False
+
+
+class _EndOfResponse:
+    """Marks the end of one response's parts in the output queue."""
+
+
+_END = _EndOfResponse()
+
+
+class Connection:
+    def __init__(
+        self,
+        server: KafkaServer,
+        sock: socket.socket,
+        listener_name: str,
+        peer: str,
+    ) -> None:
+        self._server = server
+        self._loop = server.loop
+        self._apis = server.apis
+        self._config = server.config
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.listener_name = listener_name
+        self.peer = peer
+        self._reader = FrameReader(self._config.socket_request_max_bytes)
+        self._slots: collections.deque[_Slot] = collections.deque()
+        self._out: collections.deque[Any] = collections.deque()
+        self._out_offset = 0  # bytes of _out[0] already sent
+        self._unsent_responses = 0
+        self._reading = False
+        self._writing = False
+        self._close_when_flushed = False
+        self.closed = False
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.last_active_s = time.monotonic()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._resume_reading()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._slots) + self._unsent_responses
+
+    def close(self, reason: str = "") -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if reason:
+            log.debug("connection %s closed: %s", self.peer, reason)
+        if self._reading:
+            self._loop.remove_reader(self.fd)
+            self._reading = False
+        if self._writing:
+            self._loop.remove_writer(self.fd)
+            self._writing = False
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        for task in list(self.tasks):
+            task.cancel()
+        self.tasks.clear()
+        self._slots.clear()
+        self._out.clear()
+        self._server.forget(self)
+
+    def _pause_reading(self) -> None:
+        if self._reading:
+            self._loop.remove_reader(self.fd)
+            self._reading = False
+
+    def _resume_reading(self) -> None:
+        if not self._reading and not self.closed and not self._close_when_flushed:
+            self._loop.add_reader(self.fd, self._on_readable)
+            self._reading = True
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def _on_readable(self) -> None:
+        try:
+            data = self.sock.recv(RECV_CHUNK_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            self.close(f"recv failed: {e}")
+            return
+        if not data:
+            self.close("peer closed")
+            return
+        self.last_active_s = time.monotonic()
+        try:
+            frames = self._reader.feed(data)
+        except FrameTooLargeError as e:
+            log.warning("connection %s: %s; closing it", self.peer, e)
+            self.close("oversized frame")
+            return
+        except ProtocolError as e:
+            log.warning("connection %s: bad framing (%s); closing it", self.peer, e)
+            self.close("bad framing")
+            return
+        for frame in frames:
+            if self.closed or self._close_when_flushed:
+                break
+            self._dispatch(frame)
+        if self.in_flight >= self._config.queued_max_requests:
+            self._pause_reading()
+        self._pump()
+
+    def _dispatch(self, frame: bytes | memoryview) -> None:
+        slot = _Slot()
+        self._slots.append(slot)
+        try:
+            header, body = decode_request(frame)
+        except UnsupportedVersionError as e:
+            self._unsupported(slot, e.header)
+            return
+        except ProtocolError as e:
+            log.warning("connection %s: malformed request (%s); closing it", self.peer, e)
+            self._resolve(slot, None, close=True)
+            return
+        handler = handler_for(header.api_key, header.api_version)
+        if handler is None:
+            self._unsupported(slot, header)
+            return
+        try:
+            result = handler(self._apis, Request(header, body, self.listener_name))
+        except Exception:
+            log.exception("connection %s: handler for api %d failed", self.peer, header.api_key)
+            self._resolve(slot, None, close=True)
+            return
+        if asyncio.iscoroutine(result):
+            task = self._loop.create_task(self._finish(slot, header, result))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        else:
+            self._complete(slot, header, result)
+
+    def _unsupported(self, slot: _Slot, header: RequestHeader) -> None:
+        log.info(
+            "connection %s: unsupported api key %d version %d",
+            self.peer,
+            header.api_key,
+            header.api_version,
+        )
+        frame = unsupported_version_response(header, advertised())
+        # An ApiVersions probe at a newer version is answered and the client retries on the
+        # same connection; for any other API the stream cannot continue.
+        self._resolve(slot, frame, close=header.api_key != ApiKey.API_VERSIONS)
+
+    async def _finish(self, slot: _Slot, header: RequestHeader, coro: Any) -> None:
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("connection %s: handler for api %d failed", self.peer, header.api_key)
+            self._resolve(slot, None, close=True)
+        else:
+            self._complete(slot, header, result)
+        self._pump()
+
+    def _complete(self, slot: _Slot, header: RequestHeader, result: Any) -> None:
+        if result is NO_RESPONSE:
+            self._resolve(slot, None)
+        elif result is CLOSE_CONNECTION:
+            self._resolve(slot, None, close=True)
+        else:
+            try:
+                frame = encode_response(header, result)
+            except EncodeError:
+                log.exception("connection %s: cannot encode api %d", self.peer, header.api_key)
+                self._resolve(slot, None, close=True)
+                return
+            self._resolve(slot, frame)
+
+    def _resolve(self, slot: _Slot, frame: ResponseFrame | None, close: bool = False) -> None:
+        slot.frame = frame
+        slot.close_after = close
+        slot.done = True
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Move finished responses from the head of the slot queue to the output, then write."""
+        if self.closed:
+            return
+        while self._slots and self._slots[0].done:
+            slot = self._slots.popleft()
+            if slot.frame is not None:
+                self._out.extend(slot.frame.parts)
+                self._out.append(_END)
+                self._unsent_responses += 1
+            if slot.close_after:
+                # Later requests are dropped: the client sees the connection close after the
+                # answers it was owed up to this one.
+                self._close_when_flushed = True
+                self._pause_reading()
+                for task in list(self.tasks):
+                    task.cancel()
+                self._slots.clear()
+                break
+        self._flush()
+
+    def _on_writable(self) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            self._write_out()
+        except OSError as e:
+            self.close(f"send failed: {e}")
+            return
+        if self.closed:
+            return
+        if self._out:
+            if not self._writing:
+                self._loop.add_writer(self.fd, self._on_writable)
+                self._writing = True
+            return
+        if self._writing:
+            self._loop.remove_writer(self.fd)
+            self._writing = False
+        if self._close_when_flushed:
+            self.close("closed after its last response")
+        elif self.in_flight < self._config.queued_max_requests:
+            self._resume_reading()
+
+    def _write_out(self) -> None:
+        """Write as much of ``_out`` as the socket takes; return on would-block."""
+        out = self._out
+        zero_copy = self._config.fetch_zero_copy_enable
+        while out:
+            head = out[0]
+            if head is _END:
+                out.popleft()
+                self._unsent_responses -= 1
+                self.last_active_s = time.monotonic()
+                continue
+            if isinstance(head, _BUFFER_TYPES):
+                bufs = []
+                for part in out:
+                    if not isinstance(part, _BUFFER_TYPES) or len(bufs) == MAX_IOV:
+                        break
+                    bufs.append(part)
+                if self._out_offset:
+                    bufs[0] = memoryview(bufs[0])[self._out_offset :]
+                try:
+                    sent = self.sock.sendmsg(bufs)
+                except (BlockingIOError, InterruptedError):
+                    return
+                self._consume_buffers(sent)
+                continue
+            remaining = head.length - self._out_offset
+            if remaining <= 0:
+                out.popleft()
+                self._out_offset = 0
+                continue
+            try:
+                if zero_copy:
+                    sent = os.sendfile(
+                        self.fd, head.fileno, head.position + self._out_offset, remaining
+                    )
+                else:
+                    sent = self._read_and_send(head, remaining)
+            except (BlockingIOError, InterruptedError):
+                return
+            if sent == 0:
+                # The segment shrank under the slice (truncation): the frame cannot be
+                # completed, and a short frame would desynchronise the client.
+                raise OSError(f"file slice of {head.length} bytes ended early")
+            self._out_offset += sent
+
+    def _read_and_send(self, head: Any, remaining: int) -> int:
+        data = os.pread(
+            head.fileno, min(remaining, READ_CHUNK_BYTES), head.position + self._out_offset
+        )
+        if not data:
+            return 0
+        return self.sock.send(data)
+
+    def _consume_buffers(self, sent: int) -> None:
+        out = self._out
+        while sent > 0:
+            head = out[0]
+            left = len(head) - self._out_offset
+            if sent >= left:
+                sent -= left
+                out.popleft()
+                self._out_offset = 0
+            else:
+                self._out_offset += sent
+                sent = 0
+        # Zero-length buffers at the head carry nothing; drop them so the loop moves on.
+        while out and isinstance(out[0], _BUFFER_TYPES) and len(out[0]) == 0:
+            out.popleft()

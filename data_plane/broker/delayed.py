@@ -1,0 +1,99 @@
+"""The two delayed operations of the data path (Kafka's DelayedFetch and DelayedProduce).
+
+Both are sans-IO: their conditions read partition state through the ReplicaManager, and
+completion calls a plain callback (the server resolves an asyncio future with it).
+
+- :class:`DelayedFetch` completes when the partitions it reads hold at least ``min_bytes``
+  readable bytes, when one of them stops being led here or its offset falls out of range
+  (the response then carries the error), or at its deadline (``max_wait_ms``).
+- :class:`DelayedProduce` (acks=all) completes when the high watermark of every partition it
+  appended to has passed the appended batches, or a partition lost its leadership (then
+  NOT_LEADER_OR_FOLLOWER for it); at the deadline the partitions still waiting get
+  REQUEST_TIMED_OUT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from data_plane.broker.purgatory import DelayedOperation
+from data_plane.broker.replica_manager import ReplicaManager
+from data_plane.protocol.errors import ErrorCode
+from data_plane.storage import FetchIsolation, StorageError
+from metadata.image import TopicPartition
+
+
+class FetchPartitionStatus(NamedTuple):
+    tp: TopicPartition
+    fetch_offset: int
+    max_bytes: int
+
+
+class DelayedFetch(DelayedOperation):
+    def __init__(
+        self,
+        delay_ms: int,
+        min_bytes: int,
+        partitions: list[FetchPartitionStatus],
+        isolation: FetchIsolation,
+        replica_manager: ReplicaManager,
+        on_done: Callable[[bool], None],
+    ) -> None:
+        super().__init__(delay_ms)
+        self.min_bytes = min_bytes
+        self.partitions = partitions
+        self.isolation = isolation
+        self._replicas = replica_manager
+        self._on_done = on_done
+
+    def try_complete(self) -> bool:
+        total = 0
+        for status in self.partitions:
+            part = self._replicas.get_partition(status.tp)
+            if part is None or not part.is_leader:
+                return True  # the response reports the routing error now
+            try:
+                total += part.available_bytes(status.fetch_offset, status.max_bytes, self.isolation)
+            except StorageError:
+                return True  # OFFSET_OUT_OF_RANGE or a storage error: answer now
+            if total >= self.min_bytes:
+                return True
+        return False
+
+    def on_complete(self, forced: bool) -> None:
+        self._on_done(forced)
+
+
+class DelayedProduce(DelayedOperation):
+    """``required_offsets``: partition -> the offset the HW must reach (last appended + 1)."""
+
+    def __init__(
+        self,
+        delay_ms: int,
+        required_offsets: dict[TopicPartition, int],
+        replica_manager: ReplicaManager,
+        on_done: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        super().__init__(delay_ms)
+        self.required_offsets = required_offsets
+        self._replicas = replica_manager
+        self._on_done = on_done
+        # Partitions decided so far: tp -> error code (NO_ERROR when replicated).
+        self.outcome: dict[TopicPartition, int] = {}
+
+    def try_complete(self) -> bool:
+        for tp, required in self.required_offsets.items():
+            if tp in self.outcome:
+                continue
+            part = self._replicas.get_partition(tp)
+            if part is None or not part.is_leader:
+                self.outcome[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif part.high_watermark >= required:
+                self.outcome[tp] = ErrorCode.NO_ERROR
+        return len(self.outcome) == len(self.required_offsets)
+
+    def on_complete(self, forced: bool) -> None:
+        for tp in self.required_offsets:
+            self.outcome.setdefault(tp, ErrorCode.REQUEST_TIMED_OUT)
+        self._on_done(self.outcome)

@@ -1,0 +1,61 @@
+"""Request handlers, one module per API, and the table the server dispatches on.
+
+``HANDLERS`` maps an API key to its handler and the highest version the handler implements;
+:func:`advertised` intersects that with the codec's SUPPORTED_VERSIONS, which is exactly what
+ApiVersions advertises. Any other API (or version) gets UNSUPPORTED_VERSION and a closed
+connection from the server.
+"""
+
+from __future__ import annotations
+
+from data_plane.broker.apis import Handler
+from data_plane.broker.handlers import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_configs,
+    fetch,
+    list_offsets,
+    metadata,
+    produce,
+)
+from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+
+# api key -> (handler, highest version it implements)
+HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
+    ApiKey.PRODUCE: (produce.handle, 7),
+    ApiKey.FETCH: (fetch.handle, 11),
+    ApiKey.LIST_OFFSETS: (list_offsets.handle, 5),
+    ApiKey.METADATA: (metadata.handle, 8),
+    ApiKey.API_VERSIONS: (api_versions.handle, 2),
+    ApiKey.CREATE_TOPICS: (create_topics.handle, 4),
+    ApiKey.DELETE_TOPICS: (delete_topics.handle, 3),
+    ApiKey.DELETE_RECORDS: (delete_records.handle, 1),
+    ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 2),
+    ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 1),
+}
+
+
+def advertised() -> dict[ApiKey, tuple[int, int]]:
+    """api key -> (min, max) version this broker answers."""
+    out = {}
+    for key, (_, hi) in HANDLERS.items():
+        supported = SUPPORTED_VERSIONS.get(key)
+        if supported is not None and supported[0] <= hi:
+            out[key] = (supported[0], min(hi, supported[1]))
+    return out
+
+
+def handler_for(api_key: int, api_version: int) -> Handler | None:
+    """The handler for this key and version, or None (unsupported)."""
+    try:
+        key = ApiKey(api_key)
+    except ValueError:
+        return None
+    entry = HANDLERS.get(key)
+    rng = advertised().get(key)
+    if entry is None or rng is None or not rng[0] <= api_version <= rng[1]:
+        return None
+    return entry[0]

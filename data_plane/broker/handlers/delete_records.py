@@ -1,0 +1,31 @@
+"""DeleteRecords (21): the leader moves its log start offset up (offset -1 = the high
+watermark) and answers the new low watermark; segments wholly below it go with the next
+retention pass. Beyond the HW is OFFSET_OUT_OF_RANGE. Answered once the leader has moved
+(Kafka also waits for followers' low watermarks; with replication in issue 5 this becomes a
+delayed operation)."""
+
+from __future__ import annotations
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.errors import BrokerRequestError
+from data_plane.storage import StorageError
+from metadata.image import TopicPartition
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    topics = []
+    for t in request.body.get("topics") or ():
+        name = t["name"]
+        parts = []
+        for p in t.get("partitions") or ():
+            tp = TopicPartition(name, p["partition_index"])
+            entry = {"partition_index": tp.partition, "low_watermark": -1, "error_code": 0}
+            try:
+                part = apis.replica_manager.leader_partition(tp)
+                entry["low_watermark"] = part.delete_records_before(p["offset"])
+            except (BrokerRequestError, StorageError) as e:
+                entry["error_code"] = e.error_code
+            parts.append(entry)
+            apis.on_partition_change(tp)  # a parked fetch below the new start must answer
+        topics.append({"name": name, "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}

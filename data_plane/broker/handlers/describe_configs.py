@@ -1,0 +1,101 @@
+"""DescribeConfigs (32), v0-2: topic resources (type 2) come from the active controller
+(topic overrides and the effective defaults); the broker resource (type 4) naming this broker
+lists its own settings as static broker configs. ``configuration_keys`` filters the entries.
+Other brokers' ids and other resource types get an error for that resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.forwarding import forward
+from data_plane.protocol.errors import ErrorCode
+from metadata.client import ControllerError
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+# config_source values (DescribeConfigs v1+).
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+
+def _entry(name: str, value: str | None, is_default: bool, source: int, read_only: bool) -> dict:
+    return {
+        "name": name,
+        "value": value,
+        "read_only": read_only,
+        "is_default": is_default,
+        "config_source": source,
+        "is_sensitive": False,
+        "synonyms": [],
+    }
+
+
+def _result(rtype: int, name: str, code: int = 0, message: str | None = None) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "resource_type": rtype,
+        "resource_name": name,
+        "configs": [],
+    }
+
+
+async def _handle(apis: KafkaApis, request: Request) -> Body:
+    resources = list(request.body.get("resources") or ())
+    topics = [r["resource_name"] for r in resources if r["resource_type"] == RESOURCE_TOPIC]
+    described: dict[str, Any] = {}
+    failure: ControllerError | None = None
+    if topics:
+        try:
+            described = await forward(apis, apis.controller.describe_configs, topics)
+        except ControllerError as e:
+            failure = e
+    results = []
+    for r in resources:
+        rtype, name = r["resource_type"], r["resource_name"]
+        keys = r.get("configuration_keys")
+        wanted = None if keys is None else set(keys)
+        if rtype == RESOURCE_TOPIC:
+            if failure is not None:
+                results.append(_result(rtype, name, failure.error_code, failure.error_message))
+                continue
+            d = described.get(name)
+            if d is None:
+                results.append(_result(rtype, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            res = _result(rtype, name, d.error_code, d.error_message)
+            res["configs"] = [
+                _entry(
+                    c.name,
+                    c.value,
+                    c.is_default,
+                    SOURCE_DEFAULT if c.is_default else SOURCE_DYNAMIC_TOPIC,
+                    c.read_only,
+                )
+                for c in d.configs
+                if wanted is None or c.name in wanted
+            ]
+            results.append(res)
+        elif rtype == RESOURCE_BROKER and name in ("", str(apis.broker_id)):
+            res = _result(rtype, name)
+            res["configs"] = [
+                _entry(k, v, False, SOURCE_STATIC_BROKER, True)
+                for k, v in sorted(apis.local_config().items())
+                if wanted is None or k in wanted
+            ]
+            results.append(res)
+        elif rtype == RESOURCE_BROKER:
+            results.append(
+                _result(rtype, name, ErrorCode.INVALID_REQUEST, "ask that broker for its config")
+            )
+        else:
+            results.append(
+                _result(rtype, name, ErrorCode.INVALID_REQUEST, f"resource type {rtype}")
+            )
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def handle(apis: KafkaApis, request: Request) -> Any:
+    return _handle(apis, request)

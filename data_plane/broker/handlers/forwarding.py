@@ -1,0 +1,32 @@
+"""Helpers shared by the handlers that forward admin requests to the active controller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from data_plane.broker.apis import KafkaApis
+from data_plane.protocol.errors import ErrorCode
+from metadata.client import ControllerError
+
+T = TypeVar("T")
+
+
+class NoController(ControllerError):
+    def __init__(self) -> None:
+        super().__init__(ErrorCode.NOT_CONTROLLER, "this broker has no controller client")
+
+
+async def forward(apis: KafkaApis, fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(*args)`` (a blocking ControllerClient method) on the admin thread pool.
+    Raises ControllerError (with its Kafka code) when the controller cannot be reached."""
+    if apis.controller is None:
+        raise NoController()
+    return await apis.call_controller(fn, *args)
+
+
+def timeout_ms(apis: KafkaApis, body: dict[str, Any]) -> int:
+    """The request's timeout_ms bounded by request.timeout.ms (0 or less: the bound)."""
+    requested = body.get("timeout_ms", 0)
+    bound = apis.config.request_timeout_ms
+    return bound if requested <= 0 else min(requested, bound)

@@ -1,0 +1,58 @@
+"""ListOffsets (2), v0-5: earliest (-2) = log start offset, latest (-1) = high watermark
+(read_uncommitted and read_committed alike: there are no transactions), else the first offset
+whose timestamp is >= the given one (Log.find_offset_by_timestamp; -1/-1 when none).
+Leader only. Follower replicas (replica_id >= 0) asking for latest get the log end offset.
+v0 answers ``old_style_offsets`` ([offset], or [] when none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.errors import BrokerRequestError
+from data_plane.protocol.errors import ErrorCode
+from data_plane.storage import StorageError
+from metadata.image import TopicPartition
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+def _one(apis: KafkaApis, tp: TopicPartition, p: dict[str, Any], replica_id: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "partition_index": tp.partition,
+        "error_code": ErrorCode.NO_ERROR,
+        "timestamp": -1,
+        "offset": -1,
+        "leader_epoch": -1,
+    }
+    try:
+        part = apis.replica_manager.leader_partition(tp)
+        part.check_leader_epoch(p.get("current_leader_epoch", -1))
+        ts = p["timestamp"]
+        if ts == EARLIEST_TIMESTAMP:
+            out["offset"] = part.log.log_start_offset
+        elif ts == LATEST_TIMESTAMP:
+            out["offset"] = part.log.log_end_offset if replica_id >= 0 else part.high_watermark
+        else:
+            found = part.offset_for_timestamp(ts)
+            if found is not None and found[0] < part.high_watermark:
+                out["offset"], out["timestamp"] = found
+    except (BrokerRequestError, StorageError) as e:
+        out["error_code"] = e.error_code
+    out["old_style_offsets"] = [out["offset"]] if out["offset"] >= 0 else []
+    return out
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    body = request.body
+    replica_id = body.get("replica_id", -1)
+    topics = []
+    for t in body.get("topics") or ():
+        name = t["name"]
+        parts = [
+            _one(apis, TopicPartition(name, p["partition_index"]), p, replica_id)
+            for p in t.get("partitions") or ()
+        ]
+        topics.append({"name": name, "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}

@@ -1,0 +1,126 @@
+"""Metadata (3): brokers, controller, topics and partitions from this broker's image.
+
+- Brokers: every unfenced broker, with its endpoint on the listener the client connected to.
+- ``controller_id``: this broker's own id. Clients send controller-bound admin requests
+  (CreateTopics...) to that node id and must find it in the broker list; as in Kafka's KRaft
+  mode every broker forwards them to the active controller, so naming ourselves is correct.
+- Topics: ``topics`` null (v1+) or empty (v0) means all. An unknown topic is
+  UNKNOWN_TOPIC_OR_PARTITION, or, with ``auto.create.topics.enable`` and the request allowing
+  it, is created through the controller and answered LEADER_NOT_AVAILABLE meanwhile.
+- Partitions: leader (-1 with LEADER_NOT_AVAILABLE when none), leader epoch, replicas, ISR, and
+  offline replicas (replicas on fenced or unregistered brokers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.protocol.errors import ErrorCode
+from metadata.client import ControllerError
+from metadata.image import MetadataImage, TopicImage
+from metadata.messages import NewTopic
+from metadata.topics import topic_name_error
+
+log = logging.getLogger(__name__)
+
+
+def _brokers(image: MetadataImage, listener_name: str) -> list[dict[str, Any]]:
+    out = []
+    for b in sorted(image.brokers.values(), key=lambda b: b.broker_id):
+        if b.fenced:
+            continue
+        lis = b.listener(listener_name) or (b.listeners[0] if b.listeners else None)
+        if lis is None:
+            continue
+        out.append({"node_id": b.broker_id, "host": lis.host, "port": lis.port, "rack": b.rack})
+    return out
+
+
+def _topic(image: MetadataImage, t: TopicImage) -> dict[str, Any]:
+    live = {b.broker_id for b in image.brokers.values() if not b.fenced}
+    parts = []
+    for pid in sorted(t.partitions):
+        reg = t.partitions[pid]
+        parts.append(
+            {
+                "error_code": ErrorCode.NO_ERROR
+                if reg.has_leader()
+                else ErrorCode.LEADER_NOT_AVAILABLE,
+                "partition_index": pid,
+                "leader_id": reg.leader,
+                "leader_epoch": reg.leader_epoch,
+                "replica_nodes": list(reg.replicas),
+                "isr_nodes": list(reg.isr),
+                "offline_replicas": [r for r in reg.replicas if r not in live],
+            }
+        )
+    return {
+        "error_code": ErrorCode.NO_ERROR,
+        "name": t.name,
+        "is_internal": False,
+        "partitions": parts,
+    }
+
+
+def _error_topic(name: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "is_internal": False, "partitions": []}
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    image = apis.image
+    body = request.body
+    requested = body.get("topics")
+    version = request.header.api_version
+    all_topics = requested is None or (version == 0 and not requested)
+    topics: list[dict[str, Any]] = []
+    if all_topics:
+        topics = [_topic(image, image.topics_by_name[n]) for n in sorted(image.topics_by_name)]
+    else:
+        allow_create = apis.config.auto_create_topics_enable and body.get(
+            "allow_auto_topic_creation", True
+        )
+        for entry in requested:
+            name = entry.get("name")
+            if name is None:
+                topics.append(_error_topic("", ErrorCode.INVALID_TOPIC_EXCEPTION))
+                continue
+            t = image.topic(name)
+            if t is not None:
+                topics.append(_topic(image, t))
+            elif topic_name_error(name) is not None:
+                topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+            elif allow_create:
+                _auto_create(apis, name)
+                topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
+            else:
+                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    own = image.broker(apis.broker_id)
+    return {
+        "throttle_time_ms": 0,
+        "brokers": _brokers(image, request.listener_name),
+        "cluster_id": apis.cluster_id,
+        "controller_id": apis.broker_id if own is not None and not own.fenced else -1,
+        "topics": topics,
+    }
+
+
+def _auto_create(apis: KafkaApis, name: str) -> None:
+    if apis.controller is None or name in apis.auto_creating:
+        return
+    apis.auto_creating.add(name)
+    controller = apis.controller
+    topic = NewTopic(name, apis.default_num_partitions, apis.default_replication_factor)
+
+    def create() -> None:
+        try:
+            (result,) = controller.create_topics([topic])
+            if result.error_code not in (ErrorCode.NO_ERROR, ErrorCode.TOPIC_ALREADY_EXISTS):
+                log.warning("auto-create of topic %s failed: %s", name, result.error_message)
+        except ControllerError as e:
+            log.warning("auto-create of topic %s failed: %s", name, e)
+
+    future = asyncio.get_running_loop().run_in_executor(apis.admin_executor, create)
+    future.add_done_callback(lambda _f: apis.auto_creating.discard(name))

@@ -1,0 +1,173 @@
+"""ReplicaManager: the partitions this broker hosts, kept in step with committed metadata.
+
+Each metadata image the broker's metadata follower publishes is turned into a delta against
+the last image applied here (:meth:`MetadataDelta.from_snapshot`), and its
+``local_changes(broker_id)`` make partitions leaders or followers (with their leader epoch and
+ISR) or drop them. A hosted partition needs its Log, which deploy's LocalReplicas creates on
+the metadata thread right after the image is published: a partition whose log does not exist
+yet waits in ``_pending`` and is retried on the next :meth:`apply_image` call (the server calls
+it on every metadata poll tick).
+
+Produce goes through :meth:`append_records` (validated batches only, one Log.append per
+partition); Fetch through :meth:`get_partition` + ``Partition.read_records``.
+
+Thread-safety: none; the broker's event loop owns it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import NamedTuple
+
+from data_plane.broker.errors import (
+    BrokerRequestError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
+from data_plane.broker.partition import Partition
+from data_plane.protocol.errors import ErrorCode
+from data_plane.storage import LogManager, StorageError, validate_produce_payload
+from metadata.delta import MetadataDelta
+from metadata.image import MetadataImage, PartitionRegistration, TopicPartition
+
+log = logging.getLogger(__name__)
+
+MIN_INSYNC_REPLICAS_KEY = "min.insync.replicas"
+
+
+class AppendResult(NamedTuple):
+    """One partition's Produce outcome; offsets are -1 on error."""
+
+    error_code: int
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        default_min_insync_replicas: int = 1,
+        on_partition_change: Callable[[TopicPartition], None] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.default_min_insync_replicas = default_min_insync_replicas
+        self._on_partition_change = on_partition_change
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self._pending: dict[TopicPartition, PartitionRegistration] = {}
+        self.image = MetadataImage()
+
+    def set_partition_change_listener(self, fn: Callable[[TopicPartition], None]) -> None:
+        """``fn(tp)`` is called after an append to ``tp`` and when ``tp`` changes role, so parked
+        requests on it are re-checked (KafkaApis registers itself)."""
+        self._on_partition_change = fn
+
+    # --- metadata -----------------------------------------------------------------------------
+
+    def apply_image(self, image: MetadataImage) -> list[TopicPartition]:
+        """Apply a newer metadata image (no-op for the same image); return the partitions
+        whose leadership or ISR changed, or that appeared or disappeared."""
+        changed: list[TopicPartition] = []
+        if image is not self.image and image.offset >= self.image.offset:
+            local = MetadataDelta.from_snapshot(self.image, image).local_changes(self.broker_id)
+            self.image = image
+            for tp in local.deletes:
+                self._pending.pop(tp, None)
+                if self._partitions.pop(tp, None) is not None:
+                    changed.append(tp)
+            for tp, lp in (*local.leaders.items(), *local.followers.items()):
+                self._pending[tp] = lp.registration
+        if self._pending:
+            for tp, reg in list(self._pending.items()):
+                if self._become(tp, reg):
+                    del self._pending[tp]
+                    changed.append(tp)
+        if self._on_partition_change is not None:
+            for tp in changed:
+                self._on_partition_change(tp)
+        return changed
+
+    def _become(self, tp: TopicPartition, reg: PartitionRegistration) -> bool:
+        part = self._partitions.get(tp)
+        if part is None:
+            log_ = self.log_manager.get_log(tp.topic, tp.partition)
+            if log_ is None:
+                return False  # LocalReplicas has not created it yet
+            part = Partition(tp.topic, tp.partition, self.broker_id, log_)
+            self._partitions[tp] = part
+        part.apply_registration(reg, self._min_insync_replicas(tp.topic))
+        return True
+
+    def _min_insync_replicas(self, topic: str) -> int:
+        value = self.image.topic_config(topic).get(MIN_INSYNC_REPLICAS_KEY)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                log.warning("topic %s: bad %s=%r", topic, MIN_INSYNC_REPLICAS_KEY, value)
+        return self.default_min_insync_replicas
+
+    # --- lookups ------------------------------------------------------------------------------
+
+    def get_partition(self, tp: TopicPartition) -> Partition | None:
+        return self._partitions.get(tp)
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        """The partition if this broker leads it, else the routing error a client expects:
+        UNKNOWN_TOPIC_OR_PARTITION when the metadata has no such partition,
+        NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not ready yet)."""
+        part = self._partitions.get(tp)
+        if part is not None and part.is_leader:
+            return part
+        if self.image.partition(tp.topic, tp.partition) is None:
+            raise UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} does not exist")
+        raise NotLeaderOrFollowerError(
+            f"broker {self.broker_id} does not lead {tp.topic}-{tp.partition}"
+        )
+
+    # --- produce ------------------------------------------------------------------------------
+
+    def append_records(
+        self, tp: TopicPartition, payload: memoryview | bytearray | None, required_acks: int
+    ) -> AppendResult:
+        """Validate (header + CRC only, never decoding a record) and append one partition's
+        batches. Any failure appends nothing for that partition."""
+        try:
+            part = self.leader_partition(tp)
+            if payload is None:
+                return AppendResult(ErrorCode.INVALID_RECORD, error_message="null records")
+            info = validate_produce_payload(
+                payload, max_batch_bytes=part.log.config.max_message_bytes
+            )
+            for h in info.batches:
+                if h.is_transactional:
+                    return AppendResult(
+                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        error_message="transactions are not supported",
+                    )
+            appended = part.append_records_to_leader(payload, required_acks, info)
+        except (BrokerRequestError, StorageError) as e:
+            return AppendResult(e.error_code, error_message=str(e))
+        if self._on_partition_change is not None:
+            self._on_partition_change(tp)
+        return AppendResult(
+            ErrorCode.NO_ERROR,
+            appended.first_offset,
+            appended.last_offset,
+            appended.log_append_time_ms,
+            appended.log_start_offset,
+        )
+
+    # --- checkpoints --------------------------------------------------------------------------
+
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: p.high_watermark for tp, p in self._partitions.items()}

@@ -1,0 +1,288 @@
+"""KafkaServer: the broker's listeners and the loop housekeeping around the connections.
+
+- Listeners: one listening socket per ``(name, host, port)`` (port 0 picks a free port; see
+  :attr:`bound_addresses`), accepted with ``loop.add_reader``; each client becomes a
+  :class:`Connection` (TCP_NODELAY, ``socket.send.buffer.bytes`` / ``socket.receive.buffer.bytes``).
+- A tick every ``TICK_INTERVAL_MS``: pick up a new metadata image (the broker's metadata
+  follower publishes immutable images; the replica manager diffs them and parked requests on
+  partitions that changed are re-checked), expire delayed operations, and, less often, close
+  idle connections and checkpoint the high watermarks (``replica.high.watermark.checkpoint
+  .interval.ms``; also at stop).
+
+:func:`run_in_thread` runs a server on its own event loop thread (uvloop when configured and
+installed) for the node process; tests may also drive :class:`KafkaServer` directly.
+
+Thread-safety: a KafkaServer belongs to one event loop; :class:`ServerThread` is the only
+object other threads use (``start`` / ``stop``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from data_plane.broker.apis import KafkaApis
+from data_plane.broker.config import BrokerConfig
+from data_plane.broker.connection import Connection
+from data_plane.storage import LogManager
+from metadata.image import MetadataImage
+
+log = logging.getLogger(__name__)
+
+TICK_INTERVAL_MS = 10
+IDLE_CHECK_INTERVAL_MS = 1000
+LISTEN_BACKLOG = 1024
+# Connections accepted per readable event of a listener (fairness with other sockets).
+ACCEPTS_PER_EVENT = 64
+
+
+class ListenerSpec(NamedTuple):
+    name: str
+    host: str
+    port: int
+
+
+class KafkaServer:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        apis: KafkaApis,
+        listeners: Sequence[ListenerSpec],
+        *,
+        image_source: Callable[[], MetadataImage] | None = None,
+        log_manager: LogManager | None = None,
+    ) -> None:
+        self.config = config
+        self.apis = apis
+        self._listener_specs = list(listeners)
+        self._image_source = image_source
+        self._log_manager = log_manager
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self._listen_socks: list[tuple[socket.socket, str]] = []
+        self.connections: set[Connection] = set()
+        self.bound_addresses: dict[str, tuple[str, int]] = {}
+        self._tick_handle: asyncio.TimerHandle | None = None
+        self._last_idle_check_ms = 0
+        self._last_checkpoint_ms = 0
+        self._checkpoint_running = False
+        self._stopped = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        try:
+            for spec in self._listener_specs:
+                self._listen(spec)
+        except BaseException:
+            self._close_listeners()
+            raise
+        now = self.apis.clock_ms()
+        self._last_idle_check_ms = self._last_checkpoint_ms = now
+        self._tick()
+
+    def _listen(self, spec: ListenerSpec) -> None:
+        infos = socket.getaddrinfo(
+            spec.host or None, spec.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        family, type_, proto, _, addr = infos[0]
+        sock = socket.socket(family, type_, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(addr)
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        self._listen_socks.append((sock, spec.name))
+        host, port = sock.getsockname()[:2]
+        self.bound_addresses[spec.name] = (host, port)
+        self.loop.add_reader(sock.fileno(), self._on_accept, sock, spec.name)
+        log.info("listening on %s://%s:%d", spec.name, host, port)
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+        self._close_listeners()
+        for conn in list(self.connections):
+            conn.close("broker stopping")
+        self.apis.close()
+        self._checkpoint_now()
+
+    def _close_listeners(self) -> None:
+        for sock, _ in self._listen_socks:
+            try:
+                self.loop.remove_reader(sock.fileno())
+            except (ValueError, OSError):
+                pass
+            sock.close()
+        self._listen_socks.clear()
+
+    def forget(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+
+    # --- accepting ----------------------------------------------------------------------------
+
+    def _on_accept(self, listen_sock: socket.socket, listener_name: str) -> None:
+        for _ in range(ACCEPTS_PER_EVENT):
+            try:
+                sock, addr = listen_sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:  # EMFILE and friends: log, keep listening
+                log.warning("accept on %s failed: %s", listener_name, e)
+                return
+            try:
+                self._setup(sock)
+            except OSError as e:
+                log.warning("setting up a connection from %s failed: %s", addr, e)
+                sock.close()
+                continue
+            conn = Connection(self, sock, listener_name, f"{addr[0]}:{addr[1]}")
+            self.connections.add(conn)
+            conn.start()
+
+    def _setup(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.config.socket_send_buffer_bytes > 0:
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.socket_send_buffer_bytes
+            )
+        if self.config.socket_receive_buffer_bytes > 0:
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.socket_receive_buffer_bytes
+            )
+
+    # --- housekeeping -------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        if self._stopped:
+            return
+        try:
+            if self._image_source is not None:
+                self.apis.replica_manager.apply_image(self._image_source())
+            self.apis.tick()
+            now = self.apis.clock_ms()
+            if now - self._last_idle_check_ms >= IDLE_CHECK_INTERVAL_MS:
+                self._last_idle_check_ms = now
+                self._close_idle()
+            interval = self.config.replica_high_watermark_checkpoint_interval_ms
+            if now - self._last_checkpoint_ms >= interval and not self._checkpoint_running:
+                self._last_checkpoint_ms = now
+                self._checkpoint_running = True
+                fut = self.loop.run_in_executor(None, self._checkpoint_now)
+                fut.add_done_callback(self._checkpoint_done)
+        except Exception:
+            log.exception("broker housekeeping tick failed")
+        self._tick_handle = self.loop.call_later(TICK_INTERVAL_MS / 1000, self._tick)
+
+    def _checkpoint_done(self, _fut: asyncio.Future[None]) -> None:
+        self._checkpoint_running = False
+
+    def _checkpoint_now(self) -> None:
+        if self._log_manager is None:
+            return
+        try:
+            self._log_manager.checkpoint_high_watermarks()
+        except Exception:
+            log.exception("high watermark checkpoint failed")
+
+    def _close_idle(self) -> None:
+        limit_s = self.config.connections_max_idle_ms / 1000
+        now_s = time.monotonic()
+        for conn in list(self.connections):
+            if conn.in_flight == 0 and now_s - conn.last_active_s > limit_s:
+                conn.close("idle")
+
+
+def new_event_loop(choice: str) -> asyncio.AbstractEventLoop:
+    """An event loop per ``kraftlog.event.loop``: uvloop if asked for (or ``auto`` and
+    installed), else asyncio's default loop."""
+    if choice in ("uvloop", "auto"):
+        try:
+            import uvloop
+        except ImportError:
+            if choice == "uvloop":
+                raise
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+class ServerThread:
+    """Runs a KafkaServer on its own event-loop thread (the node's main thread waits for
+    signals). ``start`` returns once the listeners are bound, or raises what stopped them."""
+
+    def __init__(self, make_server: Callable[[], KafkaServer], event_loop: str, name: str) -> None:
+        self._make_server = make_server
+        self._event_loop = event_loop
+        self._name = name
+        self.server: KafkaServer | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._stop_event: asyncio.Event | None = None
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout_s):
+            raise TimeoutError("the Kafka server did not start in time")
+        if self._error is not None:
+            self._thread.join(timeout_s)
+            raise self._error
+
+    def _run(self) -> None:
+        loop = new_event_loop(self._event_loop)
+        self.loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as e:  # reported to start(); the thread ends
+            if not self._started.is_set():
+                self._error = e
+            else:
+                log.exception("Kafka server loop failed")
+        finally:
+            self._started.set()
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+            finally:
+                loop.close()
+
+    async def _main(self) -> None:
+        self._stop_event = asyncio.Event()
+        server = self._make_server()
+        self.server = server
+        await server.start()
+        self._started.set()
+        try:
+            await self._stop_event.wait()
+        finally:
+            await server.stop()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        loop, ev = self.loop, self._stop_event
+        if loop is not None and ev is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(ev.set)
+            except RuntimeError:
+                pass  # the loop already ended
+        if self._thread is not None:
+            self._thread.join(timeout_s)

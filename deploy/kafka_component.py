@@ -1,0 +1,120 @@
+"""KafkaComponent: the Kafka wire-protocol server inside a broker node (issue 4).
+
+It runs after :class:`deploy.broker_component.BrokerComponent` and uses that component's
+``log_manager`` and ``metadata`` (the broker's metadata follower): the server picks up each
+new metadata image on its housekeeping tick, and its replica manager makes the hosted
+partitions leaders or followers from it.
+
+- Listens on the node's non-controller ``listeners`` (the advertised endpoints in Metadata
+  answers come from the broker registrations in the metadata image).
+- Settings: :class:`data_plane.broker.config.BrokerConfig` read from the node's properties;
+  ``num.partitions`` / ``default.replication.factor`` / ``min.insync.replicas`` from the node's
+  controller-level settings (auto-create and acks=all defaults).
+- Admin requests are forwarded with its own :class:`ControllerClient` (thread pool, never on
+  the event loop).
+- Runs its event loop on a thread of its own (``kraftlog.event.loop``: uvloop if installed).
+
+Shutdown: ``begin_shutdown`` does nothing (the broker component's controlled shutdown moves
+leadership away while this server still answers, so clients learn the new leaders from
+NOT_LEADER_OR_FOLLOWER); ``stop`` closes listeners and connections, checkpoints the high
+watermarks and closes the controller client. Its ``stop`` runs before the broker component
+closes the logs (components stop in reverse order).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from data_plane.broker.apis import KafkaApis
+from data_plane.broker.config import BrokerConfig
+from data_plane.broker.replica_manager import ReplicaManager
+from data_plane.broker.server import KafkaServer, ListenerSpec, ServerThread
+from data_plane.configdef import from_props, to_props
+from deploy.broker_component import BrokerComponent
+from deploy.node_config import NodeSettings
+from metadata.client import ControllerClient
+
+log = logging.getLogger(__name__)
+
+
+def _clock_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class KafkaComponent:
+    name = "kafka"
+
+    def __init__(self, settings: NodeSettings, cluster_id: str, broker: BrokerComponent) -> None:
+        self.settings = settings
+        self.cluster_id = cluster_id
+        self.broker = broker
+        self.config: BrokerConfig = from_props(BrokerConfig, settings.props)
+        controller_listener = settings.controller_listener
+        self.listeners = [
+            ListenerSpec(lis.name, lis.host, lis.port)
+            for lis in settings.listeners
+            if controller_listener is None or lis.name != controller_listener.name
+        ]
+        self._client: ControllerClient | None = None
+        self._thread: ServerThread | None = None
+
+    def start(self) -> None:
+        log_manager, metadata = self.broker.log_manager, self.broker.metadata
+        if log_manager is None or metadata is None:
+            raise RuntimeError("the broker component must start before the Kafka server")
+        s = self.settings
+        self._client = ControllerClient(
+            ",".join(s.bootstrap_controllers), self.config.request_timeout_ms / 1000
+        )
+        client = self._client
+        local = {**to_props(s.log), **to_props(self.config)}
+
+        def make_server() -> KafkaServer:
+            apis = KafkaApis(
+                s.node_id,
+                self.cluster_id,
+                self.config,
+                ReplicaManager(s.node_id, log_manager, s.controller.min_insync_replicas),
+                client,
+                _clock_ms,
+                default_num_partitions=s.controller.num_partitions,
+                default_replication_factor=s.controller.default_replication_factor,
+                local_config=lambda: dict(local),
+            )
+            return KafkaServer(
+                self.config,
+                apis,
+                self.listeners,
+                image_source=lambda: metadata.image,
+                log_manager=log_manager,
+            )
+
+        self._thread = ServerThread(make_server, self.config.event_loop, f"kafka-{s.node_id}")
+        try:
+            self._thread.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def begin_shutdown(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            try:
+                self._thread.stop()
+            except Exception:
+                log.exception("stopping the Kafka server failed")
+        if self._client is not None:
+            self._client.close()
+
+    def status(self) -> dict[str, object]:
+        server = self._thread.server if self._thread is not None else None
+        if server is None:
+            return {"listening": {}}
+        return {
+            "listening": {n: f"{h}:{p}" for n, (h, p) in server.bound_addresses.items()},
+            "connections": len(server.connections),
+            "partitions": len(server.apis.replica_manager.partitions()),
+        }
