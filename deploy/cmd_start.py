@@ -67,8 +67,11 @@ def build_components(settings: NodeSettings, cluster_id: str) -> list[Component]
         components.append(ControllerComponent(settings, cluster_id))
     if settings.node.is_broker:
         from deploy.broker_component import BrokerComponent
+        from deploy.kafka_component import KafkaComponent
 
-        components.append(BrokerComponent(settings, cluster_id))
+        broker = BrokerComponent(settings, cluster_id)
+        components.append(broker)
+        components.append(KafkaComponent(settings, cluster_id, broker))
     return components
 
 

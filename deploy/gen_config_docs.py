@@ -43,6 +43,11 @@ _SECTIONS: dict[str, tuple[str, str]] = {
         "(`data_plane/storage/config.py`). The second name is the per-topic override "
         "(`kraftlog topics create --config` / `alter --config`).",
     ),
+    "BrokerConfig": (
+        "Kafka protocol server (data_plane.broker)",
+        "Read by brokers: request limits, back-pressure, fetch and purgatory bounds of the "
+        "Kafka wire-protocol server (`data_plane/broker/config.py`).",
+    ),
 }
 
 _HEADER = """# Configuration reference

@@ -24,6 +24,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from data_plane.broker.config import BrokerConfig
 from data_plane.configdef import ConfigError, from_props, known_keys, load_properties, prop
 from data_plane.storage.config import LogConfig
 from deploy.listeners import Listener, parse_listeners, parse_server_list
@@ -125,7 +126,13 @@ class NodeConfig:
 
 
 # Every dataclass whose keys may appear in a node's file, in the order of the reference docs.
-CONFIG_CLASSES: tuple[type, ...] = (NodeConfig, RaftConfig, ControllerConfig, LogConfig)
+CONFIG_CLASSES: tuple[type, ...] = (
+    NodeConfig,
+    RaftConfig,
+    ControllerConfig,
+    LogConfig,
+    BrokerConfig,
+)
 
 
 def all_known_keys() -> set[str]:
