@@ -1,0 +1,55 @@
+"""kraftlog's native Kafka client: Producer, Consumer and Admin (see docs/client.md)."""
+
+from data_plane.client.admin import Admin, ClusterDescription, NewTopic, TopicOperationError
+from data_plane.client.config import AdminConfig, ConsumerConfig, ProducerConfig
+from data_plane.client.consumer import Consumer
+from data_plane.client.errors import (
+    ClientClosedError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+    UnsupportedFeatureError,
+)
+from data_plane.client.fetcher import OffsetOutOfRangeError
+from data_plane.client.futures import FutureRecordMetadata
+from data_plane.client.offsets import OffsetAndTimestamp
+from data_plane.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
+from data_plane.client.producer import Producer, ProducerInterceptor
+from data_plane.client.records import (
+    ConsumerRecord,
+    ProducerRecord,
+    RecordMetadata,
+    TopicPartition,
+)
+
+__all__ = [
+    "Admin",
+    "AdminConfig",
+    "ClientClosedError",
+    "ClusterDescription",
+    "Consumer",
+    "ConsumerConfig",
+    "ConsumerRecord",
+    "DefaultPartitioner",
+    "FutureRecordMetadata",
+    "IllegalStateError",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "NewTopic",
+    "OffsetAndTimestamp",
+    "OffsetOutOfRangeError",
+    "Producer",
+    "ProducerConfig",
+    "ProducerInterceptor",
+    "ProducerRecord",
+    "RecordMetadata",
+    "RecordTooLargeError",
+    "TopicOperationError",
+    "TopicPartition",
+    "UnsupportedFeatureError",
+    "murmur2",
+    "partition_for_key",
+]

@@ -1,0 +1,288 @@
+"""The producer's RecordAccumulator: one open batch per partition, bounded memory.
+
+``send()`` appends records (already partitioned) to the newest batch of their partition's
+deque; a batch closes for appends when the next record would push it past ``batch.size`` (a
+record larger than that gets a batch of its own). The sender thread drains batches that are
+*sendable* — full, older than ``linger.ms``, or everything during a flush/close or while
+``send()`` is blocked on memory — grouped by leader broker and bounded by
+``max.request.size`` per request.
+
+Memory: each batch reserves ``max(batch.size, its first record)`` bytes of ``buffer.memory``
+when created and gives them back when it completes (acknowledged, failed or expired). When the
+reservation does not fit, ``send()`` blocks until memory is freed or ``max.block.ms`` passes,
+then raises :class:`KafkaTimeoutError` (back-pressure, as in Kafka's BufferPool).
+
+Invariants: a partition's batches leave the deque in order; a batch is in exactly one of {its
+deque, in flight, completed}; ``used_bytes`` is the sum of reservations of incomplete batches.
+
+Thread-safety: every method takes the accumulator's lock; ``send()`` callers and the sender
+thread share it. Blocking waits use a Condition on that lock and are bounded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from data_plane.client.config import ProducerConfig
+from data_plane.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
+from data_plane.client.futures import FutureRecordMetadata, ProduceRequestResult
+from data_plane.client.record_encoder import RecordBatchBuilder
+from data_plane.client.records import Header, TopicPartition
+from data_plane.storage.records import HEADER_SIZE
+
+Clock = Callable[[], float]  # seconds, monotonic
+
+
+class ProducerBatch(RecordBatchBuilder):
+    """An open or in-flight batch of one partition, with its shared delivery result."""
+
+    __slots__ = (
+        "attempts",
+        "built",
+        "closed",
+        "created_ms",
+        "last_attempt_ms",
+        "reserved_bytes",
+        "result",
+        "tp",
+    )
+
+    def __init__(self, tp: TopicPartition, created_ms: float) -> None:
+        super().__init__()
+        self.tp = tp
+        self.result = ProduceRequestResult(tp.topic, tp.partition)
+        self.created_ms = created_ms
+        self.last_attempt_ms = created_ms
+        self.attempts = 0
+        self.closed = False
+        self.reserved_bytes = 0
+        self.built: bytearray | None = None  # encoded once, reused by retries
+
+    def wire_bytes(self, compression: int) -> bytearray:
+        if self.built is None:
+            self.built = self.build(compression)
+        return self.built
+
+
+class RecordAccumulator:
+    def __init__(self, config: ProducerConfig, clock: Clock = time.monotonic) -> None:
+        self._batch_size = config.batch_size
+        self._linger_ms = config.linger_ms
+        self._retry_backoff_ms = config.retry_backoff_ms
+        self._buffer_memory = config.buffer_memory
+        self._max_request_size = config.max_request_size
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
+        self._deques: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._incomplete: set[ProducerBatch] = set()
+        self._used_bytes = 0
+        self._memory_waiters = 0
+        self._flushes_in_progress = 0
+        self._closed = False
+
+    # -- send() side ---------------------------------------------------------------------
+
+    def append(
+        self,
+        tp: TopicPartition,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        max_block_ms: float,
+    ) -> tuple[FutureRecordMetadata, bool, bool]:
+        """Append one record; return (future, wake the sender, a full batch was closed).
+
+        Raises :class:`RecordTooLargeError` for a record that can never fit and
+        :class:`KafkaTimeoutError` when memory stays exhausted for ``max_block_ms``.
+        """
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
+        with self._lock:
+            if self._closed:
+                raise ClientClosedError("the producer is closed")
+            dq = self._deques.get(tp)
+            if dq is None:
+                dq = self._deques[tp] = deque()
+            rolled = False
+            if dq:
+                last = dq[-1]
+                if not last.closed:
+                    encoded = last.encode(timestamp_ms, key, value, headers)
+                    if HEADER_SIZE + len(last.records) + len(encoded) <= self._batch_size:
+                        rel = last.append_encoded(timestamp_ms, encoded)
+                        full = HEADER_SIZE + len(last.records) >= self._batch_size
+                        if full:
+                            last.closed = True
+                        return (
+                            FutureRecordMetadata(
+                                last.result, rel, timestamp_ms, key_size, value_size
+                            ),
+                            full,
+                            full,
+                        )
+                    last.closed = True
+                    rolled = True
+            batch = ProducerBatch(tp, self._clock() * 1000.0)
+            encoded = batch.encode(timestamp_ms, key, value, headers)
+            size = HEADER_SIZE + len(encoded)
+            if size > self._max_request_size or size > self._buffer_memory:
+                raise RecordTooLargeError(
+                    f"a record of {size} bytes (batch header included) exceeds "
+                    f"max.request.size {self._max_request_size} or buffer.memory "
+                    f"{self._buffer_memory}"
+                )
+            reserve = max(size, self._batch_size)
+            self._reserve(reserve, max_block_ms)
+            batch.reserved_bytes = reserve
+            rel = batch.append_encoded(timestamp_ms, encoded)
+            if size >= self._batch_size:
+                batch.closed = True
+            dq.append(batch)
+            self._incomplete.add(batch)
+            future = FutureRecordMetadata(batch.result, rel, timestamp_ms, key_size, value_size)
+            return future, True, rolled
+
+    def _reserve(self, size: int, max_block_ms: float) -> None:
+        """Take ``size`` bytes of buffer.memory, waiting for completed batches; lock held."""
+        if self._used_bytes + size <= self._buffer_memory:
+            self._used_bytes += size
+            return
+        deadline = self._clock() + max_block_ms / 1000.0
+        self._memory_waiters += 1
+        try:
+            while self._used_bytes + size > self._buffer_memory:
+                if self._closed:
+                    raise ClientClosedError("the producer was closed while send() waited")
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    raise KafkaTimeoutError(
+                        f"buffer.memory ({self._buffer_memory} bytes) stayed full for "
+                        f"max.block.ms ({max_block_ms:.0f} ms)"
+                    )
+                self._freed.wait(remaining)
+            self._used_bytes += size
+        finally:
+            self._memory_waiters -= 1
+
+    # -- sender side ---------------------------------------------------------------------
+
+    def drain(
+        self,
+        now_ms: float,
+        leader_for: Callable[[TopicPartition], int | None],
+        node_ready: Callable[[int], bool],
+    ) -> tuple[dict[int, list[ProducerBatch]], float, set[str]]:
+        """Take the sendable batches whose leader is known and ready.
+
+        Returns (batches by leader node id, ms until the next batch may become sendable,
+        topics whose partitions have no known leader).
+        """
+        out: dict[int, list[ProducerBatch]] = {}
+        request_bytes: dict[int, int] = {}
+        next_check_ms = float(self._linger_ms) if self._linger_ms > 0 else 1000.0
+        unknown: set[str] = set()
+        with self._lock:
+            drain_all = self._closed or self._flushes_in_progress > 0 or self._memory_waiters > 0
+            for tp, dq in self._deques.items():
+                while dq:
+                    first = dq[0]
+                    if first.attempts:
+                        wait_ms = first.last_attempt_ms + self._retry_backoff_ms - now_ms
+                        if wait_ms > 0:
+                            next_check_ms = min(next_check_ms, wait_ms)
+                            break
+                    elif not (drain_all or first.closed or len(dq) > 1):
+                        wait_ms = first.created_ms + self._linger_ms - now_ms
+                        if wait_ms > 0:
+                            next_check_ms = min(next_check_ms, wait_ms)
+                            break
+                    leader = leader_for(tp)
+                    if leader is None:
+                        unknown.add(tp.topic)
+                        break
+                    if not node_ready(leader):
+                        break
+                    size = first.size_bytes
+                    used = request_bytes.get(leader, 0)
+                    if used and used + size > self._max_request_size:
+                        break
+                    dq.popleft()
+                    first.closed = True
+                    request_bytes[leader] = used + size
+                    out.setdefault(leader, []).append(first)
+                    # One batch per partition per request, as Kafka: the broker takes one
+                    # records field per partition.
+                    break
+        return out, max(next_check_ms, 0.0), unknown
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: float) -> None:
+        """Put a failed batch back at the head of its partition for a retry after backoff."""
+        with self._lock:
+            batch.attempts += 1
+            batch.last_attempt_ms = now_ms
+            dq = self._deques.setdefault(batch.tp, deque())
+            dq.appendleft(batch)
+
+    def expire(self, now_ms: float, delivery_timeout_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued batches older than delivery.timeout.ms."""
+        expired: list[ProducerBatch] = []
+        with self._lock:
+            for dq in self._deques.values():
+                while dq and now_ms - dq[0].created_ms >= delivery_timeout_ms:
+                    expired.append(dq.popleft())
+        return expired
+
+    def complete(self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int,
+                 error: Exception | None) -> None:
+        """Finish ``batch`` (runs its callbacks on this thread) and free its memory."""
+        batch.result.complete(base_offset, log_append_time_ms, error)
+        with self._lock:
+            if batch in self._incomplete:
+                self._incomplete.discard(batch)
+                self._used_bytes -= batch.reserved_bytes
+                self._freed.notify_all()
+
+    def abort_queued(self, error: Exception) -> None:
+        """Fail every batch still queued (forced close)."""
+        with self._lock:
+            batches = [b for dq in self._deques.values() for b in dq]
+            for dq in self._deques.values():
+                dq.clear()
+        for batch in batches:
+            self.complete(batch, -1, -1, error)
+
+    # -- flush and close -----------------------------------------------------------------
+
+    def begin_flush(self) -> list[ProducerBatch]:
+        """Make every queued batch sendable now; return the batches to wait for."""
+        with self._lock:
+            self._flushes_in_progress += 1
+            return list(self._incomplete)
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self._flushes_in_progress -= 1
+
+    def close(self) -> None:
+        """No more appends; queued batches become sendable at once."""
+        with self._lock:
+            self._closed = True
+            self._freed.notify_all()
+
+    @property
+    def used_bytes(self) -> int:
+        with self._lock:
+            return self._used_bytes
+
+    def has_incomplete(self) -> bool:
+        with self._lock:
+            return bool(self._incomplete)
+
+    def has_queued(self) -> bool:
+        with self._lock:
+            return any(self._deques.values())

@@ -1,0 +1,242 @@
+"""The native admin client: topics, offsets and the cluster, over the Kafka protocol.
+
+    admin = Admin({"bootstrap.servers": "127.0.0.1:9092"})
+    admin.create_topics([NewTopic("events", num_partitions=6, replication_factor=1)])
+    admin.describe_topics(["events"])        # {"events": TopicInfo(...)}
+    admin.list_offsets({TopicPartition("events", 0): "latest"})
+    admin.describe_cluster()   # ClusterDescription(cluster_id, controller_id, brokers)
+    admin.delete_topics(["events"])
+    admin.close()
+
+CreateTopics, DeleteTopics and DescribeConfigs go to any broker, which forwards them to the
+active controller. Per-topic failures raise :class:`TopicOperationError` listing every failed
+topic with its Kafka error (after the others succeeded, as Kafka's admin client reports them).
+
+Not thread-safe: one thread at a time (the calls are blocking and bounded by their timeout).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from data_plane.client.config import AdminConfig, client_config
+from data_plane.client.errors import ClientClosedError, KafkaError
+from data_plane.client.metadata import BrokerInfo, TopicInfo
+from data_plane.client.network_client import NetworkClient
+from data_plane.client.offsets import OffsetAndTimestamp, list_offsets
+from data_plane.client.records import TopicPartition
+from data_plane.client.subscription import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
+
+_TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
+_BROKER_RESOURCE = 4
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1  # -1 = the broker's num.partitions
+    replication_factor: int = -1  # -1 = default.replication.factor
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+class ClusterDescription(NamedTuple):
+    cluster_id: str | None
+    controller_id: int
+    brokers: tuple[BrokerInfo, ...]
+
+
+class TopicOperationError(KafkaError):
+    """Some topics of a create/delete failed: ``errors`` maps topic name to its KafkaError."""
+
+    def __init__(self, operation: str, errors: dict[str, KafkaError]) -> None:
+        first = next(iter(errors.values()))
+        detail = "; ".join(f"{name}: {err}" for name, err in errors.items())
+        super().__init__(first.code, f"{operation} failed for {detail}")
+        self.errors = errors
+
+
+class Admin:
+    def __init__(
+        self, config: Mapping[str, Any] | AdminConfig | None = None, **kwargs: Any
+    ) -> None:
+        if isinstance(config, AdminConfig):
+            self.config = config
+        else:
+            self.config = client_config(AdminConfig, config, **kwargs)
+        self._client = NetworkClient(self.config, max_in_flight=1)
+        self._closed = False
+
+    def _timeout(self, timeout_ms: float | None) -> float:
+        self._check_open()
+        return float(self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms)
+
+    def _request(self, api_key: int, body: dict[str, Any], timeout_ms: float) -> dict[str, Any]:
+        return self._client.request(None, api_key, body, timeout_ms)
+
+    # -- topics --------------------------------------------------------------------------
+
+    def create_topics(
+        self,
+        topics: Sequence[NewTopic],
+        *,
+        validate_only: bool = False,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Create ``topics``; returns once the controller committed them (the brokers learn
+        them shortly after; describe_topics shows when leaders are elected)."""
+        timeout = self._timeout(timeout_ms)
+        body = {
+            "topics": [
+                {
+                    "name": t.name,
+                    "num_partitions": t.num_partitions,
+                    "replication_factor": t.replication_factor,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
+                }
+                for t in topics
+            ],
+            "timeout_ms": int(timeout),
+            "validate_only": validate_only,
+        }
+        response = self._request(ApiKey.CREATE_TOPICS, body, timeout)
+        self._raise_topic_errors("CreateTopics", response.get("topics", []))
+
+    def delete_topics(self, names: Iterable[str], *, timeout_ms: float | None = None) -> None:
+        timeout = self._timeout(timeout_ms)
+        body = {"topic_names": list(names), "timeout_ms": int(timeout)}
+        response = self._request(ApiKey.DELETE_TOPICS, body, timeout)
+        self._raise_topic_errors("DeleteTopics", response.get("responses", []))
+
+    @staticmethod
+    def _raise_topic_errors(operation: str, results: list[dict[str, Any]]) -> None:
+        errors = {
+            r["name"]: KafkaError(r["error_code"], r.get("error_message") or "")
+            for r in results
+            if r.get("error_code", 0)
+        }
+        if errors:
+            raise TopicOperationError(operation, errors)
+
+    def describe_topics(
+        self, names: Iterable[str] | None = None, *, timeout_ms: float | None = None
+    ) -> dict[str, TopicInfo]:
+        """Partitions, leaders, replicas and ISR of ``names`` (all topics when None).
+        A topic that does not exist raises :class:`TopicOperationError`."""
+        topics = None if names is None else list(names)
+        self._client.fetch_metadata(topics, self._timeout(timeout_ms))
+        metadata = self._client.metadata
+        wanted = sorted(metadata.topics) if topics is None else topics
+        errors = {
+            t: KafkaError(metadata.topics[t].error_code if t in metadata.topics else 3, t)
+            for t in wanted
+            if t not in metadata.topics or metadata.topics[t].error_code
+        }
+        if errors:
+            raise TopicOperationError("DescribeTopics", errors)
+        return {t: metadata.topics[t] for t in wanted}
+
+    def list_topics(self, *, timeout_ms: float | None = None) -> list[str]:
+        return sorted(
+            name for name, info in self.describe_topics(timeout_ms=timeout_ms).items()
+            if not info.is_internal
+        )
+
+    def describe_configs(
+        self, topic: str, *, timeout_ms: float | None = None
+    ) -> dict[str, str | None]:
+        """The effective configuration of ``topic``."""
+        timeout = self._timeout(timeout_ms)
+        body = {
+            "resources": [
+                {"resource_type": _TOPIC_RESOURCE, "resource_name": topic,
+                 "configuration_keys": None}
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        }
+        response = self._request(ApiKey.DESCRIBE_CONFIGS, body, timeout)
+        out: dict[str, str | None] = {}
+        for result in response.get("results", []):
+            if result.get("error_code", 0):
+                raise KafkaError(result["error_code"], result.get("error_message") or topic)
+            for entry in result.get("configs", []):
+                out[entry["name"]] = entry.get("value")
+        return out
+
+    # -- offsets and cluster -------------------------------------------------------------
+
+    def list_offsets(
+        self,
+        specs: Mapping[TopicPartition, str | int],
+        *,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, OffsetAndTimestamp]:
+        """Offsets per partition for "earliest", "latest" (the high watermark) or a
+        timestamp in ms (the first offset at or after it; -1 if none)."""
+        timestamps: dict[TopicPartition, int] = {}
+        for tp, spec in specs.items():
+            if spec == "earliest":
+                timestamps[tp] = EARLIEST_TIMESTAMP
+            elif spec == "latest":
+                timestamps[tp] = LATEST_TIMESTAMP
+            elif isinstance(spec, int) and spec >= 0:
+                timestamps[tp] = spec
+            else:
+                raise ValueError(f"offset spec {spec!r}: use earliest, latest or a timestamp")
+        return list_offsets(
+            self._client, timestamps, self._timeout(timeout_ms), self.config.retry_backoff_ms
+        )
+
+    def describe_cluster(self, *, timeout_ms: float | None = None) -> ClusterDescription:
+        response = self._client.fetch_metadata([], self._timeout(timeout_ms))
+        brokers = tuple(
+            sorted(
+                (BrokerInfo(b["node_id"], b["host"], b["port"], b.get("rack"))
+                 for b in response.get("brokers", [])),
+                key=lambda b: b.node_id,
+            )
+        )
+        return ClusterDescription(
+            response.get("cluster_id"), response.get("controller_id", -1), brokers
+        )
+
+    def wait_for_leaders(self, names: Iterable[str], *, timeout_ms: float = 30000) -> None:
+        """Block until every partition of ``names`` has a leader (new topics need a moment)."""
+        topics = list(names)
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        while True:
+            try:
+                infos = self.describe_topics(topics, timeout_ms=timeout_ms)
+                if all(
+                    p.leader >= 0 for info in infos.values() for p in info.partitions
+                ) and all(info.partitions for info in infos.values()):
+                    return
+            except KafkaError as e:
+                if not (e.retriable or e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                    raise
+            if time.monotonic() >= deadline:
+                raise KafkaError(
+                    ErrorCode.LEADER_NOT_AVAILABLE, f"no leaders for {topics} in {timeout_ms} ms"
+                )
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the admin client is closed")
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,153 @@
+"""Client configuration: Kafka's producer, consumer and admin property names.
+
+Each client takes a mapping of Kafka property names to values (``{"bootstrap.servers":
+"127.0.0.1:9092", "linger.ms": 5}``); values may be strings (as in a properties file) or Python
+values. :func:`client_config` rejects unknown keys with :class:`ConfigError` naming the key, so
+a typo such as ``lingr.ms`` fails at construction instead of being silently ignored.
+
+Deviation from Kafka's defaults, on purpose: ``enable.idempotence`` does not exist yet
+(idempotent producers arrive with issue 5), so the producer defaults to ``acks=all`` WITHOUT
+idempotence: a retried batch can be written twice after a lost response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from data_plane.configdef import ConfigError, from_props, known_keys, prop
+
+T = TypeVar("T")
+
+_MIB = 1024 * 1024
+COMPRESSION_TYPES = ("none", "gzip", "zstd")
+ACKS_CHOICES = ("all", "-1", "0", "1")
+OFFSET_RESET_CHOICES = ("earliest", "latest", "none")
+PARTITIONERS = ("default", "murmur2_random")
+
+
+@dataclass(frozen=True, slots=True)
+class CommonClientConfig:
+    bootstrap_servers: tuple[str, ...] = field(
+        default=("127.0.0.1:9092",),
+        metadata=prop("bootstrap.servers", doc="host:port list used to find the cluster"),
+    )
+    client_id: str = field(default="kraftlog", metadata=prop("client.id"))
+    request_timeout_ms: int = field(
+        default=30000, metadata=prop("request.timeout.ms", min=1, doc="wait for one response")
+    )
+    retry_backoff_ms: int = field(default=100, metadata=prop("retry.backoff.ms", min=0))
+    metadata_max_age_ms: int = field(
+        default=300000, metadata=prop("metadata.max.age.ms", min=0, doc="periodic refresh")
+    )
+    socket_connection_setup_timeout_ms: int = field(
+        default=10000, metadata=prop("socket.connection.setup.timeout.ms", min=1)
+    )
+    receive_buffer_bytes: int = field(
+        default=1 * _MIB, metadata=prop("receive.buffer.bytes", min=-1, doc="SO_RCVBUF; -1 = OS")
+    )
+    send_buffer_bytes: int = field(
+        default=1 * _MIB, metadata=prop("send.buffer.bytes", min=-1, doc="SO_SNDBUF; -1 = OS")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConfig(CommonClientConfig):
+    acks: str = field(
+        default="all",
+        metadata=prop(
+            "acks",
+            choices=ACKS_CHOICES,
+            doc="all/-1: the full ISR; 1: the leader; 0: no response (no idempotence yet)",
+        ),
+    )
+    batch_size: int = field(
+        default=16384, metadata=prop("batch.size", min=1, doc="bytes per partition batch")
+    )
+    linger_ms: int = field(default=5, metadata=prop("linger.ms", min=0))
+    buffer_memory: int = field(
+        default=32 * _MIB, metadata=prop("buffer.memory", min=1, doc="bytes of unsent records")
+    )
+    max_block_ms: int = field(
+        default=60000,
+        metadata=prop("max.block.ms", min=0, doc="send() waits this long for buffer or metadata"),
+    )
+    compression_type: str = field(
+        default="none", metadata=prop("compression.type", choices=COMPRESSION_TYPES)
+    )
+    retries: int = field(default=2147483647, metadata=prop("retries", min=0))
+    delivery_timeout_ms: int = field(
+        default=120000,
+        metadata=prop("delivery.timeout.ms", min=1, doc="upper bound from send() to outcome"),
+    )
+    max_in_flight_requests_per_connection: int = field(
+        default=5, metadata=prop("max.in.flight.requests.per.connection", min=1)
+    )
+    max_request_size: int = field(
+        default=1 * _MIB, metadata=prop("max.request.size", min=1, doc="largest record/batch")
+    )
+    partitioner: str = field(
+        default="default",
+        metadata=prop(
+            "partitioner",
+            choices=PARTITIONERS,
+            doc="murmur2 of the key (Java's and librdkafka murmur2_random); sticky for null keys",
+        ),
+    )
+
+    @property
+    def acks_value(self) -> int:
+        """The wire value of ``acks``: -1, 0 or 1."""
+        return -1 if self.acks in ("all", "-1") else int(self.acks)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig(CommonClientConfig):
+    group_id: str | None = field(
+        default=None,
+        metadata=prop("group.id", doc="consumer groups arrive with issue 6; must be unset"),
+    )
+    fetch_min_bytes: int = field(default=1, metadata=prop("fetch.min.bytes", min=0))
+    fetch_max_wait_ms: int = field(default=500, metadata=prop("fetch.max.wait.ms", min=0))
+    fetch_max_bytes: int = field(default=50 * _MIB, metadata=prop("fetch.max.bytes", min=1))
+    max_partition_fetch_bytes: int = field(
+        default=1 * _MIB, metadata=prop("max.partition.fetch.bytes", min=1)
+    )
+    max_poll_records: int = field(default=500, metadata=prop("max.poll.records", min=1))
+    auto_offset_reset: str = field(
+        default="latest", metadata=prop("auto.offset.reset", choices=OFFSET_RESET_CHOICES)
+    )
+    check_crcs: bool = field(default=True, metadata=prop("check.crcs"))
+    isolation_level: str = field(
+        default="read_uncommitted",
+        metadata=prop("isolation.level", choices=("read_uncommitted", "read_committed")),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AdminConfig(CommonClientConfig):
+    default_api_timeout_ms: int = field(default=60000, metadata=prop("default.api.timeout.ms"))
+
+
+def client_config(cls: type[T], props: Mapping[str, Any] | None = None, **kwargs: Any) -> T:
+    """Build ``cls`` from Kafka property names. Keyword arguments use underscores for dots
+    (``linger_ms=5`` is ``linger.ms``). Unknown keys raise :class:`ConfigError`."""
+    merged: dict[str, Any] = dict(props or {})
+    for name, value in kwargs.items():
+        merged[name.replace("_", ".")] = value
+    known = known_keys(cls)
+    unknown = sorted(k for k in merged if k not in known)
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} properties: {', '.join(unknown)}")
+    return from_props(cls, {k: _to_text(v) for k, v in merged.items()})
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if value is None:
+        return "null"
+    return str(value)

@@ -1,0 +1,336 @@
+"""One TCP connection to one broker: pipelined requests matched by correlation id.
+
+Lifecycle (``state``)::
+
+    CONNECTING --socket connected--> NEGOTIATING --ApiVersions answered--> READY
+         \\______________ any error, timeout or close() ______________/--> CLOSED
+
+On connect the client sends ApiVersions v2 (the highest non-flexible version); a broker that
+does not know it answers in the v0 format with UNSUPPORTED_VERSION and its full API list,
+which is all we need. For every API the client uses, the connection then picks the highest
+version both sides support (:data:`CLIENT_VERSIONS`); an API with no common version is
+reported when first used.
+
+Requests are written in order and may be pipelined (up to the caller's in-flight bound); Kafka
+answers in order on a connection, so responses are matched to the oldest in-flight request
+and a correlation id mismatch closes the connection. A request that expects no answer (Produce
+with acks=0) completes as soon as it is fully written.
+
+Not thread-safe: a connection belongs to one :class:`NetworkClient`, used by one thread.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import decode_response, encode_request
+from data_plane.protocol.errors import ErrorCode
+from data_plane.protocol.exceptions import ProtocolError
+from data_plane.protocol.framing import FrameReader
+
+# The versions this client can speak, per API (all non-flexible; REFERENCE.md section 1).
+# Lower bounds: record format v2 needs Produce 3 / Fetch 4; ListOffsets 1 and Metadata 1 are the
+# first versions with the fields we read.
+CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 7),
+    ApiKey.FETCH: (4, 11),
+    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.METADATA: (1, 8),
+    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.CREATE_TOPICS: (0, 4),
+    ApiKey.DELETE_TOPICS: (0, 3),
+    ApiKey.DESCRIBE_CONFIGS: (0, 3),
+}
+API_VERSIONS_PROBE = 2
+
+# A response bigger than this is refused (fetch.max.bytes is 50 MiB by default; Kafka lets a
+# first oversized batch through, hence the margin).
+DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+_MAX_READ_BYTES = 4 * 1024 * 1024
+_MIN_READ_BYTES = 256 * 1024
+_MAX_READS_PER_EVENT = 64
+
+ResponseCallback = Callable[[dict[str, Any] | None, Exception | None], None]
+
+CONNECTING = "CONNECTING"
+NEGOTIATING = "NEGOTIATING"
+READY = "READY"
+CLOSED = "CLOSED"
+
+
+class InFlightRequest:
+    __slots__ = ("api_key", "api_version", "callback", "correlation_id", "deadline_s")
+
+    def __init__(
+        self,
+        correlation_id: int,
+        api_key: int,
+        api_version: int,
+        callback: ResponseCallback,
+        deadline_s: float,
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.api_version = api_version
+        self.callback = callback
+        self.deadline_s = deadline_s
+
+
+class BrokerConnection:
+    """See the module docstring. ``node_id`` is negative for bootstrap addresses."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        request_timeout_ms: int,
+        connect_timeout_ms: int,
+        send_buffer_bytes: int = -1,
+        receive_buffer_bytes: int = -1,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.state = CONNECTING
+        self.error: Exception | None = None
+        self.versions: dict[int, int] = {}
+        self._client_id = client_id
+        self._request_timeout_s = request_timeout_ms / 1000.0
+        self._connect_timeout_s = connect_timeout_ms / 1000.0
+        self._send_buffer_bytes = send_buffer_bytes
+        self._receive_buffer_bytes = receive_buffer_bytes
+        self._reader = FrameReader(max_response_bytes)
+        self._out: deque[memoryview] = deque()
+        self._unwritten_no_response: deque[tuple[int, ResponseCallback]] = deque()
+        self._written_bytes = 0
+        self._queued_bytes = 0
+        self.in_flight: deque[InFlightRequest] = deque()
+        self._next_correlation_id = 0
+        self._connect_deadline_s = 0.0
+        self.sock: socket.socket | None = None
+        self.on_ready: Callable[[BrokerConnection], None] | None = None
+
+    # -- connecting ----------------------------------------------------------------------
+
+    def connect(self, now_s: float) -> None:
+        """Start a non-blocking connect."""
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        except OSError as e:
+            self.close(KafkaConnectionError(f"cannot resolve {self.host}:{self.port}: {e}"))
+            return
+        family, socktype, proto, _name, address = infos[0]
+        sock = socket.socket(family, socktype, proto)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._send_buffer_bytes > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer_bytes)
+        if self._receive_buffer_bytes > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer_bytes)
+        self.sock = sock
+        self._connect_deadline_s = now_s + self._connect_timeout_s
+        code = sock.connect_ex(address)
+        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
+            self.close(KafkaConnectionError(f"connect to {self}: {errno.errorcode.get(code)}"))
+
+    def finish_connect(self, now_s: float) -> None:
+        """The socket became writable while CONNECTING: check it and negotiate versions."""
+        if self.sock is None:
+            return
+        code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self.close(KafkaConnectionError(f"connect to {self}: {errno.errorcode.get(code)}"))
+            return
+        self.state = NEGOTIATING
+        self._send_internal(
+            ApiKey.API_VERSIONS, API_VERSIONS_PROBE, {}, self._on_api_versions, now_s
+        )
+
+    def _on_api_versions(self, body: dict[str, Any] | None, error: Exception | None) -> None:
+        if error is not None or body is None:
+            return  # the connection is closing already
+        code = body.get("error_code", 0)
+        if code not in (ErrorCode.NO_ERROR, ErrorCode.UNSUPPORTED_VERSION):
+            self.close(KafkaError(code, f"ApiVersions refused by {self}"))
+            return
+        theirs = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+        for api_key, (lo, hi) in CLIENT_VERSIONS.items():
+            if api_key in theirs:
+                b_lo, b_hi = theirs[api_key]
+                if max(lo, b_lo) <= min(hi, b_hi):
+                    self.versions[api_key] = min(hi, b_hi)
+        self.state = READY
+        if self.on_ready is not None:
+            self.on_ready(self)
+
+    # -- requests ------------------------------------------------------------------------
+
+    def version_for(self, api_key: int) -> int:
+        version = self.versions.get(api_key)
+        if version is None:
+            raise KafkaError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                f"{self} supports no version of {ApiKey(api_key).name} this client speaks "
+                f"({CLIENT_VERSIONS.get(api_key)})",
+            )
+        return version
+
+    def send(
+        self,
+        api_key: int,
+        body: dict[str, Any],
+        callback: ResponseCallback,
+        now_s: float,
+        *,
+        expect_response: bool = True,
+        api_version: int | None = None,
+    ) -> int:
+        """Queue a request (READY only); returns the bytes queued for writing."""
+        if self.state is not READY:
+            raise KafkaConnectionError(f"{self} is {self.state}, not READY")
+        version = self.version_for(api_key) if api_version is None else api_version
+        return self._send_internal(api_key, version, body, callback, now_s, expect_response)
+
+    def _send_internal(
+        self,
+        api_key: int,
+        version: int,
+        body: dict[str, Any],
+        callback: ResponseCallback,
+        now_s: float,
+        expect_response: bool = True,
+    ) -> int:
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(api_key, version, correlation_id, self._client_id, body)
+        self._out.append(memoryview(frame))
+        self._queued_bytes += len(frame)
+        if expect_response:
+            self.in_flight.append(
+                InFlightRequest(
+                    correlation_id, api_key, version, callback, now_s + self._request_timeout_s
+                )
+            )
+        else:
+            self._unwritten_no_response.append((self._queued_bytes, callback))
+        return len(frame)
+
+    @property
+    def has_pending_writes(self) -> bool:
+        return bool(self._out)
+
+    # -- I/O -----------------------------------------------------------------------------
+
+    def write(self) -> None:
+        """Write as much queued data as the socket takes."""
+        sock = self.sock
+        if sock is None:
+            return
+        out = self._out
+        while out:
+            chunk = out[0]
+            try:
+                sent = sock.send(chunk)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as e:
+                self.close(KafkaConnectionError(f"write to {self}: {e}"))
+                return
+            self._written_bytes += sent
+            if sent < len(chunk):
+                out[0] = chunk[sent:]
+                break
+            out.popleft()
+        done = self._unwritten_no_response
+        while done and done[0][0] <= self._written_bytes:
+            _end, callback = done.popleft()
+            callback({}, None)
+
+    def read(self) -> None:
+        """Read what the socket has and complete the matching in-flight requests."""
+        sock = self.sock
+        reader = self._reader
+        for _ in range(_MAX_READS_PER_EVENT):
+            if sock is None or self.state is CLOSED:
+                return
+            want = min(max(reader.bytes_needed(), _MIN_READ_BYTES), _MAX_READ_BYTES)
+            try:
+                data = sock.recv(want)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                self.close(KafkaConnectionError(f"read from {self}: {e}"))
+                return
+            if not data:
+                self.close(KafkaConnectionError(f"{self} closed the connection"))
+                return
+            try:
+                frames = reader.feed(data)
+            except ProtocolError as e:
+                self.close(KafkaConnectionError(f"bad frame from {self}: {e}"))
+                return
+            for frame in frames:
+                self._complete(frame)
+            if len(data) < want:
+                return
+
+    def _complete(self, frame: bytes | memoryview) -> None:
+        if not self.in_flight:
+            self.close(KafkaConnectionError(f"{self} sent a response nobody asked for"))
+            return
+        request = self.in_flight.popleft()
+        try:
+            correlation_id, body = decode_response(request.api_key, request.api_version, frame)
+        except ProtocolError as e:
+            request.callback(None, KafkaConnectionError(f"undecodable response: {e}"))
+            self.close(KafkaConnectionError(f"undecodable response from {self}: {e}"))
+            return
+        if correlation_id != request.correlation_id:
+            error = KafkaConnectionError(
+                f"{self} answered correlation id {correlation_id}, "
+                f"expected {request.correlation_id}"
+            )
+            request.callback(None, error)
+            self.close(error)
+            return
+        request.callback(body, None)
+
+    def check_timeouts(self, now_s: float) -> None:
+        if self.state is CONNECTING and now_s >= self._connect_deadline_s:
+            self.close(KafkaTimeoutError(f"connect to {self} timed out"))
+        elif self.in_flight and now_s >= self.in_flight[0].deadline_s:
+            self.close(KafkaTimeoutError(f"request to {self} timed out"))
+
+    def close(self, error: Exception | None = None) -> None:
+        """Close and fail every in-flight request with ``error``."""
+        if self.state is CLOSED:
+            return
+        self.state = CLOSED
+        self.error = error or KafkaConnectionError(f"{self} closed")
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+        pending = list(self.in_flight)
+        self.in_flight.clear()
+        no_response = list(self._unwritten_no_response)
+        self._unwritten_no_response.clear()
+        self._out.clear()
+        for request in pending:
+            request.callback(None, self.error)
+        for _end, callback in no_response:
+            callback(None, self.error)
+
+    def __str__(self) -> str:
+        return f"broker {self.node_id} at {self.host}:{self.port}"

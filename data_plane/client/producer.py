@@ -1,0 +1,265 @@
+"""The native Kafka producer.
+
+    producer = Producer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5})
+    future = producer.send("events", b"value", key=b"user-1", headers=[("h", b"v")])
+    metadata = future.get(timeout=10)           # RecordMetadata(topic, partition, offset, ...)
+    producer.send("events", b"v", on_delivery=lambda err, md: ...)
+    producer.flush(timeout=10)
+    producer.close(timeout=10)
+
+``send()`` is synchronous and cheap: it partitions the record (murmur2 of the key, sticky for
+null keys), encodes it into the open batch of its partition and returns a future; a background
+:class:`Sender` thread ships batches. ``send()`` blocks only while the topic's metadata is
+unknown or ``buffer.memory`` is full, each bounded by ``max.block.ms`` (then
+:class:`KafkaTimeoutError`). Delivery callbacks and interceptors' ``on_acknowledgement`` run on
+the sender thread: keep them short.
+
+Thread-safety: one producer may be shared by many threads (send, flush, close).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from data_plane.client.accumulator import RecordAccumulator
+from data_plane.client.config import ProducerConfig, client_config
+from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from data_plane.client.futures import DeliveryCallback, FutureRecordMetadata
+from data_plane.client.network_client import NetworkClient
+from data_plane.client.partitioner import DefaultPartitioner
+from data_plane.client.records import Header, ProducerRecord, RecordMetadata, TopicPartition
+from data_plane.client.sender import Sender
+from data_plane.protocol.errors import ErrorCode
+
+# Topic errors that waiting will not fix.
+_FATAL_TOPIC_ERRORS = frozenset(
+    {ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+)
+_BYTES_TYPES = (bytes, bytearray, memoryview)
+
+
+class ProducerInterceptor:
+    """Hooks around ``send()``: ``on_send`` may return a modified record (it runs on the
+    caller's thread before partitioning); ``on_acknowledgement`` runs on the sender thread for
+    every record, with its metadata or error. Exceptions raised by interceptors propagate."""
+
+    def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        return record
+
+    def on_acknowledgement(
+        self, metadata: RecordMetadata | None, error: Exception | None
+    ) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class Producer:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | ProducerConfig | None = None,
+        *,
+        interceptors: Sequence[ProducerInterceptor] = (),
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(config, ProducerConfig):
+            if kwargs:
+                raise TypeError("pass either a ProducerConfig or properties, not both")
+            self.config = config
+        else:
+            self.config = client_config(ProducerConfig, config, **kwargs)
+        c = self.config
+        self._interceptors = tuple(interceptors)
+        self._partitioner = DefaultPartitioner()
+        self._accumulator = RecordAccumulator(c)
+        self._client = NetworkClient(c, max_in_flight=c.max_in_flight_requests_per_connection)
+        self._metadata = self._client.metadata
+        self._metadata_cond = threading.Condition()
+        self._sender = Sender(c, self._accumulator, self._client, self._metadata_cond)
+        self._tp_cache: dict[str, list[TopicPartition]] = {}
+        self._tp_cache_version = -1
+        self._max_block_ms = c.max_block_ms
+        self._close_lock = threading.Lock()
+        self._closed = False
+        self._sender.start()
+
+    # -- sending -------------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: Sequence[Header] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> FutureRecordMetadata:
+        """Queue one record; returns its delivery future. ``on_delivery(error, metadata)``
+        runs once the record is acknowledged or failed (on the sender thread).
+
+        Raises (before queuing): :class:`ClientClosedError`, :class:`KafkaTimeoutError`
+        (metadata or buffer memory unavailable for max.block.ms), :class:`KafkaError`
+        (unknown partition, invalid topic), :class:`RecordTooLargeError`, :class:`TypeError`.
+        """
+        if self._interceptors:
+            record = ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
+            for interceptor in self._interceptors:
+                record = interceptor.on_send(record)
+            topic, value, key = record.topic, record.value, record.key
+            headers, partition, timestamp_ms = record.headers, record.partition, record.timestamp_ms
+        try:
+            future = self._append(topic, value, key, headers, partition, timestamp_ms)
+        except Exception as e:
+            for interceptor in self._interceptors:
+                interceptor.on_acknowledgement(None, e)
+            raise
+        if self._interceptors:
+            future.add_done_callback(self._acknowledge)
+        if on_delivery is not None:
+            future.add_done_callback(on_delivery)
+        return future
+
+    def _append(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        headers: Sequence[Header] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+    ) -> FutureRecordMetadata:
+        if self._closed:
+            raise ClientClosedError("send() after close()")
+        if type(value) is not bytes and value is not None:
+            value = _check_bytes("value", value)
+        if type(key) is not bytes and key is not None:
+            key = _check_bytes("key", key)
+        if headers:
+            headers = _check_headers(headers)
+        if self._tp_cache_version != self._metadata.version:
+            # Partition counts may have grown: rebuild the cache on any metadata change.
+            self._tp_cache.clear()
+            self._tp_cache_version = self._metadata.version
+        tps = self._tp_cache.get(topic)
+        if tps is None:
+            num_partitions = self._wait_on_metadata(topic)
+            tps = self._tp_cache[topic] = [TopicPartition(topic, i) for i in range(num_partitions)]
+        else:
+            num_partitions = len(tps)
+        sticky = partition is None and key is None
+        if partition is None:
+            partition = self._partitioner.partition(topic, key, num_partitions)
+        elif not 0 <= partition < num_partitions:
+            raise KafkaError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"partition {partition} of {topic} does not exist ({num_partitions} partitions)",
+            )
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
+        future, wake, rolled = self._accumulator.append(
+            tps[partition], timestamp_ms, key, value, headers, self._max_block_ms
+        )
+        if rolled and sticky:
+            self._partitioner.on_new_batch(topic, num_partitions, partition)
+        if wake:
+            self._sender.wakeup()
+        return future
+
+    def _wait_on_metadata(self, topic: str) -> int:
+        """Partition count of ``topic``, fetching metadata for up to max.block.ms."""
+        count = self._metadata.partition_count(topic)
+        if count is not None:
+            return count
+        deadline = time.monotonic() + self._max_block_ms / 1000.0
+        with self._metadata_cond:
+            self._metadata.add_interest([topic])
+            while True:
+                count = self._metadata.partition_count(topic)
+                if count is not None:
+                    return count
+                code = self._metadata.topic_errors.get(topic, 0)
+                if code in _FATAL_TOPIC_ERRORS:
+                    raise KafkaError(code, f"topic {topic!r}")
+                if not self._sender.is_alive():
+                    raise ClientClosedError(
+                        f"the producer's sender stopped: {self._sender.fatal_error!r}"
+                    )
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise KafkaTimeoutError(
+                        f"topic {topic!r} not present in metadata after max.block.ms "
+                        f"({self._max_block_ms} ms); last error {ErrorCode(code).name}"
+                    )
+                self._metadata.request_update()
+                self._sender.wakeup()
+                self._metadata_cond.wait(min(remaining, 0.1))
+
+    def _acknowledge(self, error: Exception | None, metadata: RecordMetadata | None) -> None:
+        for interceptor in self._interceptors:
+            interceptor.on_acknowledgement(metadata, error)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The partition ids of ``topic`` (waits for metadata up to max.block.ms)."""
+        return list(range(self._wait_on_metadata(topic)))
+
+    # -- flush and close -----------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait for every outcome; raises
+        :class:`KafkaTimeoutError` if ``timeout`` seconds pass first (records stay queued)."""
+        batches = self._accumulator.begin_flush()
+        try:
+            self._sender.wakeup()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            for batch in batches:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not batch.result.wait(remaining):
+                    raise KafkaTimeoutError(f"flush did not complete within {timeout} s")
+        finally:
+            self._accumulator.end_flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop accepting records, deliver what is queued (up to ``timeout`` seconds; None =
+        wait as long as delivery.timeout.ms allows), then fail what is left and stop."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._accumulator.close()
+        self._sender.initiate_close()
+        limit = self.config.delivery_timeout_ms / 1000.0 + 1.0
+        self._sender.join(limit if timeout is None else max(0.0, timeout))
+        if self._sender.is_alive():
+            self._sender.force_close()
+            self._sender.join(limit)
+        for interceptor in self._interceptors:
+            interceptor.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_bytes(name: str, data: Any) -> bytes:
+    if isinstance(data, _BYTES_TYPES):
+        return bytes(data)
+    raise TypeError(f"{name} must be bytes or None, got {type(data).__name__}")
+
+
+def _check_headers(headers: Sequence[Header]) -> tuple[Header, ...]:
+    out = []
+    for item in headers:
+        if not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], str):
+            raise TypeError(f"a header is a (str, bytes | None) pair, got {item!r}")
+        h_value = item[1]
+        if h_value is not None and type(h_value) is not bytes:
+            h_value = _check_bytes("header value", h_value)
+        out.append((item[0], h_value))
+    return tuple(out)

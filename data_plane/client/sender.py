@@ -1,0 +1,192 @@
+"""The producer's I/O thread: drains ready batches into Produce requests, one per broker.
+
+Each loop iteration: refresh metadata if due; expire queued batches older than
+``delivery.timeout.ms``; drain sendable batches grouped by leader; send one Produce request per
+broker (up to ``max.in.flight.requests.per.connection`` pipelined); poll the sockets, which
+runs the response handlers. A partition error that is retriable puts the batch back at the head
+of its partition after ``retry.backoff.ms`` (routing errors also trigger a metadata refresh),
+until ``retries`` or ``delivery.timeout.ms`` run out; other errors fail the batch.
+
+Without idempotence (issue 5) a retry after a lost response can duplicate a batch, and with
+more than one request in flight a retried batch can land after a later one, as in Kafka.
+
+Thread-safety: the thread owns the :class:`NetworkClient`; ``send()`` threads talk to it only
+through the accumulator, the metadata Condition (topics of interest, waiting for a new
+metadata version) and :meth:`NetworkClient.wakeup`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from data_plane.client.accumulator import ProducerBatch, RecordAccumulator
+from data_plane.client.config import ProducerConfig
+from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from data_plane.client.metadata import REFRESH_ERRORS
+from data_plane.client.network_client import NetworkClient
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.storage.compression import Compression
+
+Clock = Callable[[], float]
+_MAX_POLL_S = 0.1  # upper bound on one idle wait, so shutdown and expiry are noticed
+_CODECS = {"none": Compression.NONE, "gzip": Compression.GZIP, "zstd": Compression.ZSTD}
+
+
+class Sender(threading.Thread):
+    def __init__(
+        self,
+        config: ProducerConfig,
+        accumulator: RecordAccumulator,
+        client: NetworkClient,
+        metadata_cond: threading.Condition,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        super().__init__(name=f"kraftlog-producer-{config.client_id}", daemon=True)
+        self._config = config
+        self._acc = accumulator
+        self._client = client
+        self._metadata_cond = metadata_cond
+        self._clock = clock
+        self._acks = config.acks_value
+        self._codec = _CODECS[config.compression_type]
+        self._running = True
+        self._force_close = False
+        self.fatal_error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while self._running:
+                self.run_once()
+            # Graceful close: send what is queued and wait for the answers.
+            while not self._force_close and self._acc.has_incomplete():
+                self.run_once()
+        except BaseException as e:
+            self.fatal_error = e
+        finally:
+            self._acc.abort_queued(ClientClosedError("the producer was closed"))
+            self._client.close()
+            with self._metadata_cond:
+                self._metadata_cond.notify_all()
+
+    def initiate_close(self) -> None:
+        self._running = False
+        self._client.wakeup()
+
+    def force_close(self) -> None:
+        self._running = False
+        self._force_close = True
+        self._client.wakeup()
+
+    def wakeup(self) -> None:
+        self._client.wakeup()
+
+    # -- one iteration -------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        client = self._client
+        metadata = client.metadata
+        with self._metadata_cond:
+            metadata_wait_ms = client.maybe_update_metadata()
+        now_ms = self._clock() * 1000.0
+        for batch in self._acc.expire(now_ms, self._config.delivery_timeout_ms):
+            self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, now_ms)))
+        drained, next_ms, unknown = self._acc.drain(now_ms, metadata.leader_for, client.is_ready)
+        if unknown:
+            with self._metadata_cond:
+                metadata.add_interest(unknown)
+                metadata.request_update()
+        for node_id, batches in drained.items():
+            self._send_produce(node_id, batches)
+        timeout_s = 0.0 if drained else min(next_ms, metadata_wait_ms) / 1000.0
+        version = metadata.version
+        client.poll(min(timeout_s, _MAX_POLL_S))
+        if metadata.version != version:
+            with self._metadata_cond:
+                self._metadata_cond.notify_all()
+
+    def _expiry_message(self, batch: ProducerBatch, now_ms: float) -> str:
+        return (
+            f"{batch.count} record(s) for {batch.tp.topic}-{batch.tp.partition} expired: "
+            f"{now_ms - batch.created_ms:.0f} ms since the batch was created "
+            f"(delivery.timeout.ms {self._config.delivery_timeout_ms})"
+        )
+
+    def _send_produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for batch in batches:
+            by_topic.setdefault(batch.tp.topic, []).append(
+                {"index": batch.tp.partition, "records": batch.wire_bytes(self._codec)}
+            )
+        body = {
+            "transactional_id": None,
+            "acks": self._acks,
+            "timeout_ms": self._config.request_timeout_ms,
+            "topic_data": [
+                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
+            ],
+        }
+
+        def on_response(response: dict[str, Any] | None, error: Exception | None) -> None:
+            self._handle_response(batches, response, error)
+
+        try:
+            self._client.send(
+                node_id, ApiKey.PRODUCE, body, on_response, expect_response=self._acks != 0
+            )
+        except KafkaError as e:
+            self._handle_response(batches, None, e)
+
+    def _handle_response(
+        self,
+        batches: list[ProducerBatch],
+        response: dict[str, Any] | None,
+        error: Exception | None,
+    ) -> None:
+        now_ms = self._clock() * 1000.0
+        if error is not None or response is None:
+            failure = error or KafkaError(-1, "no response")
+            for batch in batches:
+                self._retry_or_fail(batch, failure, now_ms)
+            return
+        if self._acks == 0:
+            for batch in batches:
+                self._acc.complete(batch, -1, -1, None)
+            return
+        results: dict[tuple[str, int], dict[str, Any]] = {}
+        for topic in response.get("responses", []):
+            for part in topic.get("partition_responses", []):
+                results[(topic["name"], part["index"])] = part
+        for batch in batches:
+            part = results.get((batch.tp.topic, batch.tp.partition))
+            if part is None:
+                self._retry_or_fail(
+                    batch, KafkaError(-1, "the Produce response omitted the partition"), now_ms
+                )
+                continue
+            code = part.get("error_code", 0)
+            if code == 0:
+                self._acc.complete(
+                    batch, part["base_offset"], part.get("log_append_time_ms", -1), None
+                )
+            else:
+                self._retry_or_fail(batch, KafkaError(code, part.get("error_message") or ""),
+                                    now_ms)
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: Exception, now_ms: float) -> None:
+        retriable = isinstance(error, KafkaError) and error.retriable
+        if isinstance(error, KafkaError) and error.code in REFRESH_ERRORS:
+            with self._metadata_cond:
+                self._client.metadata.request_update()
+        within_timeout = now_ms - batch.created_ms < self._config.delivery_timeout_ms
+        if retriable and batch.attempts < self._config.retries and within_timeout and (
+            self._running or not self._force_close
+        ):
+            self._acc.reenqueue(batch, now_ms)
+            return
+        self._fail(batch, error)
+
+    def _fail(self, batch: ProducerBatch, error: Exception) -> None:
+        self._acc.complete(batch, -1, -1, error)
