@@ -89,7 +89,13 @@ class BrokerHarness:
             for p in range(count):
                 self.log_manager.get_or_create_log(name, p, self.log_config)
         broker = BrokerRegistration(
-            BROKER_ID, "inc", 1, (Listener("PLAINTEXT", "127.0.0.1", self.port),), None, False, False
+            BROKER_ID,
+            "inc",
+            1,
+            (Listener("PLAINTEXT", "127.0.0.1", self.port),),
+            None,
+            False,
+            False,
         )
         image = MetadataImage(
             offset=self._offset,

@@ -1,0 +1,357 @@
+"""The broker's request handling over real sockets (in-process server, hand-built metadata)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from collections.abc import Callable
+
+import pytest
+
+from data_plane.broker.config import BrokerConfig
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
+from data_plane.storage import Record, build_batch
+from data_plane.storage.record_codec import Compression
+from tests.unit.broker.harness import BrokerHarness
+from tests.unit.broker.wire import WireClient
+
+DEADLINE_S = 20.0
+
+
+def batch(n: int = 3, start: int = 0, compression: int = Compression.NONE) -> bytes:
+    return build_batch(
+        [Record(b"k%d" % i, b"v%d" % i, 1_000 + i) for i in range(start, start + n)],
+        compression=compression,
+    )
+
+
+def produce_body(topic: str, partition: int, records: bytes | None, acks: int = 1) -> dict:
+    return {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": records}]}
+        ],
+    }
+
+
+def fetch_body(parts: list[tuple[str, int, int]], max_wait_ms: int = 0, min_bytes: int = 1) -> dict:
+    topics: dict[str, list[dict]] = {}
+    for topic, p, offset in parts:
+        topics.setdefault(topic, []).append(
+            {"partition": p, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+        )
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": 1 << 24,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        "forgotten_topics_data": [],
+    }
+
+
+def presult(resp: dict) -> dict:
+    return resp["responses"][0]["partition_responses"][0]
+
+
+def wait_for(cond: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def client(broker: BrokerHarness):
+    broker.set_topics({"t": 2})
+    c = WireClient(broker.port)
+    yield c
+    c.close()
+
+
+def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) -> None:
+    # A newer-than-supported ApiVersions (clients probe v3/v4) gets the v0 fallback.
+    cid = client.send(ApiKey.API_VERSIONS, 2, {})
+    _, body = client.recv(ApiKey.API_VERSIONS, 2)
+    assert body["error_code"] == 0
+    keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+    assert keys[ApiKey.PRODUCE] == (0, 7) and keys[ApiKey.FETCH] == (0, 11)
+    assert ApiKey.INIT_PRODUCER_ID not in keys and ApiKey.JOIN_GROUP not in keys
+    raw = struct.pack(">hhih", ApiKey.API_VERSIONS, 9, cid + 1, -1)
+    client.sock.sendall(struct.pack(">i", len(raw)) + raw)
+    frame = client.recv_frame()
+    assert struct.unpack_from(">ih", frame) == (cid + 1, ErrorCode.UNSUPPORTED_VERSION)
+    assert client.call(ApiKey.METADATA, 8, {"topics": None})["brokers"][0]["node_id"] == 1
+
+
+@pytest.mark.parametrize("api_key,version", [(ApiKey.PRODUCE, 9), (99, 0), (ApiKey.JOIN_GROUP, 0)])
+def test_unknown_api_or_version_gets_unsupported_then_close(
+    client: WireClient, api_key: int, version: int
+) -> None:
+    raw = struct.pack(">hhih", api_key, version, 7, -1) + b"\x00" * 16
+    client.sock.sendall(struct.pack(">i", len(raw)) + raw)
+    assert client.recv_frame() == struct.pack(">ih", 7, ErrorCode.UNSUPPORTED_VERSION)
+    assert client.is_closed_by_peer()
+
+
+def test_oversized_frame_closes_only_that_connection(tmp_path) -> None:
+    h = BrokerHarness(tmp_path, BrokerConfig(socket_request_max_bytes=1024))
+    try:
+        h.set_topics({"t": 1})
+        good, bad = WireClient(h.port), WireClient(h.port)
+        bad.sock.sendall(struct.pack(">i", 1025) + b"\x00" * 100)
+        assert bad.is_closed_by_peer()
+        assert good.call(ApiKey.METADATA, 1, {"topics": None})["topics"][0]["name"] == "t"
+        good.close()
+        bad.close()
+    finally:
+        h.close()
+
+
+def test_wrong_crc_is_corrupt_message_and_appends_nothing(client: WireClient) -> None:
+    data = bytearray(batch(3))
+    data[-1] ^= 0xFF  # inside the CRC-covered records
+    resp = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, bytes(data)))
+    assert presult(resp)["error_code"] == ErrorCode.CORRUPT_MESSAGE
+    lo = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -1))
+    assert lo["topics"][0]["partitions"][0]["offset"] == 0
+    ok = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3)))
+    assert presult(ok)["error_code"] == 0 and presult(ok)["base_offset"] == 0
+
+
+def list_offsets_body(topic: str, partition: int, timestamp: int) -> dict:
+    return {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": partition,
+                        "current_leader_epoch": -1,
+                        "timestamp": timestamp,
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def test_produce_routing_and_size_errors(broker: BrokerHarness, client: WireClient) -> None:
+    r = client.call(ApiKey.PRODUCE, 7, produce_body("nope", 0, batch()))
+    assert presult(r)["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 5, batch()))
+    assert presult(r)["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    big = build_batch([Record(None, os.urandom(2_000_000), 1)])
+    r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, big))
+    assert presult(r)["error_code"] == ErrorCode.MESSAGE_SIZE_TOO_LARGE
+    body = produce_body("t", 0, batch())
+    body["transactional_id"] = "tx"
+    r = client.call(ApiKey.PRODUCE, 7, body)
+    assert presult(r)["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    broker.set_topics({"t": 2}, leader=2)
+    r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch()))
+    assert presult(r)["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    f = client.call(ApiKey.FETCH, 11, fetch_body([("t", 0, 0)]))
+    assert f["responses"][0]["partitions"][0]["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_acks_zero_sends_no_response(client: WireClient) -> None:
+    client.send(ApiKey.PRODUCE, 7, produce_body("t", 1, batch(2), acks=0))
+    # The next answer on the connection is the metadata one: acks=0 produced nothing.
+    cid = client.send(ApiKey.METADATA, 1, {"topics": None})
+    got, _ = client.recv(ApiKey.METADATA, 1)
+    assert got == cid
+    lo = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 1, -1))
+    assert lo["topics"][0]["partitions"][0]["offset"] == 2
+
+
+def test_acks_zero_failure_closes_connection(client: WireClient) -> None:
+    client.send(ApiKey.PRODUCE, 7, produce_body("nope", 0, batch(2), acks=0))
+    assert client.is_closed_by_peer()
+
+
+def test_fetch_returns_every_partition_and_the_stored_bytes(client: WireClient) -> None:
+    sent = batch(5, compression=Compression.GZIP)
+    r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, sent))
+    assert presult(r)["base_offset"] == 0
+    f = client.call(ApiKey.FETCH, 11, fetch_body([("t", 0, 0), ("t", 1, 0), ("x", 0, 0)]))
+    by_part = {
+        (t["topic"], p["partition_index"]): p for t in f["responses"] for p in t["partitions"]
+    }
+    assert set(by_part) == {("t", 0), ("t", 1), ("x", 0)}
+    p0 = by_part[("t", 0)]
+    assert p0["error_code"] == 0 and p0["high_watermark"] == 5 and p0["log_start_offset"] == 0
+    got = bytes(p0["records"])
+    # Same bytes as produced except the broker-stamped baseOffset and partitionLeaderEpoch.
+    assert len(got) == len(sent) and got[16:] == sent[16:]
+    assert by_part[("t", 1)]["error_code"] == 0 and len(by_part[("t", 1)]["records"] or b"") == 0
+    assert by_part[("x", 0)]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    oor = client.call(ApiKey.FETCH, 11, fetch_body([("t", 0, 99)]))
+    assert oor["responses"][0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_incremental_fetch_session_is_refused(client: WireClient) -> None:
+    body = fetch_body([("t", 0, 0)])
+    body["session_id"], body["session_epoch"] = 12, 1
+    f = client.call(ApiKey.FETCH, 11, body)
+    assert f["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_delayed_fetch_completes_on_append_and_pipelines_in_order(
+    client: WireClient, broker
+) -> None:
+    fetch_cid = client.send(ApiKey.FETCH, 11, fetch_body([("t", 1, 0)], max_wait_ms=15_000))
+    meta_cid = client.send(ApiKey.METADATA, 1, {"topics": None})
+    wait_for(lambda: len(broker.apis.fetch_purgatory) == 1, "the fetch to park")
+    other = WireClient(broker.port)
+    try:
+        assert (
+            presult(other.call(ApiKey.PRODUCE, 7, produce_body("t", 1, batch(2))))["error_code"]
+            == 0
+        )
+    finally:
+        other.close()
+    got, f = client.recv(ApiKey.FETCH, 11)
+    assert got == fetch_cid
+    assert f["responses"][0]["partitions"][0]["high_watermark"] == 2
+    assert len(f["responses"][0]["partitions"][0]["records"]) > 0
+    got, _ = client.recv(ApiKey.METADATA, 1)
+    assert got == meta_cid  # answered after the fetch, although it was ready first
+
+
+def test_delayed_fetch_times_out_empty(client: WireClient) -> None:
+    f = client.call(ApiKey.FETCH, 11, fetch_body([("t", 1, 0)], max_wait_ms=200))
+    p = f["responses"][0]["partitions"][0]
+    assert p["error_code"] == 0 and len(p["records"] or b"") == 0
+
+
+def test_list_offsets_earliest_latest_and_by_timestamp(client: WireClient) -> None:
+    client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3, start=0)))
+    client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3, start=10)))
+
+    def lo(ts: int) -> dict:
+        r = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, ts))
+        return r["topics"][0]["partitions"][0]
+
+    assert lo(-2)["offset"] == 0
+    assert lo(-1)["offset"] == 6
+    found = lo(1_010)
+    assert (found["offset"], found["timestamp"]) == (3, 1_010)
+    assert lo(99_999)["offset"] == -1
+    v0 = client.call(
+        ApiKey.LIST_OFFSETS,
+        0,
+        {
+            "replica_id": -1,
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [{"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}],
+                }
+            ],
+        },
+    )
+    assert v0["topics"][0]["partitions"][0]["old_style_offsets"] == [6]
+
+
+def test_delete_records_moves_low_watermark(client: WireClient) -> None:
+    client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(4)))
+    body = {
+        "topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 2}]}],
+        "timeout_ms": 1000,
+    }
+    r = client.call(ApiKey.DELETE_RECORDS, 1, body)
+    assert r["topics"][0]["partitions"][0] == {
+        "partition_index": 0,
+        "low_watermark": 2,
+        "error_code": 0,
+    }
+    assert (
+        client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -2))["topics"][0][
+            "partitions"
+        ][0]["offset"]
+        == 2
+    )
+
+
+def test_metadata_unknown_topic_and_partition_details(client: WireClient) -> None:
+    m = client.call(
+        ApiKey.METADATA,
+        8,
+        {"topics": [{"name": "t"}, {"name": "missing"}], "allow_auto_topic_creation": True},
+    )
+    assert m["controller_id"] == 1 and m["cluster_id"] == "test-cluster"
+    t, missing = m["topics"]
+    assert missing["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert [p["partition_index"] for p in t["partitions"]] == [0, 1]
+    p = t["partitions"][0]
+    assert (
+        p["leader_id"],
+        p["leader_epoch"],
+        p["replica_nodes"],
+        p["isr_nodes"],
+        p["offline_replicas"],
+    ) == (1, 0, [1], [1], [])
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_disconnects_mid_request_leave_nothing_behind(broker: BrokerHarness) -> None:
+    broker.set_topics({"t": 1})
+    server = broker.thread.server
+    warm = WireClient(broker.port)
+    warm.call(ApiKey.METADATA, 1, {"topics": None})
+    warm.close()
+    wait_for(lambda: len(server.connections) == 0, "the warm-up connection to go")
+    fds_before = _open_fds()
+    for _ in range(20):
+        half = socket.create_connection(("127.0.0.1", broker.port))
+        half.sendall(struct.pack(">i", 500) + b"\x00\x03")  # half a request
+        half.close()
+        parked = WireClient(broker.port)
+        parked.send(ApiKey.FETCH, 11, fetch_body([("t", 0, 0)], max_wait_ms=30_000))
+        wait_for(lambda: len(broker.apis.fetch_purgatory) == 1, "the fetch to park")
+        parked.close()
+        wait_for(lambda: len(broker.apis.fetch_purgatory) == 0, "the parked fetch to go")
+    wait_for(lambda: len(server.connections) == 0, "connections to close")
+    assert len(broker.apis.fetch_purgatory) == 0 and len(broker.apis.produce_purgatory) == 0
+    wait_for(lambda: _open_fds() <= fds_before, "file descriptors to be released")
+    loop = broker.thread.loop
+    import asyncio
+
+    tasks = asyncio.run_coroutine_threadsafe(_task_count(), loop).result(10)
+    assert tasks == 1  # only the server's main coroutine
+
+
+async def _task_count() -> int:
+    import asyncio
+
+    return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
+
+
+def test_back_pressure_bounds_requests_in_flight(tmp_path) -> None:
+    h = BrokerHarness(tmp_path, BrokerConfig(queued_max_requests=2))
+    try:
+        h.set_topics({"t": 1})
+        c = WireClient(h.port)
+        cids = [
+            c.send(ApiKey.FETCH, 11, fetch_body([("t", 0, 0)], max_wait_ms=300)) for _ in range(6)
+        ]
+        got = [c.recv(ApiKey.FETCH, 11)[0] for _ in cids]
+        assert got == cids
+        c.close()
+    finally:
+        h.close()
