@@ -89,8 +89,9 @@ def to_body(obj: Any, fields: tuple[F, ...], version: int) -> dict:
     return body
 
 
-def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
-                   body: dict) -> bytes:
+def encode_request(
+    api_key: int, version: int, correlation_id: int, client_id: str | None, body: dict
+) -> bytes:
     """Request header + body as kafka-python puts them on the wire (without the size prefix)."""
     obj = build(request_class(api_key), body, version)
     obj.with_header(correlation_id=correlation_id, client_id=client_id)

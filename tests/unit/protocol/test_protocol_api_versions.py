@@ -1,0 +1,119 @@
+"""ApiVersions probes and answers to unsupported API keys / versions."""
+
+from __future__ import annotations
+
+import struct
+import warnings
+
+from data_plane.protocol import codec
+from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from data_plane.protocol.codec import RequestHeader, UnsupportedVersionError
+from data_plane.protocol.errors import ErrorCode
+from tests.unit.protocol import kafka_oracle
+
+
+def _compact_string(value: str) -> bytes:
+    data = value.encode()
+    return bytes([len(data) + 1]) + data  # unsigned varint of length + 1 (< 128 here)
+
+
+def librdkafka_probe(correlation_id: int) -> bytes:
+    """ApiVersions v3 as librdkafka sends it: request header v2 (v1 + empty tagged fields),
+    body: compact client software name and version, empty tagged fields."""
+    header = struct.pack(">hhih", 18, 3, correlation_id, 7) + b"rdkafka" + b"\x00"
+    body = _compact_string("librdkafka") + _compact_string("2.16.0") + b"\x00"
+    return header + body
+
+
+def kafka_python_probe(correlation_id: int) -> bytes:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from kafka.protocol.metadata import ApiVersionsRequest
+    request = ApiVersionsRequest[4](
+        client_software_name="kafka-python", client_software_version="3.0.12"
+    )
+    request.with_header(correlation_id=correlation_id, client_id="kafka-python-3.0.12")
+    return bytes(request.encode(header=True))
+
+
+def _expect_fallback(frame: bytes, correlation_id: int) -> None:
+    try:
+        codec.decode_request(frame)
+    except UnsupportedVersionError as exc:
+        header = exc.header
+    else:
+        raise AssertionError("flexible ApiVersions was accepted")
+    assert header.api_key == ApiKey.API_VERSIONS and header.correlation_id == correlation_id
+    response = codec.unsupported_version_response(header).to_bytes()
+    size, got_correlation_id, error_code = struct.unpack_from(">iih", response)
+    assert size == len(response) - 4
+    assert (got_correlation_id, error_code) == (correlation_id, 35)
+    # The body is the v0 format after a v0 header, whatever version was asked.
+    _, body = codec.decode_response(ApiKey.API_VERSIONS, 0, response[4:])
+    assert body == {"error_code": 35, "api_keys": codec.api_versions_entries()}
+    assert {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]} == {
+        int(k): v for k, v in SUPPORTED_VERSIONS.items()
+    }
+    # kafka-python reads it as the v0 fallback and would retry with our highest version.
+    _, obj = kafka_oracle.decode_response(ApiKey.API_VERSIONS, header.api_version, response[4:])
+    assert obj.error_code == 35
+    assert {k.api_key: k.max_version for k in obj.api_keys}[18] == 2
+
+
+def test_librdkafka_v3_probe_gets_v0_fallback():
+    _expect_fallback(librdkafka_probe(1234), 1234)
+
+
+def test_kafka_python_v4_probe_gets_v0_fallback():
+    _expect_fallback(kafka_python_probe(-5), -5)
+
+
+def test_fallback_lists_the_brokers_filtered_apis():
+    header = RequestHeader(18, 4, 9, "x")
+    only = {ApiKey.API_VERSIONS: (0, 2), ApiKey.METADATA: (0, 8)}
+    response = codec.unsupported_version_response(header, only).to_bytes()
+    _, body = codec.decode_response(18, 3 - 1, response[4:])  # client asked v2, got error 35
+    assert body["api_keys"] == [
+        {"api_key": 3, "min_version": 0, "max_version": 8},
+        {"api_key": 18, "min_version": 0, "max_version": 2},
+    ]
+
+
+def test_supported_api_versions_answer_round_trips():
+    for version in range(3):
+        frame = codec.encode_request(18, version, 3, "c", {})
+        header, body = codec.decode_request(frame[4:])
+        assert header == RequestHeader(18, version, 3, "c") and body == {}
+        response = codec.encode_response(
+            header, {"error_code": 0, "api_keys": codec.api_versions_entries()}
+        )
+        _, decoded = codec.decode_response(18, version, response.to_bytes()[4:])
+        assert decoded["api_keys"] == codec.api_versions_entries()
+
+
+def _expect_bare_unsupported(frame: bytes, api_key: int, version: int) -> None:
+    try:
+        codec.decode_request(frame)
+    except UnsupportedVersionError as exc:
+        assert exc.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert exc.header == RequestHeader(api_key, version, 42, "cli")
+        response = codec.unsupported_version_response(exc.header)
+    else:
+        raise AssertionError("accepted")
+    assert response.to_bytes() == struct.pack(">iih", 6, 42, 35)
+    assert response.total_length == 10
+
+
+def test_unknown_api_key_gets_unsupported_version():
+    frame = struct.pack(">hhih", 999, 0, 42, 3) + b"cli" + b"\x00\x01\x02"
+    _expect_bare_unsupported(frame, 999, 0)
+
+
+def test_produce_v99_gets_unsupported_version():
+    frame = struct.pack(">hhih", 0, 99, 42, 3) + b"cli" + b"\xff\xff\x00\x01"
+    _expect_bare_unsupported(frame, 0, 99)
+
+
+def test_flexible_produce_v9_is_unsupported():
+    frame = struct.pack(">hhih", 0, 9, 42, 3) + b"cli" + b"\x00\x00\x01"
+    _expect_bare_unsupported(frame, 0, 9)
