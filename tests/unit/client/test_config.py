@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import pytest
+
+from data_plane.client import Consumer, UnsupportedFeatureError
+from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
+from data_plane.configdef import ConfigError
+
+
+def test_kafka_property_names_and_defaults() -> None:
+    c = client_config(ProducerConfig, {"bootstrap.servers": "a:1,b:2", "linger.ms": "0"})
+    assert c.bootstrap_servers == ("a:1", "b:2") and c.linger_ms == 0
+    assert c.acks == "all" and c.acks_value == -1 and c.batch_size == 16384
+    assert c.buffer_memory == 32 * 1024 * 1024 and c.compression_type == "none"
+
+
+def test_keyword_arguments_use_underscores() -> None:
+    c = client_config(ProducerConfig, acks=1, compression_type="zstd")
+    assert c.acks_value == 1 and c.compression_type == "zstd"
+
+
+def test_unknown_and_invalid_properties_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"lingr\.ms"):
+        client_config(ProducerConfig, {"lingr.ms": 5})
+    with pytest.raises(ConfigError, match=r"compression\.type"):
+        client_config(ProducerConfig, {"compression.type": "snappy"})
+    with pytest.raises(ConfigError, match=r"auto\.offset\.reset"):
+        client_config(ConsumerConfig, {"auto.offset.reset": "smallest"})
+
+
+def test_group_id_is_refused_until_groups_exist() -> None:
+    with pytest.raises(UnsupportedFeatureError, match="issue 6"):
+        Consumer({"group.id": "g"})

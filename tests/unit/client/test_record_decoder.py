@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import pytest
+
+from data_plane.client.errors import KafkaError
+from data_plane.client.record_decoder import decode_fetched
+from data_plane.client.record_encoder import RecordBatchBuilder
+from data_plane.storage.compression import Compression
+from data_plane.storage.record_codec import Record, build_batch, decode_records
+from data_plane.storage.records import LOG_APPEND_TIME
+from tests.unit.client.kafka_python import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+KAFKA_CODECS = {Compression.NONE: 0, Compression.GZIP: 1, Compression.ZSTD: 4}
+
+
+def _kafka_python_batch(base_offset: int, n: int, codec: int) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=KAFKA_CODECS[codec], is_transactional=False,
+        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,
+    )
+    for i in range(n):
+        key = None if i % 4 == 0 else f"key-{i}".encode()
+        value = None if i % 9 == 0 else (b"value-%d-" % i) * (i % 50)
+        headers = [("h1", b"a"), ("h2", None)] if i % 3 == 0 else []
+        builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value,
+                       headers=headers)
+    buf = builder.build()
+    buf[0:8] = base_offset.to_bytes(8, "big")  # as the broker stamps it (outside the CRC)
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.GZIP, Compression.ZSTD])
+def test_decodes_kafka_python_batches_byte_identically(codec: int) -> None:
+    batches = [_kafka_python_batch(100, 200, codec), _kafka_python_batch(300, 50, codec)]
+    payload = b"".join(batches)
+    decoded = decode_fetched("t", 3, payload, 100)
+    assert decoded.next_offset == 350
+    assert [r.offset for r in decoded.records] == list(range(100, 300)) + list(range(300, 350))
+    oracle = [record for batch in batches for record in DefaultRecordBatch(batch)]
+    for ours, theirs in zip(decoded.records, oracle, strict=True):
+        assert ours.topic == "t" and ours.partition == 3
+        assert ours.offset == theirs.offset
+        assert ours.timestamp == theirs.timestamp
+        assert ours.timestamp_type == 0
+        assert ours.key == theirs.key
+        assert ours.value == theirs.value
+        assert list(ours.headers) == [(k, v) for k, v in theirs.headers]
+
+
+def test_matches_storage_decoder_and_skips_records_below_min_offset() -> None:
+    records = [Record(b"k%d" % i, b"v" * i, 1000 + i, (("x", b"y"),)) for i in range(20)]
+    payload = bytes(build_batch(records, base_offset=40))
+    decoded = decode_fetched("t", 0, payload, 45)
+    _header, reference = decode_records(payload)
+    assert [(r.offset, r.key, r.value, r.timestamp, r.headers) for r in decoded.records] == [
+        (r.offset, r.key, r.value, r.timestamp, r.headers) for r in reference[5:]
+    ]
+    assert decoded.next_offset == 60
+
+
+def test_trailing_partial_batch_is_ignored() -> None:
+    b = RecordBatchBuilder()
+    for i in range(10):
+        b.append(i, None, b"x" * 100)
+    whole = bytes(b.build(base_offset=0))
+    second = bytes(b.build(base_offset=10))
+    decoded = decode_fetched("t", 0, whole + second[: len(second) - 7], 0)
+    assert len(decoded.records) == 10 and decoded.next_offset == 10
+    empty = decode_fetched("t", 0, second[:30], 10)
+    assert empty.records == [] and empty.next_offset == 10
+
+
+def test_log_append_time_batches_report_the_broker_time() -> None:
+    payload = bytes(build_batch([Record(None, b"a", 5), Record(None, b"b", 6)],
+                                timestamp_type=LOG_APPEND_TIME, log_append_time_ms=99))
+    decoded = decode_fetched("t", 0, payload, 0)
+    assert [(r.timestamp, r.timestamp_type) for r in decoded.records] == [(99, 1), (99, 1)]
+
+
+def test_control_batches_are_skipped_but_advance_the_offset() -> None:
+    control = bytes(build_batch([Record(b"\x00\x00\x00\x00", b"\x00" * 6, 1)], base_offset=0,
+                                is_control=True, is_transactional=True))
+    data = bytes(build_batch([Record(None, b"v", 1)], base_offset=1))
+    decoded = decode_fetched("t", 0, control + data, 0)
+    assert [r.offset for r in decoded.records] == [1]
+    assert decoded.next_offset == 2
+
+
+def test_bad_crc_raises_corrupt_message() -> None:
+    payload = bytearray(build_batch([Record(None, b"value", 1)]))
+    payload[-2] ^= 0xFF  # inside the value
+    with pytest.raises(KafkaError) as info:
+        decode_fetched("t", 0, payload, 0)
+    assert info.value.code.name == "CORRUPT_MESSAGE"
+    # With check.crcs=false the flipped byte reaches the decoder, which still returns a value.
+    assert decode_fetched("t", 0, payload, 0, check_crcs=False).records[0].value != b"value"
+
+
+def test_garbage_inside_a_valid_crc_raises_corrupt_message() -> None:
+    b = RecordBatchBuilder()
+    b.records += b"\x00\x10\x00"  # a record claiming more bytes than the batch holds
+    b.count = 1
+    with pytest.raises(KafkaError):
+        decode_fetched("t", 0, bytes(b.build()), 0)
