@@ -22,6 +22,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "deploy.cmd_storage",
     "deploy.cmd_start",
     "deploy.cmd_log",
+    "deploy.cmd_produce",
+    "deploy.cmd_consume",
 )
 
 
