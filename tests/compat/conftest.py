@@ -1,0 +1,49 @@
+"""A real local kraftlog cluster for the compatibility tests: 1 controller + 1 broker
+(replication factor 1 is all these tests need), started once per module and always torn down.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from deploy.local_cluster import LocalCluster
+
+FAST_OVERRIDES = {
+    "broker.session.timeout.ms": "2500",
+    "broker.heartbeat.interval.ms": "300",
+    "controller.quorum.election.timeout.ms": "500",
+    "controlled.shutdown.timeout.ms": "5000",
+}
+READY_TIMEOUT_S = 60.0
+KCAT = shutil.which("kcat") or "/usr/bin/kcat"
+
+
+@pytest.fixture(scope="module")
+def compat_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster.create(
+        tmp_path_factory.mktemp("compat") / "cluster",
+        controllers=1,
+        brokers=1,
+        overrides=FAST_OVERRIDES,
+    )
+    try:
+        cluster.start()
+        cluster.wait_ready(READY_TIMEOUT_S)
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(compat_cluster: LocalCluster) -> str:
+    return ",".join(compat_cluster.bootstrap_servers())
+
+
+@pytest.fixture(scope="module")
+def kcat() -> str:
+    if not shutil.which(KCAT):
+        pytest.skip("kcat is not installed (make system-deps installs the Debian package)")
+    return KCAT
