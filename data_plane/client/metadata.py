@@ -123,8 +123,9 @@ class ClusterMetadata:
 
     # -- updates -------------------------------------------------------------------------
 
-    def update(self, body: dict[str, Any], now_ms: float) -> None:
-        """Apply a Metadata response (v1+)."""
+    def update(self, body: dict[str, Any], now_ms: float, *, all_topics: bool = False) -> None:
+        """Apply a Metadata response (v1+); ``all_topics`` when it answered a request for
+        every topic (then topics it does not list are gone)."""
         self.brokers = {
             b["node_id"]: BrokerInfo(b["node_id"], b["host"], b["port"], b.get("rack"))
             for b in body.get("brokers", [])
@@ -156,8 +157,8 @@ class ClusterMetadata:
             topics[name] = TopicInfo(name, t.get("error_code", 0), t.get("is_internal", False),
                                      tuple(parts))
             self.topic_errors[name] = t.get("error_code", 0)
-        # Keep topics the response did not mention (a request for some topics only).
-        for name, info in self.topics.items():
+        # Keep topics a request for some topics only did not mention.
+        for name, info in ({} if all_topics else self.topics).items():
             if name not in topics and name not in self.interest:
                 topics[name] = info
                 for p in info.partitions:

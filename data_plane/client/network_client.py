@@ -229,7 +229,7 @@ class NetworkClient:
             "allow_auto_topic_creation": False,
         }
         response = self.request(None, ApiKey.METADATA, body, timeout_ms)
-        self.metadata.update(response, self._clock() * 1000.0)
+        self.metadata.update(response, self._clock() * 1000.0, all_topics=topics is None)
         return response
 
     # -- the loop ------------------------------------------------------------------------

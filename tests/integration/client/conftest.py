@@ -1,0 +1,59 @@
+"""One LocalCluster (1 controller + 1 broker) shared by the client integration tests of a
+module, always torn down; tests use their own topics so they do not interfere."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from data_plane.client import Admin, NewTopic
+from deploy.local_cluster import LocalCluster
+
+READY_TIMEOUT_S = 60.0
+FAST_OVERRIDES = {
+    "broker.session.timeout.ms": "2500",
+    "broker.heartbeat.interval.ms": "300",
+    "controller.quorum.election.timeout.ms": "500",
+}
+_topic_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    c = LocalCluster.create(
+        tmp_path_factory.mktemp("client-cluster"), controllers=1, brokers=1,
+        overrides=FAST_OVERRIDES,
+    )
+    try:
+        c.start()
+        c.wait_ready(READY_TIMEOUT_S)
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(cluster: LocalCluster) -> str:
+    return ",".join(cluster.bootstrap_servers())
+
+
+@pytest.fixture
+def admin(bootstrap: str) -> Iterator[Admin]:
+    a = Admin({"bootstrap.servers": bootstrap})
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def new_topic(admin: Admin) -> Callable[..., str]:
+    """Create a topic with a unique name and wait until its partitions have leaders."""
+
+    def make(partitions: int = 1, **configs: str) -> str:
+        name = f"client-test-{next(_topic_ids)}"
+        admin.create_topics([NewTopic(name, partitions, 1, configs)])
+        admin.wait_for_leaders([name], timeout_ms=30_000)
+        return name
+
+    return make
