@@ -194,6 +194,10 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
         raise ProtocolError(
             f"truncated {_api_name(header.api_key)} v{header.api_version} request"
         ) from None
+    except UnicodeDecodeError:
+        raise ProtocolError(
+            f"{_api_name(header.api_key)} v{header.api_version} request: string is not UTF-8"
+        ) from None
     return header, body
 
 
@@ -306,6 +310,10 @@ def decode_response(
         body, _end = codec.decode(view, 4)
     except struct.error:
         raise ProtocolError(f"truncated {_api_name(api_key)} v{api_version} response") from None
+    except UnicodeDecodeError:
+        raise ProtocolError(
+            f"{_api_name(api_key)} v{api_version} response: string is not UTF-8"
+        ) from None
     return correlation_id, body
 
 

@@ -123,6 +123,26 @@ def _read_count(buf: memoryview, pos: int, nullable: bool, min_size: int) -> tup
     return count, pos
 
 
+def _odd_length(length: int, pos: int, nullable: bool) -> None:
+    """Slow path of an inlined string/bytes read whose length is negative or overruns the
+    frame: None for a legal null, else ProtocolError. ``pos`` is the offset of the length."""
+    if length == -1 and nullable:
+        return None
+    if length < 0:
+        raise ProtocolError(f"invalid length {length} at offset {pos}")
+    raise ProtocolError(f"{length} bytes at offset {pos} overrun the frame")
+
+
+def _odd_count(count: int, pos: int, nullable: bool) -> int:
+    """Slow path of an inlined array count that is negative or cannot fit the bytes left:
+    -1 for a legal null array, else ProtocolError."""
+    if count == -1 and nullable:
+        return -1
+    if count < 0:
+        raise ProtocolError(f"invalid array length {count} at offset {pos}")
+    raise ProtocolError(f"array of {count} elements at offset {pos} overruns the frame")
+
+
 # ---------------------------------------------------------------- runtime helpers (encode)
 
 
@@ -189,6 +209,11 @@ _RUNTIME: dict[str, Any] = {
     "_read_bytes": _read_bytes,
     "_read_bytes_view": _read_bytes_view,
     "_read_count": _read_count,
+    "_odd_length": _odd_length,
+    "_odd_count": _odd_count,
+    "_i16_unpack": _i16_unpack,
+    "_i16_pack": _i16_pack,
+    "_ZERO_COPY_MIN_BYTES": ZERO_COPY_MIN_BYTES,
     "_write_string": _write_string,
     "_write_bytes": _write_bytes,
     "_write_records": _write_records,
@@ -274,17 +299,37 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
         nullable = f.nullable_in(version)
         key = f"{d}[{f.name!r}]"
         if f.type is Primitive.STRING:
-            g.emit(ind, f"{key}, pos = _read_string(buf, pos, {nullable})")
+            # Inlined: int16 length, then UTF-8 (UnicodeDecodeError is turned into
+            # ProtocolError by the caller).
+            g.emit(ind, "(n, ) = _i16_unpack(buf, pos)")
+            g.emit(ind, "end = pos + 2 + n")
+            g.emit(ind, "if n < 0 or end > blen:")
+            g.emit(ind + 1, f"{key} = _odd_length(n, pos, {nullable})")
+            g.emit(ind + 1, "pos += 2")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"{key} = str(buf[pos + 2:end], 'utf-8')")
+            g.emit(ind + 1, "pos = end")
         elif f.type is Primitive.BYTES:
             g.emit(ind, f"{key}, pos = _read_bytes(buf, pos, {nullable})")
         elif f.type is Primitive.RECORDS:
-            g.emit(ind, f"{key}, pos = _read_bytes_view(buf, pos, {nullable})")
+            # Inlined: int32 length, then a view of the frame (zero copy).
+            g.emit(ind, "(n, ) = _i32_unpack(buf, pos)")
+            g.emit(ind, "end = pos + 4 + n")
+            g.emit(ind, "if n < 0 or end > blen:")
+            g.emit(ind + 1, f"{key} = _odd_length(n, pos, {nullable})")
+            g.emit(ind + 1, "pos += 4")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"{key} = buf[pos + 4:end]")
+            g.emit(ind + 1, "pos = end")
         elif isinstance(f.type, ArrayOf):
             _gen_decode_primitive_array(g, f, nullable, key, ind, depth)
         else:
             n, lst, item = f"n{depth}", f"l{depth}", f"d{depth + 1}"
             size = max(1, _min_size(f.type, version))
-            g.emit(ind, f"{n}, pos = _read_count(buf, pos, {nullable}, {size})")
+            g.emit(ind, f"({n}, ) = _i32_unpack(buf, pos)")
+            g.emit(ind, f"if {n} < 0 or {n} * {size} > blen - pos - 4:")
+            g.emit(ind + 1, f"{n} = _odd_count({n}, pos, {nullable})")
+            g.emit(ind, "pos += 4")
             if nullable:
                 g.emit(ind, f"if {n} < 0:")
                 g.emit(ind + 1, f"{key} = None")
@@ -338,11 +383,24 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
         nullable = f.nullable_in(version)
         value = f"{d}.get({f.name!r}, {_default_literal(f, version)})"
         if f.type is Primitive.STRING:
-            g.emit(ind, f"_write_string(out, {value}, {nullable})")
+            # Inlined fast path for a str of at most 32767 bytes; the helper handles the rest.
+            g.emit(ind, f"s = {value}")
+            g.emit(ind, "b = s.encode('utf-8') if s.__class__ is str else None")
+            g.emit(ind, "if b is not None and len(b) <= 0x7FFF:")
+            g.emit(ind + 1, "out += _i16_pack(len(b))")
+            g.emit(ind + 1, "out += b")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"_write_string(out, s, {nullable})")
         elif f.type is Primitive.BYTES:
             g.emit(ind, f"_write_bytes(out, {value}, {nullable})")
         elif f.type is Primitive.RECORDS:
-            g.emit(ind, f"_write_records(out, {value}, {nullable}, cuts)")
+            # Inlined fast path for small bytes; file slices and large buffers go to the helper.
+            g.emit(ind, f"r = {value}")
+            g.emit(ind, "if r.__class__ is bytes and len(r) < _ZERO_COPY_MIN_BYTES:")
+            g.emit(ind + 1, "out += _i32_pack(len(r))")
+            g.emit(ind + 1, "out += r")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"_write_records(out, r, {nullable}, cuts)")
         elif isinstance(f.type, ArrayOf):
             element = f.type.element
             v = f"v{depth}"
@@ -359,7 +417,10 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
         else:
             v, item = f"v{depth}", f"d{depth + 1}"
             g.emit(ind, f"{v} = {value}")
-            g.emit(ind, f"if _write_count(out, {v}, {nullable}):")
+            g.emit(ind, f"if {v} is None:")
+            g.emit(ind + 1, f"_write_count(out, None, {nullable})")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"out += _i32_pack(len({v}))")
             g.emit(ind + 1, f"for {item} in {v}:")
             _gen_encode_struct(g, f.type, version, item, ind + 2)
 
@@ -377,6 +438,7 @@ def compile_message(fields: tuple[F, ...], version: int, label: str) -> Compiled
     """Generate and compile the decoder and encoder of ``fields`` in ``version``."""
     g = _Gen()
     g.emit(0, "def decode(buf, pos):")
+    g.emit(1, "blen = len(buf)")
     g.emit(1, "d0 = {}")
     _gen_decode_struct(g, fields, version, "d0", 1)
     g.emit(1, "return d0, pos")
