@@ -23,13 +23,15 @@ Bodies are dicts keyed by the snake_case names of Kafka's schema fields. Bytes a
 body are ignored, as Kafka does for forward compatibility. Decoding never raises anything but
 :class:`ProtocolError` (or its subclass :class:`UnsupportedVersionError`) whatever the input.
 
-Everything here is stateless and thread-safe.
+Codecs are generated per (api, version) on first use, or all at once by :func:`precompile`.
+Everything here is thread-safe; apart from that cache of compiled codecs it is stateless.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -54,6 +56,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "precompile",
     "unsupported_version_response",
 ]
 
@@ -110,22 +113,40 @@ class ResponseFrame:
         return b"".join(chunks)
 
 
-def _compile_all() -> tuple[dict[tuple[int, int], CompiledMessage], ...]:
-    requests: dict[tuple[int, int], CompiledMessage] = {}
-    responses: dict[tuple[int, int], CompiledMessage] = {}
+# Generated codecs per (api key, version), compiled on first use (or all at once by
+# precompile()) and kept for the life of the process. Only supported pairs are ever compiled
+# or cached, so fuzzed api keys cannot grow these tables. Reads need no lock (dict lookups are
+# atomic); compilation takes _COMPILE_LOCK so each pair is compiled once.
+_REQUESTS: dict[tuple[int, int], CompiledMessage] = {}
+_RESPONSES: dict[tuple[int, int], CompiledMessage] = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+def _compile(api_key: int, version: int, is_request: bool) -> CompiledMessage | None:
+    """The codec of a supported (api key, version), compiled now if needed; None if the pair
+    is not in SUPPORTED_VERSIONS."""
+    versions = SUPPORTED_VERSIONS.get(api_key)  # type: ignore[call-overload]
+    if versions is None or not versions[0] <= version <= versions[1]:
+        return None
+    table = _REQUESTS if is_request else _RESPONSES
+    with _COMPILE_LOCK:
+        compiled = table.get((api_key, version))
+        if compiled is None:
+            key = ApiKey(api_key)
+            fields = MESSAGES[key][0 if is_request else 1]
+            label = f"{key.name} {'request' if is_request else 'response'}"
+            compiled = compile_message(fields, version, label)
+            table[(api_key, version)] = compiled
+    return compiled
+
+
+def precompile() -> None:
+    """Compile every supported (api, version) now (about 0.1-0.2 s) instead of on first use;
+    a broker calls it at start-up so that no request pays for compilation."""
     for api_key, (low, high) in SUPPORTED_VERSIONS.items():
-        request_fields, response_fields = MESSAGES[api_key]
         for version in range(low, high + 1):
-            requests[(api_key, version)] = compile_message(
-                request_fields, version, f"{api_key.name} request"
-            )
-            responses[(api_key, version)] = compile_message(
-                response_fields, version, f"{api_key.name} response"
-            )
-    return requests, responses
-
-
-_REQUESTS, _RESPONSES = _compile_all()
+            _compile(api_key, version, True)
+            _compile(api_key, version, False)
 
 
 def _as_view(frame: bytes | bytearray | memoryview) -> memoryview:
@@ -183,7 +204,9 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
     except TypeError as exc:
         raise ProtocolError(f"not a byte buffer: {exc}") from None
     header, pos = _decode_header(view)
-    codec = _REQUESTS.get((header.api_key, header.api_version))
+    codec = _REQUESTS.get((header.api_key, header.api_version)) or _compile(
+        header.api_key, header.api_version, True
+    )
     if codec is None:
         raise UnsupportedVersionError(
             header, f"unsupported api key {header.api_key} version {header.api_version}"
@@ -204,7 +227,9 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
 def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseFrame:
     """Size prefix + response header v0 (the correlation id) + ``body`` in the version of
     ``header``. Raises :class:`EncodeError` if the body does not fit the schema."""
-    codec = _RESPONSES.get((header.api_key, header.api_version))
+    codec = _RESPONSES.get((header.api_key, header.api_version)) or _compile(
+        header.api_key, header.api_version, False
+    )
     if codec is None:
         raise EncodeError(
             f"no response codec for api key {header.api_key} version {header.api_version}"
@@ -260,7 +285,7 @@ def encode_request(
     body: Mapping[str, Any],
 ) -> bytes:
     """A complete request frame: size prefix + request header v1 + body."""
-    codec = _REQUESTS.get((api_key, api_version))
+    codec = _REQUESTS.get((api_key, api_version)) or _compile(api_key, api_version, True)
     if codec is None:
         raise EncodeError(f"unsupported api key {api_key} version {api_version}")
     out = bytearray(4)
@@ -293,7 +318,7 @@ def decode_response(
     An ApiVersions response carrying UNSUPPORTED_VERSION is decoded in the v0 format, which is
     how brokers answer a version they do not know. Raises :class:`ProtocolError`.
     """
-    codec = _RESPONSES.get((api_key, api_version))
+    codec = _RESPONSES.get((api_key, api_version)) or _compile(api_key, api_version, False)
     if codec is None:
         raise ProtocolError(
             f"unsupported api key {api_key} version {api_version}", ErrorCode.UNSUPPORTED_VERSION
@@ -306,7 +331,7 @@ def decode_response(
             and api_version > 0
             and _I16.unpack_from(view, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
         ):
-            codec = _RESPONSES[(api_key, 0)]
+            codec = _RESPONSES.get((api_key, 0)) or _compile(api_key, 0, False)
         body, _end = codec.decode(view, 4)
     except struct.error:
         raise ProtocolError(f"truncated {_api_name(api_key)} v{api_version} response") from None

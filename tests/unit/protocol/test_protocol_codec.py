@@ -190,3 +190,13 @@ def test_non_byte_input_is_a_protocol_error():
     frame = codec.encode_request(12, 0, 4, "c", {"group_id": "g"})[4:]
     header, _ = codec.decode_request(memoryview(frame + b"\0\0").cast("H"))
     assert header.api_key == 12
+
+
+def test_precompile_covers_every_supported_version_and_nothing_else():
+    codec.precompile()
+    assert set(codec._REQUESTS) == set(codec._RESPONSES) == set(ALL_VERSIONS)
+    for api_key, version in [(999, 0), (0, 99), (-1, 0), (18, 3)]:
+        frame = struct.pack(">hhih", api_key, version, 1, -1)
+        with pytest.raises(codec.UnsupportedVersionError):
+            codec.decode_request(frame)
+    assert len(codec._REQUESTS) == len(ALL_VERSIONS)  # unsupported pairs are never cached
