@@ -101,9 +101,11 @@ def test_acks_zero_and_acks_one(bootstrap: str, new_topic: Callable[..., str]) -
 
 
 def test_unknown_topic_times_out_after_max_block_ms(bootstrap: str) -> None:
-    with Producer({"bootstrap.servers": bootstrap, "max.block.ms": "500"}) as p:
-        with pytest.raises(KafkaError) as info:
-            p.send("no-such-topic", b"v")
+    with (
+        Producer({"bootstrap.servers": bootstrap, "max.block.ms": "500"}) as p,
+        pytest.raises(KafkaError) as info,
+    ):
+        p.send("no-such-topic", b"v")
     assert "max.block.ms" in str(info.value)
 
 
