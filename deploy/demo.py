@@ -3,7 +3,12 @@
 Starts a 3-controller + 3-broker cluster detached in ``.cluster`` (or reuses the one running
 there), creates the topic ``demo`` (3 partitions, replication factor 3) unless it exists,
 then shows ``topics describe``, ``quorum status`` and ``cluster status`` exactly as the
-``kraftlog`` command prints them, and says how to stop it.
+``kraftlog`` command prints them, produces and consumes records over the Kafka protocol with
+the native client, and says how to stop it.
+
+The produce/consume step uses the topic ``demo-events`` with replication factor 1: until
+replication exists (issue 5) the high watermark of a partition with more than one in-sync
+replica does not advance, so consumers would see nothing on ``demo``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from deploy.cli import main as kraftlog
 
 CLUSTER_DIR = ".cluster"
 DEMO_TOPIC = "demo"
+EVENTS_TOPIC = "demo-events"
+EVENTS = 1000
+CLIENT_TIMEOUT_S = 30.0
 
 
 def run_step(title: str, argv: Sequence[str]) -> int:
@@ -22,6 +30,46 @@ def run_step(title: str, argv: Sequence[str]) -> int:
     rc = kraftlog(list(argv))
     sys.stdout.flush()
     return rc
+
+
+def produce_and_consume() -> int:
+    """Send EVENTS keyed records to EVENTS_TOPIC (acks=1) and read them all back."""
+    import time
+
+    from data_plane.client import Consumer, Producer
+    from deploy.local_cluster import LocalCluster
+
+    bootstrap = ",".join(LocalCluster.open(CLUSTER_DIR).bootstrap_servers())
+    print(f"\n# produce {EVENTS} records to {EVENTS_TOPIC} and read them back ({bootstrap})")
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "compression.type": "zstd"})
+    try:
+        futures = [
+            producer.send(EVENTS_TOPIC, value=b"event %d" % i, key=b"user-%d" % (i % 10))
+            for i in range(EVENTS)
+        ]
+        producer.flush(CLIENT_TIMEOUT_S)
+        last = [f.get(CLIENT_TIMEOUT_S) for f in futures][-1]
+    finally:
+        producer.close(CLIENT_TIMEOUT_S)
+    print(
+        f"produced {EVENTS} records; the last went to partition {last.partition} "
+        f"at offset {last.offset}"
+    )
+    consumer = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
+    per_partition: dict[int, int] = {}
+    try:
+        consumer.assign([(EVENTS_TOPIC, p) for p in consumer.partitions_for_topic(EVENTS_TOPIC)])
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
+        while sum(per_partition.values()) < EVENTS and time.monotonic() < deadline:
+            for r in consumer.poll(timeout_ms=500):
+                per_partition[r.partition] = per_partition.get(r.partition, 0) + 1
+    finally:
+        consumer.close()
+    print(
+        f"consumed {sum(per_partition.values())} records: "
+        + ", ".join(f"partition {p}: {n}" for p, n in sorted(per_partition.items()))
+    )
+    return 0 if sum(per_partition.values()) >= EVENTS else 1
 
 
 def main() -> int:
@@ -43,6 +91,21 @@ def main() -> int:
             ],
         ),
         ("partitions, leaders, ISR", ["topics", "describe", DEMO_TOPIC, "--dir", CLUSTER_DIR]),
+        (
+            "a topic for the produce/consume step",
+            [
+                "topics",
+                "create",
+                EVENTS_TOPIC,
+                "--partitions",
+                "3",
+                "--replication-factor",
+                "1",
+                "--if-not-exists",
+                "--dir",
+                CLUSTER_DIR,
+            ],
+        ),
         ("the controller quorum", ["quorum", "status", "--dir", CLUSTER_DIR]),
         ("every node", ["cluster", "status", "--dir", CLUSTER_DIR]),
     ]
@@ -51,6 +114,10 @@ def main() -> int:
         if rc != 0:
             print(f"\nstep failed (exit {rc}); node logs are in {CLUSTER_DIR}/node-*/node.log")
             return rc
+    rc = produce_and_consume()
+    if rc != 0:
+        print(f"\nproduce/consume failed; node logs are in {CLUSTER_DIR}/node-*/node.log")
+        return rc
     print(
         f"\nThe cluster keeps running in {CLUSTER_DIR}. Stop it with `make stop` "
         f"(or `.venv/bin/kraftlog cluster down --dir {CLUSTER_DIR}`)."
