@@ -285,15 +285,36 @@ class _Gen:
         self.lines.append("    " * indent + line)
 
 
+def _length_prefix(f: F) -> str | None:
+    """Struct code of the length/count prefix a variable-width field starts with (inlined
+    kinds only), so that a preceding fixed run can read it in the same struct call."""
+    if f.type is Primitive.STRING:
+        return "h"
+    if f.type is Primitive.RECORDS or (not isinstance(f.type, (Primitive, ArrayOf))):
+        return "i"
+    return None
+
+
 def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
     depth = ind
-    for run in _runs(_fields_in(fields, version)):
+    runs = _runs(_fields_in(fields, version))
+    prefetched = False  # whether the previous fixed run already read this field's prefix
+    for index, run in enumerate(runs):
         if isinstance(run, list):
-            st = struct.Struct(">" + "".join(_FIXED[f.type][0] for f in run))
-            name = g.const(st.unpack_from, "unpack")
-            targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
-            g.emit(ind, f"({targets},) = {name}(buf, pos)")
-            g.emit(ind, f"pos += {st.size}")
+            fmt = "".join(_FIXED[f.type][0] for f in run)
+            targets = [f"{d}[{f.name!r}]" for f in run]
+            size = struct.calcsize(">" + fmt)
+            following = runs[index + 1] if index + 1 < len(runs) else None
+            prefix = _length_prefix(following) if isinstance(following, F) else None
+            if prefix is not None:
+                # Read the next field's length prefix with this run; pos stays at the prefix.
+                fmt += prefix
+                is_array = not isinstance(following.type, Primitive)
+                targets.append(f"n{depth}" if is_array else "n")
+            name = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
+            g.emit(ind, f"({', '.join(targets)},) = {name}(buf, pos)")
+            g.emit(ind, f"pos += {size}")
+            prefetched = prefix is not None
             continue
         f = run
         nullable = f.nullable_in(version)
@@ -301,7 +322,8 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
         if f.type is Primitive.STRING:
             # Inlined: int16 length, then UTF-8 (UnicodeDecodeError is turned into
             # ProtocolError by the caller).
-            g.emit(ind, "(n, ) = _i16_unpack(buf, pos)")
+            if not prefetched:
+                g.emit(ind, "(n, ) = _i16_unpack(buf, pos)")
             g.emit(ind, "end = pos + 2 + n")
             g.emit(ind, "if n < 0 or end > blen:")
             g.emit(ind + 1, f"{key} = _odd_length(n, pos, {nullable})")
@@ -313,7 +335,8 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
             g.emit(ind, f"{key}, pos = _read_bytes(buf, pos, {nullable})")
         elif f.type is Primitive.RECORDS:
             # Inlined: int32 length, then a view of the frame (zero copy).
-            g.emit(ind, "(n, ) = _i32_unpack(buf, pos)")
+            if not prefetched:
+                g.emit(ind, "(n, ) = _i32_unpack(buf, pos)")
             g.emit(ind, "end = pos + 4 + n")
             g.emit(ind, "if n < 0 or end > blen:")
             g.emit(ind + 1, f"{key} = _odd_length(n, pos, {nullable})")
@@ -326,7 +349,8 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
         else:
             n, lst, item = f"n{depth}", f"l{depth}", f"d{depth + 1}"
             size = max(1, _min_size(f.type, version))
-            g.emit(ind, f"({n}, ) = _i32_unpack(buf, pos)")
+            if not prefetched:
+                g.emit(ind, f"({n}, ) = _i32_unpack(buf, pos)")
             g.emit(ind, f"if {n} < 0 or {n} * {size} > blen - pos - 4:")
             g.emit(ind + 1, f"{n} = _odd_count({n}, pos, {nullable})")
             g.emit(ind, "pos += 4")
@@ -342,6 +366,7 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
             g.emit(ind_body + 1, f"{item} = {{}}")
             _gen_decode_struct(g, f.type, version, item, ind_body + 1)
             g.emit(ind_body + 1, f"{lst}.append({item})")
+        prefetched = False
 
 
 def _gen_decode_primitive_array(
