@@ -31,10 +31,14 @@ def _clock_ms() -> int:
 
 class BrokerHarness:
     def __init__(
-        self, directory: Path, config: BrokerConfig | None = None, event_loop: str = "asyncio"
+        self,
+        directory: Path,
+        config: BrokerConfig | None = None,
+        event_loop: str = "asyncio",
+        log_config: LogConfig | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
-        self.log_config = LogConfig(log_dirs=(str(directory / "logs"),))
+        self.log_config = log_config or LogConfig(log_dirs=(str(directory / "logs"),))
         self.log_manager = LogManager(self.log_config)
         self._image = MetadataImage()
         self._offset = 0

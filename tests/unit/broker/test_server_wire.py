@@ -355,3 +355,26 @@ def test_back_pressure_bounds_requests_in_flight(tmp_path) -> None:
         c.close()
     finally:
         h.close()
+
+
+def test_log_append_time_topic_stamps_batches(tmp_path) -> None:
+    from data_plane.storage import LogConfig
+
+    log_config = LogConfig(
+        log_dirs=(str(tmp_path / "logs"),), message_timestamp_type="LogAppendTime"
+    )
+    h = BrokerHarness(tmp_path, log_config=log_config)
+    try:
+        h.set_topics({"t": 1})
+        c = WireClient(h.port)
+        before_ms = int(time.time() * 1000)
+        r = presult(c.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(2))))
+        assert r["error_code"] == 0 and r["log_append_time_ms"] >= before_ms
+        f = c.call(ApiKey.FETCH, 11, fetch_body([("t", 0, 0)]))
+        data = bytes(f["responses"][0]["partitions"][0]["records"])
+        (attributes,) = struct.unpack_from(">h", data, 21)
+        (max_timestamp,) = struct.unpack_from(">q", data, 35)
+        assert attributes & 0x08 and max_timestamp == r["log_append_time_ms"]
+        c.close()
+    finally:
+        h.close()
