@@ -65,6 +65,7 @@ __all__ = [
 MAX_REQUEST_BYTES = 104857600
 
 _HEADER_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+_HEADER = struct.Struct(">hhih")  # the same + the client_id length
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
@@ -156,19 +157,6 @@ def _as_view(frame: bytes | bytearray | memoryview) -> memoryview:
     return view
 
 
-def _read_nullable_string(view: memoryview, pos: int) -> tuple[str | None, int]:
-    (length,) = _I16.unpack_from(view, pos)
-    pos += 2
-    if length == -1:
-        return None, pos
-    if length < 0 or pos + length > len(view):
-        raise ProtocolError(f"invalid client_id length {length}")
-    try:
-        return str(view[pos : pos + length], "utf-8"), pos + length
-    except UnicodeDecodeError as exc:
-        raise ProtocolError("client_id is not valid UTF-8") from exc
-
-
 # ---------------------------------------------------------------- broker side
 
 
@@ -184,11 +172,19 @@ def decode_request_header(frame: bytes | bytearray | memoryview) -> tuple[Reques
 
 def _decode_header(view: memoryview) -> tuple[RequestHeader, int]:
     try:
-        api_key, api_version, correlation_id = _HEADER_FIXED.unpack_from(view, 0)
-        client_id, pos = _read_nullable_string(view, 8)
+        api_key, api_version, correlation_id, length = _HEADER.unpack_from(view, 0)
     except struct.error:
         raise ProtocolError(f"truncated request header ({len(view)} bytes)") from None
-    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+    if length == -1:
+        return RequestHeader(api_key, api_version, correlation_id, None), 10
+    end = 10 + length
+    if length < 0 or end > len(view):
+        raise ProtocolError(f"invalid client_id length {length}")
+    try:
+        client_id = str(view[10:end], "utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError("client_id is not valid UTF-8") from None
+    return RequestHeader(api_key, api_version, correlation_id, client_id), end
 
 
 def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, dict]:
