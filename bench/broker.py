@@ -287,6 +287,7 @@ def main() -> None:
         return
     scenarios = [("asyncio", True), ("uvloop", True), ("asyncio", False), ("uvloop", False)]
     print(
+        f"socket.send.buffer.bytes={args.send_buffer_bytes}; "
         f"{args.records} records of {RECORD_BYTES} B, batches of {RECORDS_PER_BATCH}, "
         f"pipeline {PIPELINE_DEPTH}, {os.cpu_count()} cores (shared)"
     )
