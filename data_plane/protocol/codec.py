@@ -99,10 +99,10 @@ class ResponseFrame:
     def to_bytes(self) -> bytes:
         """The whole frame as bytes, reading file slices with ``os.pread`` (for tests and
         transports that cannot sendfile)."""
-        chunks: list[bytes] = []
+        chunks: list[Any] = []
         for part in self.parts:
             if isinstance(part, (bytes, bytearray, memoryview)):
-                chunks.append(bytes(part))
+                chunks.append(part)  # bytes.join takes any buffer: one copy in all
             else:
                 data = os.pread(part.fileno, part.length, part.position)
                 if len(data) != part.length:

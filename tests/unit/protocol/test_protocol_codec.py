@@ -200,3 +200,11 @@ def test_precompile_covers_every_supported_version_and_nothing_else():
         with pytest.raises(codec.UnsupportedVersionError):
             codec.decode_request(frame)
     assert len(codec._REQUESTS) == len(ALL_VERSIONS)  # unsupported pairs are never cached
+
+
+def test_large_records_in_a_request_are_framed_whole():
+    big = bytes(range(256)) * (ZERO_COPY_MIN_BYTES // 256 + 3)
+    frame = codec.encode_request(0, 7, 5, "c", _produce_body(memoryview(big)))
+    assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
+    _, body = codec.decode_request(frame[4:])
+    assert bytes(body["topic_data"][0]["partition_data"][0]["records"]) == big
