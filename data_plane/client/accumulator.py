@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from data_plane.client.config import ProducerConfig
 from data_plane.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
 from data_plane.client.futures import FutureRecordMetadata, ProduceRequestResult
-from data_plane.client.record_encoder import RecordBatchBuilder
+from data_plane.client.record_encoder import RecordBatchBuilder, encode_record
 from data_plane.client.records import Header, TopicPartition
 from data_plane.storage.records import HEADER_SIZE
 
@@ -70,6 +70,7 @@ class ProducerBatch(RecordBatchBuilder):
 class RecordAccumulator:
     def __init__(self, config: ProducerConfig, clock: Clock = time.monotonic) -> None:
         self._batch_size = config.batch_size
+        self._batch_room = config.batch_size - HEADER_SIZE  # record bytes that fit a batch
         self._linger_ms = config.linger_ms
         self._retry_backoff_ms = config.retry_backoff_ms
         self._buffer_memory = config.buffer_memory
@@ -112,15 +113,24 @@ class RecordAccumulator:
             if dq:
                 last = dq[-1]
                 if not last.closed:
-                    encoded = last.encode(timestamp_ms, key, value, headers)
-                    if HEADER_SIZE + len(last.records) + len(encoded) <= self._batch_size:
-                        rel = last.append_encoded(timestamp_ms, encoded)
-                        full = HEADER_SIZE + len(last.records) >= self._batch_size
+                    # Hot path, inlined on purpose (RecordBatchBuilder.encode/append_encoded
+                    # do the same): one encode, one bytearray append.
+                    count = last.count
+                    encoded = encode_record(
+                        count, timestamp_ms - last.base_timestamp, key, value, headers
+                    )
+                    records = last.records
+                    if len(records) + len(encoded) <= self._batch_room:
+                        records += encoded
+                        last.count = count + 1
+                        if timestamp_ms > last.max_timestamp:
+                            last.max_timestamp = timestamp_ms
+                        full = len(records) >= self._batch_room
                         if full:
                             last.closed = True
                         return (
                             FutureRecordMetadata(
-                                last.result, rel, timestamp_ms, key_size, value_size
+                                last.result, count, timestamp_ms, key_size, value_size
                             ),
                             full,
                             full,

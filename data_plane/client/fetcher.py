@@ -27,7 +27,7 @@ from data_plane.client.config import ConsumerConfig
 from data_plane.client.errors import KafkaError
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
-from data_plane.client.record_decoder import decode_fetched
+from data_plane.client.record_decoder import FetchedRecords
 from data_plane.client.records import ConsumerRecord, TopicPartition
 from data_plane.client.subscription import SubscriptionState
 from data_plane.protocol.api_keys import ApiKey
@@ -49,24 +49,13 @@ class OffsetOutOfRangeError(KafkaError):
         self.offset = offset
 
 
-class _Buffered:
-    """Decoded records of one fetch response, handed out from ``index``."""
-
-    __slots__ = ("index", "next_offset", "records")
-
-    def __init__(self, records: list[ConsumerRecord], next_offset: int) -> None:
-        self.records = records
-        self.index = 0
-        self.next_offset = next_offset
-
-
 class _PartitionFetchState:
     __slots__ = ("buffered", "epoch", "fetch_offset", "in_flight")
 
     def __init__(self, epoch: int, fetch_offset: int) -> None:
         self.epoch = epoch
         self.fetch_offset = fetch_offset
-        self.buffered: deque[_Buffered] = deque()
+        self.buffered: deque[FetchedRecords] = deque()
         self.in_flight = False
 
 
@@ -211,14 +200,14 @@ class Fetcher:
             if not records:
                 return
             try:
-                decoded = decode_fetched(
+                fetched = FetchedRecords(
                     tp.topic, tp.partition, records, fetch_offset,
                     check_crcs=self._config.check_crcs,
                 )
             except KafkaError as e:
                 self._errors.append(e)
                 return
-            if decoded.next_offset == fetch_offset and not decoded.records:
+            if fetched.next_offset == fetch_offset:
                 self._errors.append(
                     KafkaError(
                         ErrorCode.MESSAGE_SIZE_TOO_LARGE,
@@ -227,8 +216,8 @@ class Fetcher:
                     )
                 )
                 return
-            st.fetch_offset = decoded.next_offset
-            st.buffered.append(_Buffered(decoded.records, decoded.next_offset))
+            st.fetch_offset = fetched.next_offset
+            st.buffered.append(fetched)
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             strategy = self._subs.default_reset_strategy
             if strategy == "none":
@@ -256,6 +245,7 @@ class Fetcher:
         out: list[ConsumerRecord] = []
         assignment = self._subs.assignment
         served: list[TopicPartition] = []
+        failed: list[TopicPartition] = []
         for tp, st in self._states.items():
             if len(out) >= max_records:
                 break
@@ -266,19 +256,23 @@ class Fetcher:
             buffered = st.buffered
             while buffered and len(out) < max_records:
                 chunk = buffered[0]
-                records = chunk.records
-                start = chunk.index
-                end = min(len(records), start + max_records - len(out))
-                if start == 0 and end == len(records) and not out:
-                    out = records  # the whole response: hand the list over without a copy
-                else:
-                    out.extend(records[start:end])
-                chunk.index = end
-                if end >= len(records):
+                before = len(out)
+                try:
+                    chunk.take(max_records - len(out), out)
+                except KafkaError as e:
+                    # Corrupt records: hand out the good ones before them, report the error
+                    # on the next poll and fetch again from the first bad record (the error
+                    # repeats until the caller seeks past it, as in Kafka).
+                    if len(out) > before:
+                        pst.position = out[-1].offset + 1
+                    self._errors.append(e)
+                    failed.append(tp)
+                    break
+                pst.position = chunk.position
+                if chunk.exhausted:
                     buffered.popleft()
-                    pst.position = chunk.next_offset
-                else:
-                    pst.position = records[end - 1].offset + 1
         for tp in served:
             self._states[tp] = self._states.pop(tp)
+        for tp in failed:
+            self.invalidate(tp)
         return out

@@ -69,6 +69,10 @@ class NetworkClient:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        # Set while poll() may block in select and no wakeup byte is pending: wakeup() writes
+        # only then (a socket write per send() batch would cost more than the batch). A race
+        # can at worst skip one wakeup; poll() timeouts are bounded, so it only delays.
+        self._wakeable = False
         self._closed = False
 
     # -- connections ---------------------------------------------------------------------
@@ -238,7 +242,9 @@ class NetworkClient:
         """Wait up to ``timeout_s`` for socket events and handle them (callbacks run here)."""
         if self._closed:
             raise KafkaError(-1, "network client closed")
+        self._wakeable = timeout_s > 0
         events = self._selector.select(max(0.0, timeout_s))
+        self._wakeable = False
         now = self._clock()
         for key, mask in events:
             conn = key.data
@@ -299,6 +305,9 @@ class NetworkClient:
 
     def wakeup(self) -> None:
         """End a blocked :meth:`poll` (any thread)."""
+        if not self._wakeable:
+            return
+        self._wakeable = False
         try:
             self._wake_w.send(b"\x00")
         except (BlockingIOError, OSError):

@@ -15,6 +15,7 @@ raises :class:`KafkaError` with CORRUPT_MESSAGE. Pure functions; thread-safe.
 from __future__ import annotations
 
 import struct
+from collections import deque
 
 import crc32c
 
@@ -38,18 +39,163 @@ _PREFIX = struct.Struct(">qiib")
 DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 
 
+def _corrupt(message: str) -> KafkaError:
+    return KafkaError(ErrorCode.CORRUPT_MESSAGE, message)
+
+
+class _PendingBatch:
+    """The not yet decoded records of one batch: its (decompressed) block and a cursor."""
+
+    __slots__ = (
+        "base_offset",
+        "base_ts",
+        "data",
+        "fixed_ts",
+        "next_offset",
+        "pos",
+        "remaining",
+        "ts_type",
+    )
+
+    def __init__(
+        self,
+        data: bytes,
+        count: int,
+        base_offset: int,
+        base_ts: int,
+        ts_type: int,
+        fixed_ts: int | None,
+        next_offset: int,
+    ) -> None:
+        self.data = data
+        self.pos = 0
+        self.remaining = count
+        self.base_offset = base_offset
+        self.base_ts = base_ts
+        self.ts_type = ts_type
+        self.fixed_ts = fixed_ts
+        self.next_offset = next_offset
+
+
+class FetchedRecords:
+    """The whole batches of one partition's fetched payload; records are decoded on demand by
+    :meth:`take`, so a poll() creates only the records it returns (objects that die young cost
+    the garbage collector almost nothing; decoding a whole fetch at once would keep tens of
+    thousands alive and make the collector scan them over and over).
+
+    Batch framing, CRC and decompression are checked when the payload arrives (constructor);
+    record-level corruption surfaces from :meth:`take`. ``next_offset`` is the offset after the
+    last whole batch (``min_offset`` when there is none); ``position`` the offset after the
+    last record taken or skipped (control batches, records below ``min_offset``).
+    """
+
+    __slots__ = ("_batches", "min_offset", "next_offset", "partition", "position", "topic")
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        payload: bytes | bytearray | memoryview,
+        min_offset: int,
+        *,
+        check_crcs: bool = True,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.min_offset = min_offset
+        self.position = min_offset
+        self._batches: deque[_PendingBatch] = deque()
+        next_offset = min_offset
+        view = memoryview(payload)
+        n = len(view)
+        pos = 0
+        while n - pos >= HEADER_SIZE:
+            base_offset, batch_length, _epoch, magic = _PREFIX.unpack_from(view, pos)
+            size = batch_length + LOG_OVERHEAD
+            if magic != MAGIC_V2:
+                raise _corrupt(f"batch at offset {base_offset} has magic {magic}, not 2")
+            if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+                raise _corrupt(f"batch at offset {base_offset} has length {batch_length}")
+            if n - pos < size:
+                break  # a partial batch at the end of a fetch is normal
+            (
+                _bo,
+                _bl,
+                _ep,
+                _mg,
+                crc,
+                attributes,
+                last_offset_delta,
+                base_ts,
+                max_ts,
+                _pid,
+                _pep,
+                _bseq,
+                count,
+            ) = HEADER_STRUCT.unpack_from(view, pos)
+            end = pos + size
+            if check_crcs and crc32c.crc32c(view[pos + ATTRIBUTES_POS : end]) != crc:
+                raise _corrupt(f"batch at offset {base_offset} fails its CRC-32C check")
+            batch_next = base_offset + last_offset_delta + 1
+            if batch_next > min_offset and not attributes & CONTROL_MASK:
+                codec = attributes & CODEC_MASK
+                block = view[pos + HEADER_SIZE : end]
+                if codec == Compression.NONE:
+                    data = bytes(block)
+                else:
+                    try:
+                        data = bytes(decompress(codec, block, max_decompressed_bytes))
+                    except StorageError as e:
+                        raise _corrupt(f"batch at offset {base_offset}: {e}") from None
+                if attributes & TIMESTAMP_TYPE_MASK:
+                    ts_type, fixed_ts = 1, max_ts
+                else:
+                    ts_type, fixed_ts = 0, None
+                self._batches.append(
+                    _PendingBatch(
+                        data, count, base_offset, base_ts, ts_type, fixed_ts, batch_next
+                    )
+                )
+            if batch_next > next_offset:
+                next_offset = batch_next
+            pos = end
+        self.next_offset = next_offset
+        if not self._batches:
+            self.position = next_offset
+
+    @property
+    def exhausted(self) -> bool:
+        return not self._batches
+
+    def take(self, max_records: int, out: list[ConsumerRecord]) -> int:
+        """Decode up to ``max_records`` records into ``out``; returns how many."""
+        taken = 0
+        batches = self._batches
+        while batches and taken < max_records:
+            batch = batches[0]
+            appended = _decode_records(
+                batch, max_records - taken, self.topic, self.partition, self.min_offset, out
+            )
+            taken += appended
+            if batch.remaining == 0:
+                batches.popleft()
+                self.position = batch.next_offset
+            elif appended:
+                self.position = out[-1].offset + 1
+        if not batches:
+            self.position = max(self.position, self.next_offset)
+        return taken
+
+
 class DecodedFetch:
-    """The result of decoding one partition's fetched payload."""
+    """Every record of one payload, decoded at once (tools and tests)."""
 
     __slots__ = ("next_offset", "records")
 
     def __init__(self, records: list[ConsumerRecord], next_offset: int) -> None:
         self.records = records
         self.next_offset = next_offset
-
-
-def _corrupt(message: str) -> KafkaError:
-    return KafkaError(ErrorCode.CORRUPT_MESSAGE, message)
 
 
 def decode_fetched(
@@ -61,67 +207,15 @@ def decode_fetched(
     check_crcs: bool = True,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
 ) -> DecodedFetch:
-    """Decode every whole batch of ``payload``; ``next_offset`` is the offset after the last
-    whole batch (``min_offset`` when there is none)."""
+    """Decode every whole batch of ``payload`` at once (see :class:`FetchedRecords`)."""
+    fetched = FetchedRecords(
+        topic, partition, payload, min_offset, check_crcs=check_crcs,
+        max_decompressed_bytes=max_decompressed_bytes,
+    )
     out: list[ConsumerRecord] = []
-    next_offset = min_offset
-    view = memoryview(payload)
-    n = len(view)
-    pos = 0
-    while n - pos >= HEADER_SIZE:
-        base_offset, batch_length, _epoch, magic = _PREFIX.unpack_from(view, pos)
-        size = batch_length + LOG_OVERHEAD
-        if magic != MAGIC_V2:
-            raise _corrupt(f"batch at offset {base_offset} has magic {magic}; only 2 is supported")
-        if batch_length < HEADER_SIZE - LOG_OVERHEAD:
-            raise _corrupt(f"batch at offset {base_offset} has length {batch_length}")
-        if n - pos < size:
-            break  # a partial batch at the end of a fetch is normal
-        (
-            _bo,
-            _bl,
-            _ep,
-            _mg,
-            crc,
-            attributes,
-            last_offset_delta,
-            base_ts,
-            max_ts,
-            _pid,
-            _pep,
-            _bseq,
-            count,
-        ) = HEADER_STRUCT.unpack_from(view, pos)
-        end = pos + size
-        if check_crcs and crc32c.crc32c(view[pos + ATTRIBUTES_POS : end]) != crc:
-            raise _corrupt(f"batch at offset {base_offset} fails its CRC-32C check")
-        batch_next = base_offset + last_offset_delta + 1
-        if batch_next > min_offset and not attributes & CONTROL_MASK:
-            codec = attributes & CODEC_MASK
-            block = view[pos + HEADER_SIZE : end]
-            if codec == Compression.NONE:
-                data = bytes(block)
-            else:
-                try:
-                    data = bytes(decompress(codec, block, max_decompressed_bytes))
-                except StorageError as e:
-                    raise _corrupt(f"batch at offset {base_offset}: {e}") from None
-            if attributes & TIMESTAMP_TYPE_MASK:
-                ts_type, fixed_ts = 1, max_ts
-            else:
-                ts_type, fixed_ts = 0, None
-            decoded = _decode_block(
-                data, count, base_offset, base_ts, ts_type, fixed_ts, topic, partition,
-                min_offset, out,
-            )
-            if decoded != count:
-                raise _corrupt(
-                    f"batch at offset {base_offset} declares {count} records, holds {decoded}"
-                )
-        if batch_next > next_offset:
-            next_offset = batch_next
-        pos = end
-    return DecodedFetch(out, next_offset)
+    while not fetched.exhausted:
+        fetched.take(1 << 30, out)
+    return DecodedFetch(out, fetched.next_offset)
 
 
 def _varint_slow(data: bytes, p: int) -> tuple[int, int]:
@@ -137,29 +231,34 @@ def _varint_slow(data: bytes, p: int) -> tuple[int, int]:
     raise _corrupt("varint longer than 10 bytes")
 
 
-def _decode_block(
-    data: bytes,
-    count: int,
-    base_offset: int,
-    base_ts: int,
-    ts_type: int,
-    fixed_ts: int | None,
+def _decode_records(
+    batch: _PendingBatch,
+    max_records: int,
     topic: str,
     partition: int,
     min_offset: int,
     out: list[ConsumerRecord],
 ) -> int:
-    """Append the records of one uncompressed block; return how many it held."""
+    """Decode records of ``batch`` from its cursor until ``max_records`` were appended to
+    ``out`` or the batch ends; advances the cursor; returns how many were appended."""
     append = out.append
     record = ConsumerRecord
     slow = _varint_slow
+    data = batch.data
     n = len(data)
-    p = 0
-    decoded = 0
+    p = batch.pos
+    remaining = batch.remaining
+    base_offset = batch.base_offset
+    base_ts = batch.base_ts
+    ts_type = batch.ts_type
+    fixed_ts = batch.fixed_ts
+    appended = 0
     try:
-        while p < n:
-            if decoded == count:
-                raise _corrupt(f"batch at offset {base_offset} has bytes after its last record")
+        while remaining and appended < max_records:
+            if p >= n:
+                raise _corrupt(
+                    f"batch at offset {base_offset} holds fewer records than it declares"
+                )
             b = data[p]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
@@ -178,12 +277,20 @@ def _decode_block(
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 ts_delta, p = slow(data, p)
             b = data[p]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                b = (b & 0x7F) | (data[p + 1] << 7)
+                offset_delta = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 offset_delta, p = slow(data, p)
             b = data[p]
@@ -239,9 +346,10 @@ def _decode_block(
                 headers, p = _decode_headers(data, p, end)
             if p != end:
                 raise _corrupt(f"record in batch at offset {base_offset} has a bad length")
-            decoded += 1
+            remaining -= 1
             offset = base_offset + offset_delta
             if offset >= min_offset:
+                appended += 1
                 append(
                     record(
                         topic,
@@ -256,7 +364,11 @@ def _decode_block(
                 )
     except IndexError:
         raise _corrupt(f"record in batch at offset {base_offset} runs past its batch") from None
-    return decoded
+    batch.pos = p
+    batch.remaining = remaining
+    if not remaining and p != n:
+        raise _corrupt(f"batch at offset {base_offset} has bytes after its last record")
+    return appended
 
 
 def _decode_headers(data: bytes, p: int, end: int) -> tuple[tuple[Header, ...], int]:

@@ -51,7 +51,19 @@ def zigzag_varint(value: int) -> bytes:
     return bytes(out)
 
 
-VARINTS: tuple[bytes, ...] = tuple(zigzag_varint(i) for i in range(_TABLE_SIZE))
+
+
+def _small_varint(i: int) -> bytes:
+    """zigzag_varint for 0 <= i < 2**20, unrolled (builds the table quickly at import)."""
+    v = i << 1
+    if v < 0x80:
+        return bytes((v,))
+    if v < 0x4000:
+        return bytes(((v & 0x7F) | 0x80, v >> 7))
+    return bytes(((v & 0x7F) | 0x80, ((v >> 7) & 0x7F) | 0x80, v >> 14))
+
+
+VARINTS: tuple[bytes, ...] = tuple(map(_small_varint, range(_TABLE_SIZE)))
 
 
 def _varint(value: int) -> bytes:

@@ -32,6 +32,9 @@ from data_plane.storage.compression import Compression
 
 Clock = Callable[[], float]
 _MAX_POLL_S = 0.1  # upper bound on one idle wait, so shutdown and expiry are noticed
+# Expiry scans every queued batch under the accumulator lock that send() needs; delivery
+# timeouts are minutes long, so scanning ten times a second is precise enough.
+_EXPIRY_CHECK_INTERVAL_MS = 100.0
 _CODECS = {"none": Compression.NONE, "gzip": Compression.GZIP, "zstd": Compression.ZSTD}
 
 
@@ -54,6 +57,7 @@ class Sender(threading.Thread):
         self._codec = _CODECS[config.compression_type]
         self._running = True
         self._force_close = False
+        self._next_expiry_check_ms = 0.0
         self.fatal_error: BaseException | None = None
 
     def run(self) -> None:
@@ -91,8 +95,10 @@ class Sender(threading.Thread):
         with self._metadata_cond:
             metadata_wait_ms = client.maybe_update_metadata()
         now_ms = self._clock() * 1000.0
-        for batch in self._acc.expire(now_ms, self._config.delivery_timeout_ms):
-            self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, now_ms)))
+        if now_ms >= self._next_expiry_check_ms:
+            self._next_expiry_check_ms = now_ms + _EXPIRY_CHECK_INTERVAL_MS
+            for batch in self._acc.expire(now_ms, self._config.delivery_timeout_ms):
+                self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, now_ms)))
         drained, next_ms, unknown = self._acc.drain(now_ms, metadata.leader_for, client.is_ready)
         if unknown:
             with self._metadata_cond:
