@@ -25,12 +25,12 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
     if totals:
         try:
             answers = await forward(
-                apis, apis.controller.create_partitions, totals, assignments or None, validate_only
+                apis, "create_partitions", totals, assignments or None, validate_only
             )
             for r in answers:
                 results[r.name] = (r.error_code, r.error_message)
         except ControllerError as e:
-            results = {n: (e.error_code, e.error_message) for n in totals}
+            results = {n: (e.error_code, e.message) for n in totals}
     grown = [n for n, (code, _) in results.items() if code == ErrorCode.NO_ERROR]
     if grown and not validate_only:
 

@@ -39,14 +39,12 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
     validate_only = bool(body.get("validate_only", False))
     if to_create:
         try:
-            answers = await forward(
-                apis, apis.controller.create_topics, to_create, validate_only, wait_ms / 1000
-            )
+            answers = await forward(apis, "create_topics", to_create, validate_only, wait_ms / 1000)
             for r in answers:
                 results[r.name] = (r.error_code, r.error_message)
         except ControllerError as e:
             for t in to_create:
-                results[t.name] = (e.error_code, e.error_message)
+                results[t.name] = (e.error_code, e.message)
     created = [n for n, (code, _) in results.items() if code == ErrorCode.NO_ERROR]
     if created and not validate_only:
         await apis.wait_for_image(lambda img: all(img.topic(n) for n in created), wait_ms)

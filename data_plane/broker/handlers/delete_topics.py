@@ -17,7 +17,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
     results: dict[str, int] = {}
     if names:
         try:
-            for r in await forward(apis, apis.controller.delete_topics, names):
+            for r in await forward(apis, "delete_topics", names):
                 results[r.name] = r.error_code
         except ControllerError as e:
             results = {n: e.error_code for n in names}

@@ -49,7 +49,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
     failure: ControllerError | None = None
     if topics:
         try:
-            described = await forward(apis, apis.controller.describe_configs, topics)
+            described = await forward(apis, "describe_configs", topics)
         except ControllerError as e:
             failure = e
     results = []
@@ -59,7 +59,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
         wanted = None if keys is None else set(keys)
         if rtype == RESOURCE_TOPIC:
             if failure is not None:
-                results.append(_result(rtype, name, failure.error_code, failure.error_message))
+                results.append(_result(rtype, name, failure.error_code, failure.message))
                 continue
             d = described.get(name)
             if d is None:

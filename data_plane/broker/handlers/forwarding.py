@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from data_plane.broker.apis import KafkaApis
 from data_plane.protocol.errors import ErrorCode
 from metadata.client import ControllerError
-
-T = TypeVar("T")
 
 
 class NoController(ControllerError):
@@ -17,11 +15,13 @@ class NoController(ControllerError):
         super().__init__(ErrorCode.NOT_CONTROLLER, "this broker has no controller client")
 
 
-async def forward(apis: KafkaApis, fn: Callable[..., T], *args: Any) -> T:
-    """Run ``fn(*args)`` (a blocking ControllerClient method) on the admin thread pool.
-    Raises ControllerError (with its Kafka code) when the controller cannot be reached."""
+async def forward(apis: KafkaApis, method: str, *args: Any) -> Any:
+    """Run ``apis.controller.<method>(*args)`` (a blocking ControllerClient call) on the admin
+    thread pool. Raises ControllerError (with its Kafka code) when there is no controller
+    client or the controller cannot be reached."""
     if apis.controller is None:
         raise NoController()
+    fn: Callable[..., Any] = getattr(apis.controller, method)
     return await apis.call_controller(fn, *args)
 
 

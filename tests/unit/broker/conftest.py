@@ -8,8 +8,11 @@ import pytest
 from tests.unit.broker.harness import BrokerHarness
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerHarness]:
-    h = BrokerHarness(tmp_path)
+@pytest.fixture(params=["asyncio", "uvloop"])
+def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerHarness]:
+    """An in-process broker on each event loop the server supports."""
+    if request.param == "uvloop":
+        pytest.importorskip("uvloop")
+    h = BrokerHarness(tmp_path, event_loop=request.param)
     yield h
     h.close()

@@ -378,3 +378,76 @@ def test_log_append_time_topic_stamps_batches(tmp_path) -> None:
         c.close()
     finally:
         h.close()
+
+
+def test_metadata_v0_empty_list_means_all_topics(client: WireClient) -> None:
+    m = client.call(ApiKey.METADATA, 0, {"topics": []})
+    assert [t["name"] for t in m["topics"]] == ["t"]
+    m1 = client.call(ApiKey.METADATA, 1, {"topics": []})
+    assert m1["topics"] == []  # v1+: empty means none, null means all
+
+
+def test_describe_configs_of_this_broker_and_without_controller(client: WireClient) -> None:
+    body = {
+        "resources": [
+            {"resource_type": 4, "resource_name": "1", "configuration_keys": None},
+            {"resource_type": 4, "resource_name": "7", "configuration_keys": None},
+            {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
+        ],
+        "include_synonyms": False,
+    }
+    results = client.call(ApiKey.DESCRIBE_CONFIGS, 1, body)["results"]
+    assert [r["error_code"] for r in results] == [
+        0,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.NOT_CONTROLLER,  # this test broker has no controller to forward to
+    ]
+
+
+def test_idle_connection_is_closed(tmp_path) -> None:
+    h = BrokerHarness(tmp_path, BrokerConfig(connections_max_idle_ms=1000))
+    try:
+        c = WireClient(h.port)
+        c.call(ApiKey.METADATA, 1, {"topics": None})
+        assert c.is_closed_by_peer()  # blocks until the broker closes it (socket timeout 20 s)
+        c.close()
+    finally:
+        h.close()
+
+
+def test_admin_without_controller_answers_per_topic_errors(client: WireClient) -> None:
+    body = {
+        "topics": [
+            {
+                "name": "a",
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            },
+            {
+                "name": "b",
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            },
+            {
+                "name": "b",
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            },
+        ],
+        "timeout_ms": 1000,
+        "validate_only": False,
+    }
+    topics = client.call(ApiKey.CREATE_TOPICS, 3, body)["topics"]
+    assert [(t["name"], t["error_code"]) for t in topics] == [
+        ("a", ErrorCode.NOT_CONTROLLER),
+        ("b", ErrorCode.INVALID_REQUEST),
+        ("b", ErrorCode.INVALID_REQUEST),
+    ]
+    deleted = client.call(ApiKey.DELETE_TOPICS, 3, {"topic_names": ["t"], "timeout_ms": 1000})
+    assert deleted["responses"] == [{"name": "t", "error_code": ErrorCode.NOT_CONTROLLER}]
