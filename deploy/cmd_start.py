@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import sys
 
 from data_plane.configdef import ConfigError
@@ -22,6 +23,8 @@ from deploy.node_status import NodeStatusWriter
 
 log = logging.getLogger("kraftlog.node")
 
+# Soft open-files limit asked for when the hard limit is unlimited.
+OPEN_FILES_TARGET = 1_048_576
 EXIT_CONFIG = 78  # sysexits.h EX_CONFIG
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"
 
@@ -75,6 +78,21 @@ def build_components(settings: NodeSettings, cluster_id: str) -> list[Component]
     return components
 
 
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise the soft RLIMIT_NOFILE to the hard limit: a broker keeps a log file and two
+    index files open per partition segment, so the common soft default of 1024 caps it at a
+    few hundred partitions. Returns the (old soft, new soft) limits."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, OPEN_FILES_TARGET)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return soft, target
+        except (ValueError, OSError):
+            pass
+    return soft, soft
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
     try:
@@ -84,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_CONFIG
     roles = ",".join(settings.roles)
+    old_soft, new_soft = raise_open_files_limit()
+    if new_soft != old_soft:
+        log.info("raised the open files limit from %d to %d", old_soft, new_soft)
+    else:
+        log.info("open files limit: %d", new_soft)
     status_writer = None
     if args.status_file:
         status_writer = NodeStatusWriter(
