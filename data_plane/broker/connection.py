@@ -13,8 +13,8 @@ encoded header bytes, which transports do not allow.
   their task finishes. Slots are written strictly from the head, so responses leave in request
   order whatever order they complete in.
 - Back-pressure: a request counts as in flight from decoding until its last byte is written;
-  at ``queued.max.requests`` the socket is no longer read (one chunk already read may add the
-  frames it holds). Reading resumes when responses drain.
+  at most ``queued.max.requests`` are in flight. Frames read beyond that wait undecoded (at
+  most one read chunk's worth) and the socket is not read until responses drain.
 - Writing: encoded buffers go out with ``socket.sendmsg`` (gathered), file slices with
   ``os.sendfile`` straight from the segment file (or, with ``kraftlog.fetch.zero.copy.enable``
   false, ``os.pread`` + ``send``). A would-block registers a writer callback.
@@ -103,6 +103,8 @@ class Connection:
         self.peer = peer
         self._reader = FrameReader(self._config.socket_request_max_bytes)
         self._slots: collections.deque[_Slot] = collections.deque()
+        self._frames: collections.deque[bytes | memoryview] = collections.deque()
+        self._drain_scheduled = False
         self._out: collections.deque[Any] = collections.deque()
         self._out_offset = 0  # bytes of _out[0] already sent
         self._unsent_responses = 0
@@ -112,6 +114,8 @@ class Connection:
         self.closed = False
         self.tasks: set[asyncio.Task[Any]] = set()
         self.last_active_s = time.monotonic()
+        # Most requests in flight at once so far (bounded by queued.max.requests).
+        self.peak_in_flight = 0
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -142,6 +146,7 @@ class Connection:
             task.cancel()
         self.tasks.clear()
         self._slots.clear()
+        self._frames.clear()
         self._out.clear()
         self._server.forget(self)
 
@@ -159,6 +164,13 @@ class Connection:
 
     def _on_readable(self) -> None:
         try:
+            self._read()
+        except Exception:  # a bug here must cost this connection only, never the loop
+            log.exception("connection %s: read failed", self.peer)
+            self.close("internal error")
+
+    def _read(self) -> None:
+        try:
             data = self.sock.recv(RECV_CHUNK_BYTES)
         except (BlockingIOError, InterruptedError):
             return
@@ -170,7 +182,7 @@ class Connection:
             return
         self.last_active_s = time.monotonic()
         try:
-            frames = self._reader.feed(data)
+            self._frames.extend(self._reader.feed(data))
         except FrameTooLargeError as e:
             log.warning("connection %s: %s; closing it", self.peer, e)
             self.close("oversized frame")
@@ -179,17 +191,37 @@ class Connection:
             log.warning("connection %s: bad framing (%s); closing it", self.peer, e)
             self.close("bad framing")
             return
-        for frame in frames:
-            if self.closed or self._close_when_flushed:
-                break
-            self._dispatch(frame)
-        if self.in_flight >= self._config.queued_max_requests:
-            self._pause_reading()
+        self._dispatch_frames()
         self._pump()
+
+    def _dispatch_frames(self) -> None:
+        """Dispatch read frames while fewer than ``queued.max.requests`` are in flight; the
+        rest wait (bounded by one read chunk) and the socket is not read meanwhile."""
+        limit = self._config.queued_max_requests
+        frames = self._frames
+        while frames and self.in_flight < limit:
+            if self.closed or self._close_when_flushed:
+                frames.clear()
+                return
+            self._dispatch(frames.popleft())
+        if frames or self.in_flight >= limit:
+            self._pause_reading()
+
+    def _drain_frames(self) -> None:
+        if self.closed:
+            return
+        try:
+            self._dispatch_frames()
+            self._pump()
+        except Exception:
+            log.exception("connection %s: dispatch failed", self.peer)
+            self.close("internal error")
 
     def _dispatch(self, frame: bytes | memoryview) -> None:
         slot = _Slot()
         self._slots.append(slot)
+        if self.in_flight > self.peak_in_flight:
+            self.peak_in_flight = self.in_flight
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as e:
@@ -238,7 +270,11 @@ class Connection:
             self._resolve(slot, None, close=True)
         else:
             self._complete(slot, header, result)
-        self._pump()
+        try:
+            self._pump()
+        except Exception:
+            log.exception("connection %s: write failed", self.peer)
+            self.close("internal error")
 
     def _complete(self, slot: _Slot, header: RequestHeader, result: Any) -> None:
         if result is NO_RESPONSE:
@@ -283,7 +319,11 @@ class Connection:
         self._flush()
 
     def _on_writable(self) -> None:
-        self._flush()
+        try:
+            self._flush()
+        except Exception:  # e.g. a file slice whose segment was closed under it
+            log.exception("connection %s: write failed", self.peer)
+            self.close("internal error")
 
     def _flush(self) -> None:
         try:
@@ -304,7 +344,18 @@ class Connection:
         if self._close_when_flushed:
             self.close("closed after its last response")
         elif self.in_flight < self._config.queued_max_requests:
-            self._resume_reading()
+            if self._frames:
+                # Frames read earlier wait for room; dispatch them from a fresh callback, not
+                # from inside this write path.
+                if not self._drain_scheduled:
+                    self._drain_scheduled = True
+                    self._loop.call_soon(self._scheduled_drain)
+            else:
+                self._resume_reading()
+
+    def _scheduled_drain(self) -> None:
+        self._drain_scheduled = False
+        self._drain_frames()
 
     def _write_out(self) -> None:
         """Write as much of ``_out`` as the socket takes; return on would-block."""

@@ -12,6 +12,7 @@ import pytest
 
 from data_plane.broker.config import BrokerConfig
 from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import encode_request
 from data_plane.protocol.errors import ErrorCode
 from data_plane.storage import Record, build_batch
 from data_plane.storage.record_codec import Compression
@@ -352,6 +353,8 @@ def test_back_pressure_bounds_requests_in_flight(tmp_path) -> None:
         ]
         got = [c.recv(ApiKey.FETCH, 11)[0] for _ in cids]
         assert got == cids
+        (conn,) = h.thread.server.connections
+        assert conn.peak_in_flight == 2
         c.close()
     finally:
         h.close()
@@ -451,3 +454,22 @@ def test_admin_without_controller_answers_per_topic_errors(client: WireClient) -
     ]
     deleted = client.call(ApiKey.DELETE_TOPICS, 3, {"topic_names": ["t"], "timeout_ms": 1000})
     assert deleted["responses"] == [{"name": "t", "error_code": ErrorCode.NOT_CONTROLLER}]
+
+
+def test_many_pipelined_requests_in_one_write_respect_the_bound(tmp_path) -> None:
+    h = BrokerHarness(tmp_path, BrokerConfig(queued_max_requests=3))
+    try:
+        c = WireClient(h.port)
+        frames = b"".join(
+            encode_request(ApiKey.API_VERSIONS, 2, cid, "t", {}) for cid in range(1, 201)
+        )
+        c.sock.sendall(frames)  # 200 requests arrive in one chunk
+        got = [c.recv(ApiKey.API_VERSIONS, 2)[0] for _ in range(200)]
+        assert got == list(range(1, 201))
+        server = h.thread.server
+        assert server is not None
+        (conn,) = server.connections
+        assert conn.peak_in_flight == 3
+        c.close()
+    finally:
+        h.close()
