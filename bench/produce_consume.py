@@ -71,8 +71,7 @@ def native_produce(bootstrap: str, topic: str, n: int, size: int) -> float:
 
 
 def native_consume(bootstrap: str, topic: str, partitions: int, n: int) -> tuple[float, int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
-                  })
+    c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
     try:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
         for p in range(partitions):

@@ -106,68 +106,60 @@ class Producer:
         (metadata or buffer memory unavailable for max.block.ms), :class:`KafkaError`
         (unknown partition, invalid topic), :class:`RecordTooLargeError`, :class:`TypeError`.
         """
-        if self._interceptors:
+        interceptors = self._interceptors
+        if interceptors:
             record = ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
-            for interceptor in self._interceptors:
+            for interceptor in interceptors:
                 record = interceptor.on_send(record)
             topic, value, key = record.topic, record.value, record.key
             headers, partition, timestamp_ms = record.headers, record.partition, record.timestamp_ms
+        # The append is inlined here on purpose: send() is the producer's hot path.
         try:
-            future = self._append(topic, value, key, headers, partition, timestamp_ms)
+            if self._closed:
+                raise ClientClosedError("send() after close()")
+            if type(value) is not bytes and value is not None:
+                value = _check_bytes("value", value)
+            if type(key) is not bytes and key is not None:
+                key = _check_bytes("key", key)
+            if headers:
+                headers = _check_headers(headers)
+            if self._tp_cache_version != self._metadata.version:
+                # Partition counts may have grown: rebuild the cache on any metadata change.
+                self._tp_cache.clear()
+                self._tp_cache_version = self._metadata.version
+            tps = self._tp_cache.get(topic)
+            if tps is None:
+                num_partitions = self._wait_on_metadata(topic)
+                tps = [TopicPartition(topic, i) for i in range(num_partitions)]
+                self._tp_cache[topic] = tps
+            else:
+                num_partitions = len(tps)
+            sticky = partition is None and key is None
+            if partition is None:
+                partition = self._partitioner.partition(topic, key, num_partitions)
+            elif not 0 <= partition < num_partitions:
+                raise KafkaError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"partition {partition} of {topic} does not exist "
+                    f"({num_partitions} partitions)",
+                )
+            if timestamp_ms is None:
+                timestamp_ms = time.time_ns() // 1_000_000
+            future, wake, rolled = self._accumulator.append(
+                tps[partition], timestamp_ms, key, value, headers, self._max_block_ms
+            )
         except Exception as e:
-            for interceptor in self._interceptors:
+            for interceptor in interceptors:
                 interceptor.on_acknowledgement(None, e)
             raise
-        if self._interceptors:
-            future.add_done_callback(self._acknowledge)
-        if on_delivery is not None:
-            future.add_done_callback(on_delivery)
-        return future
-
-    def _append(
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None,
-        headers: Sequence[Header] | None,
-        partition: int | None,
-        timestamp_ms: int | None,
-    ) -> FutureRecordMetadata:
-        if self._closed:
-            raise ClientClosedError("send() after close()")
-        if type(value) is not bytes and value is not None:
-            value = _check_bytes("value", value)
-        if type(key) is not bytes and key is not None:
-            key = _check_bytes("key", key)
-        if headers:
-            headers = _check_headers(headers)
-        if self._tp_cache_version != self._metadata.version:
-            # Partition counts may have grown: rebuild the cache on any metadata change.
-            self._tp_cache.clear()
-            self._tp_cache_version = self._metadata.version
-        tps = self._tp_cache.get(topic)
-        if tps is None:
-            num_partitions = self._wait_on_metadata(topic)
-            tps = self._tp_cache[topic] = [TopicPartition(topic, i) for i in range(num_partitions)]
-        else:
-            num_partitions = len(tps)
-        sticky = partition is None and key is None
-        if partition is None:
-            partition = self._partitioner.partition(topic, key, num_partitions)
-        elif not 0 <= partition < num_partitions:
-            raise KafkaError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                f"partition {partition} of {topic} does not exist ({num_partitions} partitions)",
-            )
-        if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
-        future, wake, rolled = self._accumulator.append(
-            tps[partition], timestamp_ms, key, value, headers, self._max_block_ms
-        )
         if rolled and sticky:
             self._partitioner.on_new_batch(topic, num_partitions, partition)
         if wake:
             self._sender.wakeup()
+        if interceptors:
+            future.add_done_callback(self._acknowledge)
+        if on_delivery is not None:
+            future.add_done_callback(on_delivery)
         return future
 
     def _wait_on_metadata(self, topic: str) -> int:
