@@ -43,7 +43,9 @@ from data_plane.protocol.exceptions import EncodeError, ProtocolError, Unsupport
 from data_plane.protocol.schemas import MESSAGES
 
 __all__ = [
+    "MAX_REQUEST_ARRAY_ELEMENTS",
     "MAX_REQUEST_BYTES",
+    "MAX_RESPONSE_ARRAY_ELEMENTS",
     "EncodeError",
     "FileSliceLike",
     "ProtocolError",
@@ -63,6 +65,15 @@ __all__ = [
 # socket.request.max.bytes: Kafka's default bound on one request frame (100 MiB). The broker
 # checks the size prefix against it before reading the body (FrameReader(max_frame_bytes=...)).
 MAX_REQUEST_BYTES = 104857600
+
+# Bound on the array elements (structs, ints and strings together) one message may decode to.
+# A decoded element costs 30-400 bytes of Python objects for its 2-16 bytes on the wire, so this
+# (not only the frame size) is what keeps a hostile request's memory bounded: 250,000 elements
+# are at most about 100 MB of objects. Legitimate requests stay far below it (a follower Fetch
+# lists one element per partition). Responses, decoded by our client from a broker it chose to
+# trust, get a higher bound so that large clusters' Metadata answers fit.
+MAX_REQUEST_ARRAY_ELEMENTS = 250_000
+MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 
 _HEADER_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _HEADER = struct.Struct(">hhih")  # the same + the client_id length
@@ -187,13 +198,18 @@ def _decode_header(view: memoryview) -> tuple[RequestHeader, int]:
     return RequestHeader(api_key, api_version, correlation_id, client_id), end
 
 
-def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, dict]:
+def decode_request(
+    frame: bytes | bytearray | memoryview,
+    *,
+    max_array_elements: int = MAX_REQUEST_ARRAY_ELEMENTS,
+) -> tuple[RequestHeader, dict]:
     """Decode a request frame (without the size prefix) into its header and body dict.
 
     ``records`` fields are memoryview slices of ``frame`` (keep the frame alive as long as
     they are used). Raises :class:`UnsupportedVersionError` for an unknown API key or a
     version outside ``SUPPORTED_VERSIONS`` (the header is parsed so the broker can answer),
-    :class:`ProtocolError` for malformed bytes; never any other exception.
+    :class:`ProtocolError` for malformed bytes or more than ``max_array_elements`` array
+    elements in total; never any other exception.
     """
     try:
         view = _as_view(frame)
@@ -208,7 +224,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
             header, f"unsupported api key {header.api_key} version {header.api_version}"
         )
     try:
-        body, _end = codec.decode(view, pos)
+        body, _end = codec.decode(view, pos, max_array_elements)
     except struct.error:
         raise ProtocolError(
             f"truncated {_api_name(header.api_key)} v{header.api_version} request"
@@ -306,7 +322,11 @@ def encode_request(
 
 
 def decode_response(
-    api_key: int, api_version: int, frame: bytes | bytearray | memoryview
+    api_key: int,
+    api_version: int,
+    frame: bytes | bytearray | memoryview,
+    *,
+    max_array_elements: int = MAX_RESPONSE_ARRAY_ELEMENTS,
 ) -> tuple[int, dict]:
     """Decode a response frame (without the size prefix) of a request sent as
     ``api_key``/``api_version``; returns ``(correlation_id, body)``.
@@ -328,7 +348,7 @@ def decode_response(
             and _I16.unpack_from(view, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
         ):
             codec = _RESPONSES.get((api_key, 0)) or _compile(api_key, 0, False)
-        body, _end = codec.decode(view, 4)
+        body, _end = codec.decode(view, 4, max_array_elements)
     except struct.error:
         raise ProtocolError(f"truncated {_api_name(api_key)} v{api_version} response") from None
     except UnicodeDecodeError:

@@ -3,13 +3,17 @@
 For every (message, version) the compiler writes the source of two straight-line Python
 functions (no per-message interpretation of the schema) and compiles them once:
 
-``decode(buf, pos) -> (dict, pos)``
+``decode(buf, pos, budget) -> (dict, pos)``
     ``buf`` is a byte-format memoryview that ends exactly where the frame ends, so any fixed
     width read past the end raises ``struct.error`` (the caller turns it into
     :class:`ProtocolError`). Every length (string, bytes, records, array count) is checked
     against the bytes left before anything is sliced or allocated: an array's count must fit
     ``remaining // minimum element size``, so a forged count of 2**31-1 cannot allocate a huge
-    list. ``records`` values are memoryview slices of ``buf`` (zero copy).
+    list. ``budget`` bounds the total number of array elements in the message: each element
+    costs far more memory as a Python object than its few bytes on the wire (a 2-byte string
+    becomes a dict or str of 50-400 bytes), so the frame size bound alone would still let one
+    100 MiB request allocate gigabytes. ``records`` values are memoryview slices of ``buf``
+    (zero copy).
 
 ``encode(out, body, cuts) -> None``
     Appends the body to the bytearray ``out``. Missing keys take the field's default. A
@@ -133,6 +137,10 @@ def _odd_length(length: int, pos: int, nullable: bool) -> None:
     raise ProtocolError(f"{length} bytes at offset {pos} overrun the frame")
 
 
+def _too_many_elements(pos: int) -> None:
+    raise ProtocolError(f"too many array elements in one message (array at offset {pos})")
+
+
 def _odd_count(count: int, pos: int, nullable: bool) -> int:
     """Slow path of an inlined array count that is negative or cannot fit the bytes left:
     -1 for a legal null array, else ProtocolError."""
@@ -211,6 +219,7 @@ _RUNTIME: dict[str, Any] = {
     "_read_count": _read_count,
     "_odd_length": _odd_length,
     "_odd_count": _odd_count,
+    "_too_many_elements": _too_many_elements,
     "_i16_unpack": _i16_unpack,
     "_i16_pack": _i16_pack,
     "_ZERO_COPY_MIN_BYTES": ZERO_COPY_MIN_BYTES,
@@ -361,12 +370,20 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
                 ind_body = ind + 1
             else:
                 ind_body = ind
+            _gen_budget(g, n, ind_body)
             g.emit(ind_body, f"{key} = {lst} = []")
             g.emit(ind_body, f"for _ in range({n}):")
             g.emit(ind_body + 1, f"{item} = {{}}")
             _gen_decode_struct(g, f.type, version, item, ind_body + 1)
             g.emit(ind_body + 1, f"{lst}.append({item})")
         prefetched = False
+
+
+def _gen_budget(g: _Gen, n: str, ind: int) -> None:
+    """Charge an array's element count to the message's element budget."""
+    g.emit(ind, f"budget -= {n}")
+    g.emit(ind, "if budget < 0:")
+    g.emit(ind + 1, "_too_many_elements(pos)")
 
 
 def _gen_decode_primitive_array(
@@ -380,6 +397,7 @@ def _gen_decode_primitive_array(
         g.emit(ind, f"if {n} < 0:")
         g.emit(ind + 1, f"{key} = None")
         g.emit(ind, "else:")
+        _gen_budget(g, n, ind + 1)
         g.emit(ind + 1, f"{key} = list(_unpack_from('>%d{code}' % {n}, buf, pos))")
         g.emit(ind + 1, f"pos += {n} * {size}")
         g.consts["_unpack_from"] = struct.unpack_from
@@ -389,6 +407,7 @@ def _gen_decode_primitive_array(
     g.emit(ind, f"if {n} < 0:")
     g.emit(ind + 1, f"{key} = None")
     g.emit(ind, "else:")
+    _gen_budget(g, n, ind + 1)
     g.emit(ind + 1, f"{key} = l{depth} = []")
     g.emit(ind + 1, f"for _ in range({n}):")
     g.emit(ind + 2, f"v{depth}, pos = {reader}(buf, pos, False)")
@@ -454,7 +473,7 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
 class CompiledMessage:
     """The generated codec of one message in one version (``source`` kept for debugging)."""
 
-    decode: Callable[[memoryview, int], tuple[dict, int]]
+    decode: Callable[[memoryview, int, int], tuple[dict, int]]
     encode: Callable[[bytearray, dict, list], None]
     source: str
 
@@ -462,7 +481,7 @@ class CompiledMessage:
 def compile_message(fields: tuple[F, ...], version: int, label: str) -> CompiledMessage:
     """Generate and compile the decoder and encoder of ``fields`` in ``version``."""
     g = _Gen()
-    g.emit(0, "def decode(buf, pos):")
+    g.emit(0, "def decode(buf, pos, budget):")
     g.emit(1, "blen = len(buf)")
     g.emit(1, "d0 = {}")
     _gen_decode_struct(g, fields, version, "d0", 1)

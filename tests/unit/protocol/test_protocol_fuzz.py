@@ -15,6 +15,7 @@ import os
 import random
 import struct
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -207,3 +208,30 @@ def test_huge_declared_array_is_rejected_before_allocating():
         assert "overruns" in str(exc)
     else:
         raise AssertionError("accepted a 2**31-1 element array in a 22-byte frame")
+
+
+def test_array_element_budget_counts_every_array():
+    # Fetch v7: 2 topics x 3 partitions + 1 forgotten topic with 4 partition ints = 13 elements.
+    partitions = [{"partition": i, "fetch_offset": 0} for i in range(3)]
+    body = {
+        "topics": [
+            {"topic": "a", "partitions": partitions},
+            {"topic": "b", "partitions": partitions},
+        ],
+        "forgotten_topics_data": [{"topic": "c", "partitions": [1, 2, 3, 4]}],
+    }
+    frame = codec.encode_request(1, 7, 1, None, body)[4:]
+    assert codec.decode_request(frame, max_array_elements=13)[1]["topics"][1]["topic"] == "b"
+    with pytest.raises(ProtocolError, match="too many array elements"):
+        codec.decode_request(frame, max_array_elements=12)
+    response = codec.encode_response(codec.RequestHeader(1, 7, 1, None), {"responses": [{}] * 3})
+    with pytest.raises(ProtocolError, match="too many array elements"):
+        codec.decode_response(1, 7, response.to_bytes()[4:], max_array_elements=2)
+
+
+def test_default_element_budget_stops_a_cheap_many_element_request():
+    # Metadata v4 with 2 bytes per topic: a 0.5 MB frame would decode to 250,001 dicts.
+    count = codec.MAX_REQUEST_ARRAY_ELEMENTS + 1
+    frame = struct.pack(">hhih", 3, 4, 1, -1) + struct.pack(">i", count) + b"\0\0" * count + b"\1"
+    with pytest.raises(ProtocolError, match="too many array elements"):
+        codec.decode_request(frame)
