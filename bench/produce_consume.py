@@ -183,7 +183,8 @@ def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,
                   total_bytes: int) -> tuple[float, float, float]:
     """Fetch ``topic``-0 from 0 to ``end_offset`` repeatedly, without decoding, until
     ``total_bytes`` arrived; returns (GB fetched, broker CPU s per GB, seconds)."""
-    config = client_config(ConsumerConfig, {"bootstrap.servers": bootstrap})
+    config = client_config(ConsumerConfig, {"bootstrap.servers": bootstrap,
+                                            "receive.buffer.bytes": 4 << 20})
     client = NetworkClient(config, max_in_flight=1)
     try:
         client.fetch_metadata([topic], 30_000)
