@@ -1,0 +1,96 @@
+"""Our schema tables against Apache Kafka's JSON message schemas (the copies kafka-python ships,
+read here as test data only): for every supported version, the same fields in the same order
+with the same types and nullability, and every supported version below the first flexible one."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from data_plane.protocol.fields import ArrayOf, F, Primitive
+from data_plane.protocol.schemas import MESSAGES
+from tests.unit.protocol import kafka_oracle
+
+# kafka-python's copy of the Apache Kafka schemas: kafka/protocol/schemas/resources.
+RESOURCES = Path(kafka_oracle._admin.__file__).parent.parent / "schemas" / "resources"
+
+# Where we stop below the last non-flexible version (REFERENCE.md section 1).
+STOPS_EARLY = {ApiKey.PRODUCE: 8, ApiKey.LEAVE_GROUP: 3}
+
+
+def _load(name: str) -> dict:
+    text = (RESOURCES / f"{name}.json").read_text()
+    return json.loads(re.sub(r"(?m)^\s*//.*$", "", text))
+
+
+def _versions(spec: str | None) -> tuple[int, float] | None:
+    if spec is None or spec == "none":
+        return None
+    if spec.endswith("+"):
+        return int(spec[:-1]), float("inf")
+    low, _, high = spec.partition("-")
+    return int(low), int(high or low)
+
+
+def _in(spec: str | None, version: int) -> bool:
+    bounds = _versions(spec)
+    return bounds is not None and bounds[0] <= version <= bounds[1]
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _theirs(fields: list[dict], version: int) -> list:
+    out = []
+    for f in fields:
+        if not _in(f["versions"], version) or _in(f.get("taggedVersions"), version):
+            continue
+        kind = f["type"]
+        if kind.startswith("[]") and kind[2:3].isupper():
+            kind = _theirs(f["fields"], version)
+        out.append((_snake(f["name"]), kind, _in(f.get("nullableVersions"), version)))
+    return out
+
+
+def _type_name(kind) -> object:
+    if isinstance(kind, Primitive):
+        return kind.value
+    if isinstance(kind, ArrayOf):
+        return "[]" + kind.element.value
+    return None
+
+
+def _ours(fields: tuple[F, ...], version: int) -> list:
+    out = []
+    for f in fields:
+        if not f.present_in(version):
+            continue
+        kind = _type_name(f.type)
+        if kind is None:
+            kind = _ours(f.type, version)
+        out.append((f.name, kind, f.nullable_in(version)))
+    return out
+
+
+def _schema_name(api_key: ApiKey) -> str:
+    return "".join(part.capitalize() for part in api_key.name.split("_"))
+
+
+@pytest.mark.parametrize("api_key", list(SUPPORTED_VERSIONS), ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", ["Request", "Response"])
+def test_tables_match_kafka_json_schemas(api_key: ApiKey, kind: str):
+    schema = _load(_schema_name(api_key) + kind)
+    assert schema["apiKey"] == api_key
+    low, high = SUPPORTED_VERSIONS[api_key]
+    flexible = _versions(schema["flexibleVersions"])
+    if flexible is not None:
+        assert high < flexible[0]
+        assert high == STOPS_EARLY.get(api_key, flexible[0]) - 1
+    fields = MESSAGES[api_key][0 if kind == "Request" else 1]
+    for version in range(low, high + 1):
+        assert _ours(fields, version) == _theirs(schema["fields"], version), version
