@@ -473,3 +473,30 @@ def test_many_pipelined_requests_in_one_write_respect_the_bound(tmp_path) -> Non
         c.close()
     finally:
         h.close()
+
+
+def test_server_thread_start_fails_cleanly_on_a_busy_port(tmp_path) -> None:
+    from data_plane.broker.apis import KafkaApis
+    from data_plane.broker.replica_manager import ReplicaManager
+    from data_plane.broker.server import KafkaServer, ListenerSpec, ServerThread
+    from data_plane.storage import LogConfig, LogManager
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    log_manager = LogManager(LogConfig(log_dirs=(str(tmp_path / "logs"),)))
+    config = BrokerConfig()
+
+    def make() -> KafkaServer:
+        apis = KafkaApis(1, "c", config, ReplicaManager(1, log_manager), None, lambda: 0)
+        return KafkaServer(config, apis, [ListenerSpec("PLAINTEXT", "127.0.0.1", port)])
+
+    thread = ServerThread(make, "asyncio", "busy-port")
+    try:
+        with pytest.raises(OSError):
+            thread.start()
+        thread.stop()  # safe after a failed start
+    finally:
+        busy.close()
+        log_manager.close()
