@@ -500,3 +500,26 @@ def test_server_thread_start_fails_cleanly_on_a_busy_port(tmp_path) -> None:
     finally:
         busy.close()
         log_manager.close()
+
+
+def test_fetch_sizes_first_batch_whole_then_limits(client: WireClient) -> None:
+    big = build_batch([Record(None, os.urandom(5000), 1)])
+    for p in (0, 1):
+        client.call(ApiKey.PRODUCE, 7, produce_body("t", p, big))
+        client.call(ApiKey.PRODUCE, 7, produce_body("t", p, big))
+    body = fetch_body([("t", 0, 0), ("t", 1, 0)])
+    for t in body["topics"]:
+        for p in t["partitions"]:
+            p["partition_max_bytes"] = 100
+    body["max_bytes"] = 100
+    parts = client.call(ApiKey.FETCH, 11, body)["responses"][0]["partitions"]
+    # KIP-74: the first batch is whole although it exceeds both limits; then nothing fits.
+    assert len(parts[0]["records"]) == len(big)
+    assert len(parts[1]["records"] or b"") == 0 and parts[1]["high_watermark"] == 2
+    body["max_bytes"] = 1 << 20
+    for t in body["topics"]:
+        for p in t["partitions"]:
+            p["partition_max_bytes"] = len(big) + 10
+    parts = client.call(ApiKey.FETCH, 11, body)["responses"][0]["partitions"]
+    # Per-partition limit: the first batch and 10 bytes of the next (a partial batch is legal).
+    assert [len(p["records"]) for p in parts] == [len(big) + 10, len(big) + 10]
