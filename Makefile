@@ -43,6 +43,7 @@ run: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/storage.py
+	$(PY) -m bench.broker
 
 stop: $(STAMP)
 	-$(VENV)/bin/kraftlog cluster down --dir $(CLUSTER_DIR)
