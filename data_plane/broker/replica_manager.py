@@ -6,7 +6,8 @@ the last image applied here (:meth:`MetadataDelta.from_snapshot`), and its
 ISR) or drop them. A hosted partition needs its Log, which deploy's LocalReplicas creates on
 the metadata thread right after the image is published: a partition whose log does not exist
 yet waits in ``_pending`` and is retried on the next :meth:`apply_image` call (the server calls
-it on every metadata poll tick).
+it on every metadata poll tick). A topic deleted and re-created under the same name waits the
+same way until the LogManager holds a new log for it (not the retired one).
 
 Produce goes through :meth:`append_records` (validated batches only, one Log.append per
 partition); Fetch through :meth:`get_partition` + ``Partition.read_records``.
@@ -27,7 +28,7 @@ from data_plane.broker.errors import (
 )
 from data_plane.broker.partition import Partition
 from data_plane.protocol.errors import ErrorCode
-from data_plane.storage import LogManager, StorageError, validate_produce_payload
+from data_plane.storage import Log, LogManager, StorageError, validate_produce_payload
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage, PartitionRegistration, TopicPartition
 
@@ -61,6 +62,8 @@ class ReplicaManager:
         self._on_partition_change = on_partition_change
         self._partitions: dict[TopicPartition, Partition] = {}
         self._pending: dict[TopicPartition, PartitionRegistration] = {}
+        # Logs of partitions deleted here whose replacement may not exist yet.
+        self._retired_logs: dict[TopicPartition, Log] = {}
         self.image = MetadataImage()
 
     def set_partition_change_listener(self, fn: Callable[[TopicPartition], None]) -> None:
@@ -77,10 +80,17 @@ class ReplicaManager:
         if image is not self.image and image.offset >= self.image.offset:
             local = MetadataDelta.from_snapshot(self.image, image).local_changes(self.broker_id)
             self.image = image
+            hosted = local.leaders.keys() | local.followers.keys()
             for tp in local.deletes:
                 self._pending.pop(tp, None)
-                if self._partitions.pop(tp, None) is not None:
+                self._retired_logs.pop(tp, None)
+                old = self._partitions.pop(tp, None)
+                if old is not None:
                     changed.append(tp)
+                    if tp in hosted:
+                        # Deleted and re-created under the same name: until LocalReplicas has
+                        # replaced the old log, the LogManager still returns it.
+                        self._retired_logs[tp] = old.log
             for tp, lp in (*local.leaders.items(), *local.followers.items()):
                 self._pending[tp] = lp.registration
         if self._pending:
@@ -97,8 +107,9 @@ class ReplicaManager:
         part = self._partitions.get(tp)
         if part is None:
             log_ = self.log_manager.get_log(tp.topic, tp.partition)
-            if log_ is None:
-                return False  # LocalReplicas has not created it yet
+            if log_ is None or log_ is self._retired_logs.get(tp):
+                return False  # LocalReplicas has not created (or replaced) it yet
+            self._retired_logs.pop(tp, None)
             part = Partition(tp.topic, tp.partition, self.broker_id, log_)
             self._partitions[tp] = part
         part.apply_registration(reg, self._min_insync_replicas(tp.topic))

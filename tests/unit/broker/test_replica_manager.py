@@ -123,3 +123,19 @@ def test_delayed_fetch_waits_for_min_bytes(log_manager: LogManager) -> None:
     assert done == []  # one batch: not yet min_bytes
     rm.append_records(TP, records(2), 1)
     assert done == [False]
+
+
+def test_recreated_topic_waits_for_its_new_log(log_manager: LogManager) -> None:
+    old_log = log_manager.get_or_create_log("t", 0)
+    rm = ReplicaManager(1, log_manager)
+    rm.apply_image(image(1, leader=1))
+    assert rm.get_partition(TP).log is old_log
+    tid = uuid.UUID(int=8)  # same name, new topic id: a delete and a create in one delta
+    reg = PartitionRegistration((1, 2), (1,), 1, 0, 0)
+    topic = TopicImage("t", tid, {0: reg})
+    rm.apply_image(MetadataImage(offset=2, topics_by_name={"t": topic}, topics_by_id={tid: topic}))
+    assert rm.get_partition(TP) is None  # the LogManager still holds the old log
+    log_manager.delete_log("t", 0)
+    new_log = log_manager.get_or_create_log("t", 0)
+    assert rm.apply_image(rm.image) == [TP]
+    assert rm.get_partition(TP).log is new_log and rm.get_partition(TP).is_leader
