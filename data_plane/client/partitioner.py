@@ -66,28 +66,30 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class DefaultPartitioner:
     """murmur2 for keys, a sticky random partition per topic for null keys."""
 
-    __slots__ = ("_rng", "_sticky")
+    __slots__ = ("_rng", "sticky")
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
-        self._sticky: dict[str, int] = {}
+        # topic -> current sticky partition; the producer reads it directly on its hot path
+        # (only this class writes it).
+        self.sticky: dict[str, int] = {}
 
     def partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
         if key is not None:
             return partition_for_key(key, num_partitions)
-        current = self._sticky.get(topic)
+        current = self.sticky.get(topic)
         if current is None or current >= num_partitions:
             current = self._rng.randrange(num_partitions)
-            self._sticky[topic] = current
+            self.sticky[topic] = current
         return current
 
     def on_new_batch(self, topic: str, num_partitions: int, previous: int) -> None:
         """The batch of ``previous`` is complete: move null-key records of ``topic`` to
         another partition (the same one only if the topic has a single partition)."""
-        if self._sticky.get(topic) != previous:
+        if self.sticky.get(topic) != previous:
             return  # already moved on (a keyed record completed that batch)
         if num_partitions <= 1:
-            self._sticky[topic] = 0
+            self.sticky[topic] = 0
             return
         choice = self._rng.randrange(num_partitions - 1)
-        self._sticky[topic] = choice if choice < previous else choice + 1
+        self.sticky[topic] = choice if choice < previous else choice + 1

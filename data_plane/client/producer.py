@@ -29,7 +29,7 @@ from data_plane.client.config import ProducerConfig, client_config
 from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from data_plane.client.futures import DeliveryCallback, FutureRecordMetadata
 from data_plane.client.network_client import NetworkClient
-from data_plane.client.partitioner import DefaultPartitioner
+from data_plane.client.partitioner import DefaultPartitioner, partition_for_key
 from data_plane.client.records import Header, ProducerRecord, RecordMetadata, TopicPartition
 from data_plane.client.sender import Sender
 from data_plane.protocol.errors import ErrorCode
@@ -75,6 +75,7 @@ class Producer:
         c = self.config
         self._interceptors = tuple(interceptors)
         self._partitioner = DefaultPartitioner()
+        self._sticky = self._partitioner.sticky
         self._accumulator = RecordAccumulator(c)
         self._client = NetworkClient(c, max_in_flight=c.max_in_flight_requests_per_connection)
         self._metadata = self._client.metadata
@@ -135,8 +136,12 @@ class Producer:
             else:
                 num_partitions = len(tps)
             sticky = partition is None and key is None
-            if partition is None:
-                partition = self._partitioner.partition(topic, key, num_partitions)
+            if sticky:
+                partition = self._sticky.get(topic)
+                if partition is None or partition >= num_partitions:
+                    partition = self._partitioner.partition(topic, None, num_partitions)
+            elif partition is None:
+                partition = partition_for_key(key, num_partitions)  # type: ignore[arg-type]
             elif not 0 <= partition < num_partitions:
                 raise KafkaError(
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -159,3 +159,19 @@ def test_callbacks_run_once_with_metadata() -> None:
     late: list[object] = []
     future.add_done_callback(lambda err, md: late.append(md))
     assert late == [future.get(0)]
+
+
+def test_appended_batches_are_byte_identical_to_the_storage_builder() -> None:
+    from data_plane.storage.record_codec import Record, build_batch
+
+    acc, clock = make(batch_size=1 << 20, linger_ms=0)
+    rows = []
+    for i in range(300):
+        key = None if i % 4 else b"k%d" % i
+        value = None if i % 11 == 0 else b"v" * (i % 150)
+        headers = [("h", b"x")] if i % 5 == 0 else None
+        ts = 1_000_000 + i * 7 - (5 if i % 13 == 0 else 0)
+        acc.append(TP0, ts, key, value, headers, 0)
+        rows.append(Record(key, value, ts, tuple(headers or ())))
+    (batch,) = acc.drain(clock() * 1000, leader_of, ready)[0][1]
+    assert bytes(batch.wire_bytes(0)) == bytes(build_batch(rows))
