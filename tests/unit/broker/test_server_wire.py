@@ -523,3 +523,29 @@ def test_fetch_sizes_first_batch_whole_then_limits(client: WireClient) -> None:
     parts = client.call(ApiKey.FETCH, 11, body)["responses"][0]["partitions"]
     # Per-partition limit: the first batch and 10 bytes of the next (a partial batch is legal).
     assert [len(p["records"]) for p in parts] == [len(big) + 10, len(big) + 10]
+
+
+@pytest.mark.parametrize("interval_ms", [100, 600_000])
+def test_high_watermarks_are_checkpointed_periodically_and_at_stop(tmp_path, interval_ms) -> None:
+    from metadata.image import TopicPartition
+
+    config = BrokerConfig(replica_high_watermark_checkpoint_interval_ms=interval_ms)
+    h = BrokerHarness(tmp_path, config)
+    closed = False
+    try:
+        h.set_topics({"t": 1})
+        c = WireClient(h.port)
+        c.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(4)))
+        c.close()
+        tp = TopicPartition("t", 0)
+        if interval_ms == 100:
+            wait_for(lambda: h.log_manager.read_high_watermarks().get(tp) == 4, "a checkpoint")
+        else:
+            assert h.log_manager.read_high_watermarks().get(tp) is None  # none written yet
+            h.thread.stop()  # the stop writes one before the logs close
+            assert h.log_manager.read_high_watermarks().get(tp) == 4
+            h.log_manager.close()
+            closed = True
+    finally:
+        if not closed:
+            h.close()
