@@ -127,7 +127,7 @@ def render_cluster(doc: dict[str, Any]) -> str:
             details.append(f"raft={n['raft_address']}")
         if leader is not None and n["id"] == leader:
             details.append("active-controller")
-        if "broker_epoch" in n:
+        if n.get("broker_epoch") is not None:
             details.append(f"broker_epoch={n['broker_epoch']}")
             if n.get("fenced"):
                 details.append("fenced")
