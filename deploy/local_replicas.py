@@ -49,16 +49,23 @@ class LocalReplicas:
         self.errors = 0
 
     def topic_config(self, image: MetadataImage, topic: str) -> LogConfig:
+        """The broker defaults overridden by the topic's configs, key by key: a value this
+        broker cannot read (a newer controller's range, say) is skipped with a warning rather
+        than stopping it from hosting the partition or dropping the topic's other overrides."""
         overrides = image.topic_config(topic)
         if not overrides:
             return self._base_config
         try:
             return with_overrides(self._base_config, overrides, topic=True)
-        except ConfigError as e:
-            # The controller validates topic configs; a value this broker cannot read (a newer
-            # controller's key range) must not stop it from hosting the partition.
-            log.warning("topic %s: config override ignored: %s", topic, e)
-            return self._base_config
+        except ConfigError:
+            pass
+        config = self._base_config
+        for key, value in sorted(overrides.items()):
+            try:
+                config = with_overrides(config, {key: value}, topic=True)
+            except ConfigError as e:
+                log.warning("topic %s: config override ignored: %s", topic, e)
+        return config
 
     def on_change(self, image: MetadataImage, delta: MetadataDelta) -> None:
         changes = delta.local_changes(self.broker_id)
