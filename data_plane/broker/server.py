@@ -39,6 +39,8 @@ IDLE_CHECK_INTERVAL_MS = 1000
 LISTEN_BACKLOG = 1024
 # Connections accepted per readable event of a listener (fairness with other sockets).
 ACCEPTS_PER_EVENT = 64
+# Pause after a failed accept (out of file descriptors) before trying again.
+ACCEPT_BACKOFF_MS = 100
 
 
 class ListenerSpec(NamedTuple):
@@ -138,8 +140,20 @@ class KafkaServer:
                 sock, addr = listen_sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as e:  # EMFILE and friends: log, keep listening
-                log.warning("accept on %s failed: %s", listener_name, e)
+            except OSError as e:
+                # EMFILE and friends: the pending connection stays queued and the socket stays
+                # readable, so back off instead of spinning on accept.
+                log.warning(
+                    "accept on %s failed: %s; pausing accepts for %d ms",
+                    listener_name,
+                    e,
+                    ACCEPT_BACKOFF_MS,
+                )
+                fd = listen_sock.fileno()
+                self.loop.remove_reader(fd)
+                self.loop.call_later(
+                    ACCEPT_BACKOFF_MS / 1000, self._resume_accept, listen_sock, listener_name
+                )
                 return
             try:
                 self._setup(sock)
@@ -150,6 +164,10 @@ class KafkaServer:
             conn = Connection(self, sock, listener_name, f"{addr[0]}:{addr[1]}")
             self.connections.add(conn)
             conn.start()
+
+    def _resume_accept(self, listen_sock: socket.socket, listener_name: str) -> None:
+        if not self._stopped and listen_sock.fileno() >= 0:
+            self.loop.add_reader(listen_sock.fileno(), self._on_accept, listen_sock, listener_name)
 
     def _setup(self, sock: socket.socket) -> None:
         sock.setblocking(False)

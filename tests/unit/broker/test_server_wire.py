@@ -549,3 +549,49 @@ def test_high_watermarks_are_checkpointed_periodically_and_at_stop(tmp_path, int
     finally:
         if not closed:
             h.close()
+
+
+def test_out_of_file_descriptors_pauses_accepts_then_recovers(
+    broker: BrokerHarness, caplog
+) -> None:
+    import resource
+    import subprocess
+    import sys
+
+    server = broker.thread.server
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    script = (
+        "import socket, sys\n"
+        "sys.stdin.readline()\n"
+        f"s = [socket.create_connection(('127.0.0.1', {broker.port})) for _ in range(5)]\n"
+        "print('connected', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert child.stdin is not None and child.stdout is not None
+        # Use up every descriptor number below a lowered limit, so the broker's accept fails.
+        highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, hard))
+        fillers: list[int] = []
+        try:
+            for _ in range(highest + 1):
+                try:
+                    fillers.append(os.dup(0))
+                except OSError:
+                    break
+            child.stdin.write(b"go\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == b"connected\n"
+            wait_for(lambda: "pausing accepts" in caplog.text, "an accept to fail")
+        finally:
+            for fd in fillers:
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        wait_for(lambda: len(server.connections) == 5, "the queued connections to be accepted")
+    finally:
+        child.stdin.close()
+        child.stdout.close()
+        child.wait(10)
