@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from deploy.local_cluster import LocalCluster, wait_until
+from deploy.local_cluster import ClusterError, LocalCluster, wait_until
 from metadata.messages import NewTopic
 
 pytestmark = pytest.mark.integration
@@ -160,3 +161,21 @@ def test_cluster_up_and_down_commands(tmp_path: Path) -> None:
         assert cluster.running_ids() == []
     finally:
         LocalCluster.open(d).close()
+
+
+def test_a_node_that_cannot_start_fails_cluster_up_with_its_log(tmp_path: Path) -> None:
+    cluster = LocalCluster.create(tmp_path / "busy", controllers=1, brokers=1)
+    host, port = cluster.bootstrap_servers()[0].rsplit(":", 1)
+    try:
+        with socket.socket() as squatter:
+            squatter.bind((host, int(port)))
+            squatter.listen()
+            cluster.start()
+            with pytest.raises(ClusterError) as info:
+                cluster.wait_ready(60)
+        message = str(info.value)
+        assert "node 101 exited during startup" in message
+        assert "error: node 101 cannot start" in message  # the node's own last words
+        assert cluster.is_running(1) and not cluster.is_running(101)
+    finally:
+        cluster.close()
