@@ -9,6 +9,7 @@ from data_plane.client.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    NoOffsetForPartitionError,
     RecordTooLargeError,
     UnsupportedFeatureError,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "KafkaError",
     "KafkaTimeoutError",
     "NewTopic",
+    "NoOffsetForPartitionError",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
     "Producer",

@@ -30,9 +30,10 @@ from data_plane.client.errors import (
     ClientClosedError,
     IllegalStateError,
     KafkaTimeoutError,
+    NoOffsetForPartitionError,
     UnsupportedFeatureError,
 )
-from data_plane.client.fetcher import Fetcher, OffsetOutOfRangeError
+from data_plane.client.fetcher import Fetcher
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.offsets import OffsetAndTimestamp, list_offsets
 from data_plane.client.records import ConsumerRecord, TopicPartition
@@ -188,7 +189,10 @@ class Consumer:
         for tp in needing:
             strategy = self._subs.state(tp).reset_strategy
             if strategy == "none":
-                raise OffsetOutOfRangeError(tp, -1)
+                raise NoOffsetForPartitionError(
+                    f"{tp.topic}-{tp.partition} has no position and auto.offset.reset is none: "
+                    "seek() first"
+                )
             timestamps[tp] = EARLIEST_TIMESTAMP if strategy == EARLIEST else LATEST_TIMESTAMP
         found = list_offsets(self._client, timestamps, timeout_ms, self.config.retry_backoff_ms)
         for tp, result in found.items():

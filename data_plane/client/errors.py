@@ -55,6 +55,10 @@ class IllegalStateError(Exception):
     """The call does not fit the client's state (e.g. poll() with nothing assigned)."""
 
 
+class NoOffsetForPartitionError(IllegalStateError):
+    """A partition has no position and auto.offset.reset is none."""
+
+
 class UnsupportedFeatureError(Exception):
     """A configured feature this client does not provide yet (e.g. group.id before issue 6)."""
 

@@ -252,13 +252,12 @@ def _decode_records(
     base_ts = batch.base_ts
     ts_type = batch.ts_type
     fixed_ts = batch.fixed_ts
-    appended = 0
+    start = len(out)
+    # Records skipped below min_offset do not count against max_records, so a call may
+    # return fewer; take() calls again. A count larger than the data ends in IndexError.
+    limit = remaining if remaining < max_records else max_records
     try:
-        while remaining and appended < max_records:
-            if p >= n:
-                raise _corrupt(
-                    f"batch at offset {base_offset} holds fewer records than it declares"
-                )
+        for _ in range(limit):
             b = data[p]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
@@ -346,10 +345,8 @@ def _decode_records(
                 headers, p = _decode_headers(data, p, end)
             if p != end:
                 raise _corrupt(f"record in batch at offset {base_offset} has a bad length")
-            remaining -= 1
             offset = base_offset + offset_delta
             if offset >= min_offset:
-                appended += 1
                 append(
                     record(
                         topic,
@@ -363,12 +360,16 @@ def _decode_records(
                     )
                 )
     except IndexError:
-        raise _corrupt(f"record in batch at offset {base_offset} runs past its batch") from None
+        raise _corrupt(
+            f"batch at offset {base_offset} holds fewer records than it declares, or a record "
+            "runs past its end"
+        ) from None
+    remaining -= limit
     batch.pos = p
     batch.remaining = remaining
     if not remaining and p != n:
         raise _corrupt(f"batch at offset {base_offset} has bytes after its last record")
-    return appended
+    return len(out) - start
 
 
 def _decode_headers(data: bytes, p: int, end: int) -> tuple[tuple[Header, ...], int]:

@@ -11,6 +11,7 @@ from data_plane.client import (
     ConsumerRecord,
     KafkaError,
     NewTopic,
+    NoOffsetForPartitionError,
     OffsetOutOfRangeError,
     Producer,
     ProducerInterceptor,
@@ -163,3 +164,12 @@ def test_admin_topics_offsets_and_cluster(bootstrap: str, admin: Admin) -> None:
     while "client-admin-topic" in admin.list_topics() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "client-admin-topic" not in admin.list_topics()
+
+
+def test_no_position_with_reset_none_is_a_clear_error(bootstrap: str,
+                                                       new_topic: Callable[..., str]) -> None:
+    topic = new_topic()
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "none"}) as c:
+        c.assign([TopicPartition(topic, 0)])
+        with pytest.raises(NoOffsetForPartitionError, match="seek"):
+            c.poll(100)
