@@ -109,7 +109,6 @@ class RecordAccumulator:
             dq = self._deques.get(tp)
             if dq is None:
                 dq = self._deques[tp] = deque()
-            rolled = False
             if dq:
                 last = dq[-1]
                 if not last.closed:
@@ -154,6 +153,10 @@ class RecordAccumulator:
                         )
                     last.closed = True
                     rolled = True
+                else:
+                    rolled = False
+            else:
+                rolled = False
             batch = ProducerBatch(tp, self._clock() * 1000.0)
             encoded = batch.encode(timestamp_ms, key, value, headers)
             size = HEADER_SIZE + len(encoded)

@@ -39,6 +39,7 @@ _FATAL_TOPIC_ERRORS = frozenset(
     {ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_AUTHORIZATION_FAILED}
 )
 _BYTES_TYPES = (bytes, bytearray, memoryview)
+_time_ns = time.time_ns
 
 
 class ProducerInterceptor:
@@ -149,7 +150,7 @@ class Producer:
                     f"({num_partitions} partitions)",
                 )
             if timestamp_ms is None:
-                timestamp_ms = time.time_ns() // 1_000_000
+                timestamp_ms = _time_ns() // 1_000_000
             future, wake, rolled = self._accumulator.append(
                 tps[partition], timestamp_ms, key, value, headers, self._max_block_ms
             )
