@@ -219,36 +219,40 @@ class RecordAccumulator:
         with self._lock:
             drain_all = self._closed or self._flushes_in_progress > 0 or self._memory_waiters > 0
             for tp, dq in self._deques.items():
-                while dq:
-                    first = dq[0]
-                    if first.attempts:
-                        wait_ms = first.last_attempt_ms + self._retry_backoff_ms - now_ms
-                        if wait_ms > 0:
-                            next_check_ms = min(next_check_ms, wait_ms)
-                            break
-                    elif not (drain_all or first.closed or len(dq) > 1):
-                        wait_ms = first.created_ms + self._linger_ms - now_ms
-                        if wait_ms > 0:
-                            next_check_ms = min(next_check_ms, wait_ms)
-                            break
-                    leader = leader_for(tp)
-                    if leader is None:
-                        unknown.add(tp.topic)
-                        break
-                    if not node_ready(leader):
-                        break
-                    size = first.size_bytes
-                    used = request_bytes.get(leader, 0)
-                    if used and used + size > self._max_request_size:
-                        break
-                    dq.popleft()
-                    first.closed = True
-                    request_bytes[leader] = used + size
-                    out.setdefault(leader, []).append(first)
-                    # One batch per partition per request, as Kafka: the broker takes one
-                    # records field per partition.
-                    break
+                # Only the head batch of a partition can go: one batch per partition per
+                # request (the broker takes one records field per partition), in order.
+                if not dq:
+                    continue
+                first = dq[0]
+                wait_ms = self._wait_before_send_ms(first, len(dq), now_ms, drain_all)
+                if wait_ms > 0:
+                    next_check_ms = min(next_check_ms, wait_ms)
+                    continue
+                leader = leader_for(tp)
+                if leader is None:
+                    unknown.add(tp.topic)
+                    continue
+                if not node_ready(leader):
+                    continue
+                size = first.size_bytes
+                used = request_bytes.get(leader, 0)
+                if used and used + size > self._max_request_size:
+                    continue
+                dq.popleft()
+                first.closed = True
+                request_bytes[leader] = used + size
+                out.setdefault(leader, []).append(first)
         return out, max(next_check_ms, 0.0), unknown
+
+    def _wait_before_send_ms(
+        self, head: ProducerBatch, queued: int, now_ms: float, drain_all: bool
+    ) -> float:
+        """How long the head batch of a partition must still wait (<= 0: sendable now)."""
+        if head.attempts:
+            return head.last_attempt_ms + self._retry_backoff_ms - now_ms
+        if drain_all or head.closed or queued > 1:
+            return 0.0
+        return head.created_ms + self._linger_ms - now_ms
 
     def reenqueue(self, batch: ProducerBatch, now_ms: float) -> None:
         """Put a failed batch back at the head of its partition for a retry after backoff."""
