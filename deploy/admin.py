@@ -91,13 +91,19 @@ def connect(target: Target, timeout_s: float) -> ControllerClient:
 
 
 def fetch_image(client: ControllerClient, timeout_s: float = DEFAULT_TIMEOUT_S) -> MetadataImage:
-    """The committed metadata image, read from the log up to the commit point seen first."""
+    """The committed metadata image, read at least up to the active controller's offset.
+
+    Any voter may answer FetchMetadata, and a follower's commit point can trail the leader's,
+    so the target is the active controller's image offset (DescribeCluster is answered only by
+    the active controller, which applies every write before it acknowledges it): whatever a
+    client was told had committed before this call is in the returned image (read your writes).
+    """
     deadline = time.monotonic() + timeout_s
     image = MetadataImage()
-    target: int | None = None
+    target: int | None = client.describe_cluster().metadata_offset
     for _ in range(MAX_FETCH_ROUNDS):
         result = client.fetch_metadata(image.offset + 1)
-        if target is None:
+        if target is None or target < 0:
             target = result.committed_offset
         if result.snapshot is not None:
             image = image_from_snapshot(result.snapshot)
