@@ -1,5 +1,6 @@
 """Log: one partition's replica on disk, a directory of segments (Kafka's UnifiedLog +
-LocalLog, without producer state or leader-epoch cache, which replication owns).
+LocalLog, without producer state) with its :class:`LeaderEpochFileCache`
+(``leader-epoch-checkpoint``), kept in step with appends, truncations and the log start offset.
 
 Directory ``<log.dir>/<topic>-<partition>/`` holding segments named by base offset (see
 segment.py and log_loader.py for the file set). Offsets::
@@ -52,6 +53,7 @@ from data_plane.storage.errors import (
     RecordListTooLargeError,
 )
 from data_plane.storage.file_records import FileSlice
+from data_plane.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from data_plane.storage.log_loader import load_log
 from data_plane.storage.records import (
     Buffer,
@@ -152,6 +154,11 @@ class Log:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._high_watermark = self._log_start_offset
         self._hw_metadata: LogOffsetMetadata | None = None
+        self.leader_epoch_cache = LeaderEpochFileCache(
+            os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT)
+        )
+        # Recovery may have cut a tail the cache still names.
+        self.leader_epoch_cache.truncate_from_end(self._next_offset)
         if self._log_start_offset > self._next_offset:
             # Everything on disk lies below the log start offset (deleted by DeleteRecords
             # before a tail was lost): start afresh at the log start offset.
@@ -233,6 +240,8 @@ class Log:
             first = self._next_offset
             append_time = self._clock_ms() if self._config.log_append_time else None
             assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
+            if leader_epoch > self.leader_epoch_cache.latest_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, first)
             placements = []
             offset = first
             max_ts, offset_of_max = -1, first
@@ -293,6 +302,10 @@ class Log:
                 )
             finally:
                 data.release()
+            cache = self.leader_epoch_cache
+            for h in headers:
+                if h.partition_leader_epoch > cache.latest_epoch:
+                    cache.assign(h.partition_leader_epoch, h.base_offset)
             result = LogAppendInfo(
                 first_offset=headers[0].base_offset,
                 last_offset=headers[-1].last_offset,
@@ -574,6 +587,7 @@ class Log:
             if self._high_watermark > new_end:
                 self._high_watermark = new_end
             self._hw_metadata = None
+            self.leader_epoch_cache.truncate_from_end(new_end)
             logger.info("%s: truncated to offset %d", self.name, new_end)
             return True
 
@@ -601,6 +615,7 @@ class Log:
             self._high_watermark = new_offset
             self._hw_metadata = None
             self._dir_flush_pending = True
+            self.leader_epoch_cache.clear()
             logger.info("%s: truncated fully, now starts at offset %d", self.name, new_offset)
 
     # -- retention ---------------------------------------------------------------------------
@@ -618,6 +633,7 @@ class Log:
             if new_offset <= self._log_start_offset:
                 return False
             self._log_start_offset = new_offset
+            self.leader_epoch_cache.truncate_from_start(new_offset)
             return True
 
     def delete_old_segments(self) -> int:
@@ -641,6 +657,7 @@ class Log:
             self._remove_segments_locked(doomed, reason=f"retention by {decision.reason}")
             self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
             self._recovery_point = max(self._recovery_point, self._segments[0].base_offset)
+            self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
             return decision.count
 
     def _remove_segments_locked(self, doomed: list[LogSegment], *, reason: str) -> None:
