@@ -40,6 +40,7 @@ _FATAL_TOPIC_ERRORS = frozenset(
 )
 _BYTES_TYPES = (bytes, bytearray, memoryview)
 _time_ns = time.time_ns
+_yield_gil = time.sleep
 
 
 class ProducerInterceptor:
@@ -162,6 +163,9 @@ class Producer:
             self._partitioner.on_new_batch(topic, num_partitions, partition)
         if wake:
             self._sender.wakeup()
+            # Let the sender thread take the GIL now: a busy send() loop would otherwise keep
+            # it for the whole switch interval (5 ms), stalling drains and responses.
+            _yield_gil(0)
         if interceptors:
             future.add_done_callback(self._acknowledge)
         if on_delivery is not None:
