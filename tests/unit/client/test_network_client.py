@@ -4,10 +4,8 @@ protocol codec on both sides): ApiVersions negotiation, pipelining, timeouts, ba
 from __future__ import annotations
 
 import socket
-import struct
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,95 +14,8 @@ from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.errors import KafkaConnectionError, KafkaTimeoutError
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import (
-    RequestHeader,
-    decode_request,
-    encode_response,
-    unsupported_version_response,
-)
-from data_plane.protocol.exceptions import UnsupportedVersionError
-
-Handler = Callable[[RequestHeader, dict[str, Any]], bytes | None]
-
-
-class ScriptedBroker:
-    """Accepts one connection at a time and answers each request with ``handler``'s bytes
-    (None = no answer). Records the (api_key, api_version) of every request."""
-
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
-        self.requests: list[tuple[int, int]] = []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.server.settimeout(0.2)
-        self.port = self.server.getsockname()[1]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(0.2)
-                buf = b""
-                while not self._stop.is_set():
-                    try:
-                        chunk = conn.recv(65536)
-                    except TimeoutError:
-                        continue
-                    except OSError:
-                        break
-                    if not chunk:
-                        break
-                    buf += chunk
-                    while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">i", buf[:4])[0]:
-                        size = struct.unpack(">i", buf[:4])[0]
-                        frame, buf = buf[4 : 4 + size], buf[4 + size :]
-                        try:
-                            header, body = decode_request(frame)
-                        except UnsupportedVersionError as e:
-                            header, body = e.header, {}
-                        self.requests.append((header.api_key, header.api_version))
-                        answer = self.handler(header, body)
-                        if answer is not None:
-                            conn.sendall(answer)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.server.close()
-
-
-def answer_v0_fallback(header: RequestHeader, body: dict[str, Any]) -> bytes | None:
-    """ApiVersions v2 answered as an old broker would (v0 body, UNSUPPORTED_VERSION)."""
-    if header.api_key == ApiKey.API_VERSIONS:
-        return unsupported_version_response(header).to_bytes()
-    if header.api_key == ApiKey.METADATA:
-        return encode_response(header, {
-            "brokers": [{"node_id": 7, "host": "127.0.0.1", "port": 1}],
-            "cluster_id": "c", "controller_id": 7,
-            "topics": [{"error_code": 0, "name": "t", "is_internal": False, "partitions": [
-                {"error_code": 0, "partition_index": 0, "leader_id": 7, "leader_epoch": 3,
-                 "replica_nodes": [7], "isr_nodes": [7], "offline_replicas": []}]}],
-        }).to_bytes()
-    return None  # no answer: the request times out
-
-
-@pytest.fixture
-def broker_factory() -> Iterator[Callable[[Handler], ScriptedBroker]]:
-    brokers: list[ScriptedBroker] = []
-
-    def make(handler: Handler) -> ScriptedBroker:
-        b = ScriptedBroker(handler)
-        brokers.append(b)
-        return b
-
-    yield make
-    for b in brokers:
-        b.close()
+from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from tests.unit.client.scripted_broker import Handler, ScriptedBroker, answer_v0_fallback
 
 
 def client_for(port: int, **props: object) -> NetworkClient:
