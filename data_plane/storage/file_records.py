@@ -8,6 +8,13 @@ Writes use ``os.pwrite`` at the tracked end position, so the file object's own p
 never relied upon (a sendfile fallback may move it). Reads scan batch *headers* only, reading
 the file in chunks of :data:`SCAN_CHUNK_BYTES`, never decoding records.
 
+File descriptors: the active segment's file is opened at once and kept open; a closed
+segment's is opened on first use (``open_now=False``) and released again by :meth:`release`
+when the log manager's LRU of open segments evicts it. The descriptor lives in a
+:class:`SegmentFile` that every :class:`FileSlice` handed out references, so a release never
+closes a descriptor under a slice still being sent: the descriptor is closed when the last
+reference goes (or at once by :meth:`FileRecords.close`, as before).
+
 Thread-safety: appends and truncation run on the log's owner thread under the log's lock;
 :meth:`FileRecords.flush` (fsync) may run concurrently from a background thread; reads
 (pread/sendfile) are safe from any thread while the file is open.
@@ -18,9 +25,8 @@ from __future__ import annotations
 import os
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
 
 from data_plane.storage.errors import CorruptRecordError, LogClosedError
 from data_plane.storage.records import (
@@ -38,6 +44,40 @@ SCAN_CHUNK_BYTES = 8 * 1024
 _SCAN_FIELDS = struct.Struct(">qi11xi")
 
 
+class SegmentFile:
+    """An open descriptor of a segment's ``.log``, shared by its :class:`FileRecords` and
+    the slices it handed out. Closed by :meth:`close`, or when the last reference goes, so a
+    descriptor number is never reused while someone can still use it."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        fd = self._fd
+        if fd < 0:
+            raise LogClosedError("segment file is closed")
+        return fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 @dataclass(frozen=True, slots=True)
 class FileSlice:
     """``length`` bytes of ``file`` from ``position``: hand to ``os.sendfile(out_fd,
@@ -45,7 +85,7 @@ class FileSlice:
     length 0. ``segment_base_offset`` names the segment it came from; ``first_offset`` is the
     base offset of its first batch (-1 when empty)."""
 
-    file: BinaryIO | None
+    file: SegmentFile | None
     position: int
     length: int
     segment_base_offset: int
@@ -77,15 +117,23 @@ class FileSlice:
 class FileRecords:
     """The ``.log`` file of one segment (Kafka's FileRecords)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(
+        self, path: str, *, open_now: bool = True, on_open: Callable[[], None] | None = None
+    ) -> None:
+        """Open (creating it if missing) now, or only on first use when not ``open_now``
+        (an existing closed segment: its size is taken from ``stat``). ``on_open`` is called
+        after each lazy open (the log manager's LRU registers the segment)."""
         self.path = path
-        # Not O_APPEND: on Linux pwrite ignores its offset on O_APPEND files.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.file: BinaryIO = open(fd, "r+b", buffering=0)  # noqa: SIM115 - owned
-        self._fd = fd
-        self._size = os.fstat(self._fd).st_size
+        self._on_open = on_open
         self._flush_lock = threading.Lock()
         self._closed = False
+        self._handle: SegmentFile | None = None
+        if open_now:
+            # Not O_APPEND: on Linux pwrite ignores its offset on O_APPEND files.
+            self._handle = SegmentFile(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+            self._size = os.fstat(self._handle.fileno()).st_size
+        else:
+            self._size = os.stat(path).st_size
 
     @property
     def size_in_bytes(self) -> int:
@@ -99,15 +147,46 @@ class FileRecords:
         if self._closed:
             raise LogClosedError(f"{self.path} is closed")
 
+    @property
+    def is_open(self) -> bool:
+        """Whether a descriptor is held now (not counting slices handed out)."""
+        return self._handle is not None
+
+    def _get_handle(self) -> SegmentFile:
+        h = self._handle
+        if h is not None:
+            return h
+        self._check_open()
+        with self._flush_lock:
+            h = self._handle
+            opened = h is None
+            if h is None:
+                h = self._handle = SegmentFile(os.open(self.path, os.O_RDWR))
+        if opened and self._on_open is not None:
+            self._on_open()
+        return h
+
+    @property
+    def file(self) -> SegmentFile:
+        """The open file (opened now if released); what slices reference."""
+        return self._get_handle()
+
+    def release(self) -> None:
+        """Let go of the descriptor (an idle closed segment); it closes once no slice
+        references it, and the next use opens the file again."""
+        with self._flush_lock:
+            self._handle = None
+
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Write ``data`` at the end of the file; return the position it starts at."""
         self._check_open()
+        fd = self._get_handle().fileno()
         position = self._size
         with memoryview(data) as view:
             written = 0
             total = len(view)
             while written < total:
-                written += os.pwrite(self._fd, view[written:], position + written)
+                written += os.pwrite(fd, view[written:], position + written)
         self._size = position + total
         return position
 
@@ -117,19 +196,30 @@ class FileRecords:
         size = max(0, min(size, self._size - position))
         if size == 0:
             return b""
-        return os.pread(self._fd, size, position)
+        h = self._get_handle()
+        return os.pread(h.fileno(), size, position)
 
     def slice(
         self, position: int, length: int, segment_base_offset: int, first_offset: int
     ) -> FileSlice:
         length = max(0, min(length, self._size - position))
-        return FileSlice(self.file, position, length, segment_base_offset, first_offset)
+        return FileSlice(self._get_handle(), position, length, segment_base_offset, first_offset)
 
     def flush(self) -> None:
-        """fsync the file's data (safe from a background thread; no-op once closed)."""
+        """fsync the file's data (safe from a background thread; no-op once closed). A
+        released file is opened just for the fsync, which covers every write to the inode."""
         with self._flush_lock:
-            if not self._closed:
-                os.fdatasync(self._fd)
+            if self._closed:
+                return
+            h = self._handle
+            if h is not None:
+                os.fdatasync(h.fileno())
+                return
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to ``size`` bytes; return how many bytes were removed."""
@@ -138,7 +228,7 @@ class FileRecords:
             raise ValueError(f"cannot truncate {self.path} ({self._size} bytes) to {size}")
         removed = self._size - size
         if removed:
-            os.ftruncate(self._fd, size)
+            os.ftruncate(self._get_handle().fileno(), size)
             self._size = size
         return removed
 
@@ -146,7 +236,9 @@ class FileRecords:
         with self._flush_lock:
             if not self._closed:
                 self._closed = True
-                self.file.close()
+                if self._handle is not None:
+                    self._handle.close()
+                    self._handle = None
 
     def rename_to(self, new_path: str) -> None:
         os.replace(self.path, new_path)
@@ -164,6 +256,8 @@ class FileRecords:
         :class:`CorruptRecordError` when ``strict``; otherwise the scan stops there.
         """
         self._check_open()
+        handle = self._get_handle()
+        fd = handle.fileno()
         end = self._size if end_position is None else min(end_position, self._size)
         pos = position
         chunk = b""
@@ -171,7 +265,7 @@ class FileRecords:
         while pos < end:
             rel = pos - chunk_start
             if rel < 0 or rel + HEADER_SIZE > len(chunk):
-                chunk = os.pread(self._fd, min(SCAN_CHUNK_BYTES, end - pos), pos)
+                chunk = os.pread(fd, min(SCAN_CHUNK_BYTES, end - pos), pos)
                 chunk_start = pos
                 rel = 0
                 if len(chunk) < min(HEADER_SIZE, end - pos):
@@ -205,10 +299,12 @@ class FileRecords:
         (baseOffset, batchLength, lastOffsetDelta) and a header object is built just for the
         batch found. A garbled or torn batch ends the search (None)."""
         self._check_open()
+        handle = self._get_handle()
+        fd = handle.fileno()
         end = self._size
         pos = starting_position
         while pos < end:
-            chunk = os.pread(self._fd, min(SCAN_CHUNK_BYTES, end - pos), pos)
+            chunk = os.pread(fd, min(SCAN_CHUNK_BYTES, end - pos), pos)
             off = 0
             limit = len(chunk) - HEADER_SIZE
             while off <= limit:

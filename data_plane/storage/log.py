@@ -64,6 +64,7 @@ from data_plane.storage.records import (
 )
 from data_plane.storage.retention import deletable_segments
 from data_plane.storage.segment import BatchPlacement, LogSegment
+from data_plane.storage.segment_cache import OpenSegmentCache
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +124,12 @@ class Log:
         high_watermark: int = 0,
         clean_shutdown: bool = False,
         clock_ms: Clock = wall_clock_ms,
+        segment_cache: OpenSegmentCache | None = None,
     ) -> None:
+        """Load (or create) the log in ``dir_path``. ``segment_cache`` bounds how many of
+        its closed segments hold files open (shared by the log manager's logs)."""
         self.dir_path = dir_path
+        self._segment_cache = segment_cache
         self.topic = topic
         self.partition = partition
         self._config = config
@@ -139,6 +144,7 @@ class Log:
             log_start_offset=log_start_offset,
             now_ms=clock_ms(),
             clean_shutdown=clean_shutdown,
+            cache=segment_cache,
         )
         self._segments: list[LogSegment] = loaded.segments
         self._bases: list[int] = [s.base_offset for s in self._segments]
@@ -383,6 +389,7 @@ class Log:
             max_index_bytes=self._config.segment_index_bytes,
             created_ms=self._clock_ms(),
             active=True,
+            cache=self._segment_cache,
         )
         self._segments.append(seg)
         self._bases.append(new_base)
@@ -606,6 +613,7 @@ class Log:
                 max_index_bytes=self._config.segment_index_bytes,
                 created_ms=self._clock_ms(),
                 active=True,
+                cache=self._segment_cache,
             )
             self._segments = [seg]
             self._bases = [new_offset]

@@ -46,6 +46,7 @@ from data_plane.storage.segment import (
     LogSegment,
     segment_file_name,
 )
+from data_plane.storage.segment_cache import OpenSegmentCache
 
 logger = logging.getLogger(__name__)
 
@@ -101,21 +102,19 @@ def load_log(
     log_start_offset: int,
     now_ms: int,
     clean_shutdown: bool = False,
+    cache: OpenSegmentCache | None = None,
 ) -> LoadedLog:
     """Open every segment in ``dir_path`` (created if missing), recover what needs it and
     return the segments (the last one active) and the log's offsets. After a
     ``clean_shutdown`` (everything flushed, checkpoints written) only indexes and the last
-    segment's tail are checked."""
+    segment's tail are checked; the indexes of closed segments below the recovery point are
+    not even opened (only their presence is checked): they are sanity-checked on first use
+    (segment.py). ``cache`` bounds the closed segments held open later."""
     os.makedirs(dir_path, exist_ok=True)
-    log_bases = _classify_and_clean(dir_path)
     segments: list[LogSegment] = []
     rebuilt: list[str] = []
-    missing_indexes = {
-        base
-        for base in log_bases
-        if not os.path.exists(os.path.join(dir_path, segment_file_name(base, INDEX_SUFFIX)))
-        or not os.path.exists(os.path.join(dir_path, segment_file_name(base, TIME_INDEX_SUFFIX)))
-    }
+    log_bases, indexed_bases = _classify_and_clean(dir_path)
+    missing_indexes = log_bases - indexed_bases
     try:
         for base in sorted(log_bases):
             seg = LogSegment(
@@ -125,6 +124,7 @@ def load_log(
                 max_index_bytes=max_index_bytes,
                 created_ms=now_ms,
                 active=False,
+                cache=cache,
             )
             segments.append(seg)
         result = _recover(
@@ -144,6 +144,7 @@ def load_log(
                 max_index_bytes=max_index_bytes,
                 created_ms=now_ms,
                 active=True,
+                cache=cache,
             )
         )
         result.next_offset = segments[0].base_offset
@@ -157,10 +158,12 @@ def load_log(
     return result
 
 
-def _classify_and_clean(dir_path: str) -> set[int]:
-    """Check every name in the directory, remove leftovers; return the segments' bases."""
+def _classify_and_clean(dir_path: str) -> tuple[set[int], set[int]]:
+    """Check every name in the directory, remove leftovers; return the segments' bases and
+    the bases that have both index files."""
     log_bases: set[int] = set()
     index_files: list[tuple[int, str]] = []
+    kinds: dict[int, set[str]] = {}
     for name in sorted(os.listdir(dir_path)):
         path = os.path.join(dir_path, name)
         if name in _REPLICATION_FILES and os.path.isfile(path):
@@ -180,11 +183,13 @@ def _classify_and_clean(dir_path: str) -> set[int]:
             log_bases.add(base)
         elif kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             index_files.append((base, path))
+            kinds.setdefault(base, set()).add(kind)
     for base, path in index_files:
         if base not in log_bases:
             logger.info("removing index %s without a log", path)
             os.unlink(path)
-    return log_bases
+    both = {INDEX_SUFFIX, TIME_INDEX_SUFFIX}
+    return log_bases, {base for base, k in kinds.items() if k == both and base in log_bases}
 
 
 def _recover(
@@ -206,11 +211,11 @@ def _recover(
         for i, seg in enumerate(segments):
             if seg.base_offset <= recovery_point:
                 first_unflushed = i
-    for i, seg in enumerate(segments[: min(first_unflushed, len(segments) - 1)]):
+    for seg in segments[: min(first_unflushed, len(segments) - 1)]:
         if seg.base_offset in missing_indexes:
             _rebuild(seg, "index file missing", rebuilt)
-        else:
-            _check_indexes(seg, segments[i + 1].base_offset, rebuilt)
+        # Otherwise the indexes stay unopened until first use, which sanity-checks them
+        # (Kafka's lazy indexes): a broker with thousands of segments starts in seconds.
 
     truncated_bytes = 0
     dropped_batches = 0
@@ -251,6 +256,8 @@ def _recover(
         try:
             if last.base_offset in missing_indexes:
                 raise InvalidIndexError(f"index of {last.log.path} missing")
+            # A garbled index must not steer the tail scan (which re-indexes what it reads).
+            last.offset_index.sanity_check(last.size_in_bytes)
             next_offset = last.read_next_offset()
             _check_indexes(last, next_offset, rebuilt)
         except (CorruptRecordError, InvalidIndexError) as e:
@@ -288,6 +295,7 @@ def _check_indexes(seg: LogSegment, next_offset: int, rebuilt: list[str]) -> Non
         seg.time_index.sanity_check(next_offset)
     except InvalidIndexError as e:
         _rebuild(seg, str(e), rebuilt)
+    seg.indexes_checked = True
 
 
 def _rebuild(seg: LogSegment, why: str, rebuilt: list[str]) -> None:

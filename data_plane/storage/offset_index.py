@@ -15,7 +15,6 @@ Thread-safety: see :class:`AbstractIndex`.
 
 from __future__ import annotations
 
-import mmap
 import struct
 
 from data_plane.storage.abstract_index import AbstractIndex
@@ -32,7 +31,7 @@ class InvalidIndexError(KafkaStorageError):
 class OffsetIndex(AbstractIndex):
     entry_size = _ENTRY.size
 
-    def _key_at(self, m: mmap.mmap, slot: int) -> int:
+    def _key_at(self, m: bytearray, slot: int) -> int:
         return _ENTRY.unpack_from(m, slot * 8)[0]
 
     def entry(self, slot: int) -> tuple[int, int]:

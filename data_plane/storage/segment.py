@@ -16,6 +16,14 @@ position 0 without one).
 Suffixes: ``.deleted`` marks files of a deleted segment waiting for ``file.delete.delay.ms``;
 ``.cleaned`` and ``.swap`` belong to log compaction and are cleaned up by the log on open.
 
+Resources: an active segment keeps its ``.log`` descriptor open and its index entries in
+memory. A closed segment loaded from disk (``active=False``) opens nothing at construction:
+its ``.log`` is opened, its indexes read (and sanity-checked once, rebuilt from the log if
+invalid, without ever truncating it) on first use, and it registers with the log manager's
+:class:`~data_plane.storage.segment_cache.OpenSegmentCache`, which releases the least
+recently used closed segments beyond its bound. Its largest timestamp (time retention) is read
+from the last ``.timeindex`` entry alone.
+
 Thread-safety: a segment is driven by its :class:`~data_plane.storage.log.Log`, which holds its
 lock for every mutation (append, truncate, roll, delete). :meth:`flush` may run on a background
 thread at the same time as appends and reads; reads run on the log's owner thread.
@@ -31,7 +39,7 @@ from typing import NamedTuple
 
 from data_plane.storage.errors import CorruptRecordError, InvalidRecordError
 from data_plane.storage.file_records import FileRecords, FileSlice, count_framed_batches
-from data_plane.storage.offset_index import OffsetIndex
+from data_plane.storage.offset_index import InvalidIndexError, OffsetIndex
 from data_plane.storage.record_codec import decode_records
 from data_plane.storage.records import (
     HEADER_SIZE,
@@ -40,6 +48,7 @@ from data_plane.storage.records import (
     parse_header,
     validate_batch,
 )
+from data_plane.storage.segment_cache import OpenSegmentCache
 from data_plane.storage.time_index import NO_TIMESTAMP, TimeIndex
 from data_plane.storage.verified_ranges import VerifiedRanges
 
@@ -93,12 +102,21 @@ class LogSegment:
         max_index_bytes: int,
         created_ms: int,
         active: bool,
+        cache: OpenSegmentCache | None = None,
     ) -> None:
+        """An ``active`` segment is created (or reopened) with its files open; otherwise
+        the segment's files exist and are opened on first use (see the module docstring)."""
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
-        self.log = FileRecords(os.path.join(dir_path, segment_file_name(base_offset, LOG_SUFFIX)))
+        self._cache = cache
+        self.active = active
+        self.log = FileRecords(
+            os.path.join(dir_path, segment_file_name(base_offset, LOG_SUFFIX)),
+            open_now=active,
+            on_open=self._on_resource_opened,
+        )
         self.offset_index = OffsetIndex(
             os.path.join(dir_path, segment_file_name(base_offset, INDEX_SUFFIX)),
             base_offset,
@@ -111,20 +129,88 @@ class LogSegment:
             max_index_bytes,
             writable=active,
         )
-        self.active = active
         self.verified = VerifiedRanges()
         self._bytes_since_last_index_entry = 0
-        ts, offset = (
-            self.time_index.last_entry()
-            if not self.time_index.is_misaligned
-            else (
-                NO_TIMESTAMP,
-                base_offset,
-            )
-        )
-        self.max_timestamp_so_far = ts
-        self.offset_of_max_timestamp_so_far = offset
+        # Read from the time index's last entry when first needed (Kafka's lazy
+        # maxTimestampAndOffsetSoFar).
+        self._max_timestamp: int | None = None
+        self._offset_of_max_timestamp = base_offset
+        # Indexes of a segment loaded from disk are sanity-checked on first use, unless the
+        # loader checked or rebuilt them already.
+        self.indexes_checked = active
         self._deleted = False
+
+    # -- lazily held resources ---------------------------------------------------------------
+
+    def _on_resource_opened(self) -> None:
+        if not self.active and self._cache is not None and not self._deleted:
+            self._cache.touch(self)
+
+    def _use(self) -> None:
+        """Note a use of a closed segment (LRU order) and check its indexes once."""
+        if not self.active:
+            if self._cache is not None:
+                self._cache.touch(self)
+            if not self.indexes_checked:
+                self._check_indexes_lazily()
+
+    def release_resources(self) -> None:
+        """Let go of the ``.log`` descriptor and the index entries (an idle closed segment,
+        evicted by the cache); the next use opens them again."""
+        if self.active or self._deleted:
+            return
+        self.log.release()
+        self.offset_index.unload()
+        self.time_index.unload()
+
+    def _forget(self) -> None:
+        if self._cache is not None:
+            self._cache.forget(self)
+
+    def _check_indexes_lazily(self) -> None:
+        """Sanity-check both indexes of a closed segment on first use and rebuild them from
+        the log (CRC-checked, never truncating it) if invalid."""
+        self.indexes_checked = True
+        try:
+            self.offset_index.sanity_check(self.size_in_bytes)
+            self.time_index.sanity_check(self.base_offset + MAX_RELATIVE_OFFSET + 1)
+        except InvalidIndexError as e:
+            logger.warning("rebuilding indexes of %s: %s", self.log.path, e)
+            res = self.recover(truncate=False)
+            if res.truncated_bytes:
+                logger.warning(
+                    "%s: a bad batch at position %d; indexed up to it (%s); reads past it "
+                    "fail with CORRUPT_MESSAGE",
+                    self.log.path,
+                    res.valid_bytes,
+                    res.reason,
+                )
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        ts = self._max_timestamp
+        if ts is None:
+            ts, offset = (
+                self.time_index.last_entry()
+                if self.time_index.is_loaded
+                else self.time_index.peek_last_entry()
+            )
+            self._max_timestamp, self._offset_of_max_timestamp = ts, offset
+        return ts
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        self._max_timestamp = value
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        if self._max_timestamp is None:
+            _ = self.max_timestamp_so_far
+        return self._offset_of_max_timestamp
+
+    @offset_of_max_timestamp_so_far.setter
+    def offset_of_max_timestamp_so_far(self, value: int) -> None:
+        self._offset_of_max_timestamp = value
 
     # -- properties --------------------------------------------------------------------------
 
@@ -215,6 +301,7 @@ class LogSegment:
     def translate_offset(self, offset: int, starting_position: int = 0) -> RecordBatchHeader | None:
         """The header (with its position) of the first batch whose last offset >= ``offset``,
         or None if every batch here ends before it."""
+        self._use()
         _, position = self.offset_index.lookup(offset)
         return self.log.search_for_offset(offset, max(position, starting_position))
 
@@ -299,6 +386,7 @@ class LogSegment:
     ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``starting_offset`` whose
         timestamp >= ``timestamp``; None if there is none here. Decodes one batch."""
+        self._use()
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
         header = self.log.search_for_timestamp(timestamp, position, starting_offset)
@@ -313,28 +401,43 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch, found by scanning headers from the last index
-        entry; also restores the in-memory max timestamp and index spacing. Strict: a torn
-        or garbled tail raises :class:`CorruptRecordError`."""
+        entry; also restores the in-memory max timestamp and index spacing, and indexes the
+        scanned batches an index lagging its log lacks (an index not written back before a
+        crash). Strict: a torn or garbled tail raises :class:`CorruptRecordError`."""
         next_offset = self.base_offset
         position = 0
+        indexed_position = -1
         if self.offset_index.entries:
             _, position = self.offset_index.entry(self.offset_index.entries - 1)
+            indexed_position = position
+        self._bytes_since_last_index_entry = 0
         for header in self.log.batches_from(position, strict=True):
             next_offset = header.next_offset
-            if header.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far = header.max_timestamp
-                self.offset_of_max_timestamp_so_far = header.last_offset
+            if header.position == indexed_position:
+                # The batch of the last entry: indexed already.
+                if header.max_timestamp > self.max_timestamp_so_far:
+                    self.max_timestamp_so_far = header.max_timestamp
+                    self.offset_of_max_timestamp_so_far = header.last_offset
+                self._bytes_since_last_index_entry += header.size_in_bytes
+                continue
+            self._index_batch(
+                BatchPlacement(
+                    header.position, header.size_in_bytes, header.last_offset, header.max_timestamp
+                )
+            )
         if self.offset_index.entries:
             next_offset = max(next_offset, self.offset_index.last_offset + 1)
-        self._bytes_since_last_index_entry = self.size_in_bytes - position
         return next_offset
 
     # -- recovery ----------------------------------------------------------------------------
 
-    def recover(self) -> SegmentRecoveryResult:
+    def recover(self, *, truncate: bool = True) -> SegmentRecoveryResult:
         """Rebuild both indexes from the log, checking every batch's framing, magic, CRC and
-        offsets, and truncate the log at the first bad batch (Kafka's LogSegment.recover).
+        offsets, and truncate the log at the first bad batch (Kafka's LogSegment.recover);
+        with ``truncate`` False (a lazy index rebuild of a live closed segment) the log is
+        left whole, indexed up to the bad batch, which reads then report as corrupt.
         Records are not decoded: the CRC covers them."""
+        self.indexes_checked = True
         self.offset_index.reset()
         self.time_index.reset()
         # Rebuilding needs room for entries even in a closed (trimmed) segment's index.
@@ -381,7 +484,8 @@ class LogSegment:
         if truncated:
             tail = self.log.read(valid_end, min(truncated, MAX_DROPPED_COUNT_READ_BYTES))
             dropped = max(1, count_framed_batches(tail))
-            self.log.truncate_to(valid_end)
+            if truncate:
+                self.log.truncate_to(valid_end)
         self.verified.add(0, valid_end)
         if not self.active:
             self.offset_index.trim_to_valid_size()
@@ -428,9 +532,11 @@ class LogSegment:
     def make_active(self) -> None:
         """Preallocate the indexes again (this segment becomes the one being appended to)."""
         if not self.active:
+            self.active = True
+            self._forget()
+            self.log.file  # noqa: B018 - opens the .log: the active segment's stays open
             self.offset_index.make_writable()
             self.time_index.make_writable()
-            self.active = True
 
     def on_become_inactive(self) -> None:
         """Record the final time index entry and trim both indexes (on roll)."""
@@ -443,18 +549,26 @@ class LogSegment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         self.active = False
+        self.indexes_checked = True
+        if self._cache is not None:
+            self._cache.touch(self)
 
     def flush(self, *, indexes: bool = True) -> None:
-        """fsync the log and (when ``indexes``) msync the indexes; safe from a background
-        thread, a no-op for a segment closed or deleted meanwhile."""
+        """fsync the log and (when ``indexes``) write back and fsync the indexes, else
+        only write their new entries back (page cache: a killed process loses none); safe
+        from a background thread, a no-op for a segment closed or deleted meanwhile."""
         if self._deleted:
             return
         self.log.flush()
         if indexes:
             self.offset_index.flush()
             self.time_index.flush()
+        else:
+            self.offset_index.write_dirty()
+            self.time_index.write_dirty()
 
     def close(self) -> None:
+        self._forget()
         if self._deleted or self.log.closed:
             return
         if self.active and self.max_timestamp_so_far >= 0:
@@ -472,6 +586,7 @@ class LogSegment:
         .log stays open so slices already handed out can still be sent. Returns the new
         paths; :meth:`delete_files` removes them later."""
         self._deleted = True
+        self._forget()
         self.offset_index.close_handler()
         self.time_index.close_handler()
         paths = []
@@ -484,6 +599,7 @@ class LogSegment:
     def delete_files(self) -> None:
         """Close the .log and unlink every file of the segment (after rename_to_deleted)."""
         self._deleted = True
+        self._forget()
         self.log.close()
         self.offset_index.close_handler()
         self.time_index.close_handler()

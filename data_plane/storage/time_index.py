@@ -20,7 +20,6 @@ Thread-safety: see :class:`AbstractIndex`.
 
 from __future__ import annotations
 
-import mmap
 import struct
 
 from data_plane.storage.abstract_index import AbstractIndex
@@ -33,7 +32,7 @@ NO_TIMESTAMP = -1
 class TimeIndex(AbstractIndex):
     entry_size = _ENTRY.size
 
-    def _key_at(self, m: mmap.mmap, slot: int) -> int:
+    def _key_at(self, m: bytearray, slot: int) -> int:
         return _ENTRY.unpack_from(m, slot * 12)[0]
 
     def entry(self, slot: int) -> tuple[int, int]:
@@ -53,6 +52,15 @@ class TimeIndex(AbstractIndex):
         if not self._entries:
             return NO_TIMESTAMP, self.base_offset
         return self.entry(self._entries - 1)
+
+    def peek_last_entry(self) -> tuple[int, int]:
+        """:meth:`last_entry` without loading the file (one pread): what a closed segment
+        needs for time retention."""
+        raw = self._last_entry_bytes()
+        if raw is None:
+            return NO_TIMESTAMP, self.base_offset
+        ts, rel = _ENTRY.unpack(raw)
+        return ts, self.base_offset + rel
 
     def lookup(self, target_timestamp: int) -> tuple[int, int]:
         """(timestamp, offset) of the last entry with timestamp <= ``target_timestamp``, or
