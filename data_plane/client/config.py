@@ -87,6 +87,13 @@ class ProducerConfig(CommonClientConfig):
     max_request_size: int = field(
         default=1 * _MIB, metadata=prop("max.request.size", min=1, doc="largest record/batch")
     )
+    enable_idempotence: bool = field(
+        default=False,
+        metadata=prop(
+            "enable.idempotence",
+            doc="idempotent producers arrive with issue 5; true is refused until then",
+        ),
+    )
     partitioner: str = field(
         default="default",
         metadata=prop(

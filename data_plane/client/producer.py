@@ -26,7 +26,12 @@ from typing import Any
 
 from data_plane.client.accumulator import RecordAccumulator
 from data_plane.client.config import ProducerConfig, client_config
-from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from data_plane.client.errors import (
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    UnsupportedFeatureError,
+)
 from data_plane.client.futures import DeliveryCallback, FutureRecordMetadata
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.partitioner import DefaultPartitioner, partition_for_key
@@ -75,6 +80,11 @@ class Producer:
         else:
             self.config = client_config(ProducerConfig, config, **kwargs)
         c = self.config
+        if c.enable_idempotence:
+            raise UnsupportedFeatureError(
+                "enable.idempotence=true: idempotent producers arrive with issue 5 "
+                "(InitProducerId); this producer retries without idempotence"
+            )
         self._interceptors = tuple(interceptors)
         self._partitioner = DefaultPartitioner()
         self._sticky = self._partitioner.sticky

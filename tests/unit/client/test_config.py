@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.client import Consumer, UnsupportedFeatureError
+from data_plane.client import Consumer, Producer, UnsupportedFeatureError
 from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
 from data_plane.configdef import ConfigError
 
@@ -26,6 +26,11 @@ def test_unknown_and_invalid_properties_are_refused() -> None:
         client_config(ProducerConfig, {"compression.type": "snappy"})
     with pytest.raises(ConfigError, match=r"auto\.offset\.reset"):
         client_config(ConsumerConfig, {"auto.offset.reset": "smallest"})
+
+
+def test_idempotence_is_refused_until_issue_5() -> None:
+    with pytest.raises(UnsupportedFeatureError, match="issue 5"):
+        Producer({"enable.idempotence": "true"})
 
 
 def test_group_id_is_refused_until_groups_exist() -> None:
