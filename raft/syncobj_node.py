@@ -59,6 +59,16 @@ from raft.api import MetadataLogError
 from raft.config import RaftConfig
 from raft.dump import DumpContents, read_dump, write_dump
 from raft.journal import DurableJournal
+from raft.prevote import (
+    PRE_VOTE,
+    PRE_VOTE_RESPONSE,
+    LogPosition,
+    PreVote,
+    PreVoteError,
+    PreVoteRequest,
+    parse_response,
+    response_message,
+)
 from raft.state import ApplyOutcome
 
 logger = logging.getLogger(__name__)
@@ -94,6 +104,16 @@ TASK_TIMEOUT_S = 5.0
 BIND_ATTEMPTS = 5
 BIND_RETRY_S = 0.2
 REJECTION_LOG_INTERVAL_S = 10.0
+# Message types kraftlog adds to pysyncobj's protocol, consumed by the transport (see (e), (f)).
+KEEPALIVE = "kraft_keepalive"
+STALE_TERM = "kraft_stale_term"
+_KEEPALIVE_MESSAGE = {"type": KEEPALIVE}
+# Keepalives go out when nothing else was sent to a voter for this share of the connection
+# timeout, so an idle connection gets several of them before the peer's read timeout.
+KEEPALIVE_SHARE_OF_CONNECTION_TIMEOUT = 0.25
+# The pre-vote lease, as a share of the minimum election timeout: a little under it, so a voter
+# whose last heartbeat arrived a few milliseconds after the pre-candidate's still grants.
+LEASE_SHARE_OF_ELECTION_TIMEOUT = 0.8
 
 
 class RaftNodeError(MetadataLogError):
@@ -101,7 +121,14 @@ class RaftNodeError(MetadataLogError):
 
 
 class _BoundedTcpConnection(TcpConnection):
-    """pysyncobj's connection with a bound on the frame length, checked before buffering."""
+    """pysyncobj's connection with a bound on the frame length, checked before buffering; it
+    also records when an outgoing connection attempt started (see (f))."""
+
+    kraft_connect_started = 0.0
+
+    def connect(self, host: str, port: int) -> bool:
+        self.kraft_connect_started = time.monotonic()
+        return super().connect(host, port)
 
     def _TcpConnection__processParseMessage(self) -> Any:
         buf = self._TcpConnection__readBuffer  # type: ignore[attr-defined]
@@ -134,14 +161,46 @@ def _log_rejected(what: str) -> None:
 class _DurableAckTransport(TCPTransport):
     """Syncs the journal before a follower acknowledges entries; bounds incoming frames; keeps
     the leader's pipelining from re-sending in-flight entries (reads pysyncobj's private
-    ``__raftNextIndex``, on the tick thread, pinned to pysyncobj < 0.4)."""
+    ``__raftNextIndex``, on the tick thread, pinned to pysyncobj < 0.4); keeps idle
+    connections alive and hands kraftlog's own message types to the SyncObj subclass."""
+
+    def __init__(self, syncObj: Any, selfNode: Any, otherNodes: Any) -> None:
+        self._kraft_last_send: dict[Any, float] = {}
+        super().__init__(syncObj, selfNode, otherNodes)
 
     def send(self, node: Any, message: Any) -> bool:
         if isinstance(message, dict) and message.get("type") == "next_node_idx":
             self._syncObj._kraft_journal.sync()
+        self._kraft_last_send[node] = time.monotonic()
         return super().send(node, message)
 
+    def kraft_housekeeping(
+        self, now: float, connected: set[Any], keepalive_s: float, connect_timeout_s: float
+    ) -> None:
+        """Keep idle voter connections alive and give up on stalled connection attempts.
+
+        ``connected`` is pysyncobj's set of voters whose connection finished its handshake;
+        only those may carry messages (a frame sent before the key exchange would be taken
+        for the peer's key)."""
+        for node, conn in list(self._connections.items()):
+            if node in connected:
+                if now - self._kraft_last_send.get(node, 0.0) >= keepalive_s:
+                    self.send(node, _KEEPALIVE_MESSAGE)
+            elif (
+                conn.state != CONNECTION_STATE.DISCONNECTED
+                and isinstance(conn, _BoundedTcpConnection)
+                and conn.kraft_connect_started
+                and now - conn.kraft_connect_started > connect_timeout_s
+            ):
+                # An outgoing attempt that neither connected nor failed (SYNs dropped by a
+                # silent partition; the kernel retries for about two minutes) or whose peer
+                # never answered the handshake: close it so the next attempt can succeed as
+                # soon as the network heals.
+                conn.disconnect()
+
     def _onMessageReceived(self, node: Any, message: Any) -> None:
+        if self._syncObj._kraft_intercept(node, message):
+            return
         # pysyncobj's leader sets nextIndex to the acknowledged index + 1 on every ack that
         # raises matchIndex, even while later entries are already in flight on the same TCP
         # stream; it then re-sends those and the follower truncates and re-appends them.
@@ -187,6 +246,12 @@ class _KraftSyncObj(SyncObj):
     ) -> None:
         self._kraft_journal = journal
         self._kraft_applier = applier
+        self._kraft_prevote = PreVote(
+            voter_count=len(partners) + 1,
+            lease_s=conf.raftMinTimeout * LEASE_SHARE_OF_ELECTION_TIMEOUT,
+        )
+        self._kraft_keepalive_s = conf.connectionTimeout * KEEPALIVE_SHARE_OF_CONNECTION_TIMEOUT
+        self._kraft_connect_timeout_s = conf.connectionTimeout
         with _JOURNAL_FACTORY_LOCK:
             original = _pysyncobj_module.createJournal
             _pysyncobj_module.createJournal = lambda _journal_file: journal
@@ -194,6 +259,112 @@ class _KraftSyncObj(SyncObj):
                 super().__init__(self_address, partners, conf, transportClass=_DurableAckTransport)
             finally:
                 _pysyncobj_module.createJournal = original
+
+    # --- pre-vote, keepalives and stale terms (tick thread; pysyncobj's private state) ----------
+
+    def _onTick(self, timeToWait: float = 0.0) -> None:
+        now = time.monotonic()
+        self._SyncObj__transport.kraft_housekeeping(
+            now,
+            self._SyncObj__connectedNodes,
+            self._kraft_keepalive_s,
+            self._kraft_connect_timeout_s,
+        )
+        self._kraft_maybe_pre_vote(now)
+        super()._onTick(timeToWait)
+
+    def _kraft_own_log(self) -> LogPosition:
+        return LogPosition(self._SyncObj__getCurrentLogTerm(), self._SyncObj__getCurrentLogIndex())
+
+    def _kraft_maybe_pre_vote(self, now: float) -> None:
+        """Runs right before pysyncobj's tick, which starts an election when the election
+        deadline has passed. Unless a pre-vote round for that election has just reached a
+        majority, push the deadline back one randomised election timeout (as a failed
+        election would) and ask the other voters instead."""
+        if (
+            self._SyncObj__raftState == LEADER
+            or self._SyncObj__raftElectionDeadline >= now
+            or not self._SyncObj__connectedToAnyone()
+            or self._SyncObj__transferInProgress
+        ):
+            return
+        term = self.raftCurrentTerm
+        if self._kraft_prevote.election_allowed(now, term):
+            return
+        self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+        request = self._kraft_prevote.start_round(now, term, self._kraft_own_log())
+        if request is None:  # a majority on its own: elect at once
+            self._SyncObj__raftElectionDeadline = 0.0
+            return
+        message = request.to_message()
+        transport = self._SyncObj__transport
+        for node in self._SyncObj__otherNodes:
+            transport.send(node, message)
+
+    def _kraft_intercept(self, node: Any, message: Any) -> bool:
+        """Handle kraftlog's own message types and watch pysyncobj's AppendEntries; True when
+        the message was consumed here and must not reach pysyncobj."""
+        if not isinstance(message, dict):
+            return False
+        kind = message.get("type")
+        if kind == "append_entries":
+            self._kraft_on_append_entries(node, message)
+            return False
+        if kind == KEEPALIVE:
+            return True
+        try:
+            if kind == PRE_VOTE:
+                self._kraft_on_pre_vote(node, PreVoteRequest.from_message(message))
+                return True
+            if kind == PRE_VOTE_RESPONSE:
+                term, granted = parse_response(message)
+                address = getattr(node, "address", str(node))
+                if (
+                    self._kraft_prevote.on_response(address, term, granted)
+                    and self._SyncObj__raftState != LEADER
+                ):
+                    self._SyncObj__raftElectionDeadline = 0.0  # elect on the next tick
+                return True
+        except PreVoteError as e:
+            _log_rejected(str(e))
+            return True
+        if kind == STALE_TERM:
+            self._kraft_on_stale_term(message.get("term"))
+            return True
+        return False
+
+    def _kraft_on_append_entries(self, node: Any, message: dict[str, Any]) -> None:
+        term = message.get("term")
+        if type(term) is not int:
+            return
+        if term >= self.raftCurrentTerm:
+            self._kraft_prevote.note_leader_contact(time.monotonic())
+        else:
+            # pysyncobj ignores AppendEntries from an older term without answering, so a
+            # leader would never learn that this voter moved on (Raft answers with the
+            # current term). Without the answer, a voter whose term went up while it was cut
+            # off would stay out of the quorum for good: its pre-votes are refused while the
+            # leader lives, and it ignores that leader.
+            self._SyncObj__transport.send(node, {"type": STALE_TERM, "term": self.raftCurrentTerm})
+
+    def _kraft_on_stale_term(self, term: Any) -> None:
+        if type(term) is not int or term <= self.raftCurrentTerm:
+            return
+        # What pysyncobj does on a RequestVote of a higher term, minus the vote.
+        self._SyncObj__setCurrentTerm(term, None)
+        self._SyncObj__setState(FOLLOWER)
+        self._SyncObj__raftLeader = None
+
+    def _kraft_on_pre_vote(self, node: Any, request: PreVoteRequest) -> None:
+        granted = self._kraft_prevote.should_grant(
+            request,
+            now=time.monotonic(),
+            is_leader=self._SyncObj__raftState == LEADER,
+            current_term=self.raftCurrentTerm,
+            voted_in_current_term=self._SyncObj__votedForNodeId is not None,
+            own_log=self._kraft_own_log(),
+        )
+        self._SyncObj__transport.send(node, response_message(request.proposed_term, granted))
 
     @replicated
     def kraft_append_batch(self, records: Any, fence_epoch: Any) -> ApplyOutcome:
