@@ -86,6 +86,10 @@ class KafkaApis:
         self.admin_executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=config.admin_threads, thread_name_prefix=f"broker-{broker_id}-admin"
         )
+        # AlterPartition calls (blocking gRPC) of the replication layer, one at a time.
+        self.replication_executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"broker-{broker_id}-alter-partition"
+        )
         replica_manager.set_partition_change_listener(self.on_partition_change)
         # Topics an auto-create call is in flight for (one call per topic at a time).
         self.auto_creating: set[str] = set()
@@ -125,6 +129,7 @@ class KafkaApis:
         self.fetch_purgatory.cancel_all()
         self.produce_purgatory.cancel_all()
         self.admin_executor.shutdown(wait=False, cancel_futures=True)
+        self.replication_executor.shutdown(wait=False, cancel_futures=True)
 
 
 # How often wait_for_image re-checks the image.

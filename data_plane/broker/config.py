@@ -137,3 +137,72 @@ class BrokerConfig:
             "never run on the event loop).",
         ),
     )
+    replica_lag_time_max_ms: int = field(
+        default=30_000,
+        metadata=prop(
+            "replica.lag.time.max.ms",
+            min=1,
+            doc="A follower that has not caught up to the leader's log end offset for this long "
+            "is removed from the ISR (through the controller).",
+        ),
+    )
+    replica_fetch_max_bytes: int = field(
+        default=1_048_576,
+        metadata=prop(
+            "replica.fetch.max.bytes",
+            min=1024,
+            doc="Bytes a replica fetch asks for per partition (the first batch is whole even "
+            "when larger).",
+        ),
+    )
+    replica_fetch_response_max_bytes: int = field(
+        default=10_485_760,
+        metadata=prop(
+            "replica.fetch.response.max.bytes",
+            min=1024,
+            doc="Bytes a replica fetch asks for in the whole response.",
+        ),
+    )
+    replica_fetch_wait_max_ms: int = field(
+        default=500,
+        metadata=prop(
+            "replica.fetch.wait.max.ms",
+            min=0,
+            doc="How long a replica fetch waits on the leader for data (long poll; an append "
+            "on the leader answers it at once).",
+        ),
+    )
+    replica_fetch_min_bytes: int = field(
+        default=1,
+        metadata=prop(
+            "replica.fetch.min.bytes",
+            min=1,
+            doc="Bytes a replica fetch waits for before the leader answers.",
+        ),
+    )
+    replica_fetch_backoff_ms: int = field(
+        default=1000,
+        metadata=prop(
+            "replica.fetch.backoff.ms",
+            min=0,
+            doc="Pause of a replica fetcher after an error before it tries again.",
+        ),
+    )
+    replica_socket_timeout_ms: int = field(
+        default=30_000,
+        metadata=prop(
+            "replica.socket.timeout.ms",
+            min=100,
+            doc="Bound on one replica fetcher request (beyond replica.fetch.wait.max.ms); on "
+            "expiry the connection is closed and re-opened after the backoff.",
+        ),
+    )
+    num_replica_fetchers: int = field(
+        default=1,
+        metadata=prop(
+            "num.replica.fetchers",
+            min=1,
+            max=16,
+            doc="Fetcher tasks per source broker; partitions are spread over them by hash.",
+        ),
+    )

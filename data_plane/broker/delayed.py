@@ -7,9 +7,10 @@ completion calls a plain callback (the server resolves an asyncio future with it
   readable bytes, when one of them stops being led here or its offset falls out of range
   (the response then carries the error), or at its deadline (``max_wait_ms``).
 - :class:`DelayedProduce` (acks=all) completes when the high watermark of every partition it
-  appended to has passed the appended batches, or a partition lost its leadership (then
-  NOT_LEADER_OR_FOLLOWER for it); at the deadline the partitions still waiting get
-  REQUEST_TIMED_OUT.
+  appended to has passed the appended batches (NOT_ENOUGH_REPLICAS_AFTER_APPEND if by then the
+  ISR is smaller than ``min.insync.replicas``), or a partition lost its leadership (then
+  NOT_LEADER_OR_FOLLOWER for it: a deposed leader fails its parked produces at once); at the
+  deadline the partitions still waiting get REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -87,10 +88,12 @@ class DelayedProduce(DelayedOperation):
             if tp in self.outcome:
                 continue
             part = self._replicas.get_partition(tp)
-            if part is None or not part.is_leader:
+            if part is None:
                 self.outcome[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            elif part.high_watermark >= required:
-                self.outcome[tp] = ErrorCode.NO_ERROR
+                continue
+            done, error = part.check_enough_replicas_reach_offset(required)
+            if done:
+                self.outcome[tp] = error
         return len(self.outcome) == len(self.required_offsets)
 
     def on_complete(self, forced: bool) -> None:

@@ -14,9 +14,15 @@ this broker leads; a leader appends only with its own leader epoch; a request ca
 ``current_leader_epoch`` older than ours is fenced (FENCED_LEADER_EPOCH), a newer one means our
 metadata lags (UNKNOWN_LEADER_EPOCH).
 
-High watermark in this issue: with the ISR equal to {leader}, HW = log end offset after each
-append. With more replicas in the ISR the HW stays put until follower fetch offsets are tracked
-(issue 5 adds ``update_follower_fetch_state`` and advances the HW to min LEO over the ISR).
+Replication (issue 5): while leading, a :class:`LeaderReplicationState` (sans-IO) tracks each
+follower's log end offset and caught-up time; HW = min LEO over the maximal ISR (committed ISR
+plus a pending expansion, minus nothing of a pending shrink). A new leader epoch starts at the
+log end offset (an entry in the Log's leader-epoch cache), and the HW does not move until every
+ISR member has fetched in the new epoch. ISR changes are *proposed* here and sent to the
+controller by the AlterPartitionManager; they count only once committed. While following, the
+fetcher appends with :meth:`append_records_as_follower` (HW = min(leader's HW, own LEO)) and
+truncates with :meth:`truncate_to` (logging how many offsets were removed, and loudly when
+committed ones go: that only happens after an unclean election).
 
 Thread-safety: none; the broker's event loop owns every Partition. The Log underneath is
 thread-safe (the LogManager's maintenance thread also touches it).
@@ -25,6 +31,7 @@ thread-safe (the LogManager's maintenance thread also touches it).
 from __future__ import annotations
 
 import enum
+import logging
 from typing import NamedTuple
 
 from data_plane.broker.errors import (
@@ -33,10 +40,19 @@ from data_plane.broker.errors import (
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
+from data_plane.protocol.errors import ErrorCode
+from data_plane.replication.errors import UnknownReplicaError
+from data_plane.replication.follower import follower_high_watermark
+from data_plane.replication.leader_state import IsrChangeProposal, LeaderReplicationState
 from data_plane.storage import FetchIsolation, FileSlice, Log, LogAppendInfo, PayloadInfo
+from data_plane.storage.leader_epoch_cache import EpochEndOffset
 from metadata.image import PartitionRegistration
 
+log = logging.getLogger(__name__)
+
 NO_EPOCH = -1
+# Kafka's default replica.lag.time.max.ms; the ReplicaManager passes the configured value.
+DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000
 
 
 class Role(enum.Enum):
@@ -66,6 +82,8 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.min_insync_replicas = 1
+        # Only while leading: the followers' replication state.
+        self.leader_state: LeaderReplicationState | None = None
 
     def __repr__(self) -> str:
         return (
@@ -75,17 +93,27 @@ class Partition:
 
     # --- metadata -----------------------------------------------------------------------------
 
-    def apply_registration(self, reg: PartitionRegistration, min_insync_replicas: int) -> bool:
+    def apply_registration(
+        self,
+        reg: PartitionRegistration,
+        min_insync_replicas: int,
+        now_ms: int = 0,
+        replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+    ) -> bool:
         """Take the role the committed registration gives this broker. Returns True when the
         leader, leader epoch or ISR changed (parked requests on it must be re-checked).
-        A registration with an older leader epoch than the current one is stale and ignored."""
-        if reg.leader_epoch < self.leader_epoch:
+        A registration older than the current one (lower leader epoch, or the same leader epoch
+        with a lower partition epoch, e.g. an image behind an AlterPartition answer already
+        applied) is stale and ignored.
+
+        Becoming leader of a new epoch starts that epoch at the log end offset (leader-epoch
+        cache entry) with fresh follower states; staying leader applies the committed ISR."""
+        if reg.leader_epoch < self.leader_epoch or (
+            reg.leader_epoch == self.leader_epoch and reg.partition_epoch < self.partition_epoch
+        ):
             return False
-        changed = (
-            reg.leader != self.leader_id
-            or reg.leader_epoch != self.leader_epoch
-            or reg.isr != self.isr
-        )
+        new_leadership = reg.leader_epoch != self.leader_epoch or reg.leader != self.leader_id
+        changed = new_leadership or reg.isr != self.isr
         self.leader_id = reg.leader
         self.leader_epoch = reg.leader_epoch
         self.partition_epoch = reg.partition_epoch
@@ -93,8 +121,37 @@ class Partition:
         self.isr = tuple(reg.isr)
         self.min_insync_replicas = max(1, min_insync_replicas)
         self.role = Role.LEADER if reg.leader == self.broker_id else Role.FOLLOWER
-        if self.role is Role.LEADER:
-            self.maybe_increment_high_watermark()
+        if self.role is not Role.LEADER:
+            self.leader_state = None
+            return changed
+        if (
+            new_leadership
+            or self.leader_state is None
+            or self.leader_state.replicas != self.replicas
+        ):
+            leo = self.log.log_end_offset
+            self.log.leader_epoch_cache.assign(self.leader_epoch, leo)
+            self.leader_state = LeaderReplicationState(
+                self.broker_id,
+                self.replicas,
+                self.isr,
+                self.leader_epoch,
+                self.partition_epoch,
+                leo,
+                now_ms,
+                replica_lag_time_max_ms,
+            )
+            log.info(
+                "%s-%d: leader in epoch %d from offset %d, ISR %s",
+                self.topic,
+                self.partition,
+                self.leader_epoch,
+                leo,
+                list(self.isr),
+            )
+        else:
+            self.leader_state.apply_committed(self.isr, self.partition_epoch)
+        self.maybe_increment_high_watermark()
         return changed
 
     @property
@@ -140,13 +197,146 @@ class Partition:
         return info
 
     def maybe_increment_high_watermark(self) -> bool:
-        """Advance the HW to what the ISR has replicated: the log end offset while the ISR is
-        this leader alone. Returns True if it moved."""
-        if self.role is not Role.LEADER:
+        """Advance the HW to what the maximal ISR has replicated (min LEO over it; the log
+        end offset while the ISR is this leader alone). Returns True if it moved."""
+        state = self.leader_state
+        if self.role is not Role.LEADER or state is None:
             return False
-        if self.isr == (self.broker_id,):
-            return self.update_high_watermark(self.log.log_end_offset)
-        return False
+        return self.update_high_watermark(state.high_watermark(self.log.log_end_offset))
+
+    # --- replication, leader side ---------------------------------------------------------
+
+    def update_follower_fetch_state(
+        self, follower_id: int, fetch_offset: int, now_ms: int
+    ) -> tuple[bool, IsrChangeProposal | None]:
+        """A follower fetched at ``fetch_offset`` (its LEO). Returns whether the HW moved and
+        an ISR expansion to send to the controller. A fetch from a broker that is not a replica
+        is ignored (its data is served, nothing is tracked)."""
+        self._require_leader()
+        state = self.leader_state
+        if state is None:
+            return False, None
+        leo = self.log.log_end_offset
+        try:
+            state.update_follower_fetch_state(follower_id, fetch_offset, leo, now_ms)
+        except UnknownReplicaError:
+            return False, None
+        moved = self.maybe_increment_high_watermark()
+        return moved, state.maybe_expand_isr(follower_id, self.log.high_watermark)
+
+    def maybe_shrink_isr(self, now_ms: int) -> IsrChangeProposal | None:
+        """An ISR shrink to send to the controller when followers lag too long."""
+        state = self.leader_state
+        if self.role is not Role.LEADER or state is None:
+            return None
+        return state.maybe_shrink(self.log.log_end_offset, now_ms)
+
+    def on_alter_partition_result(
+        self,
+        proposal: IsrChangeProposal,
+        error_code: int,
+        isr: tuple[int, ...],
+        leader_epoch: int,
+        partition_epoch: int,
+    ) -> bool:
+        """The controller's answer to ``proposal``: a committed ISR is applied at once (the
+        metadata image will show the same later); an error forgets the proposal so it is made
+        again from fresh state. Returns True if the ISR changed."""
+        state = self.leader_state
+        if (
+            state is None
+            or self.role is not Role.LEADER
+            or proposal.leader_epoch != self.leader_epoch
+        ):
+            return False
+        if error_code != ErrorCode.NO_ERROR or leader_epoch != self.leader_epoch:
+            state.on_alter_partition_failed(proposal)
+            return False
+        if partition_epoch <= self.partition_epoch and tuple(isr) != proposal.new_isr:
+            state.on_alter_partition_failed(proposal)
+            return False
+        changed = state.apply_committed(tuple(isr), partition_epoch)
+        self.isr = state.isr
+        self.partition_epoch = state.partition_epoch
+        log.info(
+            "%s-%d: ISR now %s (partition epoch %d)",
+            self.topic,
+            self.partition,
+            list(self.isr),
+            self.partition_epoch,
+        )
+        self.maybe_increment_high_watermark()
+        return changed
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
+        """Kafka's checkEnoughReplicasReachOffset for a parked acks=all produce: (done, error).
+        Done with NO_ERROR once the HW passed ``required_offset`` with the ISR still at least
+        ``min.insync.replicas``; NOT_ENOUGH_REPLICAS_AFTER_APPEND when the HW passed it only
+        because the ISR shrank below that; NOT_LEADER_OR_FOLLOWER once no longer leader."""
+        if self.role is not Role.LEADER:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark < required_offset:
+            return False, ErrorCode.NO_ERROR
+        state = self.leader_state
+        size = len(state.maximal_isr) if state is not None else len(self.isr)
+        if size < self.min_insync_replicas:
+            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return True, ErrorCode.NO_ERROR
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffset:
+        """OffsetForLeaderEpoch: the largest epoch <= ``leader_epoch`` and where it ends."""
+        return self.log.leader_epoch_cache.end_offset_for(leader_epoch, self.log.log_end_offset)
+
+    # --- replication, follower side -------------------------------------------------------
+
+    def append_records_as_follower(
+        self, records: memoryview | bytes, leader_high_watermark: int, leader_log_start_offset: int
+    ) -> LogAppendInfo | None:
+        """Append fetched batches (whole ones; may be empty) keeping the leader's offsets and
+        epochs; HW = min(leader's HW, own LEO); the log start offset follows the leader's."""
+        if self.role is Role.LEADER:
+            raise NotLeaderOrFollowerError(f"{self.topic}-{self.partition}: leader, not follower")
+        info = self.log.append_as_follower(records) if len(records) else None
+        self.log.update_high_watermark(
+            follower_high_watermark(leader_high_watermark, self.log.log_end_offset)
+        )
+        if 0 <= leader_log_start_offset <= self.log.high_watermark:
+            self.log.maybe_increment_log_start_offset(leader_log_start_offset)
+        return info
+
+    def truncate_to(self, offset: int, reason: str) -> int:
+        """Follower truncation; returns the number of offsets removed. Removing offsets below
+        the high watermark means committed records are gone: only an unclean election does
+        that, and it is logged as data loss."""
+        if self.role is Role.LEADER:
+            raise NotLeaderOrFollowerError(f"{self.topic}-{self.partition}: leader, not follower")
+        leo, hw = self.log.log_end_offset, self.log.high_watermark
+        if offset >= leo:
+            return 0
+        self.log.truncate_to(offset)
+        removed = leo - self.log.log_end_offset
+        if self.log.log_end_offset < hw:
+            log.warning(
+                "%s-%d: truncated %d offsets to offset %d, below the high watermark %d: %d "
+                "committed offsets lost (unclean leader election) (%s)",
+                self.topic,
+                self.partition,
+                removed,
+                self.log.log_end_offset,
+                hw,
+                hw - self.log.log_end_offset,
+                reason,
+            )
+        else:
+            log.info(
+                "%s-%d: truncated %d uncommitted offsets, log end now %d (%s)",
+                self.topic,
+                self.partition,
+                removed,
+                self.log.log_end_offset,
+                reason,
+            )
+        return removed
 
     def update_high_watermark(self, high_watermark: int) -> bool:
         """Move the HW forward (never back while leading); True if it moved."""

@@ -12,6 +12,19 @@ same way until the LogManager holds a new log for it (not the retired one).
 Produce goes through :meth:`append_records` (validated batches only, one Log.append per
 partition); Fetch through :meth:`get_partition` + ``Partition.read_records``.
 
+Replication (issue 5), once :meth:`attach_replication` gave it the fetcher manager and the
+AlterPartition manager:
+
+- a partition that becomes a follower, or whose leader or leader epoch changes while it
+  follows, is handed to the replica fetcher manager (truncation by leader epoch, then fetching
+  from the new leader); a partition that becomes leader or is deleted leaves it. A deposed
+  leader thus stops accepting writes on the image that shows the new epoch, and its parked
+  acks=all produces fail with NOT_LEADER_OR_FOLLOWER (they are re-checked on the change);
+- :meth:`record_follower_fetch` (the Fetch handler, replica_id >= 0) updates the leader's view
+  of that follower, may move the HW (waking parked produces and fetches) and may propose an
+  ISR expansion;
+- :meth:`tick` proposes ISR shrinks every ``replica.lag.time.max.ms / 2``.
+
 Thread-safety: none; the broker's event loop owns it.
 """
 
@@ -28,9 +41,13 @@ from data_plane.broker.errors import (
 )
 from data_plane.broker.partition import Partition
 from data_plane.protocol.errors import ErrorCode
+from data_plane.replication.alter_partition_manager import AlterPartitionManager
+from data_plane.replication.leader_state import IsrChangeProposal
+from data_plane.replication.replica_fetcher import ReplicaFetcherManager
 from data_plane.storage import Log, LogManager, StorageError, validate_produce_payload
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage, PartitionRegistration, TopicPartition
+from metadata.messages import AlterPartitionResult
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +72,16 @@ class ReplicaManager:
         log_manager: LogManager,
         default_min_insync_replicas: int = 1,
         on_partition_change: Callable[[TopicPartition], None] | None = None,
+        *,
+        clock_ms: Callable[[], int] | None = None,
+        replica_lag_time_max_ms: int = 30_000,
     ) -> None:
         self.broker_id = broker_id
+        self.clock_ms: Callable[[], int] = clock_ms or (lambda: 0)
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.fetcher_manager: ReplicaFetcherManager | None = None
+        self.alter_partition_manager: AlterPartitionManager | None = None
+        self._last_isr_check_ms = 0
         self.log_manager = log_manager
         self.default_min_insync_replicas = default_min_insync_replicas
         self._on_partition_change = on_partition_change
@@ -65,6 +90,18 @@ class ReplicaManager:
         # Logs of partitions deleted here whose replacement may not exist yet.
         self._retired_logs: dict[TopicPartition, Log] = {}
         self.image = MetadataImage()
+
+    def attach_replication(
+        self,
+        fetcher_manager: ReplicaFetcherManager,
+        alter_partition_manager: AlterPartitionManager,
+    ) -> None:
+        """Start replicating: followers fetch, leaders propose ISR changes."""
+        self.fetcher_manager = fetcher_manager
+        self.alter_partition_manager = alter_partition_manager
+        for tp, part in self._partitions.items():
+            if not part.is_leader and part.leader_id >= 0:
+                fetcher_manager.add_partition(tp, part.leader_id, part.leader_epoch)
 
     def set_partition_change_listener(self, fn: Callable[[TopicPartition], None]) -> None:
         """``fn(tp)`` is called after an append to ``tp`` and when ``tp`` changes role, so parked
@@ -84,6 +121,8 @@ class ReplicaManager:
             for tp in local.deletes:
                 self._pending.pop(tp, None)
                 self._retired_logs.pop(tp, None)
+                if self.fetcher_manager is not None:
+                    self.fetcher_manager.remove_partition(tp)
                 old = self._partitions.pop(tp, None)
                 if old is not None:
                     changed.append(tp)
@@ -112,7 +151,18 @@ class ReplicaManager:
             self._retired_logs.pop(tp, None)
             part = Partition(tp.topic, tp.partition, self.broker_id, log_)
             self._partitions[tp] = part
-        part.apply_registration(reg, self._min_insync_replicas(tp.topic))
+        part.apply_registration(
+            reg,
+            self._min_insync_replicas(tp.topic),
+            self.clock_ms(),
+            self.replica_lag_time_max_ms,
+        )
+        fm = self.fetcher_manager
+        if fm is not None:
+            if part.is_leader or part.leader_id < 0:
+                fm.remove_partition(tp)
+            else:
+                fm.add_partition(tp, part.leader_id, part.leader_epoch)
         return True
 
     def _min_insync_replicas(self, topic: str) -> int:
@@ -177,6 +227,55 @@ class ReplicaManager:
             appended.log_append_time_ms,
             appended.log_start_offset,
         )
+
+    # --- replication --------------------------------------------------------------------------
+
+    def record_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
+        """A follower's fetch at ``fetch_offset`` (its LEO) reached the leader ``part``."""
+        moved, proposal = part.update_follower_fetch_state(
+            replica_id, fetch_offset, self.clock_ms()
+        )
+        tp = TopicPartition(part.topic, part.partition)
+        if proposal is not None:
+            self._submit(tp, proposal)
+        if moved and self._on_partition_change is not None:
+            self._on_partition_change(tp)
+
+    def tick(self, now_ms: int) -> None:
+        """Propose ISR shrinks for followers that lag (every replica.lag.time.max.ms / 2)."""
+        if now_ms - self._last_isr_check_ms < self.replica_lag_time_max_ms // 2:
+            return
+        self._last_isr_check_ms = now_ms
+        for tp, part in self._partitions.items():
+            proposal = part.maybe_shrink_isr(now_ms)
+            if proposal is not None:
+                log.info("%s: shrinking ISR %s -> %s", tp, list(part.isr), list(proposal.new_isr))
+                self._submit(tp, proposal)
+
+    def _submit(self, tp: TopicPartition, proposal: IsrChangeProposal) -> None:
+        if self.alter_partition_manager is None:
+            part = self._partitions.get(tp)
+            if part is not None and part.leader_state is not None:
+                part.leader_state.on_alter_partition_failed(proposal)
+            return
+        self.alter_partition_manager.submit(tp, proposal)
+
+    def on_alter_partition_result(
+        self, tp: TopicPartition, proposal: IsrChangeProposal, result: AlterPartitionResult
+    ) -> None:
+        """The AlterPartitionManager's answer for one partition (on the event loop)."""
+        part = self._partitions.get(tp)
+        if part is None:
+            return
+        part.on_alter_partition_result(
+            proposal,
+            result.error_code,
+            tuple(result.isr),
+            result.leader_epoch,
+            result.partition_epoch,
+        )
+        if self._on_partition_change is not None:
+            self._on_partition_change(tp)
 
     # --- checkpoints --------------------------------------------------------------------------
 

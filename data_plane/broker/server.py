@@ -7,7 +7,10 @@
   follower publishes immutable images; the replica manager diffs them and parked requests on
   partitions that changed are re-checked), expire delayed operations, and, less often, close
   idle connections and checkpoint the high watermarks (``replica.high.watermark.checkpoint
-  .interval.ms``; also at stop).
+  .interval.ms``; also at stop), and propose ISR shrinks (``ReplicaManager.tick``).
+- Replication: with a controller client, :meth:`KafkaServer.start` attaches the replica
+  fetcher manager (followers fetch from their leaders over the listener named first) and the
+  AlterPartition manager to the replica manager; :meth:`stop` cancels both.
 
 :func:`run_in_thread` runs a server on its own event loop thread (uvloop when configured and
 installed) for the node process; tests may also drive :class:`KafkaServer` directly.
@@ -29,6 +32,8 @@ from typing import NamedTuple
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.connection import Connection
+from data_plane.replication.alter_partition_manager import AlterPartitionManager
+from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
 from data_plane.storage import LogManager
 from metadata.image import MetadataImage
 
@@ -73,6 +78,8 @@ class KafkaServer:
         self._last_checkpoint_ms = 0
         self._checkpoint_running = False
         self._stopped = False
+        self.fetcher_manager: ReplicaFetcherManager | None = None
+        self.alter_partition_manager: AlterPartitionManager | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -86,7 +93,47 @@ class KafkaServer:
             raise
         now = self.apis.clock_ms()
         self._last_idle_check_ms = self._last_checkpoint_ms = now
+        self._start_replication()
         self._tick()
+
+    def _start_replication(self) -> None:
+        apis, rm, cfg = self.apis, self.apis.replica_manager, self.config
+        if apis.controller is None or not self._listener_specs:
+            return
+        broker_id = apis.broker_id
+
+        def endpoint(node_id: int, listener_name: str) -> tuple[str, int] | None:
+            b = rm.image.brokers.get(node_id)
+            lis = b.listener(listener_name) if b is not None else None
+            return (lis.host, lis.port) if lis is not None else None
+
+        def broker_epoch() -> int:
+            b = rm.image.brokers.get(broker_id)
+            return b.epoch if b is not None else -1
+
+        self.fetcher_manager = ReplicaFetcherManager(
+            ReplicaFetcherConfig(
+                broker_id=broker_id,
+                listener_name=self._listener_specs[0].name,
+                fetch_max_bytes=cfg.replica_fetch_max_bytes,
+                response_max_bytes=cfg.replica_fetch_response_max_bytes,
+                fetch_wait_max_ms=cfg.replica_fetch_wait_max_ms,
+                fetch_min_bytes=cfg.replica_fetch_min_bytes,
+                fetch_backoff_ms=cfg.replica_fetch_backoff_ms,
+                socket_timeout_ms=cfg.replica_socket_timeout_ms,
+                num_fetchers=cfg.num_replica_fetchers,
+            ),
+            rm.get_partition,
+            endpoint,
+        )
+        self.alter_partition_manager = AlterPartitionManager(
+            broker_id,
+            broker_epoch,
+            apis.controller,
+            apis.replication_executor,
+            rm.on_alter_partition_result,
+        )
+        rm.attach_replication(self.fetcher_manager, self.alter_partition_manager)
 
     def _listen(self, spec: ListenerSpec) -> None:
         infos = socket.getaddrinfo(
@@ -115,6 +162,10 @@ class KafkaServer:
         if self._tick_handle is not None:
             self._tick_handle.cancel()
         self._close_listeners()
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.close()
+        if self.alter_partition_manager is not None:
+            self.alter_partition_manager.close()
         for conn in list(self.connections):
             conn.close("broker stopping")
         self.apis.close()
@@ -191,6 +242,7 @@ class KafkaServer:
                 self.apis.replica_manager.apply_image(self._image_source())
             self.apis.tick()
             now = self.apis.clock_ms()
+            self.apis.replica_manager.tick(now)
             if now - self._last_idle_check_ms >= IDLE_CHECK_INTERVAL_MS:
                 self._last_idle_check_ms = now
                 self._close_idle()

@@ -68,22 +68,27 @@ class LeaderEpochFileCache:
             return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> EpochEndOffset:
-        """Kafka's endOffsetFor: for the largest known epoch <= ``requested_epoch``, the start
-        offset of the next epoch (or ``log_end_offset`` if it is the latest epoch).
-        UNDEFINED/UNDEFINED when the epoch is older than every entry."""
+        """Kafka's endOffsetFor:
+
+        - the latest epoch: (it, ``log_end_offset``);
+        - an epoch newer than every entry, or UNDEFINED: UNDEFINED / UNDEFINED;
+        - an epoch older than every entry: (the requested epoch, the first entry's start);
+        - else the largest known epoch <= it and the start offset of the next entry."""
         with self._lock:
             entries = self._entries
             if requested_epoch == UNDEFINED_EPOCH or not entries:
                 return EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
-            if requested_epoch >= entries[-1].epoch:
-                return EpochEndOffset(entries[-1].epoch, log_end_offset)
-            found = None
-            for i, e in enumerate(entries):
+            if requested_epoch == entries[-1].epoch:
+                return EpochEndOffset(requested_epoch, log_end_offset)
+            if requested_epoch > entries[-1].epoch:
+                return EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+            floor = None
+            for e in entries:
                 if e.epoch > requested_epoch:
-                    if found is None:
-                        return EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
-                    return EpochEndOffset(found.epoch, entries[i].start_offset)
-                found = e
+                    if floor is None:
+                        return EpochEndOffset(requested_epoch, e.start_offset)
+                    return EpochEndOffset(floor.epoch, e.start_offset)
+                floor = e
             return EpochEndOffset(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
 
     # -- changes -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from data_plane.broker.handlers import (
     fetch,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
@@ -35,6 +36,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.DELETE_RECORDS: (delete_records.handle, 1),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 2),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 1),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 3),
 }
 
 

@@ -1,7 +1,12 @@
 """Fetch (1): records straight from the segment files (os.sendfile), capped at the HW.
 
 - Consumers (replica_id < 0) read below the high watermark; follower replicas
-  (replica_id >= 0) read to the log end (isolation LOG_END).
+  (replica_id >= 0) read to the log end (isolation LOG_END). A replica's fetch offset is its
+  log end offset: the leader records it first (``ReplicaManager.record_follower_fetch``:
+  caught-up time, HW = min LEO over the ISR, ISR expansion), so the answer already carries the
+  HW this fetch allowed and parked acks=all produces complete at once.
+- ``current_leader_epoch`` (v9+) is checked: older than ours FENCED_LEADER_EPOCH, newer
+  UNKNOWN_LEADER_EPOCH.
 - Every requested partition is in the response, in request order (kafka-python drops a
   response that misses one), each with its own error code.
 - Sizes: each partition at most ``partition_max_bytes``; the whole response at most
@@ -37,7 +42,7 @@ def _requested(body: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
 
 
 def _read_all(
-    apis: KafkaApis, body: dict[str, Any], isolation: FetchIsolation
+    apis: KafkaApis, body: dict[str, Any], isolation: FetchIsolation, replica_id: int = -1
 ) -> tuple[list[dict[str, Any]], int, bool]:
     """Build the ``responses`` array; return it, the bytes of records in it, and whether any
     partition carries an error."""
@@ -63,6 +68,9 @@ def _read_all(
             }
             try:
                 part = rm.leader_partition(tp)
+                if replica_id >= 0:
+                    part.check_leader_epoch(p.get("current_leader_epoch", -1))
+                    rm.record_follower_fetch(part, replica_id, p["fetch_offset"])
                 entry["high_watermark"] = part.high_watermark
                 entry["last_stable_offset"] = part.high_watermark
                 entry["log_start_offset"] = part.log.log_start_offset
@@ -110,10 +118,9 @@ def handle(apis: KafkaApis, request: Request) -> Response:
             "session_id": 0,
             "responses": [],
         }
-    isolation = (
-        FetchIsolation.LOG_END if body.get("replica_id", -1) >= 0 else FetchIsolation.HIGH_WATERMARK
-    )
-    responses, total, any_error = _read_all(apis, body, isolation)
+    replica_id = body.get("replica_id", -1)
+    isolation = FetchIsolation.LOG_END if replica_id >= 0 else FetchIsolation.HIGH_WATERMARK
+    responses, total, any_error = _read_all(apis, body, isolation, replica_id)
     max_wait_ms = min(max(0, body.get("max_wait_ms", 0)), apis.config.fetch_max_wait_cap_ms)
     min_bytes = body.get("min_bytes", 1)
     if any_error or max_wait_ms == 0 or total >= min_bytes or not responses:

@@ -1,0 +1,468 @@
+"""Replica fetchers: followers pull from their leaders with the Kafka Fetch API (I/O module).
+
+:class:`ReplicaFetcherManager` keeps one :class:`ReplicaFetcher` per (source broker, fetcher
+index); a partition goes to fetcher ``hash(tp) % num.replica.fetchers`` of its leader. When a
+partition's leader or leader epoch changes (the ReplicaManager calls :meth:`add_partition`
+again), it moves to the new leader's fetcher and starts over with truncation; a fetcher left
+without partitions is cancelled (even mid-request to a dead or paused leader).
+
+Each fetcher is one asyncio task on the broker's event loop, with one connection to its
+source broker (endpoint looked up in the metadata image each time it connects). Its loop:
+
+1. **Truncate.** Partitions that just got this leader (state TRUNCATING) are asked about in
+   one OffsetForLeaderEpoch v3 request (replica_id = this broker, the follower's latest epoch,
+   the current leader epoch). :func:`data_plane.replication.follower.truncation_offset` says
+   where the local log diverges; the partition is truncated there (or asked again with an
+   older epoch). A follower with no epoch in its cache truncates to its high watermark.
+2. **Fetch.** One Fetch v11 request (replica_id, ``replica.fetch.wait.max.ms``,
+   ``replica.fetch.min.bytes``) for every FETCHING partition at its log end offset with the
+   current leader epoch. The leader long-polls it; its appends answer it at once. Whole
+   batches of the answer are appended with ``Partition.append_records_as_follower`` (the
+   leader sends a sendfile slice that may end inside a batch); HW = min(leader's, own LEO).
+3. **Errors.** Connection or protocol failures close the connection and back off
+   ``replica.fetch.backoff.ms``. Per partition: OFFSET_OUT_OF_RANGE truncates (below the
+   leader's log start offset: start the log afresh there; else truncate again by epoch);
+   FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER /
+   UNKNOWN_TOPIC_OR_PARTITION delay that partition by the backoff until the metadata moves it.
+
+Every reply is applied only if the partition is still a follower of the same leader epoch
+(the metadata may have moved while the request was out).
+
+Thread-safety: everything runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import itertools
+import logging
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import decode_response, encode_request
+from data_plane.protocol.errors import ErrorCode
+from data_plane.protocol.exceptions import ProtocolError
+from data_plane.protocol.framing import FrameReader
+from data_plane.replication.follower import truncation_offset
+from data_plane.storage import StorageError
+from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffset
+from metadata.image import TopicPartition
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 11
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+READ_CHUNK_BYTES = 256 * 1024
+# Bound on a response frame a follower accepts (a Fetch answer is at most
+# replica.fetch.response.max.bytes plus one oversized first batch and headers).
+MAX_RESPONSE_FRAME_BYTES = 256 * 1024 * 1024
+# Offsets of batchLength in a RecordBatch header and the bytes before it are counted.
+_BATCH_LENGTH = struct.Struct(">i")
+_LOG_OVERHEAD = 12
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaFetcherConfig:
+    broker_id: int
+    listener_name: str
+    fetch_max_bytes: int = 1_048_576
+    response_max_bytes: int = 10_485_760
+    fetch_wait_max_ms: int = 500
+    fetch_min_bytes: int = 1
+    fetch_backoff_ms: int = 1000
+    socket_timeout_ms: int = 30_000
+    num_fetchers: int = 1
+
+
+class FetchState(enum.Enum):
+    TRUNCATING = "truncating"
+    FETCHING = "fetching"
+
+
+@dataclass(slots=True)
+class PartitionFetchState:
+    leader_id: int
+    leader_epoch: int
+    state: FetchState = FetchState.TRUNCATING
+    delayed_until_s: float = 0.0
+
+
+class FollowerPartition(Protocol):
+    """What a fetcher needs from a partition (data_plane.broker.partition.Partition)."""
+
+    leader_epoch: int
+    leader_id: int
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def log(self) -> Any: ...
+
+    def append_records_as_follower(
+        self, records: memoryview | bytes, leader_high_watermark: int, leader_log_start_offset: int
+    ) -> Any: ...
+
+    def truncate_to(self, offset: int, reason: str) -> int: ...
+
+
+PartitionLookup = Callable[[TopicPartition], FollowerPartition | None]
+EndpointLookup = Callable[[int, str], tuple[str, int] | None]
+
+
+def whole_batches_length(records: memoryview | bytes) -> int:
+    """Bytes of the complete RecordBatches at the start of ``records`` (a sendfile slice may
+    end inside a batch)."""
+    pos, n = 0, len(records)
+    while pos + _LOG_OVERHEAD <= n:
+        (length,) = _BATCH_LENGTH.unpack_from(records, pos + 8)
+        end = pos + _LOG_OVERHEAD + length
+        if length <= 0 or end > n:
+            break
+        pos = end
+    return pos
+
+
+class ReplicaFetcherManager:
+    def __init__(
+        self,
+        config: ReplicaFetcherConfig,
+        partitions: PartitionLookup,
+        endpoint: EndpointLookup,
+    ) -> None:
+        self.config = config
+        self._partitions = partitions
+        self._endpoint = endpoint
+        self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._assignment: dict[TopicPartition, tuple[int, int]] = {}
+
+    def fetcher_count(self) -> int:
+        return len(self._fetchers)
+
+    def assigned(self) -> dict[TopicPartition, PartitionFetchState]:
+        out = {}
+        for f in self._fetchers.values():
+            out.update(f.partitions)
+        return out
+
+    def add_partition(self, tp: TopicPartition, leader_id: int, leader_epoch: int) -> None:
+        """Follow ``leader_id`` in ``leader_epoch`` (truncation first). Re-adding with another
+        leader or epoch moves the partition and restarts it."""
+        key = (leader_id, hash(tp) % self.config.num_fetchers)
+        old = self._assignment.get(tp)
+        if old is not None:
+            fetcher = self._fetchers.get(old)
+            state = fetcher.partitions.get(tp) if fetcher else None
+            if old == key and state is not None and state.leader_epoch == leader_epoch:
+                return
+            self.remove_partition(tp)
+        fetcher = self._fetchers.get(key)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(self.config, leader_id, self._partitions, self._endpoint)
+            self._fetchers[key] = fetcher
+        fetcher.add(tp, PartitionFetchState(leader_id, leader_epoch))
+        self._assignment[tp] = key
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        key = self._assignment.pop(tp, None)
+        if key is None:
+            return
+        fetcher = self._fetchers.get(key)
+        if fetcher is None:
+            return
+        fetcher.remove(tp)
+        if not fetcher.partitions:
+            del self._fetchers[key]
+            fetcher.close()
+
+    def close(self) -> None:
+        for f in self._fetchers.values():
+            f.close()
+        self._fetchers.clear()
+        self._assignment.clear()
+
+
+class ReplicaFetcher:
+    """One source broker's fetcher task (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ReplicaFetcherConfig,
+        source_broker_id: int,
+        partitions: PartitionLookup,
+        endpoint: EndpointLookup,
+    ) -> None:
+        self.config = config
+        self.source_broker_id = source_broker_id
+        self._lookup = partitions
+        self._endpoint = endpoint
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self._wake = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"replica-fetcher-{config.broker_id}-from-{source_broker_id}"
+        )
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._frames = FrameReader(MAX_RESPONSE_FRAME_BYTES)
+        self._correlation = itertools.count(1)
+        self.fetches = 0
+
+    def add(self, tp: TopicPartition, state: PartitionFetchState) -> None:
+        self.partitions[tp] = state
+        self._wake.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    def close(self) -> None:
+        self._task.cancel()
+        self._disconnect()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff_s = self.config.fetch_backoff_ms / 1000
+        while True:
+            if not self.partitions:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            try:
+                await self._connect()
+                now_s = time.monotonic()
+                if any(
+                    s.state is FetchState.TRUNCATING and s.delayed_until_s <= now_s
+                    for s in self.partitions.values()
+                ):
+                    await self._truncate()
+                if not await self._fetch():
+                    await asyncio.sleep(backoff_s)
+            except asyncio.CancelledError:
+                self._disconnect()
+                raise
+            except (OSError, EOFError, ProtocolError, TimeoutError, ConnectionError) as e:
+                log.info(
+                    "broker %d: fetcher from broker %d: %s; retrying in %d ms",
+                    self.config.broker_id,
+                    self.source_broker_id,
+                    e or type(e).__name__,
+                    self.config.fetch_backoff_ms,
+                )
+                self._disconnect()
+                await asyncio.sleep(backoff_s)
+            except Exception:
+                log.exception(
+                    "broker %d: fetcher from broker %d failed; retrying",
+                    self.config.broker_id,
+                    self.source_broker_id,
+                )
+                self._disconnect()
+                await asyncio.sleep(backoff_s)
+
+    async def _connect(self) -> None:
+        if self._writer is not None:
+            return
+        address = self._endpoint(self.source_broker_id, self.config.listener_name)
+        if address is None:
+            raise ConnectionError(f"no endpoint for broker {self.source_broker_id}")
+        timeout_s = self.config.socket_timeout_ms / 1000
+        self._reader, self._writer = await asyncio.wait_for(
+            asyncio.open_connection(address[0], address[1]), timeout_s
+        )
+        self._frames = FrameReader(MAX_RESPONSE_FRAME_BYTES)
+
+    def _disconnect(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+    async def _call(self, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        if self._writer is None or self._reader is None:
+            raise ConnectionError("not connected")
+        correlation_id = next(self._correlation)
+        client_id = f"replica-fetcher-{self.config.broker_id}"
+        self._writer.write(encode_request(api_key, version, correlation_id, client_id, body))
+        timeout_s = (self.config.socket_timeout_ms + self.config.fetch_wait_max_ms) / 1000
+        frame = await asyncio.wait_for(self._read_frame(), timeout_s)
+        got, decoded = decode_response(api_key, version, frame)
+        if got != correlation_id:
+            raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
+        return decoded
+
+    async def _read_frame(self) -> bytes | memoryview:
+        assert self._reader is not None
+        while True:
+            chunk = await self._reader.read(READ_CHUNK_BYTES)
+            if not chunk:
+                raise EOFError("connection closed by the leader")
+            frames = self._frames.feed(chunk)
+            if frames:
+                if len(frames) > 1:
+                    raise ProtocolError("more than one response frame for one request")
+                return frames[0]
+
+    def _current(self, tp: TopicPartition, state: PartitionFetchState) -> FollowerPartition | None:
+        """The partition if it is still ours to fetch in the same epoch, else None."""
+        if self.partitions.get(tp) is not state:
+            return None
+        part = self._lookup(tp)
+        if part is None or part.is_leader or part.leader_epoch != state.leader_epoch:
+            return None
+        return part
+
+    # -- truncation ----------------------------------------------------------------------------
+
+    async def _truncate(self) -> None:
+        asked: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        now_s = time.monotonic()
+        for tp, state in list(self.partitions.items()):
+            if state.state is not FetchState.TRUNCATING or state.delayed_until_s > now_s:
+                continue
+            part = self._current(tp, state)
+            if part is None:
+                continue
+            epoch = part.log.leader_epoch_cache.latest_epoch
+            if epoch == UNDEFINED_EPOCH:
+                # Nothing to compare by epoch: keep only what was committed.
+                part.truncate_to(part.log.high_watermark, "no leader epoch known locally")
+                state.state = FetchState.FETCHING
+                continue
+            asked[tp] = (state, epoch)
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": state.leader_epoch,
+                    "leader_epoch": epoch,
+                }
+            )
+        if not asked:
+            return
+        body = {
+            "replica_id": self.config.broker_id,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        answer = await self._call(
+            ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, body
+        )
+        now_s = time.monotonic()
+        for topic in answer.get("topics") or ():
+            for p in topic.get("partitions") or ():
+                tp = TopicPartition(topic["topic"], p["partition"])
+                entry = asked.get(tp)
+                if entry is None:
+                    continue
+                state, epoch = entry
+                part = self._current(tp, state)
+                if part is None:
+                    continue
+                if p["error_code"] != ErrorCode.NO_ERROR:
+                    state.delayed_until_s = now_s + self.config.fetch_backoff_ms / 1000
+                    continue
+                leader = EpochEndOffset(p["leader_epoch"], p["end_offset"])
+                log_ = part.log
+                decision = truncation_offset(
+                    leader,
+                    log_.leader_epoch_cache.end_offset_for(leader.epoch, log_.log_end_offset),
+                    log_.log_end_offset,
+                    log_.high_watermark,
+                )
+                part.truncate_to(
+                    decision.offset,
+                    f"diverged from leader {state.leader_id} epoch {state.leader_epoch}: "
+                    f"asked epoch {epoch}, leader answered {leader.epoch}@{leader.end_offset}",
+                )
+                if decision.truncation_completed:
+                    state.state = FetchState.FETCHING
+
+    # -- fetching ------------------------------------------------------------------------------
+
+    async def _fetch(self) -> bool:
+        """One Fetch round; False when nothing could be fetched (all partitions delayed)."""
+        now_s = time.monotonic()
+        sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, state in list(self.partitions.items()):
+            if state.state is not FetchState.FETCHING or state.delayed_until_s > now_s:
+                continue
+            part = self._current(tp, state)
+            if part is None:
+                continue
+            offset = part.log.log_end_offset
+            sent[tp] = (state, offset)
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": state.leader_epoch,
+                    "fetch_offset": offset,
+                    "log_start_offset": part.log.log_start_offset,
+                    "partition_max_bytes": self.config.fetch_max_bytes,
+                }
+            )
+        if not sent:
+            return False
+        body = {
+            "replica_id": self.config.broker_id,
+            "max_wait_ms": self.config.fetch_wait_max_ms,
+            "min_bytes": self.config.fetch_min_bytes,
+            "max_bytes": self.config.response_max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        answer = await self._call(ApiKey.FETCH, FETCH_VERSION, body)
+        self.fetches += 1
+        if answer.get("error_code", 0) != ErrorCode.NO_ERROR:
+            raise ProtocolError(f"fetch failed with error {answer['error_code']}")
+        for topic in answer.get("responses") or ():
+            for p in topic.get("partitions") or ():
+                tp = TopicPartition(topic["topic"], p["partition_index"])
+                entry = sent.get(tp)
+                if entry is not None:
+                    self._apply_fetched(tp, entry[0], entry[1], p)
+        return True
+
+    def _apply_fetched(
+        self, tp: TopicPartition, state: PartitionFetchState, offset: int, p: dict[str, Any]
+    ) -> None:
+        part = self._current(tp, state)
+        if part is None or part.log.log_end_offset != offset:
+            return
+        code = p["error_code"]
+        if code == ErrorCode.NO_ERROR:
+            records = p.get("records") or b""
+            size = whole_batches_length(records)
+            try:
+                part.append_records_as_follower(
+                    records[:size], p["high_watermark"], p.get("log_start_offset", -1)
+                )
+            except StorageError as e:
+                log.warning("%s: follower append failed: %s; truncating again", tp, e)
+                state.state = FetchState.TRUNCATING
+            return
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            leader_start = p.get("log_start_offset", -1)
+            if 0 <= offset < leader_start:
+                part.log.truncate_fully_and_start_at(leader_start)
+                log.info(
+                    "%s: behind the leader's log start offset, restarted at %d", tp, leader_start
+                )
+            else:
+                state.state = FetchState.TRUNCATING
+            return
+        state.delayed_until_s = time.monotonic() + self.config.fetch_backoff_ms / 1000
+        if code not in (
+            ErrorCode.FENCED_LEADER_EPOCH,
+            ErrorCode.UNKNOWN_LEADER_EPOCH,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ):
+            log.warning("%s: fetch from broker %d: error %d", tp, self.source_broker_id, code)
