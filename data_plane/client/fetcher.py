@@ -20,6 +20,7 @@ the consumer's poll()).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from typing import Any
 
@@ -50,13 +51,14 @@ class OffsetOutOfRangeError(KafkaError):
 
 
 class _PartitionFetchState:
-    __slots__ = ("buffered", "epoch", "fetch_offset", "in_flight")
+    __slots__ = ("buffered", "epoch", "fetch_offset", "in_flight", "retry_after_s")
 
     def __init__(self, epoch: int, fetch_offset: int) -> None:
         self.epoch = epoch
         self.fetch_offset = fetch_offset
         self.buffered: deque[FetchedRecords] = deque()
         self.in_flight = False
+        self.retry_after_s = 0.0  # after a routing error: wait retry.backoff.ms
 
 
 class Fetcher:
@@ -101,6 +103,8 @@ class Fetcher:
                 continue
             st = self._state_for(tp, pst.position)  # type: ignore[arg-type]
             if st.in_flight or len(st.buffered) >= MAX_BUFFERED_FETCHES:
+                continue
+            if st.retry_after_s and time.monotonic() < st.retry_after_s:
                 continue
             leader = metadata.leader_for(tp)
             if leader is None:
@@ -227,6 +231,7 @@ class Fetcher:
                 self.invalidate(tp)
         elif code in REFRESH_ERRORS or KafkaError(code).retriable:
             self._client.metadata.request_update()
+            st.retry_after_s = time.monotonic() + self._config.retry_backoff_ms / 1000.0
         else:
             self._errors.append(KafkaError(code, f"fetch {tp.topic}-{tp.partition}"))
 
