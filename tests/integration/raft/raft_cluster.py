@@ -139,6 +139,7 @@ class RaftCluster:
         max_tail_records: int = 10000,
     ) -> None:
         self.election_ms = election_ms
+        self.base_dir = base_dir
         base_dir.mkdir(parents=True, exist_ok=True)
         ports = free_ports(size)
         self.voters_spec = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
