@@ -45,6 +45,8 @@ _FATAL_TOPIC_ERRORS = frozenset(
 )
 _BYTES_TYPES = (bytes, bytearray, memoryview)
 _time_ns = time.time_ns
+# Timestamps are int64 in the batch header; keep deltas inside one batch representable too.
+_MAX_TIMESTAMP_MS = 1 << 62
 _yield_gil = time.sleep
 
 
@@ -162,6 +164,8 @@ class Producer:
                 )
             if timestamp_ms is None:
                 timestamp_ms = _time_ns() // 1_000_000
+            elif type(timestamp_ms) is not int or not 0 <= timestamp_ms < _MAX_TIMESTAMP_MS:
+                raise ValueError(f"timestamp_ms must be an int >= 0, got {timestamp_ms!r}")
             future, wake, rolled = self._accumulator.append(
                 tps[partition], timestamp_ms, key, value, headers, self._max_block_ms
             )

@@ -17,6 +17,7 @@ metadata version) and :meth:`NetworkClient.wakeup`.
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeout
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
 from data_plane.storage.compression import Compression
 
 Clock = Callable[[], float]
@@ -70,7 +72,16 @@ class Sender(threading.Thread):
         except BaseException as e:
             self.fatal_error = e
         finally:
-            self._acc.abort_queued(ClientClosedError("the producer was closed"))
+            # After a fatal error too: refuse new records, fail queued ones, so no future
+            # waits for a sender that is gone.
+            self._acc.close()
+            self._acc.abort_queued(
+                ClientClosedError(
+                    "the producer was closed"
+                    if self.fatal_error is None
+                    else f"the producer's sender failed: {self.fatal_error!r}"
+                )
+            )
             self._client.close()
             with self._metadata_cond:
                 self._metadata_cond.notify_all()
@@ -122,10 +133,21 @@ class Sender(threading.Thread):
 
     def _send_produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
         by_topic: dict[str, list[dict[str, Any]]] = {}
+        sendable: list[ProducerBatch] = []
         for batch in batches:
+            try:
+                records = batch.wire_bytes(self._codec)
+            except (ValueError, OverflowError, struct.error) as e:
+                # A batch that cannot be encoded fails alone; the sender keeps running.
+                self._fail(batch, KafkaError(ErrorCode.INVALID_RECORD, f"cannot encode: {e}"))
+                continue
+            sendable.append(batch)
             by_topic.setdefault(batch.tp.topic, []).append(
-                {"index": batch.tp.partition, "records": batch.wire_bytes(self._codec)}
+                {"index": batch.tp.partition, "records": records}
             )
+        if not sendable:
+            return
+        batches = sendable
         body = {
             "transactional_id": None,
             "acks": self._acks,

@@ -128,3 +128,14 @@ def test_acks_zero_completes_without_a_response(
         futures = [p.send("t", b"%d" % i) for i in range(10)]
         p.flush(30)
         assert [f.get(0).offset for f in futures] == [-1] * 10
+
+
+def test_bad_timestamps_are_refused_by_send(
+    broker_factory: Callable[..., ScriptedBroker],
+) -> None:
+    broker = start(broker_factory, lambda attempt: (0, 0))
+    with producer(broker) as p:
+        for bad in (-5, 1 << 63, 1.5):
+            with pytest.raises(ValueError, match="timestamp_ms"):
+                p.send("t", b"v", timestamp_ms=bad)  # type: ignore[arg-type]
+        assert p.send("t", b"v", timestamp_ms=1).get(30).offset == 0
