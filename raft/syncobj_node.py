@@ -30,6 +30,26 @@ How pysyncobj's gaps are closed
         announced at once too. pysyncobj runs in batch mode, so commands queued together
         travel in one message and a follower syncs them with one fdatasync (group commit).
         This writes pysyncobj's private ``__newAppendEntriesTime`` (the next-round deadline).
+    (e) idle connections: pysyncobj closes a connection that has read nothing for
+        ``connectionTimeout`` when it next sends on it, dropping that message. While a leader
+        lives, nothing travels between followers, so the first RequestVote of every failover
+        was dropped and every failover took a second election. Each voter now sends a
+        keepalive on every handshaken connection that carried nothing for a quarter of the
+        connection timeout, so the read timeout only fires for a peer that really went quiet
+        (paused, partitioned); a killed peer's connection is reset by its kernel at once.
+        An outgoing connection attempt that has not completed its handshake within the
+        connection timeout is closed and retried (SYNs lost in a silent partition would
+        otherwise keep it pending for the kernel's two minutes of SYN retries).
+    (f) disruptive voters: pysyncobj has no pre-vote, so a voter whose election timer fired
+        while it could not hear the leader (paused, restarted slowly, cut off) raised its
+        term and deposed a healthy leader. Elections now start with a pre-vote round (see
+        prevote.py), decided on the tick thread: pysyncobj only runs its election once a
+        majority agreed. Because pysyncobj ignores AppendEntries of an older term without
+        answering, a voter whose term is ahead of the leader's now answers with its term
+        (``kraft_stale_term``) and the leader steps down, as Raft's AppendEntries reply
+        would make it; otherwise such a voter could never rejoin (its pre-votes are refused
+        while the leader lives). These read and write pysyncobj's private election state
+        (``__raftElectionDeadline``, ``__raftState``, ``__setCurrentTerm`` ...).
 
 Thread-safety: ``propose_*`` and the properties may be called from any thread; ``run_on_tick``
 runs a function on the tick thread (pysyncobj's state is only safe to read there). The applier
@@ -439,9 +459,13 @@ def build_conf(
         # one fdatasync.
         appendEntriesUseBatch=True,
         appendEntriesPeriod=config.append_interval_ms / 1000.0,
+        # Randomised in [T, 2T]: a narrower spread would shorten failover a little (the first
+        # timer to fire is what counts) but make two survivors more likely to time out within
+        # a round trip of each other, and a split vote costs a whole extra election timeout.
         raftMinTimeout=election_s,
         raftMaxTimeout=2 * election_s,
         leaderFallbackTimeout=election_s,
+        # A peer that sent nothing (not even a keepalive, see (e)) for 2T is treated as gone.
         connectionTimeout=2 * election_s,
         connectionRetryTime=config.retry_backoff_ms / 1000.0,
         commandsWaitLeader=False,
