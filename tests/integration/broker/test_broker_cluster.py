@@ -86,15 +86,16 @@ def test_two_brokers_routing_acks_all_and_isr_shrink(make_cluster: ClusterFactor
         assert (
             produce(clients[follower], "rf2", 2)["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
         )
-        # Two replicas in the ISR and no replication yet (issue 5): the high watermark stays
-        # put, so acks=all times out and consumers see nothing.
-        timed_out = produce(clients[leader], "rf2", 2, acks=-1, timeout_ms=300)
-        assert timed_out["error_code"] == ErrorCode.REQUEST_TIMED_OUT
-        assert latest(clients[leader], "rf2") == 0
+        # Two replicas in the ISR: acks=all completes once the follower has fetched the
+        # records (the high watermark passed them), and consumers then see them.
+        replicated = produce(clients[leader], "rf2", 2, acks=-1, timeout_ms=10_000)
+        assert replicated["error_code"] == ErrorCode.NO_ERROR, replicated
+        assert latest(clients[leader], "rf2") == 3
         # The follower dies: once fenced it leaves the broker list and (controller) the ISR;
-        # with the leader alone in the ISR its high watermark reaches the log end.
+        # acks=1 appends go on and, the leader alone in the ISR, the HW reaches the log end.
         clients[follower].close()
         cluster.kill(follower)
+        assert produce(clients[leader], "rf2", 2)["error_code"] == ErrorCode.NO_ERROR
 
         def shrunk() -> bool:
             md, p = partition_md(clients[leader], "rf2")
@@ -103,7 +104,7 @@ def test_two_brokers_routing_acks_all_and_isr_shrink(make_cluster: ClusterFactor
         wait_for(shrunk, "the fenced follower to leave the ISR")
         _, p = partition_md(clients[leader], "rf2")
         assert p["offline_replicas"] == [follower]
-        wait_for(lambda: latest(clients[leader], "rf2") == 3, "the HW to reach the log end")
+        wait_for(lambda: latest(clients[leader], "rf2") == 5, "the HW to reach the log end")
     finally:
         for c in clients.values():
             c.close()
