@@ -45,10 +45,13 @@ class AbstractIndex:
         base_offset: int,
         max_index_bytes: int,
         writable: bool,
+        *,
+        create_now: bool = True,
     ) -> None:
         """A read-only index (``writable`` False: a closed segment's) does no I/O here; its
         file is read on first use. A writable one (the active segment's) is created if
-        missing and preallocated to ``max_index_bytes`` now."""
+        missing and preallocated to ``max_index_bytes`` now, or, with ``create_now`` False
+        (a new segment nothing was appended to yet), by :meth:`create_file`."""
         if max_index_bytes < self.entry_size:
             raise ValueError(f"max_index_bytes {max_index_bytes} below one entry")
         self.path = path
@@ -64,7 +67,11 @@ class AbstractIndex:
         # entries up to _file_entries (stale ones past _n are zeroed on the next write).
         self._dirty_from = 0
         self._file_entries = 0
-        if writable:
+        self._file_exists = True
+        if writable and not create_now:
+            self._file_exists = False
+            self._buf = bytearray()
+        elif writable:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 existing = os.fstat(fd).st_size
@@ -76,6 +83,20 @@ class AbstractIndex:
                 os.close(fd)
             if existing:
                 self.make_writable()
+
+    def create_file(self) -> None:
+        """Create the (preallocated) file of an index made with ``create_now`` False; a
+        no-op when it exists."""
+        with self._lock:
+            if self._file_exists:
+                return
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(fd).st_size == 0:
+                    os.ftruncate(fd, self.max_index_bytes if self._writable else 0)
+            finally:
+                os.close(fd)
+            self._file_exists = True
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -192,6 +213,9 @@ class AbstractIndex:
     def _write_locked(self, *, sync: bool, size: int | None) -> None:
         """Write dirty entries, zero stale ones, optionally set the file ``size`` and fsync.
         Holds ``self._lock``."""
+        if not self._file_exists:
+            # Never created: nothing was ever appended, so there is nothing to write.
+            return
         buf = self._buf
         if buf is None:
             if size is None and not sync:

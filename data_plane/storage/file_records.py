@@ -118,22 +118,33 @@ class FileRecords:
     """The ``.log`` file of one segment (Kafka's FileRecords)."""
 
     def __init__(
-        self, path: str, *, open_now: bool = True, on_open: Callable[[], None] | None = None
+        self,
+        path: str,
+        *,
+        open_now: bool = True,
+        exists: bool = True,
+        on_open: Callable[[], None] | None = None,
     ) -> None:
-        """Open (creating it if missing) now, or only on first use when not ``open_now``
-        (an existing closed segment: its size is taken from ``stat``). ``on_open`` is called
-        after each lazy open (the log manager's LRU registers the segment)."""
+        """Open (creating it if missing) now, or only on first use when not ``open_now``:
+        an existing closed segment (its size taken from ``stat``), or, when not ``exists``,
+        a new empty segment whose file is created by its first write (a partition that is
+        created but never written costs no file). ``on_open`` is called after each lazy
+        open (the log manager's LRU registers the segment)."""
         self.path = path
         self._on_open = on_open
         self._flush_lock = threading.Lock()
         self._closed = False
         self._handle: SegmentFile | None = None
+        self._exists = exists
         if open_now:
             # Not O_APPEND: on Linux pwrite ignores its offset on O_APPEND files.
             self._handle = SegmentFile(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
             self._size = os.fstat(self._handle.fileno()).st_size
-        else:
+            self._exists = True
+        elif exists:
             self._size = os.stat(path).st_size
+        else:
+            self._size = 0
 
     @property
     def size_in_bytes(self) -> int:
@@ -146,6 +157,11 @@ class FileRecords:
     def _check_open(self) -> None:
         if self._closed:
             raise LogClosedError(f"{self.path} is closed")
+
+    @property
+    def exists(self) -> bool:
+        """False for a new segment's file not created yet (see ``exists`` above)."""
+        return self._exists
 
     @property
     def is_open(self) -> bool:
@@ -161,7 +177,9 @@ class FileRecords:
             h = self._handle
             opened = h is None
             if h is None:
-                h = self._handle = SegmentFile(os.open(self.path, os.O_RDWR))
+                flags = os.O_RDWR if self._exists else os.O_RDWR | os.O_CREAT
+                h = self._handle = SegmentFile(os.open(self.path, flags, 0o644))
+                self._exists = True
         if opened and self._on_open is not None:
             self._on_open()
         return h
@@ -209,7 +227,7 @@ class FileRecords:
         """fsync the file's data (safe from a background thread; no-op once closed). A
         released file is opened just for the fsync, which covers every write to the inode."""
         with self._flush_lock:
-            if self._closed:
+            if self._closed or not self._exists:
                 return
             h = self._handle
             if h is not None:

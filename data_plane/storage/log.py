@@ -157,6 +157,9 @@ class Log:
         self._last_flush_ms = clock_ms()
         self._roll_flush_pending = False
         self._dir_flush_pending = False
+        # A directory created by this load is fsynced with the log's first flush of data
+        # (an empty log lost in a crash is re-created from the metadata; see LogManager).
+        self._new_dir_unsynced = loaded.created
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._high_watermark = self._log_start_offset
         self._hw_metadata: LogOffsetMetadata | None = None
@@ -455,7 +458,9 @@ class Log:
 
     def _empty_slice_locked(self) -> FileSlice:
         seg = self._segments[-1]
-        return FileSlice(seg.log.file, seg.size_in_bytes, 0, seg.base_offset, -1)
+        # A new log's first segment has no file until its first append.
+        file = seg.log.file if seg.files_created else None
+        return FileSlice(file, seg.size_in_bytes, 0, seg.base_offset, -1)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Map ``offset`` to the segment and position of the batch holding it (the LEO maps to
@@ -530,8 +535,12 @@ class Log:
                 return
             i = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
             to_flush = [s for s in self._segments[i:] if s.base_offset < target]
-            flush_dir = self._dir_flush_pending
+            flush_dir = self._dir_flush_pending or (
+                self._new_dir_unsynced and target > self._recovery_point
+            )
             self._dir_flush_pending = False
+            if flush_dir:
+                self._new_dir_unsynced = False
         try:
             for seg in to_flush:
                 seg.flush(indexes=indexes)

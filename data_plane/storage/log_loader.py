@@ -24,6 +24,9 @@ trusted, but an index that is missing, misaligned, unsorted or points beyond its
 rebuilt, and the last segment's tail is always re-framed so a torn tail is caught even when a
 checkpoint claims it was flushed.
 
+A directory without any ``.log`` is an empty log (a partition created but never written:
+its first segment's files are created by the first append).
+
 Not thread-safe: runs once, before the log is shared.
 """
 
@@ -91,6 +94,8 @@ class LoadedLog:
     truncated_bytes: int = 0
     dropped_batches: int = 0
     rebuilt_indexes: list[str] = field(default_factory=list)
+    # The directory was created by this load (nothing of it is durable yet).
+    created: bool = False
 
 
 def load_log(
@@ -110,7 +115,27 @@ def load_log(
     segment's tail are checked; the indexes of closed segments below the recovery point are
     not even opened (only their presence is checked): they are sanity-checked on first use
     (segment.py). ``cache`` bounds the closed segments held open later."""
-    os.makedirs(dir_path, exist_ok=True)
+    try:
+        os.mkdir(dir_path, 0o755)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        os.makedirs(dir_path, exist_ok=True)
+    else:
+        # A new log: nothing to classify or recover (the common case when thousands of
+        # partitions are created at once, so it skips the listing).
+        start = max(log_start_offset, 0)
+        first = LogSegment(
+            dir_path,
+            start,
+            index_interval_bytes=index_interval_bytes,
+            max_index_bytes=max_index_bytes,
+            created_ms=now_ms,
+            active=True,
+            cache=cache,
+            create_files=False,
+        )
+        return LoadedLog([first], start, start, start, created=True)
     segments: list[LogSegment] = []
     rebuilt: list[str] = []
     log_bases, indexed_bases = _classify_and_clean(dir_path)
@@ -145,6 +170,7 @@ def load_log(
                 created_ms=now_ms,
                 active=True,
                 cache=cache,
+                create_files=False,
             )
         )
         result.next_offset = segments[0].base_offset

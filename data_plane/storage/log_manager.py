@@ -48,9 +48,16 @@ from data_plane.storage.checkpoints import (
     TopicPartition,
 )
 from data_plane.storage.config import LogConfig
-from data_plane.storage.errors import LogClosedError, LogDirLayoutError, StorageError
+from data_plane.storage.errors import (
+    CorruptCheckpointError,
+    LogClosedError,
+    LogDirLayoutError,
+    StorageError,
+)
 from data_plane.storage.log import Clock, Log, wall_clock_ms
 from data_plane.storage.log_loader import parse_topic_partition, partition_dir_name
+from data_plane.storage.partition_metadata import PartitionMetadataFile
+from data_plane.storage.segment_cache import DEFAULT_MAX_OPEN_SEGMENTS, OpenSegmentCache
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +108,11 @@ class LogManager:
         topic_config: Callable[[str], LogConfig] | None = None,
         extra_allowed_names: Iterable[str] = (),
         clock_ms: Clock = wall_clock_ms,
+        max_open_segments: int = DEFAULT_MAX_OPEN_SEGMENTS,
     ) -> None:
         """Lock and load every log directory in ``config.log_dirs``. ``topic_config(topic)``
-        gives a topic's LogConfig (default: ``config``)."""
+        gives a topic's LogConfig (default: ``config``). ``max_open_segments`` bounds the
+        closed segments (not the active ones) holding a descriptor at once, over all logs."""
         if not config.log_dirs:
             raise LogDirLayoutError("log.dirs is empty")
         self._default_config = config
@@ -113,11 +122,18 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self._logs_per_dir: dict[str, int] = {}
+        # Topic ids read from or written to partition.metadata (read lazily, on the first
+        # get_or_create_log that names a topic id).
+        self._topic_ids: dict[TopicPartition, uuid.UUID] = {}
+        self._metadata_files: dict[TopicPartition, PartitionMetadataFile] = {}
+        self.segment_cache = OpenSegmentCache(max_open_segments)
         self._lock_fds: dict[str, int] = {}
         self._closed = False
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.log_dirs = tuple(os.path.abspath(d) for d in config.log_dirs)
+        self._logs_per_dir = {d: 0 for d in self.log_dirs}
         self._last_checkpoint: dict[tuple[str, str], dict[TopicPartition, int]] = {}
         try:
             for log_dir in self.log_dirs:
@@ -188,9 +204,9 @@ class LogManager:
                 high_watermark=high_watermarks.get(tp, 0),
                 clean_shutdown=clean and tp in recovery_points,
                 clock_ms=self._clock_ms,
+                segment_cache=self.segment_cache,
             )
-            self._logs[tp] = log
-            self._dir_of[tp] = log_dir
+            self._add_locked(tp, log, log_dir)
         if clean:
             # From now on the directory is in use: a crash must not look clean.
             os.unlink(clean_marker)
@@ -219,21 +235,66 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
-    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+    def _add_locked(self, tp: TopicPartition, log: Log, log_dir: str) -> None:
+        self._logs[tp] = log
+        self._dir_of[tp] = log_dir
+        self._logs_per_dir[log_dir] += 1
+
+    def _remove_locked(self, tp: TopicPartition) -> tuple[Log | None, str | None]:
+        log = self._logs.pop(tp, None)
+        log_dir = self._dir_of.pop(tp, None)
+        if log_dir is not None:
+            self._logs_per_dir[log_dir] -= 1
+        self._topic_ids.pop(tp, None)
+        self._metadata_files.pop(tp, None)
+        return log, log_dir
+
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> Log:
         """The log of ``topic``-``partition``, created (in the least loaded log dir) if
-        missing. ``config`` (the topic's config) is applied to an existing log too."""
+        missing. ``config`` (the topic's config) is applied to an existing log too.
+
+        ``topic_id`` (from the metadata) is recorded in the log's ``partition.metadata``. An
+        existing log whose stored topic id differs belongs to a deleted topic of the same
+        name (deleted and re-created while this broker was down): it is deleted (renamed
+        ``-delete``) and a new, empty log created, with a warning. A log without a stored id
+        adopts the given one.
+
+        Creation does no fsync: the partition directory is made durable with the log's
+        first flush of data and the log dir's entry for it with the next checkpoint write
+        (maintenance), as Kafka does not sync on creation either. An empty log lost in a
+        crash before that is simply created again from the metadata, which is the source of
+        truth for which partitions exist; a log holding data is flushed (directory
+        included) before its recovery point moves past that data."""
         tp = (topic, partition)
         with self._lock:
             if self._closed:
                 raise LogClosedError("log manager is closed")
             log = self._logs.get(tp)
+            if log is not None and topic_id is not None:
+                stored = self._stored_topic_id_locked(tp, log)
+                if stored is not None and stored != topic_id:
+                    logger.warning(
+                        "log %s belongs to topic id %s, the metadata names %s (the topic was "
+                        "deleted and re-created): deleting the stale log",
+                        log.name,
+                        stored,
+                        topic_id,
+                    )
+                    self.delete_log(topic, partition)
+                    log = None
+                elif stored is None:
+                    self._record_topic_id_locked(tp, log, topic_id)
             if log is not None:
                 if config is not None and config != log.config:
                     log.update_config(config)
                 return log
-            counts = {d: 0 for d in self.log_dirs}
-            for d in self._dir_of.values():
-                counts[d] += 1
+            counts = self._logs_per_dir
             log_dir = min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
             path = os.path.join(log_dir, partition_dir_name(topic, partition))
             log = Log(
@@ -242,19 +303,67 @@ class LogManager:
                 topic=topic,
                 partition=partition,
                 clock_ms=self._clock_ms,
+                segment_cache=self.segment_cache,
             )
-            self._logs[tp] = log
-            self._dir_of[tp] = log_dir
-            logger.info("created log %s in %s", log.name, log_dir)
+            self._add_locked(tp, log, log_dir)
+            if topic_id is not None:
+                self._record_topic_id_locked(tp, log, topic_id)
+            logger.debug("created log %s in %s", log.name, log_dir)
             return log
 
-    def delete_log(self, topic: str, partition: int) -> bool:
-        """Close the log, rename its directory to ``<topic>-<partition>.<uuid>-delete`` and
-        remove it; return whether it existed. Checkpoints forget it at once."""
+    def topic_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
+        """The topic id stored in the log's ``partition.metadata`` (None: no log, no file)."""
         tp = (topic, partition)
         with self._lock:
-            log = self._logs.pop(tp, None)
-            log_dir = self._dir_of.pop(tp, None)
+            log = self._logs.get(tp)
+            return None if log is None else self._stored_topic_id_locked(tp, log)
+
+    def _metadata_file_locked(self, tp: TopicPartition, log: Log) -> PartitionMetadataFile:
+        f = self._metadata_files.get(tp)
+        if f is None:
+            f = self._metadata_files[tp] = PartitionMetadataFile(log.dir_path)
+        return f
+
+    def _stored_topic_id_locked(self, tp: TopicPartition, log: Log) -> uuid.UUID | None:
+        tid = self._topic_ids.get(tp)
+        if tid is not None:
+            return tid
+        try:
+            tid = self._metadata_file_locked(tp, log).read()
+        except CorruptCheckpointError as e:
+            # Written without fsync (see PartitionMetadataFile): a crash may leave it empty.
+            # Treated as missing, so the metadata's id is adopted.
+            logger.warning("%s; treating the topic id of %s as unknown", e, log.name)
+            tid = None
+        if tid is not None:
+            self._topic_ids[tp] = tid
+        return tid
+
+    def _record_topic_id_locked(self, tp: TopicPartition, log: Log, topic_id: uuid.UUID) -> None:
+        self._metadata_file_locked(tp, log).record(topic_id)
+        self._topic_ids[tp] = topic_id
+
+    def delete_log(self, topic: str, partition: int, topic_id: uuid.UUID | None = None) -> bool:
+        """Close the log, rename its directory to ``<topic>-<partition>.<uuid>-delete`` and
+        remove it; return whether it existed (and was deleted). With ``topic_id``, a log
+        whose ``partition.metadata`` names another topic id is kept (it belongs to the
+        topic re-created under the same name). Checkpoints forget it at once."""
+        tp = (topic, partition)
+        with self._lock:
+            existing = self._logs.get(tp)
+            if existing is None:
+                return False
+            if topic_id is not None:
+                stored = self._stored_topic_id_locked(tp, existing)
+                if stored is not None and stored != topic_id:
+                    logger.info(
+                        "not deleting %s: it belongs to topic id %s, not %s",
+                        existing.name,
+                        stored,
+                        topic_id,
+                    )
+                    return False
+            log, log_dir = self._remove_locked(tp)
         if log is None or log_dir is None:
             return False
         renamed = os.path.join(
@@ -265,7 +374,22 @@ class LogManager:
         self.checkpoint_log_start_offsets()
         hws = {k: v for k, v in self.read_high_watermarks().items() if k != tp}
         self._write_per_dir(HIGH_WATERMARK_CHECKPOINT, hws, force=True)
+        logger.info("deleted log %s", log.name)
         return True
+
+    def flush_partition_metadata(self) -> int:
+        """fsync the ``partition.metadata`` files recorded since the last call (and their
+        directories); return how many. Run by maintenance and close."""
+        with self._lock:
+            pending = [
+                (f, self._logs[tp].dir_path)
+                for tp, f in self._metadata_files.items()
+                if f.dirty and tp in self._logs
+            ]
+        for f, dir_path in pending:
+            f.flush()
+            _fsync_dir(dir_path)
+        return len(pending)
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -324,7 +448,9 @@ class LogManager:
 
     def maintenance(self) -> MaintenanceReport:
         """One round: flush logs per their policy, apply retention, unlink due ``.deleted``
-        files, checkpoint recovery points and log start offsets. Never raises: a failing log
+        files, fsync new ``partition.metadata`` files, checkpoint recovery points and log
+        start offsets (the checkpoint write fsyncs the log dir, which makes the entries of
+        partition directories created since durable). Never raises: a failing log
         is reported in ``errors`` and the round goes on."""
         flushed = deleted = unlinked = 0
         errors: list[str] = []
@@ -337,6 +463,11 @@ class LogManager:
             except (OSError, StorageError) as e:
                 logger.exception("maintenance of %s failed", log.name)
                 errors.append(f"{log.name}: {e}")
+        try:
+            self.flush_partition_metadata()
+        except OSError as e:
+            logger.exception("flushing partition.metadata files failed")
+            errors.append(f"partition.metadata: {e}")
         try:
             self.checkpoint_recovery_points()
             self.checkpoint_log_start_offsets()
@@ -381,6 +512,7 @@ class LogManager:
         logs = self._items()
         for _tp, log in logs:
             log.close()
+        self.flush_partition_metadata()
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
@@ -389,3 +521,11 @@ class LogManager:
             os.fsync(fd)
             os.close(fd)
         self._release_locks()
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -103,18 +103,24 @@ class LogSegment:
         created_ms: int,
         active: bool,
         cache: OpenSegmentCache | None = None,
+        create_files: bool = True,
     ) -> None:
-        """An ``active`` segment is created (or reopened) with its files open; otherwise
-        the segment's files exist and are opened on first use (see the module docstring)."""
+        """An ``active`` segment is created (or reopened) with its files open, or, with
+        ``create_files`` False (the first segment of a new log), its files are created by
+        its first append, so a partition never written costs no file and no descriptor.
+        Otherwise the segment's files exist and are opened on first use (module docstring)."""
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self._cache = cache
         self.active = active
+        lazy_create = active and not create_files
+        self._files_created = not lazy_create
         self.log = FileRecords(
             os.path.join(dir_path, segment_file_name(base_offset, LOG_SUFFIX)),
-            open_now=active,
+            open_now=active and not lazy_create,
+            exists=not lazy_create,
             on_open=self._on_resource_opened,
         )
         self.offset_index = OffsetIndex(
@@ -122,12 +128,14 @@ class LogSegment:
             base_offset,
             max_index_bytes,
             writable=active,
+            create_now=not lazy_create,
         )
         self.time_index = TimeIndex(
             os.path.join(dir_path, segment_file_name(base_offset, TIME_INDEX_SUFFIX)),
             base_offset,
             max_index_bytes,
             writable=active,
+            create_now=not lazy_create,
         )
         self.verified = VerifiedRanges()
         self._bytes_since_last_index_entry = 0
@@ -139,6 +147,20 @@ class LogSegment:
         # loader checked or rebuilt them already.
         self.indexes_checked = active
         self._deleted = False
+
+    @property
+    def files_created(self) -> bool:
+        return self._files_created
+
+    def create_files(self) -> None:
+        """Create the three files of a segment made with ``create_files`` False (on its
+        first append, or when a caller needs a descriptor)."""
+        if self._files_created:
+            return
+        self.log.file  # noqa: B018 - opening creates the .log
+        self.offset_index.create_file()
+        self.time_index.create_file()
+        self._files_created = True
 
     # -- lazily held resources ---------------------------------------------------------------
 
@@ -239,6 +261,8 @@ class LogSegment:
         batches' CRCs, so the written range counts as verified."""
         if not batches:
             return self.log.size_in_bytes
+        if not self._files_created:
+            self.create_files()
         if batches[-1].last_offset - self.base_offset > MAX_RELATIVE_OFFSET:
             raise InvalidRecordError(
                 f"offset {batches[-1].last_offset} does not fit segment {self.base_offset}"
