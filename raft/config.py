@@ -9,8 +9,9 @@ timings are derived from these in :mod:`raft.syncobj_node`:
     raftMaxTimeout        = 2 x election timeout          (randomised in between, as Kafka)
     leaderFallbackTimeout = election timeout              (an isolated leader steps down)
     appendEntriesPeriod   = controller.quorum.append.interval.ms (heartbeat)
-    connectionTimeout     = 2 x election timeout
+    connectionTimeout     = 2 x election timeout          (idle connections get keepalives)
     connectionRetryTime   = controller.quorum.retry.backoff.ms
+    pre-vote lease        = 0.8 x election timeout        (kraftlog's, see raft.prevote)
 """
 
 from __future__ import annotations
