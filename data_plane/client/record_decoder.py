@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from collections.abc import Iterable
+from itertools import repeat
 
 import crc32c
 
@@ -174,9 +176,14 @@ class FetchedRecords:
         batches = self._batches
         while batches and taken < max_records:
             batch = batches[0]
-            appended = _decode_records(
+            appended = _decode_uniform_run(
                 batch, max_records - taken, self.topic, self.partition, self.min_offset, out
             )
+            if not appended:
+                appended = _decode_records(
+                    batch, min(max_records - taken, _GENERAL_STEP_RECORDS), self.topic,
+                    self.partition, self.min_offset, out,
+                )
             taken += appended
             if batch.remaining == 0:
                 batches.popleft()
@@ -216,6 +223,177 @@ def decode_fetched(
     while not fetched.exhausted:
         fetched.take(1 << 30, out)
     return DecodedFetch(out, fetched.next_offset)
+
+
+# Uniform runs (see _decode_uniform_run): below this many records the general loop is used.
+_MIN_UNIFORM_RUN = 8
+# Records the general loop decodes before a uniform run is looked for again.
+_GENERAL_STEP_RECORDS = 64
+# Translation tables marking with 1 the bytes that cannot be: the last (or only) byte of a
+# varint; the first byte of a two-byte varint; the first byte of a non-negative one.
+_NOT_LAST = bytes(0 if b < 0x80 else 1 for b in range(256))
+_NOT_FIRST_OF_TWO = bytes(1 if b < 0x80 else 0 for b in range(256))
+_NOT_EVEN_LAST = bytes(0 if b < 0x80 and not b & 1 else 1 for b in range(256))
+_NOT_EVEN_FIRST_OF_TWO = bytes(0 if b >= 0x80 and not b & 1 else 1 for b in range(256))
+
+
+def _first_other(strided: bytes, value: int) -> int:
+    """Index of the first byte of ``strided`` that is not ``value`` (len if none)."""
+    return len(strided) - len(strided.lstrip(bytes((value,))))
+
+
+def _first_marked(strided: bytes, table: bytes) -> int:
+    """Index of the first byte ``table`` marks with 1 (len if none)."""
+    index = strided.translate(table).find(1)
+    return len(strided) if index < 0 else index
+
+
+def _short_varint(data: bytes, pos: int) -> int:
+    """Width (1 or 2) of the varint at ``pos``, 0 if longer."""
+    if data[pos] < 0x80:
+        return 1
+    return 2 if data[pos + 1] < 0x80 else 0
+
+
+def _raw(data: bytes, pos: int, width: int) -> int:
+    """The unsigned (not yet zig-zag decoded) value of a 1- or 2-byte varint."""
+    if width == 1:
+        return data[pos]
+    return (data[pos] & 0x7F) | (data[pos + 1] << 7)
+
+
+def _decode_uniform_run(
+    batch: _PendingBatch,
+    max_records: int,
+    topic: str,
+    partition: int,
+    min_offset: int,
+    out: list[ConsumerRecord],
+) -> int:
+    """Decode a run of same-shaped records at the cursor with C-speed slicing; returns how
+    many (0 when there is no run worth it, leaving the cursor alone).
+
+    Same-shaped: no headers, a null key or keys of one length, values of one length, and
+    varints of the same width (one or two bytes) in every record, so all records have the
+    same size and their fields sit at fixed places. The first record is parsed and its length
+    checked against its fields; the others are checked with strided slices: every byte that
+    must be constant (length, attributes, key and value lengths, header count) equals the
+    first record's, and every delta byte is a valid varint byte of the same width. That
+    proves they decode to exactly what the general loop would produce, which is what
+    producers write for fixed-size values (and the benchmark measures).
+    """
+    data = batch.data
+    n = len(data)
+    p = batch.pos
+    limit = min(batch.remaining, max_records)
+    if limit < _MIN_UNIFORM_RUN or n - p < 16:
+        return 0
+    length_width = _short_varint(data, p)
+    if not length_width:
+        return 0
+    length_raw = _raw(data, p, length_width)
+    q = p + length_width  # attributes byte
+    ts_width = _short_varint(data, q + 1)
+    if data[q] != 0 or not ts_width:
+        return 0
+    od_pos = q + 1 + ts_width
+    od_width = _short_varint(data, od_pos)
+    if not od_width or _raw(data, od_pos, od_width) & 1:
+        return 0  # a long or negative offset delta: the general loop checks it
+    k_pos = od_pos + od_width
+    key_byte = data[k_pos]
+    if key_byte == 1:
+        key_size = -1
+        v = k_pos + 1
+    elif key_byte < 0x80 and not key_byte & 1:
+        key_size = key_byte >> 1
+        v = k_pos + 1 + key_size
+    else:
+        return 0
+    if v + 1 >= n:
+        return 0
+    value_width = _short_varint(data, v)
+    if not value_width:
+        return 0
+    value_raw = _raw(data, v, value_width)
+    if value_raw & 1:
+        return 0  # a null value (or a negative length): the general loop
+    value_size = value_raw >> 1
+    h = v + value_width + value_size  # headers count
+    if length_raw & 1 or h >= n or data[h] != 0 or (length_raw >> 1) != h + 1 - q:
+        return 0
+    size = h + 1 - p  # every record of the run has this many bytes
+    run = min(limit, (n - p) // size)
+    if run < _MIN_UNIFORM_RUN:
+        return 0
+    end = p + run * size
+    for pos in (*range(p, q + 1), k_pos, *range(v, v + value_width), h):
+        run = min(run, _first_other(data[pos:end:size], data[pos]))
+    ts_bytes = [data[pos:end:size] for pos in range(q + 1, od_pos)]
+    od_bytes = [data[pos:end:size] for pos in range(od_pos, k_pos)]
+    if ts_width == 1:
+        run = min(run, _first_marked(ts_bytes[0], _NOT_LAST))
+    else:
+        run = min(run, _first_marked(ts_bytes[0], _NOT_FIRST_OF_TWO),
+                  _first_marked(ts_bytes[1], _NOT_LAST))
+    if od_width == 1:
+        run = min(run, _first_marked(od_bytes[0], _NOT_EVEN_LAST))
+    else:
+        run = min(run, _first_marked(od_bytes[0], _NOT_EVEN_FIRST_OF_TWO),
+                  _first_marked(od_bytes[1], _NOT_LAST))
+    if run < _MIN_UNIFORM_RUN:
+        return 0
+    base_offset = batch.base_offset
+    if od_width == 1:
+        offsets = [base_offset + (d >> 1) for d in od_bytes[0][:run]]
+    else:
+        offsets = [
+            base_offset + (((lo & 0x7F) | (hi << 7)) >> 1)
+            for lo, hi in zip(od_bytes[0][:run], od_bytes[1][:run], strict=True)
+        ]
+    if min(offsets) < min_offset:
+        return 0  # the first batch of a fetch may start below the fetch offset
+    timestamps: Iterable[int]
+    if batch.fixed_ts is not None:
+        timestamps = repeat(batch.fixed_ts, run)
+    elif ts_width == 1:
+        base_ts = batch.base_ts
+        timestamps = [base_ts + ((t >> 1) ^ -(t & 1)) for t in ts_bytes[0][:run]]
+    else:
+        base_ts = batch.base_ts
+        timestamps = [
+            base_ts + ((raw >> 1) ^ -(raw & 1))
+            for raw in (
+                (lo & 0x7F) | (hi << 7)
+                for lo, hi in zip(ts_bytes[0][:run], ts_bytes[1][:run], strict=True)
+            )
+        ]
+    stop = p + run * size
+    first_value = v + value_width
+    values = [data[i : i + value_size] for i in range(first_value, stop, size)]
+    keys: Iterable[bytes | None]
+    if key_size < 0:
+        keys = repeat(None, run)
+    else:
+        keys = [data[i : i + key_size] for i in range(k_pos + 1, stop, size)]
+    out.extend(
+        map(
+            ConsumerRecord,
+            repeat(topic, run),
+            repeat(partition, run),
+            offsets,
+            timestamps,
+            repeat(batch.ts_type, run),
+            keys,
+            values,
+            repeat((), run),
+        )
+    )
+    batch.pos = stop
+    batch.remaining -= run
+    if not batch.remaining and stop != n:
+        raise _corrupt(f"batch at offset {base_offset} has bytes after its last record")
+    return run
 
 
 def _varint_slow(data: bytes, p: int) -> tuple[int, int]:

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from data_plane.client.errors import KafkaError
-from data_plane.client.record_decoder import decode_fetched
+from data_plane.client.record_decoder import FetchedRecords, decode_fetched
 from data_plane.client.record_encoder import RecordBatchBuilder
+from data_plane.client.records import ConsumerRecord
 from data_plane.storage.compression import Compression
 from data_plane.storage.record_codec import Record, build_batch, decode_records
 from data_plane.storage.records import LOG_APPEND_TIME
@@ -102,3 +105,52 @@ def test_garbage_inside_a_valid_crc_raises_corrupt_message() -> None:
     b.count = 1
     with pytest.raises(KafkaError):
         decode_fetched("t", 0, bytes(b.build()), 0)
+
+
+run_st = st.tuples(
+    st.integers(min_value=1, max_value=120),  # records in the run
+    st.one_of(st.none(), st.integers(min_value=0, max_value=70)),  # key size (None = null)
+    st.one_of(st.none(), st.integers(min_value=0, max_value=300)),  # value size (None = null)
+    st.integers(min_value=0, max_value=150),  # timestamp step (ms)
+    st.booleans(),  # headers
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs=st.lists(run_st, min_size=1, max_size=6),
+    base_offset=st.integers(min_value=0, max_value=1 << 40),
+    skip=st.integers(min_value=0, max_value=400),
+    chunk=st.integers(min_value=1, max_value=700),
+    log_append=st.booleans(),
+)
+def test_fast_and_general_decoding_agree_with_the_storage_decoder(
+    runs: list[tuple[int, int | None, int | None, int, bool]],
+    base_offset: int,
+    skip: int,
+    chunk: int,
+    log_append: bool,
+) -> None:
+    records = []
+    ts = 1_700_000_000_000
+    for count, key_size, value_size, step, with_headers in runs:
+        for i in range(count):
+            ts += step
+            key = None if key_size is None else bytes([i % 251]) * key_size
+            value = None if value_size is None else bytes([(i * 7) % 251]) * value_size
+            headers = (("h", b"%d" % i),) if with_headers else ()
+            records.append(Record(key, value, ts, headers))
+    kwargs = {"timestamp_type": LOG_APPEND_TIME, "log_append_time_ms": 42} if log_append else {}
+    payload = bytes(build_batch(records, base_offset=base_offset, **kwargs))
+    _header, expected = decode_records(payload)
+    min_offset = base_offset + min(skip, len(records))
+    fetched = FetchedRecords("t", 1, payload, min_offset)
+    got: list[ConsumerRecord] = []
+    while not fetched.exhausted:
+        fetched.take(chunk, got)
+    assert fetched.position == base_offset + len(records)
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in got] == [
+        (r.offset, r.timestamp, r.key, r.value, r.headers)
+        for r in expected
+        if r.offset >= min_offset
+    ]
