@@ -17,15 +17,24 @@ Life cycle::
 ``LocalCluster.open(dir)`` attaches to a cluster another process started (``cluster up
 --detach``); it finds the nodes through their pid files.
 
+Network-namespace mode (``create(..., netns="name")``, root only; for partition tests): see
+:class:`NetnsTopology`. Every node runs in a network namespace of its own with its own
+address, joined to a hub namespace through a veth pair; :meth:`LocalCluster.block` /
+:meth:`heal` drop or restore the traffic between two nodes (iptables in the hub), and
+:meth:`run_in_netns` runs a command (a test client) in the hub, the only place the nodes can be
+reached from. :meth:`close` deletes the namespaces and with them every rule.
+
 Thread-safety: none; one LocalCluster per thread (tests, the CLI).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -101,6 +110,7 @@ class LocalCluster:
     def __init__(self, layout: ClusterLayout) -> None:
         self.layout = layout
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self.netns: NetnsTopology | None = NetnsTopology.load(layout.directory)
 
     # --- creation -------------------------------------------------------------------------------
 
@@ -114,8 +124,11 @@ class LocalCluster:
         host: str = "127.0.0.1",
         overrides: Mapping[str, str] | None = None,
         cluster_id: str | None = None,
+        netns: str | None = None,
     ) -> LocalCluster:
-        """Write a new cluster into ``directory`` (which must not hold one) and format it."""
+        """Write a new cluster into ``directory`` (which must not hold one) and format it.
+        With ``netns`` (a short name), create the network namespaces of
+        :class:`NetnsTopology` and give every node its own address in them."""
         if ClusterLayout.exists(directory):
             raise ClusterError(f"{directory} already holds a cluster; use LocalCluster.open")
         layout = plan_layout(
@@ -126,19 +139,37 @@ class LocalCluster:
             host=host,
         )
         layout.directory.mkdir(parents=True, exist_ok=True)
+        topology = None
+        if netns is not None:
+            topology = NetnsTopology(netns, [n.node_id for n in layout.nodes])
+            topology.create()
+            topology.save(layout.directory)
+        try:
+            cls._write_nodes(layout, overrides or {}, topology)
+        except BaseException:
+            if topology is not None:
+                topology.destroy()
+            raise
+        # cluster.json last: its presence means "fully created".
+        layout.save()
+        return cls(layout)
+
+    @staticmethod
+    def _write_nodes(
+        layout: ClusterLayout, overrides: Mapping[str, str], topology: NetnsTopology | None
+    ) -> None:
         secret = secrets.token_urlsafe(32)
         _write_private(layout.secret_path(), secret + "\n")
         for node in layout.nodes:
             node.directory.mkdir(parents=True, exist_ok=True)
-            props = node_properties(layout, node, secret, overrides or {})
+            props = node_properties(layout, node, secret, overrides)
+            if topology is not None:
+                props = topology.rewrite_addresses(props, layout)
             _write_private(node.config_path, render_properties(props, node))
             settings = load_node_config(str(node.config_path))
             format_directories(
                 settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node.node_id
             )
-        # cluster.json last: its presence means "fully created".
-        layout.save()
-        return cls(layout)
 
     @classmethod
     def open(cls, directory: str | os.PathLike[str]) -> LocalCluster:
@@ -167,10 +198,20 @@ class LocalCluster:
         return [n.node_id for n in self.layout.brokers]
 
     def bootstrap_controllers(self) -> list[str]:
+        if self.netns is not None:
+            return [self.controller_address(n.node_id) for n in self.layout.controllers]
         return self.layout.bootstrap_controllers()
 
     def bootstrap_servers(self) -> list[str]:
+        if self.netns is not None:
+            return [f"{self.host_of(n.node_id)}:{n.broker_port}" for n in self.layout.brokers]
         return self.layout.bootstrap_servers()
+
+    def host_of(self, node_id: int) -> str:
+        """The address node ``node_id`` listens on (its own one in network-namespace mode)."""
+        if self.netns is not None:
+            return self.netns.address(node_id)
+        return self.layout.host
 
     def node(self, node_id: int) -> NodeLayout:
         return self.layout.node(node_id)
@@ -182,7 +223,7 @@ class LocalCluster:
         node = self.node(node_id)
         if node.controller_port is None:
             raise KeyError(f"node {node_id} is not a controller")
-        return f"{self.layout.host}:{node.controller_port}"
+        return f"{self.host_of(node_id)}:{node.controller_port}"
 
     def client(
         self, timeout_s: float = 5.0, controllers: Iterable[int] | None = None
@@ -228,9 +269,12 @@ class LocalCluster:
         node = self.node(node_id)
         # A stale status file from the previous run must not pass for this run's.
         node.status_path.unlink(missing_ok=True)
-        child = processes.spawn_node(
-            str(node.config_path), str(node.log_path), str(node.pid_path), str(node.status_path)
-        )
+        if self.netns is not None:
+            child = self.netns.spawn_node(node_id, node)
+        else:
+            child = processes.spawn_node(
+                str(node.config_path), str(node.log_path), str(node.pid_path), str(node.status_path)
+            )
         self._children[node_id] = child
         return child.pid
 
@@ -306,6 +350,32 @@ class LocalCluster:
         for child in self._children.values():
             child.wait(10)
         self._children.clear()
+        if self.netns is not None:
+            self.netns.destroy()
+
+    # --- network-namespace mode -----------------------------------------------------------------
+
+    def _require_netns(self) -> NetnsTopology:
+        if self.netns is None:
+            raise ClusterError("this cluster was not created in network-namespace mode")
+        return self.netns
+
+    def block(self, a: int, b: int) -> None:
+        """Drop every packet between nodes ``a`` and ``b`` (both directions)."""
+        self._require_netns().block(a, b)
+
+    def heal(self, a: int, b: int) -> None:
+        self._require_netns().heal(a, b)
+
+    def heal_all(self) -> None:
+        self._require_netns().heal_all()
+
+    def run_in_netns(
+        self, argv: list[str], timeout_s: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` in the hub namespace (where every node is reachable), with this
+        repository on PYTHONPATH; output captured as text."""
+        return self._require_netns().run(argv, timeout_s)
 
     def _by_pid(self) -> dict[int, subprocess.Popen[bytes]]:
         return {c.pid: c for c in self._children.values()}
@@ -372,6 +442,9 @@ class LocalCluster:
     def wait_ready(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
         """Wait until every node runs, the quorum has an active controller, and every broker is
         registered and unfenced. Raises ClusterError with the failing node's log tail."""
+        if self.netns is not None and os.environ.get(_NETNS_INSIDE_ENV) != self.netns.name:
+            self._wait_ready_in_netns(timeout_s)
+            return
         deadline = time.monotonic() + timeout_s
         reason = "not probed yet"
         culprit: int | None = None
@@ -394,6 +467,15 @@ class LocalCluster:
             f"cluster at {self.directory} not ready after {timeout_s:.0f} s: {reason}; last "
             f"lines of {self.node(culprit).log_path}:\n{self.log_tail(culprit)}"
         )
+
+    def _wait_ready_in_netns(self, timeout_s: float) -> None:
+        code = (
+            "import sys; from deploy.local_cluster import LocalCluster; "
+            f"LocalCluster.open(sys.argv[1]).wait_ready({timeout_s!r})"
+        )
+        done = self.run_in_netns([sys.executable, "-c", code, str(self.directory)], timeout_s + 30)
+        if done.returncode != 0:
+            raise ClusterError(f"cluster at {self.directory} not ready:\n{done.stderr[-4000:]}")
 
     def _probe_ready(self, client: ControllerClient) -> tuple[bool, str, int | None]:
         try:
@@ -507,3 +589,186 @@ def _write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+# --- network-namespace mode ---------------------------------------------------------------------
+
+NETNS_FILE = "netns.json"
+# Node k (1-based, in layout order) is 10.200.k.2 in its namespace; the hub end is 10.200.k.1.
+# The addresses exist only inside the namespaces this class creates (no physical interface).
+_NETNS_SUBNET = "10.200"
+_NETNS_INSIDE_ENV = "KRAFTLOG_NETNS"
+_IP_TIMEOUT_S = 10.0
+
+
+class NetnsTopology:
+    """Network namespaces for partition tests (root only; iproute2 and iptables needed).
+
+    Layout, for a topology named ``N`` and nodes 1..k (layout order)::
+
+        hub namespace  N        v1 10.200.1.1/24 ... vk 10.200.k.1/24, ip_forward on,
+                                iptables FORWARD rules = the partitions
+        node namespace N-i      lo, eth0 10.200.i.2/24, default route via 10.200.i.1
+
+    Why a namespace per node and not 127.0.0.N inside one namespace: on loopback the kernel
+    picks 127.0.0.1 as the source of every outgoing connection whatever address the process
+    listens on, so iptables cannot tell the nodes apart by source; here each node's packets
+    carry its own address, and the hub routes (and filters) between them. Each pair of nodes
+    is cut exactly; connections survive a heal (DROP, not reset).
+
+    State is saved to ``netns.json`` in the cluster directory so ``LocalCluster.open`` (e.g.
+    in a client subprocess inside the hub) finds the addresses.
+    """
+
+    def __init__(self, name: str, node_ids: list[int]) -> None:
+        if not name or len(name) > 12 or not name.replace("-", "").isalnum():
+            raise ValueError(f"network namespace name {name!r}: 1-12 letters, digits or '-'")
+        if len(node_ids) > 250:
+            raise ValueError("at most 250 nodes in network-namespace mode")
+        self.name = name
+        self._index = {node_id: k for k, node_id in enumerate(node_ids, start=1)}
+
+    def address(self, node_id: int) -> str:
+        return f"{_NETNS_SUBNET}.{self._index[node_id]}.2"
+
+    def node_namespace(self, node_id: int) -> str:
+        return f"{self.name}-{self._index[node_id]}"
+
+    def _ip(self, *argv: str, ns: str | None = None) -> None:
+        cmd = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_IP_TIMEOUT_S)
+        if done.returncode != 0:
+            raise ClusterError(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
+
+    def create(self) -> None:
+        try:
+            self._ip("ip", "netns", "add", self.name)
+            self._ip("ip", "link", "set", "lo", "up", ns=self.name)
+            self._ip("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=self.name)
+            for node_id, k in self._index.items():
+                ns = self.node_namespace(node_id)
+                self._ip("ip", "netns", "add", ns)
+                self._ip("ip", "link", "set", "lo", "up", ns=ns)
+                self._ip(
+                    "ip",
+                    "link",
+                    "add",
+                    f"v{k}",
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "eth0",
+                    "netns",
+                    ns,
+                    ns=self.name,
+                )
+                self._ip(
+                    "ip", "addr", "add", f"{_NETNS_SUBNET}.{k}.1/24", "dev", f"v{k}", ns=self.name
+                )
+                self._ip("ip", "link", "set", f"v{k}", "up", ns=self.name)
+                self._ip("ip", "addr", "add", f"{self.address(node_id)}/24", "dev", "eth0", ns=ns)
+                self._ip("ip", "link", "set", "eth0", "up", ns=ns)
+                self._ip("ip", "route", "add", "default", "via", f"{_NETNS_SUBNET}.{k}.1", ns=ns)
+        except BaseException:
+            self.destroy()
+            raise
+
+    def destroy(self) -> None:
+        """Delete every namespace (and so every veth and rule); missing ones are fine."""
+        for node_id in self._index:
+            subprocess.run(
+                ["ip", "netns", "delete", self.node_namespace(node_id)],
+                capture_output=True,
+                timeout=_IP_TIMEOUT_S,
+            )
+        subprocess.run(
+            ["ip", "netns", "delete", self.name], capture_output=True, timeout=_IP_TIMEOUT_S
+        )
+
+    def _rules(self, a: int, b: int) -> list[list[str]]:
+        return [
+            ["FORWARD", "-s", self.address(x), "-d", self.address(y), "-j", "DROP"]
+            for x, y in ((a, b), (b, a))
+        ]
+
+    def block(self, a: int, b: int) -> None:
+        for rule in self._rules(a, b):
+            self._ip("iptables", "-I", *rule, ns=self.name)
+
+    def heal(self, a: int, b: int) -> None:
+        for rule in self._rules(a, b):
+            subprocess.run(
+                ["ip", "netns", "exec", self.name, "iptables", "-D", *rule],
+                capture_output=True,
+                timeout=_IP_TIMEOUT_S,
+            )
+
+    def heal_all(self) -> None:
+        self._ip("iptables", "-F", "FORWARD", ns=self.name)
+
+    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["ip", "netns", "exec", self.name, *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=self._env(),
+        )
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        env[_NETNS_INSIDE_ENV] = self.name
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def spawn_node(self, node_id: int, node: NodeLayout) -> subprocess.Popen[bytes]:
+        """Start a node inside its namespace (``ip netns exec`` execs the node, so the pid is
+        the node's); write its pid file."""
+        cmd = ["ip", "netns", "exec", self.node_namespace(node_id)]
+        cmd += processes.node_command(str(node.config_path), str(node.status_path))
+        with open(node.log_path, "ab") as log:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=str(node.directory),
+                env=self._env(),
+            )
+        tmp = str(node.pid_path) + ".tmp"
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(f"{proc.pid}\n")
+        os.replace(tmp, node.pid_path)
+        return proc
+
+    def rewrite_addresses(self, props: Mapping[str, str], layout: ClusterLayout) -> dict[str, str]:
+        """Point every ``host:port`` of the layout at the address of the node owning the port."""
+        owner = {}
+        for n in layout.nodes:
+            for port in (n.raft_port, n.controller_port, n.broker_port):
+                if port is not None:
+                    owner[f"{layout.host}:{port}"] = f"{self.address(n.node_id)}:{port}"
+        out = {}
+        for key, value in props.items():
+            for old, new in owner.items():
+                value = value.replace(old + ",", new + ",")
+                if value.endswith(old):
+                    value = value[: -len(old)] + new
+            out[key] = value
+        return out
+
+    def save(self, directory: Path) -> None:
+        doc = {"name": self.name, "nodes": list(self._index)}
+        (directory / NETNS_FILE).write_text(json.dumps(doc) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> NetnsTopology | None:
+        try:
+            doc = json.loads((Path(directory) / NETNS_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return cls(str(doc["name"]), [int(i) for i in doc["nodes"]])

@@ -10,8 +10,9 @@ from typing import Any
 
 from data_plane.client import Consumer, TopicPartition
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.storage import validate_stored_payload
+from data_plane.storage import Record, build_batch, validate_stored_payload
 from deploy.local_cluster import LocalCluster
+from metadata.messages import NewTopic
 from tests.unit.broker.wire import WireClient
 
 DEADLINE_S = 60.0
@@ -50,7 +51,7 @@ def port_of(cluster: LocalCluster, broker_id: int) -> int:
 
 def partition_md(cluster: LocalCluster, broker_id: int, topic: str) -> dict[str, Any] | None:
     """Partition 0 of ``topic`` as ``broker_id``'s Metadata answer shows it (None if unknown)."""
-    client = WireClient(port_of(cluster, broker_id))
+    client = WireClient(port_of(cluster, broker_id), cluster.host_of(broker_id))
     try:
         md = client.call(ApiKey.METADATA, 8, {"topics": [{"name": topic}]})
     finally:
@@ -92,7 +93,7 @@ def wait_isr(
 
 def list_latest(cluster: LocalCluster, broker_id: int, topic: str) -> int:
     """ListOffsets latest (the high watermark) from ``broker_id``; raises on an error code."""
-    client = WireClient(port_of(cluster, broker_id))
+    client = WireClient(port_of(cluster, broker_id), cluster.host_of(broker_id))
     try:
         body = {
             "replica_id": -1,
@@ -149,3 +150,66 @@ def read_partition(bootstrap: list[str], topic: str, end_offset: int) -> list[tu
     finally:
         consumer.close()
     return out
+
+
+def create_topic(cluster: LocalCluster, topic: str, min_isr: int = 2) -> int:
+    """RF 3 topic with one partition; returns its leader once every replica is in the ISR."""
+    with cluster.client(10.0) as admin:
+        (res,) = admin.create_topics(
+            [NewTopic(topic, 1, 3, configs={"min.insync.replicas": str(min_isr)})]
+        )
+        assert res.error_code == 0, res
+    leader = leader_of(cluster, topic)["leader_id"]
+    wait_isr(cluster, topic, set(cluster.broker_ids))
+    return leader
+
+
+def produce_raw(
+    cluster: LocalCluster,
+    broker: int,
+    topic: str,
+    values: list[bytes],
+    acks: int,
+    timeout_ms: int = 20_000,
+) -> dict[str, Any]:
+    """One Produce v7 of ``values`` as one batch to ``broker``; the partition response."""
+    client = WireClient(port_of(cluster, broker), cluster.host_of(broker))
+    try:
+        body = {
+            "transactional_id": None,
+            "acks": acks,
+            "timeout_ms": timeout_ms,
+            "topic_data": [
+                {
+                    "name": topic,
+                    "partition_data": [
+                        {
+                            "index": 0,
+                            "records": build_batch(
+                                [Record(None, v, 1000 + i) for i, v in enumerate(values)]
+                            ),
+                        }
+                    ],
+                }
+            ],
+        }
+        return client.call(ApiKey.PRODUCE, 7, body)["responses"][0]["partition_responses"][0]
+    finally:
+        client.close()
+
+
+def wait_leader_seen(
+    cluster: LocalCluster, topic: str, observers: list[int], exclude: list[int]
+) -> int:
+    """Wait until every broker in ``observers`` reports the same leader, not in ``exclude``."""
+
+    def probe() -> int | None:
+        seen = set()
+        for b in observers:
+            p = partition_md(cluster, b, topic)
+            if p is None or p["leader_id"] < 0 or p["leader_id"] in exclude:
+                return None
+            seen.add(p["leader_id"])
+        return seen.pop() if len(seen) == 1 else None
+
+    return wait_for(probe, f"{observers} to follow a leader outside {exclude}")

@@ -8,66 +8,24 @@ import threading
 import pytest
 
 from data_plane.client import Producer
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.storage import Record, build_batch
 from deploy.local_cluster import LocalCluster
-from metadata.messages import NewTopic
 from tests.integration.replication.conftest import ClusterFactory
 from tests.integration.replication.helpers import (
     bytes_up_to,
+    create_topic,
     leader_of,
     list_latest,
-    port_of,
+    produce_raw,
     read_partition,
     wait_for,
     wait_isr,
 )
-from tests.unit.broker.wire import WireClient
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.filterwarnings("ignore::DeprecationWarning:importlib.resources._legacy"),
     pytest.mark.filterwarnings("ignore:(read|open)_text is deprecated:DeprecationWarning"),
 ]
-
-
-def create_topic(cluster: LocalCluster, topic: str, min_isr: int = 2) -> int:
-    """RF 3 topic with one partition; returns its leader once every replica is in the ISR."""
-    with cluster.client(10.0) as admin:
-        (res,) = admin.create_topics(
-            [NewTopic(topic, 1, 3, configs={"min.insync.replicas": str(min_isr)})]
-        )
-        assert res.error_code == 0, res
-    leader = leader_of(cluster, topic)["leader_id"]
-    wait_isr(cluster, topic, set(cluster.broker_ids))
-    return leader
-
-
-def produce_raw(cluster: LocalCluster, broker: int, topic: str, values: list[bytes], acks: int):
-    """One Produce v7 of ``values`` as one batch to ``broker``; the partition response."""
-    client = WireClient(port_of(cluster, broker))
-    try:
-        body = {
-            "transactional_id": None,
-            "acks": acks,
-            "timeout_ms": 20_000,
-            "topic_data": [
-                {
-                    "name": topic,
-                    "partition_data": [
-                        {
-                            "index": 0,
-                            "records": build_batch(
-                                [Record(None, v, 1000 + i) for i, v in enumerate(values)]
-                            ),
-                        }
-                    ],
-                }
-            ],
-        }
-        return client.call(ApiKey.PRODUCE, 7, body)["responses"][0]["partition_responses"][0]
-    finally:
-        client.close()
 
 
 def assert_replicas_identical(cluster: LocalCluster, topic: str, high_watermark: int) -> None:

@@ -12,8 +12,8 @@ SOCKET_TIMEOUT_S = 20.0
 
 
 class WireClient:
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S)
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection((host, port), timeout=SOCKET_TIMEOUT_S)
         self._correlation = 0
 
     def close(self) -> None:
