@@ -3,13 +3,21 @@
 A fetched payload is a run of RecordBatch v2 batches (layout in
 :mod:`data_plane.storage.records`) that may end in a partial batch, which is ignored (the
 broker sends segment slices with sendfile). Each batch's header is unpacked with one
-precomputed struct; its records block (decompressed if needed) is copied once into ``bytes`` so
-that keys and values are plain slices; varints of one byte, the common case, are decoded
-inline. About 1 microsecond per 100-byte record on this machine.
+precomputed struct and its CRC checked; its records block (decompressed if needed) is copied
+once into ``bytes`` so that keys and values are plain slices. Records are then decoded lazily,
+per poll (:class:`FetchedRecords`), two ways:
 
-Records below ``min_offset`` are skipped (the broker serves the whole batch holding the
-requested offset); control batches are skipped but advance the next offset. Malformed data
-raises :class:`KafkaError` with CORRUPT_MESSAGE. Pure functions; thread-safe.
+- runs of same-shaped records (fixed key and value sizes, no headers, varints of equal width)
+  are recognised and verified with strided slices and built with ``map``, at C speed for
+  everything but the record objects (about 1 µs per 100-byte record here);
+- anything else goes through a tight general loop with one- and two-byte varints inline
+  (about 2 µs per record here).
+
+Both produce the same records (property-tested against the storage decoder). Records below
+``min_offset`` are skipped (the broker serves the whole batch holding the requested offset);
+control batches are skipped but advance the next offset. Malformed data raises
+:class:`KafkaError` with CORRUPT_MESSAGE. No shared state; a FetchedRecords is used by one
+thread.
 """
 
 from __future__ import annotations
