@@ -1,6 +1,7 @@
 """Log: one partition's replica on disk, a directory of segments (Kafka's UnifiedLog +
-LocalLog, without producer state) with its :class:`LeaderEpochFileCache`
-(``leader-epoch-checkpoint``), kept in step with appends, truncations and the log start offset.
+LocalLog) with its :class:`LeaderEpochFileCache` (``leader-epoch-checkpoint``) and its
+:class:`ProducerStateManager` (idempotent producers' last batches, ``<offset>.snapshot``
+files), both kept in step with appends, rolls, truncations and the log start offset.
 
 Directory ``<log.dir>/<topic>-<partition>/`` holding segments named by base offset (see
 segment.py and log_loader.py for the file set). Offsets::
@@ -10,9 +11,15 @@ segment.py and log_loader.py for the file set). Offsets::
 
 - Segments are kept sorted by base offset; the last one is *active* (appended to). Lookups
   bisect the base offsets, then use the segment's sparse index.
-- :meth:`append` (leader) validates a producer payload by header and CRC only, assigns
-  offsets in place and writes it; :meth:`append_as_follower` keeps the leader's offsets and
-  rejects offsets that go backwards.
+- :meth:`append` (leader) validates a producer payload by header and CRC only, checks
+  idempotent producers' epochs and sequences (a retried batch is answered with its original
+  offsets, ``LogAppendInfo.duplicate``, and not written), assigns offsets in place and writes
+  it; :meth:`append_as_follower` keeps the leader's offsets, rejects offsets that go
+  backwards and records the producers' batches unchecked, so a follower that becomes leader
+  answers retries as the old leader would.
+- Producer state is always up to date with the log end offset: loaded from the newest
+  snapshot and rebuilt by replaying batch headers on open, snapshotted at every roll and on
+  close, reloaded the same way after a truncation, and cleared with the log.
 - :meth:`read` returns a :class:`FileSlice` for ``os.sendfile``, capped at the high watermark
   (consumers) or the LEO (followers) on an exact batch boundary. A batch in the slice that
   fails its CRC raises :class:`CorruptRecordError` (each byte range is checked once per
@@ -55,6 +62,7 @@ from data_plane.storage.errors import (
 from data_plane.storage.file_records import FileSlice
 from data_plane.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from data_plane.storage.log_loader import load_log
+from data_plane.storage.producer_state import AppendOrigin, ProducerStateManager
 from data_plane.storage.records import (
     Buffer,
     PayloadInfo,
@@ -107,6 +115,8 @@ class LogAppendInfo:
     valid_bytes: int
     record_count: int
     batch_count: int
+    # A retried idempotent batch: the offsets are those of its first append; nothing written.
+    duplicate: bool = False
 
 
 class Log:
@@ -168,10 +178,12 @@ class Log:
         )
         # Recovery may have cut a tail the cache still names.
         self.leader_epoch_cache.truncate_from_end(self._next_offset)
+        self.producer_state = ProducerStateManager(dir_path)
         if self._log_start_offset > self._next_offset:
             # Everything on disk lies below the log start offset (deleted by DeleteRecords
             # before a tail was lost): start afresh at the log start offset.
             self.truncate_fully_and_start_at(self._log_start_offset)
+        self._rebuild_producer_state_locked(clean_shutdown=clean_shutdown)
         self.update_high_watermark(high_watermark)
 
     # -- offsets and properties --------------------------------------------------------------
@@ -247,6 +259,21 @@ class Log:
         with self._lock:
             self._check_open()
             first = self._next_offset
+            plan = self.producer_state.prepare_append(info.batches, first, AppendOrigin.CLIENT)
+            if plan.duplicate is not None:
+                dup = plan.duplicate
+                return LogAppendInfo(
+                    first_offset=dup.first_offset,
+                    last_offset=dup.last_offset,
+                    max_timestamp=dup.max_timestamp,
+                    offset_of_max_timestamp=dup.last_offset,
+                    log_append_time_ms=-1,
+                    log_start_offset=self._log_start_offset,
+                    valid_bytes=0,
+                    record_count=0,
+                    batch_count=0,
+                    duplicate=True,
+                )
             append_time = self._clock_ms() if self._config.log_append_time else None
             assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
             if leader_epoch > self.leader_epoch_cache.latest_epoch:
@@ -264,6 +291,7 @@ class Log:
                     max_ts, offset_of_max = ts, last
                 offset = last + 1
             self._append_locked(buf, placements, first, offset - 1, info.size_in_bytes)
+            self.producer_state.apply(plan, offset)
             result = LogAppendInfo(
                 first_offset=first,
                 last_offset=offset - 1,
@@ -304,6 +332,7 @@ class Log:
             for p in placements:
                 if p.max_timestamp > max_ts:
                     max_ts, offset_of_max = p.max_timestamp, p.last_offset
+            plan = self.producer_state.prepare_append(headers, None, AppendOrigin.REPLICATION)
             data = memoryview(payload)[headers[0].position : headers[0].position + size]
             try:
                 self._append_locked(
@@ -311,6 +340,7 @@ class Log:
                 )
             finally:
                 data.release()
+            self.producer_state.apply(plan, headers[-1].next_offset)
             cache = self.leader_epoch_cache
             for h in headers:
                 if h.partition_leader_epoch > cache.latest_epoch:
@@ -385,6 +415,8 @@ class Log:
         else:
             old.on_become_inactive()
             self._roll_flush_pending = True
+            # The state covers every batch below new_base (this append is applied after).
+            self._take_producer_snapshot_locked(new_base)
         seg = LogSegment(
             self.dir_path,
             new_base,
@@ -399,6 +431,53 @@ class Log:
         self._dir_flush_pending = True
         logger.info("%s: rolled new segment at offset %d", self.name, new_base)
         return seg
+
+    # -- producer state ----------------------------------------------------------------------
+
+    def _take_producer_snapshot_locked(self, offset: int) -> None:
+        ps = self.producer_state
+        if not ps.producers and not ps.snapshot_offsets():
+            # Never an idempotent producer here: no files (a clean open without a snapshot
+            # then knows there is nothing to replay, as in Kafka).
+            return
+        try:
+            self.producer_state.take_snapshot(offset)
+        except OSError as e:
+            # Not fatal: the next open replays the log from an older snapshot instead.
+            logger.warning("%s: producer snapshot at %d not written: %s", self.name, offset, e)
+
+    def _rebuild_producer_state_locked(self, *, clean_shutdown: bool = False) -> None:
+        """Load the newest usable snapshot and replay batch headers from it to the LEO. After
+        a clean shutdown without any snapshot the log never had an idempotent producer (close
+        writes one otherwise), so the scan is skipped."""
+        ps = self.producer_state
+        if clean_shutdown and not ps.snapshot_offsets():
+            ps.reset(self._next_offset)
+            return
+        start = ps.load(self._log_start_offset, self._next_offset)
+        if start >= self._next_offset:
+            return
+        for i in range(max(bisect.bisect_right(self._bases, start) - 1, 0), len(self._segments)):
+            seg = self._segments[i]
+            if not seg.files_created or seg.size_in_bytes == 0:
+                continue
+            first = seg.translate_offset(start)
+            if first is None:
+                continue
+            self.producer_state.replay(
+                h
+                for h in seg.log.batches_from(first.position, strict=False)
+                if h.base_offset >= start and h.base_offset < self._next_offset
+            )
+
+    def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
+        """Forget idempotent producers silent for ``producer.id.expiration.ms``; return how
+        many were forgotten (the broker calls this periodically)."""
+        with self._lock:
+            if self._closed:
+                return 0
+            self.producer_state.producer_id_expiration_ms = producer_id_expiration_ms
+            return self.producer_state.remove_expired_producers(now_ms)
 
     # -- read --------------------------------------------------------------------------------
 
@@ -604,6 +683,12 @@ class Log:
                 self._high_watermark = new_end
             self._hw_metadata = None
             self.leader_epoch_cache.truncate_from_end(new_end)
+            ps = self.producer_state
+            if ps.producers or ps.snapshot_offsets():
+                self._rebuild_producer_state_locked()
+            else:
+                # No producer state to undo: skip a replay of the whole log.
+                ps.reset(new_end)
             logger.info("%s: truncated to offset %d", self.name, new_end)
             return True
 
@@ -633,6 +718,7 @@ class Log:
             self._hw_metadata = None
             self._dir_flush_pending = True
             self.leader_epoch_cache.clear()
+            self.producer_state.reset(new_offset)
             logger.info("%s: truncated fully, now starts at offset %d", self.name, new_offset)
 
     # -- retention ---------------------------------------------------------------------------
@@ -651,6 +737,7 @@ class Log:
                 return False
             self._log_start_offset = new_offset
             self.leader_epoch_cache.truncate_from_start(new_offset)
+            self.producer_state.truncate_head(new_offset)
             return True
 
     def delete_old_segments(self) -> int:
@@ -675,6 +762,7 @@ class Log:
             self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
             self._recovery_point = max(self._recovery_point, self._segments[0].base_offset)
             self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+            self.producer_state.truncate_head(self._log_start_offset)
             return decision.count
 
     def _remove_segments_locked(self, doomed: list[LogSegment], *, reason: str) -> None:
@@ -714,6 +802,9 @@ class Log:
             return
         self.flush()
         with self._lock:
+            if self._next_offset > self._log_start_offset:
+                # A clean restart then loads this and replays nothing.
+                self._take_producer_snapshot_locked(self._next_offset)
             self._closed = True
             for seg in self._segments:
                 seg.close()
