@@ -229,13 +229,19 @@ class AbstractIndex:
             return
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
+            length = os.fstat(fd).st_size
             if self._buf is not None:
                 if dirty < n:
                     os.pwrite(fd, buf[dirty * es : n * es], dirty * es)
-                if stale > n and (size is None or size > n * es):
-                    os.pwrite(fd, bytes((stale - n) * es), n * es)
+                if stale > n and length > n * es:
+                    # Zero the stale entries in O(1): cut the file after ours, then (below)
+                    # extend it again as a hole if it stays preallocated.
+                    os.ftruncate(fd, n * es)
+                    if size is None:
+                        size = length
+                    length = n * es
                 self._dirty_from = self._file_entries = n
-            if size is not None and os.fstat(fd).st_size != size:
+            if size is not None and length != size:
                 os.ftruncate(fd, size)
             if sync:
                 os.fdatasync(fd)

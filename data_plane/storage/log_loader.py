@@ -302,11 +302,10 @@ def _recover(
             recovered_any = True
     # An empty trailing segment (all of it torn) still defines where the next offset starts.
     next_offset = last.read_next_offset()
-    if recovered_any:
-        # What recovery kept (or truncated) is made durable before it counts as flushed.
-        for seg in segments[min(first_unflushed, len(segments) - 1) :]:
-            seg.flush()
-        recovery_point = next_offset
+    # The recovery point stays where it was (clamped to the new end by the caller), as in
+    # Kafka: what recovery checked is not fsynced here (thousands of logs recovering would
+    # cost three fsyncs each), so a second crash checks it again; the log's next flush
+    # covers it, from the segment holding the recovery point on.
     out = LoadedLog(segments, next_offset, recovery_point, 0)
     out.truncated_bytes = truncated_bytes
     out.dropped_batches = dropped_batches

@@ -88,6 +88,9 @@ _KNOWN_TOP_LEVEL_FILES = frozenset(
     }
 )
 _DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
+# partition.metadata files fsynced per maintenance round (two fsyncs each): creating 10,000
+# partitions spreads their syncing over rounds instead of stalling retention and flushes.
+MAX_PARTITION_METADATA_FLUSHES_PER_ROUND = 1000
 # Default pause between two maintenance rounds when run by start().
 DEFAULT_MAINTENANCE_INTERVAL_MS = 1000
 
@@ -377,15 +380,18 @@ class LogManager:
         logger.info("deleted log %s", log.name)
         return True
 
-    def flush_partition_metadata(self) -> int:
+    def flush_partition_metadata(self, max_files: int | None = None) -> int:
         """fsync the ``partition.metadata`` files recorded since the last call (and their
-        directories); return how many. Run by maintenance and close."""
+        directories), at most ``max_files`` of them; return how many. Run by maintenance
+        (bounded per round) and close (all)."""
         with self._lock:
             pending = [
                 (f, self._logs[tp].dir_path)
                 for tp, f in self._metadata_files.items()
                 if f.dirty and tp in self._logs
             ]
+        if max_files is not None:
+            pending = pending[:max_files]
         for f, dir_path in pending:
             f.flush()
             _fsync_dir(dir_path)
@@ -464,7 +470,7 @@ class LogManager:
                 logger.exception("maintenance of %s failed", log.name)
                 errors.append(f"{log.name}: {e}")
         try:
-            self.flush_partition_metadata()
+            self.flush_partition_metadata(MAX_PARTITION_METADATA_FLUSHES_PER_ROUND)
         except OSError as e:
             logger.exception("flushing partition.metadata files failed")
             errors.append(f"partition.metadata: {e}")

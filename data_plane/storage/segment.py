@@ -462,11 +462,10 @@ class LogSegment:
         left whole, indexed up to the bad batch, which reads then report as corrupt.
         Records are not decoded: the CRC covers them."""
         self.indexes_checked = True
+        # The entries are rebuilt in memory (no preallocated file needed) and written back
+        # when a closed segment's index is trimmed below, or by the next flush or close.
         self.offset_index.reset()
         self.time_index.reset()
-        # Rebuilding needs room for entries even in a closed (trimmed) segment's index.
-        self.offset_index.make_writable()
-        self.time_index.make_writable()
         self.verified.clear()
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = self.base_offset

@@ -186,7 +186,11 @@ def test_kill_without_close_recovers_from_the_recovery_point(tmp_path) -> None:
     m = LogManager(LogConfig(log_dirs=(str(tmp_path / "d1"),), segment_bytes=4096))
     try:
         log = m.get_log("t", 0)
-        assert log.log_end_offset == 100 and log.recovery_point == 100
+        # Recovered (checked) up to 100 but not fsynced by the load, as in Kafka: the
+        # recovery point moves when the log is next flushed.
+        assert log.log_end_offset == 100 and log.recovery_point == 50
+        log.flush()
+        assert log.recovery_point == 100
     finally:
         m.close()
 
