@@ -142,7 +142,7 @@ class RaftNodeError(MetadataLogError):
 
 class _BoundedTcpConnection(TcpConnection):
     """pysyncobj's connection with a bound on the frame length, checked before buffering; it
-    also records when an outgoing connection attempt started (see (f))."""
+    also records when an outgoing connection attempt started (see (e))."""
 
     kraft_connect_started = 0.0
 
