@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from data_plane.broker.config import BrokerConfig
+from data_plane.broker.producer_ids import ProducerIdManager
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.protocol.codec import RequestHeader
@@ -91,6 +92,11 @@ class KafkaApis:
             max_workers=1, thread_name_prefix=f"broker-{broker_id}-alter-partition"
         )
         replica_manager.set_partition_change_listener(self.on_partition_change)
+        # InitProducerId: ids from controller-allocated blocks (gRPC on the admin pool).
+        self.producer_id_manager = ProducerIdManager(
+            broker_id, self._broker_epoch, controller, self.admin_executor
+        )
+        self._last_producer_expiration_ms = clock_ms()
         # Topics an auto-create call is in flight for (one call per topic at a time).
         self.auto_creating: set[str] = set()
 
@@ -103,10 +109,22 @@ class KafkaApis:
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
 
+    def _broker_epoch(self) -> int:
+        b = self.image.brokers.get(self.broker_id)
+        return b.epoch if b is not None else -1
+
     def tick(self) -> None:
-        """Expire parked requests whose deadline passed (the server calls this often)."""
+        """Expire parked requests whose deadline passed (the server calls this often), and
+        every ``producer.id.expiration.check.interval.ms`` idle producer ids."""
         self.fetch_purgatory.expire()
         self.produce_purgatory.expire()
+        now = self.clock_ms()
+        if now - self._last_producer_expiration_ms >= (
+            self.config.producer_id_expiration_check_interval_ms
+        ):
+            self._last_producer_expiration_ms = now
+            for part in self.replica_manager.partitions():
+                part.log.remove_expired_producers(now, self.config.producer_id_expiration_ms)
 
     async def call_controller(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking ControllerClient call off the event loop."""
@@ -126,6 +144,7 @@ class KafkaApis:
         return True
 
     def close(self) -> None:
+        self.producer_id_manager.close()
         self.fetch_purgatory.cancel_all()
         self.produce_purgatory.cancel_all()
         self.admin_executor.shutdown(wait=False, cancel_futures=True)

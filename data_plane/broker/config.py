@@ -206,3 +206,20 @@ class BrokerConfig:
             doc="Fetcher tasks per source broker; partitions are spread over them by hash.",
         ),
     )
+    producer_id_expiration_ms: int = field(
+        default=86_400_000,
+        metadata=prop(
+            "producer.id.expiration.ms",
+            min=1,
+            doc="A partition forgets an idempotent producer this long after its newest batch "
+            "timestamp; its next batch with a nonzero sequence then gets UNKNOWN_PRODUCER_ID.",
+        ),
+    )
+    producer_id_expiration_check_interval_ms: int = field(
+        default=600_000,
+        metadata=prop(
+            "producer.id.expiration.check.interval.ms",
+            min=1,
+            doc="How often partitions look for expired producer ids.",
+        ),
+    )

@@ -17,6 +17,7 @@ from data_plane.broker.handlers import (
     delete_topics,
     describe_configs,
     fetch,
+    init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
@@ -37,6 +38,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 2),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 3),
+    ApiKey.INIT_PRODUCER_ID: (init_producer_id.handle, 1),
 }
 
 

@@ -86,7 +86,8 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     assert body["error_code"] == 0
     keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     assert keys[ApiKey.PRODUCE] == (0, 7) and keys[ApiKey.FETCH] == (0, 11)
-    assert ApiKey.INIT_PRODUCER_ID not in keys and ApiKey.JOIN_GROUP not in keys
+    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 1)  # idempotence (REFERENCE.md section 1)
+    assert ApiKey.JOIN_GROUP not in keys
     raw = struct.pack(">hhih", ApiKey.API_VERSIONS, 9, cid + 1, -1)
     client.sock.sendall(struct.pack(">i", len(raw)) + raw)
     frame = client.recv_frame()
