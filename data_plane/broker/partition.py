@@ -41,7 +41,7 @@ from data_plane.broker.errors import (
     UnknownLeaderEpochError,
 )
 from data_plane.protocol.errors import ErrorCode
-from data_plane.replication.errors import UnknownReplicaError
+from data_plane.replication.errors import ReplicationStateError, UnknownReplicaError
 from data_plane.replication.follower import follower_high_watermark
 from data_plane.replication.leader_state import IsrChangeProposal, LeaderReplicationState
 from data_plane.storage import FetchIsolation, FileSlice, Log, LogAppendInfo, PayloadInfo
@@ -150,7 +150,24 @@ class Partition:
                 list(self.isr),
             )
         else:
-            self.leader_state.apply_committed(self.isr, self.partition_epoch)
+            try:
+                self.leader_state.apply_committed(self.isr, self.partition_epoch)
+            except ReplicationStateError as e:
+                # Metadata apply never raises: the controller checked this ISR; start the
+                # follower tracking afresh rather than keep state that disagrees with it.
+                log.error(
+                    "%s-%d: committed ISR not applicable (%s); resetting",
+                    self.topic,
+                    self.partition,
+                    e,
+                )
+                self.leader_state = None
+                return (
+                    self.apply_registration(
+                        reg, min_insync_replicas, now_ms, replica_lag_time_max_ms
+                    )
+                    or changed
+                )
         self.maybe_increment_high_watermark()
         return changed
 
@@ -217,6 +234,10 @@ class Partition:
         if state is None:
             return False, None
         leo = self.log.log_end_offset
+        if fetch_offset > leo or fetch_offset < self.log.log_start_offset:
+            # Out of range: the read answers OFFSET_OUT_OF_RANGE and the follower truncates;
+            # a diverged log end must not count as replicated.
+            return False, None
         try:
             state.update_follower_fetch_state(follower_id, fetch_offset, leo, now_ms)
         except UnknownReplicaError:

@@ -145,3 +145,16 @@ def test_follower_refuses_leader_writes_and_fetch_epochs(logs) -> None:
     part.apply_registration(_reg(1, 4), 1, 0, LAG_MS)
     with pytest.raises(Exception, match="leader, not follower"):
         part.truncate_to(0, "test")
+
+
+def test_a_fetch_beyond_the_log_end_counts_for_nothing(logs) -> None:
+    la, _ = logs
+    leader = Partition("t", 0, 1, la)
+    leader.apply_registration(_reg(1, 0, isr=(1,)), 1, 0, LAG_MS)
+    _append(leader, 3)
+    # A diverged follower (it has more than the leader) is neither tracked nor added.
+    assert leader.update_follower_fetch_state(2, 9, 10) == (False, None)
+    assert leader.leader_state is not None
+    assert leader.leader_state.followers[2].log_end_offset == -1
+    _, proposal = leader.update_follower_fetch_state(2, 3, 20)
+    assert proposal is not None and proposal.new_isr == (1, 2)
