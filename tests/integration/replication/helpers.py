@@ -152,16 +152,22 @@ def read_partition(bootstrap: list[str], topic: str, end_offset: int) -> list[tu
     return out
 
 
-def create_topic(cluster: LocalCluster, topic: str, min_isr: int = 2) -> int:
-    """RF 3 topic with one partition; returns its leader once every replica is in the ISR."""
+def create_topic(
+    cluster: LocalCluster,
+    topic: str,
+    min_isr: int = 2,
+    replication_factor: int = 3,
+    extra: dict[str, str] | None = None,
+) -> int:
+    """A topic with one partition; returns its leader once every replica is in the ISR."""
+    configs = {"min.insync.replicas": str(min_isr), **(extra or {})}
     with cluster.client(10.0) as admin:
-        (res,) = admin.create_topics(
-            [NewTopic(topic, 1, 3, configs={"min.insync.replicas": str(min_isr)})]
-        )
-        assert res.error_code == 0, res
-    leader = leader_of(cluster, topic)["leader_id"]
-    wait_isr(cluster, topic, set(cluster.broker_ids))
-    return leader
+        (res,) = admin.create_topics([NewTopic(topic, 1, replication_factor, configs=configs)])
+        if res.error_code != 0:
+            raise AssertionError(f"create {topic}: {res}")
+    md = leader_of(cluster, topic)
+    wait_isr(cluster, topic, set(md["replica_nodes"]))
+    return md["leader_id"]
 
 
 def produce_raw(
@@ -213,3 +219,9 @@ def wait_leader_seen(
         return seen.pop() if len(seen) == 1 else None
 
     return wait_for(probe, f"{observers} to follow a leader outside {exclude}")
+
+
+def checkpoint_text(cluster: LocalCluster, broker_id: int) -> str:
+    """The broker's replication-offset-checkpoint (high watermarks) as text."""
+    path = Path(cluster.node(broker_id).data_dir) / "replication-offset-checkpoint"
+    return path.read_text(encoding="utf-8") if path.exists() else ""

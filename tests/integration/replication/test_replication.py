@@ -12,6 +12,7 @@ from deploy.local_cluster import LocalCluster
 from tests.integration.replication.conftest import ClusterFactory
 from tests.integration.replication.helpers import (
     bytes_up_to,
+    checkpoint_text,
     create_topic,
     leader_of,
     list_latest,
@@ -169,3 +170,46 @@ def test_acks1_write_lost_on_failover_and_divergent_leader_truncates(
     values = [v for _, v in read_partition(cluster.bootstrap_servers(), topic, 120)]
     assert values[100:] == [b"new-%d" % i for i in range(20)]
     assert "truncated 50 uncommitted offsets" in cluster.log_tail(leader, 400)
+
+
+def test_unclean_election_loses_committed_offsets_and_logs_how_many(
+    make_cluster: ClusterFactory,
+) -> None:
+    """With unclean.leader.election.enable, an out-of-sync replica may become leader; the old
+    leader truncates committed records when it returns and logs how many it lost."""
+    cluster = make_cluster(
+        brokers=2,
+        **{
+            "broker.session.timeout.ms": "6000",
+            "replica.lag.time.max.ms": "1500",
+            "replica.high.watermark.checkpoint.interval.ms": "100",
+        },
+    )
+    topic = "unclean"
+    leader = create_topic(
+        cluster, topic, 1, replication_factor=2, extra={"unclean.leader.election.enable": "true"}
+    )
+    (follower,) = [b for b in cluster.broker_ids if b != leader]
+    assert (
+        produce_raw(cluster, leader, topic, [b"a%d" % i for i in range(100)], -1)["error_code"] == 0
+    )
+    cluster.pause(follower)
+    try:
+        wait_isr(cluster, topic, {leader}, timeout_s=20)  # the leader dropped the follower
+        r = produce_raw(cluster, leader, topic, [b"b%d" % i for i in range(50)], -1)
+        assert r["error_code"] == 0 and r["base_offset"] == 100, r  # committed: ISR = {leader}
+        wait_for(lambda: list_latest(cluster, leader, topic) == 150, "HW 150")
+        wait_for(lambda: f"{topic} 0 150" in checkpoint_text(cluster, leader), "the HW checkpoint")
+        cluster.kill(leader)
+    finally:
+        cluster.resume(follower)
+    # No ISR member is alive: the controller elects the out-of-sync follower (unclean).
+    assert leader_of(cluster, topic, exclude=(leader,))["leader_id"] == follower
+    cluster.start_node(leader)
+    wait_isr(cluster, topic, {leader, follower})
+    assert list_latest(cluster, follower, topic) == 100
+    assert_replicas_identical(cluster, topic, 100)
+    wait_for(
+        lambda: "50 committed offsets lost" in cluster.log_tail(leader, 400),
+        "the data-loss warning",
+    )
