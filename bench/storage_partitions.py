@@ -112,7 +112,8 @@ def bench_many_logs(root: str, n_logs: int) -> None:
     for p in range(n_logs):
         lm.get_or_create_log(TOPIC, p, topic_id=topic_id)
     create_s = time.perf_counter() - t0
-    print(f"create {n_logs} empty logs:          {create_s:7.2f} s  {n_logs / create_s:8.0f} logs/s")
+    rate = n_logs / create_s
+    print(f"create {n_logs} empty logs:          {create_s:7.2f} s  {rate:8.0f} logs/s")
     print(f"open fds per log:                   {(open_fds() - fds0) / n_logs:7.2f}")
     print(f"RSS after creation:                 {rss_mib():7.1f} MiB (+{rss_mib() - rss0:.1f})")
     data = payload(0)
@@ -128,7 +129,8 @@ def bench_many_logs(root: str, n_logs: int) -> None:
     clean = run_child("load", log_dir)
     print(
         f"restart after clean shutdown:       {clean['load_s']:7.2f} s  "
-        f"({clean['logs']} logs, {clean['fds_per_log']:.2f} fds/log, RSS {clean['rss_mib']:.0f} MiB)"
+        f"({clean['logs']} logs, {clean['fds_per_log']:.2f} fds/log, "
+        f"RSS {clean['rss_mib']:.0f} MiB)"
     )
     run_child("kill", log_dir)
     crashed = run_child("load", log_dir)
@@ -204,7 +206,8 @@ def main() -> None:
     try:
         import resource
 
-        print(f"open files limit: {resource.getrlimit(resource.RLIMIT_NOFILE)}, cpus {os.cpu_count()}")
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+        print(f"open files limit {limit}, cpus {os.cpu_count()}, load {os.getloadavg()}")
         bench_many_logs(root, args.logs)
         bench_old_segment_reads(root, args.segments, args.max_open_segments)
     finally:

@@ -4,13 +4,23 @@ For each metadata change the broker's metadata manager reports, the partitions t
 hosts (``delta.local_changes(broker_id)``, Kafka's TopicsDelta.localChanges) become logs:
 
 - ``deletes`` first (a topic deleted and re-created under the same name in one delta appears
-  as a delete of the old id and a create of the new one): ``LogManager.delete_log``;
+  as a delete of the old id and a create of the new one): ``LogManager.delete_log`` with the
+  deleted topic's id (a log already holding the new topic's id is kept);
 - then every replica it leads or follows: ``LogManager.get_or_create_log`` with the topic's
-  LogConfig (broker defaults from ``server.properties`` overridden by the topic's configs);
+  LogConfig (broker defaults from ``server.properties`` overridden by the topic's configs) and
+  the topic id, which the log manager records in ``partition.metadata``; a log on disk that
+  names another topic id (the topic was deleted and re-created while this broker was down) is
+  replaced by a new, empty one;
 - topic config changes (which are not replica changes) are pushed to the existing logs.
 
-Logs found on disk for partitions the metadata no longer assigns here are left alone: deleting
-data on a guess at startup is worse than keeping a stray directory.
+Stray logs (Kafka's findStrayReplicas): logs found on disk at startup whose partition the
+metadata does not assign to this broker (its topic is gone, the partition was reassigned, or
+the stored topic id is not the topic's) are deleted once, as soon as the image is known to be
+caught up: it holds this broker's registration *of this process* (``incarnation_id``), which
+the controller committed after everything that happened while the broker was down. Before
+that, a partial image (the first fetch of a restart) could make live logs look stray, so
+nothing is deleted on a guess. Without an ``incarnation_id`` the startup scan is skipped
+(only metadata deltas delete logs).
 
 Thread-safety: ``on_change`` runs on the metadata manager's single metadata thread; ``summary``
 may be called from any thread (it reads immutable images and a lock-guarded LogManager).
@@ -36,8 +46,18 @@ STATUS_MAX_PARTITIONS = 2000
 
 
 class LocalReplicas:
-    def __init__(self, broker_id: int, log_manager: LogManager, base_config: LogConfig) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        base_config: LogConfig,
+        *,
+        incarnation_id: str | None = None,
+    ) -> None:
         self.broker_id = broker_id
+        self.incarnation_id = incarnation_id
+        self.stray_scan_done = False
+        self.strays_deleted = 0
         self._log_manager = log_manager
         self._base_config = base_config
         # Topic -> the overrides its local logs were last configured with.
@@ -69,24 +89,77 @@ class LocalReplicas:
 
     def on_change(self, image: MetadataImage, delta: MetadataDelta) -> None:
         changes = delta.local_changes(self.broker_id)
-        for tp in changes.deletes:
-            self._apply(lambda tp=tp: self._log_manager.delete_log(tp.topic, tp.partition), tp)
+        for tp, deleted_id in changes.deletes.items():
+            self._apply(
+                lambda tp=tp, tid=deleted_id: self._log_manager.delete_log(
+                    tp.topic, tp.partition, topic_id=tid
+                ),
+                tp,
+            )
             self._applied_overrides.pop(tp.topic, None)
-        hosted = list(changes.leaders) + list(changes.followers)
+        hosted = list(changes.leaders.items()) + list(changes.followers.items())
         configs: dict[str, LogConfig] = {}
-        for tp in hosted:
+        for tp, local in hosted:
             config = configs.get(tp.topic)
             if config is None:
                 config = configs[tp.topic] = self.topic_config(image, tp.topic)
                 self._applied_overrides[tp.topic] = image.topic_config(tp.topic)
             self._apply(
-                lambda tp=tp, c=config: self._log_manager.get_or_create_log(
-                    tp.topic, tp.partition, c
+                lambda tp=tp, c=config, tid=local.topic_id: self._log_manager.get_or_create_log(
+                    tp.topic, tp.partition, c, topic_id=tid
                 ),
                 tp,
             )
         self._push_config_changes(image, exclude=configs)
+        if not self.stray_scan_done and self._caught_up(image):
+            self.stray_scan_done = True
+            self.delete_stray_logs(image)
         self.changes_applied += 1
+
+    def _caught_up(self, image: MetadataImage) -> bool:
+        """Whether ``image`` holds this process's own broker registration (see the module
+        docstring)."""
+        if self.incarnation_id is None:
+            return False
+        reg = image.broker(self.broker_id)
+        return reg is not None and reg.incarnation_id == self.incarnation_id
+
+    def stray_logs(self, image: MetadataImage) -> list[tuple[str, int]]:
+        """Local logs whose partition ``image`` does not assign to this broker, or whose
+        stored topic id is not the topic's."""
+        out = []
+        for lg in self._log_manager.all_logs():
+            topic = image.topics_by_name.get(lg.topic)
+            reg = None if topic is None else topic.partition(lg.partition)
+            if topic is None or reg is None or self.broker_id not in reg.replicas:
+                out.append((lg.topic, lg.partition))
+                continue
+            stored = self._log_manager.topic_id_of(lg.topic, lg.partition)
+            if stored is not None and stored != topic.topic_id:
+                out.append((lg.topic, lg.partition))
+        return out
+
+    def delete_stray_logs(self, image: MetadataImage) -> int:
+        """Delete the :meth:`stray_logs` of a caught-up ``image``; return how many."""
+        deleted = 0
+        for topic, partition in self.stray_logs(image):
+            log.warning(
+                "broker %d: deleting stray log %s-%d (not assigned to this broker by the "
+                "metadata at offset %d)",
+                self.broker_id,
+                topic,
+                partition,
+                image.offset,
+            )
+            before = self.errors
+            self._apply(
+                lambda t=topic, p=partition: self._log_manager.delete_log(t, p),
+                (topic, partition),
+            )
+            if self.errors == before:
+                deleted += 1
+        self.strays_deleted += deleted
+        return deleted
 
     def _push_config_changes(self, image: MetadataImage, exclude: Mapping[str, LogConfig]) -> None:
         changed = [
@@ -135,6 +208,7 @@ class LocalReplicas:
             ),
             "local_logs": len(self._log_manager.all_logs()),
             "apply_errors": self.errors,
+            "stray_logs_deleted": self.strays_deleted,
         }
         if image.partition_count() <= STATUS_MAX_PARTITIONS:
             out["topics"] = {
