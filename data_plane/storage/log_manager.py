@@ -10,12 +10,17 @@ Layout of each log directory::
         recovery-point-offset-checkpoint       see checkpoints.py
         log-start-offset-checkpoint
         replication-offset-checkpoint          high watermarks
-        <topic>-<partition>/                   one Log (see log.py, log_loader.py)
+        <topic>-<partition>/                   one Log (see log.py, log_loader.py), with its
+                                               partition.metadata (partition_metadata.py)
         <topic>-<partition>.<uuid hex>-delete/ a deleted log being removed
 
 Any other name raises :class:`LogDirLayoutError` naming it when the manager starts (pass
 ``extra_allowed_names`` for files another subsystem keeps there). A new log goes to the log
-directory holding the fewest logs.
+directory holding the fewest logs (a per-directory count: creating a log costs the same with
+10 or 10,000 logs).
+
+Descriptors: each log keeps at most its active segment's ``.log`` open; closed segments of
+all logs share one :class:`OpenSegmentCache` bounded by ``max_open_segments``.
 
 Startup: each directory is locked, ``-delete`` leftovers are removed, every partition
 directory is loaded with the recovery point, log start offset and high watermark from the
