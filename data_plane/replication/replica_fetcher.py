@@ -23,7 +23,9 @@ source broker (endpoint looked up in the metadata image each time it connects). 
    ``replica.fetch.backoff.ms``. Per partition: OFFSET_OUT_OF_RANGE truncates (below the
    leader's log start offset: start the log afresh there; else truncate again by epoch);
    FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER /
-   UNKNOWN_TOPIC_OR_PARTITION delay that partition by the backoff until the metadata moves it.
+   UNKNOWN_TOPIC_OR_PARTITION delay that partition by the backoff until the metadata moves it
+   (by METADATA_LAG_RETRY_MS only for UNKNOWN_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER, which
+   mean that one side has not applied the newest metadata yet).
 
 Every reply is applied only if the partition is still a follower of the same leader epoch
 (the metadata may have moved while the request was out).
@@ -58,6 +60,11 @@ log = logging.getLogger(__name__)
 FETCH_VERSION = 11
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 READ_CHUNK_BYTES = 256 * 1024
+# Retry delay after UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER: the leader (or we) just has
+# not applied the newest metadata yet, which takes tens of ms; waiting the full
+# replica.fetch.backoff.ms would add up to a second to every failover.
+METADATA_LAG_RETRY_MS = 50
+_METADATA_LAG_ERRORS = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
 # Bound on a response frame a follower accepts (a Fetch answer is at most
 # replica.fetch.response.max.bytes plus one oversized first batch and headers).
 MAX_RESPONSE_FRAME_BYTES = 256 * 1024 * 1024
@@ -241,7 +248,7 @@ class ReplicaFetcher:
                 ):
                     await self._truncate()
                 if not await self._fetch():
-                    await asyncio.sleep(backoff_s)
+                    await asyncio.sleep(self._idle_wait_s())
             except asyncio.CancelledError:
                 self._disconnect()
                 raise
@@ -263,6 +270,14 @@ class ReplicaFetcher:
                 )
                 self._disconnect()
                 await asyncio.sleep(backoff_s)
+
+    def _idle_wait_s(self) -> float:
+        """Nothing to fetch now (every partition delayed): sleep until the earliest is due."""
+        now_s = time.monotonic()
+        due = [s.delayed_until_s - now_s for s in self.partitions.values()]
+        return max(
+            0.001, min([d for d in due if d > 0], default=self.config.fetch_backoff_ms / 1000)
+        )
 
     async def _connect(self) -> None:
         if self._writer is not None:
@@ -315,6 +330,11 @@ class ReplicaFetcher:
             return None
         return part
 
+    def _retry_delay_s(self, error_code: int) -> float:
+        if error_code in _METADATA_LAG_ERRORS:
+            return min(METADATA_LAG_RETRY_MS, self.config.fetch_backoff_ms) / 1000
+        return self.config.fetch_backoff_ms / 1000
+
     # -- truncation ----------------------------------------------------------------------------
 
     async def _truncate(self) -> None:
@@ -362,7 +382,7 @@ class ReplicaFetcher:
                 if part is None:
                     continue
                 if p["error_code"] != ErrorCode.NO_ERROR:
-                    state.delayed_until_s = now_s + self.config.fetch_backoff_ms / 1000
+                    state.delayed_until_s = now_s + self._retry_delay_s(p["error_code"])
                     continue
                 leader = EpochEndOffset(p["leader_epoch"], p["end_offset"])
                 log_ = part.log
@@ -458,7 +478,7 @@ class ReplicaFetcher:
             else:
                 state.state = FetchState.TRUNCATING
             return
-        state.delayed_until_s = time.monotonic() + self.config.fetch_backoff_ms / 1000
+        state.delayed_until_s = time.monotonic() + self._retry_delay_s(code)
         if code not in (
             ErrorCode.FENCED_LEADER_EPOCH,
             ErrorCode.UNKNOWN_LEADER_EPOCH,
