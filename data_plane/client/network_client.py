@@ -56,13 +56,13 @@ class NetworkClient:
         max_in_flight: int = 5,
         clock: Clock = time.monotonic,
     ) -> None:
+        self._bootstrap = parse_bootstrap(config.bootstrap_servers)  # first: it may raise
         self._config = config
         self._max_in_flight = max_in_flight
         self._clock = clock
         self._selector = selectors.DefaultSelector()
         self._connections: dict[int, BrokerConnection] = {}
         self._reconnect_after_s: dict[int, float] = {}
-        self._bootstrap = parse_bootstrap(config.bootstrap_servers)
         self.metadata = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
         self._metadata_in_flight = False
         self._wake_r, self._wake_w = socket.socketpair()

@@ -36,3 +36,8 @@ def test_idempotence_is_refused_until_issue_5() -> None:
 def test_group_id_is_refused_until_groups_exist() -> None:
     with pytest.raises(UnsupportedFeatureError, match="issue 6"):
         Consumer({"group.id": "g"})
+
+
+def test_a_bad_bootstrap_address_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="host:port"):
+        Consumer({"bootstrap.servers": "no-port-here"})
