@@ -314,6 +314,28 @@ class ControllerClient:
         request = m.ElectLeadersRequest(election, dict(partitions) if partitions else None)
         return self.call("ElectLeaders", request).results
 
+    def alter_partition_reassignments(
+        self, targets: Mapping[tuple[str, int], Sequence[int] | None]
+    ) -> list[m.ReassignablePartitionResult]:
+        """Start (or replace) the reassignment of each (topic, partition) to its target replicas;
+        a target of None cancels that partition's reassignment. Per-partition error codes."""
+        by_topic: dict[str, list[m.ReassignablePartition]] = {}
+        for (name, pid), target in targets.items():
+            replicas = None if target is None else list(target)
+            by_topic.setdefault(name, []).append(m.ReassignablePartition(pid, replicas))
+        request = m.AlterPartitionReassignmentsRequest(
+            [m.ReassignableTopic(name, parts) for name, parts in by_topic.items()]
+        )
+        return self.call("AlterPartitionReassignments", request).results
+
+    def list_partition_reassignments(
+        self, partitions: Mapping[str, Sequence[int]] | None = None
+    ) -> list[m.OngoingPartitionReassignment]:
+        """Reassignments in progress (of ``partitions``: topic -> ids, or of every partition)."""
+        wanted = None if partitions is None else {k: list(v) for k, v in partitions.items()}
+        request = m.ListPartitionReassignmentsRequest(wanted)
+        return self.call("ListPartitionReassignments", request).reassignments
+
     # --- brokers --------------------------------------------------------------------------------
 
     def fetch_metadata(

@@ -23,7 +23,7 @@ import random
 import uuid
 from collections.abc import Callable, Iterable
 
-from metadata import brokers, configs, partitions, producer_ids, topics
+from metadata import brokers, configs, partitions, producer_ids, reassignment, topics
 from metadata.config import ControllerConfig
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
@@ -32,6 +32,8 @@ from metadata.messages import (
     AllocateProducerIdsResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerDescription,
@@ -50,6 +52,8 @@ from metadata.messages import (
     ElectLeadersResponse,
     Endpoint,
     IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
 )
@@ -92,6 +96,9 @@ class QuorumController:
         self.sessions = brokers.BrokerHeartbeatManager(config.broker_session_timeout_ms)
         self._next_rebalance_ms = 0
         self._cleanup_needed = False
+        # (topic id, partition) of every partition with a reassignment in progress in ``image``
+        # (kept up to date on replay, so the tick need not scan every partition).
+        self.reassigning: set[tuple[uuid.UUID, int]] = set()
 
     # --- following the committed log ------------------------------------------------------------
 
@@ -100,10 +107,20 @@ class QuorumController:
         delta = MetadataDelta(self.image)
         replay_entries(delta, entries)
         self.image = delta.apply()
+        for topic in delta.removed_topics():
+            self.reassigning = {k for k in self.reassigning if k[0] != topic.topic_id}
+        for topic_id, pid, reg in delta.changed_partitions():
+            if reg.is_reassigning:
+                self.reassigning.add((topic_id, pid))
+            else:
+                self.reassigning.discard((topic_id, pid))
 
     def load_image(self, image: MetadataImage) -> None:
         """Replace the image (a snapshot was loaded)."""
         self.image = image
+        self.reassigning = {
+            (t.topic_id, pid) for t, pid, reg in image.iter_partitions() if reg.is_reassigning
+        }
 
     # --- leadership -----------------------------------------------------------------------------
 
@@ -171,6 +188,18 @@ class QuorumController:
             self.image, request, self.max_append_bytes, self.config.max_records_per_user_op
         )
 
+    def alter_partition_reassignments(
+        self, request: AlterPartitionReassignmentsRequest
+    ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
+        return reassignment.alter_partition_reassignments(
+            self.image, request, self.max_append_bytes, self.config.max_records_per_user_op
+        )
+
+    def list_partition_reassignments(
+        self, request: ListPartitionReassignmentsRequest
+    ) -> ListPartitionReassignmentsResponse:
+        return reassignment.list_partition_reassignments(self.image, request)
+
     def allocate_producer_ids(
         self, request: AllocateProducerIdsRequest
     ) -> ControllerResult[AllocateProducerIdsResponse]:
@@ -213,7 +242,9 @@ class QuorumController:
     def tick(self, now_ms: int) -> ControllerResult[None] | None:
         """Periodic work of the active controller: fence brokers whose session expired (with
         the leader elections that follow; when they do not fit one append, the elections are
-        finished by a cleanup pass on later ticks), else preferred-leader rebalancing when due.
+        finished by a cleanup pass on later ticks), else the completion of reassignments that
+        can complete (normally AlterPartition completes them; this covers a completion that had
+        to wait for a live leader), else preferred-leader rebalancing when due.
         Returns one batch to append, or None."""
         if not self.is_active:
             return None
@@ -226,6 +257,15 @@ class QuorumController:
             self._cleanup_needed = not brokers.cleanup_records(self.image, self._unclean, budget)
             if budget.records:
                 return budget.result(None)
+        if self.reassigning:
+            records = reassignment.completion_records(
+                self.image,
+                self.reassigning,
+                self.max_append_bytes,
+                self.config.max_records_per_user_op,
+            )
+            if records:
+                return ControllerResult.of(records, None)
         if self.config.auto_leader_rebalance_enable and now_ms >= self._next_rebalance_ms:
             self._next_rebalance_ms = (
                 now_ms + self.config.leader_imbalance_check_interval_seconds * 1000

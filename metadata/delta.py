@@ -47,7 +47,8 @@ def merge_partition_change(
     reg: PartitionRegistration, change: PartitionChangeRecord
 ) -> PartitionRegistration:
     """The partition after ``change`` (Kafka's PartitionRegistration.merge): a leader other than
-    NO_LEADER_CHANGE bumps the leader epoch; every change bumps the partition epoch."""
+    NO_LEADER_CHANGE bumps the leader epoch; every change bumps the partition epoch; None
+    fields (replicas, ISR, removing/adding replicas) keep their current value."""
     leader, leader_epoch = reg.leader, reg.leader_epoch
     if change.leader != NO_LEADER_CHANGE:
         leader, leader_epoch = change.leader, reg.leader_epoch + 1
@@ -57,6 +58,12 @@ def merge_partition_change(
         leader=leader,
         leader_epoch=leader_epoch,
         partition_epoch=reg.partition_epoch + 1,
+        removing_replicas=reg.removing_replicas
+        if change.removing_replicas is None
+        else change.removing_replicas,
+        adding_replicas=reg.adding_replicas
+        if change.adding_replicas is None
+        else change.adding_replicas,
     )
 
 
@@ -170,6 +177,8 @@ class MetadataDelta:
                 record.leader,
                 record.leader_epoch,
                 record.partition_epoch,
+                record.removing_replicas,
+                record.adding_replicas,
             )
             return True
         if isinstance(record, PartitionChangeRecord):
@@ -281,6 +290,12 @@ class MetadataDelta:
 
     def changed_broker_ids(self) -> list[int]:
         return list(self._brokers)
+
+    def changed_partitions(self) -> list[tuple[uuid.UUID, int, PartitionRegistration]]:
+        """(topic id, partition, new registration) of every partition this delta set."""
+        return [
+            (tid, pid, reg) for tid, td in self._topics.items() for pid, reg in td.changes.items()
+        ]
 
     def changed_topic_configs(self) -> list[str]:
         """Names of topics whose config overrides this delta touched (set, removed, or dropped

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from metadata.image import PartitionRegistration
 from metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
@@ -41,6 +42,21 @@ def check_partition(reg: PartitionRegistration, where: object) -> None:
         raise InvariantViolation(f"{where}: leader {reg.leader} not in ISR {reg.isr}")
     if reg.leader_epoch < 0 or reg.partition_epoch < 0:
         raise InvariantViolation(f"{where}: negative epoch")
+    if reg.removing_replicas or reg.adding_replicas:
+        removing = set(reg.removing_replicas)
+        adding = set(reg.adding_replicas)
+        if (
+            len(removing) != len(reg.removing_replicas)
+            or len(adding) != len(reg.adding_replicas)
+            or not removing <= replicas
+            or not adding <= replicas
+            or removing & adding
+            or removing == replicas
+        ):
+            raise InvariantViolation(
+                f"{where}: removing {reg.removing_replicas} / adding {reg.adding_replicas} "
+                f"not disjoint proper subsets of replicas {reg.replicas}"
+            )
 
 
 def choose_leader(
@@ -65,7 +81,7 @@ def _change(
     isr: tuple[int, ...],
     leader: int,
 ) -> PartitionChangeRecord | None:
-    new = PartitionRegistration(reg.replicas, isr, leader, reg.leader_epoch, reg.partition_epoch)
+    new = replace(reg, isr=isr, leader=leader)
     check_partition(new, ("after change of partition", topic_id, partition_id))
     if isr == reg.isr and leader == reg.leader:
         return None

@@ -7,15 +7,19 @@ the topic maps, and the partition map of each topic that changed (shallow copies
 same records in the same order gives equal images on every node, and :meth:`MetadataImage.encode`
 gives the same bytes for equal images (snapshots).
 
-Snapshot layout (msgpack, ``SNAPSHOT_FORMAT_VERSION`` 1; every list sorted by its first item)::
+Snapshot layout (msgpack, ``SNAPSHOT_FORMAT_VERSION`` 2; every list sorted by its first item)::
 
     [format_version, offset, next_producer_id,
      brokers: [[broker_id, incarnation_id, epoch, [[listener, host, port]...], rack|nil,
                 fenced, in_controlled_shutdown, registered_offset], ...],
      topics:  [[name, topic_id (16 bytes),
-                [[partition_id, [replicas], [isr], leader, leader_epoch, partition_epoch], ...]],
+                [[partition_id, [replicas], [isr], leader, leader_epoch, partition_epoch,
+                  [removing_replicas], [adding_replicas]], ...]],
                ...],
      configs: [[resource_type, resource_name, [[key, value], ...]], ...]]
+
+Format 1 (written before partition reassignment existed) is the same without the last two
+partition items; it still decodes (no reassignment in progress).
 
 Thread-safety: immutable, so any thread may read an image.
 """
@@ -31,7 +35,9 @@ import msgpack
 
 from metadata.records import CONFIG_RESOURCE_TOPIC, NO_LEADER, Listener
 
-SNAPSHOT_FORMAT_VERSION = 1
+SNAPSHOT_FORMAT_VERSION = 2
+# Older formats this code still reads.
+READABLE_SNAPSHOT_FORMATS = (1, 2)
 
 
 class SnapshotDecodeError(ValueError):
@@ -73,13 +79,18 @@ class BrokerRegistration:
 @dataclass(frozen=True, slots=True)
 class PartitionRegistration:
     """Invariants (checked by the controller before it writes a record): ``isr`` is a
-    non-empty subset of ``replicas``; ``leader`` is in ``isr`` or is -1; the epochs only grow."""
+    non-empty subset of ``replicas``; ``leader`` is in ``isr`` or is -1; the epochs only grow;
+    ``removing_replicas`` and ``adding_replicas`` are disjoint subsets of ``replicas``, both
+    empty unless a reassignment is in progress (then ``replicas`` = target + removing, in that
+    order, and ``adding_replicas`` are target replicas not yet known to be caught up)."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader: int
     leader_epoch: int
     partition_epoch: int
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
 
     @property
     def preferred_leader(self) -> int:
@@ -87,6 +98,24 @@ class PartitionRegistration:
 
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
+
+    @property
+    def is_reassigning(self) -> bool:
+        return bool(self.removing_replicas or self.adding_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """Where the replicas will be once the reassignment completes (``replicas`` if none)."""
+        if not self.removing_replicas:
+            return self.replicas
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """The replicas before the reassignment began (what cancelling restores)."""
+        if not self.adding_replicas:
+            return self.replicas
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +200,8 @@ class MetadataImage:
                         p.leader,
                         p.leader_epoch,
                         p.partition_epoch,
+                        list(p.removing_replicas),
+                        list(p.adding_replicas),
                     ]
                     for pid, p in sorted(t.partitions.items())
                 ],
@@ -204,9 +235,10 @@ class MetadataImage:
 
 
 def _decode_doc(doc: Any) -> MetadataImage:
-    if not isinstance(doc, list) or len(doc) != 6 or doc[0] != SNAPSHOT_FORMAT_VERSION:
+    if not isinstance(doc, list) or len(doc) != 6 or doc[0] not in READABLE_SNAPSHOT_FORMATS:
         raise SnapshotDecodeError("unknown snapshot format")
-    _, offset, next_pid, raw_brokers, raw_topics, raw_configs = doc
+    partition_items = 6 if doc[0] == 1 else 8
+    fmt, offset, next_pid, raw_brokers, raw_topics, raw_configs = doc
     brokers: dict[int, BrokerRegistration] = {}
     for bid, inc, epoch, lis, rack, fenced, cs, reg_offset in raw_brokers:
         brokers[int(bid)] = BrokerRegistration(
@@ -222,16 +254,21 @@ def _decode_doc(doc: Any) -> MetadataImage:
     by_name: dict[str, TopicImage] = {}
     by_id: dict[uuid.UUID, TopicImage] = {}
     for name, tid, raw_parts in raw_topics:
-        parts = {
-            int(pid): PartitionRegistration(
+        parts = {}
+        for raw in raw_parts:
+            if len(raw) != partition_items:
+                raise SnapshotDecodeError(f"format {fmt}: partition entry of {len(raw)} items")
+            pid, replicas, isr, leader, le, pe = raw[:6]
+            removing, adding = raw[6:] if partition_items == 8 else ((), ())
+            parts[int(pid)] = PartitionRegistration(
                 tuple(int(r) for r in replicas),
                 tuple(int(r) for r in isr),
                 int(leader),
                 int(le),
                 int(pe),
+                tuple(int(r) for r in removing),
+                tuple(int(r) for r in adding),
             )
-            for pid, replicas, isr, leader, le, pe in raw_parts
-        }
         t = TopicImage(str(name), uuid.UUID(bytes=tid), parts)
         by_name[t.name] = t
         by_id[t.topic_id] = t

@@ -201,6 +201,58 @@ class ElectLeadersResponse:
     results: list[ElectionResult]
 
 
+# --- partition reassignment (Kafka's AlterPartitionReassignments / ListPartitionReassignments) --
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignablePartition:
+    partition_index: int
+    replicas: list[int] | None = None  # the target replicas; None cancels the reassignment
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignableTopic:
+    name: str
+    partitions: list[ReassignablePartition]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignmentsRequest:
+    topics: list[ReassignableTopic]
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignablePartitionResult:
+    name: str
+    partition_index: int
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignmentsResponse:
+    results: list[ReassignablePartitionResult]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsRequest:
+    partitions: dict[str, list[int]] | None = None  # None: every partition
+
+
+@dataclass(frozen=True, slots=True)
+class OngoingPartitionReassignment:
+    name: str
+    partition_index: int
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsResponse:
+    reassignments: list[OngoingPartitionReassignment]
+
+
 # --- producer ids ------------------------------------------------------------------------------
 
 

@@ -12,8 +12,10 @@ members must be unfenced and not shutting down: INELIGIBLE_REPLICA).
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from data_plane.protocol.errors import ErrorCode
+from metadata.delta import merge_partition_change
 from metadata.election import change_isr, choose_leader, elect_preferred
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import (
@@ -27,6 +29,7 @@ from metadata.messages import (
     ElectLeadersRequest,
     ElectLeadersResponse,
 )
+from metadata.reassignment import change_record, completed
 from metadata.records import NO_LEADER, MetadataRecord, PartitionChangeRecord
 from metadata.result import ControllerResult, RecordBudget
 
@@ -135,11 +138,13 @@ def _alter_one(
     change = change_isr(topic.topic_id, item.partition_index, reg, new_isr)
     if change is None:
         return _result(name, item, 0, None, reg)
+    done = completed(replace(reg, isr=new_isr), active)
+    if done is not None:
+        # The ISR expansion that brings in the last adding replica completes the reassignment
+        # in the same record (as KRaft does).
+        change = change_record(topic.topic_id, item.partition_index, reg, done) or change
     records.append(change)
-    new = PartitionRegistration(
-        reg.replicas, new_isr, reg.leader, reg.leader_epoch, reg.partition_epoch + 1
-    )
-    return _result(name, item, 0, None, new)
+    return _result(name, item, 0, None, merge_partition_change(reg, change))
 
 
 def elect_leaders(

@@ -10,9 +10,17 @@ Fields are positional, in the order the record's dataclass declares them; a topi
 ...), so readers who know KRaft recognise them.
 
 Compatibility rule: a (type_id, version) pair, once released, never changes its field list. A
-new field means a new version. A reader that meets a type or version it does not know raises
-:class:`UnknownRecordError`; replay code skips such records with a logged warning instead of
-crashing (a newer controller may write records an older broker cannot read yet).
+new field means a new version, and new fields are only ever appended, with a default: version
+``v`` of a record is the first ``FIELD_COUNTS[v]`` fields of its dataclass. The decoder reads
+every released version (the missing fields take their defaults); the encoder writes the LOWEST
+version that still carries every non-default field, so a record without the newer fields stays
+readable by an older reader (as Kafka's tagged fields are invisible to one). A reader that meets
+a type or version it does not know raises :class:`UnknownRecordError`; replay code skips such
+records with a logged warning instead of crashing (a newer controller may write records an older
+broker cannot read yet).
+
+Versions so far: ``PartitionRecord`` and ``PartitionChangeRecord`` v1 add KRaft's
+``removing_replicas`` and ``adding_replicas`` (partition reassignment, docs/reassignment.md).
 
 Thread-safety: records are immutable; the functions here hold no state.
 """
@@ -67,7 +75,10 @@ class Listener(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class MetadataRecord:
     TYPE_ID: ClassVar[int]
+    # The newest version this code writes; FIELD_COUNTS (when set) maps every released version
+    # to its number of leading fields. Without FIELD_COUNTS only VERSION exists, with all fields.
     VERSION: ClassVar[int]
+    FIELD_COUNTS: ClassVar[dict[int, int] | None] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +114,13 @@ class TopicRecord(MetadataRecord):
 
 @dataclass(frozen=True, slots=True)
 class PartitionRecord(MetadataRecord):
-    """The full state of a new partition (or of a partition in a snapshot)."""
+    """The full state of a new partition (or of a partition in a snapshot). v1 adds the
+    reassignment sets: ``removing_replicas`` and ``adding_replicas`` are subsets of
+    ``replicas`` (empty when no reassignment is in progress)."""
 
     TYPE_ID: ClassVar[int] = 3
-    VERSION: ClassVar[int] = 0
+    VERSION: ClassVar[int] = 1
+    FIELD_COUNTS: ClassVar[dict[int, int] | None] = {0: 7, 1: 9}
     partition_id: int
     topic_id: uuid.UUID
     replicas: tuple[int, ...]
@@ -114,6 +128,8 @@ class PartitionRecord(MetadataRecord):
     leader: int
     leader_epoch: int
     partition_epoch: int
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +148,19 @@ class ConfigRecord(MetadataRecord):
 class PartitionChangeRecord(MetadataRecord):
     """A change of one partition. ``isr``/``replicas`` None = unchanged. ``leader`` is
     NO_LEADER_CHANGE (-2) to keep the leader and its epoch; any other value (including the current
-    leader) sets the leader and bumps ``leader_epoch``. Every change bumps ``partition_epoch``."""
+    leader) sets the leader and bumps ``leader_epoch``. Every change bumps ``partition_epoch``.
+    v1 adds ``removing_replicas`` / ``adding_replicas`` (None = unchanged, () = cleared)."""
 
     TYPE_ID: ClassVar[int] = 5
-    VERSION: ClassVar[int] = 0
+    VERSION: ClassVar[int] = 1
+    FIELD_COUNTS: ClassVar[dict[int, int] | None] = {0: 5, 1: 7}
     partition_id: int
     topic_id: uuid.UUID
     isr: tuple[int, ...] | None
     leader: int
     replicas: tuple[int, ...] | None
+    removing_replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,20 +205,35 @@ class NoOpRecord(MetadataRecord):
     VERSION: ClassVar[int] = 0
 
 
+_RECORD_CLASSES: tuple[type[MetadataRecord], ...] = (
+    RegisterBrokerRecord,
+    UnregisterBrokerRecord,
+    TopicRecord,
+    PartitionRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    RemoveTopicRecord,
+    ProducerIdsRecord,
+    BrokerRegistrationChangeRecord,
+    NoOpRecord,
+)
+
+
+def _versions(cls: type[MetadataRecord]) -> dict[int, int]:
+    """version -> number of leading fields, for every version ``cls`` reads."""
+    if cls.FIELD_COUNTS is None:
+        return {cls.VERSION: len(dataclasses.fields(cls))}
+    return dict(cls.FIELD_COUNTS)
+
+
+# (type_id, version) -> (class, number of fields of that version).
+RECORD_VERSIONS: dict[tuple[int, int], tuple[type[MetadataRecord], int]] = {
+    (cls.TYPE_ID, version): (cls, count)
+    for cls in _RECORD_CLASSES
+    for version, count in _versions(cls).items()
+}
 RECORD_TYPES: dict[tuple[int, int], type[MetadataRecord]] = {
-    (cls.TYPE_ID, cls.VERSION): cls
-    for cls in (
-        RegisterBrokerRecord,
-        UnregisterBrokerRecord,
-        TopicRecord,
-        PartitionRecord,
-        ConfigRecord,
-        PartitionChangeRecord,
-        RemoveTopicRecord,
-        ProducerIdsRecord,
-        BrokerRegistrationChangeRecord,
-        NoOpRecord,
-    )
+    key: cls for key, (cls, _) in RECORD_VERSIONS.items()
 }
 
 
@@ -235,8 +270,34 @@ def _field_kinds(cls: type) -> list[tuple[str, str, bool]]:
 
 
 _KINDS: dict[type, list[tuple[str, str, bool]]] = {
-    cls: _field_kinds(cls) for cls in RECORD_TYPES.values()
+    cls: _field_kinds(cls) for cls in _RECORD_CLASSES
 }
+# Per class: (version, field count) from oldest to newest, and each field's default (or a
+# sentinel for required fields), for choosing the version to write.
+_MISSING = object()
+_ENCODE_VERSIONS: dict[type, list[tuple[int, int]]] = {
+    cls: sorted(_versions(cls).items()) for cls in _RECORD_CLASSES
+}
+_DEFAULTS: dict[type, list[Any]] = {
+    cls: [
+        f.default if f.default is not dataclasses.MISSING else _MISSING
+        for f in dataclasses.fields(cls)
+    ]
+    for cls in _RECORD_CLASSES
+}
+
+
+def _encode_version(record: MetadataRecord) -> tuple[int, int]:
+    """(version, field count): the oldest version whose omitted fields all hold defaults."""
+    versions = _ENCODE_VERSIONS[type(record)]
+    if len(versions) == 1:
+        return versions[0]
+    defaults = _DEFAULTS[type(record)]
+    kinds = _KINDS[type(record)]
+    for version, count in versions:
+        if all(getattr(record, kinds[i][0]) == defaults[i] for i in range(count, len(kinds))):
+            return version, count
+    return versions[-1]
 
 
 def _encode_value(kind: str, value: Any) -> Any:
@@ -311,8 +372,9 @@ _PACKER_OPTIONS = {"use_bin_type": True}
 
 def encode_record(record: MetadataRecord) -> bytes:
     """The log-entry bytes of ``record`` (deterministic)."""
-    out: list[Any] = [record.TYPE_ID, record.VERSION]
-    for name, kind, _ in _KINDS[type(record)]:
+    version, count = _encode_version(record)
+    out: list[Any] = [record.TYPE_ID, version]
+    for name, kind, _ in _KINDS[type(record)][:count]:
         value = getattr(record, name)
         if value is None or kind in ("int", "str", "bool"):
             out.append(value)
@@ -332,10 +394,11 @@ def decode_record(data: bytes) -> MetadataRecord:
         raise RecordDecodeError(f"not a msgpack record: {exc}") from None
     if not (isinstance(obj, list) and len(obj) >= 2 and _is_int(obj[0]) and _is_int(obj[1])):
         raise RecordDecodeError("a metadata record is [type_id, version, fields...]")
-    cls = RECORD_TYPES.get((obj[0], obj[1]))
-    if cls is None:
+    known = RECORD_VERSIONS.get((obj[0], obj[1]))
+    if known is None:
         raise UnknownRecordError(obj[0], obj[1])
-    kinds = _KINDS[cls]
+    cls, count = known
+    kinds = _KINDS[cls][:count]
     values = obj[2:]
     if len(values) != len(kinds):
         raise RecordDecodeError(

@@ -44,6 +44,16 @@ METHODS: dict[str, tuple[type, type, bool]] = {
     "CreatePartitions": (m.CreatePartitionsRequest, m.CreatePartitionsResponse, True),
     "AlterPartition": (m.AlterPartitionRequest, m.AlterPartitionResponse, True),
     "ElectLeaders": (m.ElectLeadersRequest, m.ElectLeadersResponse, True),
+    "AlterPartitionReassignments": (
+        m.AlterPartitionReassignmentsRequest,
+        m.AlterPartitionReassignmentsResponse,
+        True,
+    ),
+    "ListPartitionReassignments": (
+        m.ListPartitionReassignmentsRequest,
+        m.ListPartitionReassignmentsResponse,
+        True,
+    ),
     "AllocateProducerIds": (m.AllocateProducerIdsRequest, m.AllocateProducerIdsResponse, True),
     "AlterConfigs": (m.AlterConfigsRequest, m.AlterConfigsResponse, True),
     "IncrementalAlterConfigs": (m.IncrementalAlterConfigsRequest, m.AlterConfigsResponse, True),

@@ -23,10 +23,10 @@ Activation
 
 Reads
     FetchMetadata and QuorumStatus are served by any voter from its committed log (long-poll with
-    ``wait_for_offset``). DescribeCluster / DescribeConfigs are answered by the active controller
-    from its committed image. Every other voter answers NOT_CONTROLLER with the active
-    controller's id and gRPC address (published through the raft leader-change entry: see
-    :meth:`ControllerServer.leader_info_for`).
+    ``wait_for_offset``). DescribeCluster / DescribeConfigs / ListPartitionReassignments are
+    answered by the active controller from its committed image. Every other voter answers
+    NOT_CONTROLLER with the active controller's id and gRPC address (published through the raft
+    leader-change entry: see :meth:`ControllerServer.leader_info_for`).
 
 Start-up order for a node: construct the ControllerServer and call ``start()`` (it binds, then
 calls ``metadata_log.set_leader_info(...)`` when the log offers it) BEFORE ``metadata_log.start()``,
@@ -381,6 +381,7 @@ class ControllerServer:
             "CreatePartitions": lambda: c.create_partitions(request),
             "AlterPartition": lambda: c.alter_partition(request),
             "ElectLeaders": lambda: c.elect_leaders(request),
+            "AlterPartitionReassignments": lambda: c.alter_partition_reassignments(request),
             "AllocateProducerIds": lambda: c.allocate_producer_ids(request),
             "AlterConfigs": lambda: c.alter_configs(request),
             "IncrementalAlterConfigs": lambda: c.incremental_alter_configs(request),
@@ -453,11 +454,13 @@ class ControllerServer:
             return Envelope(body=self._fetch_metadata(request))
         if name == "QuorumStatus":
             return Envelope(body=m.QuorumStatusResponse(self._quorum_status()))
-        if name in ("DescribeCluster", "DescribeConfigs"):
+        if name in ("DescribeCluster", "DescribeConfigs", "ListPartitionReassignments"):
             if not self.controller.is_active:
                 return self._not_controller()
             if name == "DescribeCluster":
                 return Envelope(body=self.controller.describe_cluster(self.node_id))
+            if name == "ListPartitionReassignments":
+                return Envelope(body=self.controller.list_partition_reassignments(request))
             return Envelope(body=self.controller.describe_configs(request))
         if not self.controller.is_active:
             return self._not_controller()
