@@ -5,6 +5,16 @@
     kraftlog topics describe [NAME]
     kraftlog topics delete NAME
     kraftlog topics alter NAME [--partitions N] [--config k=v ...] [--delete-config k ...]
+    kraftlog topics reassign NAME --partition P --replicas 101,102,104 [--wait]
+    kraftlog topics reassign NAME --partition P --cancel
+    kraftlog topics reassign --list [NAME]
+    kraftlog topics elect-leaders [NAME [--partition P ...]] [--unclean]
+
+``reassign`` moves a partition's replicas (docs/reassignment.md): the controller adds the new
+replicas, they catch up and join the ISR, then the old ones are removed. ``--wait`` polls until
+the move is complete (bounded by ``--wait-timeout``). ``elect-leaders`` moves leadership back to
+each partition's preferred (first) replica, or with ``--unclean`` elects leaders for
+leaderless partitions from any live replica.
 
 Every subcommand takes ``--bootstrap-controller host:port,...`` or ``--dir D`` (see
 :mod:`deploy.admin`) and ``--json``. A request the controller rejects prints the Kafka error
@@ -14,6 +24,7 @@ name and message (``INVALID_REPLICATION_FACTOR: ...``) and exits 1.
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from data_plane.protocol.errors import ErrorCode
@@ -30,6 +41,11 @@ from deploy.admin import (
 from metadata.client import ControllerError
 from metadata.image import MetadataImage
 from metadata.messages import OP_DELETE, OP_SET, AlterableConfig, NewTopic
+
+# How long `reassign --wait` waits by default for a move to complete.
+DEFAULT_REASSIGN_WAIT_S = 300.0
+# Poll interval of `reassign --wait`.
+REASSIGN_POLL_INTERVAL_S = 0.5
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -64,6 +80,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--delete-config", action="append", default=[], metavar="KEY")
     _common(p, _alter)
+
+    p = topics_sub.add_parser("reassign", help="move a partition's replicas to other brokers")
+    p.add_argument("name", nargs="?", help="the topic (optional with --list)")
+    p.add_argument("--partition", type=int, help="the partition to move")
+    p.add_argument("--replicas", help="target broker ids, comma-separated, preferred first")
+    p.add_argument("--cancel", action="store_true", help="cancel the partition's reassignment")
+    p.add_argument("--list", action="store_true", help="list reassignments in progress")
+    p.add_argument("--wait", action="store_true", help="wait until the move has completed")
+    p.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=DEFAULT_REASSIGN_WAIT_S,
+        help=f"seconds --wait waits at most (default {DEFAULT_REASSIGN_WAIT_S:.0f})",
+    )
+    _common(p, _reassign)
+
+    p = topics_sub.add_parser("elect-leaders", help="preferred (or unclean) leader election")
+    p.add_argument("name", nargs="?", help="one topic (default: every partition)")
+    p.add_argument("--partition", type=int, action="append", help="partition id (repeatable)")
+    p.add_argument("--unclean", action="store_true", help="elect leaderless partitions' leaders")
+    _common(p, _elect_leaders)
 
 
 def _common(p: argparse.ArgumentParser, func: Any) -> None:
@@ -244,3 +281,125 @@ def _alter(client: Any, args: argparse.Namespace) -> int:
     else:
         print(f"Altered topic {args.name}.")
     return 0
+
+
+def parse_replicas(text: str) -> list[int]:
+    try:
+        replicas = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise AdminError(f"--replicas {text!r}: expected broker ids like 101,102,104") from None
+    if not replicas:
+        raise AdminError("--replicas: give at least one broker id")
+    return replicas
+
+
+def _reassign(client: Any, args: argparse.Namespace) -> int:
+    if args.list:
+        if args.replicas or args.cancel or args.partition is not None:
+            raise AdminError("--list takes only an optional topic name")
+        return _list_reassignments(client, args)
+    if args.name is None or args.partition is None:
+        raise AdminError("give NAME and --partition P (or --list)")
+    if args.cancel == bool(args.replicas):
+        raise AdminError("give exactly one of --replicas and --cancel")
+    target = None if args.cancel else parse_replicas(args.replicas)
+    (result,) = client.alter_partition_reassignments({(args.name, args.partition): target})
+    if result.error_code:
+        what = "cancel the reassignment of" if args.cancel else "reassign"
+        return fail(
+            f"cannot {what} {args.name}-{args.partition}: "
+            f"{error_text(result.error_code, result.error_message)}"
+        )
+    done: dict[str, Any] = {"name": args.name, "partition": args.partition}
+    if args.cancel:
+        done["cancelled"] = True
+    else:
+        done["target_replicas"] = target
+    if args.wait and not args.cancel:
+        deadline = time.monotonic() + args.wait_timeout
+        while client.list_partition_reassignments({args.name: [args.partition]}):
+            if time.monotonic() >= deadline:
+                return fail(
+                    f"{args.name}-{args.partition}: still moving after {args.wait_timeout:.0f} s "
+                    "(see `kraftlog topics reassign --list`)"
+                )
+            time.sleep(REASSIGN_POLL_INTERVAL_S)
+        done["completed"] = True
+    if args.json:
+        print_json(done)
+    elif args.cancel:
+        print(f"Cancelled the reassignment of {args.name}-{args.partition}.")
+    elif done.get("completed"):
+        print(f"Moved {args.name}-{args.partition} to replicas {args.replicas}.")
+    else:
+        print(f"Reassignment of {args.name}-{args.partition} to {args.replicas} started.")
+    return 0
+
+
+def _list_reassignments(client: Any, args: argparse.Namespace) -> int:
+    wanted = None
+    if args.name is not None:
+        image = fetch_image(client, args.timeout)
+        t = image.topic(args.name)
+        if t is None:
+            return fail(f"topic {args.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+        wanted = {args.name: sorted(t.partitions)}
+    ongoing = client.list_partition_reassignments(wanted)
+    rows = [
+        {
+            "name": r.name,
+            "partition": r.partition_index,
+            "replicas": r.replicas,
+            "adding_replicas": r.adding_replicas,
+            "removing_replicas": r.removing_replicas,
+        }
+        for r in ongoing
+    ]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("No reassignment in progress.")
+    for r in rows:
+        print(
+            f"Topic: {r['name']}\tPartition: {r['partition']}\t"
+            f"Replicas: {','.join(map(str, r['replicas']))}\t"
+            f"Adding: {','.join(map(str, r['adding_replicas']))}\t"
+            f"Removing: {','.join(map(str, r['removing_replicas']))}"
+        )
+    return 0
+
+
+def _elect_leaders(client: Any, args: argparse.Namespace) -> int:
+    partitions = None
+    if args.name is not None:
+        pids = args.partition
+        if pids is None:
+            image = fetch_image(client, args.timeout)
+            t = image.topic(args.name)
+            if t is None:
+                return fail(f"topic {args.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+            pids = sorted(t.partitions)
+        partitions = {args.name: list(pids)}
+    elif args.partition:
+        raise AdminError("--partition needs a topic NAME")
+    results = client.elect_leaders(preferred=not args.unclean, partitions=partitions)
+    rows = [
+        {
+            "name": r.name,
+            "partition": r.partition_index,
+            "error": None if r.error_code == 0 else error_text(r.error_code, r.error_message),
+        }
+        for r in results
+    ]
+    if args.json:
+        print_json(rows)
+    else:
+        elected = [r for r in rows if r["error"] is None]
+        for r in rows:
+            if r["error"] is not None:
+                print(f"{r['name']}-{r['partition']}: {r['error']}")
+        print(f"Elected new leaders for {len(elected)} partition(s).")
+    # Nothing to do is not a failure (ELECTION_NOT_NEEDED), as kafka-leader-election.sh.
+    hard = [r for r in results if r.error_code not in (0, ErrorCode.ELECTION_NOT_NEEDED)]
+    return 1 if hard else 0

@@ -43,10 +43,17 @@ from typing import Any, TypeVar
 from data_plane.configdef import load_properties
 from deploy import processes
 from deploy.cluster_info import ControllerView, probe_controllers
-from deploy.cluster_layout import ClusterLayout, NodeLayout, plan_layout
+from deploy.cluster_layout import (
+    BROKER_ID_BASE,
+    MAX_BROKERS,
+    ClusterLayout,
+    NodeLayout,
+    plan_layout,
+)
 from deploy.meta_properties import format_directories, random_uuid
 from deploy.node_config import load_node_config
 from deploy.node_status import read_status
+from deploy.ports import free_ports
 from metadata.client import ControllerClient
 
 T = TypeVar("T")
@@ -64,6 +71,11 @@ _LOG_TAIL_LINES = 30
 LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = {
     "controller.quorum.election.timeout.ms": "500",
 }
+
+# Keys of a node's config that name the node itself (not copied by add_broker).
+_NODE_SPECIFIC_KEYS = frozenset(
+    {"node.id", "process.roles", "listeners", "advertised.listeners", "log.dirs"}
+)
 
 # Order of keys in generated config files (others follow, sorted).
 _KEY_ORDER = (
@@ -379,6 +391,45 @@ class LocalCluster:
 
     def _by_pid(self) -> dict[int, subprocess.Popen[bytes]]:
         return {c.pid: c for c in self._children.values()}
+
+    # --- growing the cluster --------------------------------------------------------------------
+
+    def add_broker(self, overrides: Mapping[str, str] | None = None) -> int:
+        """Add one broker node (the next id after the highest broker id) to the layout, write
+        its config and format its storage; start it with :meth:`start_node`. Its settings are
+        those of the existing broker with the lowest id (same overrides), with its own id,
+        port and directories, updated by ``overrides``. Returns the new node id.
+        Not available in network-namespace mode (the namespaces are made at creation)."""
+        if self.netns is not None:
+            raise ClusterError("add_broker is not supported in network-namespace mode")
+        layout = self.layout
+        brokers = layout.brokers
+        if len(brokers) >= MAX_BROKERS:
+            raise ClusterError(f"a local cluster has at most {MAX_BROKERS} brokers")
+        node_id = max((n.node_id for n in brokers), default=BROKER_ID_BASE - 1) + 1
+        used = {
+            p for n in layout.nodes for p in (n.raft_port, n.controller_port, n.broker_port) if p
+        }
+        port = next(p for p in free_ports(len(used) + 1, host=layout.host) if p not in used)
+        node = NodeLayout(
+            node_id, ("broker",), layout.directory / f"node-{node_id}", broker_port=port
+        )
+        if brokers:
+            template = load_properties(str(brokers[0].config_path))
+            props = {k: v for k, v in template.items() if k not in _NODE_SPECIFIC_KEYS}
+        else:
+            props = {}
+        secret = layout.secret_path().read_text(encoding="utf-8").strip()
+        props = {**node_properties(layout, node, secret, props), **(overrides or {})}
+        node.directory.mkdir(parents=True, exist_ok=True)
+        _write_private(node.config_path, render_properties(props, node))
+        settings = load_node_config(str(node.config_path))
+        format_directories(settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node_id)
+        self.layout = ClusterLayout(
+            layout.directory, layout.cluster_id, layout.host, (*layout.nodes, node)
+        )
+        self.layout.save()
+        return node_id
 
     # --- config edits ---------------------------------------------------------------------------
 
