@@ -4,6 +4,7 @@ acknowledged write, ISR shrink and expand, divergent-leader truncation, acks=1 l
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -138,7 +139,11 @@ def test_acks1_write_lost_on_failover_and_divergent_leader_truncates(
     # The session timeout is long enough that the paused followers are never fenced (on a
     # loaded machine a pause can take a while), so a clean election from the ISR follows.
     cluster = make_cluster(
-        **{"replica.lag.time.max.ms": "30000", "broker.session.timeout.ms": "6000"}
+        **{
+            "replica.lag.time.max.ms": "30000",
+            "broker.session.timeout.ms": "6000",
+            "replica.fetch.wait.max.ms": "200",
+        }
     )
     topic = "diverge"
     leader = create_topic(cluster, topic)
@@ -150,6 +155,10 @@ def test_acks1_write_lost_on_failover_and_divergent_leader_truncates(
     for f in followers:
         cluster.pause(f)
     try:
+        # A follower fetch parked at the leader would carry the next append into the paused
+        # follower's socket buffer (it would then have the records after all): let the leader
+        # answer the parked fetches first (replica.fetch.wait.max.ms = 200 ms).
+        time.sleep(1.0)
         r = produce_raw(cluster, leader, topic, [b"lost-%d" % i for i in range(50)], 1)
         assert r["error_code"] == 0 and r["base_offset"] == 100, r
         cluster.kill(leader)
