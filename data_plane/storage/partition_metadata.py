@@ -14,7 +14,8 @@ the old topic's records as the new one's.
 Durability: written in place when there is no file yet (a torn file does not parse and
 counts as missing), else atomically (``.tmp``, rename); but, as Kafka does since it moved the write
 off the request path, not fsynced when recorded: :meth:`flush` (run by the log manager's
-maintenance and on close, batched over all new logs) makes it durable. A crash before that
+maintenance, a bounded number per round) makes it durable; close leaves the rest to the
+kernel's writeback. A crash before that
 leaves no file; the next ``get_or_create_log`` with a topic id records it again (a file that
 is missing is adopted, only a file that disagrees deletes the log).
 

@@ -130,7 +130,7 @@ def test_delete_log_keeps_a_log_of_another_topic_id(tmp_path, managers) -> None:
     assert m.get_log("orders", 0) is None
 
 
-def test_maintenance_and_close_fsync_recorded_files(tmp_path, managers) -> None:
+def test_maintenance_fsyncs_recorded_files_a_bounded_number_at_a_time(tmp_path, managers) -> None:
     m = open_manager(tmp_path, managers)
     for p in range(3):
         m.get_or_create_log("orders", p, topic_id=uuid.uuid4())
