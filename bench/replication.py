@@ -13,7 +13,8 @@ header line says which). Figures:
    (librdkafka, idempotent) beside it for 100 B, to tell client cost from broker cost.
 2. Produce latency at fixed rates (5,000 and 20,000 records/s of 100 B, one partition):
    from the moment each record was due (a paced sender: no coordinated omission) to its
-   acks=all acknowledgement; p50 / p99 / max.
+   acks=all acknowledgement; p50 / p99 / max, after a 1 s warm-up at the same rate (the first
+   appends to a brand-new partition stall for up to ~0.5 s at 20,000 records/s).
 3. Leader failover: kill -9 of the partition's leader while a producer sends a record every
    5 ms; unavailability = time from the kill to the first acks=all acknowledgement of a record
    sent after it. The killed broker is restarted and the ISR is full again before the next trial.
@@ -159,16 +160,20 @@ def confluent_throughput(bootstrap: str, topic: str, n: int, size: int) -> float
 # -- 2. latency at a fixed rate --------------------------------------------------------------
 
 
-def paced_latency(cfg: dict[str, Any], topic: str, rate: int, seconds: float) -> list[float]:
-    """Send ``rate`` records/s for ``seconds``; per record, acknowledgement time minus the time
-    it was due (a late sender counts against the latency)."""
+def paced_latency(
+    cfg: dict[str, Any], topic: str, rate: int, seconds: float, warmup_s: float
+) -> list[float]:
+    """Send ``rate`` records/s for ``warmup_s + seconds``; per record due after the warm-up,
+    acknowledgement time minus the time it was due (a late sender counts against the latency).
+    The warm-up covers the first appends to a new partition and the producer's connections."""
     value = os.urandom(100)
     latencies: list[float] = []
     errors: list[object] = []
     p = Producer({**cfg, "linger.ms": 1})
     try:
         p.partitions_for(topic)
-        total = int(rate * seconds)
+        total = int(rate * (warmup_s + seconds))
+        first_measured = int(rate * warmup_s)
         start = time.perf_counter()
         i = 0
         while i < total:
@@ -177,10 +182,10 @@ def paced_latency(cfg: dict[str, Any], topic: str, rate: int, seconds: float) ->
             while i < due_count:
                 due = start + i / rate
 
-                def done(err: object, _md: object, due: float = due) -> None:
+                def done(err: object, _md: object, due: float = due, i: int = i) -> None:
                     if err is not None:
                         errors.append(err)
-                    else:
+                    elif i >= first_measured:
                         latencies.append(time.perf_counter() - due)
 
                 p.send(topic, value, partition=0, on_delivery=done)
@@ -254,6 +259,7 @@ def main() -> None:
     scale = 0.25 if args.quick else 1.0
     counts = {100: int(300_000 * scale), 1024: int(100_000 * scale)}
     latency_s = 2.0 if args.quick else 5.0
+    warmup_s = 1.0
     trials = args.trials if args.trials is not None else (3 if args.quick else 10)
 
     workdir = tempfile.mkdtemp(prefix="kraftlog-bench-repl-")
@@ -286,12 +292,14 @@ def main() -> None:
         print(row("confluent-kafka (idempotent), 100 B", n, 100,
                   confluent_throughput(bootstrap, topic, n, 100)))
 
-        print(f"\n2. Produce latency, 100 B, 1 partition, {latency_s:.0f} s per rate "
-              "(due -> acks=all acknowledgement)")
+        print(
+            f"\n2. Produce latency, 100 B, 1 partition, {latency_s:.0f} s per rate after "
+            f"{warmup_s:.0f} s of warm-up (due -> acks=all acknowledgement)"
+        )
         for rate in (5_000, 20_000):
             topic = f"lat-{rate}"
             create_topic(cluster, topic, 1)
-            lat = paced_latency(cfg, topic, rate, latency_s)
+            lat = paced_latency(cfg, topic, rate, latency_s, warmup_s)
             got = len(lat) / latency_s
             print(
                 f"  {rate:>6,} rec/s (acked {got:>8,.0f}/s): p50 {percentile(lat, 0.5) * 1e3:6.2f}"
