@@ -200,6 +200,8 @@ def describe_topics(
                         "partition_epoch": reg.partition_epoch,
                         "replicas": list(reg.replicas),
                         "isr": list(reg.isr),
+                        "adding_replicas": list(reg.adding_replicas),
+                        "removing_replicas": list(reg.removing_replicas),
                     }
                     for pid, reg in parts
                 ],
@@ -234,8 +236,19 @@ def _describe(client: Any, args: argparse.Namespace) -> int:
                 f"\tTopic: {t['name']}\tPartition: {p['partition']}\tLeader: {leader}\t"
                 f"Replicas: {','.join(map(str, p['replicas']))}\t"
                 f"Isr: {','.join(map(str, p['isr']))}\tLeaderEpoch: {p['leader_epoch']}"
+                + _moving_text(p)
             )
     return 0
+
+
+def _moving_text(p: dict[str, Any]) -> str:
+    """Kafka's describe suffix for a partition being reassigned (empty otherwise)."""
+    out = ""
+    if p["adding_replicas"]:
+        out += f"\tAdding Replicas: {','.join(map(str, p['adding_replicas']))}"
+    if p["removing_replicas"]:
+        out += f"\tRemoving Replicas: {','.join(map(str, p['removing_replicas']))}"
+    return out
 
 
 def _delete(client: Any, args: argparse.Namespace) -> int:

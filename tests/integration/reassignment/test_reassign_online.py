@@ -148,6 +148,7 @@ def test_move_a_partition_onto_a_new_broker_under_load(cluster: LocalCluster) ->
     (topic,) = kraftlog(cluster, "topics", "describe", TOPIC)
     desc = topic["partitions"][0]
     assert desc["replicas"] == target
+    assert desc["adding_replicas"] == [] and desc["removing_replicas"] == []
     assert set(desc["isr"]) == set(target)
     assert desc["leader"] in target and desc["leader"] != old_leader
 
