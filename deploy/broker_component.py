@@ -63,7 +63,9 @@ class BrokerComponent:
         self.log_manager = LogManager(s.log, extra_allowed_names=extra)
         try:
             self.log_manager.start()
-            self.replicas = LocalReplicas(self.broker_id, self.log_manager, s.log)
+            self.replicas = LocalReplicas(
+                self.broker_id, self.log_manager, s.log, incarnation_id=self.incarnation_id
+            )
             self._client = ControllerClient(
                 ",".join(s.bootstrap_controllers), s.node.controller_request_timeout_ms / 1000
             )
