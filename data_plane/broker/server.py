@@ -164,6 +164,7 @@ class KafkaServer:
         self._close_listeners()
         if self.fetcher_manager is not None:
             self.fetcher_manager.close()
+            await self.fetcher_manager.wait_closed()
         if self.alter_partition_manager is not None:
             self.alter_partition_manager.close()
         for conn in list(self.connections):

@@ -146,6 +146,7 @@ class ReplicaFetcherManager:
         self._partitions = partitions
         self._endpoint = endpoint
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._retiring: set[asyncio.Task[None]] = set()
         self._assignment: dict[TopicPartition, tuple[int, int]] = {}
 
     def fetcher_count(self) -> int:
@@ -185,13 +186,25 @@ class ReplicaFetcherManager:
         fetcher.remove(tp)
         if not fetcher.partitions:
             del self._fetchers[key]
-            fetcher.close()
+            self._retire(fetcher)
+
+    def _retire(self, fetcher: ReplicaFetcher) -> None:
+        fetcher.close()
+        # Keep the cancelled task until it has finished, so wait_closed() can await it: a task
+        # destroyed while still pending (the loop closing under it) is an asyncio error.
+        self._retiring.add(fetcher.task)
+        fetcher.task.add_done_callback(self._retiring.discard)
 
     def close(self) -> None:
         for f in self._fetchers.values():
-            f.close()
+            self._retire(f)
         self._fetchers.clear()
         self._assignment.clear()
+
+    async def wait_closed(self) -> None:
+        """Await every cancelled fetcher task (call after close(), on the event loop)."""
+        if self._retiring:
+            await asyncio.gather(*self._retiring, return_exceptions=True)
 
 
 class ReplicaFetcher:
@@ -225,6 +238,10 @@ class ReplicaFetcher:
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
+
+    @property
+    def task(self) -> asyncio.Task[None]:
+        return self._task
 
     def close(self) -> None:
         self._task.cancel()
