@@ -73,6 +73,10 @@ _BATCH_LENGTH = struct.Struct(">i")
 _LOG_OVERHEAD = 12
 
 
+# How long broker shutdown waits for cancelled fetcher tasks to finish.
+FETCHER_CLOSE_TIMEOUT_S = 5.0
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaFetcherConfig:
     broker_id: int
@@ -204,7 +208,9 @@ class ReplicaFetcherManager:
     async def wait_closed(self) -> None:
         """Await every cancelled fetcher task (call after close(), on the event loop)."""
         if self._retiring:
-            await asyncio.gather(*self._retiring, return_exceptions=True)
+            _, pending = await asyncio.wait(set(self._retiring), timeout=FETCHER_CLOSE_TIMEOUT_S)
+            for task in pending:
+                log.warning("replica fetcher task %s did not stop in time", task.get_name())
 
 
 class ReplicaFetcher:
@@ -230,6 +236,7 @@ class ReplicaFetcher:
         self._writer: asyncio.StreamWriter | None = None
         self._frames = FrameReader(MAX_RESPONSE_FRAME_BYTES)
         self._correlation = itertools.count(1)
+        self._closed = False
         self.fetches = 0
 
     def add(self, tp: TopicPartition, state: PartitionFetchState) -> None:
@@ -244,6 +251,11 @@ class ReplicaFetcher:
         return self._task
 
     def close(self) -> None:
+        # The flag, not only the cancellation, ends the loop: on Python 3.11 asyncio.wait_for
+        # can swallow a cancellation when its inner read finishes at the same moment (here with
+        # "not connected", because _disconnect() below drops the reader), and the loop would
+        # then go on retrying forever.
+        self._closed = True
         self._task.cancel()
         self._disconnect()
 
@@ -251,7 +263,7 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         backoff_s = self.config.fetch_backoff_ms / 1000
-        while True:
+        while not self._closed:
             if not self.partitions:
                 self._wake.clear()
                 await self._wake.wait()
@@ -270,6 +282,8 @@ class ReplicaFetcher:
                 self._disconnect()
                 raise
             except (OSError, EOFError, ProtocolError, TimeoutError, ConnectionError) as e:
+                if self._closed:
+                    return
                 log.info(
                     "broker %d: fetcher from broker %d: %s; retrying in %d ms",
                     self.config.broker_id,
@@ -280,6 +294,8 @@ class ReplicaFetcher:
                 self._disconnect()
                 await asyncio.sleep(backoff_s)
             except Exception:
+                if self._closed:
+                    return
                 log.exception(
                     "broker %d: fetcher from broker %d failed; retrying",
                     self.config.broker_id,
@@ -327,9 +343,11 @@ class ReplicaFetcher:
         return decoded
 
     async def _read_frame(self) -> bytes | memoryview:
-        assert self._reader is not None
+        reader = self._reader
+        if reader is None:
+            raise ConnectionError("not connected")
         while True:
-            chunk = await self._reader.read(READ_CHUNK_BYTES)
+            chunk = await reader.read(READ_CHUNK_BYTES)
             if not chunk:
                 raise EOFError("connection closed by the leader")
             frames = self._frames.feed(chunk)
