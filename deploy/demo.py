@@ -6,9 +6,9 @@ then shows ``topics describe``, ``quorum status`` and ``cluster status`` exactly
 ``kraftlog`` command prints them, produces and consumes records over the Kafka protocol with
 the native client, and says how to stop it.
 
-The produce/consume step uses the topic ``demo-events`` with replication factor 1: until
-replication exists (issue 5) the high watermark of a partition with more than one in-sync
-replica does not advance, so consumers would see nothing on ``demo``.
+The produce step writes with acks=all to the replicated topic ``demo``, so every record it
+reports was copied to all in-sync replicas; the consumer sees only committed records (below the
+high watermark).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from deploy.cli import main as kraftlog
 
 CLUSTER_DIR = ".cluster"
 DEMO_TOPIC = "demo"
-EVENTS_TOPIC = "demo-events"
 EVENTS = 1000
 CLIENT_TIMEOUT_S = 30.0
 
@@ -33,18 +32,18 @@ def run_step(title: str, argv: Sequence[str]) -> int:
 
 
 def produce_and_consume() -> int:
-    """Send EVENTS keyed records to EVENTS_TOPIC (acks=1) and read them all back."""
+    """Send EVENTS keyed records to DEMO_TOPIC (acks=all) and read them all back."""
     import time
 
     from data_plane.client import Consumer, Producer
     from deploy.local_cluster import LocalCluster
 
     bootstrap = ",".join(LocalCluster.open(CLUSTER_DIR).bootstrap_servers())
-    print(f"\n# produce {EVENTS} records to {EVENTS_TOPIC} and read them back ({bootstrap})")
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "compression.type": "zstd"})
+    print(f"\n# produce {EVENTS} records to {DEMO_TOPIC} and read them back ({bootstrap})")
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": "zstd"})
     try:
         futures = [
-            producer.send(EVENTS_TOPIC, value=b"event %d" % i, key=b"user-%d" % (i % 10))
+            producer.send(DEMO_TOPIC, value=b"event %d" % i, key=b"user-%d" % (i % 10))
             for i in range(EVENTS)
         ]
         producer.flush(CLIENT_TIMEOUT_S)
@@ -58,7 +57,7 @@ def produce_and_consume() -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
     per_partition: dict[int, int] = {}
     try:
-        consumer.assign([(EVENTS_TOPIC, p) for p in consumer.partitions_for_topic(EVENTS_TOPIC)])
+        consumer.assign([(DEMO_TOPIC, p) for p in consumer.partitions_for_topic(DEMO_TOPIC)])
         deadline = time.monotonic() + CLIENT_TIMEOUT_S
         while sum(per_partition.values()) < EVENTS and time.monotonic() < deadline:
             for r in consumer.poll(timeout_ms=500):
@@ -91,21 +90,6 @@ def main() -> int:
             ],
         ),
         ("partitions, leaders, ISR", ["topics", "describe", DEMO_TOPIC, "--dir", CLUSTER_DIR]),
-        (
-            "a topic for the produce/consume step",
-            [
-                "topics",
-                "create",
-                EVENTS_TOPIC,
-                "--partitions",
-                "3",
-                "--replication-factor",
-                "1",
-                "--if-not-exists",
-                "--dir",
-                CLUSTER_DIR,
-            ],
-        ),
         ("the controller quorum", ["quorum", "status", "--dir", CLUSTER_DIR]),
         ("every node", ["cluster", "status", "--dir", CLUSTER_DIR]),
     ]

@@ -67,7 +67,7 @@ _PROBE_TIMEOUT_S = 2.0
 _LOG_TAIL_LINES = 30
 
 # Settings of every local cluster (overridable): all voters share one loopback interface, so a
-# shorter election timeout than the 1000 ms default is safe and halves failover time.
+# shorter election timeout than the 1000 ms default is safe and roughly halves failover time.
 LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = {
     "controller.quorum.election.timeout.ms": "500",
 }
