@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from data_plane.storage.errors import CorruptCheckpointError
 
@@ -36,6 +36,28 @@ CHECKPOINT_VERSION = 0
 TMP_SUFFIX = ".tmp"
 
 TopicPartition = tuple[str, int]
+
+
+def write_lines_durably(path: str, lines: Sequence[str]) -> None:
+    """Replace ``path`` with ``lines`` (newline-terminated) so a crash leaves the old or the new
+    content, never a torn file: write ``path.tmp``, fsync it, rename it over ``path``, fsync the
+    directory. Not thread-safe for one path: callers hold their own lock."""
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    tmp = path + TMP_SUFFIX
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 class OffsetCheckpointFile:
@@ -49,23 +71,8 @@ class OffsetCheckpointFile:
             if not topic or any(c.isspace() for c in topic):
                 raise ValueError(f"topic name {topic!r} cannot be checkpointed")
             lines.append(f"{topic} {partition} {offset}")
-        data = ("\n".join(lines) + "\n").encode("utf-8")
-        tmp = self.path + TMP_SUFFIX
         with self._lock:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            dir_fd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            write_lines_durably(self.path, lines)
 
     def read(self) -> dict[TopicPartition, int]:
         """The checkpointed offsets; an empty dict if the file does not exist."""

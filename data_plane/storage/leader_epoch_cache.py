@@ -24,15 +24,13 @@ Thread-safety: every method holds the instance lock; the Log calls it under its 
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from typing import NamedTuple
 
+from data_plane.storage.checkpoints import CHECKPOINT_VERSION, write_lines_durably
 from data_plane.storage.errors import CorruptCheckpointError
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-CHECKPOINT_VERSION = 0
-TMP_SUFFIX = ".tmp"
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
@@ -142,22 +140,7 @@ class LeaderEpochFileCache:
     def _write_locked(self) -> None:
         lines = [str(CHECKPOINT_VERSION), str(len(self._entries))]
         lines += [f"{e.epoch} {e.start_offset}" for e in self._entries]
-        data = ("\n".join(lines) + "\n").encode("utf-8")
-        tmp = self.path + TMP_SUFFIX
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_lines_durably(self.path, lines)
 
 
 def _read(path: str) -> list[EpochEntry]:
