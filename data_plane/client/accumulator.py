@@ -31,9 +31,16 @@ from data_plane.client.errors import ClientClosedError, KafkaTimeoutError, Recor
 from data_plane.client.futures import FutureRecordMetadata, ProduceRequestResult
 from data_plane.client.record_encoder import VARINTS, RecordBatchBuilder, encode_record
 from data_plane.client.records import Header, TopicPartition
-from data_plane.storage.records import HEADER_SIZE
+from data_plane.storage.records import (
+    HEADER_SIZE,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+)
 
 Clock = Callable[[], float]  # seconds, monotonic
+# (partition, its head batch) -> may the head be drained now (the idempotent producer's guard)
+DrainGuard = Callable[[TopicPartition, "ProducerBatch"], bool]
 
 
 class ProducerBatch(RecordBatchBuilder):
@@ -41,10 +48,13 @@ class ProducerBatch(RecordBatchBuilder):
 
     __slots__ = (
         "attempts",
+        "base_sequence",
         "built",
         "closed",
         "created_ms",
         "last_attempt_ms",
+        "producer_epoch",
+        "producer_id",
         "reserved_bytes",
         "result",
         "tp",
@@ -60,10 +70,19 @@ class ProducerBatch(RecordBatchBuilder):
         self.closed = False
         self.reserved_bytes = 0
         self.built: bytearray | None = None  # encoded once, reused by retries
+        # Set once, on the first drain of an idempotent producer's batch; never changed.
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.base_sequence = NO_SEQUENCE
 
     def wire_bytes(self, compression: int) -> bytearray:
         if self.built is None:
-            self.built = self.build(compression)
+            self.built = self.build(
+                compression,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                base_sequence=self.base_sequence,
+            )
         return self.built
 
 
@@ -84,6 +103,7 @@ class RecordAccumulator:
         self._memory_waiters = 0
         self._flushes_in_progress = 0
         self._closed = False
+        self._close_error: Exception | None = None
 
     # -- send() side ---------------------------------------------------------------------
 
@@ -105,7 +125,7 @@ class RecordAccumulator:
         value_size = -1 if value is None else len(value)
         with self._lock:
             if self._closed:
-                raise ClientClosedError("the producer is closed")
+                raise self._close_error or ClientClosedError("the producer is closed")
             dq = self._deques.get(tp)
             if dq is None:
                 dq = self._deques[tp] = deque()
@@ -206,8 +226,10 @@ class RecordAccumulator:
         now_ms: float,
         leader_for: Callable[[TopicPartition], int | None],
         node_ready: Callable[[int], bool],
+        may_drain: DrainGuard | None = None,
     ) -> tuple[dict[int, list[ProducerBatch]], float, set[str]]:
-        """Take the sendable batches whose leader is known and ready.
+        """Take the sendable batches whose leader is known and ready (and that ``may_drain``
+        allows, when given).
 
         Returns (batches by leader node id, ms until the next batch may become sendable,
         topics whose partitions have no known leader).
@@ -227,6 +249,8 @@ class RecordAccumulator:
                 wait_ms = self._wait_before_send_ms(first, len(dq), now_ms, drain_all)
                 if wait_ms > 0:
                     next_check_ms = min(next_check_ms, wait_ms)
+                    continue
+                if may_drain is not None and not may_drain(tp, first):
                     continue
                 leader = leader_for(tp)
                 if leader is None:
@@ -255,12 +279,23 @@ class RecordAccumulator:
         return head.created_ms + self._linger_ms - now_ms
 
     def reenqueue(self, batch: ProducerBatch, now_ms: float) -> None:
-        """Put a failed batch back at the head of its partition for a retry after backoff."""
+        """Put a failed batch back at the head of its partition for a retry after backoff.
+
+        A numbered batch (idempotent producer) goes behind the queued retries with lower
+        sequences, so retries leave in sequence order whatever order their answers came in.
+        """
         with self._lock:
             batch.attempts += 1
             batch.last_attempt_ms = now_ms
             dq = self._deques.setdefault(batch.tp, deque())
-            dq.appendleft(batch)
+            seq = batch.base_sequence
+            index = 0
+            if seq != NO_SEQUENCE:
+                for queued in dq:
+                    if queued.base_sequence == NO_SEQUENCE or queued.base_sequence > seq:
+                        break
+                    index += 1
+            dq.insert(index, batch)
 
     def expire(self, now_ms: float, delivery_timeout_ms: int) -> list[ProducerBatch]:
         """Remove and return queued batches older than delivery.timeout.ms."""
@@ -302,10 +337,13 @@ class RecordAccumulator:
         with self._lock:
             self._flushes_in_progress -= 1
 
-    def close(self) -> None:
-        """No more appends; queued batches become sendable at once."""
+    def close(self, error: Exception | None = None) -> None:
+        """No more appends (``send()`` raises ``error``, or :class:`ClientClosedError`);
+        queued batches become sendable at once."""
         with self._lock:
             self._closed = True
+            if error is not None and self._close_error is None:
+                self._close_error = error
             self._freed.notify_all()
 
     @property

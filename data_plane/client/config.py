@@ -5,9 +5,9 @@ Each client takes a mapping of Kafka property names to values (``{"bootstrap.ser
 values. :func:`client_config` rejects unknown keys with :class:`ConfigError` naming the key, so
 a typo such as ``lingr.ms`` fails at construction instead of being silently ignored.
 
-Deviation from Kafka's defaults, on purpose: ``enable.idempotence`` does not exist yet
-(idempotent producers arrive with issue 5), so the producer defaults to ``acks=all`` WITHOUT
-idempotence: a retried batch can be written twice after a lost response.
+Idempotence follows Kafka 3.x: ``enable.idempotence`` unset means "on unless ``acks``,
+``retries`` or ``max.in.flight.requests.per.connection`` conflict" (then quietly off); set to
+true, a conflict is a :class:`ConfigError`. :attr:`ProducerConfig.idempotent` is the outcome.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ COMPRESSION_TYPES = ("none", "gzip", "zstd")
 ACKS_CHOICES = ("all", "-1", "0", "1")
 OFFSET_RESET_CHOICES = ("earliest", "latest", "none")
 PARTITIONERS = ("default", "murmur2_random")
+# The broker remembers a producer's last 5 batches per partition, so at most 5 may be in flight.
+MAX_IDEMPOTENT_IN_FLIGHT = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,8 @@ class ProducerConfig(CommonClientConfig):
         metadata=prop(
             "acks",
             choices=ACKS_CHOICES,
-            doc="all/-1: the full ISR; 1: the leader; 0: no response (no idempotence yet)",
+            doc="all/-1: the full ISR; 1: the leader; 0: no response (1 and 0 rule out "
+            "idempotence)",
         ),
     )
     batch_size: int = field(
@@ -87,11 +90,12 @@ class ProducerConfig(CommonClientConfig):
     max_request_size: int = field(
         default=1 * _MIB, metadata=prop("max.request.size", min=1, doc="largest record/batch")
     )
-    enable_idempotence: bool = field(
-        default=False,
+    enable_idempotence: bool | None = field(
+        default=None,
         metadata=prop(
             "enable.idempotence",
-            doc="idempotent producers arrive with issue 5; true is refused until then",
+            doc="producer ids and sequences: retries never duplicate or reorder; unset = on "
+            "unless acks/retries/max.in.flight conflict",
         ),
     )
     partitioner: str = field(
@@ -102,6 +106,33 @@ class ProducerConfig(CommonClientConfig):
             doc="murmur2 of the key (Java's and librdkafka murmur2_random); sticky for null keys",
         ),
     )
+
+    def __post_init__(self) -> None:
+        if self.enable_idempotence:
+            conflicts = self._idempotence_conflicts()
+            if conflicts:
+                raise ConfigError(f"enable.idempotence=true needs {'; '.join(conflicts)}")
+
+    def _idempotence_conflicts(self) -> list[str]:
+        out = []
+        if self.acks not in ("all", "-1"):
+            out.append(f"acks=all (got {self.acks})")
+        if self.retries <= 0:
+            out.append(f"retries > 0 (got {self.retries})")
+        if self.max_in_flight_requests_per_connection > MAX_IDEMPOTENT_IN_FLIGHT:
+            out.append(
+                f"max.in.flight.requests.per.connection <= {MAX_IDEMPOTENT_IN_FLIGHT} "
+                f"(got {self.max_in_flight_requests_per_connection})"
+            )
+        return out
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether this producer is idempotent: explicitly enabled, or not set and nothing
+        conflicts (Kafka 3.x disables the default quietly on a conflict)."""
+        if self.enable_idempotence is None:
+            return not self._idempotence_conflicts()
+        return self.enable_idempotence
 
     @property
     def acks_value(self) -> int:

@@ -46,6 +46,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (0, 4),
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
+    ApiKey.INIT_PRODUCER_ID: (0, 1),
 }
 API_VERSIONS_PROBE = 2
 

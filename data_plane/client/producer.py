@@ -14,6 +14,9 @@ unknown or ``buffer.memory`` is full, each bounded by ``max.block.ms`` (then
 :class:`KafkaTimeoutError`). Delivery callbacks and interceptors' ``on_acknowledgement`` run on
 the sender thread: keep them short.
 
+Idempotence is on by default (``enable.idempotence`` unset with ``acks=all``): retries never
+duplicate or reorder a partition's records (see :mod:`data_plane.client.idempotence`).
+
 Thread-safety: one producer may be shared by many threads (send, flush, close).
 """
 
@@ -30,7 +33,6 @@ from data_plane.client.errors import (
     ClientClosedError,
     KafkaError,
     KafkaTimeoutError,
-    UnsupportedFeatureError,
 )
 from data_plane.client.futures import DeliveryCallback, FutureRecordMetadata
 from data_plane.client.network_client import NetworkClient
@@ -82,11 +84,6 @@ class Producer:
         else:
             self.config = client_config(ProducerConfig, config, **kwargs)
         c = self.config
-        if c.enable_idempotence:
-            raise UnsupportedFeatureError(
-                "enable.idempotence=true: idempotent producers arrive with issue 5 "
-                "(InitProducerId); this producer retries without idempotence"
-            )
         self._interceptors = tuple(interceptors)
         self._partitioner = DefaultPartitioner()
         self._sticky = self._partitioner.sticky

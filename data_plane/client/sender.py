@@ -7,8 +7,16 @@ runs the response handlers. A partition error that is retriable puts the batch b
 of its partition after ``retry.backoff.ms`` (routing errors also trigger a metadata refresh),
 until ``retries`` or ``delivery.timeout.ms`` run out; other errors fail the batch.
 
-Without idempotence (issue 5) a retry after a lost response can duplicate a batch, and with
-more than one request in flight a retried batch can land after a later one, as in Kafka.
+Idempotent producers (the default, see :mod:`data_plane.client.idempotence`) first get a
+producer id with InitProducerId from any broker (retried on retriable errors), number each
+batch per partition when it is first drained and keep that number for its retries; the broker
+answers a retried duplicate with the original offset. Retries of a partition go one at a time
+in sequence order before any new batch of it; OUT_OF_ORDER_SEQUENCE_NUMBER or
+UNKNOWN_PRODUCER_ID with an earlier batch unresolved is retried, without one the batch fails
+and the producer resets (new producer id, sequences from 0); INVALID_PRODUCER_EPOCH stops the
+producer (pending records fail, ``send()`` raises). Without idempotence a retry after a lost
+response can duplicate a batch, and with more than one request in flight a retried batch can
+land after a later one, as in Kafka.
 
 Thread-safety: the thread owns the :class:`NetworkClient`; ``send()`` threads talk to it only
 through the accumulator, the metadata Condition (topics of interest, waiting for a new
@@ -26,6 +34,7 @@ from typing import Any
 from data_plane.client.accumulator import ProducerBatch, RecordAccumulator
 from data_plane.client.config import ProducerConfig
 from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from data_plane.client.idempotence import IdempotenceManager, Outcome
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
@@ -37,6 +46,8 @@ _MAX_POLL_S = 0.1  # upper bound on one idle wait, so shutdown and expiry are no
 # Expiry scans every queued batch under the accumulator lock that send() needs; delivery
 # timeouts are minutes long, so scanning ten times a second is precise enough.
 _EXPIRY_CHECK_INTERVAL_MS = 100.0
+# Kafka's transaction.timeout.ms default; InitProducerId carries it even without transactions.
+TRANSACTION_TIMEOUT_MS = 60000
 _CODECS = {"none": Compression.NONE, "gzip": Compression.GZIP, "zstd": Compression.ZSTD}
 
 
@@ -60,7 +71,14 @@ class Sender(threading.Thread):
         self._running = True
         self._force_close = False
         self._next_expiry_check_ms = 0.0
+        self._stopped = False  # set once the loop has ended: nothing is re-enqueued after it
         self.fatal_error: BaseException | None = None
+        self.idempotence: IdempotenceManager | None = (
+            IdempotenceManager() if config.idempotent else None
+        )
+        self._init_pid_in_flight = False
+        self._init_pid_not_before_s = 0.0
+        self._producer_fatal: Exception | None = None
 
     def run(self) -> None:
         try:
@@ -72,17 +90,17 @@ class Sender(threading.Thread):
         except BaseException as e:
             self.fatal_error = e
         finally:
-            # After a fatal error too: refuse new records, fail queued ones, so no future
-            # waits for a sender that is gone.
-            self._acc.close()
-            self._acc.abort_queued(
-                ClientClosedError(
-                    "the producer was closed"
-                    if self.fatal_error is None
-                    else f"the producer's sender failed: {self.fatal_error!r}"
-                )
+            # After a fatal error too: refuse new records, fail queued and in-flight ones, so
+            # no future waits for a sender that is gone.
+            error = ClientClosedError(
+                "the producer was closed"
+                if self.fatal_error is None
+                else f"the producer's sender failed: {self.fatal_error!r}"
             )
-            self._client.close()
+            self._acc.close(error if self.fatal_error is not None else None)
+            self._stopped = True
+            self._client.close()  # fails in-flight requests; _retry_or_fail no longer retries
+            self._acc.abort_queued(error)
             with self._metadata_cond:
                 self._metadata_cond.notify_all()
 
@@ -101,6 +119,8 @@ class Sender(threading.Thread):
     # -- one iteration -------------------------------------------------------------------
 
     def run_once(self) -> None:
+        if self._producer_fatal is not None:
+            raise self._producer_fatal
         client = self._client
         metadata = client.metadata
         with self._metadata_cond:
@@ -110,7 +130,20 @@ class Sender(threading.Thread):
             self._next_expiry_check_ms = now_ms + _EXPIRY_CHECK_INTERVAL_MS
             for batch in self._acc.expire(now_ms, self._config.delivery_timeout_ms):
                 self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, now_ms)))
-        drained, next_ms, unknown = self._acc.drain(now_ms, metadata.leader_for, client.is_ready)
+        idem = self.idempotence
+        if idem is not None:
+            if idem.needs_producer_id():
+                self._maybe_init_producer_id()
+            drained, next_ms, unknown = self._acc.drain(
+                now_ms, metadata.leader_for, client.is_ready, idem.may_drain
+            )
+            for batches in drained.values():
+                for batch in batches:
+                    idem.on_send(batch)
+        else:
+            drained, next_ms, unknown = self._acc.drain(
+                now_ms, metadata.leader_for, client.is_ready
+            )
         if unknown:
             with self._metadata_cond:
                 metadata.add_interest(unknown)
@@ -123,6 +156,46 @@ class Sender(threading.Thread):
         if metadata.version != version:
             with self._metadata_cond:
                 self._metadata_cond.notify_all()
+
+    # -- producer id -----------------------------------------------------------------------
+
+    def _maybe_init_producer_id(self) -> None:
+        """Send InitProducerId to the least loaded ready broker, one at a time."""
+        if self._init_pid_in_flight or self._clock() < self._init_pid_not_before_s:
+            return
+        node_id = self._client.any_ready_node()
+        if node_id is None:
+            return  # connections are being opened; the next iteration tries again
+        body = {"transactional_id": None, "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS}
+        self._init_pid_in_flight = True
+        try:
+            self._client.send(node_id, ApiKey.INIT_PRODUCER_ID, body, self._on_init_producer_id)
+        except KafkaError as e:
+            self._on_init_producer_id(None, e)
+
+    def _on_init_producer_id(
+        self, response: dict[str, Any] | None, error: Exception | None
+    ) -> None:
+        self._init_pid_in_flight = False
+        idem = self.idempotence
+        if idem is None:
+            return
+        if error is None and response is not None:
+            code = response.get("error_code", 0)
+            if code == 0:
+                idem.set_producer_id(response["producer_id"], response["producer_epoch"])
+                return
+            error = KafkaError(code, "InitProducerId")
+        retriable = isinstance(error, KafkaError) and error.retriable
+        if retriable or not isinstance(error, KafkaError):
+            # Connection errors and retriable codes (COORDINATOR_LOAD_IN_PROGRESS...).
+            self._init_pid_not_before_s = self._clock() + self._config.retry_backoff_ms / 1000.0
+            return
+        # UNSUPPORTED_VERSION, TRANSACTIONAL_ID_AUTHORIZATION_FAILED...: no producer id ever.
+        self._producer_fatal = KafkaError(
+            error.code, f"the idempotent producer cannot get a producer id: {error}"
+        )
+        self._client.wakeup()
 
     def _expiry_message(self, batch: ProducerBatch, now_ms: float) -> str:
         return (
@@ -139,7 +212,8 @@ class Sender(threading.Thread):
                 records = batch.wire_bytes(self._codec)
             except (ValueError, OverflowError, struct.error) as e:
                 # A batch that cannot be encoded fails alone; the sender keeps running.
-                self._fail(batch, KafkaError(ErrorCode.INVALID_RECORD, f"cannot encode: {e}"))
+                self._complete(batch, -1, -1,
+                               KafkaError(ErrorCode.INVALID_RECORD, f"cannot encode: {e}"))
                 continue
             sendable.append(batch)
             by_topic.setdefault(batch.tp.topic, []).append(
@@ -181,7 +255,7 @@ class Sender(threading.Thread):
             return
         if self._acks == 0:
             for batch in batches:
-                self._acc.complete(batch, -1, -1, None)
+                self._complete(batch, -1, -1, None)
             return
         results: dict[tuple[str, int], dict[str, Any]] = {}
         for topic in response.get("responses", []):
@@ -196,7 +270,8 @@ class Sender(threading.Thread):
                 continue
             code = part.get("error_code", 0)
             if code == 0:
-                self._acc.complete(
+                # An idempotent duplicate is answered with the original offset: the same path.
+                self._complete(
                     batch, part["base_offset"], part.get("log_append_time_ms", -1), None
                 )
             else:
@@ -205,16 +280,48 @@ class Sender(threading.Thread):
 
     def _retry_or_fail(self, batch: ProducerBatch, error: Exception, now_ms: float) -> None:
         retriable = isinstance(error, KafkaError) and error.retriable
+        idem = self.idempotence
+        if idem is not None and isinstance(error, KafkaError):
+            outcome = idem.classify(batch, error.code, retriable)
+            if outcome is Outcome.FATAL:
+                self._producer_fatal = error
+                self._complete(batch, -1, -1, error)
+                self._client.wakeup()
+                return
+            if outcome is Outcome.RESET:
+                idem.request_reset()
+                self._complete(batch, -1, -1, error)
+                return
+            retriable = outcome is Outcome.RETRY
         if isinstance(error, KafkaError) and error.code in REFRESH_ERRORS:
             with self._metadata_cond:
                 self._client.metadata.request_update()
         within_timeout = now_ms - batch.created_ms < self._config.delivery_timeout_ms
-        if retriable and batch.attempts < self._config.retries and within_timeout and (
-            self._running or not self._force_close
+        if (
+            retriable
+            and batch.attempts < self._config.retries
+            and within_timeout
+            and (self._running or not self._force_close)
+            and not self._stopped
+            and self._producer_fatal is None
         ):
+            if idem is not None:
+                idem.on_retry(batch)
             self._acc.reenqueue(batch, now_ms)
             return
-        self._fail(batch, error)
+        self._complete(batch, -1, -1, error)
+
+    def _complete(
+        self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int,
+        error: Exception | None,
+    ) -> None:
+        """Complete an answered (in-flight) batch."""
+        if self.idempotence is not None:
+            self.idempotence.on_done(batch, was_in_flight=True)
+        self._acc.complete(batch, base_offset, log_append_time_ms, error)
 
     def _fail(self, batch: ProducerBatch, error: Exception) -> None:
+        """Fail a batch that is not in flight (expired, or could not be encoded)."""
+        if self.idempotence is not None:
+            self.idempotence.on_done(batch, was_in_flight=False)
         self._acc.complete(batch, -1, -1, error)

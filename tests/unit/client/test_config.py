@@ -28,9 +28,25 @@ def test_unknown_and_invalid_properties_are_refused() -> None:
         client_config(ConsumerConfig, {"auto.offset.reset": "smallest"})
 
 
-def test_idempotence_is_refused_until_issue_5() -> None:
-    with pytest.raises(UnsupportedFeatureError, match="issue 5"):
-        Producer({"enable.idempotence": "true"})
+def test_idempotence_is_on_by_default_and_off_quietly_when_acks_conflict() -> None:
+    assert client_config(ProducerConfig, {}).idempotent
+    assert client_config(ProducerConfig, {"enable.idempotence": "true"}).idempotent
+    assert not client_config(ProducerConfig, {"acks": "1"}).idempotent
+    assert not client_config(ProducerConfig, {"acks": "0"}).idempotent
+    assert not client_config(ProducerConfig, {"retries": "0"}).idempotent
+    assert not client_config(
+        ProducerConfig, {"max.in.flight.requests.per.connection": "6"}
+    ).idempotent
+    assert not client_config(ProducerConfig, {"enable.idempotence": "false"}).idempotent
+
+
+def test_explicit_idempotence_with_a_conflicting_setting_is_refused() -> None:
+    with pytest.raises(ConfigError, match="acks=all"):
+        client_config(ProducerConfig, {"enable.idempotence": "true", "acks": "1"})
+    with pytest.raises(ConfigError, match="retries"):
+        client_config(ProducerConfig, {"enable.idempotence": "true", "retries": "0"})
+    with pytest.raises(ConfigError, match=r"max\.in\.flight"):
+        Producer({"enable.idempotence": "true", "max.in.flight.requests.per.connection": 6})
 
 
 def test_group_id_is_refused_until_groups_exist() -> None:

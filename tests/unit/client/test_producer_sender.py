@@ -31,6 +31,9 @@ def start(broker_factory: Callable[..., ScriptedBroker], produce: Script) -> Scr
             return unsupported_version_response(header).to_bytes()
         if header.api_key == ApiKey.METADATA:
             return metadata_response(header, port=holder[0].port)
+        if header.api_key == ApiKey.INIT_PRODUCER_ID:
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": 0,
+                                            "producer_id": 1000, "producer_epoch": 0}).to_bytes()
         if header.api_key != ApiKey.PRODUCE:
             return None
         with lock:
