@@ -10,31 +10,15 @@ from collections.abc import Iterator
 import pytest
 
 from deploy.local_cluster import LocalCluster
+from tests.integration.clusters import running_cluster
 
-FAST_OVERRIDES = {
-    "broker.session.timeout.ms": "2500",
-    "broker.heartbeat.interval.ms": "300",
-    "controller.quorum.election.timeout.ms": "500",
-    "controlled.shutdown.timeout.ms": "5000",
-}
-READY_TIMEOUT_S = 60.0
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
 
 @pytest.fixture(scope="module")
 def compat_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = LocalCluster.create(
-        tmp_path_factory.mktemp("compat") / "cluster",
-        controllers=1,
-        brokers=1,
-        overrides=FAST_OVERRIDES,
-    )
-    try:
-        cluster.start()
-        cluster.wait_ready(READY_TIMEOUT_S)
+    with running_cluster(tmp_path_factory.mktemp("compat") / "cluster") as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from data_plane.protocol.errors import ErrorCode
 from data_plane.storage import Record, build_batch
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
-from tests.integration.broker.conftest import ClusterFactory
+from tests.integration.clusters import ClusterFactory
 from tests.unit.broker.wire import WireClient
 
 pytestmark = [

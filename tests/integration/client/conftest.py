@@ -10,28 +10,15 @@ import pytest
 
 from data_plane.client import Admin, NewTopic
 from deploy.local_cluster import LocalCluster
+from tests.integration.clusters import running_cluster
 
-READY_TIMEOUT_S = 60.0
-FAST_OVERRIDES = {
-    "broker.session.timeout.ms": "2500",
-    "broker.heartbeat.interval.ms": "300",
-    "controller.quorum.election.timeout.ms": "500",
-}
 _topic_ids = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster.create(
-        tmp_path_factory.mktemp("client-cluster"), controllers=1, brokers=1,
-        overrides=FAST_OVERRIDES,
-    )
-    try:
-        c.start()
-        c.wait_ready(READY_TIMEOUT_S)
+    with running_cluster(tmp_path_factory.mktemp("client-cluster")) as c:
         yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")

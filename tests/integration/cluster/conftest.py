@@ -6,45 +6,20 @@ last heartbeat (heartbeats every 300 ms) and voters elect after 500-1000 ms of s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from deploy.local_cluster import LocalCluster
-
-FAST_OVERRIDES = {
-    "broker.session.timeout.ms": "2500",
-    "broker.heartbeat.interval.ms": "300",
-    "controller.quorum.election.timeout.ms": "500",
-    "controlled.shutdown.timeout.ms": "5000",
-}
-READY_TIMEOUT_S = 60.0
-
-ClusterFactory = Callable[..., LocalCluster]
+from tests.integration.clusters import ClusterFactory
+from tests.integration.clusters import cluster_factory as make_factory
 
 
 @pytest.fixture
 def cluster_factory(tmp_path: Path) -> Iterator[ClusterFactory]:
-    clusters: list[LocalCluster] = []
-
-    def make(controllers: int = 3, brokers: int = 3, **overrides: str) -> LocalCluster:
-        props = dict(FAST_OVERRIDES)
-        props.update({k.replace("_", "."): v for k, v in overrides.items()})
-        cluster = LocalCluster.create(
-            tmp_path / f"cluster-{len(clusters)}",
-            controllers=controllers,
-            brokers=brokers,
-            overrides=props,
-        )
-        clusters.append(cluster)
-        cluster.start()
-        cluster.wait_ready(READY_TIMEOUT_S)
-        return cluster
-
-    yield make
-    for cluster in clusters:
-        cluster.close()
+    with make_factory(tmp_path, controllers=3, brokers=3) as make:
+        yield make
 
 
 @pytest.fixture

@@ -9,22 +9,12 @@ from collections.abc import Iterator
 import pytest
 
 from deploy.local_cluster import LocalCluster
+from tests.integration.clusters import running_cluster
 from tests.integration.replication.helpers import FAST_OVERRIDES
-
-READY_TIMEOUT_S = 60.0
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster.create(
-        tmp_path_factory.mktemp("idempotence") / "cluster",
-        controllers=1,
-        brokers=3,
-        overrides=dict(FAST_OVERRIDES),
-    )
-    try:
-        c.start()
-        c.wait_ready(READY_TIMEOUT_S)
+    path = tmp_path_factory.mktemp("idempotence") / "cluster"
+    with running_cluster(path, brokers=3, overrides=FAST_OVERRIDES) as c:
         yield c
-    finally:
-        c.close()

@@ -9,19 +9,11 @@ from pathlib import Path
 import pytest
 
 from deploy.local_cluster import LocalCluster
+from tests.integration.clusters import running_cluster
 from tests.integration.replication.helpers import FAST_OVERRIDES
-
-READY_TIMEOUT_S = 60.0
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    c = LocalCluster.create(
-        tmp_path / "cluster", controllers=1, brokers=3, overrides=dict(FAST_OVERRIDES)
-    )
-    try:
-        c.start()
-        c.wait_ready(READY_TIMEOUT_S)
+    with running_cluster(tmp_path / "cluster", brokers=3, overrides=FAST_OVERRIDES) as c:
         yield c
-    finally:
-        c.close()

@@ -13,15 +13,13 @@ from data_plane.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch, validate_stored_payload
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
+from tests.integration.clusters import FAST_OVERRIDES as CLUSTER_FAST_OVERRIDES
 from tests.unit.broker.wire import WireClient
 
 DEADLINE_S = 60.0
 
 FAST_OVERRIDES = {
-    "broker.session.timeout.ms": "2500",
-    "broker.heartbeat.interval.ms": "300",
-    "controller.quorum.election.timeout.ms": "500",
-    "controlled.shutdown.timeout.ms": "5000",
+    **CLUSTER_FAST_OVERRIDES,
     "replica.lag.time.max.ms": "2000",
     "replica.fetch.backoff.ms": "200",
 }
