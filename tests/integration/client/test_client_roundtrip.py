@@ -96,6 +96,9 @@ def test_acks_zero_and_acks_one(bootstrap: str, new_topic: Callable[..., str]) -
         futures = [p.send(topic, b"a%d" % i) for i in range(100)]
         p.flush(30)
         assert all(f.get(0).offset == -1 for f in futures)
+    # acks=0 gives no point at which the records are known to be appended, and the next
+    # producer uses another connection, so wait until all 100 are readable before it sends.
+    assert [r.value for r in consume(bootstrap, topic, 100)] == [b"a%d" % i for i in range(100)]
     with Producer({"bootstrap.servers": bootstrap, "acks": "1"}) as p:
         assert p.send(topic, b"b").get(30).offset == 100
     assert len(consume(bootstrap, topic, 101)) == 101

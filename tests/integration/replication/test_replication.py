@@ -204,7 +204,7 @@ def test_unclean_election_loses_committed_offsets_and_logs_how_many(
     )
     cluster.pause(follower)
     try:
-        wait_isr(cluster, topic, {leader}, timeout_s=20)  # the leader dropped the follower
+        wait_isr(cluster, topic, {leader})  # the leader dropped the follower
         r = produce_raw(cluster, leader, topic, [b"b%d" % i for i in range(50)], -1)
         assert r["error_code"] == 0 and r["base_offset"] == 100, r  # committed: ISR = {leader}
         wait_for(lambda: list_latest(cluster, leader, topic) == 150, "HW 150")
