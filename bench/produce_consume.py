@@ -35,13 +35,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import confluent_kafka
 
+from bench.report import percentile, row
 from data_plane.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster
 
-MB = 1_000_000
 GB = 1_000_000_000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 _topic_seq = iter(range(1_000_000))
@@ -235,18 +235,6 @@ def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,
 
 
 # -- driver --------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def row(label: str, n: int, size: int, seconds: float) -> str:
-    rate = n / seconds if seconds > 0 else float("nan")
-    return f"  {label:<44} {n:>9,} rec {rate:>12,.0f} rec/s {rate * size / MB:>9.1f} MB/s"
 
 
 def main() -> None:

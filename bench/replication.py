@@ -39,12 +39,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import confluent_kafka
 
+from bench.report import percentile, row
 from data_plane.client import Producer
 from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
 
-MB = 1_000_000
 SESSION_TIMEOUT_MS = 3000
 OVERRIDES = {
     "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
@@ -237,18 +237,6 @@ def failover_trial(cluster: LocalCluster, cfg: dict[str, Any], topic: str) -> fl
 
 
 # -- report ----------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def row(label: str, n: int, size: int, seconds: float) -> str:
-    rate = n / seconds if seconds > 0 else float("nan")
-    return f"  {label:<40} {n:>9,} rec {rate:>11,.0f} rec/s {rate * size / MB:>8.1f} MB/s"
 
 
 def main() -> None:

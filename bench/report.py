@@ -1,0 +1,19 @@
+"""Report helpers shared by the benchmarks: percentiles and one throughput row per workload."""
+
+from __future__ import annotations
+
+MB = 1_000_000
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) by nearest rank; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def row(label: str, n: int, size: int, seconds: float) -> str:
+    """``n`` records of ``size`` bytes in ``seconds``: records/s and MB/s."""
+    rate = n / seconds if seconds > 0 else float("nan")
+    return f"  {label:<44} {n:>9,} rec {rate:>12,.0f} rec/s {rate * size / MB:>9.1f} MB/s"
