@@ -5,7 +5,6 @@ controller moves the control plane to another voter."""
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from data_plane.protocol.errors import ErrorCode
+from deploy.ports import free_ports
 from metadata.broker_manager import BrokerMetadataManager
 from metadata.client import ControllerClient
 from metadata.config import ControllerConfig
@@ -34,17 +34,6 @@ CONFIG = ControllerConfig(
 )
 
 
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def wait_until(predicate: Callable[[], object], what: str) -> object:

@@ -12,23 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deploy.ports import free_ports
+
 VOTER_SCRIPT = Path(__file__).with_name("voter_proc.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 START_TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_S = 10.0
 
 
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class VoterProcess:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from deploy.ports import free_ports
 from raft.api import (
     BatchTooLargeError,
     LeaderChange,
@@ -24,9 +25,7 @@ from raft.metadata_log import MetadataLog
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def counting_builder(prev: Snapshot | None, entries: Sequence[LogEntry]) -> bytes:
