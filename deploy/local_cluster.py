@@ -650,6 +650,9 @@ NETNS_FILE = "netns.json"
 _NETNS_SUBNET = "10.200"
 _NETNS_INSIDE_ENV = "KRAFTLOG_NETNS"
 _IP_TIMEOUT_S = 10.0
+# The client namespace (for chaos workloads) uses index 0: 10.200.0.2, hub end 10.200.0.1.
+CLIENT_ENDPOINT = -1
+_CLIENT_INDEX = 0
 
 
 class NetnsTopology:
@@ -660,12 +663,21 @@ class NetnsTopology:
         hub namespace  N        v1 10.200.1.1/24 ... vk 10.200.k.1/24, ip_forward on,
                                 iptables FORWARD rules = the partitions
         node namespace N-i      lo, eth0 10.200.i.2/24, default route via 10.200.i.1
+        client namespace N-c    lo, eth0 10.200.0.2/24, default route via 10.200.0.1
 
     Why a namespace per node and not 127.0.0.N inside one namespace: on loopback the kernel
     picks 127.0.0.1 as the source of every outgoing connection whatever address the process
     listens on, so iptables cannot tell the nodes apart by source; here each node's packets
     carry its own address, and the hub routes (and filters) between them. Each pair of nodes
     is cut exactly; connections survive a heal (DROP, not reset).
+
+    The client namespace is an endpoint like a node (:data:`CLIENT_ENDPOINT` in place of a
+    node id): a process in it reaches every node through the hub, so the link client -> node
+    can be cut like any node pair (the chaos suite runs its workloads there).
+    :meth:`block_one_way` cuts one direction only; :meth:`insert_rule` / :meth:`delete_rule`
+    add other hub rules (random loss, redirection to a proxy); :meth:`heal_all` flushes the
+    filter FORWARD chain and the nat PREROUTING chain. ``node_env`` adds environment
+    variables to a node's next start (the chaos clock-skew fault uses libfaketime's).
 
     State is saved to ``netns.json`` in the cluster directory so ``LocalCluster.open`` (e.g.
     in a client subprocess inside the hub) finds the addresses.
@@ -678,12 +690,28 @@ class NetnsTopology:
             raise ValueError("at most 250 nodes in network-namespace mode")
         self.name = name
         self._index = {node_id: k for k, node_id in enumerate(node_ids, start=1)}
+        self.node_env: dict[int, dict[str, str]] = {}
+
+    def _k(self, node_id: int) -> int:
+        return _CLIENT_INDEX if node_id == CLIENT_ENDPOINT else self._index[node_id]
 
     def address(self, node_id: int) -> str:
-        return f"{_NETNS_SUBNET}.{self._index[node_id]}.2"
+        """The address of a node (or of the client namespace: :data:`CLIENT_ENDPOINT`)."""
+        return f"{_NETNS_SUBNET}.{self._k(node_id)}.2"
+
+    def hub_address(self, node_id: int) -> str:
+        """The hub's address on the link to ``node_id``: what that node routes through (a
+        proxy listening in the hub on it is reachable from that node)."""
+        return f"{_NETNS_SUBNET}.{self._k(node_id)}.1"
 
     def node_namespace(self, node_id: int) -> str:
+        if node_id == CLIENT_ENDPOINT:
+            return self.client_namespace
         return f"{self.name}-{self._index[node_id]}"
+
+    @property
+    def client_namespace(self) -> str:
+        return f"{self.name}-c"
 
     def _ip(self, *argv: str, ns: str | None = None) -> None:
         cmd = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
@@ -696,7 +724,8 @@ class NetnsTopology:
             self._ip("ip", "netns", "add", self.name)
             self._ip("ip", "link", "set", "lo", "up", ns=self.name)
             self._ip("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=self.name)
-            for node_id, k in self._index.items():
+            endpoints = {CLIENT_ENDPOINT: _CLIENT_INDEX, **self._index}
+            for node_id, k in endpoints.items():
                 ns = self.node_namespace(node_id)
                 self._ip("ip", "netns", "add", ns)
                 self._ip("ip", "link", "set", "lo", "up", ns=ns)
@@ -727,7 +756,7 @@ class NetnsTopology:
 
     def destroy(self) -> None:
         """Delete every namespace (and so every veth and rule); missing ones are fine."""
-        for node_id in self._index:
+        for node_id in [CLIENT_ENDPOINT, *self._index]:
             subprocess.run(
                 ["ip", "netns", "delete", self.node_namespace(node_id)],
                 capture_output=True,
@@ -755,8 +784,29 @@ class NetnsTopology:
                 timeout=_IP_TIMEOUT_S,
             )
 
+    def block_one_way(self, src: int, dst: int) -> None:
+        """Drop the packets ``src`` sends to ``dst`` (``dst`` -> ``src`` still flows, so TCP
+        handshakes and acknowledgements fail one way only, as in an asymmetric partition)."""
+        self.insert_rule(self._rules(src, dst)[0])
+
+    def heal_one_way(self, src: int, dst: int) -> None:
+        self.delete_rule(self._rules(src, dst)[0])
+
+    def insert_rule(self, rule: list[str], table: str = "filter") -> None:
+        """``iptables -t table -I <rule>`` in the hub (``rule`` starts with the chain)."""
+        self._ip("iptables", "-t", table, "-I", *rule, ns=self.name)
+
+    def delete_rule(self, rule: list[str], table: str = "filter") -> None:
+        """Remove one copy of ``rule``; a rule that is not there is fine (heal is idempotent)."""
+        subprocess.run(
+            ["ip", "netns", "exec", self.name, "iptables", "-t", table, "-D", *rule],
+            capture_output=True,
+            timeout=_IP_TIMEOUT_S,
+        )
+
     def heal_all(self) -> None:
         self._ip("iptables", "-F", "FORWARD", ns=self.name)
+        self._ip("iptables", "-t", "nat", "-F", "PREROUTING", ns=self.name)
 
     def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -767,8 +817,10 @@ class NetnsTopology:
             env=self._env(),
         )
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, node_id: int | None = None) -> dict[str, str]:
         env = dict(os.environ)
+        if node_id is not None:
+            env.update(self.node_env.get(node_id, {}))
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         env[_NETNS_INSIDE_ENV] = self.name
@@ -788,7 +840,7 @@ class NetnsTopology:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 cwd=str(node.directory),
-                env=self._env(),
+                env=self._env(node_id),
             )
         tmp = str(node.pid_path) + ".tmp"
         with open(tmp, "w", encoding="ascii") as f:

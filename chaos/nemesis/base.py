@@ -1,0 +1,101 @@
+"""What every nemesis shares: the context it acts on, the handle of an active fault, and the
+cluster views (partition leaders, active controller) nemeses pick their targets from.
+
+A nemesis is a small object with a ``name`` and ``start(ctx) -> ActiveFault``. ``start``
+injects the fault and returns a handle whose ``heal()`` undoes it; the scheduler records
+both in the history (``nemesis`` events with phase start/heal and the same id), so the
+checker can shade fault windows and measure recovery after each heal. Targets are chosen at
+start time from the live cluster with the context's seeded random generator.
+
+Thread-safety: nemeses run on the runner's nemesis thread only.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.cluster import ChaosCluster
+from data_plane.client import Admin
+from data_plane.client.metadata import PartitionInfo
+from deploy.local_cluster import LocalCluster
+
+# Bound on one metadata probe of the cluster (nodes may be down or partitioned).
+METADATA_TIMEOUT_MS = 5000
+
+
+class NoTargetError(Exception):
+    """The cluster offers no target for this nemesis right now (e.g. no partition leader);
+    the scheduler skips the fault and records nothing."""
+
+
+@dataclass
+class NemesisContext:
+    cluster: ChaosCluster
+    topic: str
+    rng: random.Random
+    # Broker session timeout of the cluster: pauses outlast it so the broker is fenced.
+    session_timeout_ms: int
+    log: Callable[[str], None] = print
+
+    @property
+    def local(self) -> LocalCluster:
+        return self.cluster.local
+
+    def bootstrap(self) -> str:
+        return ",".join(self.cluster.local.bootstrap_servers())
+
+    def partitions(self) -> dict[int, PartitionInfo]:
+        """The topic's partitions as the first answering broker sees them."""
+        admin = Admin(
+            {
+                "bootstrap.servers": self.bootstrap(),
+                "request.timeout.ms": METADATA_TIMEOUT_MS,
+                "default.api.timeout.ms": METADATA_TIMEOUT_MS,
+                "socket.connection.setup.timeout.ms": 2000,
+            }
+        )
+        try:
+            info = admin.describe_topics([self.topic], timeout_ms=METADATA_TIMEOUT_MS)
+        finally:
+            admin.close()
+        return {p.partition: p for p in info[self.topic].partitions}
+
+    def pick_partition(self) -> PartitionInfo:
+        """A random partition that has a leader."""
+        led = [p for p in self.partitions().values() if p.leader >= 0]
+        if not led:
+            raise NoTargetError(f"no partition of {self.topic} has a leader")
+        return self.rng.choice(sorted(led, key=lambda p: p.partition))
+
+    def active_controller(self) -> int:
+        return self.cluster.local.active_controller_id(METADATA_TIMEOUT_MS / 1000)
+
+    def live_brokers(self) -> list[int]:
+        local = self.cluster.local
+        return [b for b in local.broker_ids if local.is_running(b) and not local.is_paused(b)]
+
+
+@dataclass
+class ActiveFault:
+    """A fault in place. ``heal`` undoes it (idempotent); ``detail`` goes to the history."""
+
+    fault: str
+    targets: list[Any]
+    heal: Callable[[], None]
+    detail: dict[str, Any] = field(default_factory=dict)
+    # Faults that are over once start returns (a rolling restart, a leadership move).
+    instantaneous: bool = False
+
+
+class Nemesis(ABC):
+    """Base class: ``name`` is the CLI name (``--nemesis kill,pause,...``)."""
+
+    name = "nemesis"
+
+    @abstractmethod
+    def start(self, ctx: NemesisContext) -> ActiveFault:
+        """Inject the fault; raise NoTargetError when there is nothing to hit right now."""
