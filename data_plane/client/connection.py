@@ -47,6 +47,17 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
+    # Consumer groups. JoinGroup 1 is the first with a rebalance timeout, OffsetCommit 2 the
+    # first without a per-partition timestamp, OffsetFetch 2 the first with "all topics".
+    ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.JOIN_GROUP: (1, 5),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.HEARTBEAT: (0, 3),
+    ApiKey.LEAVE_GROUP: (0, 2),
+    ApiKey.OFFSET_COMMIT: (2, 7),
+    ApiKey.OFFSET_FETCH: (2, 5),
+    ApiKey.LIST_GROUPS: (0, 2),
+    ApiKey.DESCRIBE_GROUPS: (0, 4),
 }
 API_VERSIONS_PROBE = 2
 
