@@ -90,18 +90,27 @@ def libfaketime_path() -> str | None:
     return next((p for p in LIBFAKETIME_PATHS if os.path.exists(p)), None)
 
 
+def current_network_namespace_fd() -> int:
+    """An open descriptor of the calling thread's network namespace (to return to it with
+    :func:`set_network_namespace_fd`); the caller closes it."""
+    return os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+
+
+def set_network_namespace_fd(fd: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, _CLONE_NEWNET) != 0:
+        raise ChaosSetupError(f"setns: {os.strerror(ctypes.get_errno())}")
+
+
 def enter_network_namespace(name: str) -> None:
     """Move the calling thread into network namespace ``name`` (``ip netns`` names).
 
     Call it from the main thread before any other thread starts: threads and subprocesses
     created afterwards inherit the namespace, threads that already exist do not. The runner
     uses it to put its workloads (and itself) in the client namespace."""
-    libc = ctypes.CDLL(None, use_errno=True)
     fd = os.open(f"/var/run/netns/{name}", os.O_RDONLY)
     try:
-        if libc.setns(fd, _CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise ChaosSetupError(f"setns({name}): {os.strerror(err)}")
+        set_network_namespace_fd(fd)
     finally:
         os.close(fd)
 
@@ -169,11 +178,12 @@ class ChaosCluster:
             raise
         return cls(local, tmpfs)
 
-    def start(self, ready_timeout_s: float) -> None:
+    def start(self, ready_timeout_s: float, toxiproxy_seed: int | None = None) -> None:
         """Start the toxiproxy server (hub) and every node; wait until the cluster is ready.
         The caller must already be in the client namespace (:meth:`enter_client_namespace`),
-        since the nodes are reachable only through the hub."""
-        self._start_toxiproxy()
+        since the nodes are reachable only through the hub. ``toxiproxy_seed`` makes the
+        proxies' toxicity draws and jitter reproducible."""
+        self._start_toxiproxy(toxiproxy_seed)
         self.local.start()
         self.local.wait_ready(ready_timeout_s)
 
@@ -189,14 +199,17 @@ class ChaosCluster:
     def toxiproxy_host(self) -> str:
         return self.topology.hub_address(CLIENT)
 
-    def _start_toxiproxy(self) -> None:
+    def _start_toxiproxy(self, seed: int | None) -> None:
+        argv = [
+            "ip", "netns", "exec", self.topology.name, sys.executable, "-m",
+            "chaos.toxiproxy", "--host", "0.0.0.0", "--port", str(TOXIPROXY_API_PORT),
+        ]
+        if seed is not None:
+            argv += ["--seed", str(seed)]
         log = open(self.local.directory / "toxiproxy.log", "ab")  # noqa: SIM115
         try:
             self._toxiproxy = subprocess.Popen(
-                [
-                    "ip", "netns", "exec", self.topology.name, sys.executable, "-m",
-                    "chaos.toxiproxy", "--host", "0.0.0.0", "--port", str(TOXIPROXY_API_PORT),
-                ],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -1,0 +1,565 @@
+"""The chaos runner: cluster, workload, seeded fault schedule, heal, final read, check, report.
+
+``kraftlog chaos run --nemesis kill,pause,partition --time-limit 120 --seed 7 --artifacts DIR``
+(see :mod:`deploy.cmd_chaos`) calls :func:`run`. One run:
+
+1. Starts its own cluster in network namespaces (:class:`chaos.cluster.ChaosCluster`; 3
+   controllers, 3 brokers by default) and moves this process into the cluster's client
+   namespace, or, with ``bootstrap``, uses an existing cluster (then no nemesis: faults need
+   control of the nodes).
+2. Creates the topic (RF 3, ``min.insync.replicas`` 2 by default).
+3. Runs the workload threads (producers of each kind, assign consumers, group consumers when
+   the cluster has groups, the leader observer) for ``time_limit_s``, while the nemesis loop
+   (this thread) plays the seeded schedule (:mod:`chaos.schedule`), one fault at a time, each
+   recorded as nemesis start / heal events.
+4. Heals everything (network, paused, stopped and skewed nodes, full disk), records the
+   heal-all, and keeps the workload running for the recovery window.
+5. Stops the producers (they flush), then the consumers; fresh consumers read every partition
+   from 0 to its high watermark (:mod:`chaos.workload.final_read`).
+6. Stops the cluster and collects, for each partition, the in-sync replicas' log
+   directories and the high watermark for the checker's byte comparison.
+7. Runs the checker (``chaos.checker``) and writes the report. Artifacts in DIR::
+
+       history.jsonl  seed  run.json (the configuration and the schedule)  runner.log
+       logs/node-<id>.log  logs/toxiproxy.log   + the checker's report files
+
+   The cluster's data directories are deleted after a valid run and kept (DIR/cluster) after
+   an invalid one.
+
+Exit codes (:data:`EXIT_OK`, ...): 0 the history is valid; 1 the checker found an anomaly
+(safety or liveness); 2 the run could not be carried out (setup failed, a workload thread
+died); 130 interrupted. Cleanup runs in every case: a ``finally`` block, SIGTERM/SIGHUP turned
+into an exception, and an atexit hook; ``kraftlog chaos cleanup`` removes what a SIGKILLed
+runner left.
+
+Thread-safety: :func:`run` runs on the main thread (it enters a network namespace, which
+applies to threads created afterwards) and starts its own threads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from chaos.cluster import (
+    NAMESPACE_PREFIX,
+    ChaosCluster,
+    ChaosSetupError,
+    current_network_namespace_fd,
+    set_network_namespace_fd,
+)
+from chaos.history import HEAL_ALL, HistoryWriter
+from chaos.nemesis import NEMESES, ActiveFault, NemesisContext, NoTargetError
+from chaos.progress import ProgressBar
+from chaos.schedule import ScheduledFault, ScheduleTimings, plan_schedule
+from chaos.workload.consumer import AssignConsumerWorker, GroupConsumerWorker, groups_supported
+from chaos.workload.final_read import final_read
+from chaos.workload.observer import LeaderObserver
+from chaos.workload.producer import PRODUCER_KINDS, ProducerSpec, ProducerWorker
+from chaos.workload.stats import OpStats
+from data_plane.client import Admin, NewTopic
+
+EXIT_OK = 0
+EXIT_ANOMALY = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+DEFAULT_TOPIC = "chaos"
+# Cluster settings of a chaos run: failures are detected within seconds (so faults of a few
+# seconds matter), but not so fast that a loaded 2-core machine fences healthy brokers.
+CHAOS_OVERRIDES: dict[str, str] = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    "controller.quorum.election.timeout.ms": "1000",
+    "controlled.shutdown.timeout.ms": "5000",
+    "replica.lag.time.max.ms": "5000",
+    "replica.fetch.backoff.ms": "200",
+}
+# Size of the tmpfs log directory of the full-disk broker.
+FULL_DISK_TMPFS_BYTES = 256 * 1024 * 1024
+CLUSTER_READY_TIMEOUT_S = 120.0
+TOPIC_READY_TIMEOUT_MS = 60_000
+PRODUCER_JOIN_TIMEOUT_S = 45.0
+CONSUMER_JOIN_TIMEOUT_S = 15.0
+FINAL_READ_TIMEOUT_S = 120.0
+PROGRESS_INTERVAL_S = 1.0
+# Heal of one fault: the runner waits at most this long for a killed node to be running.
+_HEAL_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    nemeses: list[str]
+    time_limit_s: float
+    seed: int
+    artifacts: Path
+    bootstrap: str | None = None
+    controllers: int = 3
+    brokers: int = 3
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    topic: str = DEFAULT_TOPIC
+    # producer kind -> how many threads of it
+    producers: dict[str, int] = field(
+        default_factory=lambda: {"idempotent": 2, "all": 1, "acks1": 1}
+    )
+    rate_per_producer: float = 50.0
+    assign_consumers: int = 2
+    group_consumers: int = 1
+    progress: bool = False
+    timings: ScheduleTimings = field(default_factory=ScheduleTimings)
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.nemeses if n not in NEMESES]
+        if unknown:
+            raise ValueError(f"unknown nemesis {unknown}")
+        if self.bootstrap is not None and self.nemeses:
+            raise ValueError(
+                "nemeses need a cluster the runner controls; with --bootstrap use --nemesis none"
+            )
+        bad = [k for k in self.producers if k not in PRODUCER_KINDS]
+        if bad:
+            raise ValueError(f"unknown producer kinds {bad}; known {list(PRODUCER_KINDS)}")
+        if self.time_limit_s <= 0:
+            raise ValueError("time limit must be > 0")
+        if self.partitions < 1 or self.replication_factor < 1:
+            raise ValueError("partitions and replication factor must be >= 1")
+
+    @property
+    def session_timeout_ms(self) -> int:
+        merged = {**CHAOS_OVERRIDES, **self.overrides}
+        return int(merged["broker.session.timeout.ms"])
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int
+    summary: dict[str, Any]
+
+
+class RunInterrupted(Exception):
+    """SIGTERM or SIGHUP arrived; unwinds the run so its cleanup executes."""
+
+
+class _Log:
+    """runner.log in the artifacts, and stderr lines (kept apart from the progress bar)."""
+
+    def __init__(self, path: Path, stream: TextIO) -> None:
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._t0 = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        line = f"[{time.monotonic() - self._t0:7.1f} s] {message}"
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def say(self, message: str) -> None:
+        self(message)
+        with self._lock:
+            self._stream.write(message + "\n")
+            self._stream.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise RunInterrupted in the main thread (SIGINT already raises
+    KeyboardInterrupt), so ``finally`` blocks clean up."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise RunInterrupted(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextmanager
+def _network_namespace_restored() -> Iterator[None]:
+    """Return this thread to its original network namespace on the way out (the runner
+    enters the cluster's client namespace, which is deleted at the end)."""
+    fd = current_network_namespace_fd()
+    try:
+        yield
+    finally:
+        try:
+            set_network_namespace_fd(fd)
+        finally:
+            os.close(fd)
+
+
+def run(config: RunConfig, stream: TextIO = sys.stderr) -> RunOutcome:
+    """One chaos run (module docstring); never leaves namespaces, rules or processes."""
+    artifacts = config.artifacts
+    artifacts.mkdir(parents=True, exist_ok=True)
+    if (artifacts / "history.jsonl").exists():
+        raise ValueError(f"{artifacts} already holds a run (history.jsonl); use a new directory")
+    (artifacts / "seed").write_text(f"{config.seed}\n", encoding="utf-8")
+    log = _Log(artifacts / "runner.log", stream)
+    schedule = plan_schedule(
+        config.seed,
+        config.nemeses,
+        config.time_limit_s,
+        config.timings,
+        min_hold_s={"pause": config.session_timeout_ms / 1000 + 2.0},
+    )
+    _write_json(
+        artifacts / "run.json",
+        {
+            "config": {**asdict(config), "artifacts": str(artifacts)},
+            "schedule": [asdict(s) for s in schedule],
+            "overrides": {**CHAOS_OVERRIDES, **config.overrides},
+        },
+    )
+    try:
+        with _signals_raise():
+            if config.bootstrap is not None:
+                return _run_against(config, config.bootstrap, None, None, schedule, log)
+            return _run_own_cluster(config, schedule, log)
+    except (KeyboardInterrupt, RunInterrupted) as e:
+        log.say(f"interrupted ({type(e).__name__} {e}); cleaned up")
+        return RunOutcome(EXIT_INTERRUPTED, {"interrupted": True})
+    except ChaosSetupError as e:
+        log.say(f"chaos setup failed: {e}")
+        return RunOutcome(EXIT_ERROR, {"error": str(e)})
+    finally:
+        log.close()
+
+
+def _run_own_cluster(
+    config: RunConfig, schedule: list[ScheduledFault], log: _Log
+) -> RunOutcome:
+    name = f"{NAMESPACE_PREFIX}{os.getpid() % 100_000}"
+    overrides = {
+        **CHAOS_OVERRIDES,
+        "min.insync.replicas": str(config.min_insync_replicas),
+        "default.replication.factor": str(config.replication_factor),
+        **config.overrides,
+    }
+    cluster_dir = config.artifacts / "cluster"
+    log.say(f"creating a cluster of {config.controllers} controllers and {config.brokers} "
+            f"brokers in {cluster_dir} (namespaces {name}*)")
+    cluster = ChaosCluster.create(
+        cluster_dir,
+        name=name,
+        controllers=config.controllers,
+        brokers=config.brokers,
+        overrides=overrides,
+        full_disk_broker_bytes=FULL_DISK_TMPFS_BYTES if "full-disk" in config.nemeses else 0,
+    )
+    atexit.register(cluster.close)
+    valid = False
+    try:
+        with _network_namespace_restored():
+            cluster.enter_client_namespace()
+            cluster.start(CLUSTER_READY_TIMEOUT_S, toxiproxy_seed=config.seed)
+            log.say("cluster ready")
+            bootstrap = ",".join(cluster.local.bootstrap_servers())
+            controllers = ",".join(cluster.local.bootstrap_controllers())
+            outcome = _run_against(config, bootstrap, controllers, cluster, schedule, log)
+            valid = outcome.exit_code == EXIT_OK
+            return outcome
+    finally:
+        cluster.close()
+        atexit.unregister(cluster.close)
+        _copy_logs(cluster, config.artifacts / "logs")
+        if valid:
+            shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+def _copy_logs(cluster: ChaosCluster, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    local = cluster.local
+    for node_id in local.node_ids:
+        src = local.node(node_id).log_path
+        if src.exists():
+            shutil.copyfile(src, dest / f"node-{node_id}.log")
+    tox = local.directory / "toxiproxy.log"
+    if tox.exists():
+        shutil.copyfile(tox, dest / "toxiproxy.log")
+
+
+def _create_topic(config: RunConfig, bootstrap: str) -> None:
+    admin = Admin({"bootstrap.servers": bootstrap, "default.api.timeout.ms": 30_000})
+    try:
+        admin.create_topics(
+            [
+                NewTopic(
+                    config.topic,
+                    config.partitions,
+                    config.replication_factor,
+                    {"min.insync.replicas": str(config.min_insync_replicas)},
+                )
+            ]
+        )
+        admin.wait_for_leaders([config.topic], timeout_ms=TOPIC_READY_TIMEOUT_MS)
+    finally:
+        admin.close()
+
+
+def _run_against(
+    config: RunConfig,
+    bootstrap: str,
+    controllers: str | None,
+    cluster: ChaosCluster | None,
+    schedule: list[ScheduledFault],
+    log: _Log,
+) -> RunOutcome:
+    _create_topic(config, bootstrap)
+    log(f"topic {config.topic}: {config.partitions} partitions, RF {config.replication_factor}")
+    run_id = f"r{config.seed}"
+    stats = OpStats()
+    history = HistoryWriter(config.artifacts / "history.jsonl")
+    stop_producers = threading.Event()
+    stop_consumers = threading.Event()
+    producers: list[ProducerWorker] = []
+    consumers: list[threading.Thread] = []
+    for kind, count in config.producers.items():
+        for i in range(count):
+            spec = ProducerSpec(f"producer-{kind}-{i}", kind, config.rate_per_producer)
+            producers.append(
+                ProducerWorker(
+                    spec,
+                    run_id=run_id,
+                    bootstrap=bootstrap,
+                    topic=config.topic,
+                    partitions=config.partitions,
+                    history=history,
+                    stats=stats,
+                    stop=stop_producers,
+                )
+            )
+    for i in range(config.assign_consumers):
+        consumers.append(
+            AssignConsumerWorker(
+                f"consumer-{i}",
+                bootstrap=bootstrap,
+                topic=config.topic,
+                partitions=config.partitions,
+                history=history,
+                stats=stats,
+                stop=stop_consumers,
+            )
+        )
+    groups_ok, why_not = groups_supported(bootstrap)
+    if config.group_consumers and not groups_ok:
+        log.say(f"group consumers skipped: {why_not}")
+    elif config.group_consumers:
+        for i in range(config.group_consumers):
+            consumers.append(
+                GroupConsumerWorker(
+                    f"group-consumer-{i}",
+                    group=f"chaos-{run_id}",
+                    bootstrap=bootstrap,
+                    topic=config.topic,
+                    history=history,
+                    stats=stats,
+                    stop=stop_consumers,
+                )
+            )
+    observer = LeaderObserver(
+        bootstrap=bootstrap,
+        controllers=controllers,
+        topic=config.topic,
+        history=history,
+        stop=stop_consumers,
+    )
+    threads: list[threading.Thread] = [*producers, *consumers, observer]
+    progress = ProgressBar(
+        log._stream, config.time_limit_s, config.progress or log._stream.isatty()
+    )
+    t0 = time.monotonic()
+    faults_done: list[dict[str, Any]] = []
+    try:
+        for t in threads:
+            t.start()
+        if cluster is not None:
+            ctx = NemesisContext(
+                cluster=cluster,
+                topic=config.topic,
+                rng=random.Random(config.seed ^ 0x5EED),
+                session_timeout_ms=config.session_timeout_ms,
+                log=log,
+            )
+            faults_done = _play_schedule(ctx, schedule, history, stats, progress, t0, log)
+            _heal_all(cluster, log)
+            history.nemesis_heal(HEAL_ALL, [])
+        _wait_until(t0 + config.time_limit_s, stats, progress, t0, "recovery")
+    finally:
+        progress.finish()
+        stop_producers.set()
+        for p in producers:
+            p.join(PRODUCER_JOIN_TIMEOUT_S)
+        stop_consumers.set()
+        for c in [*consumers, observer]:
+            c.join(CONSUMER_JOIN_TIMEOUT_S)
+    log.say("workload stopped; final read")
+    hws = final_read(
+        bootstrap=bootstrap,
+        topic=config.topic,
+        partitions=config.partitions,
+        history=history,
+        timeout_s=FINAL_READ_TIMEOUT_S,
+    )
+    replicas = _collect_replicas(config, bootstrap, cluster, hws) if cluster else None
+    history.close()
+    if cluster is not None:
+        cluster.close()  # files stable for the byte comparison
+    dead = [
+        f"{t.name}: {type(t.error).__name__}: {t.error}"
+        for t in threads
+        if getattr(t, "error", None) is not None
+    ]
+    summary: dict[str, Any] = {
+        "seed": config.seed,
+        "counts": stats.snapshot(),
+        "faults": faults_done,
+        "final_read_high_watermarks": hws,
+        "worker_errors": dead,
+    }
+    code, check_summary = _check(config.artifacts, replicas, log)
+    summary["check"] = check_summary
+    if dead:
+        log.say("workload threads died: " + "; ".join(dead))
+        code = max(code, EXIT_ERROR) if code == EXIT_OK else code
+    _write_json(config.artifacts / "summary.json", summary)
+    return RunOutcome(code, summary)
+
+
+def _play_schedule(
+    ctx: NemesisContext,
+    schedule: list[ScheduledFault],
+    history: HistoryWriter,
+    stats: OpStats,
+    progress: ProgressBar,
+    t0: float,
+    log: _Log,
+) -> list[dict[str, Any]]:
+    done: list[dict[str, Any]] = []
+    for i, planned in enumerate(schedule):
+        _wait_until(t0 + planned.at_s, stats, progress, t0, "")
+        nemesis = NEMESES[planned.nemesis]()
+        fault_id = f"f{i}"
+        try:
+            active = nemesis.start(ctx)
+        except NoTargetError as e:
+            log(f"{planned.nemesis}: skipped ({e})")
+            continue
+        except Exception as e:  # a nemesis that fails half-way: heal what we can, go on
+            log.say(f"{planned.nemesis}: could not start: {type(e).__name__}: {e}")
+            _heal_all(ctx.cluster, log)
+            continue
+        history.nemesis_start(active.fault, active.targets, fault_id=fault_id, **active.detail)
+        log(f"{fault_id} {active.fault} {active.targets} {active.detail}")
+        label = f"{active.fault} {active.targets}"
+        if not active.instantaneous:
+            _wait_until(time.monotonic() + planned.hold_s, stats, progress, t0, label)
+        _heal_one(active, log)
+        history.nemesis_heal(active.fault, active.targets, fault_id=fault_id, **active.detail)
+        done.append({"id": fault_id, "fault": active.fault, "targets": active.targets,
+                     **active.detail})
+    return done
+
+
+def _heal_one(active: ActiveFault, log: _Log) -> None:
+    try:
+        active.heal()
+    except Exception as e:  # the heal-all at the end retries everything
+        log.say(f"heal of {active.fault} failed: {type(e).__name__}: {e}")
+
+
+def _heal_all(cluster: ChaosCluster, log: _Log) -> None:
+    """Undo every fault: network, full disks, clock skew, paused and stopped nodes."""
+    local = cluster.local
+    steps: list[tuple[str, Callable[[], None]]] = [("network", cluster.heal_network)]
+    for node_id in local.node_ids:
+        steps.append((f"disk {node_id}", lambda n=node_id: cluster.free_disk(n)))
+    skewed = [n for n in local.node_ids if n in cluster.topology.node_env]
+    for node_id in skewed:
+        steps.append((f"clock {node_id}", lambda n=node_id: cluster.set_clock_skew(n, None)))
+        steps.append((f"restart {node_id}", lambda n=node_id: local.restart(n)))
+    for node_id in local.node_ids:
+        steps.append((f"resume {node_id}", lambda n=node_id: _resume_or_start(cluster, n)))
+    for what, step in steps:
+        try:
+            step()
+        except Exception as e:
+            log.say(f"heal-all: {what} failed: {type(e).__name__}: {e}")
+
+
+def _resume_or_start(cluster: ChaosCluster, node_id: int) -> None:
+    local = cluster.local
+    if local.is_paused(node_id):
+        local.resume(node_id)
+    if not local.is_running(node_id):
+        local.start_node(node_id)
+
+
+def _wait_until(
+    deadline: float, stats: OpStats, progress: ProgressBar, t0: float, fault: str
+) -> None:
+    while True:
+        now = time.monotonic()
+        progress.update(now - t0, stats.snapshot(), fault)
+        if now >= deadline:
+            return
+        time.sleep(min(PROGRESS_INTERVAL_S, deadline - now))
+
+
+def _collect_replicas(
+    config: RunConfig, bootstrap: str, cluster: ChaosCluster, hws: dict[int, int]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """For each partition read completely: its in-sync replicas' log directories and HW."""
+    admin = Admin({"bootstrap.servers": bootstrap, "default.api.timeout.ms": 10_000})
+    try:
+        parts = admin.describe_topics([config.topic])[config.topic].partitions
+    finally:
+        admin.close()
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for p in parts:
+        if p.partition not in hws:
+            continue
+        dirs = {
+            b: Path(cluster.local.node(b).data_dir) / f"{config.topic}-{p.partition}"
+            for b in p.isr
+        }
+        out[(config.topic, p.partition)] = {"high_watermark": hws[p.partition], "dirs": dirs}
+    return out
+
+
+def _check(
+    artifacts: Path, replicas: dict[tuple[str, int], dict[str, Any]] | None, log: _Log
+) -> tuple[int, dict[str, Any]]:
+    from chaos import checker
+
+    result = checker.check(artifacts / "history.jsonl", replicas=replicas)
+    checker.write_report(result, artifacts)
+    summary = result.summary() if callable(getattr(result, "summary", None)) else {}
+    log.say(json.dumps(summary, indent=None, default=str))
+    return (EXIT_OK if result.valid else EXIT_ANOMALY), summary
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")

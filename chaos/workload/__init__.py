@@ -1,0 +1,1 @@
+"""Chaos workloads: producers, consumers, the leader observer and the final read."""

@@ -1,0 +1,194 @@
+"""Consumer workloads: readers by assignment (every partition, from offset 0, positions known
+so the checker can demand no skips and no going back) and, when the cluster has consumer
+groups, readers by group (positions unknown after a rebalance: re-reads are allowed, skips
+are not).
+
+Every poll is recorded: invoke, then ``ok`` with ``records`` ``[[topic, partition, offset,
+value], ...]``, or ``info`` with the error (a poll's outcome on error is "nothing read").
+After an error the assign consumer is rebuilt at the position after the last record it
+returned, and records a fresh ``assign``.
+
+Thread-safety: each worker owns its consumer; history and stats are thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from chaos.history import HistoryWriter
+from chaos.workload.stats import OpStats
+from data_plane.client import Consumer, KafkaError, TopicPartition, UnsupportedFeatureError
+from data_plane.client.errors import IllegalStateError
+from data_plane.configdef import ConfigError
+
+POLL_TIMEOUT_MS = 1000
+MAX_POLL_RECORDS = 500
+# Pause after a failed poll before rebuilding the consumer (the cluster is in a fault).
+ERROR_BACKOFF_S = 0.5
+
+
+def consumer_config(bootstrap: str, process: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": process,
+        "request.timeout.ms": 5000,
+        "socket.connection.setup.timeout.ms": 3000,
+        "metadata.max.age.ms": 5000,
+        "auto.offset.reset": "earliest",
+        "max.poll.records": MAX_POLL_RECORDS,
+        **extra,
+    }
+
+
+def records_of(batch: list[Any]) -> list[list[Any]]:
+    return [
+        [r.topic, r.partition, r.offset, r.value.decode("utf-8", "replace") if r.value else None]
+        for r in batch
+    ]
+
+
+class AssignConsumerWorker(threading.Thread):
+    def __init__(
+        self,
+        process: str,
+        *,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        history: HistoryWriter,
+        stats: OpStats,
+        stop: threading.Event,
+    ) -> None:
+        super().__init__(name=process, daemon=True)
+        self.process = process
+        self._bootstrap = bootstrap
+        self._topic = topic
+        self._partitions = partitions
+        self._history = history
+        self._stats = stats
+        self._stop = stop
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # reported by the runner
+            self.error = e
+
+    def _open(self, positions: dict[int, int]) -> Consumer:
+        consumer = Consumer(consumer_config(self._bootstrap, self.process))
+        tps = [TopicPartition(self._topic, p) for p in range(self._partitions)]
+        index = self._history.invoke(self.process, "assign", None)
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, positions[tp.partition])
+        self._history.ok(
+            index,
+            {
+                "partitions": [[self._topic, p, positions[p]] for p in sorted(positions)],
+                "group": None,
+            },
+        )
+        return consumer
+
+    def _run(self) -> None:
+        positions = {p: 0 for p in range(self._partitions)}
+        consumer = self._open(positions)
+        try:
+            while not self._stop.is_set():
+                index = self._history.invoke(self.process, "poll", None)
+                try:
+                    batch = consumer.poll(POLL_TIMEOUT_MS)
+                except (KafkaError, IllegalStateError) as e:
+                    self._history.info(index, {"error": f"{type(e).__name__}: {e}"})
+                    self._stats.add("poll-info")
+                    consumer.close()
+                    if self._stop.wait(ERROR_BACKOFF_S):
+                        return
+                    consumer = self._open(positions)
+                    continue
+                records = records_of(batch)
+                for _topic, partition, offset, _value in records:
+                    positions[partition] = offset + 1
+                self._history.ok(index, {"records": records})
+                self._stats.add("poll-ok")
+                self._stats.add("read", len(records))
+        finally:
+            consumer.close()
+
+
+def groups_supported(bootstrap: str) -> tuple[bool, str]:
+    """Whether this client build accepts ``group.id`` (consumer groups may not exist yet);
+    the reason when not."""
+    try:
+        Consumer(consumer_config(bootstrap, "probe", **{"group.id": "chaos-probe"})).close()
+    except (UnsupportedFeatureError, ConfigError) as e:
+        return False, str(e)
+    return True, ""
+
+
+class GroupConsumerWorker(threading.Thread):
+    """A group member subscribed to the topic. Each poll is recorded; an ``assign`` (position
+    unknown) is recorded whenever the member's assignment changes."""
+
+    def __init__(
+        self,
+        process: str,
+        *,
+        group: str,
+        bootstrap: str,
+        topic: str,
+        history: HistoryWriter,
+        stats: OpStats,
+        stop: threading.Event,
+    ) -> None:
+        super().__init__(name=process, daemon=True)
+        self.process = process
+        self._group = group
+        self._bootstrap = bootstrap
+        self._topic = topic
+        self._history = history
+        self._stats = stats
+        self._stop = stop
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:  # reported by the runner
+            self.error = e
+
+    def _record_assignment(self, assignment: set[TopicPartition]) -> None:
+        index = self._history.invoke(self.process, "assign", None)
+        parts = [[tp.topic, tp.partition, None] for tp in sorted(assignment)]
+        self._history.ok(index, {"partitions": parts, "group": self._group})
+
+    def _run(self) -> None:
+        consumer = Consumer(
+            consumer_config(self._bootstrap, self.process, **{"group.id": self._group})
+        )
+        seen: set[TopicPartition] | None = None
+        try:
+            consumer.subscribe([self._topic])
+            while not self._stop.is_set():
+                index = self._history.invoke(self.process, "poll", None)
+                try:
+                    batch = consumer.poll(POLL_TIMEOUT_MS)
+                except (KafkaError, IllegalStateError) as e:
+                    self._history.info(index, {"error": f"{type(e).__name__}: {e}"})
+                    self._stats.add("poll-info")
+                    if self._stop.wait(ERROR_BACKOFF_S):
+                        return
+                    continue
+                assignment = set(consumer.assignment())
+                if assignment != seen:
+                    # Records of this poll came from the new assignment; note it first would
+                    # need the rebalance callback, so positions stay unknown (null).
+                    self._record_assignment(assignment)
+                    seen = assignment
+                self._history.ok(index, {"records": records_of(batch)})
+                self._stats.add("poll-ok")
+                self._stats.add("read", len(batch))
+        finally:
+            consumer.close()
