@@ -22,6 +22,13 @@ from data_plane.broker.config import BrokerConfig
 from data_plane.broker.producer_ids import ProducerIdManager
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
+from data_plane.coordinator import (
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    GroupCoordinatorRuntime,
+    coordinator_config,
+    wall_clock_ms,
+)
 from data_plane.protocol.codec import RequestHeader
 from metadata.client import ControllerClient
 from metadata.image import MetadataImage, TopicPartition
@@ -99,6 +106,14 @@ class KafkaApis:
         self._last_producer_expiration_ms = clock_ms()
         # Topics an auto-create call is in flight for (one call per topic at a time).
         self.auto_creating: set[str] = set()
+        # Consumer groups and committed offsets (docs/groups.md).
+        self.group_coordinator = GroupCoordinatorRuntime(
+            GroupCoordinator(coordinator_config(config), wall_clock_ms),
+            replica_manager,
+            self.produce_purgatory,
+            commit_timeout_ms=config.offsets_commit_timeout_ms,
+            load_buffer_bytes=config.offsets_load_buffer_size,
+        )
 
     @property
     def image(self) -> MetadataImage:
@@ -108,6 +123,8 @@ class KafkaApis:
         """New data, a moved HW, or a leadership change on ``tp``: wake parked requests."""
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
+        if tp.topic == OFFSETS_TOPIC:
+            self.group_coordinator.on_partition_change(tp)
 
     def _broker_epoch(self) -> int:
         b = self.image.brokers.get(self.broker_id)
@@ -118,6 +135,7 @@ class KafkaApis:
         every ``producer.id.expiration.check.interval.ms`` idle producer ids."""
         self.fetch_purgatory.expire()
         self.produce_purgatory.expire()
+        self.group_coordinator.tick()
         now = self.clock_ms()
         if now - self._last_producer_expiration_ms >= (
             self.config.producer_id_expiration_check_interval_ms
@@ -144,6 +162,7 @@ class KafkaApis:
         return True
 
     def close(self) -> None:
+        self.group_coordinator.close()
         self.producer_id_manager.close()
         self.fetch_purgatory.cancel_all()
         self.produce_purgatory.cancel_all()

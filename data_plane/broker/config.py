@@ -223,3 +223,106 @@ class BrokerConfig:
             doc="How often partitions look for expired producer ids.",
         ),
     )
+    # --- group coordinator (consumer groups and committed offsets; docs/groups.md) -----------
+    offsets_topic_num_partitions: int = field(
+        default=50,
+        metadata=prop(
+            "offsets.topic.num.partitions",
+            min=1,
+            doc="Partitions of __consumer_offsets when the broker creates it (on the first "
+            "FindCoordinator). A group lives in partition abs(hash(group.id)) % this.",
+        ),
+    )
+    offsets_topic_replication_factor: int = field(
+        default=3,
+        metadata=prop(
+            "offsets.topic.replication.factor",
+            min=1,
+            doc="Replication factor of __consumer_offsets. Until that many brokers are "
+            "registered, FindCoordinator answers COORDINATOR_NOT_AVAILABLE (as Kafka).",
+        ),
+    )
+    offsets_topic_segment_bytes: int = field(
+        default=104_857_600,
+        metadata=prop(
+            "offsets.topic.segment.bytes",
+            min=1024,
+            doc="segment.bytes of __consumer_offsets (small segments compact sooner).",
+        ),
+    )
+    offsets_commit_timeout_ms: int = field(
+        default=5000,
+        metadata=prop(
+            "offsets.commit.timeout.ms",
+            min=1,
+            doc="How long an offset commit or group metadata write waits for all in-sync "
+            "replicas of its __consumer_offsets partition.",
+        ),
+    )
+    offsets_load_buffer_size: int = field(
+        default=5_242_880,
+        metadata=prop(
+            "offsets.load.buffer.size",
+            min=1024,
+            doc="Bytes read per step when loading groups and offsets from a __consumer_offsets "
+            "partition this broker became leader of.",
+        ),
+    )
+    offsets_retention_minutes: int = field(
+        default=10_080,
+        metadata=prop(
+            "offsets.retention.minutes",
+            min=1,
+            doc="Committed offsets of a group expire this long after the group became empty "
+            "(after their commit, for groups that never had members).",
+        ),
+    )
+    offsets_retention_check_interval_ms: int = field(
+        default=600_000,
+        metadata=prop(
+            "offsets.retention.check.interval.ms",
+            min=1,
+            doc="How often expired offsets are looked for.",
+        ),
+    )
+    offset_metadata_max_bytes: int = field(
+        default=4096,
+        metadata=prop(
+            "offset.metadata.max.bytes",
+            min=0,
+            doc="Longest metadata string of a committed offset (else OFFSET_METADATA_TOO_LARGE).",
+        ),
+    )
+    group_initial_rebalance_delay_ms: int = field(
+        default=3000,
+        metadata=prop(
+            "group.initial.rebalance.delay.ms",
+            min=0,
+            doc="The first rebalance of an empty group waits this long for more members (and "
+            "again while new ones keep arriving, up to the rebalance timeout).",
+        ),
+    )
+    group_min_session_timeout_ms: int = field(
+        default=6000,
+        metadata=prop(
+            "group.min.session.timeout.ms",
+            min=0,
+            doc="Smallest session.timeout.ms a member may ask for (else INVALID_SESSION_TIMEOUT).",
+        ),
+    )
+    group_max_session_timeout_ms: int = field(
+        default=1_800_000,
+        metadata=prop(
+            "group.max.session.timeout.ms",
+            min=1,
+            doc="Largest session.timeout.ms a member may ask for (else INVALID_SESSION_TIMEOUT).",
+        ),
+    )
+    group_max_size: int = field(
+        default=2_147_483_647,
+        metadata=prop(
+            "group.max.size",
+            min=1,
+            doc="Members a group may have; a further join gets GROUP_MAX_SIZE_REACHED.",
+        ),
+    )

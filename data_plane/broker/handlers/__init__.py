@@ -16,12 +16,21 @@ from data_plane.broker.handlers import (
     delete_records,
     delete_topics,
     describe_configs,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sync_group,
 )
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 
@@ -39,6 +48,16 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 3),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.handle, 1),
+    # Consumer groups (data_plane.coordinator, docs/groups.md).
+    ApiKey.FIND_COORDINATOR: (find_coordinator.handle, 2),
+    ApiKey.JOIN_GROUP: (join_group.handle, 5),
+    ApiKey.SYNC_GROUP: (sync_group.handle, 3),
+    ApiKey.HEARTBEAT: (heartbeat.handle, 3),
+    ApiKey.LEAVE_GROUP: (leave_group.handle, 2),
+    ApiKey.OFFSET_COMMIT: (offset_commit.handle, 7),
+    ApiKey.OFFSET_FETCH: (offset_fetch.handle, 5),
+    ApiKey.DESCRIBE_GROUPS: (describe_groups.handle, 4),
+    ApiKey.LIST_GROUPS: (list_groups.handle, 2),
 }
 
 

@@ -1,0 +1,14 @@
+"""Heartbeat (12), v0-3: a member renews its session; REBALANCE_IN_PROGRESS tells it to rejoin,
+ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID that it is no longer a member."""
+
+from __future__ import annotations
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    b = request.body
+    error = apis.group_coordinator.coordinator.heartbeat(
+        b["group_id"] or "", b["generation_id"], b["member_id"] or "", b.get("group_instance_id")
+    )
+    return {"throttle_time_ms": 0, "error_code": error}

@@ -1,0 +1,58 @@
+"""JoinGroup (11), v0-5: join (or rejoin) a group; answered when the rebalance completes.
+
+v0 has no rebalance timeout: the session timeout is used. v4+ joins without a member id get
+MEMBER_ID_REQUIRED with an id to rejoin with (KIP-394); v5 carries group.instance.id (static
+membership). The leader's answer lists every member with its protocol metadata.
+"""
+
+from __future__ import annotations
+
+from data_plane.broker.apis import Body, KafkaApis, Request, Response
+from data_plane.coordinator.messages import JoinGroupRequest
+
+# KIP-394: from JoinGroup v4 a new member first gets its id with MEMBER_ID_REQUIRED.
+MEMBER_ID_REQUIRED_SINCE_VERSION = 4
+
+
+def handle(apis: KafkaApis, request: Request) -> Response:
+    b = request.body
+    version = request.header.api_version
+    session_timeout_ms = b["session_timeout_ms"]
+    rebalance_timeout_ms = b.get("rebalance_timeout_ms", -1) if version >= 1 else -1
+    req = JoinGroupRequest(
+        group_id=b["group_id"] or "",
+        member_id=b["member_id"] or "",
+        group_instance_id=b.get("group_instance_id"),
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms
+        if rebalance_timeout_ms >= 0
+        else session_timeout_ms,
+        protocol_type=b["protocol_type"] or "",
+        protocols=tuple(
+            (p["name"] or "", bytes(p["metadata"] or b"")) for p in b["protocols"] or ()
+        ),
+        client_id=request.header.client_id or "",
+        client_host="",
+        require_known_member_id=version >= MEMBER_ID_REQUIRED_SINCE_VERSION,
+    )
+    return _join(apis, req)
+
+
+async def _join(apis: KafkaApis, req: JoinGroupRequest) -> Body:
+    r = await apis.group_coordinator.join_group(req)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": r.error_code,
+        "generation_id": r.generation_id,
+        "protocol_name": r.protocol_name or "",
+        "leader": r.leader_id,
+        "member_id": r.member_id,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "metadata": m.metadata,
+            }
+            for m in r.members
+        ],
+    }

@@ -1,0 +1,54 @@
+"""OffsetFetch (9), v0-5: a group's committed offsets.
+
+A partition without a committed offset answers offset -1 and empty metadata. ``topics`` null
+(v2+) means every partition the group has an offset for. Errors (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS...) are top level from v2 and per partition before (v0-1 have no
+top-level error field).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.protocol.errors import ErrorCode
+
+# From OffsetFetch v2 the response has a top-level error_code.
+TOP_LEVEL_ERROR_SINCE_VERSION = 2
+
+
+def _partition(index: int, offset: Any, error: int) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "committed_offset": offset.offset if offset is not None else -1,
+        "committed_leader_epoch": offset.leader_epoch if offset is not None else -1,
+        "metadata": offset.metadata if offset is not None else "",
+        "error_code": error,
+    }
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    b = request.body
+    version = request.header.api_version
+    requested = b.get("topics")
+    wanted = (
+        None
+        if requested is None
+        else [(t["name"] or "", i) for t in requested for i in t.get("partition_indexes") or ()]
+    )
+    result = apis.group_coordinator.coordinator.fetch_offsets(b["group_id"] or "", wanted)
+    top_level = version >= TOP_LEVEL_ERROR_SINCE_VERSION
+    if result.error_code != ErrorCode.NO_ERROR and top_level:
+        return {"throttle_time_ms": 0, "topics": [], "error_code": result.error_code}
+    per_partition_error = result.error_code
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    keys = wanted if wanted is not None else sorted(result.offsets)
+    for topic, index in keys:
+        by_topic.setdefault(topic, []).append(
+            _partition(index, result.offsets.get((topic, index)), per_partition_error)
+        )
+    return {
+        "throttle_time_ms": 0,
+        "topics": [{"name": n, "partitions": parts} for n, parts in by_topic.items()],
+        "error_code": ErrorCode.NO_ERROR,
+    }

@@ -1,0 +1,29 @@
+"""SyncGroup (14), v0-3: members fetch their assignment; the leader brings everyone's.
+
+Answered once the leader's assignment is stored in ``__consumer_offsets`` (committed), or at
+once in a Stable group; REBALANCE_IN_PROGRESS when a new rebalance began meanwhile.
+"""
+
+from __future__ import annotations
+
+from data_plane.broker.apis import Body, KafkaApis, Request, Response
+from data_plane.coordinator.messages import SyncGroupRequest
+
+
+def handle(apis: KafkaApis, request: Request) -> Response:
+    b = request.body
+    req = SyncGroupRequest(
+        group_id=b["group_id"] or "",
+        generation_id=b["generation_id"],
+        member_id=b["member_id"] or "",
+        group_instance_id=b.get("group_instance_id"),
+        assignments=tuple(
+            (a["member_id"] or "", bytes(a["assignment"] or b"")) for a in b["assignments"] or ()
+        ),
+    )
+    return _sync(apis, req)
+
+
+async def _sync(apis: KafkaApis, req: SyncGroupRequest) -> Body:
+    r = await apis.group_coordinator.sync_group(req)
+    return {"throttle_time_ms": 0, "error_code": r.error_code, "assignment": r.assignment}

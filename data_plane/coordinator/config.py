@@ -1,0 +1,24 @@
+"""GroupCoordinatorConfig: the settings the group state machine enforces.
+
+The broker reads them under Kafka's property names (``group.*``, ``offsets.*``,
+``offset.metadata.max.bytes``; see data_plane.broker.config.BrokerConfig) and hands this plain
+dataclass to the coordinator, which does not depend on the broker package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_INT32 = 2_147_483_647
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorConfig:
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = MAX_INT32
+    # offsets.retention.minutes (7 days) in ms.
+    offsets_retention_ms: int = 7 * 24 * 3_600_000
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096

@@ -1,0 +1,203 @@
+"""One consumer group's state (Kafka's GroupMetadata and MemberMetadata), without the logic
+that moves it between states (that is :mod:`data_plane.coordinator.coordinator`).
+
+States and the only legal transitions (Kafka's classic group protocol)::
+
+    Empty ----------------> PreparingRebalance <---------------+
+      ^                       |        ^                        |
+      |   (join completes     |        | (join, leave, expiry,  |
+      |    with no members)   v        |  subscription change)  |
+      +---------------- CompletingRebalance ---(leader's sync)--> Stable
+    any state --> Dead (group deleted, expired, or its partition unloaded)
+
+An illegal transition raises :class:`IllegalGroupTransitionError` and leaves the state as it
+was. Invariants: ``leader_id`` is a member id of ``members`` or None; ``static_members`` maps
+each group.instance.id to the member id currently holding it; a member awaits at most one
+JoinGroup and one SyncGroup (``join_waiter`` / ``sync_waiter``, opaque tokens of the I/O layer).
+
+Thread-safety: none; the coordinator's owner (the broker event loop) serialises access.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from data_plane.coordinator.records import OffsetAndMetadata
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+_VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}
+    ),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+
+
+class IllegalGroupTransitionError(RuntimeError):
+    """A state change the group protocol does not allow (a coordinator bug, never input)."""
+
+
+@dataclass(slots=True)
+class MemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    # (protocol name, metadata) in the member's order of preference.
+    protocols: list[tuple[str, bytes]]
+    last_heartbeat_ms: int
+    assignment: bytes = b""
+    join_waiter: Hashable | None = None
+    sync_waiter: Hashable | None = None
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        raise KeyError(protocol)
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        """The member's most preferred protocol among ``candidates``."""
+        for name, _ in self.protocols:
+            if name in candidates:
+                return name
+        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+
+@dataclass(slots=True)
+class GroupMetadata:
+    group_id: str
+    # The __consumer_offsets partition that stores this group.
+    partition: int
+    state: GroupState = GroupState.EMPTY
+    state_timestamp_ms: int = -1
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, MemberMetadata] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)
+    # Member ids handed out with MEMBER_ID_REQUIRED: member id -> deadline (clock ms) to rejoin.
+    pending_members: dict[str, int] = field(default_factory=dict)
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    # OffsetCommit writes not yet replicated: the group is not removed while any is in flight.
+    pending_offset_commits: int = 0
+    # Deadline of the current PreparingRebalance join phase or CompletingRebalance sync phase.
+    rebalance_deadline_ms: int = -1
+    # Initial rebalance delay of an Empty group (Kafka's InitialDelayedJoin): time left of the
+    # rebalance timeout, and whether a member joined during the current delay.
+    initial_delay_remaining_ms: int = -1
+    new_member_added: bool = False
+
+    def is_(self, state: GroupState) -> bool:
+        return self.state is state
+
+    def transition_to(self, target: GroupState, now_ms: int) -> None:
+        if self.state not in _VALID_PREVIOUS[target]:
+            raise IllegalGroupTransitionError(
+                f"group {self.group_id}: {self.state.value} -> {target.value} is not allowed"
+            )
+        self.state = target
+        self.state_timestamp_ms = now_ms
+
+    # --- members ------------------------------------------------------------------------------
+
+    def add(self, member: MemberMetadata) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+
+    def remove(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        gid = member.group_instance_id
+        if gid is not None and self.static_members.get(gid) == member_id:
+            del self.static_members[gid]
+        if self.leader_id == member_id:
+            # Kafka: the next leader is whichever member rejoined first; any member will do.
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> MemberMetadata:
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        self.static_members[instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        return member
+
+    def is_static_fenced(self, member_id: str, instance_id: str | None) -> bool:
+        """A static member whose instance id is now held by another member id."""
+        if instance_id is None:
+            return False
+        holder = self.static_members.get(instance_id)
+        return holder is not None and holder != member_id
+
+    # --- protocols ----------------------------------------------------------------------------
+
+    def candidate_protocols(self) -> set[str]:
+        """Protocols every member supports."""
+        sets = [set(m.protocol_names()) for m in self.members.values()]
+        return set.intersection(*sets) if sets else set()
+
+    def supports_protocols(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        """May a member with these protocols join? (Kafka's isProtocolSupported.)"""
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        names = {name for name, _ in protocols}
+        return protocol_type == self.protocol_type and bool(names & self.candidate_protocols())
+
+    def select_protocol(self) -> str:
+        """Kafka's selectProtocol: among the protocols all members support, the one most members
+        prefer (each votes for its first supported candidate); ties go to the protocol the
+        earliest-joined member prefers, so the choice is deterministic."""
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise ValueError(f"group {self.group_id}: no protocol common to all members")
+        votes: dict[str, int] = {}
+        order: list[str] = []
+        for m in self.members.values():
+            choice = m.vote(candidates)
+            if choice not in votes:
+                votes[choice] = 0
+                order.append(choice)
+            votes[choice] += 1
+        return max(order, key=lambda p: (votes[p], -order.index(p)))
+
+    # --- rebalance bookkeeping ----------------------------------------------------------------
+
+    def all_members_joined(self) -> bool:
+        return not self.pending_members and all(
+            m.join_waiter is not None for m in self.members.values()
+        )
+
+    def max_rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)

@@ -1,0 +1,133 @@
+"""Inputs and outputs of the group coordinator state machine (plain values, no wire format).
+
+The I/O layer turns decoded Kafka requests into these, calls :class:`GroupCoordinator`, and
+turns the results back into response bodies. Every call returns :class:`CoordinatorOutputs`:
+results to hand to parked requests (keyed by the opaque ``waiter`` token the caller passed in)
+and records to append to ``__consumer_offsets`` (the caller reports each write's outcome back
+with ``GroupCoordinator.complete_write``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from data_plane.coordinator.records import OffsetAndMetadata
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    client_id: str = ""
+    client_host: str = ""
+    # JoinGroup v4+: a join without member id first gets MEMBER_ID_REQUIRED and an id (KIP-394).
+    require_known_member_id: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JoinMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResult:
+    error_code: int
+    generation_id: int = -1
+    protocol_name: str | None = None
+    leader_id: str = ""
+    member_id: str = ""
+    members: tuple[JoinMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupResult:
+    error_code: int
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    # (topic, partition) -> (offset, leader epoch, metadata); the commit time is the broker's.
+    offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResult:
+    errors: dict[tuple[str, int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResult:
+    error_code: int
+    # (topic, partition) -> committed offset, or None when the group has none for it.
+    offsets: dict[tuple[str, int], OffsetAndMetadata | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    error_code: int
+    group_id: str
+    state: str
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: tuple[MemberDescription, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroupsResult:
+    errors: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWrite:
+    """Append ``records`` (key, value-or-None) to ``__consumer_offsets`` partition
+    ``partition`` with acks=all, then call ``complete_write(write_id, error_code)``."""
+
+    write_id: int
+    partition: int
+    records: tuple[tuple[bytes, bytes | None], ...]
+
+
+@dataclass(slots=True)
+class CoordinatorOutputs:
+    responses: list[tuple[Hashable, Any]] = field(default_factory=list)
+    writes: list[RecordWrite] = field(default_factory=list)
+
+    def respond(self, waiter: Hashable, result: Any) -> None:
+        self.responses.append((waiter, result))
+
+    def extend(self, other: CoordinatorOutputs) -> None:
+        self.responses.extend(other.responses)
+        self.writes.extend(other.writes)
