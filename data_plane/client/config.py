@@ -144,7 +144,49 @@ class ProducerConfig(CommonClientConfig):
 class ConsumerConfig(CommonClientConfig):
     group_id: str | None = field(
         default=None,
-        metadata=prop("group.id", doc="consumer groups arrive with issue 6; must be unset"),
+        metadata=prop(
+            "group.id",
+            doc="consumer group: subscribe() shares partitions with the group's other members "
+            "and positions resume from committed offsets",
+        ),
+    )
+    group_instance_id: str | None = field(
+        default=None,
+        metadata=prop(
+            "group.instance.id",
+            doc="static membership: a restart within session.timeout.ms keeps the partitions",
+        ),
+    )
+    session_timeout_ms: int = field(
+        default=45000,
+        metadata=prop("session.timeout.ms", min=1, doc="no heartbeat for this long: removed"),
+    )
+    heartbeat_interval_ms: int = field(
+        default=3000, metadata=prop("heartbeat.interval.ms", min=1)
+    )
+    max_poll_interval_ms: int = field(
+        default=300000,
+        metadata=prop(
+            "max.poll.interval.ms",
+            min=1,
+            doc="no poll() for this long: the member leaves the group (also the rebalance "
+            "timeout)",
+        ),
+    )
+    enable_auto_commit: bool = field(default=True, metadata=prop("enable.auto.commit"))
+    auto_commit_interval_ms: int = field(
+        default=5000, metadata=prop("auto.commit.interval.ms", min=0)
+    )
+    partition_assignment_strategy: tuple[str, ...] = field(
+        default=("range", "roundrobin"),
+        metadata=prop(
+            "partition.assignment.strategy",
+            doc="assignor names in order of preference: range, roundrobin",
+        ),
+    )
+    exclude_internal_topics: bool = field(
+        default=True,
+        metadata=prop("exclude.internal.topics", doc="pattern subscriptions skip __ topics"),
     )
     fetch_min_bytes: int = field(default=1, metadata=prop("fetch.min.bytes", min=0))
     fetch_max_wait_ms: int = field(default=500, metadata=prop("fetch.max.wait.ms", min=0))
@@ -161,6 +203,22 @@ class ConsumerConfig(CommonClientConfig):
         default="read_uncommitted",
         metadata=prop("isolation.level", choices=("read_uncommitted", "read_committed")),
     )
+
+    def __post_init__(self) -> None:
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                f"heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be lower than "
+                f"session.timeout.ms ({self.session_timeout_ms})"
+            )
+        known = ("range", "roundrobin")
+        for name in self.partition_assignment_strategy:
+            if name not in known:
+                raise ConfigError(
+                    f"partition.assignment.strategy: unknown assignor {name!r}; known: "
+                    + ", ".join(known)
+                )
+        if not self.partition_assignment_strategy:
+            raise ConfigError("partition.assignment.strategy is empty")
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,15 @@ class RecordTooLargeError(KafkaError):
         super().__init__(ErrorCode.MESSAGE_SIZE_TOO_LARGE, message)
 
 
+class CommitFailedError(KafkaError):
+    """A commit the group cannot accept: the member was removed or a rebalance reassigned
+    the partitions since they were read (the records will be delivered again, as
+    at-least-once allows)."""
+
+    def __init__(self, code: ErrorCode | int, message: str) -> None:
+        super().__init__(code, message)
+
+
 class ClientClosedError(Exception):
     """The producer, consumer or admin client was used after close()."""
 
@@ -60,7 +69,7 @@ class NoOffsetForPartitionError(IllegalStateError):
 
 
 class UnsupportedFeatureError(Exception):
-    """A configured feature this client does not provide yet (e.g. group.id before issue 6)."""
+    """A configured feature this client does not provide (e.g. an API the broker lacks)."""
 
 
 def raise_for_code(code: int, message: str | None = None) -> None:

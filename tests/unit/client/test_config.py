@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.client import Consumer, Producer, UnsupportedFeatureError
+from data_plane.client import Consumer, Producer
 from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
 from data_plane.configdef import ConfigError
 
@@ -49,9 +49,11 @@ def test_explicit_idempotence_with_a_conflicting_setting_is_refused() -> None:
         Producer({"enable.idempotence": "true", "max.in.flight.requests.per.connection": 6})
 
 
-def test_group_id_is_refused_until_groups_exist() -> None:
-    with pytest.raises(UnsupportedFeatureError, match="issue 6"):
-        Consumer({"group.id": "g"})
+def test_group_settings_are_checked_at_construction() -> None:
+    with pytest.raises(ConfigError, match=r"heartbeat\.interval\.ms"):
+        Consumer({"group.id": "g", "session.timeout.ms": 3000, "heartbeat.interval.ms": 3000})
+    with pytest.raises(ConfigError, match="unknown assignor 'sticky'"):
+        Consumer({"group.id": "g", "partition.assignment.strategy": "range,sticky"})
 
 
 def test_a_bad_bootstrap_address_is_refused_at_construction() -> None:
