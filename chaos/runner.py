@@ -411,10 +411,12 @@ def _run_against(
         progress.finish()
         stop_producers.set()
         for p in producers:
-            p.join(PRODUCER_JOIN_TIMEOUT_S)
+            if p.is_alive():
+                p.join(PRODUCER_JOIN_TIMEOUT_S)
         stop_consumers.set()
         for c in [*consumers, observer]:
-            c.join(CONSUMER_JOIN_TIMEOUT_S)
+            if c.is_alive():
+                c.join(CONSUMER_JOIN_TIMEOUT_S)
     log.say("workload stopped; final read")
     hws = final_read(
         bootstrap=bootstrap,

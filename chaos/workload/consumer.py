@@ -62,12 +62,12 @@ class AssignConsumerWorker(threading.Thread):
     ) -> None:
         super().__init__(name=process, daemon=True)
         self.process = process
-        self._bootstrap = bootstrap
+        self._servers = bootstrap
         self._topic = topic
         self._partitions = partitions
         self._history = history
         self._stats = stats
-        self._stop = stop
+        self._halt = stop
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -77,7 +77,7 @@ class AssignConsumerWorker(threading.Thread):
             self.error = e
 
     def _open(self, positions: dict[int, int]) -> Consumer:
-        consumer = Consumer(consumer_config(self._bootstrap, self.process))
+        consumer = Consumer(consumer_config(self._servers, self.process))
         tps = [TopicPartition(self._topic, p) for p in range(self._partitions)]
         index = self._history.invoke(self.process, "assign", None)
         consumer.assign(tps)
@@ -96,7 +96,7 @@ class AssignConsumerWorker(threading.Thread):
         positions = {p: 0 for p in range(self._partitions)}
         consumer = self._open(positions)
         try:
-            while not self._stop.is_set():
+            while not self._halt.is_set():
                 index = self._history.invoke(self.process, "poll", None)
                 try:
                     batch = consumer.poll(POLL_TIMEOUT_MS)
@@ -104,7 +104,7 @@ class AssignConsumerWorker(threading.Thread):
                     self._history.info(index, {"error": f"{type(e).__name__}: {e}"})
                     self._stats.add("poll-info")
                     consumer.close()
-                    if self._stop.wait(ERROR_BACKOFF_S):
+                    if self._halt.wait(ERROR_BACKOFF_S):
                         return
                     consumer = self._open(positions)
                     continue
@@ -146,11 +146,11 @@ class GroupConsumerWorker(threading.Thread):
         super().__init__(name=process, daemon=True)
         self.process = process
         self._group = group
-        self._bootstrap = bootstrap
+        self._servers = bootstrap
         self._topic = topic
         self._history = history
         self._stats = stats
-        self._stop = stop
+        self._halt = stop
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -166,19 +166,19 @@ class GroupConsumerWorker(threading.Thread):
 
     def _run(self) -> None:
         consumer = Consumer(
-            consumer_config(self._bootstrap, self.process, **{"group.id": self._group})
+            consumer_config(self._servers, self.process, **{"group.id": self._group})
         )
         seen: set[TopicPartition] | None = None
         try:
             consumer.subscribe([self._topic])
-            while not self._stop.is_set():
+            while not self._halt.is_set():
                 index = self._history.invoke(self.process, "poll", None)
                 try:
                     batch = consumer.poll(POLL_TIMEOUT_MS)
                 except (KafkaError, IllegalStateError) as e:
                     self._history.info(index, {"error": f"{type(e).__name__}: {e}"})
                     self._stats.add("poll-info")
-                    if self._stop.wait(ERROR_BACKOFF_S):
+                    if self._halt.wait(ERROR_BACKOFF_S):
                         return
                     continue
                 assignment = set(consumer.assignment())

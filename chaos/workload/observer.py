@@ -29,17 +29,17 @@ class LeaderObserver(threading.Thread):
         stop: threading.Event,
     ) -> None:
         super().__init__(name="observer", daemon=True)
-        self._bootstrap = bootstrap
+        self._servers = bootstrap
         self._controllers = controllers
         self._topic = topic
         self._history = history
-        self._stop = stop
+        self._halt = stop
         self._seen: dict[tuple[str, int], tuple[int, int]] = {}
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
-            while not self._stop.wait(OBSERVE_INTERVAL_S):
+            while not self._halt.wait(OBSERVE_INTERVAL_S):
                 self._observe_partitions()
                 self._observe_quorum()
         except BaseException as e:  # reported by the runner
@@ -55,7 +55,7 @@ class LeaderObserver(threading.Thread):
     def _observe_partitions(self) -> None:
         admin = Admin(
             {
-                "bootstrap.servers": self._bootstrap,
+                "bootstrap.servers": self._servers,
                 "request.timeout.ms": _TIMEOUT_MS,
                 "default.api.timeout.ms": _TIMEOUT_MS,
                 "socket.connection.setup.timeout.ms": 2000,

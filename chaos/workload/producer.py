@@ -86,12 +86,12 @@ class ProducerWorker(threading.Thread):
         super().__init__(name=spec.process, daemon=True)
         self.spec = spec
         self._run_id = run_id
-        self._bootstrap = bootstrap
+        self._servers = bootstrap
         self._topic = topic
         self._partitions = partitions
         self._history = history
         self._stats = stats
-        self._stop = stop
+        self._halt = stop
         self._slots = threading.BoundedSemaphore(spec.max_in_flight_records)
         self.error: BaseException | None = None
 
@@ -103,14 +103,14 @@ class ProducerWorker(threading.Thread):
 
     def _run(self) -> None:
         spec = self.spec
-        producer = Producer(spec.client_config(self._bootstrap))
+        producer = Producer(spec.client_config(self._servers))
         interval_s = 1.0 / spec.rate_per_s
         next_at = time.monotonic()
         seq = 0
         try:
-            while not self._stop.is_set():
+            while not self._halt.is_set():
                 delay = next_at - time.monotonic()
-                if delay > 0 and self._stop.wait(delay):
+                if delay > 0 and self._halt.wait(delay):
                     break
                 next_at = max(next_at + interval_s, time.monotonic() - 1.0)
                 if not self._slots.acquire(timeout=_SLOT_WAIT_S):
