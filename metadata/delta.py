@@ -27,6 +27,7 @@ from metadata.image import (
 from metadata.records import (
     CONFIG_RESOURCE_TOPIC,
     NO_LEADER_CHANGE,
+    SECURITY_RECORD_CLASSES,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     MetadataRecord,
@@ -39,6 +40,7 @@ from metadata.records import (
     TopicRecord,
     UnregisterBrokerRecord,
 )
+from metadata.security_image import SecurityDelta
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +124,7 @@ class MetadataDelta:
         self._next_producer_id = image.next_producer_id
         self._replacement: MetadataImage | None = None
         self.skipped_records = 0
+        self.security = SecurityDelta(image.security)
 
     # --- building -------------------------------------------------------------------------------
 
@@ -254,6 +257,8 @@ class MetadataDelta:
             return True
         if isinstance(record, NoOpRecord):
             return True
+        if isinstance(record, SECURITY_RECORD_CLASSES):
+            return self.security.replay(record)
         return _skip(record, "record type not handled by the image")
 
     # --- the current view (image + replayed records) --------------------------------------------
@@ -349,6 +354,7 @@ class MetadataDelta:
             topics_by_id=by_id,
             configs=configs,
             next_producer_id=self._next_producer_id,
+            security=self.security.apply(),
         )
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:

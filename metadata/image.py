@@ -19,7 +19,9 @@ Snapshot layout (msgpack, ``SNAPSHOT_FORMAT_VERSION`` 2; every list sorted by it
      configs: [[resource_type, resource_name, [[key, value], ...]], ...]]
 
 Format 1 (written before partition reassignment existed) is the same without the last two
-partition items; it still decodes (no reassignment in progress).
+partition items; it still decodes (no reassignment in progress). Format 3 appends a seventh
+item, the security state (metadata.security_image: SCRAM credentials, ACLs, client quotas); it
+is written only when that state is not empty, so images without it keep format 2's bytes.
 
 Thread-safety: immutable, so any thread may read an image.
 """
@@ -34,10 +36,13 @@ from typing import Any, NamedTuple
 import msgpack
 
 from metadata.records import CONFIG_RESOURCE_TOPIC, NO_LEADER, Listener
+from metadata.security_image import SecurityImage
 
 SNAPSHOT_FORMAT_VERSION = 2
+# With a non-empty security state (the 7th item).
+SNAPSHOT_FORMAT_WITH_SECURITY = 3
 # Older formats this code still reads.
-READABLE_SNAPSHOT_FORMATS = (1, 2)
+READABLE_SNAPSHOT_FORMATS = (1, 2, 3)
 
 
 class SnapshotDecodeError(ValueError):
@@ -139,6 +144,8 @@ class MetadataImage:
     # (resource_type, resource_name) -> {key: value}; only non-empty maps are kept.
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=dict)
     next_producer_id: int = 0
+    # SCRAM credentials, ACL bindings, client quotas.
+    security: SecurityImage = field(default_factory=SecurityImage)
 
     # --- queries --------------------------------------------------------------------------------
 
@@ -220,6 +227,9 @@ class MetadataImage:
             topics,
             configs,
         ]
+        if not self.security.is_empty():
+            doc[0] = SNAPSHOT_FORMAT_WITH_SECURITY
+            doc.append(self.security.encode_doc())
         return msgpack.packb(doc, use_bin_type=True)
 
     @staticmethod
@@ -235,10 +245,13 @@ class MetadataImage:
 
 
 def _decode_doc(doc: Any) -> MetadataImage:
-    if not isinstance(doc, list) or len(doc) != 6 or doc[0] not in READABLE_SNAPSHOT_FORMATS:
+    if not isinstance(doc, list) or not doc or doc[0] not in READABLE_SNAPSHOT_FORMATS:
         raise SnapshotDecodeError("unknown snapshot format")
+    if len(doc) != (7 if doc[0] == SNAPSHOT_FORMAT_WITH_SECURITY else 6):
+        raise SnapshotDecodeError(f"format {doc[0]}: {len(doc)} items")
     partition_items = 6 if doc[0] == 1 else 8
-    fmt, offset, next_pid, raw_brokers, raw_topics, raw_configs = doc
+    fmt, offset, next_pid, raw_brokers, raw_topics, raw_configs = doc[:6]
+    security = SecurityImage.decode_doc(doc[6]) if len(doc) == 7 else SecurityImage()
     brokers: dict[int, BrokerRegistration] = {}
     for bid, inc, epoch, lis, rack, fenced, cs, reg_offset in raw_brokers:
         brokers[int(bid)] = BrokerRegistration(
@@ -276,4 +289,4 @@ def _decode_doc(doc: Any) -> MetadataImage:
         (int(rtype), str(rname)): {str(k): str(v) for k, v in values}
         for rtype, rname, values in raw_configs
     }
-    return MetadataImage(int(offset), brokers, by_name, by_id, configs, int(next_pid))
+    return MetadataImage(int(offset), brokers, by_name, by_id, configs, int(next_pid), security)

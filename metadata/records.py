@@ -19,6 +19,10 @@ a type or version it does not know raises :class:`UnknownRecordError`; replay co
 records with a logged warning instead of crashing (a newer controller may write records an older
 broker cannot read yet).
 
+Security records (docs/security.md): UserScramCredentialRecord (11), ClientQuotaRecord (14),
+RemoveUserScramCredentialRecord (22), AccessControlEntryRecord (23) and
+RemoveAccessControlEntryRecord (24), Kafka's type ids.
+
 Versions so far: ``PartitionRecord`` and ``PartitionChangeRecord`` v1 add KRaft's
 ``removing_replicas`` and ``adding_replicas`` (partition reassignment, docs/reassignment.md).
 
@@ -205,6 +209,79 @@ class NoOpRecord(MetadataRecord):
     VERSION: ClassVar[int] = 0
 
 
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord(MetadataRecord):
+    """Sets the SCRAM credential of ``name`` for ``mechanism`` (1 = SCRAM-SHA-256,
+    2 = SCRAM-SHA-512), replacing any previous one. Holds the salt and the derived keys only;
+    neither the password nor the salted password is ever stored (docs/security.md)."""
+
+    TYPE_ID: ClassVar[int] = 11
+    VERSION: ClassVar[int] = 0
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord(MetadataRecord):
+    TYPE_ID: ClassVar[int] = 22
+    VERSION: ClassVar[int] = 0
+    name: str
+    mechanism: int
+
+
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord(MetadataRecord):
+    """One ACL binding, identified by ``id``; enum fields hold Kafka's wire values
+    (data_plane.security.acl: ResourceType, PatternType, AclOperation, AclPermissionType)."""
+
+    TYPE_ID: ClassVar[int] = 23
+    VERSION: ClassVar[int] = 0
+    id: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord(MetadataRecord):
+    TYPE_ID: ClassVar[int] = 24
+    VERSION: ClassVar[int] = 0
+    id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord(MetadataRecord):
+    """Sets (or with ``remove``, removes) quota ``key`` (producer_byte_rate,
+    consumer_byte_rate, request_percentage) of the entity (``user``, ``client_id``): each a
+    name, ``<default>`` or None (not part of the entity), as data_plane.security.quota."""
+
+    TYPE_ID: ClassVar[int] = 14
+    VERSION: ClassVar[int] = 0
+    user: str | None
+    client_id: str | None
+    key: str
+    value: float
+    remove: bool
+
+
+# Records of the security state (metadata.security_image applies them).
+SECURITY_RECORD_CLASSES: tuple[type[MetadataRecord], ...] = (
+    UserScramCredentialRecord,
+    RemoveUserScramCredentialRecord,
+    AccessControlEntryRecord,
+    RemoveAccessControlEntryRecord,
+    ClientQuotaRecord,
+)
+
+
 _RECORD_CLASSES: tuple[type[MetadataRecord], ...] = (
     RegisterBrokerRecord,
     UnregisterBrokerRecord,
@@ -216,6 +293,7 @@ _RECORD_CLASSES: tuple[type[MetadataRecord], ...] = (
     ProducerIdsRecord,
     BrokerRegistrationChangeRecord,
     NoOpRecord,
+    *SECURITY_RECORD_CLASSES,
 )
 
 
@@ -241,7 +319,8 @@ RECORD_TYPES: dict[tuple[int, int], type[MetadataRecord]] = {
 
 
 def _field_kinds(cls: type) -> list[tuple[str, str, bool]]:
-    """(name, kind, optional) per field; kind is one of int, str, bool, uuid, ints, listeners."""
+    """(name, kind, optional) per field; kind is one of int, str, bool, bytes, float, uuid, ints,
+    listeners."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -259,6 +338,10 @@ def _field_kinds(cls: type) -> list[tuple[str, str, bool]]:
             kind = "int"
         elif hint is str:
             kind = "str"
+        elif hint is bytes:
+            kind = "bytes"
+        elif hint is float:
+            kind = "float"
         elif hint == tuple[int, ...]:
             kind = "ints"
         elif hint == tuple[Listener, ...]:
@@ -356,6 +439,12 @@ def _decode_value(cls: type, name: str, kind: str, optional: bool, raw: Any) -> 
     elif kind == "bool":
         if t is bool:
             return raw
+    elif kind == "bytes":
+        if t is bytes:
+            return raw
+    elif kind == "float":
+        if t is float or t is int:
+            return float(raw)
     elif kind == "listeners":
         listeners = _listeners(raw)
         if listeners is not None:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import msgpack
 
 from metadata import messages as m
+from metadata import security_messages as sm
 from metadata.wire import MessageError, from_wire, to_wire
 
 T = TypeVar("T")
@@ -61,7 +62,25 @@ METHODS: dict[str, tuple[type, type, bool]] = {
     "DescribeCluster": (m.DescribeClusterRequest, m.ClusterDescription, True),
     "QuorumStatus": (m.QuorumStatusRequest, m.QuorumStatusResponse, False),
     "FetchMetadata": (m.FetchMetadataRequest, m.FetchMetadataResponse, False),
+    # Security state (metadata.security_control, docs/security.md).
+    "AlterUserScramCredentials": (
+        sm.AlterUserScramCredentialsRequest,
+        sm.AlterUserScramCredentialsResponse,
+        True,
+    ),
+    "DescribeUserScramCredentials": (
+        sm.DescribeUserScramCredentialsRequest,
+        sm.DescribeUserScramCredentialsResponse,
+        True,
+    ),
+    "CreateAcls": (sm.CreateAclsRequest, sm.CreateAclsResponse, True),
+    "DescribeAcls": (sm.DescribeAclsRequest, sm.DescribeAclsResponse, True),
+    "DeleteAcls": (sm.DeleteAclsRequest, sm.DeleteAclsResponse, True),
+    "AlterClientQuotas": (sm.AlterClientQuotasRequest, sm.AlterClientQuotasResponse, True),
+    "DescribeClientQuotas": (sm.DescribeClientQuotasRequest, sm.DescribeClientQuotasResponse, True),
 }
+# Reads of the security state, answered by the active controller from its committed image.
+SECURITY_READS = ("DescribeUserScramCredentials", "DescribeAcls", "DescribeClientQuotas")
 
 
 def method_path(name: str) -> str:

@@ -50,8 +50,9 @@ import grpc
 
 from data_plane.protocol.errors import ErrorCode
 from metadata import messages as m
+from metadata import security_control
 from metadata.config import ControllerConfig
-from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController
+from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController, random_topic_id
 from metadata.election import InvariantViolation
 from metadata.records import NoOpRecord, encode_record
 from metadata.result import ControllerResult
@@ -61,6 +62,7 @@ from metadata.rpc import (
     MAX_REQUEST_BYTES,
     MAX_RESPONSE_BYTES,
     METHODS,
+    SECURITY_READS,
     SERVICE_NAME,
     Envelope,
     decode_request,
@@ -385,6 +387,14 @@ class ControllerServer:
             "AllocateProducerIds": lambda: c.allocate_producer_ids(request),
             "AlterConfigs": lambda: c.alter_configs(request),
             "IncrementalAlterConfigs": lambda: c.incremental_alter_configs(request),
+            "AlterUserScramCredentials": lambda: security_control.alter_user_scram_credentials(
+                c.image, request
+            ),
+            "CreateAcls": lambda: security_control.create_acls(
+                c.image, request, lambda: random_topic_id(c.rng)
+            ),
+            "DeleteAcls": lambda: security_control.delete_acls(c.image, request),
+            "AlterClientQuotas": lambda: security_control.alter_client_quotas(c.image, request),
         }
         try:
             result = handlers[name]()
@@ -454,6 +464,10 @@ class ControllerServer:
             return Envelope(body=self._fetch_metadata(request))
         if name == "QuorumStatus":
             return Envelope(body=m.QuorumStatusResponse(self._quorum_status()))
+        if name in SECURITY_READS:
+            if not self.controller.is_active:
+                return self._not_controller()
+            return Envelope(body=self._describe_security(name, request))
         if name in ("DescribeCluster", "DescribeConfigs", "ListPartitionReassignments"):
             if not self.controller.is_active:
                 return self._not_controller()
@@ -476,6 +490,14 @@ class ControllerServer:
                 return Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller did not answer in time")
         finally:
             self._pending.release()
+
+    def _describe_security(self, name: str, request: Any) -> Any:
+        image = self.controller.image
+        if name == "DescribeUserScramCredentials":
+            return security_control.describe_user_scram_credentials(image, request)
+        if name == "DescribeAcls":
+            return security_control.describe_acls(image, request)
+        return security_control.describe_client_quotas(image, request)
 
     def _fetch_metadata(self, request: m.FetchMetadataRequest) -> m.FetchMetadataResponse:
         from_offset = max(0, request.from_offset)
