@@ -1,0 +1,251 @@
+"""Turn a history (chaos.history) into the views the properties are checked on.
+
+One pass over the paired operations builds: the sends (by value), every record read (from
+polls and final reads), each consumer's stream of assignments and polls in completion order,
+the final reads per partition, the fault windows and the leader observations. Malformed
+values raise :class:`HistoryFormatError` naming the operation, rather than being skipped:
+a checker that silently ignores what it cannot parse would pass broken runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaos.checker.model import FaultWindow, FinalRead, Read, Send, TopicPartition
+from chaos.history import (
+    ASSIGN,
+    FINAL_READ,
+    HEAL_ALL,
+    LEADER,
+    NEMESIS,
+    OK,
+    POLL,
+    SEND,
+    HistoryFormatError,
+    Op,
+    Operation,
+    pair_operations,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """A consumer's new assignment: partition -> next position (None = unknown)."""
+
+    process: str
+    positions: dict[TopicPartition, int | None]
+    group: str | None
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    process: str
+    reads: tuple[Read, ...]
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderObservation:
+    topic: str
+    partition: int
+    epoch: int
+    leader: int
+    time: float
+    source: str
+
+
+@dataclass
+class HistoryViews:
+    sends: dict[str, Send] = field(default_factory=dict)
+    duplicate_sends: list[Send] = field(default_factory=list)  # a value sent twice
+    reads: list[Read] = field(default_factory=list)
+    # Per consumer process: its assignments and polls in completion order.
+    consumer_events: dict[str, list[Assignment | Poll]] = field(default_factory=dict)
+    group_of: dict[str, str] = field(default_factory=dict)  # process -> consumer group
+    finals: dict[TopicPartition, FinalRead] = field(default_factory=dict)
+    fault_windows: list[FaultWindow] = field(default_factory=list)
+    heals: list[tuple[float, bool]] = field(default_factory=list)  # (time, all faults healed)
+    leaders: list[LeaderObservation] = field(default_factory=list)
+    ops: dict[str, dict[str, int]] = field(default_factory=dict)
+    end_time: float = 0.0
+
+
+def _field(op: Op, value: Any, key: str, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(value, dict) or key not in value:
+        raise HistoryFormatError(f"op {op.index} ({op.f}): value lacks {key!r}")
+    item = value[key]
+    if not isinstance(item, kind) or isinstance(item, bool):
+        raise HistoryFormatError(f"op {op.index} ({op.f}): {key} is {item!r}")
+    return item
+
+
+def _records(op: Op, value: Any, process: str, final: bool) -> tuple[Read, ...]:
+    raw = _field(op, value, "records", list)
+    reads: list[Read] = []
+    for rec in raw:
+        if (
+            not isinstance(rec, list | tuple)
+            or len(rec) != 4
+            or not isinstance(rec[0], str)
+            or not isinstance(rec[1], int)
+            or not isinstance(rec[2], int)
+            or not (rec[3] is None or isinstance(rec[3], str))
+        ):
+            raise HistoryFormatError(
+                f"op {op.index} ({op.f}): record {rec!r} is not [topic, partition, offset, value]"
+            )
+        reads.append(Read(rec[0], rec[1], rec[2], rec[3], process, op.time, final))
+    return tuple(reads)
+
+
+def build_views(ops: Iterable[Op]) -> HistoryViews:
+    ops = list(ops)
+    operations, events = pair_operations(ops)
+    views = HistoryViews(end_time=ops[-1].time if ops else 0.0)
+    for operation in operations:
+        counts = views.ops.setdefault(operation.f, {"ok": 0, "fail": 0, "info": 0})
+        counts[operation.type] += 1
+        if operation.f == SEND:
+            _add_send(views, operation)
+        elif operation.type != OK:
+            continue
+        elif operation.f == POLL:
+            _add_poll(views, operation)
+        elif operation.f == ASSIGN:
+            _add_assign(views, operation)
+        elif operation.f == FINAL_READ:
+            _add_final(views, operation)
+    for events_list in views.consumer_events.values():
+        events_list.sort(key=lambda e: e.time)
+    _add_events(views, events)
+    return views
+
+
+def _add_send(views: HistoryViews, operation: Operation) -> None:
+    inv = operation.invoke
+    value = _field(inv, inv.value, "value", str)
+    topic = _field(inv, inv.value, "topic", str)
+    partition = _field(inv, inv.value, "partition", int)
+    done = operation.completion
+    offset = None
+    error = None
+    if done is not None and done.type == OK:
+        offset = _field(done, done.value, "offset", int)
+    elif done is not None and isinstance(done.value, dict):
+        error = str(done.value.get("error")) if done.value.get("error") is not None else None
+    acks = str(inv.value.get("acks", "all"))
+    send = Send(
+        value=value,
+        topic=topic,
+        partition=partition,
+        process=inv.process,
+        type=operation.type,
+        acks=acks,
+        invoke_time=inv.time,
+        complete_time=done.time if done is not None else None,
+        offset=offset,
+        error=error,
+    )
+    if value in views.sends:
+        views.duplicate_sends.append(send)
+    else:
+        views.sends[value] = send
+
+
+def _add_poll(views: HistoryViews, operation: Operation) -> None:
+    done = assert_done(operation.completion)
+    reads = _records(done, done.value, operation.process, final=False)
+    views.reads.extend(reads)
+    views.consumer_events.setdefault(operation.process, []).append(
+        Poll(operation.process, reads, done.time)
+    )
+
+
+def _add_assign(views: HistoryViews, operation: Operation) -> None:
+    done = assert_done(operation.completion)
+    parts = _field(done, done.value, "partitions", list)
+    group = done.value.get("group")
+    positions: dict[TopicPartition, int | None] = {}
+    for part in parts:
+        if (
+            not isinstance(part, list | tuple)
+            or len(part) != 3
+            or not isinstance(part[0], str)
+            or not isinstance(part[1], int)
+            or not (part[2] is None or isinstance(part[2], int))
+        ):
+            raise HistoryFormatError(
+                f"op {done.index} (assign): {part!r} is not [topic, partition, position]"
+            )
+        positions[(part[0], part[1])] = part[2]
+    if group is not None:
+        views.group_of[operation.process] = str(group)
+    views.consumer_events.setdefault(operation.process, []).append(
+        Assignment(operation.process, positions, str(group) if group else None, done.time)
+    )
+
+
+def _add_final(views: HistoryViews, operation: Operation) -> None:
+    done = assert_done(operation.completion)
+    topic = _field(done, done.value, "topic", str)
+    partition = _field(done, done.value, "partition", int)
+    hw = _field(done, done.value, "high_watermark", int)
+    start = done.value.get("start_offset", 0)
+    if not isinstance(start, int):
+        raise HistoryFormatError(f"op {done.index} (final-read): start_offset is {start!r}")
+    reads = _records(done, done.value, operation.process, final=True)
+    views.reads.extend(reads)
+    # A later successful final read of the same partition supersedes an earlier one.
+    views.finals[(topic, partition)] = FinalRead(topic, partition, start, hw, reads, done.time)
+
+
+def assert_done(done: Op | None) -> Op:
+    if done is None:
+        raise HistoryFormatError("an ok operation without its completion")
+    return done
+
+
+def _add_events(views: HistoryViews, events: list[Op]) -> None:
+    open_windows: dict[str, tuple[str, tuple[Any, ...], float, str | None]] = {}
+    serial = 0
+    for op in events:
+        if op.f == LEADER:
+            value = op.value
+            views.leaders.append(
+                LeaderObservation(
+                    topic=_field(op, value, "topic", str),
+                    partition=_field(op, value, "partition", int),
+                    epoch=_field(op, value, "epoch", int),
+                    leader=_field(op, value, "leader", int),
+                    time=op.time,
+                    source=str(value.get("source", "")),
+                )
+            )
+        elif op.f == NEMESIS:
+            phase = _field(op, op.value, "phase", str)
+            fault = _field(op, op.value, "fault", str)
+            fault_id = op.value.get("id")
+            targets = tuple(op.value.get("targets") or ())
+            if phase == "start":
+                key = str(fault_id) if fault_id is not None else f"#{serial}"
+                serial += 1
+                open_windows[key] = (fault, targets, op.time, fault_id)
+            elif phase == "heal":
+                if fault == HEAL_ALL:
+                    closing = list(open_windows)
+                elif fault_id is not None and str(fault_id) in open_windows:
+                    closing = [str(fault_id)]
+                else:
+                    closing = [k for k, w in open_windows.items() if w[0] == fault]
+                for key in closing:
+                    name, tgts, start, fid = open_windows.pop(key)
+                    views.fault_windows.append(FaultWindow(name, tgts, start, op.time, fid))
+                views.heals.append((op.time, not open_windows))
+            else:
+                raise HistoryFormatError(f"op {op.index} (nemesis): unknown phase {phase!r}")
+    for name, tgts, start, fid in open_windows.values():
+        views.fault_windows.append(FaultWindow(name, tgts, start, None, fid))
+    views.fault_windows.sort(key=lambda w: w.start)
