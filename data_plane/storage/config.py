@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from data_plane.configdef import prop
+from data_plane.configdef import ConfigError, prop
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
 MIB = 1024 * 1024
 DAY_MS = 24 * 60 * 60 * 1000
 
+DELETE = "delete"
+COMPACT = "compact"
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 
@@ -125,13 +127,55 @@ class LogConfig:
         ),
     )
     cleanup_policy: str = field(
-        default="delete",
+        default=DELETE,
         metadata=prop(
             "log.cleanup.policy",
             topic="cleanup.policy",
-            choices=("delete", "compact"),
-            doc="delete: time/size retention removes old segments. compact is accepted for "
-            "compatibility but retention is then skipped (no log cleaner yet).",
+            doc="Comma-separated list of delete and compact. delete: time/size retention "
+            "removes old segments. compact: the log cleaner keeps the latest value per key "
+            "(and removes tombstones after delete.retention.ms). compact,delete: both.",
+        ),
+    )
+    min_cleanable_dirty_ratio: float = field(
+        default=0.5,
+        metadata=prop(
+            "log.cleaner.min.cleanable.ratio",
+            topic="min.cleanable.dirty.ratio",
+            min=0.0,
+            max=1.0,
+            doc="Clean a compacted log once its dirty bytes (closed segments written since "
+            "the last cleaning, below the high watermark) are at least this share of its "
+            "cleanable bytes.",
+        ),
+    )
+    min_compaction_lag_ms: int = field(
+        default=0,
+        metadata=prop(
+            "log.cleaner.min.compaction.lag.ms",
+            topic="min.compaction.lag.ms",
+            min=0,
+            doc="A segment is cleaned only once its newest timestamp is at least this old.",
+        ),
+    )
+    max_compaction_lag_ms: int = field(
+        default=LONG_MAX,
+        metadata=prop(
+            "log.cleaner.max.compaction.lag.ms",
+            topic="max.compaction.lag.ms",
+            min=1,
+            doc="Clean a compacted log whatever its dirty ratio once its oldest uncleaned "
+            "closed segment holds a batch older than this.",
+        ),
+    )
+    delete_retention_ms: int = field(
+        default=DAY_MS,
+        metadata=prop(
+            "log.cleaner.delete.retention.ms",
+            topic="delete.retention.ms",
+            min=0,
+            doc="A tombstone (null value) in a compacted log is kept this long after the "
+            "cleaning that first saw it (its batch's delete horizon), so consumers reading "
+            "from the start see it; later cleanings remove it.",
         ),
     )
     file_delete_delay_ms: int = field(
@@ -151,11 +195,92 @@ class LogConfig:
             doc="Comma-separated directories that hold partition directories.",
         ),
     )
+    retention_check_interval_ms: int = field(
+        default=300_000,
+        metadata=prop(
+            "log.retention.check.interval.ms",
+            min=1,
+            doc="How often the log manager applies time, size and log-start-offset "
+            "retention to every log.",
+        ),
+    )
+    log_cleaner_enable: bool = field(
+        default=True,
+        metadata=prop(
+            "log.cleaner.enable",
+            doc="Run the log cleaner threads (needed by compacted topics, __consumer_offsets "
+            "among them).",
+        ),
+    )
+    log_cleaner_threads: int = field(
+        default=1,
+        metadata=prop(
+            "log.cleaner.threads",
+            min=0,
+            max=64,
+            doc="Log cleaner threads; each cleans one log at a time.",
+        ),
+    )
+    log_cleaner_backoff_ms: int = field(
+        default=15_000,
+        metadata=prop(
+            "log.cleaner.backoff.ms",
+            min=0,
+            doc="How long a cleaner thread sleeps when no log needs cleaning.",
+        ),
+    )
+    log_cleaner_dedupe_buffer_size: int = field(
+        default=128 * MIB,
+        metadata=prop(
+            "log.cleaner.dedupe.buffer.size",
+            min=64 * 1024,
+            doc="Memory for the key -> offset maps of all cleaner threads together; a "
+            "cleaning covers as many dirty segments as its map can hold.",
+        ),
+    )
+    log_cleaner_io_buffer_load_factor: float = field(
+        default=0.9,
+        metadata=prop(
+            "log.cleaner.io.buffer.load.factor",
+            min=0.1,
+            max=1.0,
+            doc="Share of an offset map's slots a cleaning may fill.",
+        ),
+    )
+    log_cleaner_io_max_bytes_per_second: float = field(
+        default=float("inf"),
+        metadata=prop(
+            "log.cleaner.io.max.bytes.per.second",
+            min=1.0,
+            doc="Throttle on the cleaner threads' reads plus writes (bytes per second, "
+            "all threads together).",
+        ),
+    )
 
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
+    def __post_init__(self) -> None:
+        # cleanup.policy is a list (Kafka's type LIST): checked here rather than with
+        # ``choices`` so the field stays a plain string ("compact,delete" as written).
+        policies = cleanup_policies(self.cleanup_policy)
+        if not policies or any(p not in (DELETE, COMPACT) for p in policies):
+            raise ConfigError(
+                f"cleanup.policy: {self.cleanup_policy!r} is not a list of {DELETE}, {COMPACT}"
+            )
+
     @property
     def deletes_by_retention(self) -> bool:
-        return self.cleanup_policy == "delete"
+        """Time and size retention apply (``delete`` is among the policies)."""
+        return DELETE in cleanup_policies(self.cleanup_policy)
+
+    @property
+    def compact(self) -> bool:
+        """The log cleaner compacts this log (``compact`` is among the policies)."""
+        return COMPACT in cleanup_policies(self.cleanup_policy)
+
+
+def cleanup_policies(value: str) -> tuple[str, ...]:
+    """``"compact, delete"`` -> ``("compact", "delete")``."""
+    return tuple(p.strip() for p in value.split(",") if p.strip())

@@ -250,12 +250,17 @@ class FileRecords:
             self._size = size
         return removed
 
-    def close(self) -> None:
+    def close(self, *, keep_open_for_slices: bool = False) -> None:
+        """Close the file. With ``keep_open_for_slices`` (a deleted or replaced segment) the
+        descriptor is only let go of: slices handed out keep it open, and it closes when the
+        last one is dropped, so a fetch being sent from a segment the cleaner or retention
+        just replaced is not cut short."""
         with self._flush_lock:
             if not self._closed:
                 self._closed = True
                 if self._handle is not None:
-                    self._handle.close()
+                    if not keep_open_for_slices:
+                        self._handle.close()
                     self._handle = None
 
     def rename_to(self, new_path: str) -> None:

@@ -63,6 +63,7 @@ from data_plane.storage.file_records import FileSlice
 from data_plane.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from data_plane.storage.log_loader import load_log
 from data_plane.storage.producer_state import AppendOrigin, ProducerStateManager
+from data_plane.storage.record_filter import check_keys_present
 from data_plane.storage.records import (
     Buffer,
     PayloadInfo,
@@ -71,7 +72,12 @@ from data_plane.storage.records import (
     validate_stored_payload,
 )
 from data_plane.storage.retention import deletable_segments
-from data_plane.storage.segment import BatchPlacement, LogSegment
+from data_plane.storage.segment import (
+    CLEANED_SUFFIX,
+    SWAP_SUFFIX,
+    BatchPlacement,
+    LogSegment,
+)
 from data_plane.storage.segment_cache import OpenSegmentCache
 
 logger = logging.getLogger(__name__)
@@ -117,6 +123,21 @@ class LogAppendInfo:
     batch_count: int
     # A retried idempotent batch: the offsets are those of its first append; nothing written.
     duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningSnapshot:
+    """A consistent view of a log for the cleaner: its segments (the last is active) with
+    their sizes then, offsets, config, and each idempotent producer's last offset (its last
+    batch is kept, emptied if need be, for sequence continuity, as Kafka does)."""
+
+    segments: tuple[LogSegment, ...]
+    sizes: tuple[int, ...]
+    log_start_offset: int
+    high_watermark: int
+    log_end_offset: int
+    config: LogConfig
+    producer_last_offsets: dict[int, int]
 
 
 class Log:
@@ -255,6 +276,9 @@ class Log:
         info = validated or validate_produce_payload(
             payload, max_batch_bytes=self._config.max_message_bytes
         )
+        if self._config.compact:
+            # Only compacted topics pay for decoding keys; the delete path stays header-only.
+            check_keys_present(payload, info)
         buf = payload if _is_writable(payload) else bytearray(payload)
         with self._lock:
             self._check_open()
@@ -764,6 +788,95 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
             self.producer_state.truncate_head(self._log_start_offset)
             return decision.count
+
+    # -- log cleaner -------------------------------------------------------------------------
+
+    def cleaning_snapshot(self) -> CleaningSnapshot:
+        """What the log cleaner plans a cleaning from (taken under the lock, used without)."""
+        with self._lock:
+            self._check_open()
+            return CleaningSnapshot(
+                segments=tuple(self._segments),
+                sizes=tuple(s.size_in_bytes for s in self._segments),
+                log_start_offset=self._log_start_offset,
+                high_watermark=self._high_watermark,
+                log_end_offset=self._next_offset,
+                config=self._config,
+                producer_last_offsets={
+                    pid: e.last_data_offset for pid, e in self.producer_state.producers.items()
+                },
+            )
+
+    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
+        """A new segment whose files are ``<base>.log.cleaned`` etc. for the cleaner to write
+        (not part of the log until :meth:`replace_segments`)."""
+        return LogSegment(
+            self.dir_path,
+            base_offset,
+            index_interval_bytes=self._config.index_interval_bytes,
+            max_index_bytes=self._config.segment_index_bytes,
+            created_ms=self._clock_ms(),
+            active=True,
+            cache=self._segment_cache,
+            file_suffix=CLEANED_SUFFIX,
+        )
+
+    def replace_segments(
+        self, cleaned: LogSegment, sources: list[LogSegment], source_sizes: list[int]
+    ) -> bool:
+        """Swap the cleaner's ``cleaned`` segment (closed, flushed, files ``*.cleaned``) in
+        for ``sources``, contiguous closed segments of sizes ``source_sizes``; return False
+        and change nothing when they are no longer exactly in the log (retention, truncation
+        or deletion got there first: the caller discards ``cleaned``).
+
+        On disk, as Kafka does: the cleaned files are renamed ``.cleaned`` -> ``.swap``
+        (directory fsynced: from here recovery completes the swap), the sources renamed
+        ``.deleted`` (unlinked ``file.delete.delay.ms`` later; slices handed out stay
+        readable), the swap files renamed to their final names (directory fsynced). The lock
+        is held for these renames only. An I/O error raises :class:`KafkaStorageError`; the
+        in-memory log then keeps serving the sources from their open descriptors and the
+        next start finishes or discards the swap (log_loader.py)."""
+        with self._lock:
+            if self._closed or not sources:
+                return False
+            try:
+                i = next(k for k, s in enumerate(self._segments) if s is sources[0])
+            except StopIteration:
+                return False
+            current = self._segments[i : i + len(sources)]
+            if (
+                i + len(sources) >= len(self._segments)  # the active segment is never cleaned
+                or len(current) != len(sources)
+                or any(a is not b for a, b in zip(current, sources, strict=True))
+                or [s.size_in_bytes for s in current] != list(source_sizes)
+                or cleaned.base_offset != sources[0].base_offset
+            ):
+                return False
+            try:
+                cleaned.change_file_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+                _fsync_dir(self.dir_path)
+                due = self._clock_ms() + self._config.file_delete_delay_ms
+                for seg in sources:
+                    seg.rename_to_deleted()
+                    self._pending_deletes.append((due, seg))
+                cleaned.change_file_suffix(SWAP_SUFFIX, "")
+                _fsync_dir(self.dir_path)
+            except OSError as e:
+                raise KafkaStorageError(
+                    f"{self.name}: swapping in the cleaned segment {cleaned.base_offset} "
+                    f"failed: {e}"
+                ) from e
+            self._segments[i : i + len(sources)] = [cleaned]
+            self._bases = [s.base_offset for s in self._segments]
+            self._hw_metadata = None
+            logger.info(
+                "%s: cleaned segments %s into one of %d bytes (was %d)",
+                self.name,
+                [s.base_offset for s in sources],
+                cleaned.size_in_bytes,
+                sum(source_sizes),
+            )
+            return True
 
     def _remove_segments_locked(self, doomed: list[LogSegment], *, reason: str) -> None:
         doomed_ids = {id(s) for s in doomed}

@@ -8,9 +8,9 @@ after the last one). Files it may hold::
     <20 digits>.txnindex / .snapshot          Kafka's transaction index / producer snapshots
                                               (kept, not used)
     any of the above + .deleted               a deleted segment awaiting removal: unlinked
-    any of the above + .cleaned / .swap       left by an interrupted log compaction: unlinked
-                                              (kraftlog writes none; the original segments
-                                              are still present, so nothing is lost)
+    .log/.index/.timeindex + .cleaned / .swap  left by a log cleaner interrupted in its
+                                              swap: finished or discarded (see
+                                              _complete_or_discard_swaps)
     leader-epoch-checkpoint[.tmp], partition.metadata[.tmp]   owned by replication
 
 Anything else raises :class:`LogDirLayoutError` naming the file, so that a stray file is moved
@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass, field
 
 from data_plane.storage.errors import CorruptRecordError, LogDirLayoutError
+from data_plane.storage.file_records import FileRecords
 from data_plane.storage.offset_index import InvalidIndexError
 from data_plane.storage.segment import (
     CLEANED_SUFFIX,
@@ -185,12 +186,12 @@ def load_log(
 
 
 def _classify_and_clean(dir_path: str) -> tuple[set[int], set[int]]:
-    """Check every name in the directory, remove leftovers; return the segments' bases and
-    the bases that have both index files."""
-    log_bases: set[int] = set()
-    index_files: list[tuple[int, str]] = []
-    kinds: dict[int, set[str]] = {}
-    for name in sorted(os.listdir(dir_path)):
+    """Check every name in the directory, remove leftovers and finish or discard an
+    interrupted cleaner swap; return the segments' bases and the bases that have both index
+    files."""
+    names = sorted(os.listdir(dir_path))
+    matched: list[tuple[str, int, str, str | None]] = []
+    for name in names:
         path = os.path.join(dir_path, name)
         if name in _REPLICATION_FILES and os.path.isfile(path):
             continue
@@ -200,8 +201,20 @@ def _classify_and_clean(dir_path: str) -> tuple[set[int], set[int]]:
                 f"unexpected file {path} in partition directory: not a segment, index, "
                 "checkpoint or .deleted/.cleaned/.swap file; move it away and restart"
             )
-        base, kind, suffix = int(m.group(1)), m.group(2), m.group(3)
-        if suffix in (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX):
+        matched.append((name, int(m.group(1)), m.group(2), m.group(3)))
+    if any(suffix in (CLEANED_SUFFIX, SWAP_SUFFIX) for *_, suffix in matched):
+        _complete_or_discard_swaps(dir_path, matched)
+        matched = []
+        for name in sorted(os.listdir(dir_path)):
+            m = _SEGMENT_FILE.match(name)
+            if m:
+                matched.append((name, int(m.group(1)), m.group(2), m.group(3)))
+    log_bases: set[int] = set()
+    index_files: list[tuple[int, str]] = []
+    kinds: dict[int, set[str]] = {}
+    for name, base, kind, suffix in matched:
+        path = os.path.join(dir_path, name)
+        if suffix == DELETED_SUFFIX:
             logger.info("removing leftover %s", path)
             os.unlink(path)
             continue
@@ -216,6 +229,68 @@ def _classify_and_clean(dir_path: str) -> tuple[set[int], set[int]]:
             os.unlink(path)
     both = {INDEX_SUFFIX, TIME_INDEX_SUFFIX}
     return log_bases, {base for base, k in kinds.items() if k == both and base in log_bases}
+
+
+def _complete_or_discard_swaps(
+    dir_path: str, matched: list[tuple[str, int, str, str | None]]
+) -> None:
+    """Recover from a log cleaner interrupted in its swap (cleaner.py, Log.replace_segments):
+
+    - ``.cleaned`` files were still being written or renamed: they are deleted, with every
+      ``.swap`` file at or above the lowest ``.cleaned`` base (the rest of that unfinished
+      rename); the original segments are all still present.
+    - a ``<base>.log.swap`` is a complete, fsynced cleaned segment: every ordinary segment
+      file with a base in ``[base, its next offset)`` (the segments it replaces; a cleaned
+      segment always ends with the last batch of what it replaces) is deleted and the swap
+      files take their final names.
+    - index ``.swap`` files whose ``.log`` already has its final name are renamed too.
+    """
+    cleaned = [(n, b) for n, b, _k, sfx in matched if sfx == CLEANED_SUFFIX]
+    min_cleaned = min((b for _n, b in cleaned), default=None)
+    for name, _base in cleaned:
+        logger.warning("discarding %s left by an interrupted log cleaning", name)
+        _unlink(os.path.join(dir_path, name))
+    swaps: dict[int, list[tuple[str, str]]] = {}
+    for name, base, kind, sfx in matched:
+        if sfx != SWAP_SUFFIX:
+            continue
+        if min_cleaned is not None and base >= min_cleaned:
+            logger.warning("discarding %s (its cleaning did not finish)", name)
+            _unlink(os.path.join(dir_path, name))
+            continue
+        swaps.setdefault(base, []).append((name, kind))
+    for base, files in sorted(swaps.items()):
+        if any(kind == LOG_SUFFIX for _n, kind in files):
+            swap_log = os.path.join(dir_path, segment_file_name(base, LOG_SUFFIX) + SWAP_SUFFIX)
+            next_offset = _next_offset_of(swap_log, base)
+            for name, obase, kind, sfx in matched:
+                if sfx is None and base <= obase < next_offset and kind != ".snapshot":
+                    logger.info("removing %s, replaced by the cleaned segment %d", name, base)
+                    _unlink(os.path.join(dir_path, name))
+        for name, _kind in sorted(files, key=lambda f: f[1] == LOG_SUFFIX):
+            logger.info("completing the interrupted swap of %s", name)
+            src = os.path.join(dir_path, name)
+            os.replace(src, src[: -len(SWAP_SUFFIX)])
+    _fsync_dir(dir_path)
+
+
+def _next_offset_of(path: str, base: int) -> int:
+    records = FileRecords(path, open_now=True)
+    try:
+        next_offset = base
+        for header in records.batches_from(0, strict=False):
+            next_offset = header.next_offset
+        return next_offset
+    finally:
+        records.close()
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _recover(

@@ -27,10 +27,13 @@ directory is loaded with the recovery point, log start offset and high watermark
 checkpoints; after an unclean shutdown (no marker) logs recover from their recovery point.
 
 Threads: none is started by the constructor. The broker calls :meth:`maintenance` on a timer
-(or :meth:`start` runs it on one background thread): it flushes per policy, applies retention,
-unlinks ``.deleted`` files and writes checkpoints. Thread-safety: all public methods may be
-called from any thread; the log table is changed under a lock (``get_log`` reads it without: a
-dict lookup is atomic), each Log guards itself.
+(or :meth:`start` runs it on one background thread): it flushes per policy, applies retention
+(every ``log.retention.check.interval.ms``), unlinks ``.deleted`` files and writes
+checkpoints. :meth:`start` also starts the :class:`LogCleaner` threads (``cleaner``), which
+compact logs whose ``cleanup.policy`` includes ``compact`` (see cleaner.py); a deleted log's
+cleaning is aborted first, and ``cleaner-offset-checkpoint`` forgets it.
+Thread-safety: all public methods may be called from any thread; the log table is changed
+under a lock (``get_log`` reads it without: a dict lookup is atomic), each Log guards itself.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from data_plane.storage.checkpoints import (
     OffsetCheckpointFile,
     TopicPartition,
 )
+from data_plane.storage.cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from data_plane.storage.config import LogConfig
 from data_plane.storage.errors import (
     CorruptCheckpointError,
@@ -61,6 +65,7 @@ from data_plane.storage.errors import (
     StorageError,
 )
 from data_plane.storage.log import Clock, Log, wall_clock_ms
+from data_plane.storage.log_cleaner import LogCleaner
 from data_plane.storage.log_loader import parse_topic_partition, partition_dir_name
 from data_plane.storage.partition_metadata import PartitionMetadataFile
 from data_plane.storage.segment_cache import DEFAULT_MAX_OPEN_SEGMENTS, OpenSegmentCache
@@ -74,7 +79,8 @@ _KNOWN_TOP_LEVEL_FILES = frozenset(
         LOCK_FILE,
         CLEAN_SHUTDOWN_FILE,
         "meta.properties",
-        "cleaner-offset-checkpoint",
+        CLEANER_OFFSET_CHECKPOINT,
+        CLEANER_OFFSET_CHECKPOINT + TMP_SUFFIX,
         RECOVERY_POINT_CHECKPOINT,
         LOG_START_OFFSET_CHECKPOINT,
         HIGH_WATERMARK_CHECKPOINT,
@@ -97,7 +103,8 @@ _DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
 # partition.metadata files fsynced per maintenance round (two fsyncs each): creating 10,000
 # partitions spreads their syncing over rounds instead of stalling retention and flushes.
 MAX_PARTITION_METADATA_FLUSHES_PER_ROUND = 200
-# Default pause between two maintenance rounds when run by start().
+# Default pause between two maintenance rounds when run by start() (flushes, checkpoints and
+# unlinking .deleted files; retention runs every log.retention.check.interval.ms).
 DEFAULT_MAINTENANCE_INTERVAL_MS = 1000
 
 
@@ -144,6 +151,8 @@ class LogManager:
         self.log_dirs = tuple(os.path.abspath(d) for d in config.log_dirs)
         self._logs_per_dir = {d: 0 for d in self.log_dirs}
         self._last_checkpoint: dict[tuple[str, str], dict[TopicPartition, int]] = {}
+        self._retention_check_interval_ms = config.retention_check_interval_ms
+        self._next_retention_check_ms: int | None = None
         try:
             for log_dir in self.log_dirs:
                 self._lock_dir(log_dir)
@@ -152,6 +161,13 @@ class LogManager:
         except BaseException:
             self._abort_startup()
             raise
+        self.cleaner = LogCleaner(
+            config, self._logs_with_dirs, self.log_dirs, clock_ms=self._clock_ms
+        )
+
+    def _logs_with_dirs(self) -> list[tuple[TopicPartition, Log, str]]:
+        with self._lock:
+            return [(tp, log, self._dir_of[tp]) for tp, log in self._logs.items()]
 
     # -- startup -----------------------------------------------------------------------------
 
@@ -377,6 +393,9 @@ class LogManager:
             log, log_dir = self._remove_locked(tp)
         if log is None or log_dir is None:
             return False
+        # A cleaning of it in progress stops before its directory goes.
+        self.cleaner.abort_cleaning(tp)
+        self.cleaner.forget(tp, log_dir)
         renamed = os.path.join(
             log_dir, f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}-delete"
         )
@@ -460,19 +479,28 @@ class LogManager:
 
     # -- maintenance -------------------------------------------------------------------------
 
-    def maintenance(self) -> MaintenanceReport:
-        """One round: flush logs per their policy, apply retention, unlink due ``.deleted``
-        files, fsync new ``partition.metadata`` files, checkpoint recovery points and log
-        start offsets (the checkpoint write fsyncs the log dir, which makes the entries of
-        partition directories created since durable). Never raises: a failing log
-        is reported in ``errors`` and the round goes on."""
+    def maintenance(self, *, retention: bool | None = None) -> MaintenanceReport:
+        """One round: flush logs per their policy, apply retention (when
+        ``log.retention.check.interval.ms`` has passed since the last time, or as
+        ``retention`` says), unlink due ``.deleted`` files, fsync new ``partition.metadata``
+        files, checkpoint recovery points and log start offsets (the checkpoint write fsyncs
+        the log dir, which makes the entries of partition directories created since
+        durable). Never raises: a failing log is reported in ``errors`` and the round goes
+        on."""
         flushed = deleted = unlinked = 0
         errors: list[str] = []
+        if retention is None:
+            now = self._clock_ms()
+            due = self._next_retention_check_ms
+            retention = due is None or now >= due
+            if retention:
+                self._next_retention_check_ms = now + self._retention_check_interval_ms
         for _tp, log in self._items():
             try:
                 if log.maybe_flush():
                     flushed += 1
-                deleted += log.delete_old_segments()
+                if retention:
+                    deleted += log.delete_old_segments()
                 unlinked += log.delete_pending_files()
             except (OSError, StorageError) as e:
                 logger.exception("maintenance of %s failed", log.name)
@@ -490,8 +518,23 @@ class LogManager:
             errors.append(f"checkpoints: {e}")
         return MaintenanceReport(flushed, deleted, unlinked, tuple(errors))
 
-    def start(self, interval_ms: int = DEFAULT_MAINTENANCE_INTERVAL_MS) -> None:
-        """Run :meth:`maintenance` every ``interval_ms`` on one daemon thread until close."""
+    def start(
+        self,
+        interval_ms: int = DEFAULT_MAINTENANCE_INTERVAL_MS,
+        *,
+        retention_check_interval_ms: int | None = None,
+    ) -> None:
+        """Run :meth:`maintenance` every ``interval_ms`` on one daemon thread until close,
+        applying retention every ``retention_check_interval_ms`` (default: the config's
+        ``log.retention.check.interval.ms``), and start the log cleaner threads
+        (``log.cleaner.enable``, ``log.cleaner.threads``)."""
+        if retention_check_interval_ms is not None:
+            if retention_check_interval_ms < 1:
+                raise ValueError(
+                    f"retention_check_interval_ms must be >= 1, got {retention_check_interval_ms}"
+                )
+            self._retention_check_interval_ms = retention_check_interval_ms
+        self.cleaner.start()
         with self._lock:
             if self._thread is not None:
                 return
@@ -509,6 +552,8 @@ class LogManager:
             self.maintenance()
 
     def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the maintenance thread and the log cleaner threads."""
+        self.cleaner.stop()
         thread = self._thread
         if thread is not None:
             self._stop.set()

@@ -104,11 +104,14 @@ class LogSegment:
         active: bool,
         cache: OpenSegmentCache | None = None,
         create_files: bool = True,
+        file_suffix: str = "",
     ) -> None:
         """An ``active`` segment is created (or reopened) with its files open, or, with
         ``create_files`` False (the first segment of a new log), its files are created by
         its first append, so a partition never written costs no file and no descriptor.
-        Otherwise the segment's files exist and are opened on first use (module docstring)."""
+        Otherwise the segment's files exist and are opened on first use (module docstring).
+        ``file_suffix`` (``.cleaned``) names the files of a segment the log cleaner writes;
+        :meth:`change_file_suffix` renames them on the way to their final names."""
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -116,22 +119,26 @@ class LogSegment:
         self._cache = cache
         self.active = active
         lazy_create = active and not create_files
+
+        def _path(kind: str) -> str:
+            return os.path.join(dir_path, segment_file_name(base_offset, kind) + file_suffix)
+
         self._files_created = not lazy_create
         self.log = FileRecords(
-            os.path.join(dir_path, segment_file_name(base_offset, LOG_SUFFIX)),
+            _path(LOG_SUFFIX),
             open_now=active and not lazy_create,
             exists=not lazy_create,
             on_open=self._on_resource_opened,
         )
         self.offset_index = OffsetIndex(
-            os.path.join(dir_path, segment_file_name(base_offset, INDEX_SUFFIX)),
+            _path(INDEX_SUFFIX),
             base_offset,
             max_index_bytes,
             writable=active,
             create_now=not lazy_create,
         )
         self.time_index = TimeIndex(
-            os.path.join(dir_path, segment_file_name(base_offset, TIME_INDEX_SUFFIX)),
+            _path(TIME_INDEX_SUFFIX),
             base_offset,
             max_index_bytes,
             writable=active,
@@ -619,11 +626,29 @@ class LogSegment:
                 paths.append(f.path)
         return paths
 
+    def change_file_suffix(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the segment's files from ``<name><old_suffix>`` to ``<name><new_suffix>``
+        (the cleaner's ``.cleaned`` -> ``.swap`` -> final name), the indexes first and the
+        ``.log`` last: recovery decides by the ``.log``'s suffix (log_loader.py)."""
+        for f in (self.offset_index, self.time_index, self.log):
+            if not f.path.endswith(old_suffix):
+                raise ValueError(f"{f.path} does not end with {old_suffix!r}")
+            f.rename_to(f.path[: len(f.path) - len(old_suffix)] + new_suffix)
+
+    def set_last_modified(self, mtime_ns: int) -> None:
+        """Set the .log's modification time (a cleaned segment keeps its sources' newest)."""
+        os.utime(self.log.path, ns=(mtime_ns, mtime_ns))
+
+    def last_modified_ns(self) -> int:
+        return os.stat(self.log.path).st_mtime_ns
+
     def delete_files(self) -> None:
-        """Close the .log and unlink every file of the segment (after rename_to_deleted)."""
+        """Let go of the .log and unlink every file of the segment (after
+        rename_to_deleted). A slice still being sent keeps the unlinked file's descriptor
+        open until it is dropped (file_records.SegmentFile)."""
         self._deleted = True
         self._forget()
-        self.log.close()
+        self.log.close(keep_open_for_slices=True)
         self.offset_index.close_handler()
         self.time_index.close_handler()
         for path in (self.log.path, self.offset_index.path, self.time_index.path):
