@@ -149,7 +149,7 @@ def _encode(version: int, fields: tuple[F, ...], name: str, body: dict[str, Any]
 def _decode(data: bytes, fields: tuple[F, ...], name: str, version: int) -> dict[str, Any]:
     try:
         body, _ = _codec(name, fields, version).decode(memoryview(data), 2, _MAX_ELEMENTS)
-    except ProtocolError as e:
+    except (ProtocolError, struct.error, UnicodeDecodeError, ValueError) as e:
         raise InvalidOffsetsRecordError(f"{name} v{version}: {e}") from None
     return body
 
