@@ -1,0 +1,123 @@
+"""Physical anchors of this machine: disk sequential write, fsync rate, loopback TCP (prints).
+
+    .venv/bin/python -m bench.anchors
+
+The ceilings every other figure is read against: kraftlog cannot append faster than the disk
+writes sequentially, cannot fsync more often than :func:`fsync_rate` allows, and cannot move
+bytes between two local processes faster than loopback TCP.
+
+- :func:`disk_sequential_write` writes ``total_bytes`` in ``chunk_bytes`` writes to a new file
+  and fdatasyncs once at the end (the time includes the sync): the page cache plus writeback
+  rate that a log append sees.
+- :func:`fsync_rate` appends ``write_bytes`` and fdatasyncs, over and over, for ``seconds``.
+- :func:`loopback_tcp` sends ``total_bytes`` over one 127.0.0.1 connection to a forked
+  reader process (two processes, as a broker and a client are).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+MB = 1_000_000
+MIB = 1024 * 1024
+LOOPBACK_BUFFER_BYTES = 1 * MIB
+READER_JOIN_TIMEOUT_S = 60.0
+
+
+def disk_sequential_write(directory: str, total_bytes: int = 512 * MIB,
+                          chunk_bytes: int = 1 * MIB) -> float:
+    """MB/s of sequential writes ending with one fdatasync."""
+    chunk = os.urandom(chunk_bytes)
+    fd, path = tempfile.mkstemp(dir=directory, prefix="anchor-seq-")
+    try:
+        start = time.perf_counter()
+        written = 0
+        while written < total_bytes:
+            written += os.write(fd, chunk)
+        os.fdatasync(fd)
+        return written / MB / (time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def fsync_rate(directory: str, seconds: float = 2.0, write_bytes: int = 4096) -> float:
+    """fdatasync calls per second, each after appending ``write_bytes``."""
+    block = os.urandom(write_bytes)
+    fd, path = tempfile.mkstemp(dir=directory, prefix="anchor-fsync-")
+    try:
+        count = 0
+        start = time.perf_counter()
+        end = start + seconds
+        while (now := time.perf_counter()) < end:
+            os.write(fd, block)
+            os.fdatasync(fd)
+            count += 1
+        return count / (now - start)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def _read_all(port: int, total_bytes: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        buf = bytearray(LOOPBACK_BUFFER_BYTES)
+        got = 0
+        while got < total_bytes:
+            n = s.recv_into(buf)
+            if not n:
+                break
+            got += n
+        s.sendall(b"k")  # the sender stops its clock when everything arrived
+
+
+def loopback_tcp(total_bytes: int = 4 * 1024 * MIB) -> float:
+    """MB/s from this process to a forked reader over one loopback TCP connection."""
+    chunk = memoryview(os.urandom(LOOPBACK_BUFFER_BYTES))
+    with socket.create_server(("127.0.0.1", 0)) as server:  # never reused: a test-only port
+        port = server.getsockname()[1]
+        reader = multiprocessing.get_context("fork").Process(
+            target=_read_all, args=(port, total_bytes)
+        )
+        reader.start()
+        try:
+            conn, _ = server.accept()
+            with conn:
+                start = time.perf_counter()
+                sent = 0
+                while sent < total_bytes:
+                    conn.sendall(chunk)
+                    sent += len(chunk)
+                conn.recv(1)
+                return sent / MB / (time.perf_counter() - start)
+        finally:
+            reader.join(READER_JOIN_TIMEOUT_S)
+            if reader.is_alive():
+                reader.kill()
+                reader.join()
+
+
+def measure(directory: str, quick: bool = False) -> dict[str, float]:
+    scale = 0.25 if quick else 1.0
+    return {
+        "disk_seq_write_mb_s": disk_sequential_write(directory, int(512 * MIB * scale)),
+        "fsync_per_s": fsync_rate(directory, 2.0 * scale),
+        "loopback_tcp_mb_s": loopback_tcp(int(4 * 1024 * MIB * scale)),
+    }
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="kraftlog-anchors-", dir="/tmp") as d:
+        for k, v in measure(d).items():
+            print(f"  {k:<24} {v:>12,.1f}")
+
+
+if __name__ == "__main__":
+    main()

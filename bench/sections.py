@@ -1,0 +1,285 @@
+"""The kraftlog sections of ``make bench`` (bench/suite.py runs each in its own process).
+
+Every section function takes ``quick`` (smaller counts) and a scratch directory, starts what
+it needs (a LocalCluster in that directory, closed on return, also on failure) and returns a
+JSON-ready dict of figures. They reuse the single-purpose benchmarks' functions (storage,
+produce_consume, replication, metadata) so a figure means the same here and there.
+
+End-to-end latency (:func:`e2e_latency`): a paced producer in this process writes each
+record's due time (CLOCK_MONOTONIC ns, one clock for every process of the machine) into the
+first 8 bytes of its 100 B value; a consumer in a spawned process takes ``now - due`` when the
+record reaches it. A late producer counts against the latency (no coordinated omission).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import statistics
+import struct
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import metadata as metadata_bench
+from bench import produce_consume, replication, storage
+from bench.report import percentile
+from data_plane.client import Consumer, Producer, TopicPartition
+from deploy.local_cluster import LocalCluster, wait_until
+from metadata.messages import NewTopic
+
+MIB = 1024 * 1024
+READY_TIMEOUT_S = 120.0
+LATENCY_RATES = (5_000, 20_000, 50_000)
+E2E_RECORD_BYTES = 100
+E2E_CONSUMER_READY_TIMEOUT_S = 60.0
+E2E_DRAIN_TIMEOUT_S = 30.0
+_DUE = struct.Struct(">q")
+
+
+def _now_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def rate(n: int, seconds: float, size: int) -> dict[str, float]:
+    rps = n / seconds if seconds > 0 else float("nan")
+    return {"records": n, "seconds": seconds, "records_per_s": rps, "mb_per_s": rps * size / 1e6}
+
+
+def latency_summary(lat: list[float], offered: int, seconds: float) -> dict[str, float]:
+    return {
+        "offered_per_s": offered,
+        "received_per_s": len(lat) / seconds if seconds else float("nan"),
+        "samples": len(lat),
+        "p50_ms": percentile(lat, 0.5) * 1e3,
+        "p99_ms": percentile(lat, 0.99) * 1e3,
+        "p999_ms": percentile(lat, 0.999) * 1e3,
+        "max_ms": max(lat, default=float("nan")) * 1e3,
+    }
+
+
+@contextmanager
+def local_cluster(directory: str, controllers: int, brokers: int,
+                  overrides: dict[str, str] | None = None) -> Iterator[LocalCluster]:
+    cluster = LocalCluster.create(os.path.join(directory, "cluster"), controllers=controllers,
+                                  brokers=brokers, overrides=overrides or {})
+    try:
+        cluster.start()
+        cluster.wait_ready(READY_TIMEOUT_S)
+        yield cluster
+    finally:
+        cluster.close()
+
+
+# -- storage ---------------------------------------------------------------------------------
+
+
+def section_storage(directory: str, quick: bool) -> dict[str, Any]:
+    total = (128 if quick else 512) * MIB
+    mb_s, _batches_s, raw_mb_s = storage.bench_append(directory, 1 * MIB, total, fsync=False)
+    reads = storage.bench_read(directory, (128 if quick else 256) * MIB,
+                               (512 if quick else 2048) * MIB)
+    return {
+        "append_1mib_batches_mb_s": mb_s,
+        "append_raw_write_mb_s": raw_mb_s,
+        "sendfile_read_mb_s": reads["sendfile"][0],
+        "sendfile_cpu_s_per_gb": reads["sendfile"][1],
+        "read_sendall_mb_s": reads["read+sendall"][0],
+        "read_sendall_cpu_s_per_gb": reads["read+sendall"][1],
+    }
+
+
+# -- produce / consume -----------------------------------------------------------------------
+
+
+def _create(cluster: LocalCluster, name: str, partitions: int, rf: int) -> None:
+    if rf == 3:
+        replication.create_topic(cluster, name, partitions)
+        return
+    with cluster.client(30.0) as admin:
+        (res,) = admin.create_topics([NewTopic(name, partitions, rf)])
+        if res.error_code:
+            raise RuntimeError(f"create {name}: {res.error_code} {res.error_message}")
+    wait_until(lambda: _has_leaders(cluster, name), 60, f"leaders of {name}", interval_s=0.1)
+
+
+def _has_leaders(cluster: LocalCluster, name: str) -> bool:
+    from deploy.admin import fetch_image
+
+    with cluster.client(10.0) as admin:
+        t = fetch_image(admin).topic(name)
+    return t is not None and all(p.leader >= 0 for p in t.partitions.values())
+
+
+def produce_consume_rows(cluster: LocalCluster, rf: int, quick: bool) -> dict[str, Any]:
+    """Native producer (acks=all, linger 5 ms, 256 KiB batches, idempotent) then one consumer
+    reading the topic from the start, for 100 B and 1 KiB; 3 partitions with RF 3 (one leader
+    per broker), 1 partition with RF 1."""
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    partitions = 3 if rf == 3 else 1
+    scale = 0.25 if quick else 1.0
+    out: dict[str, Any] = {}
+    for size, n in ((100, int(400_000 * scale)), (1024, int(150_000 * scale))):
+        topic = f"pc-rf{rf}-{size}"
+        _create(cluster, topic, partitions, rf)
+        cfg = replication.native_config(bootstrap, **{"enable.idempotence": "true"})
+        seconds = replication.native_throughput(cfg, topic, n, size)
+        out[f"produce_{size}"] = rate(n, seconds, size)
+        seconds, got = produce_consume.native_consume(bootstrap, topic, partitions, n)
+        out[f"consume_{size}"] = rate(got, seconds, size)
+    return out
+
+
+def _e2e_consumer(bootstrap: str, topic: str, expected: int, warm_until_ns: int,
+                  deadline_s: float, conn: Any) -> None:
+    """Spawned process: read ``topic``-0 from its end; send back the latencies (s) of records
+    due at or after ``warm_until_ns``."""
+    c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "latest",
+                  "max.poll.records": 10_000})
+    latencies: list[float] = []
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.position(tp)
+        conn.send("ready")
+        unpack = _DUE.unpack_from
+        seen = 0
+        end = time.monotonic() + deadline_s
+        while seen < expected and time.monotonic() < end:
+            records = c.poll(100)
+            now = _now_ns()
+            for r in records:
+                due = unpack(r.value)[0]
+                seen += 1
+                if due >= warm_until_ns:
+                    latencies.append((now - due) / 1e9)
+    finally:
+        c.close()
+        conn.send(latencies)
+        conn.close()
+
+
+def e2e_latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float,
+                warmup_s: float = 1.0) -> list[float]:
+    """Due -> consumed latencies (s) at ``rate_per_s`` 100 B records/s, acks=all producer."""
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    total = int(rate_per_s * (warmup_s + seconds))
+    start_ns = _now_ns() + int(3e9)  # the consumer's start-up lands before the first due
+    warm_until_ns = start_ns + int(warmup_s * 1e9)
+    proc = ctx.Process(target=_e2e_consumer, args=(
+        bootstrap, topic, total, warm_until_ns, warmup_s + seconds + E2E_DRAIN_TIMEOUT_S, child))
+    proc.start()
+    try:
+        if not parent.poll(E2E_CONSUMER_READY_TIMEOUT_S) or parent.recv() != "ready":
+            raise RuntimeError("e2e consumer did not start")
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                      "enable.idempotence": "true"})
+        try:
+            p.partitions_for(topic)
+            pad = os.urandom(E2E_RECORD_BYTES - _DUE.size)
+            while _now_ns() < start_ns:
+                time.sleep(0.001)
+            step_ns = 1e9 / rate_per_s
+            send, pack = p.send, _DUE.pack
+            i = 0
+            while i < total:
+                due_count = min(total, int((_now_ns() - start_ns) / step_ns) + 1)
+                while i < due_count:
+                    send(topic, pack(start_ns + int(i * step_ns)) + pad, partition=0)
+                    i += 1
+                time.sleep(0.0002)
+            p.flush(60)
+        finally:
+            p.close(30)
+        if not parent.poll(seconds + E2E_DRAIN_TIMEOUT_S + 30):
+            raise RuntimeError("e2e consumer sent no result")
+        return parent.recv()
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def latency_rows(cluster: LocalCluster, quick: bool) -> dict[str, Any]:
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    seconds = 3.0 if quick else 8.0
+    out = {}
+    for r in LATENCY_RATES:
+        topic = f"e2e-{r}"
+        _create(cluster, topic, 1, 3)
+        lat = e2e_latency(bootstrap, topic, r, seconds)
+        out[str(r)] = latency_summary(lat, r, seconds)
+    return out
+
+
+REPLICATED_OVERRIDES = dict(replication.OVERRIDES)
+
+
+def section_single_broker(directory: str, quick: bool) -> dict[str, Any]:
+    with local_cluster(directory, 1, 1) as cluster:
+        return produce_consume_rows(cluster, 1, quick)
+
+
+def section_replicated(directory: str, quick: bool) -> dict[str, Any]:
+    """RF 3, acks=all, min.insync.replicas 2: throughput, e2e latency, leader failover."""
+    with local_cluster(directory, 1, 3, REPLICATED_OVERRIDES) as cluster:
+        out = produce_consume_rows(cluster, 3, quick)
+        out["e2e_latency"] = latency_rows(cluster, quick)
+        bootstrap = ",".join(cluster.bootstrap_servers())
+        cfg = replication.native_config(bootstrap, **{"enable.idempotence": "true"})
+        _create(cluster, "failover", 1, 3)
+        trials = [replication.failover_trial(cluster, cfg, "failover")
+                  for _ in range(2 if quick else 3)]
+        valid = [t for t in trials if t == t]
+        out["leader_failover"] = {
+            "trials_s": trials,
+            "median_s": statistics.median(valid) if valid else None,
+            "broker_session_timeout_ms": replication.SESSION_TIMEOUT_MS,
+        }
+        return out
+
+
+def section_controller_failover(directory: str, quick: bool) -> dict[str, Any]:
+    with local_cluster(directory, 3, 1) as cluster:
+        return metadata_bench.bench_failover(cluster, 2 if quick else 5)
+
+
+def _rss_mib(pid: int | None) -> float | None:
+    return metadata_bench.rss_mib(pid)
+
+
+def section_partitions(directory: str, quick: bool) -> dict[str, Any]:
+    """10,000 partitions (RF 3 over 3 brokers): creation, RSS, a broker's restart recovery."""
+    partitions = 2_000 if quick else 10_000
+    with local_cluster(directory, 1, 3) as cluster:
+        out = metadata_bench.bench_partitions(cluster, partitions, 10)
+        broker = cluster.broker_ids[-1]
+        before = (cluster.broker_status(broker) or {}).get("local_logs", 0)
+        t0 = time.monotonic()
+        cluster.restart(broker)
+
+        def recovered() -> bool:
+            st = cluster.broker_status(broker) or {}
+            return st.get("local_logs", 0) >= before
+
+        wait_until(recovered, 300, "the restarted broker's logs", interval_s=0.1)
+        out["restart_logs_loaded_s"] = time.monotonic() - t0
+        cluster.wait_ready(300)
+        out["restart_ready_s"] = time.monotonic() - t0
+        out["rss_mib_after_restart"] = _rss_mib(cluster.pid(broker))
+        return out
+
+
+SECTIONS = {
+    "storage": section_storage,
+    "single_broker": section_single_broker,
+    "replicated": section_replicated,
+    "controller_failover": section_controller_failover,
+    "partitions": section_partitions,
+}
