@@ -22,6 +22,7 @@ thread.
 
 from __future__ import annotations
 
+import gc
 import struct
 from collections import deque
 from collections.abc import Iterable
@@ -245,6 +246,33 @@ _NOT_EVEN_LAST = bytes(0 if b < 0x80 and not b & 1 else 1 for b in range(256))
 _NOT_EVEN_FIRST_OF_TWO = bytes(0 if b >= 0x80 and not b & 1 else 1 for b in range(256))
 
 
+# The offset deltas 0, 1, 2, ... of a producer's batch as one- and two-byte zig-zag varints,
+# byte by byte: a run whose strided delta bytes equal a slice of these has consecutive
+# offsets, which a range() states without decoding one delta per record.
+_ONE_BYTE_DELTAS = 64  # deltas 0..63 fit one byte (zig-zag 0..126)
+_TWO_BYTE_DELTAS = 8192  # deltas 64..8191 fit two bytes
+_DELTA_BYTE = bytes(2 * d for d in range(_ONE_BYTE_DELTAS))
+_DELTA_LOW = bytes((2 * d & 0x7F) | 0x80 for d in range(_ONE_BYTE_DELTAS, _TWO_BYTE_DELTAS))
+_DELTA_HIGH = bytes(2 * d >> 7 for d in range(_ONE_BYTE_DELTAS, _TWO_BYTE_DELTAS))
+
+
+def _consecutive_offsets(
+    strided: list[bytes], width: int, run: int, base_offset: int
+) -> range | None:
+    """The run's offsets as a range when its deltas are consecutive, else None."""
+    if width == 1:
+        first = strided[0][0] >> 1
+        if strided[0][:run] != _DELTA_BYTE[first : first + run]:
+            return None
+    else:
+        first = ((strided[0][0] & 0x7F) | (strided[1][0] << 7)) >> 1
+        i = first - _ONE_BYTE_DELTAS
+        if i < 0 or strided[0][:run] != _DELTA_LOW[i : i + run] or (
+            strided[1][:run] != _DELTA_HIGH[i : i + run]
+        ):
+            return None
+    return range(base_offset + first, base_offset + first + run)
+
 def _first_other(strided: bytes, value: int) -> int:
     """Index of the first byte of ``strided`` that is not ``value`` (len if none)."""
     return len(strided) - len(strided.lstrip(bytes((value,))))
@@ -352,7 +380,11 @@ def _decode_uniform_run(
     if run < _MIN_UNIFORM_RUN:
         return 0
     base_offset = batch.base_offset
-    if od_width == 1:
+    offsets: Iterable[int]
+    consecutive = _consecutive_offsets(od_bytes, od_width, run, base_offset)
+    if consecutive is not None:
+        offsets = consecutive
+    elif od_width == 1:
         offsets = [base_offset + (d >> 1) for d in od_bytes[0][:run]]
     else:
         offsets = [
@@ -384,19 +416,30 @@ def _decode_uniform_run(
         keys = repeat(None, run)
     else:
         keys = [data[i : i + key_size] for i in range(k_pos + 1, stop, size)]
-    out.extend(
-        map(
-            ConsumerRecord,
-            repeat(topic, run),
-            repeat(partition, run),
-            offsets,
-            timestamps,
-            repeat(batch.ts_type, run),
-            keys,
-            values,
-            repeat((), run),
+    # The records hold no reference cycles, so the cyclic collector has nothing to find
+    # among them; letting it run every 700 of them (and promote the run through its
+    # generations) cost about a quarter of the decoding time. It is paused for this one
+    # C-level loop only and resumed as it was.
+    collecting = gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        out.extend(
+            map(
+                ConsumerRecord,
+                repeat(topic, run),
+                repeat(partition, run),
+                offsets,
+                timestamps,
+                repeat(batch.ts_type, run),
+                keys,
+                values,
+                repeat((), run),
+            )
         )
-    )
+    finally:
+        if collecting:
+            gc.enable()
     batch.pos = stop
     batch.remaining -= run
     if not batch.remaining and stop != n:
