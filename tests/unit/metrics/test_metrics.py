@@ -1,0 +1,174 @@
+"""The Prometheus registry's exposition format, limits, and the HTTP endpoint."""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+
+from data_plane.metrics.http import MetricsHttpServer
+from data_plane.metrics.names import NodeMetrics
+from data_plane.metrics.registry import (
+    CONTENT_TYPE,
+    Counter,
+    MetricError,
+    Registry,
+    escape_label_value,
+    format_value,
+)
+from deploy.ports import free_ports
+
+# One sample line of the text format: name, optional labels, value.
+SAMPLE_RE = re.compile(
+    r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\})? '
+    r"(-?[0-9.e+-]+|[+-]Inf|NaN)$"
+)
+
+
+def test_counter_gauge_exposition() -> None:
+    r = Registry()
+    c = r.counter("x_requests_total", "Requests.\nSecond line", ("api",))
+    c.inc(1, "Produce")
+    c.inc(2.5, "Fetch")
+    g = r.gauge("x_temperature", "Temp")
+    g.set(-3)
+    text = r.expose()
+    assert "# HELP x_requests_total Requests.\\nSecond line\n" in text
+    assert "# TYPE x_requests_total counter\n" in text
+    assert 'x_requests_total{api="Fetch"} 2.5\n' in text
+    assert 'x_requests_total{api="Produce"} 1\n' in text
+    assert "# TYPE x_temperature gauge\nx_temperature -3\n" in text
+    assert text.endswith("\n")
+    for line in text.splitlines():
+        assert line.startswith("# ") or SAMPLE_RE.match(line), line
+    with pytest.raises(MetricError):
+        c.inc(-1, "Produce")
+    with pytest.raises(MetricError):
+        c.inc(1)  # missing label
+
+
+def test_histogram_buckets_are_cumulative() -> None:
+    r = Registry()
+    h = r.histogram("x_latency_seconds", "Latency", ("api",), buckets=(0.1, 1.0))
+    for v in (0.05, 0.1, 0.5, 3.0):
+        h.observe(v, "Produce")
+    text = r.expose()
+    assert 'x_latency_seconds_bucket{api="Produce",le="0.1"} 2\n' in text
+    assert 'x_latency_seconds_bucket{api="Produce",le="1"} 3\n' in text
+    assert 'x_latency_seconds_bucket{api="Produce",le="+Inf"} 4\n' in text
+    assert 'x_latency_seconds_sum{api="Produce"} 3.65\n' in text
+    assert 'x_latency_seconds_count{api="Produce"} 4\n' in text
+    assert h.count("Produce") == 4
+    with pytest.raises(MetricError):
+        r.histogram("x_bad", "b", buckets=(1.0, 0.5))
+
+
+def test_escaping_and_values() -> None:
+    assert escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert format_value(math.inf) == "+Inf" and format_value(-math.inf) == "-Inf"
+    assert format_value(math.nan) == "NaN"
+    assert format_value(3.0) == "3" and format_value(0.25) == "0.25"
+    r = Registry()
+    r.counter("t_total", "t", ("topic",)).inc(1, 'we"ird\n')
+    assert 't_total{topic="we\\"ird\\n"} 1' in r.expose()
+
+
+def test_series_limit_counts_drops() -> None:
+    r = Registry()
+    c = Counter("limited_total", "l", ("topic",), max_series=2, on_drop=r.dropped_series.inc)
+    for i in range(5):
+        c.inc(1, f"t{i}")
+    assert c.value("t0") == 1 and c.value("t4") == 0
+    assert r.dropped_series.value() == 3
+
+
+def test_registration_is_idempotent_but_typed() -> None:
+    r = Registry()
+    a = r.counter("same_total", "s", ("x",))
+    assert r.counter("same_total", "s", ("x",)) is a
+    with pytest.raises(MetricError):
+        r.gauge("same_total", "s", ("x",))
+    with pytest.raises(MetricError):
+        r.counter("same_total", "s", ("y",))
+    with pytest.raises(MetricError):
+        r.counter("bad-name", "b")
+    with pytest.raises(MetricError):
+        r.counter("ok_total", "b", ("le",))
+
+
+def test_function_gauges_and_failures_do_not_break_the_scrape() -> None:
+    r = Registry()
+    state = {"urp": 0}
+    r.gauge("urp", "u").set_function(lambda: state["urp"])
+    r.gauge("lag", "l", ("group",)).set_function(lambda: [(("g1",), 5), (("g2",), 7)])
+
+    def broken() -> float:
+        raise RuntimeError("boom")
+
+    r.gauge("broken", "b").set_function(broken)
+    state["urp"] = 3
+    text = r.expose()
+    assert "\nurp 3\n" in text and 'lag{group="g2"} 7' in text
+    assert "# broken unavailable: RuntimeError" in text
+
+
+def test_node_metrics_declares_the_issue_metrics() -> None:
+    m = NodeMetrics()
+    m.requests.inc(1, "Produce")
+    m.request_latency.observe(0.002, "Produce")
+    m.bytes_in.inc(100, "orders")
+    text = m.expose()
+    for name in (
+        "kraftlog_requests_total",
+        "kraftlog_request_latency_seconds_bucket",
+        "kraftlog_broker_topic_bytes_in_total",
+        "kraftlog_under_replicated_partitions",
+        "kraftlog_offline_partitions",
+        "kraftlog_isr_shrinks_total",
+        "kraftlog_isr_expands_total",
+        "kraftlog_active_controller",
+        "kraftlog_metadata_offset_lag",
+        "kraftlog_raft_commit_latency_seconds",
+        "kraftlog_consumer_group_lag",
+        "kraftlog_quota_throttle_time_seconds_total",
+    ):
+        assert name in text, name
+
+
+def test_http_endpoint() -> None:
+    r = Registry()
+    r.counter("served_total", "s").inc(7)
+    (port,) = free_ports(1)
+    server = MetricsHttpServer(r, "127.0.0.1", port)
+    server.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"] == CONTENT_TYPE
+            assert "served_total 7" in resp.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=10)
+        assert info.value.code == 404
+        info.value.close()
+    finally:
+        server.close()
+
+
+def test_grafana_dashboard_charts_only_declared_metrics() -> None:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "deploy" / "grafana" / "kraftlog.json"
+    dashboard = json.loads(path.read_text())
+    exposed = NodeMetrics().expose()
+    declared = {line.split()[2] for line in exposed.splitlines() if line.startswith("# TYPE")}
+    used = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            used |= set(re.findall(r"kraftlog_[a-z_]+", target["expr"]))
+    base = {re.sub(r"_(bucket|sum|count)$", "", name) for name in used}
+    assert base <= declared, base - declared
+    assert len(dashboard["panels"]) >= 10
