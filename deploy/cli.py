@@ -24,6 +24,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "deploy.cmd_log",
     "deploy.cmd_produce",
     "deploy.cmd_consume",
+    "deploy.cmd_users",
+    "deploy.cmd_acls",
+    "deploy.cmd_quotas",
+    "deploy.cmd_certs",
     "deploy.cmd_chaos",
 )
 
