@@ -41,10 +41,22 @@ run: $(STAMP)
 	$(VENV)/bin/kraftlog --version
 	$(PY) -m deploy.demo
 
-# Benchmarks print figures and never assert; each is bounded in time (see docs/ for results).
-BENCHES := storage storage_partitions protocol_codec metadata_log metadata broker produce_consume replication
+# Benchmarks print figures and never assert. `make bench` is one bounded session (bench/suite.py:
+# each section capped in time) beside NATS JetStream: it installs Debian's nats-server (as root)
+# and the `bench` extra (nats-py, matplotlib) first; the tests need neither. Results go to
+# bench/results/ and docs/benchmarks.md; BENCH_ARGS=--quick for a shorter run.
+BENCH_DEB_PACKAGES := nats-server
+BENCH_ARGS ?=
 bench: $(STAMP)
-	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) -m bench.$$b || exit 1; done
+	@missing=""; for p in $(BENCH_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "warning: missing Debian packages:$$missing (the NATS section is skipped)"; fi; \
+	fi
+	@$(PY) -c "import nats, matplotlib" 2>/dev/null || $(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m bench.suite $(BENCH_ARGS)
 
 stop: $(STAMP)
 	-$(VENV)/bin/kraftlog cluster down --dir $(CLUSTER_DIR)
