@@ -357,12 +357,9 @@ class ChaosCluster:
 
     # --- teardown ---------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Kill every node and the toxiproxy server, unmount the tmpfs, delete the namespaces
-        (and with them every rule). Safe to call twice and from a signal handler's finally."""
-        if self._closed:
-            return
-        self._closed = True
+    def stop_nodes(self) -> None:
+        """Kill every node and the toxiproxy server (log directories stay, tmpfs included,
+        for the checker's replica comparison). Idempotent."""
         for node_id in self.local.node_ids:
             if self.local.is_paused(node_id):
                 self.local.resume(node_id)
@@ -374,6 +371,14 @@ class ChaosCluster:
             if self._toxiproxy.poll() is None:
                 os.killpg(self._toxiproxy.pid, signal.SIGKILL)
             self._toxiproxy.wait(_CMD_TIMEOUT_S)
+
+    def close(self) -> None:
+        """Kill every node and the toxiproxy server, unmount the tmpfs, delete the namespaces
+        (and with them every rule). Safe to call twice and from a signal handler's finally."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_nodes()
         for path in self.tmpfs_dirs:
             unmount_tmpfs(path)
         self.topology.destroy()

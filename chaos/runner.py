@@ -21,7 +21,9 @@
 7. Runs the checker (``chaos.checker``) and writes the report. Artifacts in DIR::
 
        history.jsonl  seed  run.json (the configuration and the schedule)  runner.log
-       logs/node-<id>.log  logs/toxiproxy.log   + the checker's report files
+       run-summary.json (counts, faults, worker errors, the checker's summary)
+       logs/node-<id>.log  logs/toxiproxy.log
+       summary.json  anomalies.json  timeline.json  report.html   (the checker's report)
 
    The cluster's data directories are deleted after a valid run and kept (DIR/cluster) after
    an invalid one.
@@ -114,7 +116,7 @@ class RunConfig:
     topic: str = DEFAULT_TOPIC
     # producer kind -> how many threads of it
     producers: dict[str, int] = field(
-        default_factory=lambda: {"idempotent": 2, "all": 1, "acks1": 1}
+        default_factory=lambda: {"idempotent": 3}
     )
     rate_per_producer: float = 50.0
     assign_consumers: int = 2
@@ -425,10 +427,10 @@ def _run_against(
         history=history,
         timeout_s=FINAL_READ_TIMEOUT_S,
     )
-    replicas = _collect_replicas(config, bootstrap, cluster, hws) if cluster else None
+    replicas = _collect_replicas(config, bootstrap, cluster) if cluster else None
     history.close()
     if cluster is not None:
-        cluster.close()  # files stable for the byte comparison
+        cluster.stop_nodes()  # files stable for the byte comparison (tmpfs still mounted)
     dead = [
         f"{t.name}: {type(t.error).__name__}: {t.error}"
         for t in threads
@@ -441,12 +443,12 @@ def _run_against(
         "final_read_high_watermarks": hws,
         "worker_errors": dead,
     }
-    code, check_summary = _check(config.artifacts, replicas, log)
+    code, check_summary = _check(config, replicas, log)
     summary["check"] = check_summary
     if dead:
         log.say("workload threads died: " + "; ".join(dead))
         code = max(code, EXIT_ERROR) if code == EXIT_OK else code
-    _write_json(config.artifacts / "summary.json", summary)
+    _write_json(config.artifacts / "run-summary.json", summary)
     return RunOutcome(code, summary)
 
 
@@ -530,36 +532,47 @@ def _wait_until(
         time.sleep(min(PROGRESS_INTERVAL_S, deadline - now))
 
 
-def _collect_replicas(
-    config: RunConfig, bootstrap: str, cluster: ChaosCluster, hws: dict[int, int]
-) -> dict[tuple[str, int], dict[str, Any]]:
-    """For each partition read completely: its in-sync replicas' log directories and HW."""
+@dataclass(frozen=True)
+class ReplicaDirs:
+    """What the checker's byte comparison needs: each broker's ``log.dirs`` and each
+    partition's in-sync replicas at the end of the run."""
+
+    log_dirs: dict[int, str]
+    isr: dict[tuple[str, int], list[int]]
+
+
+def _collect_replicas(config: RunConfig, bootstrap: str, cluster: ChaosCluster) -> ReplicaDirs:
     admin = Admin({"bootstrap.servers": bootstrap, "default.api.timeout.ms": 10_000})
     try:
         parts = admin.describe_topics([config.topic])[config.topic].partitions
     finally:
         admin.close()
-    out: dict[tuple[str, int], dict[str, Any]] = {}
-    for p in parts:
-        if p.partition not in hws:
-            continue
-        dirs = {
-            b: Path(cluster.local.node(b).data_dir) / f"{config.topic}-{p.partition}"
-            for b in p.isr
-        }
-        out[(config.topic, p.partition)] = {"high_watermark": hws[p.partition], "dirs": dirs}
-    return out
+    local = cluster.local
+    return ReplicaDirs(
+        {b: str(local.node(b).data_dir) for b in local.broker_ids},
+        {(config.topic, p.partition): list(p.isr) for p in parts},
+    )
 
 
 def _check(
-    artifacts: Path, replicas: dict[tuple[str, int], dict[str, Any]] | None, log: _Log
+    config: RunConfig, replicas: ReplicaDirs | None, log: _Log
 ) -> tuple[int, dict[str, Any]]:
     from chaos import checker
 
-    result = checker.check(artifacts / "history.jsonl", replicas=replicas)
-    checker.write_report(result, artifacts)
-    summary = result.summary() if callable(getattr(result, "summary", None)) else {}
-    log.say(json.dumps(summary, indent=None, default=str))
+    result = checker.check(
+        config.artifacts / "history.jsonl",
+        replicas=replicas.log_dirs if replicas else None,
+        isr=replicas.isr if replicas else None,
+        seed=config.seed,
+    )
+    report = checker.write_report(result, config.artifacts)
+    summary = result.summary()
+    log(json.dumps(summary, default=str))
+    counts = summary.get("anomalies", {})
+    log.say(
+        f"check: {'valid' if result.valid else 'INVALID'}; sends {summary.get('sends')}; "
+        f"anomalies {counts or 'none'}; report {report}"
+    )
     return (EXIT_OK if result.valid else EXIT_ANOMALY), summary
 
 

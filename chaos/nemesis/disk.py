@@ -1,8 +1,12 @@
 """Disk nemeses.
 
-``disk-corruption``: kill -9 one broker, then damage the tail of the active segment of one of
-its partitions (``truncate``: cut the last bytes, as if the page cache never reached the disk;
-``corrupt``: overwrite bytes near the end, a torn write), and restart it on heal. Recovery
+``disk-corruption``: kill -9 one broker, then damage the unflushed tail of the active segment
+of one of its partitions (``truncate``: cut bytes off the end, as if the page cache never
+reached the disk; ``corrupt``: overwrite bytes near the end, a torn write), and restart it on
+heal. "Unflushed" = at or after the partition's recovery point (the
+``recovery-point-offset-checkpoint`` file: everything below it was fsynced, and recovery
+after an unclean shutdown trusts it and scans only from there, as Kafka's does). Damage below
+the recovery point would be corruption of durable data, outside the storage model. Recovery
 must find the damage by CRC, truncate the log there and fetch the rest from the leader. Only
 one broker at a time: the other replicas hold the acknowledged data (Kafka's durability comes
 from replication, not from fsync; damaging every replica at once is out of its model).
@@ -19,11 +23,14 @@ import os
 from pathlib import Path
 
 from chaos.nemesis.base import ActiveFault, Nemesis, NemesisContext, NoTargetError
+from data_plane.storage.checkpoints import RECOVERY_POINT_CHECKPOINT, parse_checkpoint
 
 # At most this many bytes are cut from or overwritten near a segment's end.
 MAX_DAMAGE_BYTES = 4096
 # The filler never writes more than this, whatever the tmpfs size.
 MAX_FILL_BYTES = 1024 * 1024 * 1024
+# RecordBatch framing: baseOffset int64 + batchLength int32 precede every batch's body.
+_LOG_OVERHEAD_BYTES = 12
 
 
 def active_segment(partition_dir: Path) -> Path | None:
@@ -32,10 +39,37 @@ def active_segment(partition_dir: Path) -> Path | None:
     return logs[-1] if logs else None
 
 
-def damage_tail(segment: Path, mode: str, damage_bytes: int, seed: int) -> dict[str, int]:
-    """Truncate or corrupt the last ``damage_bytes`` of ``segment``; returns what was done."""
+def recovery_point(log_dir: Path, topic: str, partition: int) -> int:
+    """The partition's recovery point (0 when the checkpoint has no entry or is missing)."""
+    path = log_dir / RECOVERY_POINT_CHECKPOINT
+    try:
+        points = parse_checkpoint(path.read_text(encoding="utf-8"), str(path))
+    except FileNotFoundError:
+        return 0
+    return points.get((topic, partition), 0)
+
+
+def unflushed_position(segment: Path, from_offset: int) -> int:
+    """The file position of the first batch of ``segment`` whose base offset is at or above
+    ``from_offset`` (the segment's size when there is none): where unflushed data begins."""
+    data = segment.read_bytes()
+    pos = 0
+    while pos + _LOG_OVERHEAD_BYTES <= len(data):
+        base_offset = int.from_bytes(data[pos : pos + 8], "big", signed=True)
+        length = int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+        if base_offset >= from_offset or length <= 0:
+            return pos
+        pos += _LOG_OVERHEAD_BYTES + length
+    return min(pos, len(data))
+
+
+def damage_tail(
+    segment: Path, mode: str, damage_bytes: int, seed: int, floor_position: int = 0
+) -> dict[str, int]:
+    """Truncate or corrupt the last ``damage_bytes`` of ``segment``, never before
+    ``floor_position``; returns what was done."""
     size = segment.stat().st_size
-    n = min(damage_bytes, size)
+    n = max(0, min(damage_bytes, size - floor_position))
     if mode == "truncate":
         os.truncate(segment, size - n)
         return {"size_before": size, "bytes_cut": n}
@@ -63,10 +97,12 @@ class DiskCorruptionNemesis(Nemesis):
         segment = active_segment(part_dir)
         mode = ctx.rng.choice(("truncate", "corrupt"))
         detail: dict[str, object] = {"mode": mode, "partition": part}
-        if segment is not None and segment.stat().st_size > 0:
+        if segment is not None:
+            point = recovery_point(part_dir.parent, ctx.topic, part)
+            floor = unflushed_position(segment, point)
             n = ctx.rng.randint(1, MAX_DAMAGE_BYTES)
-            detail["segment"] = segment.name
-            detail.update(damage_tail(segment, mode, n, ctx.rng.randrange(1 << 30)))
+            detail.update(segment=segment.name, recovery_point=point, unflushed_from=floor)
+            detail.update(damage_tail(segment, mode, n, ctx.rng.randrange(1 << 30), floor))
 
         def heal() -> None:
             if not local.is_running(broker):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.nemesis.disk import active_segment, damage_tail
+from chaos.nemesis.disk import active_segment, damage_tail, recovery_point, unflushed_position
 from chaos.progress import ProgressBar
 from chaos.runner import RunConfig
 from chaos.workload.producer import ProducerSpec
@@ -33,6 +33,28 @@ def test_damage_tail_truncates_or_overwrites_only_the_tail(tmp_path: Path) -> No
     with pytest.raises(ValueError):
         damage_tail(seg, "shred", 1, seed=0)
     assert active_segment(tmp_path) is None
+
+
+def _batch(base_offset: int, body_bytes: int) -> bytes:
+    return base_offset.to_bytes(8, "big") + body_bytes.to_bytes(4, "big") + b"x" * body_bytes
+
+
+def test_damage_stays_in_the_unflushed_tail(tmp_path: Path) -> None:
+    log_dir = tmp_path / "data"
+    part = log_dir / "t-0"
+    part.mkdir(parents=True)
+    seg = part / "00000000000000000000.log"
+    seg.write_bytes(_batch(0, 50) + _batch(3, 50) + _batch(7, 50))
+    (log_dir / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 7\n")
+    point = recovery_point(log_dir, "t", 0)
+    assert point == 7 and recovery_point(log_dir, "t", 1) == 0
+    floor = unflushed_position(seg, point)
+    assert floor == 124  # two whole batches of 62 bytes are below the recovery point
+    assert unflushed_position(seg, 100) == 186
+    done = damage_tail(seg, "truncate", 4096, seed=1, floor_position=floor)
+    assert done == {"size_before": 186, "bytes_cut": 62}
+    assert seg.read_bytes() == _batch(0, 50) + _batch(3, 50)
+    assert damage_tail(seg, "corrupt", 10, seed=1, floor_position=124)["bytes_overwritten"] == 0
 
 
 def test_progress_bar_draws_only_when_enabled() -> None:
