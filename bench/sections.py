@@ -38,6 +38,7 @@ LATENCY_RATES = (5_000, 20_000, 50_000)
 E2E_RECORD_BYTES = 100
 E2E_CONSUMER_READY_TIMEOUT_S = 60.0
 E2E_DRAIN_TIMEOUT_S = 30.0
+E2E_LINGER_MS = 0
 _DUE = struct.Struct(">q")
 
 
@@ -164,7 +165,7 @@ def _e2e_consumer(bootstrap: str, topic: str, expected: int, warm_until_ns: int,
 
 
 def e2e_latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float,
-                warmup_s: float = 1.0) -> list[float]:
+                warmup_s: float = 1.0, linger_ms: int = E2E_LINGER_MS) -> list[float]:
     """Due -> consumed latencies (s) at ``rate_per_s`` 100 B records/s, acks=all producer."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -177,7 +178,7 @@ def e2e_latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float,
     try:
         if not parent.poll(E2E_CONSUMER_READY_TIMEOUT_S) or parent.recv() != "ready":
             raise RuntimeError("e2e consumer did not start")
-        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms,
                       "enable.idempotence": "true"})
         try:
             p.partitions_for(topic)

@@ -397,8 +397,12 @@ def _decode_uniform_run(
     if batch.fixed_ts is not None:
         timestamps = repeat(batch.fixed_ts, run)
     elif ts_width == 1:
+        # A batch's timestamp deltas take few distinct values (records produced in the same
+        # millisecond share one): decode each once, then map the bytes through a dict.
         base_ts = batch.base_ts
-        timestamps = [base_ts + ((t >> 1) ^ -(t & 1)) for t in ts_bytes[0][:run]]
+        deltas = ts_bytes[0][:run]
+        decoded = {t: base_ts + ((t >> 1) ^ -(t & 1)) for t in set(deltas)}
+        timestamps = list(map(decoded.__getitem__, deltas))
     else:
         base_ts = batch.base_ts
         timestamps = [
