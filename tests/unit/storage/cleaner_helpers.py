@@ -23,9 +23,7 @@ COMPACT = LogConfig(
 
 
 def keyed(pairs: list[tuple[bytes, bytes | None]], timestamp: int = 1000, **kwargs) -> bytearray:
-    return build_batch(
-        [Record(k, v, timestamp + i) for i, (k, v) in enumerate(pairs)], **kwargs
-    )
+    return build_batch([Record(k, v, timestamp + i) for i, (k, v) in enumerate(pairs)], **kwargs)
 
 
 def append_keyed(log: Log, pairs: list[tuple[bytes, bytes | None]], **kwargs) -> int:

@@ -132,9 +132,7 @@ def test_compressed_batches_are_rebuilt_with_their_codec_and_a_valid_crc(open_lo
     assert headers[-1].last_offset == log.segments()[-1].base_offset - 1
 
 
-def test_a_batch_keeps_base_offset_and_last_offset_delta_when_records_drop(
-    open_log, clock
-) -> None:
+def test_a_batch_keeps_base_offset_and_last_offset_delta_when_records_drop(open_log, clock) -> None:
     log = open_log(COMPACT)
     first = append_keyed(log, [(b"a", b"1"), (b"b", b"1"), (b"c", b"1")])
     append_keyed(log, [(b"a", b"2"), (b"c", b"2")])
@@ -151,8 +149,9 @@ def test_idempotent_producer_keeps_its_last_batch_emptied(tmp_path, clock) -> No
     log = Log(path, COMPACT, topic="t", partition=0, clock_ms=clock)
     pid = 7
     for seq in range(3):
-        append_keyed(log, [(b"k", b"p%d" % seq)], producer_id=pid, producer_epoch=0,
-                     base_sequence=seq)
+        append_keyed(
+            log, [(b"k", b"p%d" % seq)], producer_id=pid, producer_epoch=0, base_sequence=seq
+        )
     # A non-idempotent writer supersedes the producer's key.
     append_keyed(log, [(b"k", b"plain")])
     log.roll()
