@@ -1,7 +1,8 @@
 """The broker role of a node (issue 3 scope): storage plus the metadata follower.
 
 - :class:`data_plane.storage.log_manager.LogManager` over ``log.dirs`` (locks the directories,
-  recovers the logs, runs maintenance on its own thread);
+  recovers the logs, runs maintenance on its own thread with retention every
+  ``log.retention.check.interval.ms``, and the log cleaner threads for compacted topics);
 - :class:`metadata.broker_manager.BrokerMetadataManager`: registers with the active
   controller (a new broker epoch each time), heartbeats, follows the metadata log;
 - :class:`deploy.local_replicas.LocalReplicas`: turns each metadata change into partition logs
@@ -62,7 +63,9 @@ class BrokerComponent:
                 extra = METADATA_LOG_FILES
         self.log_manager = LogManager(s.log, extra_allowed_names=extra)
         try:
-            self.log_manager.start()
+            # Flushes and checkpoints every second; retention every
+            # log.retention.check.interval.ms; the log cleaner threads per log.cleaner.*.
+            self.log_manager.start(retention_check_interval_ms=s.log.retention_check_interval_ms)
             self.replicas = LocalReplicas(
                 self.broker_id, self.log_manager, s.log, incarnation_id=self.incarnation_id
             )
