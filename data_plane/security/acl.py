@@ -281,3 +281,36 @@ class Authorizer:
             and _entry_applies(e, name, host, allowed_by)
             for e in entries
         )
+
+    def authorize_any(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Whether ``principal`` may perform ``operation`` on SOME resource of the type (Kafka's
+        authorizeByResourceType, used for InitProducerId without IdempotentWrite): a DENY for
+        every resource (LITERAL ``*``) refuses; otherwise any matching ALLOW binding grants."""
+        name = str(principal)
+        if name in self.super_users:
+            return True
+        index = self._index
+        literal = index.literal.get(resource_type, {})
+        wildcard = literal.get(WILDCARD_RESOURCE, ())
+        single = frozenset({operation})
+        for e in wildcard:
+            if e.permission_type is AclPermissionType.DENY and _entry_applies(
+                e, name, host, single
+            ):
+                return False
+        allowed_by = _IMPLIED_BY.get(operation, single)
+        entries = [e for entries in literal.values() for e in entries]
+        entries += [e for _, e in index.prefixed.get(resource_type, ())]
+        if not entries:
+            return self.allow_everyone_if_no_acl_found
+        return any(
+            e.permission_type is AclPermissionType.ALLOW
+            and _entry_applies(e, name, host, allowed_by)
+            for e in entries
+        )

@@ -1,0 +1,625 @@
+"""Authorization of Kafka requests around the handlers (sans-IO).
+
+The handlers stay unaware of ACLs: :meth:`RequestAuthorizer.check` looks at one decoded
+request and returns a :class:`Verdict` that the connection layer applies:
+
+- ``body``: the request the handler sees: resources the principal may not touch are removed
+  (a Produce to an unwritable topic, a Fetch of an unreadable one, ...);
+- ``respond_now``: a complete response; the handler is not called (JoinGroup to a group the
+  principal may not read, InitProducerId without IdempotentWrite, ...);
+- ``finish``: applied to the handler's response: removed resources come back as entries with
+  TOPIC_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED (every
+  requested partition is answered: kafka-python drops a Fetch response that omits one), and
+  Metadata / OffsetFetch / ListGroups drop what the principal may not describe.
+
+Operations checked, as in Kafka's KafkaApis:
+
+    Produce               Write on topic
+    Fetch                 Read on topic (consumer); ClusterAction on cluster (replica fetch)
+    ListOffsets           Describe on topic
+    Metadata              Describe on topic (others hidden); auto-create needs Create on the
+                          cluster or on the topic
+    OffsetForLeaderEpoch  Describe on topic (consumer); ClusterAction (replica)
+    CreateTopics          Create on cluster or on topic
+    DeleteTopics, DeleteRecords   Delete on topic
+    CreatePartitions      Alter on topic
+    DescribeConfigs       DescribeConfigs on topic / cluster (broker resources)
+    InitProducerId        IdempotentWrite on cluster or Write on some topic (KIP-679);
+                          Write on the transactional id when one is given
+    FindCoordinator       Describe on group / transactional id
+    JoinGroup, SyncGroup, Heartbeat, LeaveGroup   Read on group
+    OffsetCommit          Read on group, Read on topic
+    OffsetFetch           Describe on group, Describe on topic
+    DescribeGroups        Describe on group
+    ListGroups            Describe on cluster, else only groups it may describe
+
+Thread-safety: stateless apart from the authorizer (itself thread-safe); runs on the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
+from data_plane.security.acl import (
+    CLUSTER_RESOURCE_NAME,
+    AclOperation,
+    Authorizer,
+    ResourceType,
+)
+from data_plane.security.principal import KafkaPrincipal
+
+Body = dict[str, Any]
+TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+TXN_DENIED = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+# DescribeConfigs resource types (Kafka's ConfigResource.Type).
+CONFIG_TOPIC = 2
+CONFIG_BROKER = 4
+CONFIG_BROKER_LOGGER = 8
+
+
+@dataclass(slots=True)
+class Verdict:
+    body: Body
+    respond_now: Body | None = None
+    finish: Callable[[Body], Body] | None = None
+    # Resources refused (for the kraftlog_authorization_denied_total metric), by type.
+    denied: dict[ResourceType, int] | None = None
+
+    def note(self, rtype: ResourceType, count: int = 1) -> None:
+        if count:
+            if self.denied is None:
+                self.denied = {}
+            self.denied[rtype] = self.denied.get(rtype, 0) + count
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Who sent a request: the authenticated principal and the client's IP address."""
+
+    principal: KafkaPrincipal
+    host: str
+
+
+class RequestAuthorizer:
+    """``topic_exists(name)`` tells Metadata which requested topics would be auto-created."""
+
+    def __init__(self, authorizer: Authorizer, topic_exists: Callable[[str], bool]) -> None:
+        self.authorizer = authorizer
+        self._topic_exists = topic_exists
+        self._checks: dict[int, Callable[[Session, int, Body], Verdict]] = {
+            ApiKey.PRODUCE: self._produce,
+            ApiKey.FETCH: self._fetch,
+            ApiKey.LIST_OFFSETS: self._list_offsets,
+            ApiKey.METADATA: self._metadata,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self._offset_for_leader_epoch,
+            ApiKey.CREATE_TOPICS: self._create_topics,
+            ApiKey.DELETE_TOPICS: self._delete_topics,
+            ApiKey.DELETE_RECORDS: self._delete_records,
+            ApiKey.CREATE_PARTITIONS: self._create_partitions,
+            ApiKey.DESCRIBE_CONFIGS: self._describe_configs,
+            ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
+            ApiKey.FIND_COORDINATOR: self._find_coordinator,
+            ApiKey.JOIN_GROUP: self._group_read,
+            ApiKey.SYNC_GROUP: self._group_read,
+            ApiKey.HEARTBEAT: self._group_read,
+            ApiKey.LEAVE_GROUP: self._group_read,
+            ApiKey.OFFSET_COMMIT: self._offset_commit,
+            ApiKey.OFFSET_FETCH: self._offset_fetch,
+            ApiKey.DESCRIBE_GROUPS: self._describe_groups,
+            ApiKey.LIST_GROUPS: self._list_groups,
+        }
+
+    def check(self, session: Session, api_key: int, version: int, body: Body) -> Verdict:
+        """The verdict for one request (APIs not listed pass unchanged)."""
+        fn = self._checks.get(api_key)
+        if fn is None:
+            return Verdict(body)
+        return fn(session, version, body)
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _allowed(self, s: Session, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        return self.authorizer.authorize(s.principal, s.host, op, rtype, name)
+
+    def _topic(self, s: Session, op: AclOperation, name: str) -> bool:
+        return self._allowed(s, op, ResourceType.TOPIC, name)
+
+    def _cluster(self, s: Session, op: AclOperation) -> bool:
+        return self._allowed(s, op, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME)
+
+    def _group(self, s: Session, op: AclOperation, name: str) -> bool:
+        return self._allowed(s, op, ResourceType.GROUP, name)
+
+    def _split_topics(
+        self,
+        s: Session,
+        body: Body,
+        op: AclOperation,
+        *,
+        list_key: str = "topics",
+        name_key: str = "name",
+    ) -> tuple[Body, list[dict[str, Any]]]:
+        """(body with only the allowed topics, the denied topic entries)."""
+        items = body.get(list_key) or []
+        allowed, denied = [], []
+        cache: dict[str, bool] = {}
+        for item in items:
+            name = item.get(name_key, "")
+            ok = cache.get(name)
+            if ok is None:
+                ok = cache[name] = self._topic(s, op, name)
+            (allowed if ok else denied).append(item)
+        if not denied:
+            return body, []
+        new = dict(body)
+        new[list_key] = allowed
+        return new, denied
+
+    @staticmethod
+    def _append(response: Body, list_key: str, entries: list[dict[str, Any]]) -> Body:
+        response[list_key] = list(response.get(list_key) or []) + entries
+        return response
+
+    # --- data APIs ----------------------------------------------------------------------------
+
+    def _produce(self, s: Session, version: int, body: Body) -> Verdict:
+        if body.get("transactional_id") is not None and not self._allowed(
+            s, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body["transactional_id"]
+        ):
+            denied_all = body.get("topic_data") or []
+            return self._produce_denied(body, denied_all, TXN_DENIED)
+        new, denied = self._split_topics(s, body, AclOperation.WRITE, list_key="topic_data")
+        if not denied:
+            return Verdict(body)
+        return self._produce_denied(new, denied, TOPIC_DENIED)
+
+    def _produce_denied(self, new: Body, denied: list[dict[str, Any]], code: int) -> Verdict:
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "partition_responses": [
+                    {"index": p.get("index", 0), "error_code": code, "base_offset": -1}
+                    for p in t.get("partition_data") or []
+                ],
+            }
+            for t in denied
+        ]
+        v = Verdict(new if code == TOPIC_DENIED else {**new, "topic_data": []})
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "responses", entries)
+        return v
+
+    def _fetch(self, s: Session, version: int, body: Body) -> Verdict:
+        topics = body.get("topics") or []
+        if body.get("replica_id", -1) >= 0:
+            if self._cluster(s, AclOperation.CLUSTER_ACTION):
+                return Verdict(body)
+            v = Verdict({**body, "topics": []})
+            v.note(ResourceType.CLUSTER)
+            v.finish = lambda r: self._fetch_errors(r, topics, CLUSTER_DENIED, version)
+            return v
+        new, denied = self._split_topics(s, body, AclOperation.READ, name_key="topic")
+        if not denied:
+            return Verdict(body)
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._fetch_errors(r, denied, TOPIC_DENIED, version)
+        return v
+
+    def _fetch_errors(
+        self, response: Body, denied: list[dict[str, Any]], code: int, version: int
+    ) -> Body:
+        entries = [
+            {
+                "topic": t.get("topic", ""),
+                "partitions": [
+                    {
+                        "partition_index": p.get("partition", 0),
+                        "error_code": code,
+                        "high_watermark": -1,
+                        "records": None,
+                    }
+                    for p in t.get("partitions") or []
+                ],
+            }
+            for t in denied
+        ]
+        if code == CLUSTER_DENIED and version >= 7:
+            response["error_code"] = code
+        return self._append(response, "responses", entries)
+
+    def _list_offsets(self, s: Session, version: int, body: Body) -> Verdict:
+        new, denied = self._split_topics(s, body, AclOperation.DESCRIBE)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "partitions": [
+                    {"partition_index": p.get("partition_index", 0), "error_code": TOPIC_DENIED}
+                    for p in t.get("partitions") or []
+                ],
+            }
+            for t in denied
+        ]
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "topics", entries)
+        return v
+
+    def _offset_for_leader_epoch(self, s: Session, version: int, body: Body) -> Verdict:
+        replica = body.get("replica_id", -2) >= 0
+        if replica:
+            if self._cluster(s, AclOperation.CLUSTER_ACTION):
+                return Verdict(body)
+            new, denied = {**body, "topics": []}, list(body.get("topics") or [])
+            code = CLUSTER_DENIED
+        else:
+            new, denied = self._split_topics(s, body, AclOperation.DESCRIBE, name_key="topic")
+            code = TOPIC_DENIED
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "topic": t.get("topic", ""),
+                "partitions": [
+                    {"partition": p.get("partition", 0), "error_code": code}
+                    for p in t.get("partitions") or []
+                ],
+            }
+            for t in denied
+        ]
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "topics", entries)
+        return v
+
+    def _metadata(self, s: Session, version: int, body: Body) -> Verdict:
+        requested = body.get("topics")
+        all_topics = requested is None or (version == 0 and not requested)
+        if all_topics:
+            v = Verdict(body)
+            v.finish = lambda r: self._hide_topics(s, r)
+            return v
+        names = [t.get("name", "") for t in requested]
+        describable = {n for n in names if self._topic(s, AclOperation.DESCRIBE, n)}
+        new = body
+        if body.get("allow_auto_topic_creation", True):
+            missing = [n for n in describable if not self._topic_exists(n)]
+            may_create = self._cluster(s, AclOperation.CREATE) or all(
+                self._topic(s, AclOperation.CREATE, n) for n in missing
+            )
+            if missing and not may_create:
+                new = {**body, "allow_auto_topic_creation": False}
+        denied = [n for n in names if n not in describable]
+        if not denied:
+            return Verdict(new)
+        # The handler still sees every requested name (an empty v0 list would mean "all");
+        # the answers for the denied names are replaced afterwards.
+        v = Verdict({**new, "allow_auto_topic_creation": False})
+        v.note(ResourceType.TOPIC, len(set(denied)))
+        denied_set = set(denied)
+
+        def finish(response: Body) -> Body:
+            out = []
+            for t in response.get("topics") or []:
+                if t.get("name") in denied_set:
+                    out.append(
+                        {
+                            "error_code": TOPIC_DENIED,
+                            "name": t.get("name"),
+                            "is_internal": False,
+                            "partitions": [],
+                        }
+                    )
+                else:
+                    out.append(t)
+            response["topics"] = out
+            return response
+
+        v.finish = finish
+        return v
+
+    def _hide_topics(self, s: Session, response: Body) -> Body:
+        topics = response.get("topics") or []
+        kept = [t for t in topics if self._topic(s, AclOperation.DESCRIBE, t.get("name", ""))]
+        response["topics"] = kept
+        return response
+
+    # --- admin APIs ---------------------------------------------------------------------------
+
+    def _create_topics(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.CREATE):
+            return Verdict(body)
+        new, denied = self._split_topics(s, body, AclOperation.CREATE)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "error_code": TOPIC_DENIED,
+                "error_message": "Authorization failed.",
+            }
+            for t in denied
+        ]
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "topics", entries)
+        return v
+
+    def _delete_topics(self, s: Session, version: int, body: Body) -> Verdict:
+        names = body.get("topic_names") or []
+        allowed = [n for n in names if self._topic(s, AclOperation.DELETE, n)]
+        if len(allowed) == len(names):
+            return Verdict(body)
+        denied = [n for n in names if n not in allowed]
+        entries = [{"name": n, "error_code": TOPIC_DENIED} for n in denied]
+        v = Verdict({**body, "topic_names": allowed})
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "responses", entries)
+        return v
+
+    def _delete_records(self, s: Session, version: int, body: Body) -> Verdict:
+        new, denied = self._split_topics(s, body, AclOperation.DELETE)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "partitions": [
+                    {
+                        "partition_index": p.get("partition_index", 0),
+                        "low_watermark": -1,
+                        "error_code": TOPIC_DENIED,
+                    }
+                    for p in t.get("partitions") or []
+                ],
+            }
+            for t in denied
+        ]
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "topics", entries)
+        return v
+
+    def _create_partitions(self, s: Session, version: int, body: Body) -> Verdict:
+        new, denied = self._split_topics(s, body, AclOperation.ALTER)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "error_code": TOPIC_DENIED,
+                "error_message": "Authorization failed.",
+            }
+            for t in denied
+        ]
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "results", entries)
+        return v
+
+    def _describe_configs(self, s: Session, version: int, body: Body) -> Verdict:
+        resources = body.get("resources") or []
+        allowed, denied = [], []
+        for res in resources:
+            rtype = res.get("resource_type")
+            if rtype == CONFIG_TOPIC:
+                ok = self._topic(s, AclOperation.DESCRIBE_CONFIGS, res.get("resource_name", ""))
+                code = TOPIC_DENIED
+            elif rtype in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
+                ok = self._cluster(s, AclOperation.DESCRIBE_CONFIGS)
+                code = CLUSTER_DENIED
+            else:
+                ok, code = True, 0
+            if ok:
+                allowed.append(res)
+            else:
+                denied.append((res, code))
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "error_code": code,
+                "error_message": "Authorization failed.",
+                "resource_type": res.get("resource_type"),
+                "resource_name": res.get("resource_name", ""),
+                "configs": [],
+            }
+            for res, code in denied
+        ]
+        v = Verdict({**body, "resources": allowed})
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "results", entries)
+        return v
+
+    def _init_producer_id(self, s: Session, version: int, body: Body) -> Verdict:
+        txn = body.get("transactional_id")
+        if txn is not None:
+            if self._allowed(s, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn):
+                return Verdict(body)
+            code, rtype = TXN_DENIED, ResourceType.TRANSACTIONAL_ID
+        elif self._cluster(s, AclOperation.IDEMPOTENT_WRITE) or self.authorizer.authorize_any(
+            s.principal, s.host, AclOperation.WRITE, ResourceType.TOPIC
+        ):
+            return Verdict(body)
+        else:
+            code, rtype = CLUSTER_DENIED, ResourceType.CLUSTER
+        v = Verdict(body, respond_now={"error_code": code, "producer_id": -1, "producer_epoch": -1})
+        v.note(rtype)
+        return v
+
+    # --- groups -------------------------------------------------------------------------------
+
+    def _find_coordinator(self, s: Session, version: int, body: Body) -> Verdict:
+        key_type = body.get("key_type", 0)
+        key = body.get("key", "")
+        if key_type == 1:
+            if self._allowed(s, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+                return Verdict(body)
+            code, rtype = TXN_DENIED, ResourceType.TRANSACTIONAL_ID
+        elif self._group(s, AclOperation.DESCRIBE, key):
+            return Verdict(body)
+        else:
+            code, rtype = GROUP_DENIED, ResourceType.GROUP
+        v = Verdict(
+            body,
+            respond_now={
+                "error_code": code,
+                "error_message": "Authorization failed.",
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            },
+        )
+        v.note(rtype)
+        return v
+
+    def _group_read(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._group(s, AclOperation.READ, body.get("group_id", "")):
+            return Verdict(body)
+        v = Verdict(
+            body,
+            respond_now={
+                "error_code": GROUP_DENIED,
+                "generation_id": -1,
+                "protocol_name": "",
+                "leader": "",
+                "member_id": body.get("member_id", ""),
+                "members": [],
+                "assignment": b"",
+            },
+        )
+        v.note(ResourceType.GROUP)
+        return v
+
+    def _offset_commit(self, s: Session, version: int, body: Body) -> Verdict:
+        topics = body.get("topics") or []
+        if not self._group(s, AclOperation.READ, body.get("group_id", "")):
+            v = Verdict(body, respond_now={"topics": _partition_errors(topics, GROUP_DENIED)})
+            v.note(ResourceType.GROUP)
+            return v
+        new, denied = self._split_topics(s, body, AclOperation.READ)
+        if not denied:
+            return Verdict(body)
+        entries = _partition_errors(denied, TOPIC_DENIED)
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "topics", entries)
+        return v
+
+    def _offset_fetch(self, s: Session, version: int, body: Body) -> Verdict:
+        topics = body.get("topics")
+        if not self._group(s, AclOperation.DESCRIBE, body.get("group_id", "")):
+            response: Body = {"topics": [], "error_code": GROUP_DENIED}
+            if version < 2:
+                response["topics"] = [
+                    {
+                        "name": t.get("name", ""),
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "committed_offset": -1,
+                                "metadata": "",
+                                "error_code": GROUP_DENIED,
+                            }
+                            for p in t.get("partition_indexes") or []
+                        ],
+                    }
+                    for t in topics or []
+                ]
+            v = Verdict(body, respond_now=response)
+            v.note(ResourceType.GROUP)
+            return v
+        if topics is None:
+            v = Verdict(body)
+
+            def hide(response: Body) -> Body:
+                response["topics"] = [
+                    t
+                    for t in response.get("topics") or []
+                    if self._topic(s, AclOperation.DESCRIBE, t.get("name", ""))
+                ]
+                return response
+
+            v.finish = hide
+            return v
+        new, denied = self._split_topics(s, body, AclOperation.DESCRIBE)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": TOPIC_DENIED,
+                    }
+                    for p in t.get("partition_indexes") or []
+                ],
+            }
+            for t in denied
+        ]
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "topics", entries)
+        return v
+
+    def _describe_groups(self, s: Session, version: int, body: Body) -> Verdict:
+        groups = body.get("groups") or []
+        allowed = [g for g in groups if self._group(s, AclOperation.DESCRIBE, g)]
+        if len(allowed) == len(groups):
+            return Verdict(body)
+        denied = [g for g in groups if g not in allowed]
+        entries = [
+            {
+                "error_code": GROUP_DENIED,
+                "group_id": g,
+                "group_state": "",
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+            }
+            for g in denied
+        ]
+        v = Verdict({**body, "groups": allowed})
+        v.note(ResourceType.GROUP, len(denied))
+        v.finish = lambda r: self._append(r, "groups", entries)
+        return v
+
+    def _list_groups(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.DESCRIBE):
+            return Verdict(body)
+        v = Verdict(body)
+
+        def hide(response: Body) -> Body:
+            response["groups"] = [
+                g
+                for g in response.get("groups") or []
+                if self._group(s, AclOperation.DESCRIBE, g.get("group_id", ""))
+            ]
+            return response
+
+        v.finish = hide
+        return v
+
+
+def _partition_errors(topics: list[dict[str, Any]], code: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.get("name", ""),
+            "partitions": [
+                {"partition_index": p.get("partition_index", 0), "error_code": code}
+                for p in t.get("partitions") or []
+            ],
+        }
+        for t in topics
+    ]

@@ -1,0 +1,260 @@
+"""RequestAuthorizer: what the handler sees and what the client gets back, per API."""
+
+from __future__ import annotations
+
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import RequestHeader, encode_response
+from data_plane.protocol.errors import ErrorCode
+from data_plane.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    Authorizer,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from data_plane.security.principal import KafkaPrincipal
+from data_plane.security.request_authz import RequestAuthorizer, Session
+
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+Op = AclOperation
+T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def acl(rtype, name, op, perm=ALLOW, principal="User:reader", ptype=PatternType.LITERAL):
+    return AclBinding(
+        ResourcePattern(rtype, name, ptype), AccessControlEntry(principal, "*", op, perm)
+    )
+
+
+BINDINGS = [
+    acl(T, "readable", Op.READ),
+    acl(T, "writable", Op.WRITE),
+    acl(G, "app", Op.READ),
+    acl(T, "new-", Op.CREATE, ptype=PatternType.PREFIXED),
+    acl(T, "denied", Op.ALL, DENY),
+    acl(T, "denied", Op.READ, ALLOW),
+]
+READER = Session(KafkaPrincipal("User", "reader"), "127.0.0.1")
+EXISTING = {"readable", "writable", "secret", "denied"}
+
+
+def authz(bindings=BINDINGS) -> RequestAuthorizer:
+    return RequestAuthorizer(Authorizer(["User:admin"], bindings=bindings), EXISTING.__contains__)
+
+
+def encodes(api: ApiKey, version: int, response: dict) -> None:
+    """The merged response is still encodable by the codec."""
+    encode_response(RequestHeader(int(api), version, 1, "c"), response)
+
+
+def test_produce_denied_topics_answered_with_errors() -> None:
+    body = {
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {"name": "writable", "partition_data": [{"index": 0, "records": b""}]},
+            {
+                "name": "readable",
+                "partition_data": [{"index": 0, "records": b""}, {"index": 1, "records": b""}],
+            },
+        ],
+    }
+    v = authz().check(READER, ApiKey.PRODUCE, 7, body)
+    assert [t["name"] for t in v.body["topic_data"]] == ["writable"]
+    assert [t["name"] for t in body["topic_data"]] == ["writable", "readable"]  # not mutated
+    handler_response = {
+        "responses": [
+            {
+                "name": "writable",
+                "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 5}],
+            }
+        ]
+    }
+    out = v.finish(handler_response)
+    denied = out["responses"][1]
+    assert denied["name"] == "readable"
+    assert [p["error_code"] for p in denied["partition_responses"]] == [TOPIC_DENIED] * 2
+    assert v.denied == {T: 1}
+    encodes(ApiKey.PRODUCE, 7, out)
+
+
+def test_fetch_answers_every_partition_and_replica_fetch_needs_cluster_action() -> None:
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "topics": [
+            {
+                "topic": "readable",
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1}],
+            },
+            {
+                "topic": "writable",
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1}],
+            },
+        ],
+    }
+    v = authz().check(READER, ApiKey.FETCH, 11, body)
+    assert [t["topic"] for t in v.body["topics"]] == ["readable"]
+    out = v.finish({"responses": [{"topic": "readable", "partitions": []}]})
+    assert out["responses"][1]["partitions"][0]["error_code"] == TOPIC_DENIED
+    encodes(ApiKey.FETCH, 11, out)
+    replica = {**body, "replica_id": 2}
+    v = authz().check(READER, ApiKey.FETCH, 11, replica)
+    assert v.body["topics"] == []
+    out = v.finish({"responses": []})
+    assert out["error_code"] == CLUSTER_DENIED
+    assert len(out["responses"]) == 2
+    broker = Session(KafkaPrincipal("User", "broker"), "127.0.0.1")
+    with_action = [*BINDINGS, acl(C, "kafka-cluster", Op.CLUSTER_ACTION, principal="User:broker")]
+    assert authz(with_action).check(broker, ApiKey.FETCH, 11, replica).finish is None
+
+
+def test_deny_wins_over_allow_on_the_same_topic() -> None:
+    body = {"topics": [{"topic": "denied", "partitions": [{"partition": 0, "fetch_offset": 0}]}]}
+    v = authz().check(READER, ApiKey.FETCH, 4, body)
+    assert v.body["topics"] == []
+
+
+def test_metadata_hides_undescribable_topics() -> None:
+    v = authz().check(READER, ApiKey.METADATA, 8, {"topics": None})
+    listed = {"topics": [{"name": n, "error_code": 0, "partitions": []} for n in sorted(EXISTING)]}
+    assert [t["name"] for t in v.finish(listed)["topics"]] == ["readable", "writable"]
+    # v0: an empty list means every topic.
+    v = authz().check(READER, ApiKey.METADATA, 0, {"topics": []})
+    assert v.finish is not None
+
+
+def test_metadata_named_topics_and_auto_create() -> None:
+    body = {"topics": [{"name": "readable"}, {"name": "secret"}], "allow_auto_topic_creation": True}
+    v = authz().check(READER, ApiKey.METADATA, 8, body)
+    assert v.body["allow_auto_topic_creation"] is False  # secret must not be auto-created
+    response = {
+        "brokers": [],
+        "topics": [
+            {"name": "readable", "error_code": 0, "partitions": [{"partition_index": 0}]},
+            {"name": "secret", "error_code": 0, "partitions": [{"partition_index": 0}]},
+        ],
+    }
+    out = v.finish(response)
+    assert [(t["name"], t["error_code"]) for t in out["topics"]] == [
+        ("readable", 0),
+        ("secret", TOPIC_DENIED),
+    ]
+    assert out["topics"][1]["partitions"] == []
+    encodes(ApiKey.METADATA, 8, out)
+    # Describable but missing: auto-create only with Create (here granted by a prefix ACL).
+    more = [*BINDINGS, acl(T, "new-", Op.DESCRIBE, ptype=PatternType.PREFIXED)]
+    v = authz(more).check(READER, ApiKey.METADATA, 8, {"topics": [{"name": "new-x"}]})
+    assert v.body.get("allow_auto_topic_creation", True) is True and v.finish is None
+    more = [*BINDINGS, acl(T, "other", Op.DESCRIBE)]
+    v = authz(more).check(READER, ApiKey.METADATA, 8, {"topics": [{"name": "other"}]})
+    assert v.body["allow_auto_topic_creation"] is False
+
+
+def test_create_delete_configs() -> None:
+    body = {
+        "topics": [{"name": "new-a", "num_partitions": 1}, {"name": "other", "num_partitions": 1}]
+    }
+    v = authz().check(READER, ApiKey.CREATE_TOPICS, 4, body)
+    assert [t["name"] for t in v.body["topics"]] == ["new-a"]
+    out = v.finish({"topics": [{"name": "new-a", "error_code": 0}]})
+    assert out["topics"][1] == {
+        "name": "other",
+        "error_code": TOPIC_DENIED,
+        "error_message": "Authorization failed.",
+    }
+    v = authz().check(
+        READER, ApiKey.DELETE_TOPICS, 3, {"topic_names": ["readable"], "timeout_ms": 1}
+    )
+    assert v.body["topic_names"] == []
+    assert v.finish({"responses": []})["responses"] == [
+        {"name": "readable", "error_code": TOPIC_DENIED}
+    ]
+    body = {
+        "resources": [
+            {"resource_type": 2, "resource_name": "readable"},
+            {"resource_type": 4, "resource_name": "1"},
+        ]
+    }
+    v = authz().check(READER, ApiKey.DESCRIBE_CONFIGS, 2, body)
+    assert v.body["resources"] == []
+    out = v.finish({"results": []})
+    assert [r["error_code"] for r in out["results"]] == [TOPIC_DENIED, CLUSTER_DENIED]
+    encodes(ApiKey.DESCRIBE_CONFIGS, 2, out)
+
+
+def test_init_producer_id() -> None:
+    v = authz().check(READER, ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None})
+    assert v.respond_now is None  # Write on some topic suffices (KIP-679)
+    nobody = Session(KafkaPrincipal("User", "nobody"), "1.1.1.1")
+    v = authz().check(nobody, ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None})
+    assert v.respond_now["error_code"] == CLUSTER_DENIED
+    encodes(ApiKey.INIT_PRODUCER_ID, 1, v.respond_now)
+    idem = [*BINDINGS, acl(C, "kafka-cluster", Op.IDEMPOTENT_WRITE, principal="User:nobody")]
+    assert authz(idem).check(nobody, ApiKey.INIT_PRODUCER_ID, 1, {}).respond_now is None
+
+
+def test_groups() -> None:
+    az = authz()
+    assert az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "app"}).respond_now is None
+    v = az.check(READER, ApiKey.HEARTBEAT, 3, {"group_id": "other"})
+    assert v.respond_now["error_code"] == GROUP_DENIED
+    encodes(
+        ApiKey.JOIN_GROUP, 5, az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "x"}).respond_now
+    )
+    v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "other", "key_type": 0})
+    assert v.respond_now["error_code"] == GROUP_DENIED
+    assert az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "app"}).respond_now is None
+    commit = {
+        "group_id": "app",
+        "topics": [
+            {"name": "readable", "partitions": [{"partition_index": 0, "committed_offset": 1}]},
+            {"name": "secret", "partitions": [{"partition_index": 3, "committed_offset": 1}]},
+        ],
+    }
+    v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, commit)
+    assert [t["name"] for t in v.body["topics"]] == ["readable"]
+    out = v.finish({"topics": []})
+    assert out["topics"][0]["partitions"] == [{"partition_index": 3, "error_code": TOPIC_DENIED}]
+    v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, {**commit, "group_id": "other"})
+    assert {p["error_code"] for t in v.respond_now["topics"] for p in t["partitions"]} == {
+        GROUP_DENIED
+    }
+    # OffsetFetch: v2+ has a top-level error, v1 answers per partition.
+    fetch = {"group_id": "other", "topics": [{"name": "readable", "partition_indexes": [0, 1]}]}
+    assert az.check(READER, ApiKey.OFFSET_FETCH, 5, fetch).respond_now["error_code"] == GROUP_DENIED
+    v1 = az.check(READER, ApiKey.OFFSET_FETCH, 1, fetch).respond_now
+    assert [p["error_code"] for p in v1["topics"][0]["partitions"]] == [GROUP_DENIED] * 2
+    encodes(ApiKey.OFFSET_FETCH, 1, v1)
+    v = az.check(READER, ApiKey.OFFSET_FETCH, 5, {"group_id": "app", "topics": None})
+    out = v.finish({"topics": [{"name": "readable"}, {"name": "secret"}]})
+    assert [t["name"] for t in out["topics"]] == ["readable"]
+
+
+def test_describe_groups_and_list_groups() -> None:
+    az = authz()
+    v = az.check(READER, ApiKey.DESCRIBE_GROUPS, 4, {"groups": ["app", "other"]})
+    assert v.body["groups"] == ["app"]
+    out = v.finish({"groups": [{"group_id": "app", "error_code": 0}]})
+    assert [(g["group_id"], g["error_code"]) for g in out["groups"]] == [
+        ("app", 0),
+        ("other", GROUP_DENIED),
+    ]
+    v = az.check(READER, ApiKey.LIST_GROUPS, 2, {})
+    out = v.finish({"error_code": 0, "groups": [{"group_id": "app"}, {"group_id": "other"}]})
+    assert out["groups"] == [{"group_id": "app"}]
+
+
+def test_super_user_and_unlisted_apis_pass() -> None:
+    admin = Session(KafkaPrincipal("User", "admin"), "1.2.3.4")
+    body = {"topic_data": [{"name": "secret", "partition_data": []}]}
+    v = authz().check(admin, ApiKey.PRODUCE, 7, body)
+    assert v.body is body and v.finish is None and v.respond_now is None
+    assert authz().check(READER, ApiKey.API_VERSIONS, 2, {}).finish is None
