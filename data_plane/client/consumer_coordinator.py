@@ -279,7 +279,6 @@ class ConsumerCoordinator:
                     "group_instance_id": s.group_instance_id,
                 },
             )
-        return self._drain()
 
     def time_to_next_poll_ms(self, now_ms: float) -> float:
         """How long the caller may wait before :meth:`poll` has something to do."""

@@ -140,9 +140,12 @@ class GroupClient:
 
     def _flush_unsent(self) -> None:
         now_ms = self._now_ms()
+        # Callbacks may run synchronously below (a failed send) and queue new requests: take
+        # the current queue and put whatever still waits back in front of those.
+        pending, self._unsent = self._unsent, deque()
         waiting: deque[tuple[Send, float]] = deque()
-        while self._unsent:
-            send, since_ms = self._unsent.popleft()
+        while pending:
+            send, since_ms = pending.popleft()
             target = send.target if send.target is not None else self._client.any_ready_node()
             if target is not None and self._client.is_ready(target):
                 self._send(target, send)
@@ -152,6 +155,7 @@ class GroupClient:
                 if target is not None and self._client.metadata.broker(target) is None:
                     self._client.metadata.request_update()  # learn the coordinator's address
                 waiting.append((send, since_ms))
+        waiting.extend(self._unsent)
         self._unsent = waiting
 
     def _send(self, target: int, send: Send) -> None:
