@@ -239,6 +239,13 @@ class ConsumerCoordinator:
             self._left_for_poll_timeout = True
         if self._left_for_poll_timeout or now_ms < self._retry_after_ms:
             return self._drain()
+        if (
+            self.coordinator_id is not None
+            and self.state == STABLE
+            and now_ms - self._last_heartbeat_ok_ms > s.session_timeout_ms
+        ):
+            # No heartbeat answer for a whole session: the coordinator is gone or unreachable.
+            self._coordinator_dead(now_ms)
         if self.coordinator_id is None:
             if ApiKey.FIND_COORDINATOR not in self._in_flight:
                 self._send(
@@ -246,10 +253,6 @@ class ConsumerCoordinator:
                     ApiKey.FIND_COORDINATOR,
                     {"key": s.group_id, "key_type": GROUP_KEY_TYPE},
                 )
-            return self._drain()
-        if self.state == STABLE and now_ms - self._last_heartbeat_ok_ms > s.session_timeout_ms:
-            # No heartbeat answer for a whole session: the coordinator is gone or unreachable.
-            self._coordinator_dead(now_ms)
             return self._drain()
         if self._awaiting_revocation:
             self._maybe_heartbeat(now_ms)
