@@ -29,6 +29,7 @@ import logging
 import random
 import socket
 import struct
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from chaos.toxiproxy.toxics import (
@@ -49,6 +50,8 @@ READ_CHUNK_BYTES = 32 * 1024
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 MAX_CONNECTIONS = 1024
 UPSTREAM_CONNECT_TIMEOUT_S = 5.0
+# How long stop() waits for the accept handlers to finish after closing their connections.
+STOP_WAIT_S = 5.0
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -186,13 +189,15 @@ class _Connection:
 
     async def run(self) -> None:
         for pump in self.pumps.values():
-            self._tasks.append(asyncio.ensure_future(self._guard(pump.read_loop())))
-            self._tasks.append(asyncio.ensure_future(self._guard(pump.write_loop())))
+            self._tasks.append(asyncio.ensure_future(self._guard(pump.read_loop)))
+            self._tasks.append(asyncio.ensure_future(self._guard(pump.write_loop)))
         await self._closed.wait()
 
-    async def _guard(self, coro: Any) -> None:
+    async def _guard(self, loop_fn: Callable[[], Awaitable[None]]) -> None:
+        # Takes the coroutine function, not a coroutine: a task cancelled before it starts
+        # then leaves no never-awaited coroutine behind.
         try:
-            await coro
+            await loop_fn()
         except (ConnectionError, OSError):
             self.close(reset=False)
         except ToxicError as e:
@@ -284,6 +289,10 @@ class Proxy:
         self._rng = rng
         self._server: asyncio.Server | None = None
         self._connections: set[_Connection] = set()
+        # Accept handlers still running, and their upstream connects: stop() ends both, so
+        # no handler is left for the loop to cancel (asyncio's stream callback logs that).
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._connecting: set[asyncio.Future[Any]] = set()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -318,8 +327,13 @@ class Proxy:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        for pending in list(self._connecting):
+            pending.cancel()
         for conn in list(self._connections):
             conn.close(reset=False)
+        handlers = {t for t in self._handlers if t is not asyncio.current_task()}
+        if handlers:
+            await asyncio.wait(handlers, timeout=STOP_WAIT_S)
         if server is not None:
             await server.wait_closed()
 
@@ -354,18 +368,38 @@ class Proxy:
     async def _on_client(
         self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
     ) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        try:
+            await self._serve_client(client_reader, client_writer)
+        finally:
+            self._handlers.discard(task)  # type: ignore[arg-type]
+
+    async def _serve_client(
+        self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
+    ) -> None:
         if not self.enabled or len(self._connections) >= self.max_connections:
             client_writer.close()
             return
         host, port = split_address(self.upstream)
+        connect = asyncio.ensure_future(
+            asyncio.wait_for(asyncio.open_connection(host, port), UPSTREAM_CONNECT_TIMEOUT_S)
+        )
+        self._connecting.add(connect)
         try:
-            upstream = await asyncio.wait_for(
-                asyncio.open_connection(host, port), UPSTREAM_CONNECT_TIMEOUT_S
-            )
-        except (OSError, TimeoutError) as e:
-            log.info("proxy %s: upstream %s unreachable: %s", self.name, self.upstream, e)
+            await asyncio.wait({connect})
+        finally:
+            self._connecting.discard(connect)
+        if connect.cancelled():  # the proxy stopped meanwhile
             client_writer.close()
             return
+        error = connect.exception()
+        if error is not None:
+            log.info("proxy %s: upstream %s unreachable: %r", self.name, self.upstream, error)
+            client_writer.close()
+            return
+        upstream = connect.result()
         if not self.enabled:  # disabled while we were connecting
             upstream[1].close()
             client_writer.close()

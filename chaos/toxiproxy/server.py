@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import random
 import threading
+from typing import Any
 
 from chaos.toxiproxy.api import ToxiproxyApi
 from chaos.toxiproxy.http import MAX_HEADER_BYTES, serve_connection
@@ -44,6 +45,7 @@ class ToxiproxyServer:
         self._stopped: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
+        self._api_connections: dict[asyncio.StreamWriter, asyncio.Task[Any] | None] = {}
         self._error: BaseException | None = None
 
     @property
@@ -55,13 +57,23 @@ class ToxiproxyServer:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
         self._server = await asyncio.start_server(
-            lambda r, w: serve_connection(r, w, self.api.handle),
+            self._serve_api_connection,
             self.host,
             self.port,
             reuse_address=True,
             limit=MAX_HEADER_BYTES,
         )
         self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _serve_api_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        self._api_connections[writer] = task
+        try:
+            await serve_connection(reader, writer, self.api.handle)
+        finally:
+            self._api_connections.pop(writer, None)
 
     async def run_until_stopped(self) -> None:
         if self._stopped is None:
@@ -73,6 +85,13 @@ class ToxiproxyServer:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        # Close idle keep-alive API connections so their handlers end by themselves rather
+        # than being cancelled by the loop's shutdown.
+        for writer in list(self._api_connections):
+            writer.close()
+        handlers = [t for t in self._api_connections.values() if t is not None]
+        if handlers:
+            await asyncio.wait(handlers, timeout=STOP_TIMEOUT_S / 2)
         await self.api.close()
         if server is not None:
             await server.wait_closed()
