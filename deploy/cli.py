@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "deploy.cmd_log",
     "deploy.cmd_produce",
     "deploy.cmd_consume",
+    "deploy.cmd_groups",
     "deploy.cmd_users",
     "deploy.cmd_acls",
     "deploy.cmd_quotas",

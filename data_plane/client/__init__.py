@@ -5,6 +5,7 @@ from data_plane.client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from data_plane.client.consumer import Consumer
 from data_plane.client.errors import (
     ClientClosedError,
+    CommitFailedError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
@@ -15,6 +16,8 @@ from data_plane.client.errors import (
 )
 from data_plane.client.fetcher import OffsetOutOfRangeError
 from data_plane.client.futures import FutureRecordMetadata
+from data_plane.client.group_admin import GroupDescription, GroupListing, MemberDescription
+from data_plane.client.group_client import ConsumerRebalanceListener
 from data_plane.client.offsets import OffsetAndTimestamp
 from data_plane.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from data_plane.client.producer import Producer, ProducerInterceptor
@@ -30,15 +33,20 @@ __all__ = [
     "AdminConfig",
     "ClientClosedError",
     "ClusterDescription",
+    "CommitFailedError",
     "Consumer",
     "ConsumerConfig",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "DefaultPartitioner",
     "FutureRecordMetadata",
+    "GroupDescription",
+    "GroupListing",
     "IllegalStateError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
+    "MemberDescription",
     "NewTopic",
     "NoOffsetForPartitionError",
     "OffsetAndTimestamp",

@@ -6,6 +6,9 @@
     admin.list_offsets({TopicPartition("events", 0): "latest"})
     admin.describe_cluster()   # ClusterDescription(cluster_id, controller_id, brokers)
     admin.delete_topics(["events"])
+    admin.list_groups(); admin.describe_groups(["billing"])      # consumer groups
+    admin.list_consumer_group_offsets("billing")                 # {TopicPartition: offset}
+    admin.alter_consumer_group_offsets("billing", {tp: 0})       # only while the group is empty
     admin.close()
 
 CreateTopics, DeleteTopics and DescribeConfigs go to any broker, which forwards them to the
@@ -24,6 +27,15 @@ from typing import Any, NamedTuple
 
 from data_plane.client.config import AdminConfig, client_config
 from data_plane.client.errors import ClientClosedError, KafkaError
+from data_plane.client.group_admin import (
+    GroupDescription,
+    GroupListing,
+    commit_offsets_while_empty,
+    delete_group,
+    describe_group,
+    fetch_offsets,
+    list_groups,
+)
 from data_plane.client.metadata import BrokerInfo, TopicInfo
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.offsets import OffsetAndTimestamp, list_offsets
@@ -225,6 +237,58 @@ class Admin:
                     ErrorCode.LEADER_NOT_AVAILABLE, f"no leaders for {topics} in {timeout_ms} ms"
                 )
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    # -- consumer groups -----------------------------------------------------------------
+
+    def _deadline(self, timeout_ms: float | None) -> float:
+        return time.monotonic() + self._timeout(timeout_ms) / 1000.0
+
+    def list_groups(self, *, timeout_ms: float | None = None) -> list[GroupListing]:
+        """Every group of the cluster (each broker lists those it coordinates)."""
+        return list_groups(self._client, self._deadline(timeout_ms))
+
+    def describe_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: float | None = None
+    ) -> dict[str, GroupDescription]:
+        """State, chosen assignor and members (with their partitions) of each group; a group
+        nobody uses is described as state "Dead" with no members, as Kafka does."""
+        deadline = self._deadline(timeout_ms)
+        backoff = self.config.retry_backoff_ms
+        return {g: describe_group(self._client, g, deadline, backoff) for g in group_ids}
+
+    def list_consumer_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, int]:
+        """Committed offsets of the group (of ``partitions``, or all)."""
+        return fetch_offsets(
+            self._client, group_id, partitions, self._deadline(timeout_ms),
+            self.config.retry_backoff_ms,
+        )
+
+    def alter_consumer_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Set committed offsets; raises KafkaError NON_EMPTY_GROUP while members are active."""
+        commit_offsets_while_empty(
+            self._client, group_id, offsets, self._deadline(timeout_ms),
+            self.config.retry_backoff_ms,
+        )
+
+    def delete_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: float | None = None
+    ) -> None:
+        """Delete empty groups with their offsets (DeleteGroups)."""
+        deadline = self._deadline(timeout_ms)
+        for g in group_ids:
+            delete_group(self._client, g, deadline, self.config.retry_backoff_ms)
 
     def close(self) -> None:
         if not self._closed:

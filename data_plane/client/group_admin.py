@@ -1,0 +1,292 @@
+"""Consumer-group administration over the Kafka protocol (used by :class:`Admin`).
+
+Every group lives on one coordinator broker (FindCoordinator tells which); ListGroups is
+answered per broker for the groups it coordinates, so listing asks every broker. Offsets are
+read with OffsetFetch and changed with a "simple" OffsetCommit (generation -1, no member id),
+which Kafka, and kraftlog, accept only while the group has no members: altering offsets under
+running consumers would be overwritten by their next commit, so it is refused here first with
+NON_EMPTY_GROUP, as kafka-consumer-groups does.
+
+Functions block on the calling thread up to their deadline; coordinator moves and loading
+(NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) are retried.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from data_plane.client.consumer_coordinator import GROUP_KEY_TYPE, error_code
+from data_plane.client.consumer_protocol import (
+    PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_assignment,
+)
+from data_plane.client.errors import KafkaError, KafkaTimeoutError, UnsupportedFeatureError
+from data_plane.client.network_client import NetworkClient
+from data_plane.client.records import TopicPartition
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
+from data_plane.protocol.schemas import MESSAGES
+
+_RETRIABLE = frozenset(
+    {
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+EMPTY_STATES = frozenset({"Empty", "Dead"})
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    protocol_type: str
+    coordinator: int
+
+
+class MemberDescription(NamedTuple):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: tuple[TopicPartition, ...]
+
+
+class GroupDescription(NamedTuple):
+    group_id: str
+    state: str  # Kafka's: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    protocol_type: str
+    protocol: str  # the assignor chosen for the generation
+    members: tuple[MemberDescription, ...]
+    coordinator: int
+
+    @property
+    def is_empty(self) -> bool:
+        return self.state in EMPTY_STATES
+
+
+def _sleep_until_retry(deadline: float, backoff_ms: int) -> None:
+    time.sleep(min(backoff_ms / 1000.0, max(0.0, deadline - time.monotonic())))
+
+
+def _remaining_ms(deadline: float, what: str) -> float:
+    remaining = (deadline - time.monotonic()) * 1000.0
+    if remaining <= 0:
+        raise KafkaTimeoutError(f"{what} did not finish in time")
+    return remaining
+
+
+def find_coordinator(
+    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
+) -> int:
+    """The node id of ``group_id``'s coordinator (its address learnt from metadata)."""
+    while True:
+        remaining = _remaining_ms(deadline, f"FindCoordinator({group_id})")
+        response = client.request(
+            None, ApiKey.FIND_COORDINATOR, {"key": group_id, "key_type": GROUP_KEY_TYPE},
+            remaining,
+        )
+        code = error_code(response.get("error_code", 0))
+        if code == ErrorCode.NO_ERROR:
+            node = response["node_id"]
+            if client.metadata.broker(node) is None:
+                client.fetch_metadata([], _remaining_ms(deadline, "Metadata"))
+            return node
+        if code not in _RETRIABLE:
+            raise KafkaError(code, f"FindCoordinator({group_id})")
+        _sleep_until_retry(deadline, backoff_ms)
+
+
+def _with_coordinator(
+    client: NetworkClient,
+    group_id: str,
+    api_key: ApiKey,
+    body: dict[str, Any],
+    deadline: float,
+    backoff_ms: int,
+    error_of: Any,
+) -> tuple[int, dict[str, Any]]:
+    """Send ``body`` to the group's coordinator; retry while ``error_of(response)`` is a
+    coordinator-moving error. Returns (coordinator, response)."""
+    while True:
+        node = find_coordinator(client, group_id, deadline, backoff_ms)
+        try:
+            response = client.request(node, api_key, body, _remaining_ms(deadline, api_key.name))
+        except KafkaTimeoutError:
+            raise
+        except KafkaError as e:
+            if not e.retriable:
+                raise
+            _sleep_until_retry(deadline, backoff_ms)
+            continue
+        code = error_of(response)
+        if code not in _RETRIABLE:
+            return node, response
+        _sleep_until_retry(deadline, backoff_ms)
+
+
+def list_groups(client: NetworkClient, deadline: float) -> list[GroupListing]:
+    client.fetch_metadata([], _remaining_ms(deadline, "Metadata"))
+    out: dict[str, GroupListing] = {}
+    for node in sorted(client.metadata.brokers):
+        response = client.request(node, ApiKey.LIST_GROUPS, {}, _remaining_ms(deadline, "List"))
+        code = error_code(response.get("error_code", 0))
+        if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            continue  # its groups are being loaded; they show on the next listing
+        if code != ErrorCode.NO_ERROR:
+            raise KafkaError(code, f"ListGroups on broker {node}")
+        for g in response.get("groups", []):
+            out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"], node)
+    return sorted(out.values())
+
+
+def describe_group(
+    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
+) -> GroupDescription:
+    node, response = _with_coordinator(
+        client, group_id, ApiKey.DESCRIBE_GROUPS,
+        {"groups": [group_id], "include_authorized_operations": False},
+        deadline, backoff_ms,
+        lambda r: error_code(r["groups"][0]["error_code"]) if r.get("groups") else 0,
+    )
+    groups = response.get("groups", [])
+    if not groups:
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"DescribeGroups({group_id}): no answer")
+    g = groups[0]
+    code = error_code(g.get("error_code", 0))
+    if code != ErrorCode.NO_ERROR:
+        raise KafkaError(code, f"DescribeGroups({group_id})")
+    members = []
+    for m in g.get("members", []):
+        assignment: tuple[TopicPartition, ...] = ()
+        if g.get("protocol_type") == PROTOCOL_TYPE and m.get("member_assignment"):
+            try:
+                assignment = decode_assignment(m["member_assignment"]).partitions
+            except ConsumerProtocolError:
+                assignment = ()  # another client's private format: show no partitions
+        members.append(
+            MemberDescription(
+                m["member_id"], m.get("group_instance_id"), m.get("client_id", ""),
+                m.get("client_host", ""), assignment,
+            )
+        )
+    return GroupDescription(
+        g["group_id"], g.get("group_state", ""), g.get("protocol_type", ""),
+        g.get("protocol_data", ""), tuple(members), node,
+    )
+
+
+def fetch_offsets(
+    client: NetworkClient,
+    group_id: str,
+    partitions: Iterable[TopicPartition] | None,
+    deadline: float,
+    backoff_ms: int,
+) -> dict[TopicPartition, int]:
+    """Committed offsets of the group (all of them when ``partitions`` is None); partitions
+    without a committed offset are left out."""
+    topics = None
+    if partitions is not None:
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in by_topic.items()]
+
+    def first_error(r: dict[str, Any]) -> int:
+        code = r.get("error_code", 0)
+        if code:
+            return error_code(code)
+        for t in r.get("topics", []):
+            for p in t.get("partitions", []):
+                if p.get("error_code", 0):
+                    return error_code(p["error_code"])
+        return 0
+
+    _node, response = _with_coordinator(
+        client, group_id, ApiKey.OFFSET_FETCH, {"group_id": group_id, "topics": topics},
+        deadline, backoff_ms, first_error,
+    )
+    code = first_error(response)
+    if code:
+        raise KafkaError(code, f"OffsetFetch({group_id})")
+    return {
+        TopicPartition(t["name"], p["partition_index"]): p["committed_offset"]
+        for t in response.get("topics", [])
+        for p in t.get("partitions", [])
+        if p.get("committed_offset", -1) >= 0
+    }
+
+
+def commit_offsets_while_empty(
+    client: NetworkClient,
+    group_id: str,
+    offsets: Mapping[TopicPartition, int],
+    deadline: float,
+    backoff_ms: int,
+) -> None:
+    """Set the group's committed offsets; refused with NON_EMPTY_GROUP while it has members."""
+    for tp, offset in offsets.items():
+        if offset < 0:
+            raise ValueError(f"offset {offset} of {tp.topic}-{tp.partition} is negative")
+    description = describe_group(client, group_id, deadline, backoff_ms)
+    if not description.is_empty:
+        raise KafkaError(
+            ErrorCode.NON_EMPTY_GROUP,
+            f"group {group_id} has {len(description.members)} active member(s) "
+            f"(state {description.state}); stop its consumers first",
+        )
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "committed_offset": offset,
+             "committed_leader_epoch": -1, "committed_metadata": ""}
+        )
+    body = {
+        "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None, "retention_time_ms": -1,
+        "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
+    }
+
+    def first_error(r: dict[str, Any]) -> int:
+        for t in r.get("topics", []):
+            for p in t.get("partitions", []):
+                if p.get("error_code", 0):
+                    return error_code(p["error_code"])
+        return 0
+
+    _node, response = _with_coordinator(
+        client, group_id, ApiKey.OFFSET_COMMIT, body, deadline, backoff_ms, first_error
+    )
+    code = first_error(response)
+    if code == ErrorCode.UNKNOWN_MEMBER_ID:
+        # A consumer joined between the check and the commit: the broker refused as Kafka.
+        raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {group_id} is no longer empty")
+    if code:
+        raise KafkaError(code, f"OffsetCommit({group_id})")
+
+
+def delete_group(
+    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
+) -> None:
+    """DeleteGroups (42): remove an empty group and its offsets (NON_EMPTY_GROUP otherwise).
+    Needs the API in the protocol codec and on the brokers."""
+    if ApiKey.DELETE_GROUPS not in MESSAGES:
+        raise UnsupportedFeatureError(
+            "DeleteGroups (API 42) is not in kraftlog's protocol codec yet, so neither the "
+            "brokers nor this client can speak it; expire the group's offsets with "
+            "offsets.retention.minutes instead"
+        )
+
+    def first_error(r: dict[str, Any]) -> int:
+        results = r.get("results", [])
+        return error_code(results[0]["error_code"]) if results else 0
+
+    _node, response = _with_coordinator(
+        client, group_id, ApiKey.DELETE_GROUPS, {"groups_names": [group_id]},
+        deadline, backoff_ms, first_error,
+    )
+    code = first_error(response)
+    if code:
+        raise KafkaError(code, f"DeleteGroups({group_id})")
