@@ -409,16 +409,23 @@ def _run(argv: list[str]) -> None:
         raise ChaosSetupError(f"{' '.join(argv)} failed: {done.stderr.strip()}")
 
 
-def cleanup_leftovers(prefix: str = NAMESPACE_PREFIX) -> list[str]:
+def cleanup_leftovers(
+    prefix: str = NAMESPACE_PREFIX, *, cluster_name: str | None = None
+) -> list[str]:
     """Remove what crashed chaos runs left: every process inside a network namespace named
-    ``prefix``..., those namespaces (with their rules), and every tmpfs mounted with source
-    :data:`TMPFS_SOURCE`. Returns what was removed, one line each."""
+    ``prefix``... (or, with ``cluster_name``, only that cluster's: ``name`` and ``name-*``),
+    those namespaces (with their rules), and every tmpfs mounted with source
+    :data:`TMPFS_SOURCE` (only when cleaning by prefix: a cluster's own tmpfs is under its
+    directory, which the caller knows). Returns what was removed, one line each."""
     removed: list[str] = []
     listed = subprocess.run(
         ["ip", "netns", "list"], capture_output=True, text=True, timeout=_CMD_TIMEOUT_S
     )
     names = [line.split()[0] for line in listed.stdout.splitlines() if line.strip()]
-    ours = [n for n in names if n.startswith(prefix)]
+    if cluster_name is None:
+        ours = [n for n in names if n.startswith(prefix)]
+    else:
+        ours = [n for n in names if n == cluster_name or n.startswith(cluster_name + "-")]
     for name in ours:
         pids = subprocess.run(
             ["ip", "netns", "pids", name], capture_output=True, text=True, timeout=_CMD_TIMEOUT_S
@@ -428,7 +435,7 @@ def cleanup_leftovers(prefix: str = NAMESPACE_PREFIX) -> list[str]:
             if pid == os.getpid():
                 continue
             try:
-                os.kill(pid, signal.SIGCONT)  # a paused process cannot die before it runs
+                os.kill(pid, signal.SIGCONT)  # a stopped process must run to die
                 os.kill(pid, signal.SIGKILL)
                 removed.append(f"process {pid} (namespace {name})")
             except ProcessLookupError:
@@ -436,10 +443,11 @@ def cleanup_leftovers(prefix: str = NAMESPACE_PREFIX) -> list[str]:
     for name in ours:
         subprocess.run(["ip", "netns", "delete", name], capture_output=True, timeout=_CMD_TIMEOUT_S)
         removed.append(f"namespace {name}")
-    with open("/proc/mounts", encoding="utf-8") as f:
-        mounts = [line.split() for line in f]
-    for fields in mounts:
-        if len(fields) >= 2 and fields[0] == TMPFS_SOURCE:
-            unmount_tmpfs(Path(fields[1]))
-            removed.append(f"tmpfs {fields[1]}")
+    if cluster_name is None:
+        with open("/proc/mounts", encoding="utf-8") as f:
+            mounts = [line.split() for line in f]
+        for fields in mounts:
+            if len(fields) >= 2 and fields[0] == TMPFS_SOURCE:
+                unmount_tmpfs(Path(fields[1]))
+                removed.append(f"tmpfs {fields[1]}")
     return removed

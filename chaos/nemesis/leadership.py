@@ -34,7 +34,9 @@ class LeadershipMoveNemesis(Nemesis):
         }
         with ctx.local.client(_CONTROL_TIMEOUT_S) as client:
             results = client.alter_partition_reassignments({(ctx.topic, p.partition): target})
-            detail["reassign_errors"] = [r.error_code for r in results if r.error_code]
+            detail["reassign_errors"] = [
+                f"{r.error_code}: {r.error_message}" for r in results if r.error_code
+            ]
             deadline = time.monotonic() + REASSIGNMENT_TIMEOUT_S
             while time.monotonic() < deadline:
                 if not client.list_partition_reassignments({ctx.topic: [p.partition]}):
@@ -43,5 +45,7 @@ class LeadershipMoveNemesis(Nemesis):
             else:
                 detail["reassignment_unfinished"] = True
             elected = client.elect_leaders(True, {ctx.topic: [p.partition]})
-            detail["elect_errors"] = [e.error_code for e in elected if e.error_code]
+            detail["elect_errors"] = [
+                f"{e.error_code}: {e.error_message}" for e in elected if e.error_code
+            ]
         return ActiveFault("leader-move", [new_leader], lambda: None, detail, True)

@@ -1,0 +1,107 @@
+"""Chaos smoke (CI, about 2 minutes): two short seeded runs of ``kraftlog chaos run`` against
+a cluster the runner starts in network namespaces, each mixing several nemeses; the history
+must check valid, the artifacts must be complete, and nothing may be left behind.
+
+The 10 x 5-minute acceptance campaign is ``test_campaign`` (marker ``slow``; runs only with
+KRAFTLOG_SLOW=1, e.g. ``make chaos``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chaos.cluster import NAMESPACE_PREFIX, cleanup_leftovers, missing_requirements
+from chaos.history import read_history
+
+REPO = Path(__file__).resolve().parents[2]
+# Bounds of one run's process: setup + workload + flush + final read + check.
+RUN_MARGIN_S = 150.0
+_TERM_GRACE_S = 30.0
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        bool(missing_requirements()) or shutil.which("ip") is None,
+        reason="chaos runs need root, iproute2 and iptables (network namespaces): "
+        + ", ".join(missing_requirements()),
+    ),
+]
+
+
+def _namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def chaos_run(artifacts: Path, seed: int, nemeses: str, time_limit_s: float, *extra: str):
+    """Run ``kraftlog chaos run`` in its own process; returns (exit code, stderr). Whatever
+    happens, the run's process group is ended and its namespaces are removed."""
+    argv = [
+        sys.executable, "-m", "deploy.cli", "chaos", "run",
+        "--nemesis", nemeses, "--time-limit", str(time_limit_s), "--seed", str(seed),
+        "--artifacts", str(artifacts), "--hold", "3,5", "--gap", "2,3", "--recovery", "10",
+        "--rate", "30", *extra,
+    ]
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, text=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=time_limit_s + RUN_MARGIN_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)  # the runner cleans up on SIGTERM
+        try:
+            out, _ = proc.communicate(timeout=_TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+        raise AssertionError(f"chaos run did not finish in time:\n{out[-4000:]}") from None
+    finally:
+        cleanup_leftovers(cluster_name=f"{NAMESPACE_PREFIX}{proc.pid % 100_000}")
+    return proc.returncode, out
+
+
+def _check_artifacts(artifacts: Path, seed: int) -> dict:
+    for name in ("history.jsonl", "report.html", "summary.json", "anomalies.json", "runner.log",
+                 "run.json", "run-summary.json"):
+        assert (artifacts / name).is_file(), f"missing artifact {name}"
+    assert (artifacts / "seed").read_text().strip() == str(seed)
+    logs = sorted(p.name for p in (artifacts / "logs").glob("node-*.log"))
+    assert len(logs) == 6, logs
+    ops = read_history(artifacts / "history.jsonl")
+    nemesis = [op.value for op in ops if op.f == "nemesis"]
+    starts = [v for v in nemesis if v["phase"] == "start"]
+    heals = {v["id"] for v in nemesis if v["phase"] == "heal"}
+    assert starts, "no fault was injected"
+    assert all(v["id"] in heals for v in starts), "a fault was never healed"
+    assert nemesis[-1]["fault"] == "all" and nemesis[-1]["phase"] == "heal"
+    assert sum(1 for op in ops if op.f == "final-read" and op.type == "ok") == 3
+    return json.loads((artifacts / "run-summary.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("seed", "nemeses"),
+    [
+        (1, "kill,pause,partition,leader-move"),
+        (2, "slow,lossy,disk-corruption,clock,full-disk"),
+    ],
+)
+def test_seeded_run_is_valid_and_leaves_nothing(tmp_path: Path, seed: int, nemeses: str) -> None:
+    before = {n for n in _namespaces() if n.startswith(NAMESPACE_PREFIX)}
+    artifacts = tmp_path / "artifacts"
+    code, out = chaos_run(artifacts, seed, nemeses, 35)
+    assert code == 0, f"chaos run exited {code}:\n{out[-4000:]}"
+    summary = _check_artifacts(artifacts, seed)
+    assert summary["check"]["valid"] is True
+    assert summary["counts"].get("send-ok", 0) > 0 and summary["counts"].get("read", 0) > 0
+    assert not (artifacts / "cluster").exists(), "a valid run deletes its data directories"
+    after = {n for n in _namespaces() if n.startswith(NAMESPACE_PREFIX)}
+    assert after <= before, f"namespaces left behind: {sorted(after - before)}"
