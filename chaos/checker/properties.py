@@ -390,9 +390,14 @@ def check_liveness(
 ) -> tuple[list[Anomaly], list[Recovery], list[str]]:
     """Writes succeed again after every heal that leaves no fault active."""
     ok_times: dict[TopicPartition, list[float]] = defaultdict(list)
+    # Until when the history shows writes to a partition being tried (a send still in flight
+    # at the end counts until the end): past that, its silence proves nothing.
+    tried_until: dict[TopicPartition, float] = {}
     for send in views.sends.values():
         if send.type == "ok" and send.complete_time is not None:
             ok_times[send.tp].append(send.complete_time)
+        last = send.complete_time if send.complete_time is not None else views.end_time
+        tried_until[send.tp] = max(tried_until.get(send.tp, 0.0), last)
     for times in ok_times.values():
         times.sort()
     starts = sorted(w.start for w in views.fault_windows)
@@ -428,11 +433,12 @@ def check_liveness(
         )
         if not unrecovered:
             continue
-        cut_short = min(deadline, next_start if next_start is not None else deadline)
-        if cut_short < deadline or views.end_time < deadline:
+        cut_short = next_start is not None and next_start < deadline
+        undecided = [tp for tp in unrecovered if tried_until.get(tp, 0.0) < deadline]
+        if cut_short or undecided:
             notes.append(
                 f"heal at t={heal_time:.1f}s: {len(unrecovered)} partition(s) without an "
-                f"acknowledged write before the next fault or the end of the history "
+                f"acknowledged write before the next fault or the end of their writes "
                 f"(liveness not decidable)"
             )
             continue

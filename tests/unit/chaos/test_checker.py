@@ -259,12 +259,22 @@ def test_no_write_succeeds_after_the_heal(tmp_path: os.PathLike[str]) -> None:
     b = HistoryBuilder(tmp_path)
     b.send("v0", 0, 0, 1.0)
     b.fault("partition", 2.0, 3.0)
-    for i in range(1, 6):
-        b.send(f"v{i}", 0, None, 3.0 + i, outcome="info")
+    for i in range(1, 8):
+        b.send(f"v{i}", 0, None, 2.0 + 2 * i, outcome="info")  # tried until t=16
     b.final(0, 1, ["v0"], 20.0)
     result = b.check(liveness_window_s=10.0)
     assert kinds(result) == {k.UNAVAILABLE_AFTER_HEAL}
     assert result.recoveries[0].recovered_after_s is None
+
+
+def test_liveness_is_undecided_when_writes_stop_early(tmp_path: os.PathLike[str]) -> None:
+    b = HistoryBuilder(tmp_path)
+    b.fault("partition", 2.0, 3.0)
+    b.send("v1", 0, None, 4.0, outcome="info")  # the run stopped writing 5 s after the heal
+    b.final(0, 0, [], 20.0)
+    result = b.check(liveness_window_s=10.0)
+    assert result.anomaly_counts == {}
+    assert any("not decidable" in note for note in result.notes)
 
 
 def test_recovery_within_the_window(tmp_path: os.PathLike[str]) -> None:
@@ -340,3 +350,28 @@ def test_report_folder(tmp_path: os.PathLike[str]) -> None:
     assert page.count("<svg") == 3
     assert "<title>kill 1: 3.0s to 6.0s</title>" in page  # the shaded fault window
     assert "src=" not in page and "href=" not in page  # self-contained
+
+
+def test_command_line(tmp_path: os.PathLike[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from chaos.checker.__main__ import main
+
+    clean = HistoryBuilder(tmp_path, name="clean.jsonl")
+    clean_history(clean)
+    clean.writer.close()
+    assert main([clean.path, "--liveness-window-s", "5"]) == 0
+    assert json.loads(capsys.readouterr().out)["valid"] is True
+
+    lossy = HistoryBuilder(tmp_path, name="lossy.jsonl")
+    lossy.send("v0", 0, 0, 1.0)
+    lossy.final(0, 0, [], 2.0)
+    lossy.writer.close()
+    out = os.path.join(os.fspath(tmp_path), "out")
+    assert main([lossy.path, "--artifacts", out, "--seed", "3"]) == 1
+    assert json.loads(capsys.readouterr().out)["anomalies"] == {k.LOST_WRITE: 1}
+    assert os.path.exists(os.path.join(out, "report.html"))
+
+    broken = os.path.join(os.fspath(tmp_path), "broken.jsonl")
+    with open(broken, "w", encoding="utf-8") as f:
+        f.write("not json\n{}\n")
+    assert main([broken]) == 2
+    assert main([os.path.join(os.fspath(tmp_path), "missing.jsonl")]) == 2

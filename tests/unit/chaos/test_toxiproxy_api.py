@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
+from deploy.ports import free_ports
 from tests.unit.chaos.toxiproxy_support import (
     EchoServer,
     client_fixture,  # noqa: F401 - fixtures, by name: client, connect, echo, server
@@ -182,3 +189,48 @@ def test_populate(client: Toxiproxy, echo: EchoServer, connect) -> None:
     created = client.populate([{"name": "e", "upstream": echo.address, "listen": "127.0.0.1:0"}])
     assert [p.name for p in created] == ["e"]
     assert round_trip_s(connect(client.get_proxy("e").listen), b"e") < 5
+
+
+def test_command_line(tmp_path, echo: EchoServer, connect) -> None:
+    """``python -m chaos.toxiproxy`` as a process: --config populates, SIGTERM stops it."""
+    port, proxy_port = free_ports(2)
+    config = tmp_path / "proxies.json"
+    config.write_text(
+        json.dumps([{"name": "cfg", "upstream": echo.address, "listen": f"127.0.0.1:{proxy_port}"}])
+    )
+    log = open(tmp_path / "toxiproxy.log", "wb")  # noqa: SIM115 - closed in the finally
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chaos.toxiproxy",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--config",
+            str(config),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    saved = (APIConsumer.host, APIConsumer.port)
+    APIConsumer.host, APIConsumer.port = "127.0.0.1", port
+    try:
+        client = Toxiproxy()
+        deadline = time.monotonic() + 30
+        while not client.running():
+            assert proc.poll() is None, (tmp_path / "toxiproxy.log").read_text()
+            assert time.monotonic() < deadline, "the server did not start in 30 s"
+            time.sleep(0.1)
+        assert client.get_proxy("cfg").listen == f"127.0.0.1:{proxy_port}"
+        assert round_trip_s(connect(f"127.0.0.1:{proxy_port}"), b"via cli") < 5
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        assert refused(f"127.0.0.1:{proxy_port}")
+    finally:
+        APIConsumer.host, APIConsumer.port = saved
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        log.close()
