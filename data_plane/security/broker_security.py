@@ -4,10 +4,10 @@ per-connection state the connection layer consults.
 
 Per listener (``listener.security.protocol.map``): PLAINTEXT and SASL_PLAINTEXT accept TCP;
 SSL and SASL_SSL first complete a TLS handshake (:func:`tls_socket.tls_handshake` with the
-server context of ``ssl.*``). SASL listeners then gate every request through
-:class:`sasl.SaslServerAuthenticator` (credentials: the SCRAM credentials of the current
-metadata image); SSL listeners without SASL take the principal from the client certificate;
-PLAINTEXT connections are ``User:ANONYMOUS``.
+server context of ``ssl.*``; ``ssl.client.auth`` applies to SSL listeners only). SASL
+listeners then gate every request through :class:`sasl.SaslServerAuthenticator` (credentials:
+the SCRAM credentials of the current metadata image). SSL listeners without SASL take the
+principal from the client certificate; PLAINTEXT connections are ``User:ANONYMOUS``.
 
 With ``kraftlog.authorizer.enabled`` every request then passes :class:`RequestAuthorizer`
 (ACLs of the current image, ``super.users``, ``allow.everyone.if.no.acl.found``). Produce and
@@ -21,6 +21,7 @@ broker's event loop thread; the authorizer and quota managers are themselves thr
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import ssl
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from data_plane.protocol.errors import ErrorCode
 from data_plane.security.acl import Authorizer
 from data_plane.security.config import (
     PLAINTEXT,
+    SSL,
     SecurityConfig,
     uses_sasl,
     uses_ssl,
@@ -98,7 +100,8 @@ class BrokerSecurity:
             window_size_seconds=config.quota_window_size_seconds,
             clock_ms=clock_ms,
         )
-        self._server_context: ssl.SSLContext | None = None
+        # protocol (SSL / SASL_SSL) -> server context, built on first use.
+        self._server_contexts: dict[str, ssl.SSLContext] = {}
 
     # --- configuration ------------------------------------------------------------------------
 
@@ -107,12 +110,20 @@ class BrokerSecurity:
         return self._protocols.get(name, name if name in _KNOWN else PLAINTEXT)
 
     def tls_context(self, listener_name: str) -> ssl.SSLContext | None:
-        """The server TLS context for an SSL / SASL_SSL listener (built once), else None."""
-        if not uses_ssl(self.protocol_of(listener_name)):
+        """The server TLS context for an SSL / SASL_SSL listener (built once), else None.
+        ``ssl.client.auth`` applies to SSL listeners; SASL_SSL listeners authenticate clients
+        by SASL and do not ask for certificates (Kafka's behaviour without a listener-prefixed
+        ``ssl.client.auth``)."""
+        protocol = self.protocol_of(listener_name)
+        if not uses_ssl(protocol):
             return None
-        if self._server_context is None:
-            self._server_context = server_context(self.config)
-        return self._server_context
+        ctx = self._server_contexts.get(protocol)
+        if ctx is None:
+            cfg = self.config
+            if protocol != SSL:
+                cfg = dataclasses.replace(cfg, ssl_client_auth="none")
+            ctx = self._server_contexts[protocol] = server_context(cfg)
+        return ctx
 
     def validate(self, listener_names: list[str]) -> None:
         """Fail at start-up (TlsConfigError / ConfigError naming the key), not on the first

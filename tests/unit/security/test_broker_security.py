@@ -142,11 +142,11 @@ def pki(tmp_path_factory) -> Path:
     return out
 
 
-def _server_cfg(pki: Path, client_auth: str = "none") -> SecurityConfig:
+def _server_cfg(pki: Path, client_auth: str = "none", protocol: str = "SASL_SSL"):
     return from_props(
         SecurityConfig,
         {
-            "listener.security.protocol.map": "S:SASL_SSL",
+            "listener.security.protocol.map": f"S:{protocol}",
             "ssl.keystore.location": str(pki / "server.pem"),
             "ssl.key.location": str(pki / "server-key.pem"),
             "ssl.truststore.location": str(pki / "ca.pem"),
@@ -173,9 +173,11 @@ def _run_pair(server_ctx: ssl.SSLContext, client_fn) -> tuple[object, list]:
         thread = threading.Thread(target=client, daemon=True)
         thread.start()
         try:
-            return await tls_handshake(asyncio.get_running_loop(), a, server_ctx, timeout_ms=10_000)
+            tls = await tls_handshake(asyncio.get_running_loop(), a, server_ctx, timeout_ms=10_000)
         except TlsHandshakeError as exc:
             return exc
+        tls.close()  # lets the client's read end
+        return "handshake completed"
         finally:
             await asyncio.get_running_loop().run_in_executor(None, thread.join, 10)
 
@@ -256,7 +258,7 @@ def test_plaintext_client_on_tls_port_and_missing_client_cert_fail(pki: Path) ->
     b = BrokerSecurity(_server_cfg(pki), clock_ms=Clock())
     result, _ = _run_pair(b.tls_context("S"), lambda s: s.sendall(b"\x00\x00\x00\x10plain kafka"))
     assert isinstance(result, TlsHandshakeError)
-    strict = BrokerSecurity(_server_cfg(pki, "required"), clock_ms=Clock())
+    strict = BrokerSecurity(_server_cfg(pki, "required", "SSL"), clock_ms=Clock())
     anon_client = client_context(
         from_props(
             SecurityConfig,
@@ -273,6 +275,10 @@ def test_plaintext_client_on_tls_port_and_missing_client_cert_fail(pki: Path) ->
 
     result, _ = _run_pair(strict.tls_context("S"), connect)
     assert isinstance(result, TlsHandshakeError)
+    # SASL_SSL listeners ignore ssl.client.auth: SASL authenticates the client.
+    sasl = BrokerSecurity(_server_cfg(pki, "required", "SASL_SSL"), clock_ms=Clock())
+    result, _ = _run_pair(sasl.tls_context("S"), connect)
+    assert result == "handshake completed"
 
 
 def test_validate_fails_early_on_bad_tls_config(tmp_path: Path) -> None:
