@@ -172,14 +172,16 @@ def _run_pair(server_ctx: ssl.SSLContext, client_fn) -> tuple[object, list]:
     async def main():
         thread = threading.Thread(target=client, daemon=True)
         thread.start()
+        loop = asyncio.get_running_loop()
         try:
-            tls = await tls_handshake(asyncio.get_running_loop(), a, server_ctx, timeout_ms=10_000)
+            tls = await tls_handshake(loop, a, server_ctx, timeout_ms=10_000)
         except TlsHandshakeError as exc:
-            return exc
-        tls.close()  # lets the client's read end
-        return "handshake completed"
-        finally:
-            await asyncio.get_running_loop().run_in_executor(None, thread.join, 10)
+            outcome: object = exc
+        else:
+            tls.close()  # lets the client's read end
+            outcome = "handshake completed"
+        await loop.run_in_executor(None, thread.join, 10)
+        return outcome
 
     return asyncio.run(main()), results
 
