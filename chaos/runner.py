@@ -394,6 +394,8 @@ def _run_against(
     )
     t0 = time.monotonic()
     faults_done: list[dict[str, Any]] = []
+    # On an interrupt the workload threads (daemons) are not waited for: cleanup comes first.
+    join_scale = 0.0
     try:
         for t in threads:
             t.start()
@@ -409,16 +411,17 @@ def _run_against(
             _heal_all(cluster, log)
             history.nemesis_heal(HEAL_ALL, [])
         _wait_until(t0 + config.time_limit_s, stats, progress, t0, "recovery")
+        join_scale = 1.0
     finally:
         progress.finish()
         stop_producers.set()
         for p in producers:
             if p.is_alive():
-                p.join(PRODUCER_JOIN_TIMEOUT_S)
+                p.join(PRODUCER_JOIN_TIMEOUT_S * join_scale)
         stop_consumers.set()
         for c in [*consumers, observer]:
             if c.is_alive():
-                c.join(CONSUMER_JOIN_TIMEOUT_S)
+                c.join(CONSUMER_JOIN_TIMEOUT_S * join_scale)
     log.say("workload stopped; final read")
     hws = final_read(
         bootstrap=bootstrap,

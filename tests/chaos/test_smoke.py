@@ -105,3 +105,45 @@ def test_seeded_run_is_valid_and_leaves_nothing(tmp_path: Path, seed: int, nemes
     assert not (artifacts / "cluster").exists(), "a valid run deletes its data directories"
     after = {n for n in _namespaces() if n.startswith(NAMESPACE_PREFIX)}
     assert after <= before, f"namespaces left behind: {sorted(after - before)}"
+
+
+def test_ctrl_c_cleans_up_namespaces_processes_and_tmpfs(tmp_path: Path) -> None:
+    artifacts = tmp_path / "artifacts"
+    argv = [
+        sys.executable, "-m", "deploy.cli", "chaos", "run", "--nemesis", "full-disk,pause",
+        "--time-limit", "120", "--seed", "3", "--artifacts", str(artifacts),
+    ]
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, text=True,
+    )
+    name = f"{NAMESPACE_PREFIX}{proc.pid % 100_000}"
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:  # bounded: the runner ends by itself after its time limit
+            lines.append(line)
+            if "cluster ready" in line:
+                break
+        assert any("cluster ready" in x for x in lines), "".join(lines)
+        assert name in _namespaces()
+        tmpfs_dir = str(artifacts / "cluster")
+        with open("/proc/mounts", encoding="utf-8") as f:
+            assert any(tmpfs_dir in line for line in f), "the full-disk tmpfs is mounted"
+        pids = subprocess.run(
+            ["ip", "netns", "pids", f"{name}-1"], capture_output=True, text=True, timeout=10
+        ).stdout.split()
+        assert pids, "a controller runs in its namespace"
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+        rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 130, rest
+        assert not any(n == name or n.startswith(name + "-") for n in _namespaces())
+        with open("/proc/mounts", encoding="utf-8") as f:
+            assert not any(tmpfs_dir in line for line in f), "tmpfs left mounted"
+        for pid in pids:
+            assert not Path(f"/proc/{pid}").exists(), f"node process {pid} survived"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        cleanup_leftovers(cluster_name=name)
