@@ -20,10 +20,11 @@
 
    A batch keeping all its records (and needing no new horizon) is copied byte for byte;
    otherwise it is re-built with the same baseOffset and lastOffsetDelta and a new CRC. A
-   batch losing every record is dropped, except (a) the last batch of an idempotent
-   producer, kept empty so the producer's sequence continues after a restart (Kafka does the
-   same), and (b) the last batch of the group, kept empty so the cleaned segment ends at the
-   last offset of what it replaces (an interrupted swap is recovered by that range).
+   batch losing every record is dropped, except the last batch of an idempotent producer,
+   kept empty so the producer's sequence continues after a restart (Kafka does the same).
+   Empty batches are kept to that minimum: a fetch answered with nothing but empty batches
+   makes librdkafka double its fetch size, and after about ten in a row fail with
+   MSG_SIZE_TOO_LARGE. A group whose records all go becomes an empty segment.
 4. Flush the cleaned segment, give it its sources' newest modification time, and swap it in
    (:meth:`Log.replace_segments`, which holds the log lock only for the renames). A group
    left unchanged (one source, every batch copied) is discarded instead of swapped.
@@ -253,25 +254,14 @@ class Cleaner:
         try:
             writer = _SegmentWriter(cleaned, self._throttler, stats)
             changed = len(sources) > 1
-            last: tuple[RecordBatchHeader, memoryview | bytes] | None = None
-            last_written = True
             for seg, size in zip(sources, source_sizes, strict=True):
                 for header, data in self._batches(seg, size, stats):
                     if self._abort_requested():
                         raise CleanerAbortedError(f"cleaning of {log.name} aborted")
                     out, batch_changed = self._filter_batch(header, data, snap, now_ms, stats)
                     changed = changed or batch_changed
-                    last, last_written = (header, data), out is not None
                     if out is not None:
                         writer.append(out, header.last_offset)
-            if last is not None and not last_written:
-                # Keep the group's last offset (module docstring, rule b).
-                header, data = last
-                writer.append(
-                    rebuild_batch(data, header, b"", [], delete_horizon_ms=None), header.last_offset
-                )
-                stats.empty_batches_kept += 1
-                stats.batches_dropped -= 1
             writer.finish()
             if not changed:
                 stats.groups_unchanged += 1

@@ -240,9 +240,11 @@ def _complete_or_discard_swaps(
       ``.swap`` file at or above the lowest ``.cleaned`` base (the rest of that unfinished
       rename); the original segments are all still present.
     - a ``<base>.log.swap`` is a complete, fsynced cleaned segment: every ordinary segment
-      file with a base in ``[base, its next offset)`` (the segments it replaces; a cleaned
-      segment always ends with the last batch of what it replaces) is deleted and the swap
-      files take their final names.
+      file with a base in ``[base, its next offset)`` is deleted and the swap files take
+      their final names (Kafka's rule). A source lying wholly after the swap's last batch
+      (all its records were removed) survives; it holds only records the next cleaning
+      removes again (superseded ones and expired tombstones: ``cleaner-offset-checkpoint``
+      did not move), never an offset the swap holds.
     - index ``.swap`` files whose ``.log`` already has its final name are renamed too.
     """
     cleaned = [(n, b) for n, b, _k, sfx in matched if sfx == CLEANED_SUFFIX]

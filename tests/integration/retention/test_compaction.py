@@ -1,0 +1,211 @@
+"""Log compaction in a running broker, read with a real client (confluent-kafka, librdkafka):
+after cleaning a fresh reader sees the latest value of each key at its original offset,
+tombstoned keys disappear after delete.retention.ms, and a reader going over the log again
+and again while the cleaner rewrites it never errs nor misses a latest value."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from deploy.local_cluster import LocalCluster
+
+from .conftest import live_segments
+
+pytestmark = pytest.mark.integration
+
+DEADLINE_S = 90.0
+HISTORY_KEYS = [b"k%02d" % i for i in range(20)]
+TOMBSTONED = HISTORY_KEYS[:5]
+DELETE_RETENTION_MS = 6000
+
+Rec = tuple[int, bytes | None, bytes | None]
+
+
+class Written:
+    """Offsets the broker acknowledged, with what was written there."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, tuple[bytes | None, bytes | None]] = {}
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+
+    def callback(self, err, msg) -> None:  # confluent-kafka delivery report
+        with self._lock:
+            if err is not None:
+                self.errors.append(str(err))
+            else:
+                self.at[msg.offset()] = (msg.key(), msg.value())
+
+
+def producer(bootstrap: str):
+    from confluent_kafka import Producer
+
+    return Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 2})
+
+
+def read_pass(consumer, topic: str, end_offset: int) -> list[Rec]:
+    """Every record from the beginning until the reader's position reaches ``end_offset``."""
+    from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out: list[Rec] = []
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                if msg.offset() >= end_offset:
+                    return out
+                continue
+            raise AssertionError(f"consumer error: {msg.error()}")
+        out.append((msg.offset(), msg.key(), msg.value()))
+        if msg.offset() + 1 >= end_offset:
+            return out
+    raise AssertionError(f"a pass over {topic} did not reach offset {end_offset}")
+
+
+def new_consumer(bootstrap: str):
+    from confluent_kafka import Consumer
+
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "compaction-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 50,
+            "log_level": 2,
+        }
+    )
+
+
+def high_watermark(consumer, topic: str) -> int:
+    from confluent_kafka import TopicPartition
+
+    return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+
+
+def check_pass(records: list[Rec], written: Written, latest: dict[bytes, int]) -> None:
+    """A pass is sound: offsets increase, each record is what was written at its offset,
+    the latest record of every history key is there, and a tombstoned key read with an
+    older value is then read with its tombstone."""
+    offsets = [o for o, _k, _v in records]
+    assert offsets == sorted(set(offsets))
+    for offset, key, value in records:
+        assert written.at[offset] == (key, value), offset
+    seen = {o for o, _k, _v in records}
+    for key, offset in latest.items():
+        if key not in TOMBSTONED:
+            assert offset in seen, (key, offset)
+    for key in TOMBSTONED:
+        mine = [(o, v) for o, k, v in records if k == key]
+        if any(v is not None for _o, v in mine):
+            assert mine[-1] == (latest[key], None), (key, mine)
+
+
+def wait_until(cond: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        time.sleep(0.2)
+
+
+def test_compacted_topic_keeps_latest_values_and_drops_tombstones_under_readers(
+    cluster: LocalCluster, bootstrap: str, new_topic
+) -> None:
+    topic = new_topic(
+        "compacted",
+        **{
+            "cleanup.policy": "compact",
+            "segment.bytes": "2048",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": str(DELETE_RETENTION_MS),
+        },
+    )
+    written = Written()
+    p = producer(bootstrap)
+    for r in range(8):
+        for key in HISTORY_KEYS:
+            p.produce(topic, key=key, value=b"round-%d-" % r + b"x" * 60, callback=written.callback)
+        p.flush(30)
+    for key in TOMBSTONED:
+        p.produce(topic, key=key, value=None, callback=written.callback)
+    p.flush(30)
+    latest = {}
+    for offset in sorted(written.at):
+        latest[written.at[offset][0]] = offset
+    # Filler keys keep the log growing, so the history lies in closed segments and new
+    # dirty segments keep the cleaner busy while the readers run.
+    stop = threading.Event()
+    reader_errors: list[BaseException] = []
+    passes: list[list[Rec]] = []
+
+    def fill() -> None:
+        for i in range(100_000):
+            if stop.is_set():
+                return
+            p.produce(topic, key=b"f%d" % (i % 10), value=b"y" * 100, callback=written.callback)
+            p.poll(0)
+            time.sleep(0.02)
+
+    def read() -> None:
+        consumer = new_consumer(bootstrap)
+        try:
+            for _ in range(10_000):
+                if stop.is_set():
+                    return
+                passes.append(read_pass(consumer, topic, high_watermark(consumer, topic)))
+        except BaseException as e:  # reported to the test thread below
+            reader_errors.append(e)
+        finally:
+            consumer.close()
+
+    filler = threading.Thread(target=fill)
+    reader = threading.Thread(target=read)
+    filler.start()
+    reader.start()
+    checker = new_consumer(bootstrap)
+    try:
+
+        def history(records: list[Rec]) -> dict[bytes | None, list[int]]:
+            out: dict[bytes | None, list[int]] = {}
+            for offset, key, _v in records:
+                if key in HISTORY_KEYS:
+                    out.setdefault(key, []).append(offset)
+            return out
+
+        def fresh_pass() -> list[Rec]:
+            return read_pass(checker, topic, high_watermark(checker, topic))
+
+        # Cleaned: a fresh reader sees exactly the latest record of each key, at its
+        # original offset (tombstones too, until their horizon).
+        wait_until(
+            lambda: history(fresh_pass()) == {k: [latest[k]] for k in HISTORY_KEYS},
+            "the history is compacted to one record per key",
+        )
+        assert len(live_segments(cluster, topic)) >= 2
+        # Tombstoned keys disappear once delete.retention.ms has passed.
+        wait_until(
+            lambda: history(fresh_pass()) == {k: [latest[k]] for k in HISTORY_KEYS[5:]},
+            "the tombstones are removed",
+        )
+        final = fresh_pass()
+        check_pass(final, written, latest)
+    finally:
+        stop.set()
+        filler.join(60)
+        reader.join(60)
+        checker.close()
+        p.flush(30)
+    assert not reader_errors, reader_errors
+    assert not written.errors, written.errors[:5]
+    assert len(passes) >= 3
+    for records in passes:
+        check_pass(records, written, latest)
