@@ -1,0 +1,228 @@
+"""The group APIs on the wire against one in-process broker (BrokerHarness): every version the
+broker advertises encodes and decodes, commits land in the __consumer_offsets log, and a
+partition that moves away and back is unloaded (NOT_COORDINATOR) and reloaded from its log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from data_plane.broker.config import BrokerConfig
+from data_plane.coordinator import OFFSETS_TOPIC
+from data_plane.coordinator.records import OffsetKey, decode_key, decode_offset_value
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
+from data_plane.storage import FetchIsolation, decode_records
+from metadata.image import TopicPartition
+from tests.unit.broker.harness import BrokerHarness
+from tests.unit.broker.wire import WireClient
+
+DEADLINE_S = 30.0
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerHarness]:
+    config = BrokerConfig(
+        group_initial_rebalance_delay_ms=0,
+        group_min_session_timeout_ms=1000,
+        offsets_topic_replication_factor=1,
+    )
+    h = BrokerHarness(tmp_path, config)
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def client(broker: BrokerHarness) -> Iterator[WireClient]:
+    c = WireClient(broker.port)
+    yield c
+    c.close()
+
+
+def _until(fn: Any, what: str) -> Any:
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        got = fn()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def _commit_body(group: str, offset: int, generation: int = -1, member: str = "") -> dict:
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member,
+        "group_instance_id": None,
+        "retention_time_ms": -1,
+        "topics": [
+            {
+                "name": "t",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "commit_timestamp": -1,
+                        "committed_metadata": f"m{offset}",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _fetch_offset(client: WireClient, version: int, group: str) -> tuple[int, int]:
+    body = client.call(
+        ApiKey.OFFSET_FETCH,
+        version,
+        {"group_id": group, "topics": [{"name": "t", "partition_indexes": [0]}]},
+    )
+    top = body.get("error_code", 0)
+    if top:
+        return top, -1
+    p = body["topics"][0]["partitions"][0]
+    return p["error_code"], p["committed_offset"]
+
+
+def _coordinator_ready(client: WireClient, group: str) -> bool:
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": group, "key_type": 0})
+    if body["error_code"] != ErrorCode.NO_ERROR:
+        return False
+    return _fetch_offset(client, 5, group)[0] == ErrorCode.NO_ERROR
+
+
+def test_find_coordinator_without_offsets_topic(client: WireClient) -> None:
+    body = client.call(ApiKey.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
+    assert body["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert client.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g"})["node_id"] == -1
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 1})
+    assert body["error_code"] == ErrorCode.INVALID_REQUEST
+
+
+def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient) -> None:
+    broker.set_topics({OFFSETS_TOPIC: 2, "t": 1})
+    _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
+    fc = client.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g"})
+    assert (fc["node_id"], fc["port"]) == (1, broker.port)
+
+    # JoinGroup v5 without member id: MEMBER_ID_REQUIRED, then the real join.
+    join = {
+        "group_id": "g",
+        "session_timeout_ms": 6000,
+        "rebalance_timeout_ms": 6000,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"meta"}],
+    }
+    first = client.call(ApiKey.JOIN_GROUP, 5, join)
+    assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+    member = first["member_id"]
+    joined = client.call(ApiKey.JOIN_GROUP, 5, {**join, "member_id": member})
+    assert joined["error_code"] == ErrorCode.NO_ERROR
+    assert (joined["leader"], joined["protocol_name"]) == (member, "range")
+    assert [(m["member_id"], m["metadata"]) for m in joined["members"]] == [(member, b"meta")]
+    gen = joined["generation_id"]
+    sync = client.call(
+        ApiKey.SYNC_GROUP,
+        3,
+        {
+            "group_id": "g",
+            "generation_id": gen,
+            "member_id": member,
+            "group_instance_id": None,
+            "assignments": [{"member_id": member, "assignment": b"parts"}],
+        },
+    )
+    assert (sync["error_code"], sync["assignment"]) == (ErrorCode.NO_ERROR, b"parts")
+    hb = {"group_id": "g", "generation_id": gen, "member_id": member, "group_instance_id": None}
+    for version in range(4):
+        assert client.call(ApiKey.HEARTBEAT, version, hb)["error_code"] == ErrorCode.NO_ERROR
+    bad = client.call(ApiKey.HEARTBEAT, 3, {**hb, "generation_id": gen + 5})
+    assert bad["error_code"] == ErrorCode.ILLEGAL_GENERATION
+
+    # OffsetCommit in every version (v0 is a simple commit: refused while the group has members).
+    for version in range(8):
+        body = client.call(
+            ApiKey.OFFSET_COMMIT, version, _commit_body("g", 10 + version, gen, member)
+        )
+        code = body["topics"][0]["partitions"][0]["error_code"]
+        assert code == (ErrorCode.ILLEGAL_GENERATION if version == 0 else ErrorCode.NO_ERROR)
+    for version in range(6):
+        assert _fetch_offset(client, version, "g") == (ErrorCode.NO_ERROR, 17)
+    unknown = client.call(
+        ApiKey.OFFSET_COMMIT,
+        7,
+        {
+            **_commit_body("g", 1, gen, member),
+            "topics": [
+                {
+                    "name": "nope",
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        },
+    )
+    assert unknown["topics"][0]["partitions"][0]["error_code"] == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
+
+    described = client.call(ApiKey.DESCRIBE_GROUPS, 4, {"groups": ["g", "missing"]})["groups"]
+    assert (described[0]["group_state"], described[0]["protocol_data"]) == ("Stable", "range")
+    assert described[0]["members"][0]["member_assignment"] == b"parts"
+    assert described[1]["group_state"] == "Dead"
+    listed = client.call(ApiKey.LIST_GROUPS, 2, {})
+    assert listed["groups"] == [{"group_id": "g", "protocol_type": "consumer"}]
+
+    left = client.call(ApiKey.LEAVE_GROUP, 2, {"group_id": "g", "member_id": member})
+    assert left["error_code"] == ErrorCode.NO_ERROR
+    _until(
+        lambda: (
+            client.call(ApiKey.DESCRIBE_GROUPS, 0, {"groups": ["g"]})["groups"][0]["group_state"]
+            == "Empty"
+        ),
+        "the group to become empty",
+    )
+    # Now a simple commit (v0: no generation, no member) is accepted.
+    v0 = client.call(ApiKey.OFFSET_COMMIT, 0, _commit_body("g", 99))
+    assert v0["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+
+    # The commits are records in the group's __consumer_offsets partition, Kafka's format.
+    assert broker.apis is not None
+    coordinator = broker.apis.group_coordinator.coordinator
+    part = broker.apis.replica_manager.get_partition(
+        TopicPartition(OFFSETS_TOPIC, coordinator.partition_of("g"))
+    )
+    assert part is not None
+    data = part.log.read(0, 1 << 20, isolation=FetchIsolation.HIGH_WATERMARK).read_bytes()
+    offsets, pos = [], 0
+    while pos < len(data):
+        header, records = decode_records(data, pos)
+        pos += header.size_in_bytes
+        for r in records:
+            if r.key is not None and decode_key(r.key) == OffsetKey("g", "t", 0):
+                offsets.append(decode_offset_value(r.value or b"").offset)
+    assert offsets == [11, 12, 13, 14, 15, 16, 17, 99]
+
+
+def test_partition_moving_away_and_back_unloads_and_reloads(
+    broker: BrokerHarness, client: WireClient
+) -> None:
+    broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
+    _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
+    body = client.call(ApiKey.OFFSET_COMMIT, 2, _commit_body("g", 42))
+    assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=2)  # another broker leads it now
+    assert _fetch_offset(client, 5, "g") == (ErrorCode.NOT_COORDINATOR, -1)
+    broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=1)  # back, in a newer epoch
+    _until(lambda: _coordinator_ready(client, "g"), "the partition to load")
+    assert _fetch_offset(client, 5, "g") == (ErrorCode.NO_ERROR, 42)
