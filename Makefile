@@ -9,7 +9,7 @@ CLUSTER_DIR ?= .cluster
 # iptables and iproute2 (network partitions inside a namespace).
 DEB_PACKAGES := kcat faketime iptables iproute2
 
-.PHONY: run test lint bench venv system-deps stop clean
+.PHONY: run test lint bench venv system-deps stop clean chaos
 
 venv: $(STAMP)
 
@@ -57,6 +57,14 @@ bench: $(STAMP)
 	fi
 	@$(PY) -c "import nats, matplotlib" 2>/dev/null || $(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) -m bench.suite $(BENCH_ARGS)
+
+# The chaos acceptance campaign (root; about an hour): 10 seeded 5-minute runs mixing every
+# nemesis; one table of outcomes at the end, artifacts under .chaos/ (see docs/chaos.md).
+CHAOS_RUNS ?= 10
+CHAOS_TIME_LIMIT ?= 300
+chaos: $(STAMP) system-deps
+	$(PY) -m chaos.campaign --runs $(CHAOS_RUNS) --time-limit $(CHAOS_TIME_LIMIT) \
+	  --artifacts .chaos/$$(date +%Y%m%d-%H%M%S)
 
 stop: $(STAMP)
 	-$(VENV)/bin/kraftlog cluster down --dir $(CLUSTER_DIR)
