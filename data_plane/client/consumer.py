@@ -385,7 +385,7 @@ class Consumer:
         while True:
             fetcher.raise_pending_error()
             if group is not None:
-                self._drive_group(group, deadline)
+                self._drive_group(group)
             records = fetcher.fetched_records(limit)
             if records:
                 fetcher.send_fetches()  # keep the pipeline full while the caller works
@@ -412,13 +412,15 @@ class Consumer:
                 wait_s = min(wait_s, group.time_to_next_drive_s())
             client.poll(wait_s)
 
-    def _drive_group(self, group: GroupClient, deadline: float) -> None:
+    def _drive_group(self, group: GroupClient) -> None:
         if not group.coordinator.subscribed:
             return
         group.check_metadata()
         group.drive(may_rejoin=True)
-        remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000.0)
-        group.process_events(min(remaining_ms, self._timeout(None)))
+        # The commit before a revocation and the leader's metadata refresh get a full
+        # request.timeout.ms even if poll()'s own timeout is shorter (as Kafka's consumer
+        # overruns poll() inside a rebalance): skipping them would only cause duplicates.
+        group.process_events(self._timeout(None))
 
     # -- closing -------------------------------------------------------------------------
 
