@@ -30,8 +30,10 @@ Line format (one JSON object per line, UTF-8, ``\\n`` terminated, keys in this o
 Operations and their values:
 
 ``send`` (invoke -> ok | fail | info): one record produced.
-    invoke ``{"value": str, "topic": str, "partition": int}`` plus optional descriptive
-    fields (``"acks": "all"``, ``"idempotent": true``). ``value`` is globally unique.
+    invoke ``{"value": str, "topic": str, "partition": int}`` plus ``"acks"`` (``"all"``
+    when absent; acks=1 losses are not violations) and ``"idempotent"`` (true when absent;
+    duplicates of a non-idempotent producer are not violations). ``value`` is globally
+    unique.
     ok adds ``"offset": int`` (the offset the broker acknowledged). fail (the broker
     definitely did not append it, e.g. NOT_ENOUGH_REPLICAS) and info (unknown: timeout,
     connection lost, NOT_ENOUGH_REPLICAS_AFTER_APPEND) add ``"error": str``.

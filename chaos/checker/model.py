@@ -23,7 +23,7 @@ TopicPartition = tuple[str, int]
 # -- anomaly kinds (safety violations unless listed in INFORMATIONAL_KINDS) ----------------
 
 LOST_WRITE = "lost-write"  # an acks=all acknowledged value never read
-DUPLICATE = "duplicate"  # one value at two offsets
+DUPLICATE = "duplicate"  # one value at two offsets (sent by an idempotent producer)
 INCONSISTENT_OFFSET = "inconsistent-offset"  # two values at one offset (readers or replicas)
 WRONG_OFFSET = "wrong-offset"  # an acknowledged offset holds another value
 WRONG_PARTITION = "wrong-partition"  # a value read from a partition it was not sent to
@@ -43,7 +43,10 @@ UNAVAILABLE_AFTER_HEAL = "unavailable-after-heal"  # no acknowledged write soon 
 # these are reported (to count them) but are not violations.
 LOST_WRITE_ACKS1 = "lost-write-acks1"
 WRONG_OFFSET_ACKS1 = "wrong-offset-acks1"
-INFORMATIONAL_KINDS = frozenset({LOST_WRITE_ACKS1, WRONG_OFFSET_ACKS1})
+# A producer without idempotence retries a batch whose answer was lost and so may append it
+# twice (at-least-once): counted, not a violation.
+DUPLICATE_NON_IDEMPOTENT = "duplicate-non-idempotent"
+INFORMATIONAL_KINDS = frozenset({LOST_WRITE_ACKS1, WRONG_OFFSET_ACKS1, DUPLICATE_NON_IDEMPOTENT})
 
 ALL_KINDS = (
     LOST_WRITE,
@@ -64,6 +67,7 @@ ALL_KINDS = (
     UNAVAILABLE_AFTER_HEAL,
     LOST_WRITE_ACKS1,
     WRONG_OFFSET_ACKS1,
+    DUPLICATE_NON_IDEMPOTENT,
 )
 
 # Producer acks values that wait for the whole ISR ("all" and its wire form -1).
@@ -99,6 +103,7 @@ class Send:
     complete_time: float | None
     offset: int | None = None
     error: str | None = None
+    idempotent: bool = True
 
     @property
     def tp(self) -> TopicPartition:

@@ -4,7 +4,8 @@ pure function from the history's views to the anomalies it finds.
 Definitions (tp = topic/partition; "read" = seen by any consumer poll or final read):
 
 - reads are consistent: at most one value per (tp, offset) (else ``inconsistent-offset``),
-  at most one (tp, offset) per value (else ``duplicate``); every value read was sent
+  at most one (tp, offset) per value (else ``duplicate``; ``duplicate-non-idempotent``, not a
+  violation, when the send's producer was not idempotent); every value read was sent
   (``unknown-read``), not by a send that definitely failed (``failed-write-read``), to
   that partition (``wrong-partition``), and not before the send began (``future-read``);
 - an acknowledged send's offset holds its value (``wrong-offset``), and an acknowledged
@@ -35,6 +36,7 @@ from collections.abc import Iterable
 
 from chaos.checker.model import (
     DUPLICATE,
+    DUPLICATE_NON_IDEMPOTENT,
     FAILED_WRITE_READ,
     FUTURE_READ,
     INCOMPLETE_FINAL_READ,
@@ -101,17 +103,18 @@ def check_reads(views: HistoryViews, index: ReadIndex) -> list[Anomaly]:
             )
     for value, positions in index.by_value.items():
         first = min(positions.values(), key=lambda r: r.time)
+        send = views.sends.get(value) if value is not None else None
         if len(positions) > 1:
+            plain = send is not None and not send.idempotent
             out.append(
                 Anomaly(
-                    DUPLICATE,
+                    DUPLICATE_NON_IDEMPOTENT if plain else DUPLICATE,
                     f"value {value!r} read at {len(positions)} offsets: "
                     + ", ".join(_pos(p) for p in sorted(positions)),
                     first.time,
                     {"value": value, "positions": [list(p) for p in sorted(positions)]},
                 )
             )
-        send = views.sends.get(value) if value is not None else None
         if send is None:
             out.append(
                 Anomaly(

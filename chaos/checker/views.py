@@ -137,6 +137,8 @@ def _add_send(views: HistoryViews, operation: Operation) -> None:
     elif done is not None and isinstance(done.value, dict):
         error = str(done.value.get("error")) if done.value.get("error") is not None else None
     acks = str(inv.value.get("acks", "all"))
+    # Unstated means idempotent: the stricter reading, so a duplicate is a violation.
+    idempotent = inv.value.get("idempotent", True) is not False
     send = Send(
         value=value,
         topic=topic,
@@ -148,6 +150,7 @@ def _add_send(views: HistoryViews, operation: Operation) -> None:
         complete_time=done.time if done is not None else None,
         offset=offset,
         error=error,
+        idempotent=idempotent,
     )
     if value in views.sends:
         views.duplicate_sends.append(send)

@@ -103,6 +103,20 @@ def test_duplicate_value(tmp_path: os.PathLike[str]) -> None:
     assert not result.valid
 
 
+def test_duplicate_of_a_plain_producer_is_counted_not_a_violation(
+    tmp_path: os.PathLike[str],
+) -> None:
+    b = HistoryBuilder(tmp_path)
+    index = b.at(1.0).invoke(
+        "plain-0", "send", {"value": "v0", "topic": "chaos", "partition": 0, "idempotent": False}
+    )
+    b.at(1.5).ok(index, {"offset": 1})  # the retry's answer; the first attempt landed at 0
+    b.final(0, 2, ["v0", "v0"], 3.0)
+    result = b.check()
+    assert kinds(result) == {k.DUPLICATE_NON_IDEMPOTENT}
+    assert result.valid
+
+
 def test_inconsistent_offset_between_consumer_and_final_read(
     tmp_path: os.PathLike[str],
 ) -> None:
