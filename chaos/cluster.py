@@ -183,7 +183,7 @@ class ChaosCluster:
         The caller must already be in the client namespace (:meth:`enter_client_namespace`),
         since the nodes are reachable only through the hub. ``toxiproxy_seed`` makes the
         proxies' toxicity draws and jitter reproducible."""
-        self._start_toxiproxy(toxiproxy_seed)
+        self.start_proxy_server(toxiproxy_seed)
         self.local.start()
         self.local.wait_ready(ready_timeout_s)
 
@@ -199,7 +199,9 @@ class ChaosCluster:
     def toxiproxy_host(self) -> str:
         return self.topology.hub_address(CLIENT)
 
-    def _start_toxiproxy(self, seed: int | None) -> None:
+    def start_proxy_server(self, seed: int | None = None) -> None:
+        """Start the Toxiproxy-compatible server in the hub (API on the hub's address on the
+        client's link, :attr:`toxiproxy_host`, port :data:`TOXIPROXY_API_PORT`)."""
         argv = [
             "ip", "netns", "exec", self.topology.name, sys.executable, "-m",
             "chaos.toxiproxy", "--host", "0.0.0.0", "--port", str(TOXIPROXY_API_PORT),
