@@ -97,8 +97,16 @@ def parse_bootstrap(bootstrap: str | Sequence[tuple[str, int]]) -> list[str]:
 
 
 class ControllerClient:
-    def __init__(self, bootstrap: str | Sequence[tuple[str, int]], timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str | Sequence[tuple[str, int]],
+        timeout_s: float = 10.0,
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
+        # Mutual TLS when set (data_plane.security.grpc_tls.channel_credentials).
+        self._credentials = credentials
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
@@ -127,14 +135,15 @@ class ControllerClient:
                 raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, "client closed")
             ch = self._channels.get(address)
             if ch is None:
-                ch = grpc.insecure_channel(
-                    address,
-                    options=[
-                        ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
-                        ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
-                        ("grpc.enable_retries", 0),
-                    ],
-                )
+                options = [
+                    ("grpc.max_send_message_length", MAX_REQUEST_BYTES),
+                    ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
+                    ("grpc.enable_retries", 0),
+                ]
+                if self._credentials is not None:
+                    ch = grpc.secure_channel(address, self._credentials, options=options)
+                else:
+                    ch = grpc.insecure_channel(address, options=options)
                 self._channels[address] = ch
             return ch
 

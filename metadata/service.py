@@ -115,8 +115,11 @@ class ControllerServer:
         max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES,
         clock_ms: Callable[[], int] | None = None,
         controller: QuorumController | None = None,
+        credentials: grpc.ServerCredentials | None = None,
     ) -> None:
         self.node_id = node_id
+        # Mutual TLS when set (data_plane.security.grpc_tls.server_credentials); else plaintext.
+        self._credentials = credentials
         self._log = metadata_log
         self.config = config
         self._listen_host = listen_host
@@ -181,7 +184,11 @@ class ControllerServer:
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),)
         )
-        port = server.add_insecure_port(f"{self._listen_host}:{self._listen_port}")
+        address = f"{self._listen_host}:{self._listen_port}"
+        if self._credentials is not None:
+            port = server.add_secure_port(address, self._credentials)
+        else:
+            port = server.add_insecure_port(address)
         if port == 0:
             raise OSError(
                 f"cannot bind the controller listener {self._listen_host}:{self._listen_port}"
