@@ -1,6 +1,7 @@
-"""Chaos smoke (CI, under 3 minutes with test_links.py): two short seeded runs of ``kraftlog chaos run`` against
-a cluster the runner starts in network namespaces, each mixing several nemeses; the history
-must check valid, the artifacts must be complete, and nothing may be left behind.
+"""Chaos smoke (CI; with test_links.py under 3 minutes): two short seeded runs of ``kraftlog
+chaos run`` against a cluster the runner starts in network namespaces, each mixing several
+nemeses; the history must check valid, the artifacts must be complete, and nothing may be
+left behind. Plus Ctrl-C: the run cleans up.
 
 The 10 x 5-minute acceptance campaign is ``test_campaign`` (marker ``slow``; runs only with
 KRAFTLOG_SLOW=1, e.g. ``make chaos``).
