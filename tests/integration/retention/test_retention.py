@@ -1,0 +1,204 @@
+"""Retention in a running broker (log.retention.check.interval.ms = 500 ms here) with a real
+client (confluent-kafka): time and size retention delete old segments while a producer and
+a consumer run; DeleteRecords moves the log start offset and its segments go with the next
+retention check."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from deploy.local_cluster import LocalCluster
+
+from .conftest import live_segments
+
+pytestmark = pytest.mark.integration
+
+DEADLINE_S = 60.0
+SEGMENT_BYTES = 4096
+RETENTION_BYTES = 16384
+PRODUCE_S = 5.0
+
+
+def wait_until(cond: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        time.sleep(0.1)
+
+
+def watermarks(consumer, topic: str) -> tuple[int, int]:
+    from confluent_kafka import TopicPartition
+
+    return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+
+
+def test_time_and_size_retention_under_a_producer_and_a_consumer(
+    cluster: LocalCluster, bootstrap: str, new_topic
+) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+    common = {"cleanup.policy": "delete", "segment.bytes": str(SEGMENT_BYTES)}
+    timed = new_topic("timed", **common, **{"retention.ms": "1500"})
+    sized = new_topic("sized", **common, **{"retention.bytes": str(RETENTION_BYTES)})
+    topics = (timed, sized)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.size": 2000,
+            "log_level": 2,
+        }
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "retention-reader",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 50,
+            "log_level": 2,
+        }
+    )
+    consumer.assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in topics])
+    stop = threading.Event()
+    produced = {t: 0 for t in topics}
+    delivery_errors: list[str] = []
+    consumed: dict[str, list[int]] = {t: [] for t in topics}
+    consumer_errors: list[str] = []
+
+    def on_delivery(err, msg) -> None:
+        if err is not None:
+            delivery_errors.append(str(err))
+        else:
+            produced[msg.topic()] += 1
+
+    def produce() -> None:
+        deadline = time.monotonic() + PRODUCE_S
+        i = 0
+        while time.monotonic() < deadline and not stop.is_set():
+            for t in topics:
+                producer.produce(t, key=b"%d" % i, value=b"v" * 200, callback=on_delivery)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.003)
+        producer.flush(30)
+
+    def consume() -> None:
+        for _ in range(1_000_000):
+            if stop.is_set():
+                return
+            msg = consumer.poll(0.1)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() not in (
+                    KafkaError._PARTITION_EOF,
+                    KafkaError._AUTO_OFFSET_RESET,
+                ):
+                    consumer_errors.append(str(msg.error()))
+                continue
+            consumed[msg.topic()].append(msg.offset())
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for t in threads:
+        t.start()
+    checker = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker", "log_level": 2})
+    try:
+        # While producing: both logs lose their oldest segments, so their start moves up.
+        wait_until(
+            lambda: all(watermarks(checker, t)[0] > 0 for t in topics),
+            "retention moves the log start offset of both topics",
+        )
+        assert threads[0].is_alive(), "retention did not act while the producer ran"
+        threads[0].join(DEADLINE_S + PRODUCE_S)
+        assert not delivery_errors, delivery_errors[:5]
+        # Once the producer stopped: the size-retained log is within its limit (plus the
+        # active segment), the time-retained one is down to its active segment.
+        wait_until(
+            lambda: (
+                sum(p.stat().st_size for p in live_segments(cluster, sized)[:-1]) <= RETENTION_BYTES
+            ),
+            "size retention keeps the closed segments within retention.bytes",
+        )
+        wait_until(lambda: len(live_segments(cluster, timed)) == 1, "time retention")
+        high = {t: watermarks(checker, t)[1] for t in topics}
+        assert high == produced
+        wait_until(
+            lambda: all(consumed[t] and consumed[t][-1] == high[t] - 1 for t in topics),
+            "the consumer reaches the end",
+        )
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(DEADLINE_S)
+        consumer.close()
+        checker.close()
+    assert not consumer_errors, consumer_errors[:5]
+    for t in topics:
+        offsets = consumed[t]
+        # Strictly increasing; a jump forward only where retention deleted unread records.
+        assert offsets == sorted(set(offsets)), t
+        assert len(offsets) > 100
+
+
+def test_delete_records_moves_the_log_start_and_retention_removes_segments(
+    cluster: LocalCluster, bootstrap: str, new_topic
+) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = new_topic("trimmed", **{"segment.bytes": str(SEGMENT_BYTES), "retention.ms": "-1"})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "batch.size": 2000, "log_level": 2}
+    )
+    errors: list[str] = []
+    for i in range(300):
+        producer.produce(
+            topic,
+            key=b"%d" % i,
+            value=b"v" * 100,
+            callback=lambda err, _msg: errors.append(str(err)) if err else None,
+        )
+    assert producer.flush(30) == 0 and not errors, errors[:3]
+    segments_before = live_segments(cluster, topic)
+    assert len(segments_before) > 3
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+    futures = admin.delete_records([TopicPartition(topic, 0, 150)], operation_timeout=10)
+    (future,) = futures.values()
+    assert future.result(timeout=30).low_watermark == 150
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "trimmed-reader",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 2,
+        }
+    )
+    try:
+        assert watermarks(consumer, topic) == (150, 300)
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        first = None
+        deadline = time.monotonic() + DEADLINE_S
+        while first is None and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                first = msg.offset()
+        assert first == 150
+    finally:
+        consumer.close()
+
+    def below_start() -> list[str]:
+        """Segments (not yet deleted) whose every offset is below 150."""
+        names = [p.name for p in live_segments(cluster, topic)]
+        bases = [int(n.split(".")[0]) for n in names]
+        return [n for n, nxt in zip(names, bases[1:], strict=False) if nxt <= 150]
+
+    wait_until(lambda: not below_start(), "retention deletes the segments below the start")
+    assert len(live_segments(cluster, topic)) < len(segments_before)
