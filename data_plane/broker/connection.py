@@ -58,6 +58,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# (api key, api version) -> handler or None. handler_for() rebuilds the advertised version
+# table for every call (a loop over every API and an enum lookup); the table is fixed once
+# the handlers module is imported, so each pair is looked up once per process. Bounded:
+# keys and versions are int16 and only pairs that arrived are stored, at most
+# _HANDLER_CACHE_MAX_ENTRIES (a peer sending random pairs gets uncached lookups past it).
+_HANDLER_CACHE: dict[tuple[int, int], Any] = {}
+_HANDLER_CACHE_MAX_ENTRIES = 4096
+
+
+def _handler(api_key: int, api_version: int) -> Any:
+    key = (api_key, api_version)
+    try:
+        return _HANDLER_CACHE[key]
+    except KeyError:
+        handler = handler_for(api_key, api_version)
+        if len(_HANDLER_CACHE) < _HANDLER_CACHE_MAX_ENTRIES:
+            _HANDLER_CACHE[key] = handler
+        return handler
+
 RECV_CHUNK_BYTES = 256 * 1024
 # Largest number of buffers handed to one sendmsg call (IOV_MAX is 1024 on Linux).
 MAX_IOV = 64
@@ -231,7 +250,7 @@ class Connection:
             log.warning("connection %s: malformed request (%s); closing it", self.peer, e)
             self._resolve(slot, None, close=True)
             return
-        handler = handler_for(header.api_key, header.api_version)
+        handler = _handler(header.api_key, header.api_version)
         if handler is None:
             self._unsupported(slot, header)
             return
