@@ -14,8 +14,9 @@ back on the sender through TCP instead of growing memory.
   ``reset`` sets SO_LINGER 0 first so both peers see a TCP RST (ECONNRESET).
 - Adding, updating or removing a toxic applies to the open connections too, as in
   Toxiproxy. Removing one releases the data the direction's toxics were holding at once.
-- Disabling the proxy closes the listener (new connections are refused) and every open
-  connection; enabling binds the same address again.
+- Disabling the proxy closes the listener (new connections are refused) and aborts every
+  open connection (data not yet handed to the kernel is dropped); enabling binds the same
+  address again.
 
 Thread-safety: all methods run on the event loop of the server that owns the proxy.
 """
@@ -237,7 +238,9 @@ class _Connection:
         if all(p.finished for p in self.pumps.values()):
             self.close(reset=False)
 
-    def close(self, reset: bool = False) -> None:
+    def close(self, reset: bool = False, *, abort: bool = False) -> None:
+        """Close both sockets: with RST when ``reset``; at once, dropping what asyncio still
+        buffers, when ``abort`` (the proxy is going away); else after flushing."""
         if self._closed.is_set():
             return
         self._closed.set()
@@ -256,6 +259,8 @@ class _Connection:
                         sock.setsockopt(
                             socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
                         )
+                writer.transport.abort()
+            elif abort:
                 writer.transport.abort()
             else:
                 writer.close()
@@ -330,7 +335,8 @@ class Proxy:
         for pending in list(self._connecting):
             pending.cancel()
         for conn in list(self._connections):
-            conn.close(reset=False)
+            # A flush could wait forever on a peer that does not read: drop the data.
+            conn.close(abort=True)
         handlers = {t for t in self._handlers if t is not asyncio.current_task()}
         if handlers:
             await asyncio.wait(handlers, timeout=STOP_WAIT_S)

@@ -19,6 +19,7 @@ from tests.unit.chaos.toxiproxy_support import (
     client_fixture,  # noqa: F401 - fixtures, by name: client, connect, echo, server
     connect_fixture,  # noqa: F401
     echo_fixture,  # noqa: F401
+    recv_until_closed,
     refused,
     round_trip_s,
     server_fixture,  # noqa: F401
@@ -234,3 +235,23 @@ def test_command_line(tmp_path, echo: EchoServer, connect) -> None:
             proc.kill()
             proc.wait(10)
         log.close()
+
+
+def test_garbage_on_the_api_port_gets_400_and_the_server_lives_on(
+    client: Toxiproxy, server, connect
+) -> None:
+    """Not a client call: raw bytes, to show bad input never takes the server down."""
+    for garbage in (
+        b"HELLO\r\n\r\n",
+        b"GET / SPDY/9\r\n\r\n",
+        b"POST /proxies HTTP/1.1\r\nContent-Length: nine\r\n\r\n",
+        b"POST /proxies HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ):
+        sock = connect(f"{server.host}:{server.port}")
+        sock.sendall(garbage)
+        data, _ = recv_until_closed(sock)
+        assert data.split(b" ")[1] in (b"400", b"411"), data
+    huge = connect(f"{server.host}:{server.port}")
+    huge.sendall(b"POST /proxies HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n")
+    assert recv_until_closed(huge)[0].split(b" ")[1] == b"413"
+    assert client.running() and client.proxies() == {}
