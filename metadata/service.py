@@ -116,10 +116,13 @@ class ControllerServer:
         clock_ms: Callable[[], int] | None = None,
         controller: QuorumController | None = None,
         credentials: grpc.ServerCredentials | None = None,
+        on_commit_latency_s: Callable[[float], None] | None = None,
     ) -> None:
         self.node_id = node_id
         # Mutual TLS when set (data_plane.security.grpc_tls.server_credentials); else plaintext.
         self._credentials = credentials
+        # Told how long each append of a write took to commit (a metrics histogram).
+        self._on_commit_latency_s = on_commit_latency_s
         self._log = metadata_log
         self.config = config
         self._listen_host = listen_host
@@ -365,7 +368,10 @@ class ControllerServer:
                 )
                 self._needs_barrier = False
                 self._catch_up(barrier.last_offset)
+            started = time.monotonic()
             appended = self._log.append(result.encoded, expected_epoch=epoch, timeout_s=timeout_s)
+            if self._on_commit_latency_s is not None:
+                self._on_commit_latency_s(time.monotonic() - started)
         except (NotLeaderError, StaleEpochError):
             self.controller.deactivate()
             raise
