@@ -172,3 +172,35 @@ def test_grafana_dashboard_charts_only_declared_metrics() -> None:
     base = {re.sub(r"_(bucket|sum|count)$", "", name) for name in used}
     assert base <= declared, base - declared
     assert len(dashboard["panels"]) >= 10
+
+
+def test_broker_state_metrics_from_images() -> None:
+    import uuid
+
+    from data_plane.metrics.state import BrokerStateMetrics
+    from metadata.image import MetadataImage, PartitionRegistration, TopicImage
+
+    def image(offset: int, isr: tuple[int, ...], leader: int = 1) -> MetadataImage:
+        tid = uuid.UUID(int=5)
+        parts = {
+            0: PartitionRegistration((1, 2), isr, leader, 1, offset),
+            1: PartitionRegistration((2, 1), (2, 1), 2, 1, 1),
+            2: PartitionRegistration((3,), (3,), -1, 1, 1),
+        }
+        t = TopicImage("t", tid, parts)
+        return MetadataImage(offset=offset, topics_by_name={"t": t}, topics_by_id={tid: t})
+
+    m = NodeMetrics()
+    state = BrokerStateMetrics(m, broker_id=1)
+    state.on_image(image(10, (1, 2)), committed_offset=12)
+    assert m.leader_partitions.value() == 1
+    assert m.under_replicated_partitions.value() == 0
+    assert m.offline_partitions.value() == 1
+    assert m.metadata_offset.value() == 10 and m.metadata_offset_lag.value() == 2
+    state.on_image(image(11, (1,)))
+    assert m.under_replicated_partitions.value() == 1
+    assert m.isr_shrinks.value() == 1 and m.isr_expands.value() == 0
+    state.on_image(image(12, (1, 2)))
+    assert m.under_replicated_partitions.value() == 0 and m.isr_expands.value() == 1
+    state.on_image(image(13, (1, 2), leader=2))  # leadership moved away
+    assert m.leader_partitions.value() == 0
