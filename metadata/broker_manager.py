@@ -72,6 +72,8 @@ class BrokerMetadataManager:
         self._heartbeat_interval_ms = heartbeat_interval_ms
         self._fetch_max_wait_ms = fetch_max_wait_ms
         self._image = MetadataImage()
+        # The quorum's commit point as of the last fetch (-1: none yet); for the lag metric.
+        self.committed_offset = -1
         self._broker_epoch = -1
         self._fenced = True
         self._stop = threading.Event()
@@ -168,6 +170,7 @@ class BrokerMetadataManager:
                 self._stop.wait(RETRY_BACKOFF_MAX_S)
                 continue
             backoff = RETRY_BACKOFF_MIN_S
+            self.committed_offset = max(self.committed_offset, result.committed_offset)
             old = self._image
             if result.snapshot is not None:
                 base_delta = MetadataDelta(image_from_snapshot(result.snapshot))
