@@ -47,7 +47,7 @@ from chaos.toxiproxy.toxics import (
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK_BYTES = 32 * 1024
+READ_CHUNK_BYTES = 64 * 1024
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 MAX_CONNECTIONS = 1024
 UPSTREAM_CONNECT_TIMEOUT_S = 5.0
@@ -117,6 +117,12 @@ class _Pump:
             if not data:
                 self.push(self.chain.on_eof(loop.time()))
                 return
+            if not self.queue and self.chain.empty:
+                # No toxic and nothing queued: write straight through (FIFO still holds, as
+                # the writer hands each action to the transport as soon as it dequeues it).
+                self.writer.write(data)
+                await self.writer.drain()
+                continue
             self.push(self.chain.on_data(data, loop.time()))
 
     async def write_loop(self) -> None:

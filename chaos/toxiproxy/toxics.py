@@ -354,6 +354,10 @@ class ToxicChain:
         self._eof_seen = False
 
     @property
+    def empty(self) -> bool:
+        return not self._stages
+
+    @property
     def names(self) -> list[str]:
         return [stage.spec.name for stage in self._stages]
 
