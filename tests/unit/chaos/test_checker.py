@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from xml.etree import ElementTree
 
 import pytest
 
@@ -362,6 +363,9 @@ def test_report_folder(tmp_path: os.PathLike[str]) -> None:
         page = f.read()
     assert "INVALID" in page
     assert page.count("<svg") == 3
+    for chunk in page.split("<svg")[1:]:  # each chart is well-formed SVG
+        svg = ElementTree.fromstring("<svg" + chunk.split("</svg>")[0] + "</svg>")
+        assert svg.findall("{http://www.w3.org/2000/svg}polyline")
     assert "<title>kill 1: 3.0s to 6.0s</title>" in page  # the shaded fault window
     assert "src=" not in page and "href=" not in page  # self-contained
 

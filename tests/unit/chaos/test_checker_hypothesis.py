@@ -114,7 +114,7 @@ def _replace_records(sim: Sim, partition: int, records: list[list[Any]], hw: int
     return ops
 
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
