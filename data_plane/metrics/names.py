@@ -72,17 +72,12 @@ class NodeMetrics:
         # --- data (produce / fetch handlers) ---
         self.bytes_in: Counter = r.counter(
             "kraftlog_broker_topic_bytes_in_total",
-            "Record bytes appended by producers, by topic (Kafka's BytesInPerSec).",
+            "Record bytes of Produce requests, by topic (Kafka's BytesInPerSec).",
             ("topic",),
         )
         self.bytes_out: Counter = r.counter(
             "kraftlog_broker_topic_bytes_out_total",
             "Record bytes returned to consumers and followers, by topic (BytesOutPerSec).",
-            ("topic",),
-        )
-        self.messages_in: Counter = r.counter(
-            "kraftlog_broker_topic_batches_in_total",
-            "Record batches appended by producers, by topic.",
             ("topic",),
         )
         self.throttle_time: Counter = r.counter(

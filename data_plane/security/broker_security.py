@@ -275,6 +275,10 @@ class ConnectionSecurity:
             return None
         return ra.check(Session(self.principal, self.client_host), api_key, api_version, body)
 
+    @property
+    def fetch_quota_enabled(self) -> bool:
+        return self._broker.fetch_quotas.enabled
+
     def throttle_ms(self, api_key: int, client_id: str | None, size_bytes: int) -> int:
         """Record ``size_bytes`` of a Produce request or a Fetch response against the client's
         quota and return how long to throttle it (0: not throttled)."""
