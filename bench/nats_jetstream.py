@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.report import percentile, row
+from bench.report import percentile, received_rate, row
 from deploy.ports import free_ports
 
 NATS_SERVER = "nats-server"
@@ -331,7 +331,7 @@ def _rate(n: int, seconds: float, size: int) -> dict[str, float]:
 def _latency(lat: list[float], offered: int, seconds: float) -> dict[str, float]:
     return {
         "offered_per_s": offered,
-        "received_per_s": len(lat) / seconds,
+        "received_per_s": received_rate(lat, seconds),
         "samples": len(lat),
         "p50_ms": percentile(lat, 0.5) * 1e3,
         "p99_ms": percentile(lat, 0.99) * 1e3,

@@ -17,3 +17,13 @@ def row(label: str, n: int, size: int, seconds: float) -> str:
     """``n`` records of ``size`` bytes in ``seconds``: records/s and MB/s."""
     rate = n / seconds if seconds > 0 else float("nan")
     return f"  {label:<44} {n:>9,} rec {rate:>12,.0f} rec/s {rate * size / MB:>9.1f} MB/s"
+
+
+def received_rate(latencies: list[float], seconds: float) -> float:
+    """Records/s that arrived, from latencies in arrival order of records due evenly over
+    ``seconds``: arrival = due + latency, so the arrivals span ``seconds`` plus the last
+    latency minus the first (a system that falls behind shows a lower rate than offered)."""
+    if len(latencies) < 2:
+        return float("nan")
+    span = seconds + latencies[-1] - latencies[0]
+    return len(latencies) / span if span > 0 else float("nan")

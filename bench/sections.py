@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import metadata as metadata_bench
 from bench import produce_consume, replication, storage
-from bench.report import percentile
+from bench.report import percentile, received_rate
 from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import LocalCluster, wait_until
 from metadata.messages import NewTopic
@@ -54,7 +54,7 @@ def rate(n: int, seconds: float, size: int) -> dict[str, float]:
 def latency_summary(lat: list[float], offered: int, seconds: float) -> dict[str, float]:
     return {
         "offered_per_s": offered,
-        "received_per_s": len(lat) / seconds if seconds else float("nan"),
+        "received_per_s": received_rate(lat, seconds),
         "samples": len(lat),
         "p50_ms": percentile(lat, 0.5) * 1e3,
         "p99_ms": percentile(lat, 0.99) * 1e3,
