@@ -1,5 +1,5 @@
 """One LocalCluster (1 controller + 1 broker) with quick group settings, shared by the
-client-group tests of a module and always torn down; tests use their own topics and groups."""
+client-group tests of this folder and always torn down; tests use their own topics and groups."""
 
 from __future__ import annotations
 
@@ -30,14 +30,14 @@ MEMBER = {
 _ids = itertools.count()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with running_cluster(tmp_path_factory.mktemp("groups-cluster"),
                          overrides=GROUP_OVERRIDES) as c:
         yield c
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def bootstrap(cluster: LocalCluster) -> str:
     return ",".join(cluster.bootstrap_servers())
 
