@@ -11,6 +11,8 @@ Thread-safety: the metrics are thread-safe (data_plane.metrics.registry).
 
 from __future__ import annotations
 
+import threading
+
 from data_plane.metrics.registry import Counter, Gauge, Histogram, Registry
 
 # Request latencies span sub-millisecond fetches to long-polls and acks=all waits.
@@ -128,3 +130,17 @@ class NodeMetrics:
 
     def expose(self) -> str:
         return self.registry.expose()
+
+
+_NODE_METRICS: NodeMetrics | None = None
+_NODE_METRICS_LOCK = threading.Lock()
+
+
+def node_metrics() -> NodeMetrics:
+    """The process-wide metrics of this node (one registry per process, as Prometheus' client
+    libraries keep; a combined broker+controller node exposes both sets on one endpoint)."""
+    global _NODE_METRICS
+    with _NODE_METRICS_LOCK:
+        if _NODE_METRICS is None:
+            _NODE_METRICS = NodeMetrics()
+        return _NODE_METRICS

@@ -75,12 +75,20 @@ class RequestHooks:
         security: ConnectionSecurity | None,
         metrics: NodeMetrics | None,
         listener_name: str,
-        mute: Callable[[int], None],
+        mute: Callable[[int], None] | None = None,
     ) -> None:
         self.security = security
         self.metrics = metrics
         self.listener_name = listener_name
-        self._mute = mute
+        self._mute_fn = mute
+
+    def bind_mute(self, mute: Callable[[int], None]) -> None:
+        """Set the connection's mute function (the connection exists after its hooks)."""
+        self._mute_fn = mute
+
+    def _mute(self, throttle_ms: int) -> None:
+        if self._mute_fn is not None:
+            self._mute_fn(throttle_ms)
 
     @property
     def expects_raw_token(self) -> bool:
