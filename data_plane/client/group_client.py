@@ -165,6 +165,9 @@ class GroupClient:
         try:
             self._client.send(target, send.api_key, send.body, callback)
         except KafkaError as e:
+            if e.code == ErrorCode.UNSUPPORTED_VERSION:
+                # The broker lacks the group APIs: retrying would loop silently.
+                self._events.append(GroupFatalError(e.code, str(e)))
             self._on_response(send, None, e)
 
     def _on_response(
