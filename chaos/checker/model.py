@@ -171,6 +171,7 @@ class Bucket:
     latency_p50_ms: float | None
     latency_p99_ms: float | None
     latency_max_ms: float | None
+    in_flight: int = 0  # sends invoked before the bucket's end, still open at its end
 
     @property
     def throughput_per_s(self) -> float:
@@ -178,9 +179,12 @@ class Bucket:
 
     @property
     def availability(self) -> float | None:
-        """ok / (ok + fail + info) of the sends that completed here; None if none did."""
+        """ok / (ok + fail + info) of the sends that completed here; 0 if none completed
+        while some were waiting (the cluster answered nothing); None if nothing was tried."""
         total = self.ok + self.fail + self.info
-        return self.ok / total if total else None
+        if total:
+            return self.ok / total
+        return 0.0 if self.in_flight else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 A send counts in the bucket where it completed (ok, fail or info); a send that never
 completed counts as info in the bucket where it was invoked. Latency is invoke -> ok, in
-milliseconds, for the sends acknowledged in the bucket.
+milliseconds, for the sends acknowledged in the bucket. ``in_flight`` counts the sends still
+open at a bucket's end, so a bucket in which the cluster answered nothing while sends waited
+has availability 0 (not "no data").
 """
 
 from __future__ import annotations
@@ -34,12 +36,19 @@ def build_timeline(sends: Iterable[Send], end_time: float, bucket_s: float) -> l
     fail = [0] * count
     info = [0] * count
     latencies: list[list[float]] = [[] for _ in range(count)]
+    # +1 where a send starts being open at a bucket's end, -1 where it stops (prefix sums).
+    open_delta = [0] * (count + 1)
 
     def slot(t: float) -> int:
         return min(count - 1, max(0, int(t / width)))
 
     for send in sends:
         invoked[slot(send.invoke_time)] += 1
+        closes = count if send.complete_time is None else slot(send.complete_time)
+        opens = slot(send.invoke_time)
+        if closes > opens:
+            open_delta[opens] += 1
+            open_delta[closes] -= 1
         if send.complete_time is None:
             info[slot(send.invoke_time)] += 1
             continue
@@ -52,7 +61,9 @@ def build_timeline(sends: Iterable[Send], end_time: float, bucket_s: float) -> l
         else:
             info[i] += 1
     buckets: list[Bucket] = []
+    in_flight = 0
     for i in range(count):
+        in_flight += open_delta[i]
         lat = sorted(latencies[i])
         buckets.append(
             Bucket(
@@ -65,6 +76,7 @@ def build_timeline(sends: Iterable[Send], end_time: float, bucket_s: float) -> l
                 latency_p50_ms=percentile(lat, 0.50),
                 latency_p99_ms=percentile(lat, 0.99),
                 latency_max_ms=lat[-1] if lat else None,
+                in_flight=in_flight,
             )
         )
     return buckets

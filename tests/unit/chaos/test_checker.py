@@ -393,3 +393,22 @@ def test_command_line(tmp_path: os.PathLike[str], capsys: pytest.CaptureFixture[
         f.write("not json\n{}\n")
     assert main([broken]) == 2
     assert main([os.path.join(os.fspath(tmp_path), "missing.jsonl")]) == 2
+
+
+def test_timeline_buckets(tmp_path: os.PathLike[str]) -> None:
+    b = HistoryBuilder(tmp_path)
+    b.send("a", 0, 0, 0.1, 0.3)  # 200 ms
+    b.send("b", 0, 1, 0.5, 0.6)  # 100 ms
+    stuck = b.invoke_send("c", 0, 0.8)  # waits through buckets 1 and 2
+    b.send("d", 0, None, 1.2, 1.4, outcome="fail")
+    b.at(3.5).info(stuck, {"error": "timeout"})
+    b.final(0, 2, ["a", "b"], 4.2)
+    result = b.check()
+    first, second, third, fourth, _ = result.timeline
+    assert (first.invoked, first.ok, first.latency_max_ms) == (3, 2, pytest.approx(200))
+    assert first.latency_p50_ms == pytest.approx(100)
+    assert first.availability == 1.0 and first.throughput_per_s == 2.0
+    assert (second.fail, second.availability) == (1, 0.0)
+    assert (third.in_flight, third.availability) == (1, 0.0)  # waiting, nothing answered
+    assert (fourth.info, fourth.availability) == (1, 0.0)
+    assert result.timeline[-1].availability is None  # nothing tried
