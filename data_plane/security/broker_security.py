@@ -296,3 +296,16 @@ class ConnectionSecurity:
 
 def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def sasl_not_enabled(_apis: object, request: Any) -> Body:
+    """The handler of SaslHandshake / SaslAuthenticate on a server built without
+    BrokerSecurity (every listener PLAINTEXT): ILLEGAL_SASL_STATE, as Kafka answers a SASL
+    request on a listener that does not use SASL."""
+    if request.header.api_key == ApiKey.SASL_HANDSHAKE:
+        return {"error_code": _ILLEGAL_SASL_STATE, "mechanisms": []}
+    return {
+        "error_code": _ILLEGAL_SASL_STATE,
+        "error_message": "this listener does not use SASL",
+        "auth_bytes": b"",
+    }
