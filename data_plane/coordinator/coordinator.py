@@ -48,6 +48,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from data_plane.coordinator.config import GroupCoordinatorConfig
+from data_plane.coordinator.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
 from data_plane.coordinator.group import GroupMetadata, GroupState, MemberMetadata
 from data_plane.coordinator.hashing import partition_for
 from data_plane.coordinator.messages import (
@@ -972,36 +973,62 @@ class GroupCoordinator:
 
     def expire_offsets(self, out: CoordinatorOutputs | None = None) -> CoordinatorOutputs:
         """Offset retention (Kafka's cleanupGroupMetadata): offsets of Empty groups older than
-        ``offsets.retention.minutes`` get tombstones; an Empty group left with no offsets is
-        removed (a group tombstone when it was ever written)."""
+        ``offsets.retention.minutes`` get tombstones (counted from when the group became empty,
+        or from their commit for groups that never had members); in a Stable consumer group,
+        offsets of topics no member subscribes to any more expire from their commit (KIP-496).
+        An Empty group left with no offsets is removed (a group tombstone when it was ever
+        written)."""
         out = out if out is not None else CoordinatorOutputs()
         now = self._clock_ms()
         retention = self.config.offsets_retention_ms
         for gid, group in list(self._groups.items()):
             if self._owned.get(group.partition, ...) is not None:
                 continue  # loading or not ours
-            if not group.is_(GroupState.EMPTY) or group.pending_offset_commits:
+            if group.pending_offset_commits:
                 continue
-            managed = group.protocol_type is not None
-            expired = [
-                tp
-                for tp, v in group.offsets.items()
-                if (group.state_timestamp_ms if managed else v.commit_timestamp_ms) + retention
-                <= now
-            ]
+            expired = self._expired_offsets(group, now, retention)
             records: Records = [(offset_commit_key(gid, topic, p), None) for topic, p in expired]
             for tp in expired:
                 del group.offsets[tp]
-            if not group.offsets:
+            if group.is_(GroupState.EMPTY) and not group.offsets:
                 group.transition_to(GroupState.DEAD, now)
                 del self._groups[gid]
                 self._scheduled.pop(gid, None)
-                if group.generation_id > 0 or managed:
+                if group.generation_id > 0 or group.protocol_type is not None:
                     records.append((group_metadata_key(gid), None))
             if records:
                 log.info("group %s: %d offsets expired", gid, len(expired))
                 self._write(out, group.partition, records, _ignore_write)
         return out
+
+    def _expired_offsets(
+        self, group: GroupMetadata, now: int, retention: int
+    ) -> list[tuple[str, int]]:
+        if group.is_(GroupState.EMPTY):
+            managed = group.protocol_type is not None
+            return [
+                tp
+                for tp, v in group.offsets.items()
+                if (group.state_timestamp_ms if managed else v.commit_timestamp_ms) + retention
+                <= now
+            ]
+        if not (
+            group.is_(GroupState.STABLE)
+            and group.protocol_type == PROTOCOL_TYPE
+            and group.protocol_name is not None
+        ):
+            return []
+        subscribed: set[str] = set()
+        for m in group.members.values():
+            topics = subscribed_topics(m.metadata_for(group.protocol_name))
+            if topics is None:
+                return []  # an undecodable subscription: expire nothing
+            subscribed |= topics
+        return [
+            tp
+            for tp, v in group.offsets.items()
+            if tp[0] not in subscribed and v.commit_timestamp_ms + retention <= now
+        ]
 
     # --- admin --------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import struct
 from collections.abc import Hashable
 from typing import Any
 
@@ -21,6 +22,14 @@ from data_plane.coordinator.messages import (
 from data_plane.protocol.errors import ErrorCode
 
 RANGE = (("range", b"sub-range"),)
+
+
+def subscription(topics: list[str], version: int = 0, tail: bytes = b"") -> bytes:
+    """ConsumerProtocolSubscription bytes, laid out as Kafka clients send them."""
+    out = struct.pack(">hi", version, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1) + tail  # null user_data, then later versions' fields
 
 
 class FakeClock:

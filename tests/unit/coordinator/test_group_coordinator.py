@@ -14,7 +14,7 @@ from data_plane.coordinator.records import (
     decode_offset_value,
 )
 from data_plane.protocol.errors import ErrorCode
-from tests.unit.coordinator.harness import Harness
+from tests.unit.coordinator.harness import Harness, subscription
 
 
 def state(h: Harness, group: str = "g") -> GroupState:
@@ -557,3 +557,18 @@ def test_illegal_transition_raises_and_keeps_state() -> None:
     with pytest.raises(IllegalGroupTransitionError):
         g.transition_to(GroupState.STABLE, 3)
     assert g.state is GroupState.PREPARING_REBALANCE
+
+
+def test_offsets_of_unsubscribed_topics_expire_in_a_stable_consumer_group() -> None:
+    h = Harness(offsets_retention_ms=1000, offsets_retention_check_interval_ms=100)
+    t = h.join(protocols=(("range", subscription(["kept"])),))
+    h.advance(0)
+    r = h.join_result(t)
+    h.sync(r.member_id, r.generation_id, {r.member_id: b"A"})
+    h.commit({("kept", 0): 1, ("dropped", 0): 2}, generation=r.generation_id, member_id=r.member_id)
+    for _ in range(3):
+        h.advance(500)
+        assert h.c.heartbeat("g", r.generation_id, r.member_id) == ErrorCode.NO_ERROR
+    assert set(h.c.fetch_offsets("g", None).offsets) == {("kept", 0)}
+    assert decode_key(h.written[-1].records[0][0]) == OffsetKey("g", "dropped", 0)
+    assert h.written[-1].records[0][1] is None
