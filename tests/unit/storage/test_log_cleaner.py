@@ -48,7 +48,9 @@ def write_rounds(log, rounds: int, keys: int) -> None:
 def test_cleaner_threads_clean_a_compacted_log_and_checkpoint_it(tmp_path, managers) -> None:
     m = compact_manager(tmp_path, managers)
     log = m.get_or_create_log("c", 0)
-    plain = m.get_or_create_log("p", 0, dataclasses.replace(log.config, cleanup_policy="delete"))
+    plain = m.get_or_create_log(
+        "p", 0, dataclasses.replace(log.config, cleanup_policy="delete", retention_ms=-1)
+    )
     write_rounds(log, rounds=5, keys=6)
     write_rounds(plain, rounds=5, keys=6)
     plain_size = plain.size_in_bytes
