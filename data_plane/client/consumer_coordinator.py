@@ -284,16 +284,27 @@ class ConsumerCoordinator:
             )
 
     def time_to_next_poll_ms(self, now_ms: float) -> float:
-        """How long the caller may wait before :meth:`poll` has something to do."""
+        """How long the caller may wait (on its sockets) before :meth:`poll` has something to
+        do; answers to requests in flight wake the caller through the socket, not this."""
         s = self.settings
-        waits = [self._last_user_poll_ms + s.max_poll_interval_ms - now_ms]
+        waits = []
+        if self.subscribed and self.member_id and not self._left_for_poll_timeout:
+            waits.append(self._last_user_poll_ms + s.max_poll_interval_ms - now_ms)
         if self._retry_after_ms > now_ms:
             waits.append(self._retry_after_ms - now_ms)
-        elif self.state == STABLE and not self._rejoin_needed:
-            waits.append(self._last_heartbeat_send_ms + s.heartbeat_interval_ms - now_ms)
-        else:
+        elif self.coordinator_id is None:
+            if ApiKey.FIND_COORDINATOR not in self._in_flight:
+                waits.append(0.0)
+        elif self.state == STABLE:
+            if self._rejoin_needed and not self._awaiting_revocation:
+                waits.append(0.0)
+            if ApiKey.HEARTBEAT not in self._in_flight:
+                waits.append(self._last_heartbeat_send_ms + s.heartbeat_interval_ms - now_ms)
+            waits.append(self._last_heartbeat_ok_ms + s.session_timeout_ms - now_ms)
+        elif self.state == UNJOINED and self._rejoin_needed and self.subscribed:
             waits.append(0.0)
-        return max(0.0, min(waits))
+        # JOINING, SYNCING, AWAITING_ASSIGNMENT: waiting for an answer or the application.
+        return max(0.0, min(waits)) if waits else float(s.max_poll_interval_ms)
 
     # -- answers -------------------------------------------------------------------------
 

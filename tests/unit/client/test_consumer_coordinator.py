@@ -138,7 +138,22 @@ def test_heartbeats_every_interval_one_at_a_time() -> None:
     assert sends(c.poll(7_000)) == []  # the first is still unanswered
     c.on_response(hb.request_id, hb.api_key, {"error_code": 0}, 7_100)
     assert only_send(c.poll(7_100), ApiKey.HEARTBEAT)  # 3 s after the last send passed
-    assert c.time_to_next_poll_ms(7_100) == pytest.approx(3_000)
+    # In flight: nothing is due before the session bound (10 s after the last answer).
+    assert c.time_to_next_poll_ms(7_100) == pytest.approx(10_000)
+
+
+def test_time_to_next_poll_does_not_spin_while_waiting_for_answers() -> None:
+    c = ConsumerCoordinator(settings(), 0)
+    c.subscribe(["t"])
+    assert c.time_to_next_poll_ms(0) == 0  # FindCoordinator is due
+    req = only_send(c.poll(0), ApiKey.FIND_COORDINATOR)
+    assert c.time_to_next_poll_ms(0) > 0  # in flight: the socket wakes the caller
+    c.on_response(req.request_id, req.api_key, {"error_code": 0, "node_id": COORDINATOR}, 1)
+    assert c.time_to_next_poll_ms(1) == 0  # JoinGroup is due
+    only_send(c.poll(1), ApiKey.JOIN_GROUP)
+    assert c.time_to_next_poll_ms(2) > 1_000  # a JoinGroup may take a whole rebalance
+    d = stable_follower(0)
+    assert d.time_to_next_poll_ms(1_000) == pytest.approx(2_000)  # next heartbeat
 
 
 def test_rebalance_in_progress_revokes_before_joining() -> None:
