@@ -34,6 +34,7 @@ Thread-safety: runs on the server's event loop only.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import urllib.parse
 from typing import Any
@@ -41,6 +42,8 @@ from typing import Any
 from chaos.toxiproxy.http import Request, Response
 from chaos.toxiproxy.proxy import Proxy, split_address
 from chaos.toxiproxy.toxics import ToxicError, parse_toxic, update_toxic
+
+log = logging.getLogger(__name__)
 
 # The Toxiproxy API generation this server speaks (2.x); the suffix names this implementation.
 VERSION = "2.0.0-kraftlog"
@@ -78,6 +81,9 @@ class ToxiproxyApi:
             return await self._route(request)
         except ApiError as e:
             return Response(e.status, {"error": str(e), "status": e.status})
+        except Exception as e:  # a bug here must not take the API (or the proxies) down
+            log.exception("toxiproxy API: %s %s failed", request.method, request.path)
+            return Response(500, {"error": f"internal error: {e!r}", "status": 500})
 
     async def close(self) -> None:
         """Stop every proxy (the server is shutting down)."""
