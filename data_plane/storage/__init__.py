@@ -2,7 +2,8 @@
 
 The public API the broker and replication use, re-exported here (see docs/storage.md)::
 
-    LogManager(config, topic_config=..., clock_ms=...)   all logs of a broker (log_manager.py)
+    LogManager(config, topic_config=..., clock_ms=...)   all logs of a broker (log_manager.py),
+                                                          with its LogCleaner (log_cleaner.py)
     Log                                                   one partition (log.py)
     LogConfig                                             Kafka-named settings (config.py)
     FileSlice                                             what a read returns (file_records.py)
@@ -26,6 +27,7 @@ from data_plane.storage.errors import (
 )
 from data_plane.storage.file_records import FileSlice
 from data_plane.storage.log import FetchIsolation, Log, LogAppendInfo, LogOffsetMetadata
+from data_plane.storage.log_cleaner import CleaningReport, LogCleaner
 from data_plane.storage.log_manager import LogManager, MaintenanceReport
 from data_plane.storage.record_codec import DecodedRecord, Record, build_batch, decode_records
 from data_plane.storage.records import (
@@ -36,6 +38,7 @@ from data_plane.storage.records import (
 )
 
 __all__ = [
+    "CleaningReport",
     "CorruptRecordError",
     "DecodedRecord",
     "FetchIsolation",
@@ -45,6 +48,7 @@ __all__ = [
     "KafkaStorageError",
     "Log",
     "LogAppendInfo",
+    "LogCleaner",
     "LogConfig",
     "LogDirLayoutError",
     "LogManager",

@@ -106,6 +106,19 @@ class LogCleanerManager:
                 except OSError:
                     logger.exception("writing %s failed", CLEANER_OFFSET_CHECKPOINT)
 
+    def truncate_checkpoint(self, tp: TopicPartition, log_dir: str, offset: int) -> None:
+        """The log was truncated to ``offset``: a checkpoint above it moves down to it
+        (Kafka's maybeTruncateCheckpoint), so offsets written again count as dirty."""
+        with self._cond:
+            offsets = self._offsets.get(log_dir)
+            if offsets is None or offsets.get(tp, -1) <= offset:
+                return
+            offsets[tp] = offset
+            try:
+                self._write_locked(log_dir)
+            except OSError:
+                logger.exception("writing %s failed", CLEANER_OFFSET_CHECKPOINT)
+
     # -- selection ---------------------------------------------------------------------------
 
     def grab_filthiest_log(

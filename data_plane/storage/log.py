@@ -28,11 +28,19 @@ segment.py and log_loader.py for the file set). Offsets::
   flush of the rolled segment, both run by :meth:`maybe_flush` from the log manager's
   maintenance thread.
 - Deleted segments are renamed ``*.deleted`` and unlinked ``file.delete.delay.ms`` later by
-  :meth:`delete_pending_files`, so slices already handed out stay sendable.
+  :meth:`delete_pending_files`; a slice handed out keeps its segment's descriptor open even
+  past the unlink, so it stays sendable.
+- The log cleaner (cleaner.py) plans from :meth:`cleaning_snapshot`, writes a new segment
+  from :meth:`new_cleaned_segment` without the lock, and swaps it in for the segments it
+  replaces with :meth:`replace_segments` (``.cleaned`` -> ``.swap`` -> final names, the
+  sources renamed ``.deleted``), which refuses if they changed meanwhile.
+- A compacted log (``cleanup.policy`` with ``compact``) refuses a produced record without a
+  key (INVALID_RECORD); only such logs decode keys on append.
 
 Thread-safety: appends, reads and truncations come from one owner thread (the broker's event
 loop). :meth:`flush`, :meth:`maybe_flush`, :meth:`delete_old_segments` and
-:meth:`delete_pending_files` may run concurrently on a background thread. Every access to the
+:meth:`delete_pending_files` may run concurrently on a background thread, and the cleaner's
+methods on a log cleaner thread. Every access to the
 segment list and offsets holds ``self._lock`` (an RLock); fsync runs outside it so appends are
 never blocked behind the disk. All public methods are safe to call from any thread.
 """
@@ -192,6 +200,9 @@ class Log:
         # (an empty log lost in a crash is re-created from the metadata; see LogManager).
         self._new_dir_unsynced = loaded.created
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        # Told the new log end offset after a truncation (the log manager moves the
+        # cleaner's checkpoint back, so re-written offsets count as dirty again).
+        self.truncation_listener: Callable[[int], None] | None = None
         self._high_watermark = self._log_start_offset
         self._hw_metadata: LogOffsetMetadata | None = None
         self.leader_epoch_cache = LeaderEpochFileCache(
@@ -714,6 +725,8 @@ class Log:
                 # No producer state to undo: skip a replay of the whole log.
                 ps.reset(new_end)
             logger.info("%s: truncated to offset %d", self.name, new_end)
+            if self.truncation_listener is not None:
+                self.truncation_listener(new_end)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -744,6 +757,8 @@ class Log:
             self.leader_epoch_cache.clear()
             self.producer_state.reset(new_offset)
             logger.info("%s: truncated fully, now starts at offset %d", self.name, new_offset)
+            if self.truncation_listener is not None:
+                self.truncation_listener(new_offset)
 
     # -- retention ---------------------------------------------------------------------------
 

@@ -164,6 +164,12 @@ class LogManager:
         self.cleaner = LogCleaner(
             config, self._logs_with_dirs, self.log_dirs, clock_ms=self._clock_ms
         )
+        for tp, log in self._logs.items():
+            self._watch_truncations(tp, log, self._dir_of[tp])
+
+    def _watch_truncations(self, tp: TopicPartition, log: Log, log_dir: str) -> None:
+        manager = self.cleaner.manager
+        log.truncation_listener = lambda offset: manager.truncate_checkpoint(tp, log_dir, offset)
 
     def _logs_with_dirs(self) -> list[tuple[TopicPartition, Log, str]]:
         with self._lock:
@@ -333,6 +339,7 @@ class LogManager:
                 segment_cache=self.segment_cache,
             )
             self._add_locked(tp, log, log_dir)
+            self._watch_truncations(tp, log, log_dir)
             if topic_id is not None:
                 self._record_topic_id_locked(tp, log, topic_id)
             logger.debug("created log %s in %s", log.name, log_dir)

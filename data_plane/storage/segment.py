@@ -14,7 +14,8 @@ written per ``index.interval.bytes`` of batches (the first batch of a segment is
 position 0 without one).
 
 Suffixes: ``.deleted`` marks files of a deleted segment waiting for ``file.delete.delay.ms``;
-``.cleaned`` and ``.swap`` belong to log compaction and are cleaned up by the log on open.
+``.cleaned`` (being written by the log cleaner) and ``.swap`` (complete, being swapped in)
+belong to log compaction; the loader finishes or discards them on open (log_loader.py).
 
 Resources: an active segment keeps its ``.log`` descriptor open and its index entries in
 memory. A closed segment loaded from disk (``active=False``) opens nothing at construction:

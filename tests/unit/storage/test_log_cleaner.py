@@ -176,3 +176,18 @@ def test_compacted_log_with_delete_policy_too_is_cleaned_and_retained(tmp_path, 
     log.roll()
     assert m.maintenance(retention=True).deleted_segments >= 1
     assert [r.key for r in read_all(log)[1]] == [b"fresh"]
+
+
+def test_a_truncation_below_the_checkpoint_moves_it_down(tmp_path, managers) -> None:
+    m = compact_manager(tmp_path, managers)
+    log = m.get_or_create_log("c", 0)
+    write_rounds(log, rounds=3, keys=4)
+    report = m.cleaner.clean_once()
+    assert report is not None and report.completed and report.end_offset > 3
+    path = str(tmp_path / "d1" / CLEANER_OFFSET_CHECKPOINT)
+    log.truncate_to(report.end_offset + 1)  # above: unchanged
+    assert OffsetCheckpointFile(path).read() == {("c", 0): report.end_offset}
+    log.truncate_to(report.end_offset - 2)  # a follower truncated into the cleaned range
+    assert OffsetCheckpointFile(path).read() == {("c", 0): report.end_offset - 2}
+    log.truncate_fully_and_start_at(1)
+    assert OffsetCheckpointFile(path).read() == {("c", 0): 1}
