@@ -172,6 +172,7 @@ class Log:
         self.topic = topic
         self.partition = partition
         self._config = config
+        self._compact = config.compact  # read on every append: parsed once
         self._clock_ms = clock_ms
         self._lock = threading.RLock()
         self._closed = False
@@ -232,6 +233,7 @@ class Log:
         """Apply changed topic configs (segment size, retention...) from now on."""
         with self._lock:
             self._config = config
+            self._compact = config.compact
 
     @property
     def log_end_offset(self) -> int:
@@ -287,7 +289,7 @@ class Log:
         info = validated or validate_produce_payload(
             payload, max_batch_bytes=self._config.max_message_bytes
         )
-        if self._config.compact:
+        if self._compact:
             # Only compacted topics pay for decoding keys; the delete path stays header-only.
             check_keys_present(payload, info)
         buf = payload if _is_writable(payload) else bytearray(payload)
