@@ -95,18 +95,21 @@ def markdown(doc: dict[str, Any]) -> str:
             + ", ".join(_num(t, ".2f") for t in lf.get("trials_s", [])))
     cf = s.get("controller_failover", {})
     if "write_median_s" in cf:
-        add("controller_failover", "kill -9 of the active controller -> next committed write "
-            "(median / max s)", f"{_num(cf['write_median_s'], '.2f')} / "
-            f"{_num(cf.get('write_max_s'), '.2f')}")
+        add("controller_failover", "kill -9 of the active controller -> new Raft leader seen / "
+            "next committed write (median s; max write s; failed trials)",
+            f"{_num(cf.get('new_leader_median_s'), '.2f')} / "
+            f"{_num(cf['write_median_s'], '.2f')}; {_num(cf.get('write_max_s'), '.2f')}; "
+            f"{cf.get('failed_trials')}")
     p = s.get("partitions", {})
     if "partitions" in p:
         add("partitions", f"{p['partitions']:,} partitions RF 3: acknowledged / visible on "
             "every broker / logs created everywhere (s)",
             f"{_num(p.get('ack_s'), '.1f')} / {_num(p.get('visible_on_all_brokers_s'), '.1f')}"
             f" / {_num(p.get('logs_settled_on_all_brokers_s'), '.1f')}")
-        add("partitions", "broker restart: logs loaded / ready (s)",
+        add("partitions", "broker restart: logs loaded / cluster ready again (s)",
             f"{_num(p.get('restart_logs_loaded_s'), '.1f')} / "
-            f"{_num(p.get('restart_ready_s'), '.1f')}")
+            f"{_num(p.get('restart_ready_s'), '.1f')}"
+            + (f" ({p['restart_error']})" if p.get("restart_error") else ""))
         rss = p.get("rss_mib_after", {})
         add("partitions", "RSS per process after creation (MiB, by node id)",
             ", ".join(f"{k}: {_num(v)}" for k, v in rss.items()))
