@@ -407,7 +407,10 @@ def _run_against(
                 session_timeout_ms=config.session_timeout_ms,
                 log=log,
             )
-            faults_done = _play_schedule(ctx, schedule, history, stats, progress, t0, log)
+            faults_end = t0 + config.time_limit_s - config.timings.recovery_s
+            faults_done = _play_schedule(
+                ctx, schedule, history, stats, progress, t0, faults_end, log
+            )
             _heal_all(cluster, log)
             history.nemesis_heal(HEAL_ALL, [])
         _wait_until(t0 + config.time_limit_s, stats, progress, t0, "recovery")
@@ -462,24 +465,44 @@ def _play_schedule(
     stats: OpStats,
     progress: ProgressBar,
     t0: float,
+    faults_end: float,
     log: _Log,
 ) -> list[dict[str, Any]]:
     done: list[dict[str, Any]] = []
     for i, planned in enumerate(schedule):
         _wait_until(t0 + planned.at_s, stats, progress, t0, "")
+        # Slow faults (a rolling restart) push the rest late: never eat the recovery window.
+        if time.monotonic() + planned.hold_s > faults_end:
+            log(f"schedule: {len(schedule) - i} fault(s) dropped, past the fault window")
+            break
         nemesis = NEMESES[planned.nemesis]()
         fault_id = f"f{i}"
+
+        def begin(fault: str, targets: list[Any], detail: dict[str, Any], fid: str = fault_id):
+            history.nemesis_start(fault, targets, fault_id=fid, **detail)
+            log(f"{fid} {fault} {targets} {detail}")
+
+        ctx.on_begin, ctx.began = begin, False
         try:
             active = nemesis.start(ctx)
         except NoTargetError as e:
-            log(f"{planned.nemesis}: skipped ({e})")
+            if not ctx.began:
+                log(f"{planned.nemesis}: skipped ({e})")
+                continue
+            log.say(f"{planned.nemesis}: failed after it began: {e}")
+            _heal_all(ctx.cluster, log)
+            history.nemesis_heal(planned.nemesis, [], fault_id=fault_id, error=str(e))
             continue
         except Exception as e:  # a nemesis that fails half-way: heal what we can, go on
             log.say(f"{planned.nemesis}: could not start: {type(e).__name__}: {e}")
             _heal_all(ctx.cluster, log)
+            if ctx.began:
+                history.nemesis_heal(
+                    planned.nemesis, [], fault_id=fault_id, error=f"{type(e).__name__}: {e}"
+                )
             continue
-        history.nemesis_start(active.fault, active.targets, fault_id=fault_id, **active.detail)
-        log(f"{fault_id} {active.fault} {active.targets} {active.detail}")
+        if not ctx.began:  # every nemesis calls begin(); a missing call is a bug in it
+            raise RuntimeError(f"nemesis {planned.nemesis} did not call ctx.begin()")
         label = f"{active.fault} {active.targets}"
         if not active.instantaneous:
             _wait_until(time.monotonic() + planned.hold_s, stats, progress, t0, label)

@@ -2,10 +2,13 @@
 cluster views (partition leaders, active controller) nemeses pick their targets from.
 
 A nemesis is a small object with a ``name`` and ``start(ctx) -> ActiveFault``. ``start``
-injects the fault and returns a handle whose ``heal()`` undoes it; the scheduler records
-both in the history (``nemesis`` events with phase start/heal and the same id), so the
-checker can shade fault windows and measure recovery after each heal. Targets are chosen at
-start time from the live cluster with the context's seeded random generator.
+chooses its targets (from the live cluster, with the context's seeded random generator),
+calls ``ctx.begin(fault, targets, detail)`` just before it injects anything, injects the
+fault and returns a handle whose ``heal()`` undoes it. The runner writes the history's
+``nemesis`` start event from ``begin`` (so a fault window opens before the fault's first
+effect, also for long faults such as a rolling restart) and the heal event after ``heal()``
+with the same id and the final detail (what was cut, filled, whether a node crashed), so the
+checker can shade fault windows and measure recovery after each heal.
 
 Thread-safety: nemeses run on the runner's nemesis thread only.
 """
@@ -40,6 +43,17 @@ class NemesisContext:
     # Broker session timeout of the cluster: pauses outlast it so the broker is fenced.
     session_timeout_ms: int
     log: Callable[[str], None] = print
+    # Set by the runner for each fault: records the start event in the history.
+    on_begin: Callable[[str, list[Any], dict[str, Any]], None] | None = None
+    began: bool = False
+
+    def begin(self, fault: str, targets: list[Any], detail: dict[str, Any] | None = None) -> None:
+        """The fault is about to take effect (call once, right before injecting)."""
+        if self.began:
+            raise RuntimeError(f"{fault}: begin() called twice")
+        self.began = True
+        if self.on_begin is not None:
+            self.on_begin(fault, targets, dict(detail or {}))
 
     @property
     def local(self) -> LocalCluster:

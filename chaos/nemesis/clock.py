@@ -21,6 +21,7 @@ class ClockSkewNemesis(Nemesis):
         node_id = ctx.rng.choice(sorted(running))
         skew_s = ctx.rng.choice(SKEW_S_CHOICES)
         cluster = ctx.cluster
+        ctx.begin("clock", [node_id], {"skew_s": skew_s})
         cluster.set_clock_skew(node_id, skew_s)
         local.restart(node_id)
 

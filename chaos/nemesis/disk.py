@@ -93,6 +93,7 @@ class DiskCorruptionNemesis(Nemesis):
         broker = ctx.rng.choice(sorted(candidates))
         part = ctx.rng.choice(sorted(ctx.partitions()))
         part_dir = Path(local.node(broker).data_dir) / f"{ctx.topic}-{part}"
+        ctx.begin("disk-corruption", [broker], {"partition": part})
         local.kill(broker)
         segment = active_segment(part_dir)
         mode = ctx.rng.choice(("truncate", "corrupt"))
@@ -122,6 +123,7 @@ class FullDiskNemesis(Nemesis):
         broker = local.broker_ids[-1]
         if not local.is_running(broker):
             raise NoTargetError(f"broker {broker} is not running")
+        ctx.begin("full-disk", [broker])
         written = cluster.fill_disk(broker, MAX_FILL_BYTES)
         detail: dict[str, object] = {"filler_bytes": written}
 

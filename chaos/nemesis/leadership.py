@@ -32,6 +32,7 @@ class LeadershipMoveNemesis(Nemesis):
             "from": list(p.replicas),
             "to": target,
         }
+        ctx.begin("leader-move", [new_leader], detail)
         with ctx.local.client(_CONTROL_TIMEOUT_S) as client:
             results = client.alter_partition_reassignments({(ctx.topic, p.partition): target})
             detail["reassign_errors"] = [

@@ -26,8 +26,10 @@ LATENCY_MS_CHOICES = (100, 300, 800)
 BANDWIDTH_KBPS_CHOICES = (16, 128)
 
 
-def _cut_links(ctx: NemesisContext, links: list[tuple[int, int]]) -> ActiveFault:
+def _cut_links(ctx: NemesisContext, links: list[tuple[int, int]], mode: str) -> ActiveFault:
     cluster = ctx.cluster
+    targets = [[_name(s), _name(d)] for s, d in links]
+    ctx.begin("partition", targets, {"mode": mode})
     done: list[tuple[int, int]] = []
     try:
         for src, dst in links:
@@ -42,7 +44,7 @@ def _cut_links(ctx: NemesisContext, links: list[tuple[int, int]]) -> ActiveFault
         for src, dst in links:
             cluster.uncut(src, dst)
 
-    return ActiveFault("partition", [[_name(s), _name(d)] for s, d in links], heal)
+    return ActiveFault("partition", targets, heal, {"mode": mode})
 
 
 def _name(endpoint: int) -> int | str:
@@ -75,9 +77,7 @@ class PartitionNemesis(Nemesis):
             src = ctx.rng.choice(nodes)
             dst = ctx.rng.choice([n for n in nodes if n != src])
             links = [(src, dst)]
-        fault = _cut_links(ctx, links)
-        fault.detail["mode"] = mode
-        return fault
+        return _cut_links(ctx, links, mode)
 
 
 class LossyNemesis(Nemesis):
@@ -93,6 +93,8 @@ class LossyNemesis(Nemesis):
         probability = ctx.rng.choice(LOSS_PROBABILITIES)
         links = [(p.leader, peer), (peer, p.leader)]
         cluster = ctx.cluster
+        targets = [[_name(s), _name(d)] for s, d in links]
+        ctx.begin("lossy", targets, {"probability": probability})
         for src, dst in links:
             cluster.lossy(src, dst, probability)
 
@@ -102,7 +104,7 @@ class LossyNemesis(Nemesis):
 
         return ActiveFault(
             "lossy",
-            [[_name(s), _name(d)] for s, d in links],
+            targets,
             heal,
             {"probability": probability},
         )
@@ -142,6 +144,9 @@ class SlowNemesis(Nemesis):
             for stream in ("upstream", "downstream")
         ]
         cluster = ctx.cluster
+        targets = [[_name(s), _name(d)] for s, d in links]
+        detail = {"kind": kind, "toxic": toxic_type, "attributes": attrs}
+        ctx.begin("slow", targets, detail)
         done: list[tuple[int, int]] = []
         try:
             for src, dst in links:
@@ -156,9 +161,4 @@ class SlowNemesis(Nemesis):
             for src, dst in links:
                 cluster.unslow(src, dst)
 
-        return ActiveFault(
-            "slow",
-            [[_name(s), _name(d)] for s, d in links],
-            heal,
-            {"kind": kind, "toxic": toxic_type, "attributes": attrs},
-        )
+        return ActiveFault("slow", targets, heal, detail)

@@ -18,6 +18,8 @@ KILL_MODES = ("leader", "controller", "follower", "minority", "all")
 PAUSE_MODES = ("leader", "controller", "follower")
 # A rolling restart waits this long for each restarted node before moving to the next.
 ROLLING_NODE_READY_TIMEOUT_S = 30.0
+# SIGTERM -> SIGKILL grace of each restart (a controlled shutdown fits in it).
+ROLLING_STOP_GRACE_S = 10.0
 _POLL_S = 0.2
 
 
@@ -59,6 +61,7 @@ class KillNemesis(Nemesis):
         targets = [t for t in pick_targets(ctx, mode) if local.is_running(t)]
         if not targets:
             raise NoTargetError(f"kill {mode}: no running target")
+        ctx.begin("kill", targets, {"mode": mode, "signal": "SIGKILL"})
         for node_id in targets:
             local.kill(node_id)
 
@@ -77,6 +80,8 @@ class PauseNemesis(Nemesis):
         targets = [t for t in pick_targets(ctx, mode) if local.is_running(t)]
         if not targets or any(local.is_paused(t) for t in targets):
             raise NoTargetError(f"pause {mode}: no running target")
+        detail = {"mode": mode, "min_hold_ms": ctx.session_timeout_ms}
+        ctx.begin("pause", targets, detail)
         for node_id in targets:
             local.pause(node_id)
 
@@ -85,17 +90,13 @@ class PauseNemesis(Nemesis):
                 if local.is_paused(node_id):
                     local.resume(node_id)
 
-        return ActiveFault(
-            "pause",
-            targets,
-            heal,
-            {"mode": mode, "min_hold_ms": ctx.session_timeout_ms},
-        )
+        return ActiveFault("pause", targets, heal, detail)
 
 
 class RollingRestartNemesis(Nemesis):
     """Restart every node in turn (SIGTERM, controlled shutdown), each once the previous one
-    runs again and the cluster has an active controller."""
+    runs again (a broker: registered and unfenced), waiting at most
+    ROLLING_NODE_READY_TIMEOUT_S per node."""
 
     name = "rolling-restart"
 
@@ -103,9 +104,12 @@ class RollingRestartNemesis(Nemesis):
         local = ctx.local
         order = list(local.broker_ids) + list(local.controller_ids)
         ctx.rng.shuffle(order)
+        ctx.begin("rolling-restart", order)
         slow: list[int] = []
+        seconds: dict[str, float] = {}
         for node_id in order:
-            local.restart(node_id)
+            t0 = time.monotonic()
+            local.restart(node_id, ROLLING_STOP_GRACE_S)
             deadline = time.monotonic() + ROLLING_NODE_READY_TIMEOUT_S
             while time.monotonic() < deadline:
                 if node_ready(ctx, node_id):
@@ -113,6 +117,11 @@ class RollingRestartNemesis(Nemesis):
                 time.sleep(_POLL_S)
             else:
                 slow.append(node_id)
+            seconds[str(node_id)] = round(time.monotonic() - t0, 1)
         return ActiveFault(
-            "rolling-restart", order, lambda: None, {"not_ready_in_time": slow}, True
+            "rolling-restart",
+            order,
+            lambda: None,
+            {"not_ready_in_time": slow, "seconds_per_node": seconds},
+            True,
         )
