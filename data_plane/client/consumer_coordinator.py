@@ -638,6 +638,8 @@ class ConsumerCoordinator:
 
     def _fatal(self, code: ErrorCode, where: str) -> None:
         self.state = UNJOINED
+        # The next poll() tries again (and reports again if nothing changed), as Kafka's.
+        self._rejoin_needed = True
         self._outputs.append(GroupFatalError(code, f"{where}: {code.name}"))
 
     def _drain(self) -> list[Output]:

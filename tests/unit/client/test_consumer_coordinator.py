@@ -259,6 +259,7 @@ def test_fatal_join_error_is_reported() -> None:
         **join_response("", ""), "error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL}, 1)
     [fatal] = events(out, GroupFatalError)
     assert fatal.code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert only_send(c.poll(2), ApiKey.JOIN_GROUP)  # the next poll() tries again
 
 
 def test_leader_with_unknown_protocol_is_fatal_and_wrong_calls_raise() -> None:
