@@ -34,7 +34,8 @@ Operations and their values:
     when absent; acks=1 losses are not violations) and ``"idempotent"`` (true when absent;
     duplicates of a non-idempotent producer are not violations). ``value`` is globally
     unique.
-    ok adds ``"offset": int`` (the offset the broker acknowledged). fail (the broker
+    ok adds ``"offset": int`` (the offset the broker acknowledged; -1 if the client could
+    not tell it: the value must then still be read, at any offset). fail (the broker
     definitely did not append it, e.g. NOT_ENOUGH_REPLICAS) and info (unknown: timeout,
     connection lost, NOT_ENOUGH_REPLICAS_AFTER_APPEND) add ``"error": str``.
 ``poll`` (invoke -> ok | fail | info): one consumer poll.

@@ -164,13 +164,15 @@ def check_acknowledged(views: HistoryViews, index: ReadIndex) -> tuple[list[Anom
     out: list[Anomaly] = []
     unchecked = 0
     for send in views.sends.values():
-        if send.type != "ok" or send.offset is None:
+        if send.type != "ok":
             continue
-        acked = (send.topic, send.partition, send.offset)
+        # A client that could not tell the offset (None) is still held to the value.
+        offset = send.offset if send.offset is not None else -1
+        acked = (send.topic, send.partition, offset)
         read_at = index.by_value.get(send.value)
         others = {v: r for v, r in index.by_position.get(acked, {}).items() if v != send.value}
         if read_at:
-            if acked not in read_at or others:
+            if send.offset is not None and (acked not in read_at or others):
                 out.append(
                     Anomaly(
                         WRONG_OFFSET if send.safe else WRONG_OFFSET_ACKS1,
@@ -189,7 +191,7 @@ def check_acknowledged(views: HistoryViews, index: ReadIndex) -> tuple[list[Anom
             continue
         final = views.finals.get(send.tp)
         max_read = index.max_offset.get(send.tp, -1)
-        if final is None and max_read <= send.offset:
+        if final is None and max_read <= offset:
             unchecked += 1
             continue
         reason = (

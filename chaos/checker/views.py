@@ -134,6 +134,8 @@ def _add_send(views: HistoryViews, operation: Operation) -> None:
     error = None
     if done is not None and done.type == OK:
         offset = _field(done, done.value, "offset", int)
+        if offset < 0:  # Kafka's "no offset" (-1): acknowledged, position unknown
+            offset = None
     elif done is not None and isinstance(done.value, dict):
         error = str(done.value.get("error")) if done.value.get("error") is not None else None
     acks = str(inv.value.get("acks", "all"))

@@ -412,3 +412,13 @@ def test_timeline_buckets(tmp_path: os.PathLike[str]) -> None:
     assert (third.in_flight, third.availability) == (1, 0.0)  # waiting, nothing answered
     assert (fourth.info, fourth.availability) == (1, 0.0)
     assert result.timeline[-1].availability is None  # nothing tried
+
+
+def test_ack_without_an_offset_is_still_held_to_its_value(tmp_path: os.PathLike[str]) -> None:
+    b = HistoryBuilder(tmp_path)
+    b.send("kept", 0, -1, 1.0)
+    b.send("gone", 0, -1, 2.0)
+    b.final(0, 1, ["kept"], 3.0)
+    result = b.check()
+    assert kinds(result) == {k.LOST_WRITE}
+    assert result.anomalies[0].details["value"] == "gone"
