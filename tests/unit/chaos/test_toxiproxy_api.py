@@ -13,6 +13,7 @@ from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
+from chaos.toxiproxy import serve
 from deploy.ports import free_ports
 from tests.unit.chaos.toxiproxy_support import (
     EchoServer,
@@ -255,3 +256,9 @@ def test_garbage_on_the_api_port_gets_400_and_the_server_lives_on(
     huge.sendall(b"POST /proxies HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n")
     assert recv_until_closed(huge)[0].split(b" ")[1] == b"413"
     assert client.running() and client.proxies() == {}
+
+
+def test_serve_on_a_busy_port_raises(server) -> None:
+    with pytest.raises(OSError):
+        serve(server.host, server.port)
+    assert server.url == f"http://127.0.0.1:{server.port}"
