@@ -12,8 +12,9 @@ the same per CPU second of the cleaning thread (the figure that does not depend 
 else the shared machine runs), and the share of bytes kept. Workloads: 100-byte values over
 10,000 keys and 1 KiB values over 1,000 keys (most records superseded), 1 KiB values over as
 many keys as records (nothing superseded: every batch copied unchanged), and zstd-compressed
-batches. Files live in a temporary directory under
-/tmp, removed at the end.
+batches. Last, the latency of appends to the log's active segment while another thread
+cleans it, and how long each swap holds the log lock. Files live in a temporary directory
+under /tmp, removed at the end.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.report import MB
+from bench.report import MB, percentile
 from data_plane.storage.cleaner import Cleaner
 from data_plane.storage.compression import Compression
 from data_plane.storage.config import LogConfig
@@ -93,6 +95,65 @@ def run(label: str, size_mb: int, value_bytes: int, keys: int | None, codec: int
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def appends_during_cleaning(size_mb: int) -> None:
+    """Latency of 1 KiB appends to a log's active segment on one thread while another
+    cleans the same log (the cleaner takes the log lock only to swap; it competes for the
+    GIL the rest of the time), beside the same appends with no cleaning."""
+    tmp = tempfile.mkdtemp(prefix="kraftlog-bench-cleaner-", dir="/tmp")
+    try:
+        log = write_log(os.path.join(tmp, "bench-0"), size_mb * MIB, 100, 10_000, 0)
+        batch = build_batch([Record(b"live", b"x" * 1024, 1_700_000_000_000)])
+
+        def append_for(seconds: float, stop: threading.Event | None = None) -> list[float]:
+            out: list[float] = []
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline and not (stop and stop.is_set()):
+                t = time.perf_counter()
+                log.append(bytearray(batch), 0)
+                out.append(time.perf_counter() - t)
+                time.sleep(0.001)
+            return out
+
+        idle = append_for(2.0)
+        cleaner = Cleaner(OffsetMap(128 * MIB), throttler=Throttler(math.inf), clock_ms=lambda: 0)
+        done = threading.Event()
+        swaps: list[float] = []
+        real_replace = log.replace_segments
+
+        def timed_replace(*args, **kwargs):  # how long the swap holds the log lock
+            t = time.perf_counter()
+            try:
+                return real_replace(*args, **kwargs)
+            finally:
+                swaps.append(time.perf_counter() - t)
+
+        log.replace_segments = timed_replace  # type: ignore[method-assign]
+
+        def clean() -> None:
+            try:
+                cleaner.clean(log, None)
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=clean)
+        worker.start()
+        busy = append_for(600.0, done)
+        worker.join()
+        log.close()
+        for label, lat in (("appends, no cleaning", idle), ("appends while cleaning", busy)):
+            print(
+                f"  {label:<34} {len(lat):>6} appends  p50 {percentile(lat, 0.5) * 1e3:6.2f} ms"
+                f"  p99 {percentile(lat, 0.99) * 1e3:6.2f} ms  max {max(lat) * 1e3:7.2f} ms"
+            )
+        if swaps:
+            print(
+                f"  {'swap (log lock held)':<34} {len(swaps):>6} swaps    "
+                f"p50 {percentile(swaps, 0.5) * 1e3:6.2f} ms  max {max(swaps) * 1e3:7.2f} ms"
+            )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=48)
@@ -104,6 +165,8 @@ def main() -> None:
     run("1 KiB values, 1,000 keys", size, 1024, 1_000, Compression.NONE)
     run("1 KiB values, all keys distinct", size, 1024, None, Compression.NONE)
     run("1 KiB values, 1,000 keys, zstd", size, 1024, 1_000, Compression.ZSTD)
+    print("produce while the same log is cleaned (100 B values, 10,000 keys):")
+    appends_during_cleaning(size)
 
 
 if __name__ == "__main__":
