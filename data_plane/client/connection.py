@@ -206,12 +206,16 @@ class BrokerConnection:
         *,
         expect_response: bool = True,
         api_version: int | None = None,
+        timeout_ms: float | None = None,
     ) -> int:
-        """Queue a request (READY only); returns the bytes queued for writing."""
+        """Queue a request (READY only); returns the bytes queued for writing. ``timeout_ms``
+        replaces request.timeout.ms for this request (a JoinGroup may wait a whole rebalance)."""
         if self.state is not READY:
             raise KafkaConnectionError(f"{self} is {self.state}, not READY")
         version = self.version_for(api_key) if api_version is None else api_version
-        return self._send_internal(api_key, version, body, callback, now_s, expect_response)
+        return self._send_internal(
+            api_key, version, body, callback, now_s, expect_response, timeout_ms
+        )
 
     def _send_internal(
         self,
@@ -221,6 +225,7 @@ class BrokerConnection:
         callback: ResponseCallback,
         now_s: float,
         expect_response: bool = True,
+        timeout_ms: float | None = None,
     ) -> int:
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
@@ -230,7 +235,8 @@ class BrokerConnection:
         if expect_response:
             self.in_flight.append(
                 InFlightRequest(
-                    correlation_id, api_key, version, callback, now_s + self._request_timeout_s
+                    correlation_id, api_key, version, callback,
+                    now_s + (self._request_timeout_s if timeout_ms is None else timeout_ms / 1000),
                 )
             )
         else:

@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 HEARTBEAT_TICK_S = 0.1  # the heartbeat thread's wake-up period
 # close(): how long to wait for the LeaveGroup answer before closing the sockets anyway.
 LEAVE_TIMEOUT_MS = 5000.0
+# JoinGroup/SyncGroup wait for the rebalance timeout plus this (Kafka's client adds 5 s too).
+REBALANCE_TIMEOUT_MARGIN_MS = 5000
 
 _MEMBERSHIP_ERRORS = frozenset(
     {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
@@ -162,8 +164,16 @@ class GroupClient:
         def callback(response: dict[str, Any] | None, error: Exception | None) -> None:
             self._on_response(send, response, error)
 
+        timeout_ms = None
+        if send.api_key in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP):
+            # Answered only when every member rejoined (or the leader assigned): up to the
+            # rebalance timeout, which is max.poll.interval.ms. Kafka's client waits as long.
+            timeout_ms = max(
+                self._config.request_timeout_ms,
+                self._config.max_poll_interval_ms + REBALANCE_TIMEOUT_MARGIN_MS,
+            )
         try:
-            self._client.send(target, send.api_key, send.body, callback)
+            self._client.send(target, send.api_key, send.body, callback, timeout_ms=timeout_ms)
         except KafkaError as e:
             if e.code == ErrorCode.UNSUPPORTED_VERSION:
                 # The broker lacks the group APIs: retrying would loop silently.

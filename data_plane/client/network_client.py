@@ -162,12 +162,15 @@ class NetworkClient:
         callback: ResponseCallback,
         *,
         expect_response: bool = True,
+        timeout_ms: float | None = None,
     ) -> None:
-        """Queue a request on a READY connection (check :meth:`is_ready` first)."""
+        """Queue a request on a READY connection (check :meth:`is_ready` first);
+        ``timeout_ms`` overrides request.timeout.ms for this one request."""
         conn = self._connections.get(node_id)
         if conn is None or conn.state is not READY:
             raise KafkaConnectionError(f"no ready connection to broker {node_id}")
-        conn.send(api_key, body, callback, self._clock(), expect_response=expect_response)
+        conn.send(api_key, body, callback, self._clock(), expect_response=expect_response,
+                  timeout_ms=timeout_ms)
         conn.write()
         self._update_interest(conn)
 
