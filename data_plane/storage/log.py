@@ -82,9 +82,13 @@ from data_plane.storage.records import (
 from data_plane.storage.retention import deletable_segments
 from data_plane.storage.segment import (
     CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
     SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
     BatchPlacement,
     LogSegment,
+    segment_file_name,
 )
 from data_plane.storage.segment_cache import OpenSegmentCache
 
@@ -826,7 +830,14 @@ class Log:
 
     def new_cleaned_segment(self, base_offset: int) -> LogSegment:
         """A new segment whose files are ``<base>.log.cleaned`` etc. for the cleaner to write
-        (not part of the log until :meth:`replace_segments`)."""
+        (not part of the log until :meth:`replace_segments`). Leftover ``.cleaned`` files
+        of that base (a cleaning that could not delete its own) are removed first."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            path = os.path.join(self.dir_path, segment_file_name(base_offset, suffix))
+            try:
+                os.unlink(path + CLEANED_SUFFIX)
+            except FileNotFoundError:
+                pass
         return LogSegment(
             self.dir_path,
             base_offset,
