@@ -48,9 +48,11 @@ Operations and their values:
     consumer does not know it (a group member resuming from a committed offset). An assign
     replaces the previous assignment of that process.
 ``final-read`` (invoke -> ok | fail | info): after the heal, a fresh consumer reads one
-    partition from offset 0 to its high watermark. invoke ``{"topic", "partition"}``;
-    ok adds ``"high_watermark": int`` and ``"records": [[topic, partition, offset, value],
-    ...]``.
+    partition from offset 0 to its high watermark. invoke ``{"topic", "partition"}``
+    (plus ``"start_offset"`` when the log no longer starts at 0); ok adds
+    ``"high_watermark": int`` and ``"records": [[topic, partition, offset, value], ...]``,
+    and means every offset below the high watermark was read (anything less is recorded as
+    info, or is an ``incomplete-final-read``).
 ``nemesis`` (standalone ``info`` events): ``{"phase": "start" | "heal", "fault": str,
     "targets": [...], "id": str | null, ...}``. A fault window runs from a ``start`` to the
     ``heal`` with the same ``id`` (or, without ids, the same ``fault``); a heal with
