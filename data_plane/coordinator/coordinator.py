@@ -597,24 +597,38 @@ class GroupCoordinator:
         member = group.replace_static_member(instance_id, old_id, new_id)
         member.last_heartbeat_ms = self._clock_ms()
         member.client_id, member.client_host = req.client_id, req.client_host
-        if group.is_(GroupState.STABLE) and old_protocols == list(req.protocols):
-            # Same subscription: no rebalance; persist the new member id, then answer.
-            records = self._group_record(
-                group, {m.member_id: m.assignment for m in group.members.values()}
-            )
-            generation = group.generation_id
-
-            def done(error: int, o: CoordinatorOutputs) -> None:
-                if error != ErrorCode.NO_ERROR:
-                    if group.generation_id == generation and new_id in group.members:
-                        group.replace_static_member(instance_id, new_id, old_id)
-                    o.respond(waiter, JoinGroupResult(_map_error(_GROUP_WRITE_ERRORS, error)))
-                    return
-                o.respond(waiter, self._join_result(group, new_id, with_members=False))
-
-            self._write(out, group.partition, records, done)
+        if not group.is_(GroupState.STABLE):
+            self._update_member_and_rebalance(group, member, waiter, req, out)
             return
-        self._update_member_and_rebalance(group, member, waiter, req, out)
+        # Stable: the new metadata (a restarted client no longer lists owned partitions, so it
+        # differs) matters only if it changes the protocol the next generation would choose
+        # (Kafka's updateStaticMemberAndRebalance); otherwise persist the new member id and
+        # answer without a rebalance.
+        member.protocols = list(req.protocols)
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        # join_group checked that the protocols intersect the group's candidates, so a protocol
+        # common to all members exists.
+        if group.select_protocol() != group.protocol_name:
+            member.join_waiter = waiter
+            self._prepare_rebalance(group, out, f"static member {instance_id} changed protocols")
+            self._try_complete_join(group, out)
+            return
+        records = self._group_record(
+            group, {m.member_id: m.assignment for m in group.members.values()}
+        )
+        generation = group.generation_id
+
+        def done(error: int, o: CoordinatorOutputs) -> None:
+            if error != ErrorCode.NO_ERROR:
+                if group.generation_id == generation and new_id in group.members:
+                    restored = group.replace_static_member(instance_id, new_id, old_id)
+                    restored.protocols = old_protocols
+                o.respond(waiter, JoinGroupResult(_map_error(_GROUP_WRITE_ERRORS, error)))
+                return
+            o.respond(waiter, self._join_result(group, new_id, with_members=False))
+
+        self._write(out, group.partition, records, done)
 
     def _maybe_prepare_rebalance(
         self, group: GroupMetadata, out: CoordinatorOutputs, why: str

@@ -143,6 +143,37 @@ def test_group_of_three_rebalances_and_resumes(
     assert set(produced) <= everything  # at-least-once: nothing skipped
 
 
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_static_member_restart_does_not_rebalance(
+    group_cluster: LocalCluster, tmp_path: Path, client: str
+) -> None:
+    """A static member (group.instance.id) killed and restarted within its session timeout
+    takes its old place: same partitions, and the other member sees no rebalance."""
+    bootstrap = _bootstrap(group_cluster)
+    topic, group = f"static-{client}", f"static-group-{client}"
+    _create_topic(bootstrap, topic)
+    with member_pool(tmp_path / "members") as start:
+        a = start(client, bootstrap, topic, group, "a", instance_id="static-a")
+        wait_for(lambda: a.assignment() == list(range(PARTITIONS)), "a to own all")
+        b = start(client, bootstrap, topic, group, "b", instance_id="static-b")
+        wait_for(lambda: balanced([a, b], PARTITIONS), "a and b balanced")
+        a_assignments = sum(1 for e in a.events() if e["e"] == "assigned")
+        before = b.assignment()
+        assert before
+        b.kill()  # no LeaveGroup; back well within the 6 s session timeout
+        b2 = start(client, bootstrap, topic, group, "b2", instance_id="static-b")
+        wait_for(lambda: b2.assignment() == before, "the restarted member's old partitions")
+        values = [f"s-{i}" for i in range(60)]
+        _produce(bootstrap, topic, values)
+        wait_for(
+            lambda: set(values) <= {v for m in (a, b2) for _, _, v in m.records()},
+            "records on both members",
+        )
+        # No rebalance for the other member: no new assignment, and it kept its partitions.
+        assert sum(1 for e in a.events() if e["e"] == "assigned") == a_assignments
+        assert sorted((a.assignment() or []) + (b2.assignment() or [])) == list(range(PARTITIONS))
+
+
 def test_kcat_joins_a_group_and_commits(
     group_cluster: LocalCluster, tmp_path: Path, kcat: str
 ) -> None:

@@ -98,7 +98,14 @@ def member_pool(base: Path) -> Iterator[Callable[..., Member]]:
     members: list[Member] = []
     base.mkdir(parents=True, exist_ok=True)
 
-    def start(client: str, bootstrap: str, topic: str, group: str, name: str) -> Member:
+    def start(
+        client: str,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        name: str,
+        instance_id: str | None = None,
+    ) -> Member:
         out = base / f"{name}.jsonl"
         log = open(base / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         try:
@@ -118,6 +125,7 @@ def member_pool(base: Path) -> Iterator[Callable[..., Member]]:
                     str(out),
                     "--name",
                     name,
+                    *(["--instance-id", instance_id] if instance_id else []),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

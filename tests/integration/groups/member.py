@@ -1,7 +1,7 @@
 """One consumer group member as a process (run by the group tests; killable with SIGKILL).
 
     python member.py --client kafka-python|confluent --bootstrap H:P --topic T --group G \
-        --out events.jsonl [--session-timeout-ms 6000]
+        --out events.jsonl [--session-timeout-ms 6000] [--instance-id ID]
 
 Subscribes to the topic in the group with the real client, and appends one JSON line per event
 to ``--out`` (flushed at once, so a SIGKILL loses nothing written before it):
@@ -58,6 +58,7 @@ def run_kafka_python(args: argparse.Namespace, ev: Events, stopping: list[bool])
         session_timeout_ms=args.session_timeout_ms,
         heartbeat_interval_ms=1000,
         max_poll_records=100,
+        group_instance_id=args.instance_id,
     )
     consumer.subscribe([args.topic], listener=Listener())
     deadline = time.monotonic() + MAX_RUN_S
@@ -92,6 +93,7 @@ def run_confluent(args: argparse.Namespace, ev: Events, stopping: list[bool]) ->
             "session.timeout.ms": args.session_timeout_ms,
             "heartbeat.interval.ms": 1000,
             "partition.assignment.strategy": "range",
+            **({"group.instance.id": args.instance_id} if args.instance_id else {}),
         }
     )
 
@@ -131,6 +133,7 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--name", default="member")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument("--instance-id", default=None, help="group.instance.id (static member)")
     args = parser.parse_args()
     stopping = [False]
 

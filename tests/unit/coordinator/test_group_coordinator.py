@@ -315,14 +315,31 @@ def test_static_member_rejoin_keeps_generation_and_fences_old_id() -> None:
     assert fenced.error_code == ErrorCode.FENCED_INSTANCE_ID
 
 
-def test_static_member_rejoin_with_new_subscription_rebalances() -> None:
+def test_static_member_rejoin_with_new_metadata_same_protocol_does_not_rebalance() -> None:
     h = Harness()
     _, gen = _static_stable(h)
-    t = h.join(instance_id="inst-1", protocols=(("range", b"new"),))
-    # The only member rejoined: the rebalance completes at once, in a new generation.
-    assert state(h) is GroupState.COMPLETING_REBALANCE
-    r = h.join_result(t)
-    assert r.generation_id == gen + 1 and r.members[0].metadata == b"new"
+    r = h.join_result(h.join(instance_id="inst-1", protocols=(("range", b"no-owned-parts"),)))
+    assert (r.error_code, r.generation_id) == (ErrorCode.NO_ERROR, gen)
+    assert state(h) is GroupState.STABLE
+    g = h.c.group("g")
+    assert g is not None and g.members[r.member_id].protocols == [("range", b"no-owned-parts")]
+
+
+def test_static_member_rejoin_that_changes_the_selected_protocol_rebalances() -> None:
+    h = Harness()
+    both = (("range", b"r"), ("roundrobin", b"rr"))
+    t1 = h.join(instance_id="s1", protocols=both)
+    t2 = h.join(protocols=(("roundrobin", b"rr"), ("range", b"r")))
+    for _ in range(3):
+        h.advance(0)
+    r1, r2 = h.join_result(t1), h.join_result(t2)
+    assert r1.protocol_name == "range"  # a 1-1 tie goes to the first member's preference
+    h.sync(r1.member_id, r1.generation_id, {}, instance_id="s1")
+    h.sync(r2.member_id, r2.generation_id)
+    h.join(instance_id="s1", protocols=(("roundrobin", b"rr"), ("range", b"r")))
+    assert state(h) is GroupState.PREPARING_REBALANCE  # roundrobin would now win 2-0
+    t = h.join(r2.member_id, protocols=(("roundrobin", b"rr"), ("range", b"r")))
+    assert h.join_result(t).protocol_name == "roundrobin"
 
 
 def test_static_member_not_rejoined_is_kept_through_the_rebalance() -> None:
