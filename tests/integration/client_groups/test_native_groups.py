@@ -1,6 +1,6 @@
 """Native consumer groups against a real broker: balanced assignment, rebalance when a member
-leaves, at-least-once delivery across a rebalance with auto commit, and a group that mixes
-the native consumer with kafka-python."""
+leaves, at-least-once delivery across a rebalance with auto commit, and groups that mix the
+native consumer with kafka-python and with librdkafka (confluent-kafka)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 
+import confluent_kafka
 import pytest
 
 from data_plane.client import Consumer, ConsumerRebalanceListener, TopicPartition
@@ -157,3 +158,32 @@ def test_a_group_mixing_the_native_consumer_and_kafka_python(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             theirs.close()
+
+
+def test_a_group_mixing_the_native_consumer_and_librdkafka(
+    bootstrap: str, new_topic: Callable[..., str], group_id: str,
+) -> None:
+    topic = new_topic(6)
+    native = member(bootstrap, group_id, "native")
+    theirs = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group_id, "client.id": "librdkafka",
+        "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300, "partition.assignment.strategy": "range",
+    })
+    try:
+        native.subscribe([topic])
+        native.poll(200)  # joins first: the native member leads and reads librdkafka's metadata
+        theirs.subscribe([topic])
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            native.poll(50)
+            theirs.poll(0.05)
+            their_share = {TopicPartition(tp.topic, tp.partition) for tp in theirs.assignment()}
+            mine = native.assignment()
+            if len(mine) == 3 and len(their_share) == 3 and not mine & their_share:
+                break
+            assert time.monotonic() < deadline, (mine, their_share)
+        assert mine | their_share == {TopicPartition(topic, p) for p in range(6)}
+    finally:
+        native.close()
+        theirs.close()
