@@ -51,7 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -214,6 +214,10 @@ def _network_namespace_restored() -> Iterator[None]:
 
 def run(config: RunConfig, stream: TextIO = sys.stderr) -> RunOutcome:
     """One chaos run (module docstring); never leaves namespaces, rules or processes."""
+    if config.bootstrap is not None and config.topic == DEFAULT_TOPIC:
+        # A cluster we did not create may hold the topic of an earlier run: values read from
+        # it would be "unknown reads". Every run against it gets a fresh topic.
+        config = replace(config, topic=f"{DEFAULT_TOPIC}-{config.seed}-{int(time.time())}")
     artifacts = config.artifacts
     artifacts.mkdir(parents=True, exist_ok=True)
     if (artifacts / "history.jsonl").exists():
