@@ -61,6 +61,9 @@ T = TypeVar("T")
 # error is logged.
 LOAD_RETRY_BACKOFF_S = 0.5
 LOAD_MAX_ATTEMPTS = 5
+# Records loaded between two yields to the event loop: decoding a 5 MB read in one go would
+# stall every connection of the broker for a noticeable time.
+LOAD_YIELD_RECORDS = 2000
 
 
 def wall_clock_ms() -> int:
@@ -223,7 +226,7 @@ class GroupCoordinatorRuntime:
         end = log_.log_end_offset
         offset = log_.log_start_offset
         started = time.monotonic()
-        records = 0
+        records = since_yield = 0
         while offset < end and self._led_epochs.get(tp.partition) == epoch:
             data = log_.read(
                 offset, self._load_buffer_bytes, isolation=FetchIsolation.LOG_END, max_offset=end
@@ -242,8 +245,14 @@ class GroupCoordinatorRuntime:
                         if r.offset >= offset:
                             self.coordinator.load_record(tp.partition, r.key, r.value)
                             records += 1
+                            since_yield += 1
                 offset = header.next_offset
                 progressed = True
+                if since_yield >= LOAD_YIELD_RECORDS:
+                    since_yield = 0
+                    await asyncio.sleep(0)
+                    if self._led_epochs.get(tp.partition) != epoch:
+                        return  # leadership moved on meanwhile
             if not progressed:
                 break
             await asyncio.sleep(0)
