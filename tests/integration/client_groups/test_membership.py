@@ -1,6 +1,7 @@
 """Membership details against a real broker: the heartbeat thread keeps a busy member in the
-group, static members come back to their partitions without a rebalance, pattern
-subscriptions follow new topics, and commit_async reports through its callback."""
+group and takes a stuck one out after max.poll.interval.ms, static members come back to their
+partitions without a rebalance, pattern subscriptions follow new topics, and commit_async
+reports through its callback."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from collections.abc import Callable
 
 import pytest
 
-from data_plane.client import Admin, Consumer, NewTopic, TopicPartition
+from data_plane.client import (
+    Admin,
+    Consumer,
+    ConsumerRebalanceListener,
+    NewTopic,
+    TopicPartition,
+)
 from tests.integration.client_groups.conftest import MEMBER
 
 pytestmark = pytest.mark.integration
@@ -47,6 +54,32 @@ def test_heartbeat_thread_keeps_a_busy_member(
         a.poll(0)
         assert a.group_generation()[0] == generation == b.group_generation()[0]
         assert len(a.assignment()) == 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_member_stuck_past_max_poll_interval_leaves_and_rejoins_on_poll(
+    bootstrap: str, new_topic: Callable[..., str], group_id: str
+) -> None:
+    topic = new_topic(2)
+    lost: list[set[TopicPartition]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+            lost.append(partitions)
+
+    a = member(bootstrap, group_id, **{"max.poll.interval.ms": "1500"})
+    b = member(bootstrap, group_id)
+    try:
+        a.subscribe([topic], listener=Listener())
+        b.subscribe([topic])
+        poll_until([a, b], lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1)
+        # a stops calling poll(): its heartbeat thread leaves the group for it, b takes all.
+        poll_until([b], lambda: len(b.assignment()) == 2)
+        a.poll(0)  # the loss is reported inside poll(), then a joins again
+        assert len(lost) == 1 and len(lost[0]) == 1
+        poll_until([a, b], lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1)
     finally:
         a.close()
         b.close()
