@@ -1,0 +1,259 @@
+"""The data source's I/O: metadata, ListOffsets and Fetch against a kraftlog cluster.
+
+:class:`SourceClient` wraps the native client's :class:`NetworkClient` (one selector, blocking
+requests bounded by a deadline). It answers the planner's questions (which partitions match the
+subscription, their log start offset and high watermark, offsets for timestamps) and reads one
+:class:`OffsetRange` from the partition's leader with Fetch (isolation read_committed: the
+broker serves consumers only below the high watermark) as raw payloads.
+
+The reader asks the next offset after the whole batches it got, so a range is read with one
+request in flight; routing errors (leader moved) refresh metadata and retry until the range's
+deadline; OFFSET_OUT_OF_RANGE below the log start is data loss (raised, or skipped when
+failOnDataLoss is false).
+
+Created inside each Spark task (connections are never pickled); not thread-safe.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from data_plane.client.config import ConsumerConfig, client_config
+from data_plane.client.errors import KafkaError, KafkaTimeoutError
+from data_plane.client.metadata import REFRESH_ERRORS
+from data_plane.client.network_client import NetworkClient
+from data_plane.client.offsets import list_offsets
+from data_plane.client.records import TopicPartition as ClientTopicPartition
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
+from spark_integration.offsets import EARLIEST_OFFSET, LATEST_OFFSET, TopicPartition
+from spark_integration.options import Subscription
+from spark_integration.planning import DataLossError, OffsetRange, PartitionBounds
+
+# Larger than the consumer's 1 MiB default: fewer round trips per range (memory is bounded by
+# one response per task).
+DEFAULT_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
+# How long the broker may park a Fetch that finds nothing (the HW has not reached the range
+# end yet, e.g. right after a leader change).
+FETCH_MAX_WAIT_MS = 500
+READ_COMMITTED = 1
+_BATCH_PREFIX = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_POS = 23
+_HEADER_SIZE = 61
+
+
+def next_offset_after(payload: bytes | memoryview, fetch_offset: int) -> int:
+    """The offset after the last whole batch of ``payload`` (``fetch_offset`` if none)."""
+    pos = 0
+    n = len(payload)
+    out = fetch_offset
+    while n - pos >= _HEADER_SIZE:
+        base, length = _BATCH_PREFIX.unpack_from(payload, pos)
+        size = length + 12
+        if length < _HEADER_SIZE - 12 or n - pos < size:
+            break
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(payload, pos + _LAST_OFFSET_DELTA_POS)
+        out = max(out, base + delta + 1)
+        pos += size
+    return out
+
+
+class SourceClient:
+    def __init__(self, client_props: Mapping[str, str], *, timeout_ms: int) -> None:
+        props = dict(client_props)
+        props.setdefault("max.partition.fetch.bytes", str(DEFAULT_PARTITION_FETCH_BYTES))
+        props.setdefault("client.id", "kraftlog-spark")
+        self.config = client_config(ConsumerConfig, props)
+        self.timeout_ms = timeout_ms
+        self._client = NetworkClient(self.config, max_in_flight=1)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> SourceClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- planning ------------------------------------------------------------------------
+
+    def partitions(self, subscription: Subscription) -> list[TopicPartition]:
+        """The partitions the subscription covers now (topics that do not exist yet are
+        skipped, as Spark's Kafka source does for subscribe)."""
+        if subscription.kind == "assign":
+            return list(subscription.assigned)
+        topics = list(subscription.topics) if subscription.kind == "subscribe" else None
+        self._client.fetch_metadata(topics, self.timeout_ms)
+        metadata = self._client.metadata
+        out = []
+        for name, info in metadata.topics.items():
+            if info.is_internal or info.error_code or not subscription.matches(name):
+                continue
+            out.extend(TopicPartition(name, p.partition) for p in info.partitions)
+        return sorted(out)
+
+    def _list(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        if not timestamps:
+            return {}
+        answer = list_offsets(
+            self._client,
+            {ClientTopicPartition(*tp): ts for tp, ts in timestamps.items()},
+            self.timeout_ms,
+            self.config.retry_backoff_ms,
+        )
+        return {TopicPartition(*tp): found.offset for tp, found in answer.items()}
+
+    def bounds(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionBounds]:
+        """Log start offset and high watermark of each partition."""
+        earliest = self._list({tp: EARLIEST_OFFSET for tp in partitions})
+        latest = self._list({tp: LATEST_OFFSET for tp in partitions})
+        return {tp: PartitionBounds(earliest[tp], latest[tp]) for tp in partitions}
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int | None]:
+        """The first offset at or after each timestamp (None: no such committed record)."""
+        found = self._list(timestamps)
+        return {tp: (off if off >= 0 else None) for tp, off in found.items()}
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read_range(
+        self, r: OffsetRange, *, fail_on_data_loss: bool
+    ) -> Iterator[tuple[bytes | memoryview, int]]:
+        """Yield ``(payload, fetch_offset)`` until every offset of ``r`` was fetched; the
+        payloads may hold records before ``fetch_offset`` and after ``r.end`` (whole batches).
+        Raises :class:`DataLossError` or :class:`KafkaTimeoutError` (``timeout_ms`` without
+        progress)."""
+        tp = ClientTopicPartition(r.topic, r.partition)
+        position = r.start
+        deadline = time.monotonic() + self.timeout_ms / 1000.0
+        while position < r.end:
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError(
+                    f"reading {r.topic}-{r.partition} made no progress at offset {position} "
+                    f"within {self.timeout_ms} ms (kafkaConsumer.pollTimeoutMs)"
+                )
+            part = self._fetch(tp, position, deadline)
+            if part is None:
+                continue
+            code = part.get("error_code", 0)
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                position = self._after_out_of_range(r, position, fail_on_data_loss)
+                continue
+            if code:
+                error = KafkaError(code, f"fetch {r.topic}-{r.partition} at {position}")
+                if code in REFRESH_ERRORS or error.retriable:
+                    self._backoff(deadline)
+                    continue
+                raise error
+            records = part.get("records") or b""
+            log_start = part.get("log_start_offset", -1)
+            if log_start > position:
+                position = self._lost(r, position, log_start, fail_on_data_loss)
+                continue
+            next_offset = next_offset_after(records, position)
+            if next_offset == position:
+                continue  # nothing committed yet at this offset: the broker waited, ask again
+            yield records, position
+            position = next_offset
+            deadline = time.monotonic() + self.timeout_ms / 1000.0
+
+    def _fetch(
+        self, tp: ClientTopicPartition, position: int, deadline: float
+    ) -> dict[str, Any] | None:
+        metadata = self._client.metadata
+        leader = metadata.leader_for(tp)
+        remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000.0)
+        if leader is None:
+            try:
+                self._client.fetch_metadata([tp.topic], remaining_ms)
+            except KafkaError:
+                pass
+            if metadata.leader_for(tp) is None:
+                self._backoff(deadline)
+            return None
+        body = {
+            "replica_id": -1,
+            "max_wait_ms": FETCH_MAX_WAIT_MS,
+            "min_bytes": 1,
+            "max_bytes": self.config.fetch_max_bytes,
+            "isolation_level": READ_COMMITTED,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": tp.topic,
+                    "partitions": [
+                        {
+                            "partition": tp.partition,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": position,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": self.config.max_partition_fetch_bytes,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        try:
+            response = self._client.request(leader, ApiKey.FETCH, body, remaining_ms)
+        except KafkaError as e:
+            if not (e.retriable or isinstance(e, KafkaTimeoutError)):
+                raise
+            metadata.request_update()
+            self._client.disconnect(leader)
+            self._backoff(deadline)
+            return None
+        if response.get("error_code", 0):
+            raise KafkaError(response["error_code"], f"fetch {tp.topic}-{tp.partition}")
+        for topic in response.get("responses", []):
+            for part in topic.get("partitions", []):
+                if topic["topic"] == tp.topic and part["partition_index"] == tp.partition:
+                    if part.get("error_code", 0) in REFRESH_ERRORS:
+                        metadata.request_update()
+                        try:
+                            self._client.fetch_metadata([tp.topic], remaining_ms)
+                        except KafkaError:
+                            pass
+                    return part
+        return None
+
+    def _backoff(self, deadline: float) -> None:
+        self._client.metadata.request_update()
+        time.sleep(
+            min(self.config.retry_backoff_ms / 1000.0, max(0.0, deadline - time.monotonic()))
+        )
+
+    def _after_out_of_range(self, r: OffsetRange, position: int, fail_on_data_loss: bool) -> int:
+        tp = TopicPartition(r.topic, r.partition)
+        b = self.bounds([tp])[tp]
+        if position < b.earliest:
+            return self._lost(r, position, b.earliest, fail_on_data_loss)
+        if position >= b.latest:
+            # Below the planned end but above the HW: the HW went back (an unclean leader
+            # election lost committed records), or a new leader has not caught up yet.
+            if b.latest < r.end and fail_on_data_loss:
+                raise DataLossError(
+                    f"{r.topic}-{r.partition}: the high watermark {b.latest} is below the "
+                    f"planned end {r.end}"
+                )
+            if b.latest < r.end:
+                return r.end
+        return position
+
+    @staticmethod
+    def _lost(r: OffsetRange, position: int, log_start: int, fail_on_data_loss: bool) -> int:
+        if fail_on_data_loss:
+            raise DataLossError(
+                f"offsets {position}..{min(log_start, r.end) - 1} of {r.topic}-{r.partition} "
+                f"are gone (the log now starts at {log_start})"
+            )
+        return min(log_start, r.end)

@@ -1,0 +1,387 @@
+"""Options of the ``kraftlog`` data source: Spark's Kafka source names, checked up front.
+
+Sans-IO and free of pyspark, so every rule is unit-tested without a JVM. Spark hands a data
+source its options with lower-cased keys and string values; :func:`parse_read_options` and
+:func:`parse_write_options` map them back to the documented (camelCase) names, reject unknown
+keys and conflicting combinations with a message naming the option, and return frozen
+dataclasses. Scalar options are declared with :func:`data_plane.configdef.prop` and coerced by
+:func:`data_plane.configdef.from_props`; ``kafka.``-prefixed options are client properties,
+validated by the native client's own config classes.
+
+Read options (the built-in Kafka source's, see docs/spark.md):
+
+    kafka.bootstrap.servers | bootstrap.servers      required
+    subscribe | subscribePattern | assign            exactly one
+    startingOffsets | startingTimestamp | startingOffsetsByTimestamp     at most one
+    endingOffsets | endingTimestamp | endingOffsetsByTimestamp           at most one (batch)
+    startingOffsetsByTimestampStrategy (error | latest), minPartitions, maxOffsetsPerTrigger,
+    failOnDataLoss, includeHeaders, kafkaConsumer.pollTimeoutMs, kafka.<consumer property>
+    kraftlog.arrow (true: pyarrow record batches, false: tuples; kraftlog's own)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
+from data_plane.configdef import ConfigError, from_props, known_keys, prop
+from spark_integration.offsets import (
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    PartitionOffsets,
+    PartitionTimestamps,
+    TopicPartition,
+    parse_offset_spec,
+    parse_partition_json,
+)
+
+
+class OptionError(ConfigError):
+    """An option of the kraftlog data source is unknown, malformed or conflicts with another."""
+
+
+# Consumer properties the source sets itself (Spark's Kafka source refuses them too).
+_FORBIDDEN_CONSUMER_KEYS = {
+    "kafka.group.id": "the source tracks offsets itself (no consumer group)",
+    "kafka.auto.offset.reset": "use startingOffsets",
+    "kafka.isolation.level": "the source always reads committed data (below the high watermark)",
+    "kafka.key.deserializer": "keys are always returned as binary",
+    "kafka.value.deserializer": "values are always returned as binary",
+    "kafka.enable.auto.commit": "the source commits nothing to the cluster",
+    "kafka.interceptor.classes": "not supported",
+}
+# Spark Kafka source options kraftlog does not implement: a clear error beats silence.
+_UNSUPPORTED = {
+    "minoffsetspertrigger": "minOffsetsPerTrigger",
+    "maxtriggerdelay": "maxTriggerDelay",
+    "groupidprefix": "groupIdPrefix",
+    "fetchoffset.numretries": "fetchOffset.numRetries",
+    "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
+    "maxrecordsperpartition": "maxRecordsPerPartition",
+    "kafka.security.protocol": "kafka.security.protocol",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _ScalarReadOptions:
+    """The options that are plain values (declared once, coerced by configdef)."""
+
+    min_partitions: int | None = field(
+        default=None,
+        metadata=prop("minPartitions", min=1, doc="split offset ranges into at least N tasks"),
+    )
+    max_offsets_per_trigger: int | None = field(
+        default=None,
+        metadata=prop(
+            "maxOffsetsPerTrigger",
+            min=1,
+            doc="records per micro-batch, split across partitions in proportion to backlog",
+        ),
+    )
+    fail_on_data_loss: bool = field(
+        default=True,
+        metadata=prop("failOnDataLoss", doc="fail when requested offsets are gone (retention)"),
+    )
+    include_headers: bool = field(default=False, metadata=prop("includeHeaders"))
+    poll_timeout_ms: int = field(
+        default=120000,
+        metadata=prop(
+            "kafkaConsumer.pollTimeoutMs", min=1, doc="give up reading a range after this long"
+        ),
+    )
+    by_timestamp_strategy: str = field(
+        default="error",
+        metadata=prop(
+            "startingOffsetsByTimestampStrategy",
+            choices=("error", "latest"),
+            doc="no offset at or after a starting timestamp: fail, or start at latest",
+        ),
+    )
+    arrow: bool = field(
+        default=True,
+        metadata=prop("kraftlog.arrow", doc="read() yields pyarrow RecordBatches (else tuples)"),
+    )
+
+
+_OFFSET_KEYS = (
+    "startingOffsets",
+    "startingTimestamp",
+    "startingOffsetsByTimestamp",
+    "endingOffsets",
+    "endingTimestamp",
+    "endingOffsetsByTimestamp",
+)
+_SUBSCRIBE_KEYS = ("subscribe", "subscribePattern", "assign")
+_BOOTSTRAP_KEYS = ("kafka.bootstrap.servers", "bootstrap.servers")
+_READ_KEYS = {
+    k.lower(): k
+    for k in (*_OFFSET_KEYS, *_SUBSCRIBE_KEYS, *_BOOTSTRAP_KEYS, *known_keys(_ScalarReadOptions))
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """Which partitions to read: topics, a regular expression over topic names, or a fixed
+    assignment of partitions."""
+
+    kind: str  # "subscribe" | "subscribePattern" | "assign"
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assigned: tuple[TopicPartition, ...] = ()
+
+    def matches(self, topic: str) -> bool:
+        if self.kind == "subscribe":
+            return topic in self.topics
+        if self.kind == "subscribePattern":
+            return re.fullmatch(self.pattern or "", topic) is not None
+        return any(tp.topic == topic for tp in self.assigned)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    bootstrap_servers: str
+    subscription: Subscription
+    starting: OffsetSpec
+    ending: OffsetSpec
+    min_partitions: int | None
+    max_offsets_per_trigger: int | None
+    fail_on_data_loss: bool
+    include_headers: bool
+    poll_timeout_ms: int
+    by_timestamp_strategy: str
+    arrow: bool
+    consumer_props: Mapping[str, str]
+
+    def client_props(self) -> dict[str, str]:
+        """Native client properties (``bootstrap.servers`` plus every ``kafka.`` option)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.consumer_props}
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    bootstrap_servers: str
+    topic: str | None
+    producer_props: Mapping[str, str]
+
+    def client_props(self) -> dict[str, str]:
+        """Producer properties: idempotent, acks=all, plus every ``kafka.`` option."""
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            "acks": "all",
+            "enable.idempotence": "true",
+            **self.producer_props,
+        }
+
+
+def _lower(options: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        low = str(key).lower()
+        if low in out:
+            raise OptionError(f"option {key!r} is given twice (option names ignore case)")
+        out[low] = "" if value is None else str(value)
+    return out
+
+
+def _bootstrap(opts: dict[str, str]) -> str:
+    given = [k for k in _BOOTSTRAP_KEYS if opts.get(k)]
+    if not given:
+        raise OptionError(
+            "option kafka.bootstrap.servers is required (host:port list of kraftlog brokers)"
+        )
+    if len(given) == 2 and opts[given[0]] != opts[given[1]]:
+        raise OptionError(
+            "kafka.bootstrap.servers and bootstrap.servers disagree; give only one of them"
+        )
+    return opts[given[0]]
+
+
+def _client_props(
+    opts: dict[str, str], config_cls: type, forbidden: Mapping[str, str]
+) -> dict[str, str]:
+    """The ``kafka.`` options as client properties, checked by the client's config class."""
+    props: dict[str, str] = {}
+    for key, value in opts.items():
+        if not key.startswith("kafka.") or key == "kafka.bootstrap.servers":
+            continue
+        if key in forbidden:
+            raise OptionError(f"option {key} cannot be set: {forbidden[key]}")
+        props[key[len("kafka.") :]] = value
+    try:
+        client_config(config_cls, {"bootstrap.servers": "127.0.0.1:9092", **props})
+    except ConfigError as e:
+        raise OptionError(f"kafka.* options: {e}") from None
+    return props
+
+
+def _subscription(opts: dict[str, str]) -> Subscription:
+    given = [k for k in _SUBSCRIBE_KEYS if k.lower() in opts]
+    if len(given) != 1:
+        which = ", ".join(given) if given else "none"
+        raise OptionError(
+            f"give exactly one of subscribe, subscribePattern or assign (got {which})"
+        )
+    kind = given[0]
+    raw = opts[kind.lower()].strip()
+    if kind == "subscribe":
+        topics = tuple(t.strip() for t in raw.split(",") if t.strip())
+        if not topics:
+            raise OptionError("subscribe: give a comma-separated list of topic names")
+        return Subscription(kind, topics=topics)
+    if kind == "subscribePattern":
+        if not raw:
+            raise OptionError("subscribePattern: give a regular expression")
+        try:
+            re.compile(raw)
+        except re.error as e:
+            raise OptionError(
+                f"subscribePattern {raw!r} is not a regular expression: {e}"
+            ) from None
+        return Subscription(kind, pattern=raw)
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise OptionError(f'assign must be JSON like {{"topicA":[0,1]}}: {e}') from None
+    if not isinstance(parsed, dict) or not parsed:
+        raise OptionError('assign must be a non-empty JSON object like {"topicA":[0,1]}')
+    assigned = []
+    for topic, parts in parsed.items():
+        if not isinstance(parts, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts
+        ):
+            raise OptionError(f"assign: topic {topic!r} needs a list of partition numbers")
+        assigned.extend(TopicPartition(topic, p) for p in parts)
+    return Subscription(kind, assigned=tuple(sorted(set(assigned))))
+
+
+def _offset_spec(opts: dict[str, str], prefix: str, default: OffsetSpec) -> OffsetSpec:
+    names = [f"{prefix}Offsets", f"{prefix}Timestamp", f"{prefix}OffsetsByTimestamp"]
+    given = [n for n in names if n.lower() in opts]
+    if len(given) > 1:
+        raise OptionError(f"options {' and '.join(given)} conflict: give only one of them")
+    if not given:
+        return default
+    name = given[0]
+    raw = opts[name.lower()].strip()
+    try:
+        if name.endswith("OffsetsByTimestamp"):
+            table = parse_partition_json(raw, name)
+            for tp, ts in table.items():
+                if ts < 0:
+                    raise OptionError(f"{name}: timestamp {ts} of {tp.topic}-{tp.partition} < 0")
+            return PartitionTimestamps(per_partition=table)
+        if name.endswith("Timestamp"):
+            return PartitionTimestamps(global_ms=_timestamp(name, raw))
+        return parse_offset_spec(raw, name)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+
+
+def _timestamp(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"{name}: expected milliseconds since the epoch, got {raw!r}") from None
+    if value < 0:
+        raise OptionError(f"{name}: {value} is negative")
+    return value
+
+
+def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
+    """Check and parse a reader's options (``streaming`` for readStream, which has other
+    defaults and no ending offsets). Raises :class:`OptionError`."""
+    opts = _lower(options)
+    for key in opts:
+        if key in _UNSUPPORTED:
+            raise OptionError(f"option {_UNSUPPORTED[key]} is not supported by kraftlog")
+        if key not in _READ_KEYS and not key.startswith("kafka."):
+            raise OptionError(
+                f"unknown option {key!r} for format kraftlog; known options: "
+                + ", ".join(sorted(set(_READ_KEYS.values())))
+                + ", kafka.<consumer property>"
+            )
+    bootstrap = _bootstrap(opts)
+    consumer_props = _client_props(opts, ConsumerConfig, _FORBIDDEN_CONSUMER_KEYS)
+    subscription = _subscription(opts)
+    scalar_props = {_READ_KEYS[k]: v for k, v in opts.items() if k in _READ_KEYS}
+    try:
+        scalars = from_props(_ScalarReadOptions, scalar_props)
+    except ConfigError as e:
+        raise OptionError(str(e)) from None
+    starting = _offset_spec(opts, "starting", LATEST if streaming else EARLIEST)
+    ending = _offset_spec(opts, "ending", LATEST)
+    if streaming:
+        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+            if name.lower() in opts:
+                raise OptionError(f"option {name} is for batch queries only (not readStream)")
+    else:
+        if scalars.max_offsets_per_trigger is not None:
+            raise OptionError("option maxOffsetsPerTrigger is for streaming queries only")
+        if starting == LATEST or (
+            isinstance(starting, PartitionOffsets) and LATEST.value in starting.offsets.values()
+        ):
+            raise OptionError(
+                "startingOffsets latest (-1) is not allowed in a batch query: it reads nothing"
+            )
+        if ending == EARLIEST or (
+            isinstance(ending, PartitionOffsets) and EARLIEST.value in ending.offsets.values()
+        ):
+            raise OptionError("endingOffsets earliest (-2) is not allowed in a batch query")
+    for name, spec in (("starting", starting), ("ending", ending)):
+        table = (
+            spec.offsets if isinstance(spec, PartitionOffsets)
+            else spec.per_partition if isinstance(spec, PartitionTimestamps)
+            else None
+        )
+        if (
+            subscription.kind == "assign"
+            and table is not None
+            and set(table) != set(subscription.assigned)
+        ):
+            raise OptionError(
+                f"{name} offsets name partitions {sorted(table)} but assign names "
+                f"{sorted(subscription.assigned)}: they must be the same"
+            )
+    return ReadOptions(
+        bootstrap_servers=bootstrap,
+        subscription=subscription,
+        starting=starting,
+        ending=ending,
+        min_partitions=scalars.min_partitions,
+        max_offsets_per_trigger=scalars.max_offsets_per_trigger,
+        fail_on_data_loss=scalars.fail_on_data_loss,
+        include_headers=scalars.include_headers,
+        poll_timeout_ms=scalars.poll_timeout_ms,
+        by_timestamp_strategy=scalars.by_timestamp_strategy,
+        arrow=scalars.arrow,
+        consumer_props=consumer_props,
+    )
+
+
+_FORBIDDEN_PRODUCER_KEYS = {
+    "kafka.acks": "the writer always uses acks=all (idempotent producer)",
+    "kafka.enable.idempotence": "the writer always uses the idempotent producer",
+    "kafka.key.serializer": "the key column is written as bytes",
+    "kafka.value.serializer": "the value column is written as bytes",
+}
+_WRITE_KEYS = {k.lower(): k for k in ("topic", *_BOOTSTRAP_KEYS)}
+
+
+def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
+    """Check and parse a writer's options. Raises :class:`OptionError`."""
+    opts = _lower(options)
+    for key in opts:
+        if key not in _WRITE_KEYS and not key.startswith("kafka."):
+            raise OptionError(
+                f"unknown option {key!r} for writing format kraftlog; known options: "
+                "kafka.bootstrap.servers (or bootstrap.servers), topic, kafka.<producer property>"
+            )
+    bootstrap = _bootstrap(opts)
+    producer_props = _client_props(opts, ProducerConfig, _FORBIDDEN_PRODUCER_KEYS)
+    topic = opts.get("topic", "").strip() or None
+    return WriteOptions(bootstrap, topic, producer_props)
