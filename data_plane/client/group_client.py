@@ -30,6 +30,8 @@ from typing import Any
 from data_plane.client.assignors import assignor_for
 from data_plane.client.config import ConsumerConfig
 from data_plane.client.consumer_coordinator import (
+    AWAITING_ASSIGNMENT,
+    STABLE,
     AssignmentNeeded,
     ConsumerCoordinator,
     GroupFatalError,
@@ -281,7 +283,7 @@ class GroupClient:
             except KafkaError as e:
                 log.warning("leader could not refresh metadata of %s: %s", topics, e)
             counts = {t: len(metadata.partitions_for(t)) for t in topics}
-        if self.coordinator.state == "AWAITING_ASSIGNMENT":  # not reset meanwhile
+        if self.coordinator.state == AWAITING_ASSIGNMENT:  # not reset meanwhile
             self._dispatch(self.coordinator.perform_assignment(counts))
             self._flush_unsent()
 
@@ -296,7 +298,7 @@ class GroupClient:
         """Subscribed members commit only as members of the current generation; assign()
         users commit as a "simple" consumer (generation -1)."""
         c = self.coordinator
-        return not c.subscribed or c.state == "STABLE"
+        return not c.subscribed or c.state == STABLE
 
     def ensure_coordinator(self, deadline_s: float) -> int:
         while True:
@@ -463,7 +465,7 @@ class GroupClient:
     def leave(self, timeout_ms: float) -> None:
         """Revoke (with the final commit) and send LeaveGroup; waits for its answer up to
         ``timeout_ms``."""
-        if self._config.enable_auto_commit and self.coordinator.state == "STABLE":
+        if self._config.enable_auto_commit and self.coordinator.state == STABLE:
             offsets = self.consumed_offsets()
             if offsets:
                 try:
