@@ -204,3 +204,39 @@ def test_broker_state_metrics_from_images() -> None:
     assert m.under_replicated_partitions.value() == 0 and m.isr_expands.value() == 1
     state.on_image(image(13, (1, 2), leader=2))  # leadership moved away
     assert m.leader_partitions.value() == 0
+
+
+def test_group_lag_snapshot() -> None:
+    from types import SimpleNamespace
+
+    from data_plane.metrics.group_lag import LAG_INTERVAL_MS, GroupLagMetrics
+
+    m = NodeMetrics()
+    lag = GroupLagMetrics(m.consumer_group_lag)
+    offsets = {
+        "g1": SimpleNamespace(
+            error_code=0,
+            offsets={
+                ("t", 0): SimpleNamespace(offset=7),
+                ("elsewhere", 0): SimpleNamespace(offset=1),
+            },
+        ),
+        "g2": SimpleNamespace(error_code=14, offsets={}),  # not loaded here
+    }
+    hws = {("t", 0): 10}
+    lag.maybe_update(
+        0,
+        lambda: (0, [("g1", "consumer", "Stable"), ("g2", "consumer", "Empty")]),
+        lambda g, _p: offsets[g],
+        lambda: hws,
+    )
+    assert m.consumer_group_lag.value("g1", "t", "0") == 3
+    assert 'kraftlog_consumer_group_lag{group="g1",partition="0",topic="t"}' not in m.expose()
+    assert 'kraftlog_consumer_group_lag{group="g1",topic="t",partition="0"} 3' in m.expose()
+    hws[("t", 0)] = 20
+    lag.maybe_update(1, lambda: (0, []), lambda g, _p: offsets[g], lambda: hws)  # too soon
+    assert m.consumer_group_lag.value("g1", "t", "0") == 3
+    lag.maybe_update(
+        LAG_INTERVAL_MS, lambda: (0, [("g1", "", "")]), lambda g, _p: offsets[g], lambda: hws
+    )
+    assert m.consumer_group_lag.value("g1", "t", "0") == 13

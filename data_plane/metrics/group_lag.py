@@ -1,0 +1,61 @@
+"""Consumer group lag on the broker that coordinates the group: for every group loaded in this
+broker's coordinator and every partition it has a committed offset for that this broker hosts,
+lag = high watermark - committed offset (``kraftlog_consumer_group_lag{group,topic,partition}``;
+partitions hosted elsewhere are reported by no one here, as the high watermark is local
+state).
+
+:meth:`GroupLagMetrics.update` runs on the broker's event loop every
+:data:`LAG_INTERVAL_MS` and stores an immutable snapshot; the scrape only reads that snapshot.
+
+Thread-safety: ``update`` on the loop thread; the gauge function reads one reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from data_plane.metrics.registry import Gauge
+
+LAG_INTERVAL_MS = 5000
+# Bound on exported (group, topic, partition) series.
+MAX_LAG_SERIES = 5000
+
+Series = tuple[tuple[str, str, str], float]
+
+
+class GroupLagMetrics:
+    def __init__(self, gauge: Gauge) -> None:
+        self._snapshot: tuple[Series, ...] = ()
+        self._last_ms: int | None = None
+        gauge.set_function(lambda: self._snapshot)
+
+    def maybe_update(
+        self,
+        now_ms: int,
+        list_groups: Callable[[], tuple[int, list[tuple[str, str, str]]]],
+        fetch_offsets: Callable[[str, None], Any],
+        high_watermarks: Callable[[], Mapping[Any, int]],
+    ) -> None:
+        """Recompute the snapshot if :data:`LAG_INTERVAL_MS` passed since the last one."""
+        if self._last_ms is not None and now_ms - self._last_ms < LAG_INTERVAL_MS:
+            return
+        self._last_ms = now_ms
+        _error, groups = list_groups()
+        hws = {(tp[0], tp[1]): hw for tp, hw in high_watermarks().items()}
+        out: list[Series] = []
+        for group_id, _protocol, _state in groups:
+            result = fetch_offsets(group_id, None)
+            if getattr(result, "error_code", 0) != 0:
+                continue
+            for (topic, partition), committed in sorted((result.offsets or {}).items()):
+                hw = hws.get((topic, partition))
+                if hw is None or committed is None:
+                    continue
+                out.append(
+                    ((group_id, topic, str(partition)), float(max(0, hw - committed.offset)))
+                )
+                if len(out) >= MAX_LAG_SERIES:
+                    self._snapshot = tuple(out)
+                    return
+        self._snapshot = tuple(out)
