@@ -245,7 +245,9 @@ class Admin:
 
     def list_groups(self, *, timeout_ms: float | None = None) -> list[GroupListing]:
         """Every group of the cluster (each broker lists those it coordinates)."""
-        return list_groups(self._client, self._deadline(timeout_ms))
+        return list_groups(
+            self._client, self._deadline(timeout_ms), float(self.config.request_timeout_ms)
+        )
 
     def describe_groups(
         self, group_ids: Iterable[str], *, timeout_ms: float | None = None

@@ -13,6 +13,7 @@ Functions block on the calling thread up to their deadline; coordinator moves an
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -29,6 +30,8 @@ from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ErrorCode
 from data_plane.protocol.schemas import MESSAGES
+
+log = logging.getLogger(__name__)
 
 _RETRIABLE = frozenset(
     {
@@ -127,11 +130,25 @@ def _with_coordinator(
         _sleep_until_retry(deadline, backoff_ms)
 
 
-def list_groups(client: NetworkClient, deadline: float) -> list[GroupListing]:
+def list_groups(
+    client: NetworkClient, deadline: float, per_broker_timeout_ms: float
+) -> list[GroupListing]:
+    """Every broker's groups. A broker that does not answer within ``per_broker_timeout_ms``
+    is skipped (its groups move to the new leaders of its offsets partitions, which list
+    them); if none answers, the last error is raised."""
     client.fetch_metadata([], _remaining_ms(deadline, "Metadata"))
     out: dict[str, GroupListing] = {}
+    answered = 0
+    last_error: KafkaError | None = None
     for node in sorted(client.metadata.brokers):
-        response = client.request(node, ApiKey.LIST_GROUPS, {}, _remaining_ms(deadline, "List"))
+        timeout = min(per_broker_timeout_ms, _remaining_ms(deadline, "ListGroups"))
+        try:
+            response = client.request(node, ApiKey.LIST_GROUPS, {}, timeout)
+        except KafkaError as e:
+            log.warning("ListGroups: broker %d did not answer: %s", node, e)
+            last_error = e
+            continue
+        answered += 1
         code = error_code(response.get("error_code", 0))
         if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             continue  # its groups are being loaded; they show on the next listing
@@ -139,6 +156,8 @@ def list_groups(client: NetworkClient, deadline: float) -> list[GroupListing]:
             raise KafkaError(code, f"ListGroups on broker {node}")
         for g in response.get("groups", []):
             out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"], node)
+    if not answered and last_error is not None:
+        raise last_error
     return sorted(out.values())
 
 
