@@ -745,10 +745,8 @@ class GroupCoordinator:
         for m in missing:
             log.info("group %s: member %s did not sync in time", group.group_id, m.member_id)
             group.remove(m.member_id)
-        if group.members:
-            self._prepare_rebalance(group, out, "members did not sync in time")
-        else:
-            self._prepare_rebalance(group, out, "no member synced")
+        # With no member left the new join phase ends at once (an Empty generation).
+        self._prepare_rebalance(group, out, f"{len(missing)} members did not sync in time")
 
     # --- sync ---------------------------------------------------------------------------------
 
