@@ -226,3 +226,26 @@ def test_partition_moving_away_and_back_unloads_and_reloads(
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=1)  # back, in a newer epoch
     _until(lambda: _coordinator_ready(client, "g"), "the partition to load")
     assert _fetch_offset(client, 5, "g") == (ErrorCode.NO_ERROR, 42)
+
+
+def test_reload_reads_the_log_in_small_steps(tmp_path: Path) -> None:
+    """offsets.load.buffer.size smaller than the log: the load reads on from batch boundaries
+    (a read may end inside a batch) and still sees every record, latest value winning."""
+    config = BrokerConfig(offsets_topic_replication_factor=1, offsets_load_buffer_size=1024)
+    broker = BrokerHarness(tmp_path, config)
+    client = WireClient(broker.port)
+    try:
+        broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
+        _until(lambda: _coordinator_ready(client, "g0"), "the coordinator")
+        for round_ in range(3):
+            for g in range(20):
+                body = client.call(ApiKey.OFFSET_COMMIT, 2, _commit_body(f"g{g}", round_ * 100 + g))
+                assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+        broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=2)
+        broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=1)
+        _until(lambda: _coordinator_ready(client, "g0"), "the partition to load")
+        for g in range(20):
+            assert _fetch_offset(client, 5, f"g{g}") == (ErrorCode.NO_ERROR, 200 + g)
+    finally:
+        client.close()
+        broker.close()
