@@ -205,7 +205,7 @@ class ConsumerConfig(CommonClientConfig):
     )
 
     def __post_init__(self) -> None:
-        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+        if self.group_id is not None and self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 f"heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be lower than "
                 f"session.timeout.ms ({self.session_timeout_ms})"
