@@ -130,4 +130,14 @@ class BrokerComponent:
             "listeners": {lis.name: lis.address for lis in self.settings.advertised_listeners},
         }
         out.update(self.replicas.summary(m.image))
+        if self.log_manager is not None:
+            cleaner = self.log_manager.cleaner
+            out["log_cleaner"] = {
+                "cleanings_completed": cleaner.cleanings_completed,
+                "in_progress": [f"{t}-{p}" for t, p in cleaner.manager.in_progress()],
+                "uncleanable": {
+                    f"{t}-{p}": why
+                    for (t, p), why in cleaner.manager.uncleanable_partitions().items()
+                },
+            }
         return out

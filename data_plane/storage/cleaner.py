@@ -256,8 +256,6 @@ class Cleaner:
             changed = len(sources) > 1
             for seg, size in zip(sources, source_sizes, strict=True):
                 for header, data in self._batches(seg, size, stats):
-                    if self._abort_requested():
-                        raise CleanerAbortedError(f"cleaning of {log.name} aborted")
                     out, batch_changed = self._filter_batch(header, data, snap, now_ms, stats)
                     changed = changed or batch_changed
                     if out is not None:
@@ -339,9 +337,12 @@ class Cleaner:
     def _batches(
         self, seg: LogSegment, size: int, stats: CleanerStats
     ) -> Iterator[tuple[RecordBatchHeader, memoryview | bytes]]:
-        """Each batch of ``seg``'s first ``size`` bytes, CRC-checked, with its bytes."""
+        """Each batch of ``seg``'s first ``size`` bytes, CRC-checked, with its bytes.
+        Raises :class:`CleanerAbortedError` between two batches once an abort is asked."""
         pos = 0
         while pos < size:
+            if self._abort_requested():
+                raise CleanerAbortedError(f"cleaning of {seg.dir_path} aborted")
             chunk = seg.log.read(pos, min(READ_CHUNK_BYTES, size - pos))
             if not chunk:
                 raise LogClosedError(f"{seg.log.path} shrank under the cleaner")
@@ -373,6 +374,8 @@ class Cleaner:
                 header.position = pos + off
                 yield header, data
                 off += batch_size
+                if self._abort_requested():
+                    raise CleanerAbortedError(f"cleaning of {seg.dir_path} aborted")
                 # Let the broker's event loop have the GIL between two batches: a
                 # CPU-bound thread otherwise keeps it for the whole switch interval (5 ms)
                 # at each of the loop's many reacquisitions.

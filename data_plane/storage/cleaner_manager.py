@@ -179,6 +179,11 @@ class LogCleanerManager:
         with self._cond:
             self.uncleanable[tp] = reason
 
+    def uncleanable_partitions(self) -> dict[TopicPartition, str]:
+        """A copy of the partitions marked uncleanable, with why."""
+        with self._cond:
+            return dict(self.uncleanable)
+
     def is_aborted(self, tp: TopicPartition) -> bool:
         with self._cond:
             return self._in_progress.get(tp) == _ABORTED

@@ -191,6 +191,13 @@ def test_compacted_topic_keeps_latest_values_and_drops_tombstones_under_readers(
             "the history is compacted to one record per key",
         )
         assert len(live_segments(cluster, topic)) >= 2
+        (broker,) = cluster.broker_ids
+
+        def cleanings() -> int:
+            status = cluster.broker_status(broker) or {}
+            return int(status.get("log_cleaner", {}).get("cleanings_completed", 0))
+
+        wait_until(lambda: cleanings() >= 1, "the broker's status counts the cleanings")
         # Tombstoned keys disappear once delete.retention.ms has passed.
         wait_until(
             lambda: history(fresh_pass()) == {k: [latest[k]] for k in HISTORY_KEYS[5:]},

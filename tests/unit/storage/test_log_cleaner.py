@@ -191,3 +191,33 @@ def test_a_truncation_below_the_checkpoint_moves_it_down(tmp_path, managers) -> 
     assert OffsetCheckpointFile(path).read() == {("c", 0): report.end_offset - 2}
     log.truncate_fully_and_start_at(1)
     assert OffsetCheckpointFile(path).read() == {("c", 0): 1}
+
+
+def test_deleting_a_log_aborts_its_cleaning_in_progress(tmp_path, managers) -> None:
+    # A throttle of 20 kB/s makes the cleaning of ~1 MB last far longer than the test.
+    m = compact_manager(
+        tmp_path,
+        managers,
+        segment_bytes=256 * 1024,
+        log_cleaner_io_max_bytes_per_second=20_000.0,
+    )
+    log = m.get_or_create_log("c", 0)
+    for i in range(0, 4000, 40):
+        append_keyed(log, [(b"key-%d" % ((i + j) % 500), b"v" * 200) for j in range(40)])
+    log.roll()
+    m.start(interval_ms=50)
+    deadline = time.monotonic() + WAIT_S
+    while ("c", 0) not in m.cleaner.manager.in_progress() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ("c", 0) in m.cleaner.manager.in_progress()
+    assert m.delete_log("c", 0)
+    assert m.cleaner.manager.in_progress() == []
+    assert not os.path.exists(log.dir_path)
+    assert m.cleaner.cleanings_completed == 0 and not m.cleaner.manager.uncleanable_partitions()
+    # The cleaner thread lives on and cleans other logs.
+    other = m.get_or_create_log("d", 0)
+    write_rounds(other, rounds=3, keys=4)
+    deadline = time.monotonic() + WAIT_S
+    while m.cleaner.cleanings_completed < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert m.cleaner.cleanings_completed == 1
