@@ -371,7 +371,7 @@ def main() -> None:
         bootstrap = ",".join(cluster.bootstrap_servers())
         print(
             f"kraftlog groups benchmark: 3 brokers, {os.cpu_count()} cores, confluent-kafka "
-            f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
+            f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
         )
         bench_rebalance(bootstrap, trials)
         bench_commits(bootstrap, seconds)
