@@ -24,6 +24,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 IMG_DIR = ROOT / "docs" / "img"
 BEGIN = "<!-- bench:results:begin -->"
 END = "<!-- bench:results:end -->"
+TARGET_P99_MS = 10
 WORKLOADS = ("produce_100", "consume_100", "produce_1024", "consume_1024")
 
 
@@ -132,6 +133,13 @@ def summary(doc: dict[str, Any]) -> str:
     return markdown(doc)
 
 
+def _run_note(doc: dict[str, Any]) -> str:
+    loads = [sec[k][0] for sec in doc.get("sections", {}).values()
+             for k in ("load_before", "load_after") if k in sec]
+    load = f"load {min(loads):.1f}-{max(loads):.1f}" if loads else "load unknown"
+    return f"run {doc.get('started_utc', '?')}, {doc.get('machine', {}).get('cores')} cores, {load}"
+
+
 def _plots(doc: dict[str, Any]) -> list[Path]:
     try:
         import matplotlib
@@ -158,7 +166,10 @@ def _plots(doc: dict[str, Any]) -> list[Path]:
     ax.set_yscale("log")
     ax.set_xlabel("records/s offered (100 B records, paced producer)")
     ax.set_ylabel("end-to-end latency, ms")
-    ax.set_title("End-to-end latency against throughput")
+    ax.axhline(TARGET_P99_MS, color="grey", linewidth=0.8)
+    ax.annotate(f"kraftlog p99 target {TARGET_P99_MS} ms at 20,000/s", (0.01, TARGET_P99_MS),
+                xycoords=("axes fraction", "data"), fontsize=7, color="grey", va="bottom")
+    ax.set_title(f"End-to-end latency against throughput\n{_run_note(doc)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -176,7 +187,8 @@ def _plots(doc: dict[str, Any]) -> list[Path]:
                   [k.replace("_", " ") + " B" for k in WORKLOADS])
     ax.set_yscale("log")
     ax.set_ylabel("records/s")
-    ax.set_title("Throughput, 3 replicas, acknowledged by a quorum")
+    ax.set_title(f"Throughput, 3 replicas, acknowledged by a quorum\n{_run_note(doc)}",
+                 fontsize=10)
     ax.legend()
     fig.tight_layout()
     path = IMG_DIR / "bench-throughput.png"
