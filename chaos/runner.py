@@ -417,7 +417,11 @@ def _run_against(
             )
             _heal_all(cluster, log)
             history.nemesis_heal(HEAL_ALL, [])
-        _wait_until(t0 + config.time_limit_s, stats, progress, t0, "recovery")
+        # The recovery window follows the last heal even when faults overran the schedule.
+        recovery_end = max(
+            t0 + config.time_limit_s, time.monotonic() + config.timings.recovery_s
+        )
+        _wait_until(recovery_end, stats, progress, t0, "recovery")
         join_scale = 1.0
     finally:
         progress.finish()
@@ -473,13 +477,21 @@ def _play_schedule(
     log: _Log,
 ) -> list[dict[str, Any]]:
     done: list[dict[str, Any]] = []
+    last_end_s = 0.0  # planned end of the previous fault, to recover its planned gap
+    last_heal = t0
     for i, planned in enumerate(schedule):
-        _wait_until(t0 + planned.at_s, stats, progress, t0, "")
-        # Slow faults (a rolling restart) push the rest late: never eat the recovery window.
-        if time.monotonic() + planned.hold_s > faults_end:
-            log(f"schedule: {len(schedule) - i} fault(s) dropped, past the fault window")
-            break
+        # The planned gap after the previous fault is kept even when that fault overran (a
+        # rolling restart, a slow heal): faults never pile up without a chance to recover.
+        gap_s = planned.at_s - last_end_s
+        last_end_s = planned.at_s + planned.hold_s
+        _wait_until(max(t0 + planned.at_s, last_heal + gap_s), stats, progress, t0, "")
         nemesis = NEMESES[planned.nemesis]()
+        duration_s = max(planned.hold_s, nemesis.expected_duration_s(ctx))
+        # Never eat into the recovery window.
+        if time.monotonic() + duration_s > faults_end:
+            log(f"schedule: {planned.nemesis} and {len(schedule) - i - 1} later fault(s) "
+                "dropped: past the fault window")
+            break
         fault_id = f"f{i}"
 
         def begin(fault: str, targets: list[Any], detail: dict[str, Any], fid: str = fault_id):
@@ -511,6 +523,7 @@ def _play_schedule(
         if not active.instantaneous:
             _wait_until(time.monotonic() + planned.hold_s, stats, progress, t0, label)
         _heal_one(active, log)
+        last_heal = time.monotonic()
         history.nemesis_heal(active.fault, active.targets, fault_id=fault_id, **active.detail)
         done.append({"id": fault_id, "fault": active.fault, "targets": active.targets,
                      **active.detail})

@@ -110,6 +110,11 @@ class Nemesis(ABC):
 
     name = "nemesis"
 
+    def expected_duration_s(self, ctx: NemesisContext) -> float:
+        """How long ``start`` itself takes, for faults that do their work there (a rolling
+        restart); the scheduler does not start a fault that would overrun its window."""
+        return 0.0
+
     @abstractmethod
     def start(self, ctx: NemesisContext) -> ActiveFault:
         """Inject the fault; raise NoTargetError when there is nothing to hit right now."""
