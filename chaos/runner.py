@@ -49,6 +49,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -250,6 +251,10 @@ def run(config: RunConfig, stream: TextIO = sys.stderr) -> RunOutcome:
     except ChaosSetupError as e:
         log.say(f"chaos setup failed: {e}")
         return RunOutcome(EXIT_ERROR, {"error": str(e)})
+    except Exception as e:  # the cluster did not start, the topic could not be created...
+        log(traceback.format_exc())
+        log.say(f"chaos run failed: {type(e).__name__}: {e} (see {artifacts}/runner.log)")
+        return RunOutcome(EXIT_ERROR, {"error": f"{type(e).__name__}: {e}"})
     finally:
         log.close()
 
