@@ -68,6 +68,10 @@ _LOG_TAIL_LINES = 30
 
 # Settings of every local cluster (overridable): all voters share one loopback interface, so a
 # shorter election timeout than the 1000 ms default is safe and roughly halves failover time.
+# Kafka's default replication factor of __consumer_offsets; local clusters use fewer when they
+# have fewer brokers.
+OFFSETS_TOPIC_MAX_REPLICATION_FACTOR = 3
+
 LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = {
     "controller.quorum.election.timeout.ms": "500",
 }
@@ -617,6 +621,11 @@ def node_properties(
         props["controller.quorum.secret"] = secret
         props["metadata.log.dir"] = str(node.metadata_dir)
     props["log.dirs"] = str(node.data_dir)
+    # Kafka's default of 3 replicas for __consumer_offsets would leave groups without a
+    # coordinator (COORDINATOR_NOT_AVAILABLE) in a cluster of fewer brokers.
+    props["offsets.topic.replication.factor"] = str(
+        max(1, min(OFFSETS_TOPIC_MAX_REPLICATION_FACTOR, len(layout.brokers)))
+    )
     props.update(LOCAL_CLUSTER_DEFAULTS)
     props.update(overrides)
     return props

@@ -50,10 +50,11 @@ from data_plane.coordinator.messages import (
 from data_plane.protocol.errors import ErrorCode
 from data_plane.storage import FetchIsolation, Record, StorageError, build_batch, decode_records
 from metadata.image import TopicPartition
+from metadata.topics import CONSUMER_OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC = CONSUMER_OFFSETS_TOPIC
 T = TypeVar("T")
 
 # A failed load (a storage error while reading) is retried after this pause, this many times;

@@ -22,7 +22,7 @@ from data_plane.protocol.errors import ErrorCode
 from metadata.client import ControllerError
 from metadata.image import MetadataImage, TopicImage
 from metadata.messages import NewTopic
-from metadata.topics import topic_name_error
+from metadata.topics import INTERNAL_TOPICS, topic_name_error
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def _topic(image: MetadataImage, t: TopicImage) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.NO_ERROR,
         "name": t.name,
-        "is_internal": False,
+        "is_internal": t.name in INTERNAL_TOPICS,
         "partitions": parts,
     }
 

@@ -12,6 +12,8 @@ and CRC-32C only and appended as is (offsets and leader epoch stamped in place).
 - A transactional produce gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition: the
   broker has no transaction coordinator, and this is the non-retriable error Kafka answers a
   client that may not use a transactional id (clients surface it as fatal, not a retry loop).
+- Internal topics (``__consumer_offsets``) get INVALID_TOPIC_EXCEPTION, as in Kafka: only the
+  group coordinator writes them, through the ReplicaManager directly.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ from data_plane.broker.delayed import DelayedProduce
 from data_plane.broker.replica_manager import AppendResult
 from data_plane.protocol.errors import ErrorCode
 from metadata.image import TopicPartition
+from metadata.topics import INTERNAL_TOPICS
+
+_INTERNAL_TOPIC_REFUSED = AppendResult(
+    ErrorCode.INVALID_TOPIC_EXCEPTION, error_message="internal topics are written by the broker"
+)
 
 
 def _body(results: dict[TopicPartition, AppendResult], order: list[tuple[str, list[int]]]) -> Body:
@@ -68,6 +75,9 @@ def handle(apis: KafkaApis, request: Request) -> Response:
             indexes.append(tp.partition)
             if tp in results:  # the same partition twice in one request
                 results[tp] = AppendResult(ErrorCode.INVALID_REQUEST, error_message="duplicate")
+                continue
+            if name in INTERNAL_TOPICS:
+                results[tp] = refuse or _INTERNAL_TOPIC_REFUSED
                 continue
             results[tp] = refuse or rm.append_records(tp, pdata.get("records"), acks)
         order.append((name, indexes))

@@ -87,7 +87,8 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     assert keys[ApiKey.PRODUCE] == (0, 7) and keys[ApiKey.FETCH] == (0, 11)
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 1)  # idempotence (REFERENCE.md section 1)
-    assert ApiKey.JOIN_GROUP not in keys
+    assert keys[ApiKey.JOIN_GROUP] == (0, 5)
+    assert ApiKey.ELECT_LEADERS not in keys
     raw = struct.pack(">hhih", ApiKey.API_VERSIONS, 9, cid + 1, -1)
     client.sock.sendall(struct.pack(">i", len(raw)) + raw)
     frame = client.recv_frame()
@@ -95,7 +96,9 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     assert client.call(ApiKey.METADATA, 8, {"topics": None})["brokers"][0]["node_id"] == 1
 
 
-@pytest.mark.parametrize("api_key,version", [(ApiKey.PRODUCE, 9), (99, 0), (ApiKey.JOIN_GROUP, 0)])
+@pytest.mark.parametrize(
+    "api_key,version", [(ApiKey.PRODUCE, 9), (99, 0), (ApiKey.ELECT_LEADERS, 0)]
+)
 def test_unknown_api_or_version_gets_unsupported_then_close(
     client: WireClient, api_key: int, version: int
 ) -> None:

@@ -16,7 +16,7 @@ from data_plane.coordinator import OFFSETS_TOPIC
 from data_plane.coordinator.records import OffsetKey, decode_key, decode_offset_value
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ErrorCode
-from data_plane.storage import FetchIsolation, decode_records
+from data_plane.storage import FetchIsolation, Record, build_batch, decode_records
 from metadata.image import TopicPartition
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.wire import WireClient
@@ -249,3 +249,28 @@ def test_reload_reads_the_log_in_small_steps(tmp_path: Path) -> None:
     finally:
         client.close()
         broker.close()
+
+
+def test_offsets_topic_is_internal_and_closed_to_client_produce(
+    broker: BrokerHarness, client: WireClient
+) -> None:
+    broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
+    _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
+    topics = client.call(ApiKey.METADATA, 8, {"topics": None})["topics"]
+    internal = {t["name"]: t["is_internal"] for t in topics}
+    assert internal == {OFFSETS_TOPIC: True, "t": False}
+    batch = build_batch([Record(key=b"k", value=b"v", timestamp=int(time.time() * 1000))])
+    produce = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {"name": name, "partition_data": [{"index": 0, "records": batch}]}
+            for name in (OFFSETS_TOPIC, "t")
+        ],
+    }
+    codes = {
+        r["name"]: r["partition_responses"][0]["error_code"]
+        for r in client.call(ApiKey.PRODUCE, 7, produce)["responses"]
+    }
+    assert codes == {OFFSETS_TOPIC: ErrorCode.INVALID_TOPIC_EXCEPTION, "t": ErrorCode.NO_ERROR}
