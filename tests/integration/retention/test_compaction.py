@@ -216,3 +216,18 @@ def test_compacted_topic_keeps_latest_values_and_drops_tombstones_under_readers(
     assert len(passes) >= 3
     for records in passes:
         check_pass(records, written, latest)
+
+
+def test_a_record_without_a_key_is_refused_by_a_compacted_topic(bootstrap: str, new_topic) -> None:
+    compacted = new_topic("keyless", **{"cleanup.policy": "compact"})
+    plain = new_topic("keyless-plain")
+    p = producer(bootstrap)
+    outcomes: dict[str, str | None] = {}
+
+    def report(err, msg) -> None:
+        outcomes[msg.topic()] = None if err is None else err.name()
+
+    p.produce(compacted, value=b"no key", callback=report)
+    p.produce(plain, value=b"no key", callback=report)
+    assert p.flush(30) == 0
+    assert outcomes == {compacted: "INVALID_RECORD", plain: None}
