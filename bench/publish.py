@@ -64,6 +64,8 @@ def markdown(doc: dict[str, Any]) -> str:
     ]
 
     def add(section: str, label: str, value: str) -> None:
+        if section not in s:
+            return  # not run this time (--only / --skip)
         lines.append(f"| {section} | {label} | {value} | {_load(s.get(section))} |")
 
     a = s.get("anchors", {})
