@@ -33,7 +33,8 @@ The log lock is not held while reading or writing: closed segments below the hig
 watermark do not change. Anything that changed them meanwhile (retention, truncation,
 deletion) makes the swap refuse and the cleaning stop; it is planned afresh next time.
 Reads and writes go through the shared :class:`Throttler`; ``abort_requested`` is polled
-between batches (the log is being deleted or the cleaner stopped).
+between batches (the log is being deleted or the cleaner stopped), and the thread gives the
+GIL up after each batch so the broker's event loop is not kept waiting a switch interval.
 
 Thread-safety: one Cleaner (and its OffsetMap) per cleaner thread.
 """
