@@ -113,6 +113,8 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{_num(p.get('restart_logs_loaded_s'), '.1f')} / "
             f"{_num(p.get('restart_ready_s'), '.1f')}"
             + (f" ({p['restart_error']})" if p.get("restart_error") else ""))
+        add("partitions", "RSS of the restarted broker (MiB)",
+            _num(p.get("rss_mib_after_restart")))
         rss = p.get("rss_mib_after", {})
         add("partitions", "RSS per process after creation (MiB, by node id)",
             ", ".join(f"{k}: {_num(v)}" for k, v in rss.items()))
