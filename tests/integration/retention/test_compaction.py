@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Callable
 
 import pytest
@@ -83,6 +84,48 @@ def new_consumer(bootstrap: str):
             "log_level": 2,
         }
     )
+
+
+def read_with_kafka_python(bootstrap: str, topic: str, end_offset: int) -> list[Rec]:
+    """Every record from the beginning up to ``end_offset`` (exclusive), with kafka-python."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import kafka
+
+        consumer = kafka.KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        try:
+            consumer.assign([kafka.TopicPartition(topic, 0)])
+            out: list[Rec] = []
+            deadline = time.monotonic() + DEADLINE_S
+            while time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=200).values():
+                    out.extend((r.offset, r.key, r.value) for r in records)
+                if consumer.position(kafka.TopicPartition(topic, 0)) >= end_offset:
+                    return [r for r in out if r[0] < end_offset]
+        finally:
+            consumer.close()
+    raise AssertionError(f"kafka-python did not reach offset {end_offset} of {topic}")
+
+
+def read_with_native_client(bootstrap: str, topic: str, end_offset: int) -> list[Rec]:
+    """The same with kraftlog's native consumer."""
+    from data_plane.client import Consumer, TopicPartition
+
+    out: list[Rec] = []
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as c:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            out.extend((r.offset, r.key, r.value) for r in c.poll(200))
+            if c.position(tp) >= end_offset:
+                return [r for r in out if r[0] < end_offset]
+    raise AssertionError(f"the native consumer did not reach offset {end_offset} of {topic}")
 
 
 def high_watermark(consumer, topic: str) -> int:
@@ -205,6 +248,13 @@ def test_compacted_topic_keeps_latest_values_and_drops_tombstones_under_readers(
         )
         final = fresh_pass()
         check_pass(final, written, latest)
+        # kafka-python and kraftlog's own consumer read the same history from the cleaned
+        # log: the latest value of each surviving key at its original offset.
+        expected = sorted((o, k, v) for o, k, v in final if k in HISTORY_KEYS)
+        end = max(o for o, _k, _v in expected) + 1
+        for read in (read_with_kafka_python, read_with_native_client):
+            got = read(bootstrap, topic, end)
+            assert sorted((o, k, v) for o, k, v in got if k in HISTORY_KEYS) == expected, read
     finally:
         stop.set()
         filler.join(60)
