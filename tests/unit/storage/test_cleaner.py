@@ -277,3 +277,42 @@ def test_every_consumer_read_of_a_cleaned_log_holds_a_record(open_log, clock) ->
         headers = list(iter_batch_headers(data, allow_partial_tail=True))
         assert headers and headers[0].last_offset >= offset
         assert headers[0].records_count > 0, offset
+
+
+def test_a_follower_copies_a_cleaned_leader_log_across_its_gaps(tmp_path, clock) -> None:
+    leader = Log(str(tmp_path / "leader" / "t-0"), COMPACT, topic="t", partition=0, clock_ms=clock)
+    follower = Log(
+        str(tmp_path / "follower" / "t-0"), COMPACT, topic="t", partition=0, clock_ms=clock
+    )
+    try:
+        pid = 3
+        for seq in range(4):
+            append_keyed(
+                leader, [(b"p", b"%d" % seq)], producer_id=pid, producer_epoch=0, base_sequence=seq
+            )
+        append_keyed(leader, [(b"p", b"plain")])  # the producer's batches are all superseded
+        fill(leader, rounds=5, keys=6)
+        assert clean(leader, clock).completed
+        offset = 0
+        for _ in range(1000):  # the replica fetcher's loop: read from the follower's LEO
+            if offset >= leader.log_end_offset:
+                break
+            data = leader.read(offset, 4096, isolation=FetchIsolation.LOG_END).read_bytes()
+            whole = b"".join(
+                data[h.position : h.position + h.size_in_bytes]
+                for h in iter_batch_headers(data, allow_partial_tail=True)
+            )
+            follower.append_as_follower(whole)
+            offset = follower.log_end_offset
+        follower.update_high_watermark(follower.log_end_offset)
+        assert follower.log_end_offset == leader.log_end_offset
+        assert read_all(follower)[1] == read_all(leader)[1]
+        # The emptied batch of the idempotent producer came along: the follower, made leader,
+        # takes the producer's next sequence.
+        assert follower.producer_state.last_entry(pid).last_seq == 3
+        follower.append(
+            keyed([(b"p", b"4")], producer_id=pid, producer_epoch=0, base_sequence=4), 1
+        )
+    finally:
+        leader.close()
+        follower.close()
