@@ -37,6 +37,7 @@ thread both drive it).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,8 @@ from data_plane.client.consumer_protocol import (
 from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 UNJOINED = "UNJOINED"
 JOINING = "JOINING"
@@ -173,6 +176,7 @@ class ConsumerCoordinator:
         self._metadata_snapshot: dict[str, int] = {}
         self._left_for_poll_timeout = False
         self._awaiting_revocation = False
+        self.last_loss_reason = ""  # why the last assignment was lost (for logs and tests)
 
     # -- inputs from the consumer --------------------------------------------------------
 
@@ -619,6 +623,7 @@ class ConsumerCoordinator:
         self._last_heartbeat_ok_ms = now_ms
 
     def _lose(self, why: str) -> None:
+        log.info("group %s: partitions lost (%s)", self.settings.group_id, why)
         self.last_loss_reason = why
         self._awaiting_revocation = False
         if self.assignment:
