@@ -361,6 +361,20 @@ LIST_GROUPS_RESPONSE = (
     ]),
 )
 
+# DeleteGroupsRequest: Kafka schema flexibleVersions 2+
+DELETE_GROUPS_REQUEST = (
+    F("groups_names", ARRAY(STRING)),
+)
+
+# DeleteGroupsResponse: Kafka schema flexibleVersions 2+
+DELETE_GROUPS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("results", [
+        F("group_id", STRING),
+        F("error_code", INT16),
+    ]),
+)
+
 # ApiVersionsRequest: Kafka schema flexibleVersions 3+
 API_VERSIONS_REQUEST = (
 )
@@ -634,6 +648,7 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.SYNC_GROUP: (SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE),
     ApiKey.DESCRIBE_GROUPS: (DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE),
     ApiKey.LIST_GROUPS: (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
+    ApiKey.DELETE_GROUPS: (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),

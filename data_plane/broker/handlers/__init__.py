@@ -13,6 +13,7 @@ from data_plane.broker.handlers import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_configs,
@@ -58,6 +59,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.OFFSET_FETCH: (offset_fetch.handle, 5),
     ApiKey.DESCRIBE_GROUPS: (describe_groups.handle, 4),
     ApiKey.LIST_GROUPS: (list_groups.handle, 2),
+    ApiKey.DELETE_GROUPS: (delete_groups.handle, 1),
 }
 
 

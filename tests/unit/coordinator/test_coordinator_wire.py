@@ -274,3 +274,17 @@ def test_offsets_topic_is_internal_and_closed_to_client_produce(
         for r in client.call(ApiKey.PRODUCE, 7, produce)["responses"]
     }
     assert codes == {OFFSETS_TOPIC: ErrorCode.INVALID_TOPIC_EXCEPTION, "t": ErrorCode.NO_ERROR}
+
+
+def test_delete_groups_tombstones_an_empty_group(broker: BrokerHarness, client: WireClient) -> None:
+    broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
+    _until(lambda: _coordinator_ready(client, "dg"), "the coordinator")
+    body = client.call(ApiKey.OFFSET_COMMIT, 7, _commit_body("dg", 42))
+    assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, 42)
+    for version in (0, 1):
+        gone = "dg" if version == 0 else "never-seen"
+        body = client.call(ApiKey.DELETE_GROUPS, version, {"groups_names": [gone, gone]})
+        want = ErrorCode.NO_ERROR if version == 0 else ErrorCode.GROUP_ID_NOT_FOUND
+        assert body["results"] == [{"group_id": gone, "error_code": want}]
+    assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, -1)
