@@ -163,7 +163,7 @@ class _Log:
 
     def __init__(self, path: Path, stream: TextIO) -> None:
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        self._stream = stream
+        self.stream = stream
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
 
@@ -176,8 +176,8 @@ class _Log:
     def say(self, message: str) -> None:
         self(message)
         with self._lock:
-            self._stream.write(message + "\n")
-            self._stream.flush()
+            self.stream.write(message + "\n")
+            self.stream.flush()
 
     def close(self) -> None:
         self._file.close()
@@ -399,7 +399,7 @@ def _run_against(
     )
     threads: list[threading.Thread] = [*producers, *consumers, observer]
     progress = ProgressBar(
-        log._stream, config.time_limit_s, config.progress or log._stream.isatty()
+        log.stream, config.time_limit_s, config.progress or log.stream.isatty()
     )
     t0 = time.monotonic()
     faults_done: list[dict[str, Any]] = []
