@@ -359,6 +359,24 @@ def _closed(sock: socket.socket) -> bool:
         return True
 
 
+def _scram_connect(s: Secure, user: str, password: str) -> socket.socket:
+    """A raw connection to the SASL_SSL listener, authenticated with SCRAM-SHA-256."""
+    sock = _connect(s.sasl_ssl, _client_ctx(s))
+    try:
+        assert (
+            _call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"})["error_code"] == 0
+        )
+        scram = ScramClient(ScramMechanism.SCRAM_SHA_256, user, password)
+        r1 = _call(sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": scram.first_message()})
+        final = scram.final_message(r1["auth_bytes"])
+        r2 = _call(sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": final})
+        scram.verify_server_final(r2["auth_bytes"])
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def _still_serving(s: Secure) -> None:
     with _connect(s.sasl_ssl, _client_ctx(s)) as sock:
         assert _call(sock, ApiKey.API_VERSIONS, 2, {})["error_code"] == 0
@@ -421,14 +439,7 @@ def test_read_only_principal(secure: Secure) -> None:
     with pytest.raises(kafka.errors.KafkaError, match="ClusterAuthorizationFailed"):
         _kp_produce(secure, "reader", READER_PASSWORD, "orders", [b"nope"])
     # Cannot read another topic, and does not see it in Metadata.
-    with _connect(secure.sasl_ssl, _client_ctx(secure)) as sock:
-        _call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"})
-        scram = ScramClient(ScramMechanism.SCRAM_SHA_256, "reader", READER_PASSWORD)
-        r1 = _call(sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": scram.first_message()})
-        r2 = _call(
-            sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": scram.final_message(r1["auth_bytes"])}
-        )
-        scram.verify_server_final(r2["auth_bytes"])
+    with _scram_connect(secure, "reader", READER_PASSWORD) as sock:
         meta = _call(sock, ApiKey.METADATA, 8, {"topics": None})
         # payments is hidden. secret-stuff stays visible: Describe is implied by the prefix's
         # Read ALLOW, and the DENY is on Read only (as in Kafka); reading it fails below.
@@ -456,3 +467,32 @@ def test_read_only_principal(secure: Secure) -> None:
             "secret-stuff": ErrorCode.TOPIC_AUTHORIZATION_FAILED,  # DENY wins over the prefix ALLOW
             "orders": 0,
         }
+
+
+def test_group_consumer_and_group_acls(secure: Secure) -> None:
+    kafka = _kafka()
+    _kp_produce(secure, "app", APP_PASSWORD, "orders", [b"grp-1"])
+    consumer = kafka.KafkaConsumer(
+        "orders",
+        group_id="app-grp",
+        auto_offset_reset="earliest",
+        **_kp_security(secure, "app", APP_PASSWORD),
+    )
+    got: list[bytes] = []
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        while b"grp-1" not in got and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=500).values():
+                got.extend(r.value for r in batch)
+        consumer.commit()
+    finally:
+        consumer.close()
+    assert b"grp-1" in got
+    # reader may use reader-* groups only.
+    with _scram_connect(secure, "reader", READER_PASSWORD) as sock:
+        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, {"key": "app-grp", "key_type": 0})
+        assert found["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        fetched = _call(sock, ApiKey.OFFSET_FETCH, 5, {"group_id": "app-grp", "topics": None})
+        assert fetched["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, {"key": "reader-1", "key_type": 0})
+        assert found["error_code"] == 0
