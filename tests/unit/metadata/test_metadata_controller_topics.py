@@ -203,8 +203,17 @@ def test_configs_alter_incremental_describe(h: Harness) -> None:
     )
     assert res.resources[0].error_code == 0
     assert h.image.topic_config("c") == {"retention.ms": "9", "cleanup.policy": "delete"}
-    # LogConfig takes one cleanup.policy value, so appending a second one is refused.
+    # cleanup.policy is a list: appending compact gives compaction plus retention.
     ops = [AlterableConfig("cleanup.policy", OP_APPEND, "compact")]
+    res = h.commit(
+        h.c.incremental_alter_configs(
+            IncrementalAlterConfigsRequest([IncrementalAlterConfigsResource(2, "c", ops)])
+        )
+    )
+    assert res.resources[0].error_code == 0
+    assert h.image.topic_config("c")["cleanup.policy"] == "delete,compact"
+    # A value that is not a policy is refused.
+    ops = [AlterableConfig("cleanup.policy", OP_APPEND, "shred")]
     res = h.commit(
         h.c.incremental_alter_configs(
             IncrementalAlterConfigsRequest([IncrementalAlterConfigsResource(2, "c", ops)])
