@@ -6,8 +6,9 @@ subscription, their log start offset and high watermark, offsets for timestamps)
 :class:`OffsetRange` from the partition's leader with Fetch (isolation read_committed: the
 broker serves consumers only below the high watermark) as raw payloads.
 
-The reader asks the next offset after the whole batches it got, so a range is read with one
-request in flight; routing errors (leader moved) refresh metadata and retry until the range's
+The reader asks for the offset after the whole batches it got, and sends that Fetch before
+handing the payload over (one request in flight, overlapping the caller's decoding); routing
+errors (leader moved) refresh metadata and retry until the range's
 deadline; OFFSET_OUT_OF_RANGE below the log start is data loss (raised, or skipped when
 failOnDataLoss is false).
 
@@ -60,6 +61,22 @@ def next_offset_after(payload: bytes | memoryview, fetch_offset: int) -> int:
         out = max(out, base + delta + 1)
         pos += size
     return out
+
+
+class _PendingFetch:
+    """One Fetch in flight: filled by the network client's callback."""
+
+    __slots__ = ("done", "error", "leader", "position", "response")
+
+    def __init__(self, leader: int, position: int) -> None:
+        self.leader = leader
+        self.position = position
+        self.done = False
+        self.response: dict[str, Any] | None = None
+        self.error: Exception | None = None
+
+    def complete(self, response: dict[str, Any] | None, error: Exception | None) -> None:
+        self.response, self.error, self.done = response, error, True
 
 
 class SourceClient:
@@ -128,18 +145,23 @@ class SourceClient:
     ) -> Iterator[tuple[bytes | memoryview, int]]:
         """Yield ``(payload, fetch_offset)`` until every offset of ``r`` was fetched; the
         payloads may hold records before ``fetch_offset`` and after ``r.end`` (whole batches).
-        Raises :class:`DataLossError` or :class:`KafkaTimeoutError` (``timeout_ms`` without
-        progress)."""
+        The next Fetch is sent before a payload is yielded, so the broker and the network work
+        while the caller decodes. Raises :class:`DataLossError` or :class:`KafkaTimeoutError`
+        (``timeout_ms`` without progress)."""
         tp = ClientTopicPartition(r.topic, r.partition)
         position = r.start
         deadline = time.monotonic() + self.timeout_ms / 1000.0
+        pending: _PendingFetch | None = None
         while position < r.end:
             if time.monotonic() > deadline:
                 raise KafkaTimeoutError(
                     f"reading {r.topic}-{r.partition} made no progress at offset {position} "
                     f"within {self.timeout_ms} ms (kafkaConsumer.pollTimeoutMs)"
                 )
-            part = self._fetch(tp, position, deadline)
+            if pending is None or pending.position != position:
+                pending = self._start_fetch(tp, position, deadline)
+            part = self._finish_fetch(tp, pending, deadline) if pending is not None else None
+            pending = None
             if part is None:
                 continue
             code = part.get("error_code", 0)
@@ -160,25 +182,14 @@ class SourceClient:
             next_offset = next_offset_after(records, position)
             if next_offset == position:
                 continue  # nothing committed yet at this offset: the broker waited, ask again
+            if next_offset < r.end:
+                pending = self._start_fetch(tp, next_offset, deadline)  # prefetch
             yield records, position
             position = next_offset
             deadline = time.monotonic() + self.timeout_ms / 1000.0
 
-    def _fetch(
-        self, tp: ClientTopicPartition, position: int, deadline: float
-    ) -> dict[str, Any] | None:
-        metadata = self._client.metadata
-        leader = metadata.leader_for(tp)
-        remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000.0)
-        if leader is None:
-            try:
-                self._client.fetch_metadata([tp.topic], remaining_ms)
-            except KafkaError:
-                pass
-            if metadata.leader_for(tp) is None:
-                self._backoff(deadline)
-            return None
-        body = {
+    def _fetch_body(self, tp: ClientTopicPartition, position: int) -> dict[str, Any]:
+        return {
             "replica_id": -1,
             "max_wait_ms": FETCH_MAX_WAIT_MS,
             "min_bytes": 1,
@@ -203,24 +214,66 @@ class SourceClient:
             "forgotten_topics_data": [],
             "rack_id": "",
         }
+
+    def _start_fetch(
+        self, tp: ClientTopicPartition, position: int, deadline: float
+    ) -> _PendingFetch | None:
+        """Send a Fetch to the leader (None when there is no leader or connection yet)."""
+        client = self._client
+        metadata = client.metadata
+        leader = metadata.leader_for(tp)
+        if leader is None:
+            try:
+                client.fetch_metadata([tp.topic], max(1.0, (deadline - time.monotonic()) * 1e3))
+            except KafkaError:
+                pass
+            if metadata.leader_for(tp) is None:
+                self._backoff(deadline)
+            return None
+        while not client.is_ready(leader):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            client.poll(min(remaining, 0.1))
+        pending = _PendingFetch(leader, position)
         try:
-            response = self._client.request(leader, ApiKey.FETCH, body, remaining_ms)
-        except KafkaError as e:
-            if not (e.retriable or isinstance(e, KafkaTimeoutError)):
-                raise
+            client.send(leader, ApiKey.FETCH, self._fetch_body(tp, position), pending.complete)
+        except KafkaError:
             metadata.request_update()
-            self._client.disconnect(leader)
             self._backoff(deadline)
             return None
+        return pending
+
+    def _finish_fetch(
+        self, tp: ClientTopicPartition, pending: _PendingFetch, deadline: float
+    ) -> dict[str, Any] | None:
+        """Wait for ``pending``; its partition's answer, or None after a retriable failure."""
+        client = self._client
+        while not pending.done:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                client.disconnect(pending.leader)  # drop the late answer with the connection
+                return None
+            client.poll(remaining)
+        if pending.error is not None or pending.response is None:
+            error = pending.error
+            if isinstance(error, KafkaError) and not error.retriable:
+                raise error
+            client.metadata.request_update()
+            self._backoff(deadline)
+            return None
+        response = pending.response
         if response.get("error_code", 0):
             raise KafkaError(response["error_code"], f"fetch {tp.topic}-{tp.partition}")
         for topic in response.get("responses", []):
             for part in topic.get("partitions", []):
                 if topic["topic"] == tp.topic and part["partition_index"] == tp.partition:
                     if part.get("error_code", 0) in REFRESH_ERRORS:
-                        metadata.request_update()
+                        client.metadata.request_update()
                         try:
-                            self._client.fetch_metadata([tp.topic], remaining_ms)
+                            client.fetch_metadata(
+                                [tp.topic], max(1.0, (deadline - time.monotonic()) * 1e3)
+                            )
                         except KafkaError:
                             pass
                     return part

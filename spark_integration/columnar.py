@@ -7,8 +7,9 @@ whole payload, so its Python cost is per fetch and per record boundary, not per 
 
 1. each batch in the window has its CRC-32C checked and its records block decompressed; the
    blocks are joined into one buffer, with per-batch base offset, timestamps and count;
-2. one tight loop reads only each record's length varint to find where records start and end
-   (and checks that every batch holds exactly its declared count);
+2. record boundaries: runs of same-size records are found with strided numpy comparisons of
+   their length bytes (a loop handles varied records), and every batch must hold exactly its
+   declared count;
 3. numpy decodes the remaining varints of all records at once (variable widths included),
    derives offsets and timestamps, and gathers keys and values into contiguous buffers;
 4. the few records with headers are decoded one by one (only those, and only if asked).
@@ -48,6 +49,10 @@ _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 # Zero bytes after the joined blocks, so vectorised varint reads never index past the end.
 _PAD = bytes(16)
 _MAX_VARINT_BYTES = 10
+# Same-size records in a row below which a run is not worth numpy's set-up cost.
+MIN_RUN_RECORDS = 8
+# Records decoded one by one after a short run, before a run is looked for again.
+_SLOW_STEP_RECORDS = 32
 
 
 class CorruptDataError(ValueError):
@@ -152,36 +157,70 @@ def _empty(with_headers: bool, next_offset: int) -> Columns:
     )
 
 
-def _record_bounds(data: bytes, block_ends: list[int], counts: list[int]) -> tuple[list, list]:
+def _record_bounds(
+    data: bytes, arr: np.ndarray, block_ends: list[int], counts: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
     """Start (after the length varint) and end of every record; checks each block holds
-    exactly its declared number of records."""
-    starts: list[int] = []
-    ends: list[int] = []
-    add_start = starts.append
-    add_end = ends.append
+    exactly its declared number of records.
+
+    Records of one size come in runs (a batch of fixed-size events is two or three runs: the
+    offset delta takes a second varint byte from 64 on). At each position the length is read
+    once; the run's extent is found by comparing, in one strided numpy view, the length bytes
+    where the following records would start if they had the same size (equal bytes, equal
+    size, so the next row is aligned too). Short runs (varied records) go through a plain
+    loop for :data:`_SLOW_STEP_RECORDS` records before a run is looked for again.
+    """
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
     pos = 0
     for block_end, count in zip(block_ends, counts, strict=True):
-        for _ in range(count):
-            b = data[pos] if pos < block_end else 0x80
-            if b < 0x80:  # one-byte length: records under 64 bytes
-                length = b >> 1
-                pos += 1
-            elif pos + 1 < block_end and data[pos + 1] < 0x80:  # two bytes: under 8 KiB
-                raw = (b & 0x7F) | (data[pos + 1] << 7)
-                if raw & 1:
-                    raise CorruptDataError(f"negative record length at position {pos}")
-                length = raw >> 1
-                pos += 2
-            else:
-                length, pos = _length_at(data, pos, block_end)
-            add_start(pos)
-            pos += length
-            add_end(pos)
+        left = count
+        while left > 0:
+            if pos >= block_end:
+                raise CorruptDataError(f"a batch declares {count} records but holds fewer")
+            length, after = _length_at(data, pos, block_end)
+            width = after - pos
+            size = width + length
+            run = 0
+            candidates = min(left, (block_end - pos) // size)
+            if candidates >= MIN_RUN_RECORDS:
+                stop = pos + candidates * size
+                same = arr[pos:stop:size] == data[pos]
+                for i in range(1, width):
+                    same &= arr[pos + i : stop + i : size] == data[pos + i]
+                run = candidates if same.all() else int(same.argmin())
+            if run >= MIN_RUN_RECORDS:
+                first = after + size * np.arange(run, dtype=np.int64)
+                starts.append(first)
+                ends.append(first + length)
+                pos += run * size
+                left -= run
+                continue
+            step = min(left, _SLOW_STEP_RECORDS)
+            slow_starts, slow_ends, pos = _bounds_one_by_one(data, pos, block_end, step)
+            starts.append(np.asarray(slow_starts, dtype=np.int64))
+            ends.append(np.asarray(slow_ends, dtype=np.int64))
+            left -= step
         if pos != block_end:
             raise CorruptDataError(
                 f"a batch declares {count} records that do not fill its records block"
             )
-    return starts, ends
+    return np.concatenate(starts), np.concatenate(ends)
+
+
+def _bounds_one_by_one(
+    data: bytes, pos: int, block_end: int, count: int
+) -> tuple[list[int], list[int], int]:
+    starts: list[int] = []
+    ends: list[int] = []
+    for _ in range(count):
+        length, pos = _length_at(data, pos, block_end)
+        starts.append(pos)
+        pos += length
+        if pos > block_end:
+            raise CorruptDataError("a record runs past the end of its batch")
+        ends.append(pos)
+    return starts, ends, pos
 
 
 def _length_at(data: bytes, pos: int, block_end: int) -> tuple[int, int]:
@@ -223,7 +262,8 @@ def _varints(arr: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _gather_fixed(arr: np.ndarray, starts: np.ndarray, size: int) -> bytes:
     """``size`` bytes at each start. Rows come in runs at a constant stride (records of one
-    size): each run is one strided view copied at memcpy speed, no index arrays."""
+    size): each run is a ``(rows, stride)`` reshape of the buffer cut to ``size`` columns,
+    copied at memcpy speed, with no index arrays."""
     n = len(starts)
     d = np.diff(starts)
     changes = (np.flatnonzero(d[1:] != d[:-1]) + 1).tolist()  # d[k] != d[k - 1]
@@ -238,11 +278,16 @@ def _gather_fixed(arr: np.ndarray, starts: np.ndarray, size: int) -> bytes:
         stride = int(d[lo])
         if stride < size:  # cannot happen for well-formed records; stay correct anyway
             return arr[starts[:, None] + np.arange(size)].tobytes()
-        view = np.lib.stride_tricks.as_strided(
-            arr[int(starts[lo]) :], shape=(hi - lo + 1, size), strides=(stride, 1),
-            writeable=False,
-        )
-        out.append(view.tobytes())
+        first = int(starts[lo])
+        rows = hi - lo + 1
+        if first + rows * stride <= len(arr):
+            out.append(arr[first : first + rows * stride].reshape(rows, stride)[:, :size].tobytes())
+        else:  # the last row's stride would run past the buffer: copy it on its own
+            whole = rows - 1
+            head = arr[first : first + whole * stride].reshape(whole, stride)
+            out.append(head[:, :size].tobytes())
+            last = first + whole * stride
+            out.append(arr[last : last + size].tobytes())
         lo = hi + 1
     return b"".join(out)
 
@@ -278,10 +323,8 @@ def _decode_blocks(
     data = b"".join(blocks)
     block_ends = np.cumsum([len(b) for b in blocks]).tolist()
     counts = [m[4] for m in meta]
-    starts_list, ends_list = _record_bounds(data, block_ends, counts)
     arr = np.frombuffer(data + _PAD, dtype=np.uint8)
-    starts = np.asarray(starts_list, dtype=np.int64)
-    ends = np.asarray(ends_list, dtype=np.int64)
+    starts, ends = _record_bounds(data, arr, block_ends, counts)
     p = starts + 1  # the attributes byte
     ts_delta, w = _varints(arr, p)
     p = p + w
