@@ -1,0 +1,1 @@
+"""Example pipelines built on the kraftlog data source (run with ``python -m``)."""
