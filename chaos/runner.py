@@ -200,6 +200,17 @@ def _signals_raise() -> Iterator[None]:
 
 
 @contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends (then their handlers run)."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextmanager
 def _network_namespace_restored() -> Iterator[None]:
     """Return this thread to its original network namespace on the way out (the runner
     enters the cluster's client namespace, which is deleted at the end)."""
@@ -293,11 +304,13 @@ def _run_own_cluster(
             valid = outcome.exit_code == EXIT_OK
             return outcome
     finally:
-        cluster.close()
-        atexit.unregister(cluster.close)
-        _copy_logs(cluster, config.artifacts / "logs")
-        if valid:
-            shutil.rmtree(cluster_dir, ignore_errors=True)
+        # A second Ctrl-C must not cut the cleanup short: signals wait until it is done.
+        with _signals_deferred():
+            cluster.close()
+            atexit.unregister(cluster.close)
+            _copy_logs(cluster, config.artifacts / "logs")
+            if valid:
+                shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
 def _copy_logs(cluster: ChaosCluster, dest: Path) -> None:
