@@ -153,7 +153,7 @@ class GroupClient:
             target = send.target if send.target is not None else self._client.any_ready_node()
             if target is not None and self._client.is_ready(target):
                 self._send(target, send)
-            elif now_ms - since_ms > self._config.request_timeout_ms:
+            elif now_ms - since_ms > self._unreachable_after_ms(send.target):
                 self._on_response(send, None, KafkaTimeoutError(f"no connection for {send}"))
             else:
                 if target is not None and self._client.metadata.broker(target) is None:
@@ -161,6 +161,31 @@ class GroupClient:
                 waiting.append((send, since_ms))
         waiting.extend(self._unsent)
         self._unsent = waiting
+
+    def _unreachable_after_ms(self, target: int | None) -> float:
+        """How long a request waits for a connection. The coordinator gets one heartbeat
+        interval: a broker that was killed refuses connections until the controller fences
+        it, and finding the new coordinator is cheap, while waiting longer would let the
+        member's session expire there (Kafka's client gives up on the coordinator at the
+        first failed connection)."""
+        if target is None:
+            return float(self._config.request_timeout_ms)
+        return float(max(self._config.heartbeat_interval_ms, self._config.retry_backoff_ms))
+
+    def _wait_until_coordinator_ready(self, coordinator: int, deadline_s: float) -> bool:
+        """Wait (heartbeating) for a connection to the coordinator; False if it cannot be
+        reached within :meth:`_unreachable_after_ms` (it is then marked dead)."""
+        limit = min(deadline_s, self._clock() + self._unreachable_after_ms(coordinator) / 1000)
+        while not self._client.is_ready(coordinator):
+            if self.coordinator.coordinator_id != coordinator:
+                return False  # declared dead meanwhile (heartbeat failure)
+            if self._clock() >= limit:
+                self.coordinator.on_commit_error(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                                 self._now_ms())
+                return False
+            self.drive(may_rejoin=False)
+            self._client.poll(min(HEARTBEAT_TICK_S, max(0.0, limit - self._clock())))
+        return True
 
     def _send(self, target: int, send: Send) -> None:
         def callback(response: dict[str, Any] | None, error: Exception | None) -> None:
@@ -327,17 +352,20 @@ class GroupClient:
                 )
             coordinator = self.ensure_coordinator(deadline)
             body = self.coordinator.commit_body(offsets)
-            remaining_ms = (deadline - self._clock()) * 1000.0
-            try:
-                response = self._client.request(
-                    coordinator, ApiKey.OFFSET_COMMIT, body, max(1.0, remaining_ms)
-                )
-                code = _first_error(response)
-            except KafkaTimeoutError:
-                raise
-            except KafkaError as e:  # the connection broke: find the coordinator again
+            if not self._wait_until_coordinator_ready(coordinator, deadline):
                 code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-                log.debug("commit failed on the connection: %s", e)
+            else:
+                remaining_ms = (deadline - self._clock()) * 1000.0
+                try:
+                    response = self._client.request(
+                        coordinator, ApiKey.OFFSET_COMMIT, body, max(1.0, remaining_ms)
+                    )
+                    code = _first_error(response)
+                except KafkaTimeoutError:
+                    raise
+                except KafkaError as e:  # the connection broke: find the coordinator again
+                    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    log.debug("commit failed on the connection: %s", e)
             if code == ErrorCode.NO_ERROR:
                 return
             self.coordinator.on_commit_error(code, self._now_ms())
@@ -417,15 +445,18 @@ class GroupClient:
         }
         while True:
             coordinator = self.ensure_coordinator(deadline)
-            remaining_ms = (deadline - self._clock()) * 1000.0
-            try:
-                response = self._client.request(
-                    coordinator, ApiKey.OFFSET_FETCH, body, max(1.0, remaining_ms)
-                )
-            except KafkaTimeoutError:
-                raise
-            except KafkaError:
+            if not self._wait_until_coordinator_ready(coordinator, deadline):
                 response = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+            else:
+                remaining_ms = (deadline - self._clock()) * 1000.0
+                try:
+                    response = self._client.request(
+                        coordinator, ApiKey.OFFSET_FETCH, body, max(1.0, remaining_ms)
+                    )
+                except KafkaTimeoutError:
+                    raise
+                except KafkaError:
+                    response = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
             code = error_code(response.get("error_code", 0))
             out: dict[TopicPartition, int | None] = {}
             for topic in response.get("topics", []):
