@@ -6,6 +6,7 @@ lost."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,12 @@ from deploy.local_cluster import LocalCluster
 from tests.integration.client_groups.conftest import MEMBER
 from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.environ.get("KRAFTLOG_SLOW") != "1",
+                       reason="starts a 3-broker cluster (~20 s); set KRAFTLOG_SLOW=1"),
+]
 
 DEADLINE_S = 90.0
 TOPIC, PARTITIONS = "failover", 3
