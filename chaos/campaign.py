@@ -3,8 +3,8 @@
     python -m chaos.campaign --runs 10 --time-limit 300 --artifacts .chaos   (= make chaos)
 
 Each run is ``kraftlog chaos run`` in its own process (a run moves its process into the
-cluster's client namespace), with seeds ``first_seed .. first_seed + runs - 1``, artifacts in
-``DIR/seed-<n>``. The table, one row per run: exit code, sends ok / failed / unknown, reads,
+cluster's client namespace) with acks=all idempotent producers (the acceptance workload),
+seeds ``first_seed .. first_seed + runs - 1``, artifacts in ``DIR/seed-<n>``. The table, one row per run: exit code, sends ok / failed / unknown, reads,
 faults injected, the slowest recovery after a heal (first acknowledged write per partition),
 and the anomalies by kind. ``DIR/campaign.json`` holds the same. Exit code: 0 when every run
 exited 0, else 1.
@@ -28,13 +28,17 @@ RUN_OVERHEAD_S = 300.0
 _TERM_GRACE_S = 60.0
 
 
+# The acceptance workload: acks=all idempotent producers only (issue 7).
+CAMPAIGN_PRODUCERS = "idempotent:3"
+
+
 def run_argv(
     seed: int, time_limit_s: float, artifacts: Path, nemeses: str, extra: Sequence[str] = ()
 ) -> list[str]:
     return [
         sys.executable, "-m", "deploy.cli", "chaos", "run", "--nemesis", nemeses,
         "--time-limit", str(time_limit_s), "--seed", str(seed), "--artifacts", str(artifacts),
-        *extra,
+        "--producers", CAMPAIGN_PRODUCERS, *extra,
     ]
 
 

@@ -117,7 +117,7 @@ class RunConfig:
     topic: str = DEFAULT_TOPIC
     # producer kind -> how many threads of it
     producers: dict[str, int] = field(
-        default_factory=lambda: {"idempotent": 3}
+        default_factory=lambda: {"idempotent": 2, "all": 1, "acks1": 1}
     )
     rate_per_producer: float = 50.0
     assign_consumers: int = 2
