@@ -4,10 +4,12 @@
 
 Each run is ``kraftlog chaos run`` in its own process (a run moves its process into the
 cluster's client namespace) with acks=all idempotent producers (the acceptance workload),
-seeds ``first_seed .. first_seed + runs - 1``, artifacts in ``DIR/seed-<n>``. The table, one row per run: exit code, sends ok / failed / unknown, reads,
-faults injected, the slowest recovery after a heal (first acknowledged write per partition),
-and the anomalies by kind. ``DIR/campaign.json`` holds the same. Exit code: 0 when every run
-exited 0, else 1.
+seeds ``first_seed .. first_seed + runs - 1``, artifacts in ``DIR/seed-<n>``.
+
+The table, one row per run: exit code, sends ok / failed / unknown, reads, faults injected,
+the slowest recovery after a heal (first acknowledged write per partition), and the
+anomalies by kind. ``DIR/campaign.json`` holds the same. Exit code: 0 when every run exited
+0, else 1.
 """
 
 from __future__ import annotations
