@@ -58,6 +58,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_FETCH: (2, 5),
     ApiKey.LIST_GROUPS: (0, 2),
     ApiKey.DESCRIBE_GROUPS: (0, 4),
+    ApiKey.DELETE_GROUPS: (0, 1),
 }
 API_VERSIONS_PROBE = 2
 

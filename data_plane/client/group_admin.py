@@ -24,12 +24,11 @@ from data_plane.client.consumer_protocol import (
     ConsumerProtocolError,
     decode_assignment,
 )
-from data_plane.client.errors import KafkaError, KafkaTimeoutError, UnsupportedFeatureError
+from data_plane.client.errors import KafkaError, KafkaTimeoutError
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ErrorCode
-from data_plane.protocol.schemas import MESSAGES
 
 log = logging.getLogger(__name__)
 
@@ -289,14 +288,7 @@ def commit_offsets_while_empty(
 def delete_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> None:
-    """DeleteGroups (42): remove an empty group and its offsets (NON_EMPTY_GROUP otherwise).
-    Needs the API in the protocol codec and on the brokers."""
-    if ApiKey.DELETE_GROUPS not in MESSAGES:
-        raise UnsupportedFeatureError(
-            "DeleteGroups (API 42) is not in kraftlog's protocol codec yet, so neither the "
-            "brokers nor this client can speak it; expire the group's offsets with "
-            "offsets.retention.minutes instead"
-        )
+    """DeleteGroups (42): remove an empty group and its offsets (NON_EMPTY_GROUP otherwise)."""
 
     def first_error(r: dict[str, Any]) -> int:
         results = r.get("results", [])

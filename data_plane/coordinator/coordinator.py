@@ -913,7 +913,11 @@ class GroupCoordinator:
             return
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._prepare_rebalance(group, out, f"member {member.member_id} removed")
-        elif group.is_(GroupState.PREPARING_REBALANCE):
+        # As Kafka's join purgatory tries a new DelayedJoin at once: when the last member left
+        # (or every remaining one has already rejoined) the join completes now, so a group
+        # whose members all left is Empty (deletable, resettable) right away, not at the
+        # rebalance deadline.
+        if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group, out)
 
     # --- offsets ------------------------------------------------------------------------------

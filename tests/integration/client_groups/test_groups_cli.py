@@ -105,3 +105,11 @@ def test_describe_lag_and_reset_offsets(
         assert sorted(r.offset for r in records if r.partition == 0) == list(range(20))
     finally:
         again.close()
+
+    # Empty again: DeleteGroups removes the group and its committed offsets.
+    assert admin.describe_groups([group_id])[group_id].state == "Empty"
+    admin.delete_groups([group_id])
+    assert group_id not in {g.group_id for g in admin.list_groups()}
+    assert admin.list_consumer_group_offsets(group_id) == {}
+    with pytest.raises(KafkaError):
+        admin.delete_groups([group_id])  # GROUP_ID_NOT_FOUND now
