@@ -1,14 +1,17 @@
 """``kraftlog consume``: print a topic's records (cf. kafka-console-consumer.sh).
 
     kraftlog consume --topic T [--bootstrap-server HOST:PORT | --dir D]
-        [--from-beginning | --partition N [--offset earliest|latest|N]]
+        [--group G] [--from-beginning | --partition N [--offset earliest|latest|N]]
         [--max-messages N] [--timeout-ms MS]
         [--format value|kv|json] [--print-key] [--print-headers] [--print-partition]
         [--print-offset] [--print-timestamp] [--key-separator SEP]
         [--consumer-property KEY=VALUE ...]
 
-Without ``--partition`` every partition of the topic is read (no consumer group yet), from
-the end unless ``--from-beginning``. ``--format value`` prints the value (plus the fields the
+Without ``--partition`` every partition of the topic is read, from the end unless
+``--from-beginning``; with ``--group G`` as a member of consumer group G (the partitions are
+shared with the group's other members, reading starts at the group's committed offsets, and
+offsets are committed automatically and on exit), as kafka-console-consumer does.
+``--format value`` prints the value (plus the fields the
 ``--print-*`` flags select, tab separated, in the order timestamp, partition, offset, headers,
 key); ``kv`` is ``key SEP value``; ``json`` prints one object per record with every field
 (UTF-8 text, or ``*_base64`` for bytes that are not UTF-8). Stops after ``--max-messages``
@@ -36,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("consume", help="print records of a topic")
     p.add_argument("--topic", required=True)
     add_bootstrap_args(p)
+    p.add_argument("--group", default=None, metavar="G", help="consume as a member of group G")
     p.add_argument("--from-beginning", action="store_true")
     p.add_argument("--partition", type=int)
     p.add_argument("--offset", default=None, help="earliest, latest or an offset (--partition)")
@@ -108,6 +112,8 @@ def _setup(consumer: Consumer, args: argparse.Namespace) -> None:
             raise CommandError("--offset needs --partition")
         consumer.subscribe([args.topic])
         return
+    if args.group is not None:
+        raise CommandError("--partition reads without a group: drop --group or --partition")
     tp = TopicPartition(args.topic, args.partition)
     consumer.assign([tp])
     offset = args.offset or ("earliest" if args.from_beginning else "latest")
@@ -130,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         props["bootstrap.servers"] = resolve_bootstrap(args)
         props.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
         props.setdefault("client.id", "kraftlog-consume")
+        if args.group is not None:
+            props["group.id"] = args.group
         consumer = Consumer(props)
     except (CommandError, ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

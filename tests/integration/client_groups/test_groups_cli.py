@@ -113,3 +113,24 @@ def test_describe_lag_and_reset_offsets(
     assert admin.list_consumer_group_offsets(group_id) == {}
     with pytest.raises(KafkaError):
         admin.delete_groups([group_id])  # GROUP_ID_NOT_FOUND now
+
+
+def test_console_consumer_with_a_group_commits_and_resumes(
+    bootstrap: str, admin: Admin, new_topic: Callable[..., str], group_id: str,
+    produce: Callable[..., list[bytes]], capsys: pytest.CaptureFixture[str],
+) -> None:
+    topic = new_topic(2)
+    first = produce(topic, 10, 2)
+    where = ("--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id)
+    code, out, _ = cli(capsys, "consume", *where, "--from-beginning", "--max-messages", "10",
+                       *(f"--consumer-property={k}={v}" for k, v in MEMBER.items()))
+    assert code == 0 and sorted(out.split()) == sorted(v.decode() for v in first)
+    # Closing committed the group's position: a second run starts there, not at the beginning.
+    assert admin.list_consumer_group_offsets(group_id) == {
+        TopicPartition(topic, 0): 5, TopicPartition(topic, 1): 5}
+    more = produce(topic, 4, 2, start=10)
+    code, out, _ = cli(capsys, "consume", *where, "--from-beginning", "--max-messages", "4",
+                       *(f"--consumer-property={k}={v}" for k, v in MEMBER.items()))
+    assert code == 0 and sorted(out.split()) == sorted(v.decode() for v in more)
+    code, _, err = cli(capsys, "consume", *where, "--partition", "0")
+    assert code == 1 and "--partition" in err
