@@ -1,7 +1,7 @@
 """Fixtures of the Spark tests: one local[2] SparkSession and one 3-broker cluster for the
 whole package (a session start costs ~9 s, a cluster ~5 s), both always torn down.
 
-The cluster keeps a paused follower in the ISR for 30 s (replica.lag.time.max.ms and
+The cluster keeps a paused follower in the ISR for 10 minutes (replica.lag.time.max.ms and
 broker.session.timeout.ms), so a test can hold the high watermark below the leader's log end.
 Tests use their own topics. Spark's Python workers run this interpreter
 (PYSPARK_PYTHON) and see the repository on PYTHONPATH, which is also how Spark finds the
@@ -27,8 +27,10 @@ from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SPARK_CLUSTER_OVERRIDES = {
     **FAST_OVERRIDES,
-    "broker.session.timeout.ms": "30000",
-    "replica.lag.time.max.ms": "30000",
+    # A paused follower stays in the ISR (and its broker unfenced) for 10 minutes: Spark jobs
+    # on a loaded 2-core machine can take tens of seconds while a test holds the HW back.
+    "broker.session.timeout.ms": "600000",
+    "replica.lag.time.max.ms": "600000",
     "replica.fetch.wait.max.ms": "200",
 }
 _topic_ids = itertools.count()
