@@ -35,7 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap-servers", help="a running cluster (default: .cluster)")
     parser.add_argument("--topic", default="clicks")
     parser.add_argument("--events", type=int, default=20_000, help="click events to produce")
-    parser.add_argument("--output", default="clicks-per-minute.parquet", help="Parquet dir")
+    parser.add_argument(
+        "--output", default=".cluster/clicks-per-minute.parquet", help="Parquet directory"
+    )
     args = parser.parse_args(argv)
 
     bootstrap = args.bootstrap_servers or local_cluster_bootstrap(CLUSTER_DIR)
