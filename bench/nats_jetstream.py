@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.report import percentile, received_rate, row
+from bench.report import latency_summary, percentile, rate, row
 from deploy.ports import free_ports
 
 NATS_SERVER = "nats-server"
@@ -301,14 +301,14 @@ def section_nats(directory: str, quick: bool) -> dict[str, Any]:
         out: dict[str, Any] = {"server": _server_version(), "replicas": STREAM_REPLICAS}
         for size, n in ((100, int(100_000 * scale)), (1024, int(50_000 * scale))):
             stream = f"s{size}"
-            out[f"produce_{size}"] = _rate(n, produce(cluster, stream, n, size), size)
+            out[f"produce_{size}"] = rate(n, produce(cluster, stream, n, size), size)
             seconds, got = consume(cluster, stream, n)
-            out[f"consume_{size}"] = _rate(got, seconds, size)
+            out[f"consume_{size}"] = rate(got, seconds, size)
         latency: dict[str, Any] = {}
         seconds_per_rate = 3.0 if quick else 5.0
-        for rate in LATENCY_RATES:
-            lat = e2e_latency(cluster, f"lat{rate}", rate, seconds_per_rate)
-            latency[str(rate)] = _latency(lat, rate, seconds_per_rate)
+        for offered in LATENCY_RATES:
+            lat = e2e_latency(cluster, f"lat{offered}", offered, seconds_per_rate)
+            latency[str(offered)] = latency_summary(lat, offered, seconds_per_rate)
         out["e2e_latency"] = latency
         return out
     finally:
@@ -321,23 +321,6 @@ def _server_version() -> str:
         return "missing"
     done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
     return done.stdout.strip()
-
-
-def _rate(n: int, seconds: float, size: int) -> dict[str, float]:
-    rps = n / seconds if seconds > 0 else float("nan")
-    return {"records": n, "seconds": seconds, "records_per_s": rps, "mb_per_s": rps * size / 1e6}
-
-
-def _latency(lat: list[float], offered: int, seconds: float) -> dict[str, float]:
-    return {
-        "offered_per_s": offered,
-        "received_per_s": received_rate(lat, seconds),
-        "samples": len(lat),
-        "p50_ms": percentile(lat, 0.5) * 1e3,
-        "p99_ms": percentile(lat, 0.99) * 1e3,
-        "p999_ms": percentile(lat, 0.999) * 1e3,
-        "max_ms": max(lat, default=float("nan")) * 1e3,
-    }
 
 
 def main() -> None:

@@ -27,3 +27,22 @@ def received_rate(latencies: list[float], seconds: float) -> float:
         return float("nan")
     span = seconds + latencies[-1] - latencies[0]
     return len(latencies) / span if span > 0 else float("nan")
+
+
+def rate(n: int, seconds: float, size: int) -> dict[str, float]:
+    """JSON figures of ``n`` records of ``size`` bytes in ``seconds``."""
+    rps = n / seconds if seconds > 0 else float("nan")
+    return {"records": n, "seconds": seconds, "records_per_s": rps, "mb_per_s": rps * size / MB}
+
+
+def latency_summary(lat: list[float], offered: int, seconds: float) -> dict[str, float]:
+    """JSON figures of a paced latency run: percentiles in ms and the received rate."""
+    return {
+        "offered_per_s": offered,
+        "received_per_s": received_rate(lat, seconds),
+        "samples": len(lat),
+        "p50_ms": percentile(lat, 0.5) * 1e3,
+        "p99_ms": percentile(lat, 0.99) * 1e3,
+        "p999_ms": percentile(lat, 0.999) * 1e3,
+        "max_ms": max(lat, default=float("nan")) * 1e3,
+    }

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import metadata as metadata_bench
 from bench import produce_consume, replication, storage
-from bench.report import percentile, received_rate
+from bench.report import latency_summary, rate
 from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import ClusterError, LocalCluster, wait_until
 from metadata.messages import NewTopic
@@ -50,23 +50,6 @@ _DUE = struct.Struct(">q")
 
 def _now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-
-
-def rate(n: int, seconds: float, size: int) -> dict[str, float]:
-    rps = n / seconds if seconds > 0 else float("nan")
-    return {"records": n, "seconds": seconds, "records_per_s": rps, "mb_per_s": rps * size / 1e6}
-
-
-def latency_summary(lat: list[float], offered: int, seconds: float) -> dict[str, float]:
-    return {
-        "offered_per_s": offered,
-        "received_per_s": received_rate(lat, seconds),
-        "samples": len(lat),
-        "p50_ms": percentile(lat, 0.5) * 1e3,
-        "p99_ms": percentile(lat, 0.99) * 1e3,
-        "p999_ms": percentile(lat, 0.999) * 1e3,
-        "max_ms": max(lat, default=float("nan")) * 1e3,
-    }
 
 
 @contextmanager
