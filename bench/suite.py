@@ -161,7 +161,6 @@ def run_suite(selected: list[Section], quick: bool, workdir: Path) -> dict[str, 
             entry["output_tail"] = output[-4000:]
         results[section.name] = entry
         bar.finish_section(entry.get("error", "ok"))
-        shutil.rmtree(scratch, ignore_errors=True)
     return results
 
 
@@ -212,11 +211,20 @@ def main() -> int:
     }
     print(f"kraftlog benchmark suite, {len(selected)} sections"
           f"{' (quick)' if args.quick else ''}; load {load_average()}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="kraftlog-bench-suite-") as tmp:
-        doc["sections"] = run_suite(selected, args.quick, Path(tmp))
+    # Section directories are removed after the results are written: deleting 10,000
+    # partitions' logs took minutes on a loaded machine and is no part of any figure.
+    workdir = Path(tempfile.mkdtemp(prefix="kraftlog-bench-suite-"))
+    try:
+        doc["sections"] = run_suite(selected, args.quick, workdir)
+        _write_results(doc, started, publish_doc=not args.no_publish)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def _write_results(doc: dict[str, Any], started: datetime.datetime, publish_doc: bool) -> None:
     doc["ratios_kraftlog_over_nats"] = ratios(doc["sections"])
     doc["finished_utc"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     text = json.dumps(doc, indent=1, default=float) + "\n"
@@ -225,10 +233,9 @@ def main() -> int:
     from bench import publish
 
     print(publish.summary(doc))
-    if not args.no_publish:
+    if publish_doc:
         publish.publish(doc)
-    print(f"results: bench/results/{stamp}.json (and latest.json)")
-    return 0
+    print(f"results: bench/results/{stamp}.json (and latest.json)", flush=True)
 
 
 if __name__ == "__main__":
