@@ -86,8 +86,11 @@ def _client(options: ReadOptions) -> SourceClient:
     return SourceClient(options.client_props(), timeout_ms=options.poll_timeout_ms)
 
 
-def read_partition(options: ReadOptions, r: OffsetRange) -> Iterator[Any]:
-    """The rows of one planned range: pyarrow RecordBatches or tuples (``kraftlog.arrow``)."""
+def read_partition(options: ReadOptions, r: OffsetRange | None) -> Iterator[Any]:
+    """The rows of one planned range: pyarrow RecordBatches or tuples (``kraftlog.arrow``).
+    ``None`` reads nothing: Spark calls read(None) once when the plan has no ranges."""
+    if r is None:
+        return
     with _client(options) as client:
         for payload, position in client.read_range(
             r, fail_on_data_loss=options.fail_on_data_loss
@@ -156,8 +159,8 @@ class KraftlogBatchReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         return [RangePartition(r) for r in self.plan()]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_partition(self.options, partition.value)
+    def read(self, partition: InputPartition | None) -> Iterator[Any]:
+        yield from read_partition(self.options, partition.value if partition else None)
 
 
 class KraftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -259,8 +262,8 @@ class KraftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ]
         return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_partition(self.options, partition.value)
+    def read(self, partition: InputPartition | None) -> Iterator[Any]:
+        yield from read_partition(self.options, partition.value if partition else None)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the position lives in Spark's checkpoint, not in the cluster."""

@@ -116,6 +116,9 @@ def test_offsets_json_timestamps_min_partitions_headers_and_patterns(
         (1, o) for o in range(5, 40)
     ]
 
+    # Nothing to read (a topic that does not exist yet): an empty result, not an error.
+    assert reader(spark, bootstrap, subscribe="opts-no-such-topic").count() == 0
+
     with pytest.raises(Exception, match="conflict"):
         reader(spark, bootstrap, subscribe=topic, startingOffsets="earliest",
                startingTimestamp="1").collect()
