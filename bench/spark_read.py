@@ -6,8 +6,9 @@
 Starts its own LocalCluster (1 controller + 3 brokers) in a temporary directory, creates a
 topic of 6 partitions (replication factor 1, two leaders per broker), produces the records
 with the native producer (100 B values, 3-byte keys from 100 distinct ones, batch.size
-256 KiB), then times on a local[2] SparkSession, the Arrow queries twice (the first pays for the
-Python workers' start; both are printed), the tuple-mode ones once:
+256 KiB), then times on a local[2] SparkSession the Arrow queries three times (the first pays
+for the Python workers' start, the JVM's JIT warms up; all are printed) and the tuple-mode
+ones once:
 
 - ``count()`` and ``groupBy("key").count()`` with the default Arrow mode (read() yields
   pyarrow RecordBatches decoded column-wise) and with tuple mode (``kraftlog.arrow=false``:
@@ -113,7 +114,7 @@ def main() -> int:
                 )
                 name = "Arrow" if mode == "true" else "tuple"
                 # Tuple mode is several times slower: one run each keeps the benchmark short.
-                runs = 2 if mode == "true" else 1
+                runs = 3 if mode == "true" else 1
                 timed(f"{name} count()", df.count, args.records, runs)
                 timed(f"{name} groupBy(key).count()",
                       lambda df=df: len(df.groupBy("key").count().collect()), args.records, runs)
