@@ -52,6 +52,7 @@ from data_plane.protocol.exceptions import (
     UnsupportedVersionError,
 )
 from data_plane.protocol.framing import FrameReader
+from data_plane.security.request_hooks import Plan, RequestHooks
 
 if TYPE_CHECKING:
     from data_plane.broker.server import KafkaServer
@@ -111,6 +112,7 @@ class Connection:
         sock: socket.socket,
         listener_name: str,
         peer: str,
+        hooks: RequestHooks | None = None,
     ) -> None:
         self._server = server
         self._loop = server.loop
@@ -120,6 +122,18 @@ class Connection:
         self.fd = sock.fileno()
         self.listener_name = listener_name
         self.peer = peer
+        # Security (SASL, ACLs, quotas) and metrics around each request (docs/security.md).
+        self._hooks = hooks
+        if hooks is not None:
+            hooks.bind_mute(self.mute)
+        # TLS sockets cannot sendfile: the bytes would bypass encryption.
+        self._zero_copy = self._config.fetch_zero_copy_enable and getattr(
+            sock, "zero_copy", True
+        )
+        # Quota throttling (KIP-219): nothing is read from the client until the mute ends.
+        self._muted = False
+        self._muted_until = 0.0
+        self._mute_seq = 0
         self._reader = FrameReader(self._config.socket_request_max_bytes)
         self._slots: collections.deque[_Slot] = collections.deque()
         self._frames: collections.deque[bytes | memoryview] = collections.deque()
@@ -175,7 +189,12 @@ class Connection:
             self._reading = False
 
     def _resume_reading(self) -> None:
-        if not self._reading and not self.closed and not self._close_when_flushed:
+        if (
+            not self._reading
+            and not self.closed
+            and not self._close_when_flushed
+            and not self._muted
+        ):
             self._loop.add_reader(self.fd, self._on_readable)
             self._reading = True
 
@@ -218,12 +237,12 @@ class Connection:
         rest wait (bounded by one read chunk) and the socket is not read meanwhile."""
         limit = self._config.queued_max_requests
         frames = self._frames
-        while frames and self.in_flight < limit:
+        while frames and self.in_flight < limit and not self._muted:
             if self.closed or self._close_when_flushed:
                 frames.clear()
                 return
             self._dispatch(frames.popleft())
-        if frames or self.in_flight >= limit:
+        if frames or self.in_flight >= limit or self._muted:
             self._pause_reading()
 
     def _drain_frames(self) -> None:
@@ -241,6 +260,12 @@ class Connection:
         self._slots.append(slot)
         if self.in_flight > self.peak_in_flight:
             self.peak_in_flight = self.in_flight
+        hooks = self._hooks
+        if hooks is not None and hooks.expects_raw_token:
+            reply = hooks.raw_token(frame)
+            frame_out = None if reply is None else _raw_response(reply)
+            self._resolve(slot, frame_out, close=reply is None)
+            return
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as e:
@@ -250,12 +275,29 @@ class Connection:
             log.warning("connection %s: malformed request (%s); closing it", self.peer, e)
             self._resolve(slot, None, close=True)
             return
+        plan: Plan | None = None
+        if hooks is not None:
+            plan = hooks.before(header, body, len(frame))
+            if plan.close_now:
+                self._resolve(slot, None, close=True)
+                return
+            if plan.reply is not None:
+                self._complete(slot, header, plan.after(plan.reply))
+                slot.close_after = slot.close_after or plan.close_after
+                return
+            body = plan.body
         handler = _handler(header.api_key, header.api_version)
         if handler is None:
             self._unsupported(slot, header)
             return
         try:
             result = handler(self._apis, Request(header, body, self.listener_name))
+            if plan is not None:
+                result = (
+                    _after_async(result, plan)
+                    if asyncio.iscoroutine(result)
+                    else plan.after(result)
+                )
         except Exception:
             log.exception("connection %s: handler for api %d failed", self.peer, header.api_key)
             self._resolve(slot, None, close=True)
@@ -266,6 +308,30 @@ class Connection:
             task.add_done_callback(self.tasks.discard)
         else:
             self._complete(slot, header, result)
+
+    def mute(self, throttle_ms: int) -> None:
+        """Stop reading from the client for ``throttle_ms`` (a quota was exceeded); a longer
+        mute extends a running one."""
+        if throttle_ms <= 0 or self.closed:
+            return
+        until = self._loop.time() + throttle_ms / 1000
+        if until <= self._muted_until:
+            return
+        self._muted_until = until
+        self._muted = True
+        self._mute_seq += 1
+        self._pause_reading()
+        self._loop.call_at(until, self._unmute, self._mute_seq)
+
+    def _unmute(self, seq: int) -> None:
+        if self.closed or seq != self._mute_seq:
+            return  # a later, longer mute's own timer ends it
+        self._muted = False
+        try:
+            self._flush()
+        except Exception:
+            log.exception("connection %s: write failed", self.peer)
+            self.close("internal error")
 
     def _unsupported(self, slot: _Slot, header: RequestHeader) -> None:
         log.info(
@@ -379,7 +445,7 @@ class Connection:
     def _write_out(self) -> None:
         """Write as much of ``_out`` as the socket takes; return on would-block."""
         out = self._out
-        zero_copy = self._config.fetch_zero_copy_enable
+        zero_copy = self._zero_copy
         while out:
             head = out[0]
             if head is _END:
@@ -444,3 +510,12 @@ class Connection:
         # Zero-length buffers at the head carry nothing; drop them so the loop moves on.
         while out and isinstance(out[0], _BUFFER_TYPES) and len(out[0]) == 0:
             out.popleft()
+
+
+async def _after_async(coro: Any, plan: Plan) -> Any:
+    return plan.after(await coro)
+
+
+def _raw_response(data: bytes) -> ResponseFrame:
+    """A bare SASL token reply (handshake v0): not a Kafka response."""
+    return ResponseFrame([data], len(data))

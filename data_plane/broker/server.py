@@ -24,16 +24,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.connection import Connection
+from data_plane.metrics.group_lag import GroupLagMetrics
+from data_plane.metrics.names import NodeMetrics
+from data_plane.metrics.state import BrokerStateMetrics
 from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
+from data_plane.security.broker_security import BrokerSecurity
+from data_plane.security.request_hooks import RequestHooks
+from data_plane.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
 from data_plane.storage import LogManager
 from metadata.image import MetadataImage
 
@@ -46,6 +53,8 @@ LISTEN_BACKLOG = 1024
 ACCEPTS_PER_EVENT = 64
 # Pause after a failed accept (out of file descriptors) before trying again.
 ACCEPT_BACKOFF_MS = 100
+# TLS handshakes in progress at once (each bounded by its own timeout); more are refused.
+MAX_PENDING_TLS_HANDSHAKES = 1024
 
 
 class ListenerSpec(NamedTuple):
@@ -63,12 +72,26 @@ class KafkaServer:
         *,
         image_source: Callable[[], MetadataImage] | None = None,
         log_manager: LogManager | None = None,
+        security: BrokerSecurity | None = None,
+        metrics: NodeMetrics | None = None,
+        committed_metadata_offset: Callable[[], int] | None = None,
     ) -> None:
         self.config = config
         self.apis = apis
         self._listener_specs = list(listeners)
         self._image_source = image_source
         self._log_manager = log_manager
+        # TLS, SASL, ACLs and quotas of the listeners (docs/security.md); None: all PLAINTEXT.
+        self.security = security
+        self.metrics = metrics
+        self._state_metrics = (
+            BrokerStateMetrics(metrics, apis.broker_id) if metrics is not None else None
+        )
+        self._group_lag = (
+            GroupLagMetrics(metrics.consumer_group_lag) if metrics is not None else None
+        )
+        self._committed_metadata_offset = committed_metadata_offset
+        self._handshakes: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._listen_socks: list[tuple[socket.socket, str]] = []
         self.connections: set[Connection] = set()
@@ -85,6 +108,9 @@ class KafkaServer:
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+        if self.security is not None:
+            # A bad ssl.* setting fails the start, not the first client.
+            self.security.validate([spec.name for spec in self._listener_specs])
         try:
             for spec in self._listener_specs:
                 self._listen(spec)
@@ -162,6 +188,8 @@ class KafkaServer:
         if self._tick_handle is not None:
             self._tick_handle.cancel()
         self._close_listeners()
+        for task in list(self._handshakes):
+            task.cancel()
         if self.fetcher_manager is not None:
             self.fetcher_manager.close()
             await self.fetcher_manager.wait_closed()
@@ -182,7 +210,10 @@ class KafkaServer:
         self._listen_socks.clear()
 
     def forget(self, conn: Connection) -> None:
-        self.connections.discard(conn)
+        if conn in self.connections:
+            self.connections.discard(conn)
+            if self.metrics is not None:
+                self.metrics.connections.inc(-1, conn.listener_name)
 
     # --- accepting ----------------------------------------------------------------------------
 
@@ -213,9 +244,59 @@ class KafkaServer:
                 log.warning("setting up a connection from %s failed: %s", addr, e)
                 sock.close()
                 continue
-            conn = Connection(self, sock, listener_name, f"{addr[0]}:{addr[1]}")
-            self.connections.add(conn)
-            conn.start()
+            tls_context = (
+                self.security.tls_context(listener_name) if self.security is not None else None
+            )
+            if tls_context is None:
+                self._open(sock, listener_name, addr, None)
+                continue
+            if len(self._handshakes) >= MAX_PENDING_TLS_HANDSHAKES:
+                log.warning(
+                    "%s: too many TLS handshakes in progress; refusing %s", listener_name, addr
+                )
+                sock.close()
+                continue
+            task = self.loop.create_task(self._accept_tls(sock, tls_context, listener_name, addr))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    def _open(
+        self,
+        sock: socket.socket | TlsSocket,
+        listener_name: str,
+        addr: Any,
+        peer_cert: dict[str, Any] | None,
+    ) -> None:
+        hooks = None
+        if self.security is not None or self.metrics is not None:
+            security = (
+                self.security.for_connection(listener_name, str(addr[0]), peer_cert)
+                if self.security is not None
+                else None
+            )
+            hooks = RequestHooks(security, self.metrics, listener_name)
+        conn = Connection(self, sock, listener_name, f"{addr[0]}:{addr[1]}", hooks)
+        self.connections.add(conn)
+        if self.metrics is not None:
+            self.metrics.connections.inc(1, listener_name)
+        conn.start()
+
+    async def _accept_tls(
+        self, sock: socket.socket, context: ssl.SSLContext, listener_name: str, addr: Any
+    ) -> None:
+        """TLS handshake, then the connection; a failed handshake costs this socket only."""
+        try:
+            tls = await tls_handshake(self.loop, sock, context)
+        except TlsHandshakeError as e:
+            log.warning("%s from %s:%s refused: %s", listener_name, addr[0], addr[1], e)
+            if self.metrics is not None:
+                self.metrics.authentication_failures.inc(1, listener_name)
+            return
+        if self._stopped:
+            tls.close()
+            return
+        wrapped = TlsSocket(tls)
+        self._open(wrapped, listener_name, addr, wrapped.getpeercert())
 
     def _resume_accept(self, listen_sock: socket.socket, listener_name: str) -> None:
         if not self._stopped and listen_sock.fileno() >= 0:
@@ -241,6 +322,20 @@ class KafkaServer:
         try:
             if self._image_source is not None:
                 self.apis.replica_manager.apply_image(self._image_source())
+            image = self.apis.replica_manager.image
+            if self.security is not None:
+                self.security.on_image(image)
+            if self._state_metrics is not None:
+                committed = self._committed_metadata_offset
+                self._state_metrics.on_image(image, committed() if committed else None)
+            if self._group_lag is not None:
+                coordinator = self.apis.group_coordinator.coordinator
+                self._group_lag.maybe_update(
+                    self.apis.clock_ms(),
+                    coordinator.list_groups,
+                    coordinator.fetch_offsets,
+                    self.apis.replica_manager.high_watermarks,
+                )
             self.apis.tick()
             now = self.apis.clock_ms()
             self.apis.replica_manager.tick(now)

@@ -34,6 +34,7 @@ from data_plane.broker.handlers import (
     sync_group,
 )
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from data_plane.security.broker_security import sasl_not_enabled
 
 # api key -> (handler, highest version it implements)
 HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
@@ -59,6 +60,9 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.OFFSET_FETCH: (offset_fetch.handle, 5),
     ApiKey.DESCRIBE_GROUPS: (describe_groups.handle, 4),
     ApiKey.LIST_GROUPS: (list_groups.handle, 2),
+    # Answered by the SASL layer (data_plane.security) before any handler on SASL listeners.
+    ApiKey.SASL_HANDSHAKE: (sasl_not_enabled, 1),
+    ApiKey.SASL_AUTHENTICATE: (sasl_not_enabled, 1),
     ApiKey.DELETE_GROUPS: (delete_groups.handle, 1),
 }
 
