@@ -39,6 +39,8 @@ class AdminError(Exception):
 class Target:
     bootstrap: list[str]
     layout: ClusterLayout | None  # set when the addresses came from a local cluster directory
+    # gRPC channel credentials for a control plane with mutual TLS (--command-config).
+    credentials: Any = None
 
 
 def add_target_args(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +55,12 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
         metavar="D",
         help=f"a local cluster directory (default: {DEFAULT_CLUSTER_DIR} if it holds a cluster)",
     )
+    group.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="properties with kraftlog.control.plane.ssl.enabled=true and the ssl.* keystore "
+        "and truststore, for a control plane with mutual TLS",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -63,6 +71,26 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_target(args: argparse.Namespace) -> Target:
+    target = _resolve_addresses(args)
+    path = getattr(args, "command_config", None)
+    if not path:
+        return target
+    from data_plane.configdef import ConfigError, from_props, load_properties
+    from data_plane.security.config import SecurityConfig
+    from data_plane.security.errors import TlsConfigError
+    from data_plane.security.grpc_tls import channel_credentials
+
+    try:
+        config = from_props(SecurityConfig, load_properties(path))
+        if not config.control_plane_ssl_enabled:
+            return target
+        credentials = channel_credentials(config)
+    except (OSError, ConfigError, TlsConfigError) as e:
+        raise AdminError(f"--command-config {path}: {e}") from None
+    return Target(target.bootstrap, target.layout, credentials)
+
+
+def _resolve_addresses(args: argparse.Namespace) -> Target:
     if getattr(args, "bootstrap_controller", None):
         servers = [s.strip() for s in args.bootstrap_controller.split(",") if s.strip()]
         if not servers:
@@ -85,7 +113,9 @@ def resolve_target(args: argparse.Namespace) -> Target:
 
 def connect(target: Target, timeout_s: float) -> ControllerClient:
     try:
-        return ControllerClient(",".join(target.bootstrap), timeout_s)
+        return ControllerClient(
+            ",".join(target.bootstrap), timeout_s, credentials=target.credentials
+        )
     except ValueError as e:
         raise AdminError(f"--bootstrap-controller: {e}") from None
 

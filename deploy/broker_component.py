@@ -21,6 +21,9 @@ from __future__ import annotations
 import logging
 import os
 
+from data_plane.configdef import from_props
+from data_plane.security.config import SecurityConfig
+from data_plane.security.grpc_tls import channel_credentials
 from data_plane.storage.log_manager import LogManager
 from deploy.local_replicas import LocalReplicas
 from deploy.meta_properties import META_PROPERTIES, random_uuid
@@ -69,8 +72,13 @@ class BrokerComponent:
             self.replicas = LocalReplicas(
                 self.broker_id, self.log_manager, s.log, incarnation_id=self.incarnation_id
             )
+            security = from_props(SecurityConfig, s.props)
             self._client = ControllerClient(
-                ",".join(s.bootstrap_controllers), s.node.controller_request_timeout_ms / 1000
+                ",".join(s.bootstrap_controllers),
+                s.node.controller_request_timeout_ms / 1000,
+                credentials=channel_credentials(security)
+                if security.control_plane_ssl_enabled
+                else None,
             )
             listeners = {lis.name: (lis.host, lis.port) for lis in s.advertised_listeners}
             self.metadata = BrokerMetadataManager(

@@ -63,7 +63,9 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 def build_components(settings: NodeSettings, cluster_id: str) -> list[Component]:
     """The node's components in start order (controller before broker)."""
     # Imported here so `kraftlog --help` and the admin commands do not load grpc and storage.
-    components: list[Component] = []
+    from data_plane.metrics.component import MetricsComponent
+
+    components: list[Component] = [MetricsComponent(settings.props)]
     if settings.node.is_controller:
         from deploy.controller_component import ControllerComponent
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import logging
 import socket
 
+from data_plane.configdef import from_props
+from data_plane.metrics.names import node_metrics
+from data_plane.security.config import SecurityConfig
+from data_plane.security.grpc_tls import server_credentials
 from deploy.node_config import NodeSettings
 from metadata.service import ControllerServer
 from metadata.snapshot import build_snapshot
@@ -34,6 +38,8 @@ class ControllerComponent:
         if advertised in ("", "0.0.0.0", "::"):
             advertised = socket.getfqdn()
         self.metadata_log = MetadataLog(settings.raft, build_snapshot)
+        security = from_props(SecurityConfig, settings.props)
+        metrics = node_metrics()
         self.server = ControllerServer(
             settings.node_id,
             self.metadata_log,
@@ -42,7 +48,18 @@ class ControllerComponent:
             listener.port,
             cluster_id=cluster_id,
             advertised_host=advertised,
+            credentials=server_credentials(security)
+            if security.control_plane_ssl_enabled
+            else None,
+            on_commit_latency_s=metrics.raft_commit_latency.observe,
         )
+        server, log_ = self.server, self.metadata_log
+        metrics.active_controller.set_function(lambda: 1 if server.is_active else 0)
+        if not settings.node.is_broker:  # a broker role reports the offsets it applied
+            metrics.metadata_offset.set_function(lambda: server.controller.image.offset)
+            metrics.metadata_offset_lag.set_function(
+                lambda: max(0, log_.committed_offset - server.controller.image.offset)
+            )
         self._raft_address = settings.raft.address_of(settings.node_id)
         self._started_log = False
 

@@ -22,6 +22,16 @@ DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 # Section title and introduction per config class, keyed by class name.
 _SECTIONS: dict[str, tuple[str, str]] = {
+    "SecurityConfig": (
+        "Security",
+        "Read by brokers (listener protocols, TLS, SASL, ACLs, quotas) and by every node for the "
+        "control plane's mutual TLS (`data_plane/security/config.py`, docs/security.md).",
+    ),
+    "MetricsConfig": (
+        "Metrics",
+        "Read by every node: the Prometheus endpoint (`data_plane/metrics/config.py`, "
+        "docs/metrics.md).",
+    ),
     "NodeConfig": (
         "Node (deploy)",
         "Read by every node process: its roles, identity, listeners and where the controllers "

@@ -31,6 +31,10 @@ from data_plane.broker.config import BrokerConfig
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.broker.server import KafkaServer, ListenerSpec, ServerThread
 from data_plane.configdef import from_props, to_props
+from data_plane.metrics.names import node_metrics
+from data_plane.security.broker_security import BrokerSecurity
+from data_plane.security.config import SecurityConfig
+from data_plane.security.grpc_tls import channel_credentials
 from deploy.broker_component import BrokerComponent
 from deploy.node_config import NodeSettings
 from metadata.client import ControllerClient
@@ -50,6 +54,7 @@ class KafkaComponent:
         self.cluster_id = cluster_id
         self.broker = broker
         self.config: BrokerConfig = from_props(BrokerConfig, settings.props)
+        self.security_config: SecurityConfig = from_props(SecurityConfig, settings.props)
         controller_listener = settings.controller_listener
         self.listeners = [
             ListenerSpec(lis.name, lis.host, lis.port)
@@ -64,8 +69,13 @@ class KafkaComponent:
         if log_manager is None or metadata is None:
             raise RuntimeError("the broker component must start before the Kafka server")
         s = self.settings
+        security_config = self.security_config
         self._client = ControllerClient(
-            ",".join(s.bootstrap_controllers), self.config.request_timeout_ms / 1000
+            ",".join(s.bootstrap_controllers),
+            self.config.request_timeout_ms / 1000,
+            credentials=channel_credentials(security_config)
+            if security_config.control_plane_ssl_enabled
+            else None,
         )
         client = self._client
         local = {**to_props(s.log), **to_props(self.config)}
@@ -88,12 +98,20 @@ class KafkaComponent:
                 default_replication_factor=s.controller.default_replication_factor,
                 local_config=lambda: dict(local),
             )
+            security = BrokerSecurity(
+                security_config,
+                clock_ms=_clock_ms,
+                topic_exists=lambda name: metadata.image.topic(name) is not None,
+            )
             return KafkaServer(
                 self.config,
                 apis,
                 self.listeners,
                 image_source=lambda: metadata.image,
                 log_manager=log_manager,
+                security=security,
+                metrics=node_metrics(),
+                committed_metadata_offset=lambda: metadata.committed_offset,
             )
 
         self._thread = ServerThread(make_server, self.config.event_loop, f"kafka-{s.node_id}")

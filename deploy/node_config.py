@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 from data_plane.broker.config import BrokerConfig
 from data_plane.configdef import ConfigError, from_props, known_keys, load_properties, prop
+from data_plane.metrics.config import MetricsConfig
+from data_plane.security.config import SecurityConfig
 from data_plane.storage.config import LogConfig
 from deploy.listeners import Listener, parse_listeners, parse_server_list
 from metadata.config import ControllerConfig
@@ -132,6 +134,8 @@ CONFIG_CLASSES: tuple[type, ...] = (
     ControllerConfig,
     LogConfig,
     BrokerConfig,
+    SecurityConfig,
+    MetricsConfig,
 )
 
 
