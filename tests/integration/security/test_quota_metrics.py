@@ -1,7 +1,8 @@
 """Quotas and metrics on a real cluster (one controller, two brokers, PLAINTEXT):
 
 - a scrape of a broker's /metrics shows the request and byte counters moving during a
-  produce run, and under-replicated partitions rising when a follower is paused;
+  produce run, a group's lag after a commit, and under-replicated partitions rising when a
+  follower is paused;
 - a producer with a 1 MB/s quota (client id) is held within 20% of it over 20 s while an
   unthrottled producer on the same broker is not slowed (confluent-kafka producers; marker
   ``slow``: about 40 s; run with KRAFTLOG_SLOW=1). The rates are measured over 20 s after a
@@ -145,6 +146,26 @@ def test_metrics_move_and_under_replicated_partitions_rise(two_brokers: Cluster)
     assert after.get(bytes_key, 0) - before.get(bytes_key, 0) >= 200 * 1000
     assert after.get('kraftlog_request_latency_seconds_count{api="Produce"}', 0) > 0
     assert after.get("kraftlog_under_replicated_partitions") == 0
+
+    # Consumer group lag, on the broker coordinating the group: 200 records, 50 committed.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.structs import OffsetAndMetadata
+    consumer = KafkaConsumer(
+        bootstrap_servers=c.bootstrap(), group_id="lagging", enable_auto_commit=False
+    )
+    try:
+        tp = TopicPartition("metered", 0)
+        consumer.assign([tp])
+        consumer.commit({tp: OffsetAndMetadata(50, "", -1)})
+    finally:
+        consumer.close()
+    lag_key = 'kraftlog_consumer_group_lag{group="lagging",topic="metered",partition="0"}'
+    wait_for(
+        "the group's lag in a broker's metrics",
+        lambda: any(scrape(u).get(lag_key) == 150 for u in c.metrics.values()),
+    )
 
     c.cluster.pause(follower_id)
     try:
