@@ -419,6 +419,14 @@ def test_refusals_and_the_broker_keeps_serving(secure: Secure) -> None:
         meta = _call(sock, ApiKey.METADATA, 8, {"topics": None})
         assert [t["name"] for t in meta["topics"]] == ["payments"]
     _still_serving(secure)
+    # SaslHandshake v0 (old clients): the token travels bare, length-prefixed.
+    with _connect(secure.sasl_ssl, _client_ctx(secure)) as sock:
+        assert _call(sock, ApiKey.SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})["error_code"] == 0
+        token = plain_message("app", APP_PASSWORD)
+        sock.sendall(len(token).to_bytes(4, "big") + token)
+        assert _read(sock, 4) == b"\x00\x00\x00\x00"  # an empty server token: accepted
+        meta = _call(sock, ApiKey.METADATA, 8, {"topics": [{"name": "orders"}]})
+        assert meta["topics"][0]["error_code"] == 0
     failures = _scrape(secure.metrics_url)
     assert failures.get('kraftlog_authentication_failures_total{listener="SASL_SSL"}', 0) >= 2
     assert failures.get('kraftlog_authentication_failures_total{listener="SSL"}', 0) >= 3
