@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from data_plane.configdef import ConfigError, from_props, known_keys, prop
+from data_plane.security.config import PLAINTEXT, SASL_MECHANISMS, SECURITY_PROTOCOLS
 
 T = TypeVar("T")
 
@@ -51,6 +52,48 @@ class CommonClientConfig:
     )
     send_buffer_bytes: int = field(
         default=1 * _MIB, metadata=prop("send.buffer.bytes", min=-1, doc="SO_SNDBUF; -1 = OS")
+    )
+    # Security (docs/client.md): Kafka's / librdkafka's names; the PEM files as the broker
+    # side uses them. data_plane.security.client_auth.client_security checks the combination.
+    security_protocol: str = field(
+        default=PLAINTEXT,
+        metadata=prop(
+            "security.protocol",
+            choices=SECURITY_PROTOCOLS,
+            doc="PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (TLS, then SASL)",
+        ),
+    )
+    sasl_mechanism: str = field(
+        default="PLAIN",
+        metadata=prop("sasl.mechanism", choices=SASL_MECHANISMS, doc="SASL mechanism"),
+    )
+    sasl_username: str | None = field(default=None, metadata=prop("sasl.username"))
+    sasl_password: str | None = field(
+        default=None, repr=False, metadata=prop("sasl.password", doc="never logged")
+    )
+    ssl_truststore_location: str | None = field(
+        default=None,
+        metadata=prop("ssl.truststore.location", doc="PEM file of the CAs trusted for brokers"),
+    )
+    ssl_keystore_location: str | None = field(
+        default=None,
+        metadata=prop(
+            "ssl.keystore.location",
+            doc="PEM client certificate chain (and key unless ssl.key.location is set)",
+        ),
+    )
+    ssl_key_location: str | None = field(
+        default=None, metadata=prop("ssl.key.location", doc="PEM private key of the client")
+    )
+    ssl_key_password: str | None = field(
+        default=None, repr=False, metadata=prop("ssl.key.password")
+    )
+    ssl_endpoint_identification_algorithm: str = field(
+        default="https",
+        metadata=prop(
+            "ssl.endpoint.identification.algorithm",
+            doc="'https' checks the broker host name against its certificate; '' does not",
+        ),
     )
 
 

@@ -2,8 +2,19 @@
 
 Lifecycle (``state``)::
 
-    CONNECTING --socket connected--> NEGOTIATING --ApiVersions answered--> READY
+    CONNECTING --socket connected--> [TLS_HANDSHAKING] --> NEGOTIATING --ApiVersions answered-->
+        [AUTHENTICATING: SaslHandshake v1, SaslAuthenticate until complete] --> READY
          \\______________ any error, timeout or close() ______________/--> CLOSED
+
+The bracketed states happen only with a :class:`ClientSecurity` (``security.protocol`` SSL,
+SASL_PLAINTEXT or SASL_SSL). TLS: after the TCP connect the socket is wrapped (server name =
+the broker's host, so ``ssl.endpoint.identification.algorithm=https`` checks it) and the
+handshake is driven by the selector's read/write events (:attr:`has_pending_writes` is true
+while OpenSSL wants to write), bounded by the connect timeout. SASL follows Kafka's clients:
+ApiVersions first (allowed before authentication), then SaslHandshake v1 and the mechanism's
+tokens in SaslAuthenticate; only then is the connection READY for other APIs. A refused
+mechanism or credential, or an untrusted broker certificate, closes the connection with
+:class:`AuthenticationFailedError` (not retriable; :attr:`BrokerConnection.auth_failed`).
 
 On connect the client sends ApiVersions v2 (the highest non-flexible version); a broker that
 does not know it answers in the v0 format with UNSUPPORTED_VERSION and its full API list,
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import ssl
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +45,13 @@ from data_plane.protocol.codec import decode_response, encode_request
 from data_plane.protocol.errors import ErrorCode
 from data_plane.protocol.exceptions import ProtocolError
 from data_plane.protocol.framing import FrameReader
+from data_plane.security.client_auth import (
+    AuthenticationFailedError,
+    ClientSecurity,
+    SaslClientAuthenticator,
+)
+from data_plane.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from data_plane.security.tls_socket import MAX_JOIN_BYTES, MAX_RECV_BYTES, TlsSocket
 
 # The versions this client can speak, per API (all non-flexible; REFERENCE.md section 1).
 # Lower bounds: record format v2 needs Produce 3 / Fetch 4; ListOffsets 1 and Metadata 1 are the
@@ -59,6 +78,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_GROUPS: (0, 2),
     ApiKey.DESCRIBE_GROUPS: (0, 4),
     ApiKey.DELETE_GROUPS: (0, 1),
+    # SASL: handshake v1 = tokens wrapped in SaslAuthenticate (v0 sent bare tokens).
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 1),
 }
 API_VERSIONS_PROBE = 2
 
@@ -72,7 +94,9 @@ _MAX_READS_PER_EVENT = 64
 ResponseCallback = Callable[[dict[str, Any] | None, Exception | None], None]
 
 CONNECTING = "CONNECTING"
+TLS_HANDSHAKING = "TLS_HANDSHAKING"
 NEGOTIATING = "NEGOTIATING"
+AUTHENTICATING = "AUTHENTICATING"
 READY = "READY"
 CLOSED = "CLOSED"
 
@@ -110,6 +134,7 @@ class BrokerConnection:
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -130,7 +155,14 @@ class BrokerConnection:
         self.in_flight: deque[InFlightRequest] = deque()
         self._next_correlation_id = 0
         self._connect_deadline_s = 0.0
-        self.sock: socket.socket | None = None
+        # The latest clock reading seen (connect, check_timeouts): the deadline base of the
+        # SASL requests, which are sent from response callbacks that get no clock.
+        self._last_now_s = 0.0
+        self.sock: socket.socket | ssl.SSLSocket | TlsSocket | None = None
+        self._security = security
+        self._tls: ssl.SSLSocket | None = None
+        self._tls_wants_write = False
+        self._sasl: SaslClientAuthenticator | None = None
         self.on_ready: Callable[[BrokerConnection], None] | None = None
 
     # -- connecting ----------------------------------------------------------------------
@@ -151,6 +183,7 @@ class BrokerConnection:
         if self._receive_buffer_bytes > 0:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer_bytes)
         self.sock = sock
+        self._last_now_s = now_s
         self._connect_deadline_s = now_s + self._connect_timeout_s
         code = sock.connect_ex(address)
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
@@ -164,10 +197,60 @@ class BrokerConnection:
         if code:
             self.close(KafkaConnectionError(f"connect to {self}: {errno.errorcode.get(code)}"))
             return
+        security = self._security
+        if security is not None and security.ssl_context is not None:
+            try:
+                self._tls = security.ssl_context.wrap_socket(
+                    self.sock, server_hostname=self.host, do_handshake_on_connect=False
+                )
+            except (ssl.SSLError, OSError) as e:
+                self.close(KafkaConnectionError(f"TLS setup for {self}: {e}"))
+                return
+            # wrap_socket took over the file descriptor; the selector keeps watching it (by
+            # descriptor) through the SSLSocket, READ or WRITE as the handshake wants.
+            self.sock = self._tls
+            self.state = TLS_HANDSHAKING
+            self._drive_tls_handshake(now_s)
+            return
+        self._negotiate(now_s)
+
+    def _negotiate(self, now_s: float) -> None:
         self.state = NEGOTIATING
         self._send_internal(
             ApiKey.API_VERSIONS, API_VERSIONS_PROBE, {}, self._on_api_versions, now_s
         )
+
+    def _drive_tls_handshake(self, now_s: float) -> None:
+        """One step of the client TLS handshake (called on every socket event meanwhile)."""
+        tls = self._tls
+        if tls is None:
+            return
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            self._tls_wants_write = False
+            return
+        except ssl.SSLWantWriteError:
+            self._tls_wants_write = True
+            return
+        except ssl.SSLCertVerificationError as e:
+            self.close(
+                AuthenticationFailedError(
+                    ErrorCode.SASL_AUTHENTICATION_FAILED,
+                    f"TLS: the certificate of {self} is not trusted: {e.verify_message}",
+                )
+            )
+            return
+        except ssl.SSLError as e:
+            # Also what a broker refusing our client certificate looks like from here.
+            self.close(KafkaConnectionError(f"TLS handshake with {self} failed: {e}"))
+            return
+        except OSError as e:
+            self.close(KafkaConnectionError(f"TLS handshake with {self}: {e}"))
+            return
+        self._tls_wants_write = False
+        self.sock = TlsSocket(tls)
+        self._negotiate(now_s)
 
     def _on_api_versions(self, body: dict[str, Any] | None, error: Exception | None) -> None:
         if error is not None or body is None:
@@ -182,9 +265,101 @@ class BrokerConnection:
                 b_lo, b_hi = theirs[api_key]
                 if max(lo, b_lo) <= min(hi, b_hi):
                     self.versions[api_key] = min(hi, b_hi)
+        if self._security is not None and self._security.uses_sasl:
+            self._start_sasl()
+            return
+        self._become_ready()
+
+    def _become_ready(self) -> None:
         self.state = READY
         if self.on_ready is not None:
             self.on_ready(self)
+
+    # -- SASL ----------------------------------------------------------------------------
+
+    def _start_sasl(self) -> None:
+        security = self._security
+        if security is None:
+            return
+        if ApiKey.SASL_HANDSHAKE not in self.versions or (
+            ApiKey.SASL_AUTHENTICATE not in self.versions
+        ):
+            self.close(
+                AuthenticationFailedError(
+                    ErrorCode.ILLEGAL_SASL_STATE,
+                    f"{self} does not offer SaslHandshake v1 and SaslAuthenticate (is the "
+                    f"listener SASL_PLAINTEXT or SASL_SSL?)",
+                )
+            )
+            return
+        try:
+            self._sasl = security.authenticator()
+        except SaslAuthenticationError as e:
+            self.close(AuthenticationFailedError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, str(e)))
+            return
+        self.state = AUTHENTICATING
+        self._send_internal(
+            ApiKey.SASL_HANDSHAKE,
+            self.versions[ApiKey.SASL_HANDSHAKE],
+            {"mechanism": security.sasl_mechanism},
+            self._on_sasl_handshake,
+            self._last_now_s,
+        )
+
+    def _on_sasl_handshake(self, body: dict[str, Any] | None, error: Exception | None) -> None:
+        if error is not None or body is None or self._sasl is None:
+            return
+        if body["error_code"] != ErrorCode.NO_ERROR:
+            offered = ", ".join(body.get("mechanisms") or []) or "none"
+            self.close(
+                AuthenticationFailedError(
+                    body["error_code"],
+                    f"{self} refused SASL mechanism {self._sasl.mechanism} (it offers {offered})",
+                )
+            )
+            return
+        self._send_token(self._sasl.first_token())
+
+    def _send_token(self, token: bytes) -> None:
+        self._send_internal(
+            ApiKey.SASL_AUTHENTICATE,
+            self.versions[ApiKey.SASL_AUTHENTICATE],
+            {"auth_bytes": token},
+            self._on_sasl_authenticate,
+            self._last_now_s,
+        )
+
+    def _on_sasl_authenticate(self, body: dict[str, Any] | None, error: Exception | None) -> None:
+        if error is not None or body is None or self._sasl is None:
+            return
+        if body["error_code"] != ErrorCode.NO_ERROR:
+            self.close(
+                AuthenticationFailedError(
+                    body["error_code"],
+                    f"{self} refused the SASL {self._sasl.mechanism} authentication: "
+                    f"{body.get('error_message') or 'no reason given'}",
+                )
+            )
+            return
+        try:
+            token = self._sasl.on_server_token(body.get("auth_bytes") or b"")
+        except (SaslAuthenticationError, IllegalSaslStateError) as e:
+            # E.g. a wrong SCRAM server signature: the broker does not know our password.
+            self.close(
+                AuthenticationFailedError(
+                    ErrorCode.SASL_AUTHENTICATION_FAILED, f"SASL with {self}: {e}"
+                )
+            )
+            return
+        if token is None:
+            self._become_ready()
+        else:
+            self._send_token(token)
+
+    @property
+    def auth_failed(self) -> bool:
+        """Closed because authentication failed: reconnecting would fail the same way."""
+        return isinstance(self.error, AuthenticationFailedError)
 
     # -- requests ------------------------------------------------------------------------
 
@@ -246,18 +421,27 @@ class BrokerConnection:
 
     @property
     def has_pending_writes(self) -> bool:
+        if self.state is TLS_HANDSHAKING:
+            return self._tls_wants_write
         return bool(self._out)
 
     # -- I/O -----------------------------------------------------------------------------
 
     def write(self) -> None:
         """Write as much queued data as the socket takes."""
+        if self.state is TLS_HANDSHAKING:
+            self._drive_tls_handshake(self._last_now_s)
+            return
         sock = self.sock
         if sock is None:
             return
         out = self._out
         while out:
             chunk = out[0]
+            if self._tls is not None and len(chunk) > MAX_JOIN_BYTES:
+                # One bounded TLS write; after would-block the same bytes are offered again,
+                # as OpenSSL requires.
+                chunk = chunk[:MAX_JOIN_BYTES]
             try:
                 sent = sock.send(chunk)
             except (BlockingIOError, InterruptedError):
@@ -266,9 +450,11 @@ class BrokerConnection:
                 self.close(KafkaConnectionError(f"write to {self}: {e}"))
                 return
             self._written_bytes += sent
-            if sent < len(chunk):
-                out[0] = chunk[sent:]
-                break
+            if sent < len(out[0]):
+                out[0] = out[0][sent:]
+                if sent < len(chunk):
+                    break
+                continue
             out.popleft()
         done = self._unwritten_no_response
         while done and done[0][0] <= self._written_bytes:
@@ -277,12 +463,19 @@ class BrokerConnection:
 
     def read(self) -> None:
         """Read what the socket has and complete the matching in-flight requests."""
+        if self.state is TLS_HANDSHAKING:
+            self._drive_tls_handshake(self._last_now_s)
+            return
         sock = self.sock
         reader = self._reader
+        # Over TLS one recv returns at most MAX_RECV_BYTES of whole records: asking for no
+        # more means a short read proves OpenSSL holds no decrypted bytes the selector cannot
+        # see.
+        max_read_bytes = MAX_RECV_BYTES if self._tls is not None else _MAX_READ_BYTES
         for _ in range(_MAX_READS_PER_EVENT):
             if sock is None or self.state is CLOSED:
                 return
-            want = min(max(reader.bytes_needed(), _MIN_READ_BYTES), _MAX_READ_BYTES)
+            want = min(max(reader.bytes_needed(), _MIN_READ_BYTES), max_read_bytes)
             try:
                 data = sock.recv(want)
             except (BlockingIOError, InterruptedError):
@@ -325,7 +518,8 @@ class BrokerConnection:
         request.callback(body, None)
 
     def check_timeouts(self, now_s: float) -> None:
-        if self.state is CONNECTING and now_s >= self._connect_deadline_s:
+        self._last_now_s = now_s
+        if self.state in (CONNECTING, TLS_HANDSHAKING) and now_s >= self._connect_deadline_s:
             self.close(KafkaTimeoutError(f"connect to {self} timed out"))
         elif self.in_flight and now_s >= self.in_flight[0].deadline_s:
             self.close(KafkaTimeoutError(f"request to {self} timed out"))
@@ -336,11 +530,12 @@ class BrokerConnection:
             return
         self.state = CLOSED
         self.error = error or KafkaConnectionError(f"{self} closed")
-        if self.sock is not None:
-            try:
-                self.sock.close()
-            except OSError:
-                pass
+        for sock in (self.sock, self._tls):
+            if sock is not None:
+                try:
+                    sock.close()
+                except OSError:
+                    pass
         pending = list(self.in_flight)
         self.in_flight.clear()
         no_response = list(self._unwritten_no_response)
