@@ -1,0 +1,180 @@
+"""kraftlog's native client connection (BrokerConnection with ClientSecurity) against the
+secured cluster of test_security_cluster.py (SASL_SSL and SSL-with-client-certificate
+listeners, the authorizer on):
+
+- SASL_SSL with SCRAM-SHA-512 (host name verified): produce a batch to ``orders`` and fetch it
+  back as User:app;
+- SSL with a client certificate: the certificate's principal sees ``payments`` in Metadata;
+- a wrong password: the connection fails with AuthenticationFailedError
+  (SASL_AUTHENTICATION_FAILED, not retriable, no secret in the message);
+- a broker certificate from another CA: AuthenticationFailedError, no retry.
+"""
+
+from __future__ import annotations
+
+import selectors
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from data_plane.client.config import ConsumerConfig, client_config
+from data_plane.client.connection import CLOSED, CONNECTING, READY, BrokerConnection
+from data_plane.client.record_decoder import decode_fetched
+from data_plane.client.record_encoder import RecordBatchBuilder
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.errors import ErrorCode
+from data_plane.security.client_auth import AuthenticationFailedError, client_security
+from tests.integration.security import test_security_cluster as secured
+from tests.integration.security.test_security_cluster import APP_PASSWORD, Secure
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:importlib.resources._legacy"),
+    pytest.mark.filterwarnings("ignore:(read|open)_text is deprecated:DeprecationWarning"),
+]
+
+DEADLINE_S = 30.0
+# The secured cluster of test_security_cluster.py (its users, ACLs and PKI), one per module.
+secure = secured.secure
+
+
+def _connect(address: str, props: dict[str, str]) -> BrokerConnection:
+    config = client_config(ConsumerConfig, {"bootstrap.servers": address, **props})
+    host, _, port = address.rpartition(":")
+    return BrokerConnection(
+        -1, host, int(port), client_id="native-security-test", request_timeout_ms=10000,
+        connect_timeout_ms=10000, security=client_security(config),
+    )
+
+
+def _pump(conn: BrokerConnection, done: Callable[[], bool]) -> None:
+    """Drive ``conn``'s socket events (as NetworkClient.poll does) until ``done()`` or the
+    connection closes."""
+    selector = selectors.DefaultSelector()
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        if conn.state is CONNECTING and conn.sock is None:
+            conn.connect(time.monotonic())
+        while not done() and conn.state is not CLOSED:
+            assert time.monotonic() < deadline, f"{conn} stuck in {conn.state}"
+            sock = conn.sock
+            if sock is None:
+                break
+            mask = selectors.EVENT_READ
+            if conn.state is CONNECTING or conn.has_pending_writes:
+                mask |= selectors.EVENT_WRITE
+            selector.register(sock, mask)
+            events = selector.select(0.1)
+            selector.unregister(sock)
+            now = time.monotonic()
+            if events and conn.state is CONNECTING:
+                conn.finish_connect(now)
+            elif events:
+                if events[0][1] & selectors.EVENT_READ:
+                    conn.read()
+                if events[0][1] & selectors.EVENT_WRITE and conn.state is not CLOSED:
+                    conn.write()
+            conn.check_timeouts(time.monotonic())
+    finally:
+        selector.close()
+
+
+def _request(conn: BrokerConnection, api_key: int, body: dict[str, Any]) -> dict[str, Any]:
+    box: list[tuple[dict[str, Any] | None, Exception | None]] = []
+    conn.send(api_key, body, lambda b, e: box.append((b, e)), time.monotonic())
+    _pump(conn, lambda: bool(box))
+    assert box, conn.error
+    response, error = box[0]
+    assert error is None and response is not None, error
+    return response
+
+
+def _ready(address: str, props: dict[str, str]) -> BrokerConnection:
+    conn = _connect(address, props)
+    _pump(conn, lambda: conn.state is READY)
+    assert conn.state is READY, conn.error
+    return conn
+
+
+def _sasl_props(secure: Secure, password: str) -> dict[str, str]:
+    return {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "app",
+        "sasl.password": password,
+        "ssl.truststore.location": str(secure.pki / "ca.pem"),
+    }
+
+
+def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
+    conn = _ready(secure.sasl_ssl, _sasl_props(secure, APP_PASSWORD))
+    try:
+        builder = RecordBatchBuilder()
+        now_ms = int(time.time() * 1000)
+        for i in range(3):
+            builder.append(now_ms, f"k{i}".encode(), f"native-over-sasl-ssl-{i}".encode())
+        produced = _request(conn, ApiKey.PRODUCE, {
+            "transactional_id": None, "acks": -1, "timeout_ms": 10000,
+            "topic_data": [{"name": "orders", "partition_data": [
+                {"index": 0, "records": bytes(builder.build())}]}],
+        })
+        part = produced["responses"][0]["partition_responses"][0]
+        assert part["error_code"] == 0, part
+        base = part["base_offset"]
+        fetched = _request(conn, ApiKey.FETCH, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": "orders", "partitions": [{
+                "partition": 0, "current_leader_epoch": -1, "fetch_offset": base,
+                "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+            "forgotten_topics_data": [], "rack_id": "",
+        })
+        fpart = fetched["responses"][0]["partitions"][0]
+        assert fpart["error_code"] == 0, fpart
+        records = decode_fetched("orders", 0, fpart["records"], base).records
+        assert [r.value for r in records[:3]] == [
+            f"native-over-sasl-ssl-{i}".encode() for i in range(3)
+        ]
+    finally:
+        conn.close()
+
+
+def test_ssl_client_certificate_principal(secure: Secure) -> None:
+    props = {
+        "security.protocol": "SSL",
+        "ssl.truststore.location": str(secure.pki / "ca.pem"),
+        "ssl.keystore.location": str(secure.pki / "client.pem"),
+        "ssl.key.location": str(secure.pki / "client-key.pem"),
+    }
+    conn = _ready(secure.ssl_addr, props)
+    try:
+        metadata = _request(conn, ApiKey.METADATA, {
+            "topics": None, "allow_auto_topic_creation": False,
+        })
+        # User:CN=client,... may describe payments only (deny by default for the rest).
+        assert [t["name"] for t in metadata["topics"]] == ["payments"]
+    finally:
+        conn.close()
+
+
+def test_wrong_password_is_a_clear_non_retriable_error(secure: Secure) -> None:
+    conn = _connect(secure.sasl_ssl, _sasl_props(secure, "not-the-password"))
+    _pump(conn, lambda: conn.state is READY)
+    assert conn.state is CLOSED and conn.auth_failed
+    error = conn.error
+    assert isinstance(error, AuthenticationFailedError)
+    assert error.code is ErrorCode.SASL_AUTHENTICATION_FAILED and not error.retriable
+    assert "not-the-password" not in str(error)
+    # The broker keeps serving: the right password still works.
+    _ready(secure.sasl_ssl, _sasl_props(secure, APP_PASSWORD)).close()
+
+
+def test_untrusted_broker_certificate(secure: Secure) -> None:
+    props = {**_sasl_props(secure, APP_PASSWORD)}
+    props["ssl.truststore.location"] = str(secure.pki / "rogue" / "ca.pem")
+    conn = _connect(secure.sasl_ssl, props)
+    _pump(conn, lambda: conn.state is READY)
+    assert conn.state is CLOSED and conn.auth_failed
+    assert "not trusted" in str(conn.error)
