@@ -49,6 +49,11 @@ from typing import Any
 import grpc
 
 from data_plane.protocol.errors import ErrorCode
+from data_plane.security.control_plane_authz import (
+    ControlPlaneAuthorizer,
+    host_of_peer,
+    principal_of_context,
+)
 from metadata import messages as m
 from metadata import security_control
 from metadata.config import ControllerConfig
@@ -117,8 +122,11 @@ class ControllerServer:
         controller: QuorumController | None = None,
         credentials: grpc.ServerCredentials | None = None,
         on_commit_latency_s: Callable[[float], None] | None = None,
+        authorizer: ControlPlaneAuthorizer | None = None,
     ) -> None:
         self.node_id = node_id
+        # ACLs on the RPCs (mutual TLS: the principal is the client certificate's subject).
+        self._authorizer = authorizer
         # Mutual TLS when set (data_plane.security.grpc_tls.server_credentials); else plaintext.
         self._credentials = credentials
         # Told how long each append of a write took to commit (a metrics histogram).
@@ -461,6 +469,18 @@ class ControllerServer:
                     request = decode_request(request_cls, data)
                 except MessageError as exc:
                     return encode_envelope(Envelope(ErrorCode.INVALID_REQUEST, str(exc)))
+                if self._authorizer is not None:
+                    refusal = self._authorizer.check(
+                        name,
+                        request,
+                        principal_of_context(context.auth_context()),
+                        self.controller.image.security.acls,
+                        host_of_peer(context.peer()),
+                    )
+                    if refusal is not None:
+                        log.info("controller %d: %s refused: %s", self.node_id, name,
+                                 refusal.message)
+                        return encode_envelope(Envelope(refusal.error_code, refusal.message))
                 return encode_envelope(self._dispatch(name, request))
             except Exception:
                 log.exception("controller %d: %s failed", self.node_id, name)
