@@ -54,7 +54,9 @@ from data_plane.security.acl import (
     Authorizer,
     ResourceType,
 )
+from data_plane.security.config import SecurityConfig
 from data_plane.security.principal import ANONYMOUS, KafkaPrincipal, user
+from data_plane.security.tls import pem_bytes
 
 # Kafka's ConfigResource types.
 CONFIG_RESOURCE_TOPIC = 2
@@ -217,3 +219,17 @@ class ControlPlaneAuthorizer:
             return cluster(AclOperation.DESCRIBE_CONFIGS)
         # An RPC this table does not know is refused rather than let through.
         return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"no ACL rule for {rpc}")
+
+
+def control_plane_authorizer(config: SecurityConfig) -> ControlPlaneAuthorizer | None:
+    """The controller's authorizer for ``config``: enforced only with mutual TLS on the
+    control plane (``kraftlog.control.plane.ssl.enabled``) and ``kraftlog.authorizer.enabled``
+    (without a verified certificate there is no principal to check); None otherwise."""
+    if not (config.control_plane_ssl_enabled and config.authorizer_enabled):
+        return None
+    own = principal_from_pem(pem_bytes(config.ssl_keystore_location, "ssl.keystore.location"))
+    return ControlPlaneAuthorizer(
+        config.super_user_names(),
+        allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
+        own_principal=own,
+    )

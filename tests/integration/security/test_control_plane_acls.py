@@ -21,8 +21,13 @@ from data_plane.protocol.errors import ErrorCode
 from data_plane.security import certs
 from data_plane.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from data_plane.security.config import SecurityConfig
-from data_plane.security.control_plane_authz import ControlPlaneAuthorizer, principal_from_pem
+from data_plane.security.control_plane_authz import (
+    ControlPlaneAuthorizer,
+    control_plane_authorizer,
+    principal_from_pem,
+)
 from data_plane.security.grpc_tls import channel_credentials, server_credentials
+from data_plane.security.principal import KafkaPrincipal
 from metadata import security_messages as sm
 from metadata.client import ControllerClient, ControllerError
 from metadata.config import ControllerConfig
@@ -145,3 +150,24 @@ def test_admin_needs_acls_broker_is_super_user(pki: Path, address: str) -> None:
         with pytest.raises(ControllerError) as refused:
             admin.create_topics([NewTopic("admin-secret", 1, 1)])
         assert refused.value.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_enforced_only_with_mutual_tls_and_the_authorizer(pki: Path) -> None:
+    props = {
+        "ssl.keystore.location": str(pki / "controller.pem"),
+        "ssl.key.location": str(pki / "controller-key.pem"),
+        "ssl.truststore.location": str(pki / "ca.pem"),
+        "super.users": f"{BROKER};User:ops",
+    }
+    assert control_plane_authorizer(from_props(SecurityConfig, props)) is None
+    props["kraftlog.control.plane.ssl.enabled"] = "true"
+    assert control_plane_authorizer(from_props(SecurityConfig, props)) is None
+    props["kraftlog.authorizer.enabled"] = "true"
+    authz = control_plane_authorizer(from_props(SecurityConfig, props))
+    assert authz is not None
+    controller = principal_from_pem((pki / "controller.pem").read_bytes())
+    for principal in (controller, KafkaPrincipal("User", "ops")):
+        assert authz.check("RegisterBroker", None, principal, {}) is None
+    refusal = authz.check("RegisterBroker", None, KafkaPrincipal("User", "CN=admin"), {})
+    assert refusal is not None
+    assert refusal.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
