@@ -12,6 +12,7 @@ listeners, the authorizer on):
 
 from __future__ import annotations
 
+import os
 import selectors
 import time
 from collections.abc import Callable
@@ -115,6 +116,9 @@ def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
         now_ms = int(time.time() * 1000)
         for i in range(3):
             builder.append(now_ms, f"k{i}".encode(), f"native-over-sasl-ssl-{i}".encode())
+        # Larger than one bounded TLS write (MAX_JOIN_BYTES) and many TLS records each way.
+        big = os.urandom(600 * 1024)
+        builder.append(now_ms, b"big", big)
         produced = _request(conn, ApiKey.PRODUCE, {
             "transactional_id": None, "acks": -1, "timeout_ms": 10000,
             "topic_data": [{"name": "orders", "partition_data": [
@@ -124,18 +128,18 @@ def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
         assert part["error_code"] == 0, part
         base = part["base_offset"]
         fetched = _request(conn, ApiKey.FETCH, {
-            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 4 << 20,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": "orders", "partitions": [{
                 "partition": 0, "current_leader_epoch": -1, "fetch_offset": base,
-                "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+                "log_start_offset": -1, "partition_max_bytes": 4 << 20}]}],
             "forgotten_topics_data": [], "rack_id": "",
         })
         fpart = fetched["responses"][0]["partitions"][0]
         assert fpart["error_code"] == 0, fpart
         records = decode_fetched("orders", 0, fpart["records"], base).records
-        assert [r.value for r in records[:3]] == [
-            f"native-over-sasl-ssl-{i}".encode() for i in range(3)
+        assert [r.value for r in records[:4]] == [
+            *(f"native-over-sasl-ssl-{i}".encode() for i in range(3)), big
         ]
     finally:
         conn.close()
