@@ -158,7 +158,12 @@ class BrokerConnection:
         # The latest clock reading seen (connect, check_timeouts): the deadline base of the
         # SASL requests, which are sent from response callbacks that get no clock.
         self._last_now_s = 0.0
-        self.sock: socket.socket | ssl.SSLSocket | TlsSocket | None = None
+        # ``sock`` is the handle the owner registers with its selector and never changes once
+        # connected. A TLS wrap detaches it (fileno() becomes -1; selectors then find it by
+        # identity, as for a closed socket); reads and writes go through ``_io``: the socket
+        # itself, or a TlsSocket over the SSLSocket that took its descriptor.
+        self.sock: socket.socket | None = None
+        self._io: socket.socket | TlsSocket | None = None
         self._security = security
         self._tls: ssl.SSLSocket | None = None
         self._tls_wants_write = False
@@ -183,6 +188,7 @@ class BrokerConnection:
         if self._receive_buffer_bytes > 0:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer_bytes)
         self.sock = sock
+        self._io = sock
         self._last_now_s = now_s
         self._connect_deadline_s = now_s + self._connect_timeout_s
         code = sock.connect_ex(address)
@@ -206,9 +212,10 @@ class BrokerConnection:
             except (ssl.SSLError, OSError) as e:
                 self.close(KafkaConnectionError(f"TLS setup for {self}: {e}"))
                 return
-            # wrap_socket took over the file descriptor; the selector keeps watching it (by
-            # descriptor) through the SSLSocket, READ or WRITE as the handshake wants.
-            self.sock = self._tls
+            # wrap_socket took over the file descriptor; the owner's selector keeps watching
+            # it through ``sock`` (READ, and WRITE while the handshake wants to write). No
+            # application data until the handshake is done.
+            self._io = None
             self.state = TLS_HANDSHAKING
             self._drive_tls_handshake(now_s)
             return
@@ -249,7 +256,7 @@ class BrokerConnection:
             self.close(KafkaConnectionError(f"TLS handshake with {self}: {e}"))
             return
         self._tls_wants_write = False
-        self.sock = TlsSocket(tls)
+        self._io = TlsSocket(tls)
         self._negotiate(now_s)
 
     def _on_api_versions(self, body: dict[str, Any] | None, error: Exception | None) -> None:
@@ -419,6 +426,12 @@ class BrokerConnection:
             self._unwritten_no_response.append((self._queued_bytes, callback))
         return len(frame)
 
+    def fileno(self) -> int:
+        """The live descriptor of this connection (-1 before connect and after close)."""
+        if self._tls is not None:
+            return self._tls.fileno()
+        return self.sock.fileno() if self.sock is not None else -1
+
     @property
     def has_pending_writes(self) -> bool:
         if self.state is TLS_HANDSHAKING:
@@ -432,7 +445,7 @@ class BrokerConnection:
         if self.state is TLS_HANDSHAKING:
             self._drive_tls_handshake(self._last_now_s)
             return
-        sock = self.sock
+        sock = self._io
         if sock is None:
             return
         out = self._out
@@ -466,7 +479,7 @@ class BrokerConnection:
         if self.state is TLS_HANDSHAKING:
             self._drive_tls_handshake(self._last_now_s)
             return
-        sock = self.sock
+        sock = self._io
         reader = self._reader
         # Over TLS one recv returns at most MAX_RECV_BYTES of whole records: asking for no
         # more means a short read proves OpenSSL holds no decrypted bytes the selector cannot
@@ -530,7 +543,7 @@ class BrokerConnection:
             return
         self.state = CLOSED
         self.error = error or KafkaConnectionError(f"{self} closed")
-        for sock in (self.sock, self._tls):
+        for sock in (self._io, self._tls, self.sock):
             if sock is not None:
                 try:
                     sock.close()

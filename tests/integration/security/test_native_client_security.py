@@ -50,25 +50,24 @@ def _connect(address: str, props: dict[str, str]) -> BrokerConnection:
     )
 
 
-def _pump(conn: BrokerConnection, done: Callable[[], bool]) -> None:
-    """Drive ``conn``'s socket events (as NetworkClient.poll does) until ``done()`` or the
-    connection closes."""
-    selector = selectors.DefaultSelector()
-    deadline = time.monotonic() + DEADLINE_S
-    try:
-        if conn.state is CONNECTING and conn.sock is None:
-            conn.connect(time.monotonic())
+class Pump:
+    """Drives one connection's socket events as NetworkClient.poll does: ``conn.sock``
+    registered once at connect, its interest modified, unregistered after close (a closed
+    connection must leave nothing registered: its descriptor may be reused)."""
+
+    def __init__(self, conn: BrokerConnection) -> None:
+        self.conn = conn
+        self.selector = selectors.DefaultSelector()
+        conn.connect(time.monotonic())
+        assert conn.sock is not None, conn.error
+        self.selector.register(conn.sock, selectors.EVENT_WRITE)
+
+    def until(self, done: Callable[[], bool]) -> None:
+        conn = self.conn
+        deadline = time.monotonic() + DEADLINE_S
         while not done() and conn.state is not CLOSED:
             assert time.monotonic() < deadline, f"{conn} stuck in {conn.state}"
-            sock = conn.sock
-            if sock is None:
-                break
-            mask = selectors.EVENT_READ
-            if conn.state is CONNECTING or conn.has_pending_writes:
-                mask |= selectors.EVENT_WRITE
-            selector.register(sock, mask)
-            events = selector.select(0.1)
-            selector.unregister(sock)
+            events = self.selector.select(0.1)
             now = time.monotonic()
             if events and conn.state is CONNECTING:
                 conn.finish_connect(now)
@@ -78,25 +77,47 @@ def _pump(conn: BrokerConnection, done: Callable[[], bool]) -> None:
                 if events[0][1] & selectors.EVENT_WRITE and conn.state is not CLOSED:
                     conn.write()
             conn.check_timeouts(time.monotonic())
-    finally:
-        selector.close()
+            if conn.state is CLOSED:
+                break
+            mask = selectors.EVENT_READ
+            if conn.state is CONNECTING or conn.has_pending_writes:
+                mask |= selectors.EVENT_WRITE
+            if self.selector.get_key(conn.sock).events != mask:
+                self.selector.modify(conn.sock, mask)
+        if conn.state is CLOSED:
+            self.close()
+
+    def request(self, api_key: int, body: dict[str, Any]) -> dict[str, Any]:
+        box: list[tuple[dict[str, Any] | None, Exception | None]] = []
+        self.conn.send(api_key, body, lambda b, e: box.append((b, e)), time.monotonic())
+        self.until(lambda: bool(box))
+        assert box, self.conn.error
+        response, error = box[0]
+        assert error is None and response is not None, error
+        return response
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.selector.get_map() is None:
+            return  # closed already
+        if self.selector.get_map():
+            self.selector.unregister(self.conn.sock)
+        assert not self.selector.get_map(), "a closed connection left its descriptor registered"
+        self.selector.close()
 
 
-def _request(conn: BrokerConnection, api_key: int, body: dict[str, Any]) -> dict[str, Any]:
-    box: list[tuple[dict[str, Any] | None, Exception | None]] = []
-    conn.send(api_key, body, lambda b, e: box.append((b, e)), time.monotonic())
-    _pump(conn, lambda: bool(box))
-    assert box, conn.error
-    response, error = box[0]
-    assert error is None and response is not None, error
-    return response
+def _ready(address: str, props: dict[str, str]) -> Pump:
+    pump = Pump(_connect(address, props))
+    pump.until(lambda: pump.conn.state is READY)
+    assert pump.conn.state is READY, pump.conn.error
+    return pump
 
 
-def _ready(address: str, props: dict[str, str]) -> BrokerConnection:
-    conn = _connect(address, props)
-    _pump(conn, lambda: conn.state is READY)
-    assert conn.state is READY, conn.error
-    return conn
+def _refused(address: str, props: dict[str, str]) -> BrokerConnection:
+    pump = Pump(_connect(address, props))
+    pump.until(lambda: pump.conn.state is READY)
+    pump.close()
+    return pump.conn
 
 
 def _sasl_props(secure: Secure, password: str) -> dict[str, str]:
@@ -110,7 +131,7 @@ def _sasl_props(secure: Secure, password: str) -> dict[str, str]:
 
 
 def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
-    conn = _ready(secure.sasl_ssl, _sasl_props(secure, APP_PASSWORD))
+    pump = _ready(secure.sasl_ssl, _sasl_props(secure, APP_PASSWORD))
     try:
         builder = RecordBatchBuilder()
         now_ms = int(time.time() * 1000)
@@ -119,7 +140,7 @@ def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
         # Larger than one bounded TLS write (MAX_JOIN_BYTES) and many TLS records each way.
         big = os.urandom(600 * 1024)
         builder.append(now_ms, b"big", big)
-        produced = _request(conn, ApiKey.PRODUCE, {
+        produced = pump.request(ApiKey.PRODUCE, {
             "transactional_id": None, "acks": -1, "timeout_ms": 10000,
             "topic_data": [{"name": "orders", "partition_data": [
                 {"index": 0, "records": bytes(builder.build())}]}],
@@ -127,7 +148,7 @@ def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
         part = produced["responses"][0]["partition_responses"][0]
         assert part["error_code"] == 0, part
         base = part["base_offset"]
-        fetched = _request(conn, ApiKey.FETCH, {
+        fetched = pump.request(ApiKey.FETCH, {
             "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 4 << 20,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": "orders", "partitions": [{
@@ -142,7 +163,7 @@ def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
             *(f"native-over-sasl-ssl-{i}".encode() for i in range(3)), big
         ]
     finally:
-        conn.close()
+        pump.close()
 
 
 def test_ssl_client_certificate_principal(secure: Secure) -> None:
@@ -152,20 +173,19 @@ def test_ssl_client_certificate_principal(secure: Secure) -> None:
         "ssl.keystore.location": str(secure.pki / "client.pem"),
         "ssl.key.location": str(secure.pki / "client-key.pem"),
     }
-    conn = _ready(secure.ssl_addr, props)
+    pump = _ready(secure.ssl_addr, props)
     try:
-        metadata = _request(conn, ApiKey.METADATA, {
+        metadata = pump.request(ApiKey.METADATA, {
             "topics": None, "allow_auto_topic_creation": False,
         })
         # User:CN=client,... may describe payments only (deny by default for the rest).
         assert [t["name"] for t in metadata["topics"]] == ["payments"]
     finally:
-        conn.close()
+        pump.close()
 
 
 def test_wrong_password_is_a_clear_non_retriable_error(secure: Secure) -> None:
-    conn = _connect(secure.sasl_ssl, _sasl_props(secure, "not-the-password"))
-    _pump(conn, lambda: conn.state is READY)
+    conn = _refused(secure.sasl_ssl, _sasl_props(secure, "not-the-password"))
     assert conn.state is CLOSED and conn.auth_failed
     error = conn.error
     assert isinstance(error, AuthenticationFailedError)
@@ -178,7 +198,6 @@ def test_wrong_password_is_a_clear_non_retriable_error(secure: Secure) -> None:
 def test_untrusted_broker_certificate(secure: Secure) -> None:
     props = {**_sasl_props(secure, APP_PASSWORD)}
     props["ssl.truststore.location"] = str(secure.pki / "rogue" / "ca.pem")
-    conn = _connect(secure.sasl_ssl, props)
-    _pump(conn, lambda: conn.state is READY)
+    conn = _refused(secure.sasl_ssl, props)
     assert conn.state is CLOSED and conn.auth_failed
     assert "not trusted" in str(conn.error)
