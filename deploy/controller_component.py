@@ -14,6 +14,7 @@ import socket
 from data_plane.configdef import from_props
 from data_plane.metrics.names import node_metrics
 from data_plane.security.config import SecurityConfig
+from data_plane.security.control_plane_authz import control_plane_authorizer
 from data_plane.security.grpc_tls import server_credentials
 from deploy.node_config import NodeSettings
 from metadata.service import ControllerServer
@@ -52,6 +53,7 @@ class ControllerComponent:
             if security.control_plane_ssl_enabled
             else None,
             on_commit_latency_s=metrics.raft_commit_latency.observe,
+            authorizer=control_plane_authorizer(security),
         )
         server, log_ = self.server, self.metadata_log
         metrics.active_controller.set_function(lambda: 1 if server.is_active else 0)

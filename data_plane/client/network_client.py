@@ -32,6 +32,7 @@ from data_plane.client.connection import (
 from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from data_plane.client.metadata import ClusterMetadata
 from data_plane.protocol.api_keys import ApiKey
+from data_plane.security.client_auth import client_security
 
 Clock = Callable[[], float]
 
@@ -58,6 +59,9 @@ class NetworkClient:
     ) -> None:
         self._bootstrap = parse_bootstrap(config.bootstrap_servers)  # first: it may raise
         self._config = config
+        self._security = client_security(config)
+        # Set when a broker refused our credentials: fatal, never retried.
+        self.auth_error: KafkaError | None = None
         self._max_in_flight = max_in_flight
         self._clock = clock
         self._selector = selectors.DefaultSelector()
@@ -90,7 +94,7 @@ class NetworkClient:
         if conn is not None and conn.state is not CLOSED:
             return conn
         now = self._clock()
-        if now < self._reconnect_after_s.get(node_id, 0.0):
+        if self.auth_error is not None or now < self._reconnect_after_s.get(node_id, 0.0):
             return None
         address = self._address(node_id)
         if address is None:
@@ -105,6 +109,7 @@ class NetworkClient:
             connect_timeout_ms=c.socket_connection_setup_timeout_ms,
             send_buffer_bytes=c.send_buffer_bytes,
             receive_buffer_bytes=c.receive_buffer_bytes,
+            security=self._security,
         )
         self._connections[node_id] = conn
         conn.connect(now)
@@ -181,6 +186,8 @@ class NetworkClient:
         answer. Raises :class:`KafkaTimeoutError` or the connection's error."""
         deadline = self._clock() + timeout_ms / 1000.0
         while True:
+            if self.auth_error is not None:
+                raise self.auth_error
             target = self.any_ready_node() if node_id is None else node_id
             if target is not None and self.is_ready(target):
                 break
@@ -293,6 +300,8 @@ class NetworkClient:
                 self._selector.unregister(conn.sock)
             except (KeyError, ValueError):
                 pass
+        if conn.auth_failed and self.auth_error is None and isinstance(conn.error, KafkaError):
+            self.auth_error = conn.error
         if self._connections.get(conn.node_id) is conn:
             self._reconnect_after_s[conn.node_id] = (
                 self._clock() + self._config.retry_backoff_ms / 1000.0

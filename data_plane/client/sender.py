@@ -122,6 +122,10 @@ class Sender(threading.Thread):
         if self._producer_fatal is not None:
             raise self._producer_fatal
         client = self._client
+        if client.auth_error is not None:
+            # A broker refused our credentials: fatal, so every queued batch fails now with it
+            # instead of waiting out delivery.timeout.ms against brokers that will refuse again.
+            raise client.auth_error
         metadata = client.metadata
         with self._metadata_cond:
             metadata_wait_ms = client.maybe_update_metadata()

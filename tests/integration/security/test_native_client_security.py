@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from data_plane.client import Admin, Consumer, KafkaError, Producer, TopicPartition
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.connection import CLOSED, CONNECTING, READY, BrokerConnection
+from data_plane.client.errors import ClientClosedError
 from data_plane.client.record_decoder import decode_fetched
 from data_plane.client.record_encoder import RecordBatchBuilder
 from data_plane.protocol.api_keys import ApiKey
@@ -201,3 +203,46 @@ def test_untrusted_broker_certificate(secure: Secure) -> None:
     conn = _refused(secure.sasl_ssl, props)
     assert conn.state is CLOSED and conn.auth_failed
     assert "not trusted" in str(conn.error)
+
+
+def test_producer_consumer_admin_over_sasl_ssl(secure: Secure) -> None:
+    """The whole native client (not just a connection) over SASL_SSL SCRAM-SHA-512, and a
+    wrong password failing Admin and Producer at once instead of a retry loop."""
+    props = {"bootstrap.servers": secure.sasl_ssl, **_sasl_props(secure, APP_PASSWORD)}
+    producer = Producer({**props, "enable.idempotence": "false", "acks": "all"})
+    try:
+        futures = [producer.send("orders", value=b"whole-client-%d" % i, partition=0)
+                   for i in range(5)]
+        producer.flush(30)
+        offsets = [f.get(timeout=30).offset for f in futures]
+    finally:
+        producer.close()
+    consumer = Consumer(props)
+    try:
+        tp = TopicPartition("orders", 0)
+        consumer.assign([tp])
+        consumer.seek(tp, offsets[0])
+        got: list[bytes] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while len(got) < 5 and time.monotonic() < deadline:
+            got += [r.value for r in consumer.poll(200)]
+        assert got[:5] == [b"whole-client-%d" % i for i in range(5)]
+    finally:
+        consumer.close()
+
+    wrong = {"bootstrap.servers": secure.sasl_ssl, **_sasl_props(secure, "not-the-password")}
+    admin = Admin(wrong)
+    try:
+        started = time.monotonic()
+        with pytest.raises(AuthenticationFailedError):
+            admin.list_topics(timeout_ms=20_000)
+        assert time.monotonic() - started < 10.0  # failed, not retried until the timeout
+    finally:
+        admin.close()
+    producer = Producer({**wrong, "enable.idempotence": "false", "delivery.timeout.ms": "60000"})
+    try:
+        # The sender stops on the refusal: send() fails at once with the reason.
+        with pytest.raises((KafkaError, ClientClosedError), match="SASL_AUTHENTICATION_FAILED"):
+            producer.send("orders", value=b"refused", partition=0).get(timeout=15)
+    finally:
+        producer.close()
