@@ -103,7 +103,8 @@ def main() -> int:
         spark = (
             SparkSession.builder.master("local[2]").appName("kraftlog-bench")
             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.memory", "2g").getOrCreate()
+            .config("spark.driver.memory", "2g")
+            .config("spark.ui.showConsoleProgress", "false").getOrCreate()
         )
         spark.sparkContext.setLogLevel("ERROR")
         try:
