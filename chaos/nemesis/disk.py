@@ -8,8 +8,11 @@ heal. "Unflushed" = at or after the partition's recovery point (the
 after an unclean shutdown trusts it and scans only from there, as Kafka's does). Damage below
 the recovery point would be corruption of durable data, outside the storage model. Recovery
 must find the damage by CRC, truncate the log there and fetch the rest from the leader. Only
-one broker at a time: the other replicas hold the acknowledged data (Kafka's durability comes
-from replication, not from fsync; damaging every replica at once is out of its model).
+one broker at a time, and only a partition whose ISR (as Metadata shows it) has another live
+member: that replica holds the acknowledged data (Kafka's durability comes from replication,
+not from fsync; losing the unflushed tail of the only in-sync replica is outside its model —
+seed 2 of the first campaign did exactly that after a kill of every node had fenced the other
+replicas out of the ISR, and lost 12 acknowledged records; see docs/chaos.md).
 
 ``full-disk``: fill the broker's log directory, a small tmpfs (the chaos cluster mounts one on
 the last broker), until ENOSPC; the heal frees it. A broker that died meanwhile is restarted
@@ -87,11 +90,19 @@ class DiskCorruptionNemesis(Nemesis):
 
     def start(self, ctx: NemesisContext) -> ActiveFault:
         local = ctx.local
-        candidates = [b for b in ctx.live_brokers()]
+        live = set(ctx.live_brokers())
+        # In the model only while another live in-sync replica holds what this one loses:
+        # damaging the sole ISR member (e.g. right after a whole-cluster crash fenced the
+        # others out of the ISR) loses acknowledged records in Kafka too (KIP-966).
+        candidates = [
+            (b, p.partition)
+            for p in ctx.partitions().values()
+            for b in p.isr
+            if b in live and any(o != b and o in live for o in p.isr)
+        ]
         if not candidates:
-            raise NoTargetError("no running broker")
-        broker = ctx.rng.choice(sorted(candidates))
-        part = ctx.rng.choice(sorted(ctx.partitions()))
+            raise NoTargetError("no partition has two live in-sync replicas")
+        broker, part = ctx.rng.choice(sorted(candidates))
         part_dir = Path(local.node(broker).data_dir) / f"{ctx.topic}-{part}"
         ctx.begin("disk-corruption", [broker], {"partition": part})
         local.kill(broker)
