@@ -14,12 +14,13 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from data_plane.protocol.errors import error_name
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
-from metadata.client import ControllerClient
+from metadata.client import ControllerClient, ControllerError
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from metadata.snapshot import image_from_snapshot, replay_entries
@@ -163,3 +164,32 @@ def print_json(doc: Any) -> None:
 def fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 1
+
+
+AdminCommand = Callable[[ControllerClient, argparse.Namespace], int]
+
+
+def run_admin_command(func: AdminCommand, args: argparse.Namespace) -> int:
+    """Connect to the control plane ``args`` name, run ``func``, close; errors print and give 1."""
+    try:
+        with connect(resolve_target(args), args.timeout) as client:
+            return int(func(client, args))
+    except (AdminError, ControllerError, ValueError) as e:
+        return fail(str(e))
+
+
+def add_admin_command(
+    parser: argparse.ArgumentParser,
+    func: AdminCommand,
+    run: Callable[[AdminCommand, argparse.Namespace], int] = run_admin_command,
+) -> None:
+    """The target options and ``--json`` on ``parser``, which then runs ``func`` via ``run``."""
+    add_target_args(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=lambda args: run(func, args))
+
+
+def print_usage_of(parser: argparse.ArgumentParser) -> int:
+    """For a command group called without a subcommand: its help, exit code 2."""
+    parser.print_help()
+    return 2

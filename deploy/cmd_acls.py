@@ -31,16 +31,13 @@ from data_plane.security.acl import (
 )
 from data_plane.security.principal import KafkaPrincipal
 from deploy.admin import (
-    AdminError,
-    add_target_args,
-    connect,
+    add_admin_command,
     error_text,
     fail,
     print_json,
-    resolve_target,
+    print_usage_of,
 )
 from metadata import security_messages as sm
-from metadata.client import ControllerError
 from metadata.security_client import create_acls, delete_acls, describe_acls
 
 # Kafka's CamelCase operation names <-> enum.
@@ -94,7 +91,7 @@ def _resource_args(p: argparse.ArgumentParser, *, required: bool) -> None:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("acls", help="add, list and remove ACLs")
     acls_sub = parser.add_subparsers(dest="acls_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    parser.set_defaults(func=lambda _args: print_usage_of(parser))
 
     p = acls_sub.add_parser("add", help="create ACL bindings")
     _resource_args(p, required=True)
@@ -102,7 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--deny-principal", action="append", default=[], type=_principal)
     p.add_argument("--operation", action="append", required=True, type=_operation)
     p.add_argument("--host", default="*", help="client IP address (default: every host)")
-    _common(p, _add)
+    add_admin_command(p, _add)
 
     for name, func, text in (
         ("list", _list, "list ACL bindings matching filters"),
@@ -115,26 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         p.add_argument("--host")
         if name == "remove":
             p.add_argument("--yes", action="store_true", help="allow removing without filters")
-        _common(p, func)
-
-
-def _common(p: argparse.ArgumentParser, func: Any) -> None:
-    add_target_args(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=lambda args: _run(func, args))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
-
-
-def _run(func: Any, args: argparse.Namespace) -> int:
-    try:
-        with connect(resolve_target(args), args.timeout) as client:
-            return int(func(client, args))
-    except (AdminError, ControllerError) as e:
-        return fail(str(e))
+        add_admin_command(p, func)
 
 
 def _resource(args: argparse.Namespace) -> tuple[ResourceType, str | None]:

@@ -26,23 +26,20 @@ from data_plane.security.quota import (
     REQUEST_PERCENTAGE,
 )
 from deploy.admin import (
-    AdminError,
-    add_target_args,
-    connect,
+    add_admin_command,
     error_text,
     fail,
     print_json,
-    resolve_target,
+    print_usage_of,
 )
 from metadata import security_messages as sm
-from metadata.client import ControllerError
 from metadata.security_client import alter_client_quotas, describe_client_quotas
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("quotas", help="set and describe client quotas")
     quotas_sub = parser.add_subparsers(dest="quotas_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    parser.set_defaults(func=lambda _args: print_usage_of(parser))
 
     p = quotas_sub.add_parser("set", help="set or remove quotas of an entity")
     _entity_args(p)
@@ -50,11 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--consumer-byte-rate", type=float, metavar="BYTES_PER_S")
     p.add_argument("--request-percentage", type=float, metavar="PERCENT")
     p.add_argument("--remove", action="append", default=[], choices=QUOTA_KEYS)
-    _common(p, _set)
+    add_admin_command(p, _set)
 
     p = quotas_sub.add_parser("describe", help="show quotas")
     _entity_args(p)
-    _common(p, _describe)
+    add_admin_command(p, _describe)
 
 
 def _entity_args(p: argparse.ArgumentParser) -> None:
@@ -64,25 +61,6 @@ def _entity_args(p: argparse.ArgumentParser) -> None:
     client = p.add_mutually_exclusive_group()
     client.add_argument("--client-id")
     client.add_argument("--client-id-default", action="store_true")
-
-
-def _common(p: argparse.ArgumentParser, func: Any) -> None:
-    add_target_args(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=lambda args: _run(func, args))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
-
-
-def _run(func: Any, args: argparse.Namespace) -> int:
-    try:
-        with connect(resolve_target(args), args.timeout) as client:
-            return int(func(client, args))
-    except (AdminError, ControllerError) as e:
-        return fail(str(e))
 
 
 def _entity(args: argparse.Namespace) -> sm.ClientQuotaEntity:

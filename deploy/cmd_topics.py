@@ -30,15 +30,13 @@ from typing import Any
 from data_plane.protocol.errors import ErrorCode
 from deploy.admin import (
     AdminError,
-    add_target_args,
-    connect,
+    add_admin_command,
     error_text,
     fail,
     fetch_image,
     print_json,
-    resolve_target,
+    print_usage_of,
 )
-from metadata.client import ControllerError
 from metadata.image import MetadataImage
 from metadata.messages import OP_DELETE, OP_SET, AlterableConfig, NewTopic
 
@@ -51,7 +49,7 @@ REASSIGN_POLL_INTERVAL_S = 0.5
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("topics", help="create, list, describe, delete and alter topics")
     topics_sub = parser.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    parser.set_defaults(func=lambda _args: print_usage_of(parser))
 
     p = topics_sub.add_parser("create", help="create a topic")
     p.add_argument("name")
@@ -61,25 +59,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--if-not-exists", action="store_true", help="succeed if it exists already")
-    _common(p, _create)
+    add_admin_command(p, _create)
 
     p = topics_sub.add_parser("list", help="list topic names")
-    _common(p, _list)
+    add_admin_command(p, _list)
 
     p = topics_sub.add_parser("describe", help="partitions, leaders, replicas, ISR, epochs")
     p.add_argument("name", nargs="?", help="one topic (default: all)")
-    _common(p, _describe)
+    add_admin_command(p, _describe)
 
     p = topics_sub.add_parser("delete", help="delete a topic and its data")
     p.add_argument("name")
-    _common(p, _delete)
+    add_admin_command(p, _delete)
 
     p = topics_sub.add_parser("alter", help="add partitions or change topic configs")
     p.add_argument("name")
     p.add_argument("--partitions", type=int, help="the new (larger) partition count")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--delete-config", action="append", default=[], metavar="KEY")
-    _common(p, _alter)
+    add_admin_command(p, _alter)
 
     p = topics_sub.add_parser("reassign", help="move a partition's replicas to other brokers")
     p.add_argument("name", nargs="?", help="the topic (optional with --list)")
@@ -94,34 +92,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=DEFAULT_REASSIGN_WAIT_S,
         help=f"seconds --wait waits at most (default {DEFAULT_REASSIGN_WAIT_S:.0f})",
     )
-    _common(p, _reassign)
+    add_admin_command(p, _reassign)
 
     p = topics_sub.add_parser("elect-leaders", help="preferred (or unclean) leader election")
     p.add_argument("name", nargs="?", help="one topic (default: every partition)")
     p.add_argument("--partition", type=int, action="append", help="partition id (repeatable)")
     p.add_argument("--unclean", action="store_true", help="elect leaderless partitions' leaders")
-    _common(p, _elect_leaders)
-
-
-def _common(p: argparse.ArgumentParser, func: Any) -> None:
-    add_target_args(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=lambda args: _run(func, args))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
-
-
-def _run(func: Any, args: argparse.Namespace) -> int:
-    try:
-        with connect(resolve_target(args), args.timeout) as client:
-            return int(func(client, args))
-    except AdminError as e:
-        return fail(str(e))
-    except ControllerError as e:
-        return fail(str(e))
+    add_admin_command(p, _elect_leaders)
 
 
 def parse_configs(items: list[str]) -> dict[str, str]:

@@ -29,11 +29,12 @@ from data_plane.security.scram import (
 )
 from deploy.admin import (
     AdminError,
-    add_target_args,
+    add_admin_command,
     connect,
     error_text,
     fail,
     print_json,
+    print_usage_of,
     resolve_target,
 )
 from metadata.client import ControllerError
@@ -50,7 +51,7 @@ MAX_PASSWORD_CHARS = 1024
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("users", help="add, list and remove SCRAM users")
     users_sub = parser.add_subparsers(dest="users_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    parser.set_defaults(func=lambda _args: print_usage_of(parser))
 
     p = users_sub.add_parser("add", help="create a user or change its password")
     p.add_argument("name")
@@ -72,26 +73,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     source.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
     )
-    _common(p, _add)
+    add_admin_command(p, run=_run, func=_add)
 
     p = users_sub.add_parser("list", help="users and their SCRAM mechanisms")
-    _common(p, _list)
+    add_admin_command(p, run=_run, func=_list)
 
     p = users_sub.add_parser("remove", help="remove a user's SCRAM credentials")
     p.add_argument("name")
     p.add_argument("--mechanism", action="append", choices=MECHANISM_NAMES)
-    _common(p, _remove)
-
-
-def _common(p: argparse.ArgumentParser, func: Any) -> None:
-    add_target_args(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=lambda args: _run(func, args))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
+    add_admin_command(p, run=_run, func=_remove)
 
 
 def _run(func: Any, args: argparse.Namespace) -> int:
