@@ -43,8 +43,9 @@ def _namespaces() -> set[str]:
 
 
 def chaos_run(artifacts: Path, seed: int, nemeses: str, time_limit_s: float, *extra: str):
-    """Run ``kraftlog chaos run`` in its own process; returns (exit code, stderr). Whatever
-    happens, the run's process group is ended and its namespaces are removed."""
+    """Run ``kraftlog chaos run`` in its own process; returns (exit code, output, the run's
+    namespaces still present when it ended — what it left behind). Whatever happens, the run's
+    process group is ended and those namespaces are removed afterwards."""
     argv = [
         sys.executable, "-m", "deploy.cli", "chaos", "run",
         "--nemesis", nemeses, "--time-limit", str(time_limit_s), "--seed", str(seed),
@@ -66,8 +67,11 @@ def chaos_run(artifacts: Path, seed: int, nemeses: str, time_limit_s: float, *ex
             out, _ = proc.communicate()
         raise AssertionError(f"chaos run did not finish in time:\n{out[-4000:]}") from None
     finally:
-        cleanup_leftovers(cluster_name=f"{NAMESPACE_PREFIX}{proc.pid % 100_000}")
-    return proc.returncode, out
+        name = f"{NAMESPACE_PREFIX}{proc.pid % 100_000}"
+        # Only this run's namespaces: other chaos runs on the machine may create their own.
+        left = sorted(n for n in _namespaces() if n == name or n.startswith(f"{name}-"))
+        cleanup_leftovers(cluster_name=name)
+    return proc.returncode, out, left
 
 
 def _check_artifacts(artifacts: Path, seed: int) -> dict:
@@ -96,16 +100,14 @@ def _check_artifacts(artifacts: Path, seed: int) -> dict:
     ],
 )
 def test_seeded_run_is_valid_and_leaves_nothing(tmp_path: Path, seed: int, nemeses: str) -> None:
-    before = {n for n in _namespaces() if n.startswith(NAMESPACE_PREFIX)}
     artifacts = tmp_path / "artifacts"
-    code, out = chaos_run(artifacts, seed, nemeses, 30)
+    code, out, left = chaos_run(artifacts, seed, nemeses, 30)
     assert code == 0, f"chaos run exited {code}:\n{out[-4000:]}"
     summary = _check_artifacts(artifacts, seed)
     assert summary["check"]["valid"] is True
     assert summary["counts"].get("send-ok", 0) > 0 and summary["counts"].get("read", 0) > 0
     assert not (artifacts / "cluster").exists(), "a valid run deletes its data directories"
-    after = {n for n in _namespaces() if n.startswith(NAMESPACE_PREFIX)}
-    assert after <= before, f"namespaces left behind: {sorted(after - before)}"
+    assert left == [], f"namespaces left behind: {left}"
 
 
 def test_ctrl_c_cleans_up_namespaces_processes_and_tmpfs(tmp_path: Path) -> None:
