@@ -188,6 +188,17 @@ class BrokerConfig:
             doc="Pause of a replica fetcher after an error before it tries again.",
         ),
     )
+    inter_broker_listener_name: str = field(
+        default="",
+        metadata=prop(
+            "inter.broker.listener.name",
+            doc="The listener replica fetchers connect to on the other brokers (empty = this "
+            "broker's first listener). Its security protocol must be PLAINTEXT or SSL: over SSL "
+            "the fetcher presents this broker's ssl.keystore.location certificate (give its "
+            "principal super.users or ClusterAction when the authorizer is on); SASL listeners "
+            "are refused for inter-broker traffic.",
+        ),
+    )
     replica_socket_timeout_ms: int = field(
         default=30_000,
         metadata=prop(

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.connection import Connection
+from data_plane.configdef import ConfigError
 from data_plane.metrics.group_lag import GroupLagMetrics
 from data_plane.metrics.names import NodeMetrics
 from data_plane.metrics.state import BrokerStateMetrics
@@ -40,6 +41,7 @@ from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
 from data_plane.security.broker_security import BrokerSecurity
 from data_plane.security.request_hooks import RequestHooks
+from data_plane.security.tls import client_context
 from data_plane.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
 from data_plane.storage import LogManager
 from metadata.image import MetadataImage
@@ -111,6 +113,8 @@ class KafkaServer:
         if self.security is not None:
             # A bad ssl.* setting fails the start, not the first client.
             self.security.validate([spec.name for spec in self._listener_specs])
+        if self._listener_specs:
+            self._inter_broker_listener()  # a bad inter.broker.listener.name fails the start
         try:
             for spec in self._listener_specs:
                 self._listen(spec)
@@ -121,6 +125,27 @@ class KafkaServer:
         self._last_idle_check_ms = self._last_checkpoint_ms = now
         self._start_replication()
         self._tick()
+
+    def _inter_broker_listener(self) -> tuple[str, ssl.SSLContext | None]:
+        """The listener replica fetchers use (``inter.broker.listener.name``, default the first
+        one) and, for an SSL one, the client TLS context presenting this broker's certificate.
+        Raises ConfigError for an unknown listener or a SASL one (fetchers do not speak SASL)."""
+        names = [spec.name for spec in self._listener_specs]
+        name = self.config.inter_broker_listener_name.upper() or names[0]
+        if name not in names:
+            raise ConfigError(
+                f"inter.broker.listener.name: {name} is not one of this broker's listeners "
+                f"({', '.join(names)})"
+            )
+        protocol = self.security.protocol_of(name) if self.security is not None else "PLAINTEXT"
+        if protocol == "PLAINTEXT":
+            return name, None
+        if protocol != "SSL" or self.security is None:
+            raise ConfigError(
+                f"inter.broker.listener.name: {name} uses {protocol}; replica fetchers connect "
+                "over PLAINTEXT or SSL (with this broker's certificate), not SASL"
+            )
+        return name, client_context(self.security.config)
 
     def _start_replication(self) -> None:
         apis, rm, cfg = self.apis, self.apis.replica_manager, self.config
@@ -137,10 +162,12 @@ class KafkaServer:
             b = rm.image.brokers.get(broker_id)
             return b.epoch if b is not None else -1
 
+        listener_name, tls = self._inter_broker_listener()
         self.fetcher_manager = ReplicaFetcherManager(
             ReplicaFetcherConfig(
                 broker_id=broker_id,
-                listener_name=self._listener_specs[0].name,
+                listener_name=listener_name,
+                ssl_context=tls,
                 fetch_max_bytes=cfg.replica_fetch_max_bytes,
                 response_max_bytes=cfg.replica_fetch_response_max_bytes,
                 fetch_wait_max_ms=cfg.replica_fetch_wait_max_ms,

@@ -39,6 +39,7 @@ import asyncio
 import enum
 import itertools
 import logging
+import ssl
 import struct
 import time
 from collections.abc import Callable
@@ -88,6 +89,9 @@ class ReplicaFetcherConfig:
     fetch_backoff_ms: int = 1000
     socket_timeout_ms: int = 30_000
     num_fetchers: int = 1
+    # Client TLS for an SSL inter-broker listener (None = plaintext); the host name is checked
+    # only if the context says so (ssl.endpoint.identification.algorithm).
+    ssl_context: ssl.SSLContext | None = None
 
 
 class FetchState(enum.Enum):
@@ -319,8 +323,15 @@ class ReplicaFetcher:
         if address is None:
             raise ConnectionError(f"no endpoint for broker {self.source_broker_id}")
         timeout_s = self.config.socket_timeout_ms / 1000
+        tls = self.config.ssl_context
         self._reader, self._writer = await asyncio.wait_for(
-            asyncio.open_connection(address[0], address[1]), timeout_s
+            asyncio.open_connection(
+                address[0],
+                address[1],
+                ssl=tls,
+                server_hostname=address[0] if tls is not None else None,
+            ),
+            timeout_s,
         )
         self._frames = FrameReader(MAX_RESPONSE_FRAME_BYTES)
 
