@@ -166,6 +166,17 @@ class RequestAuthorizer:
         response[list_key] = list(response.get(list_key) or []) + entries
         return response
 
+    @classmethod
+    def _with_denied_topics(
+        cls, new: Body, denied: int, list_key: str, entries: list[dict[str, Any]]
+    ) -> Verdict:
+        """The request without its ``denied`` topics; their error ``entries`` are appended to
+        the response's ``list_key`` when it comes back."""
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, denied)
+        v.finish = lambda r: cls._append(r, list_key, entries)
+        return v
+
     # --- data APIs ----------------------------------------------------------------------------
 
     def _produce(self, s: Session, version: int, body: Body) -> Verdict:
@@ -248,10 +259,7 @@ class RequestAuthorizer:
             }
             for t in denied
         ]
-        v = Verdict(new)
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "topics", entries)
-        return v
+        return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _offset_for_leader_epoch(self, s: Session, version: int, body: Body) -> Verdict:
         replica = body.get("replica_id", -2) >= 0
@@ -275,10 +283,7 @@ class RequestAuthorizer:
             }
             for t in denied
         ]
-        v = Verdict(new)
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "topics", entries)
-        return v
+        return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _metadata(self, s: Session, version: int, body: Body) -> Verdict:
         requested = body.get("topics")
@@ -348,10 +353,7 @@ class RequestAuthorizer:
             }
             for t in denied
         ]
-        v = Verdict(new)
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "topics", entries)
-        return v
+        return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _delete_topics(self, s: Session, version: int, body: Body) -> Verdict:
         names = body.get("topic_names") or []
@@ -383,10 +385,7 @@ class RequestAuthorizer:
             }
             for t in denied
         ]
-        v = Verdict(new)
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "topics", entries)
-        return v
+        return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _create_partitions(self, s: Session, version: int, body: Body) -> Verdict:
         new, denied = self._split_topics(s, body, AclOperation.ALTER)
@@ -400,10 +399,7 @@ class RequestAuthorizer:
             }
             for t in denied
         ]
-        v = Verdict(new)
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "results", entries)
-        return v
+        return self._with_denied_topics(new, len(denied), "results", entries)
 
     def _describe_configs(self, s: Session, version: int, body: Body) -> Verdict:
         resources = body.get("resources") or []
@@ -509,10 +505,7 @@ class RequestAuthorizer:
         if not denied:
             return Verdict(body)
         entries = _partition_errors(denied, TOPIC_DENIED)
-        v = Verdict(new)
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "topics", entries)
-        return v
+        return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _offset_fetch(self, s: Session, version: int, body: Body) -> Verdict:
         topics = body.get("topics")
@@ -568,10 +561,7 @@ class RequestAuthorizer:
             }
             for t in denied
         ]
-        v = Verdict(new)
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "topics", entries)
-        return v
+        return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _describe_groups(self, s: Session, version: int, body: Body) -> Verdict:
         groups = body.get("groups") or []
