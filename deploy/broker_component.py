@@ -89,6 +89,8 @@ class BrokerComponent:
                 self.cluster_id,
                 self.incarnation_id,
                 self._on_change,
+                clean_shutdown=self.log_manager.found_clean_shutdown,
+                log_ends=self.replicas.leaderless_log_ends,
             )
             self.metadata.start()
         except BaseException:

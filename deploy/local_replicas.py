@@ -36,8 +36,11 @@ from collections.abc import Callable, Mapping
 from data_plane.configdef import ConfigError, with_overrides
 from data_plane.storage.config import LogConfig
 from data_plane.storage.log_manager import LogManager
+from metadata.brokers import MAX_LOG_END_REPORTS
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
+from metadata.messages import ReplicaLogEnd
+from metadata.records import NO_LEADER
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,7 @@ class LocalReplicas:
         self._digest_cache: tuple[MetadataImage, str] | None = None
         self.changes_applied = 0
         self.errors = 0
+        self._log_ends_cache: tuple[MetadataImage, list[ReplicaLogEnd]] | None = None
 
     def topic_config(self, image: MetadataImage, topic: str) -> LogConfig:
         """The broker defaults overridden by the topic's configs, key by key: a value this
@@ -115,6 +119,35 @@ class LocalReplicas:
             self.stray_scan_done = True
             self.delete_stray_logs(image)
         self.changes_applied += 1
+
+    def leaderless_log_ends(self, image: MetadataImage) -> list[ReplicaLogEnd]:
+        """The log end (last leader epoch, log end offset) of every local log whose partition
+        has no leader in ``image`` and may be led by this broker (it is in the ISR or the ELR):
+        the controller's unclean recovery elects the longest of these (metadata.election).
+        Cached per image: with no leader nothing appends to these logs."""
+        cached = self._log_ends_cache
+        if cached is not None and cached[0] is image:
+            return cached[1]
+        out = []
+        bid = self.broker_id
+        for topic, pid, reg in image.iter_partitions():
+            if reg.leader != NO_LEADER or (bid not in reg.isr and bid not in reg.elr):
+                continue
+            plog = self._log_manager.get_log(topic.name, pid)
+            if plog is None:
+                continue
+            out.append(
+                ReplicaLogEnd(
+                    topic.topic_id,
+                    pid,
+                    plog.leader_epoch_cache.latest_epoch,
+                    plog.log_end_offset,
+                )
+            )
+            if len(out) >= MAX_LOG_END_REPORTS:
+                break
+        self._log_ends_cache = (image, out)
+        return out
 
     def _caught_up(self, image: MetadataImage) -> bool:
         """Whether ``image`` holds this process's own broker registration (see the module

@@ -34,6 +34,7 @@ from data_plane.protocol.errors import ErrorCode, error_name
 from metadata.client import ControllerClient, ControllerError
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
+from metadata.messages import ReplicaLogEnd
 from metadata.snapshot import image_from_snapshot, replay_entries
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,9 @@ RETRY_BACKOFF_MAX_S = 2.0
 SHUTDOWN_HEARTBEAT_INTERVAL_MS = 200
 
 ChangeCallback = Callable[[MetadataImage, MetadataDelta], None]
+# The broker's log ends of leaderless partitions it may lead, as of an image (see
+# LocalReplicas.leaderless_log_ends); sent with every heartbeat.
+LogEndsCallback = Callable[[MetadataImage], list[ReplicaLogEnd]]
 
 
 class BrokerMetadataManager:
@@ -61,6 +65,8 @@ class BrokerMetadataManager:
         *,
         heartbeat_interval_ms: int | None = None,
         fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
+        clean_shutdown: bool = False,
+        log_ends: LogEndsCallback | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._client = client
@@ -71,6 +77,8 @@ class BrokerMetadataManager:
         self._on_change = on_change
         self._heartbeat_interval_ms = heartbeat_interval_ms
         self._fetch_max_wait_ms = fetch_max_wait_ms
+        self._clean_shutdown = clean_shutdown
+        self._log_ends = log_ends
         self._image = MetadataImage()
         # The quorum's commit point as of the last fetch (-1: none yet); for the lag metric.
         self.committed_offset = -1
@@ -222,6 +230,7 @@ class BrokerMetadataManager:
                         self._listeners,
                         self._rack,
                         self._cluster_id,
+                        clean_shutdown=self._clean_shutdown,
                     )
                 except ControllerError as exc:
                     reg = None
@@ -251,13 +260,20 @@ class BrokerMetadataManager:
             self._wake.clear()
 
     def _heartbeat(self, interval_s: float) -> None:
+        image = self._image
+        try:
+            log_ends = self._log_ends(image) if self._log_ends is not None else []
+        except Exception:  # a log closed under us: report nothing this time
+            log.exception("broker %d: reading log ends failed", self.broker_id)
+            log_ends = []
         try:
             hb = self._client.broker_heartbeat(
                 self.broker_id,
                 self._broker_epoch,
-                self._image.offset,
+                image.offset,
                 want_shutdown=self._want_shutdown,
                 timeout_s=max(1.0, interval_s * 2),
+                replica_log_ends=log_ends,
             )
         except ControllerError as exc:
             log.info("broker %d: heartbeat failed: %s", self.broker_id, exc)

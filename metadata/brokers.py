@@ -12,26 +12,40 @@ leadership (see metadata.election). Controlled shutdown first moves leadership a
 broker out of ISRs; once the broker reports a metadata offset at or past that point, the reply
 says ``should_shut_down`` and the broker is fenced.
 
-Heartbeat state (last contact per broker) lives only in memory on the active controller
-(:class:`BrokerHeartbeatManager`); a new active controller grants every broker a full session.
+Unclean recovery (metadata.election): a registration says whether the broker's previous process
+closed its logs cleanly. A leaderless partition whose candidates (ISR and ELR members) all had
+unclean shutdowns waits until each of them heartbeats its log end for the partition, then elects
+the longest log; every heartbeat that carries log ends retries those elections.
+
+Heartbeat state (last contact and reported log ends per broker) lives only in memory on the
+active controller (:class:`BrokerHeartbeatManager`); a new active controller grants every broker
+a full session, and brokers report their log ends again with their next heartbeat.
 Thread-safety: none; the controller's single event thread owns all of this.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from data_plane.protocol.errors import ErrorCode
 from metadata.config import ControllerConfig
 from metadata.delta import apply_records, merge_partition_change
-from metadata.election import elect_if_leaderless, remove_broker_from_partition
+from metadata.election import (
+    Electorate,
+    LogEnd,
+    TopicRules,
+    elect_if_leaderless,
+    remove_broker_from_partition,
+)
 from metadata.image import MetadataImage
 from metadata.messages import (
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
+    ReplicaLogEnd,
 )
 from metadata.records import (
     NO_LEADER_CHANGE,
@@ -46,12 +60,17 @@ from metadata.result import ControllerResult, RecordBudget
 # Limits on what a registration may carry.
 MAX_LISTENERS = 16
 MAX_NAME_CHARS = 255
+# Log ends one heartbeat may report (a broker hosting more leaderless partitions than this
+# reports the first ones now and the rest once those have leaders).
+MAX_LOG_END_REPORTS = 20_000
 
 
 @dataclass(slots=True)
 class _Session:
     last_contact_ms: int
     shutdown_offset: int | None = None  # metadata offset a shutting-down broker must reach
+    # (topic id, partition) -> log end, from the broker's latest heartbeat.
+    log_ends: dict[tuple[uuid.UUID, int], LogEnd] = field(default_factory=dict)
 
 
 class BrokerHeartbeatManager:
@@ -74,6 +93,22 @@ class BrokerHeartbeatManager:
 
     def forget(self, broker_id: int) -> None:
         self._sessions.pop(broker_id, None)
+
+    def report_log_ends(self, broker_id: int, reports: Iterable[ReplicaLogEnd]) -> None:
+        """Replace the broker's reported log ends (a heartbeat carries them all)."""
+        s = self._sessions.get(broker_id)
+        if s is not None:
+            s.log_ends = {
+                (r.topic_id, r.partition): (r.last_epoch, r.log_end_offset) for r in reports
+            }
+
+    def log_ends(self) -> dict[tuple[uuid.UUID, int], dict[int, LogEnd]]:
+        """(topic id, partition) -> broker id -> its reported log end."""
+        out: dict[tuple[uuid.UUID, int], dict[int, LogEnd]] = {}
+        for bid, s in self._sessions.items():
+            for key, end in s.log_ends.items():
+                out.setdefault(key, {})[bid] = end
+        return out
 
     def has_valid_session(self, broker_id: int, now_ms: int) -> bool:
         s = self._sessions.get(broker_id)
@@ -98,31 +133,44 @@ class BrokerHeartbeatManager:
         return s.shutdown_offset
 
 
-UncleanPolicy = Callable[[str], bool]  # topic name -> unclean.leader.election.enable
+RulesFor = Callable[[str], TopicRules]  # topic name -> its election rules
 
 
-def _active_ids(
-    image: MetadataImage, extra: int | None = None, without: int | None = None
-) -> set[int]:
-    ids = {b.broker_id for b in image.brokers.values() if b.is_active}
+def electorate(
+    image: MetadataImage,
+    sessions: BrokerHeartbeatManager | None = None,
+    extra: int | None = None,
+    without: int | None = None,
+) -> Electorate:
+    """Who may lead in ``image`` (plus ``extra``, minus ``without``), with the log ends the
+    brokers reported."""
+    active = {b.broker_id for b in image.brokers.values() if b.is_active}
     if extra is not None:
-        ids.add(extra)
+        active.add(extra)
     if without is not None:
-        ids.discard(without)
-    return ids
+        active.discard(without)
+    clean = frozenset(b.broker_id for b in image.brokers.values() if b.clean_shutdown)
+    log_ends = sessions.log_ends() if sessions is not None else {}
+    return Electorate(frozenset(active), clean, log_ends)
 
 
 def removal_records(
-    image: MetadataImage, broker_id: int, unclean: UncleanPolicy
+    image: MetadataImage,
+    broker_id: int,
+    rules: RulesFor,
+    sessions: BrokerHeartbeatManager | None = None,
+    *,
+    eligible: bool = True,
 ) -> list[MetadataRecord]:
-    """Partition changes taking ``broker_id`` out of every ISR and leadership."""
-    active = _active_ids(image, without=broker_id)
+    """Partition changes taking ``broker_id`` out of every ISR and leadership. ``eligible``:
+    its log still holds all it had, so it may join ELRs (see metadata.election)."""
+    voters = electorate(image, sessions, without=broker_id)
     out: list[MetadataRecord] = []
     for topic, pid, reg in image.iter_partitions():
         if broker_id not in reg.isr and reg.leader != broker_id:
             continue
         change = remove_broker_from_partition(
-            topic.topic_id, pid, reg, broker_id, active, unclean(topic.name)
+            topic.topic_id, pid, reg, broker_id, voters, rules(topic.name), eligible=eligible
         )
         if change is not None:
             out.append(change)
@@ -130,34 +178,63 @@ def removal_records(
 
 
 def fence_records(
-    image: MetadataImage, broker_id: int, unclean: UncleanPolicy
+    image: MetadataImage,
+    broker_id: int,
+    rules: RulesFor,
+    sessions: BrokerHeartbeatManager | None = None,
 ) -> list[MetadataRecord]:
     b = image.brokers[broker_id]
     return [
         BrokerRegistrationChangeRecord(
             broker_id, b.epoch, fenced=True, in_controlled_shutdown=None
         ),
-        *removal_records(image, broker_id, unclean),
+        *removal_records(image, broker_id, rules, sessions),
     ]
 
 
-def unfence_records(
-    image: MetadataImage, broker_id: int, unclean: UncleanPolicy
+def election_records(
+    image: MetadataImage,
+    voters: Electorate,
+    rules: RulesFor,
+    partitions: Iterable[tuple[uuid.UUID, int]] | None = None,
+    broker_id: int | None = None,
 ) -> list[MetadataRecord]:
-    b = image.brokers[broker_id]
-    out: list[MetadataRecord] = [
-        BrokerRegistrationChangeRecord(
-            broker_id, b.epoch, fenced=False, in_controlled_shutdown=None
-        )
-    ]
-    active = _active_ids(image, extra=broker_id)
-    for topic, pid, reg in image.iter_partitions():
-        if reg.has_leader() or broker_id not in reg.replicas:
+    """Elections for leaderless partitions: those in ``partitions`` (all when None) that
+    ``broker_id`` (when given) replicates."""
+    out: list[MetadataRecord] = []
+    if partitions is None:
+        found: Iterable = image.iter_partitions()
+    else:
+        found = []
+        for topic_id, pid in partitions:
+            topic = image.topics_by_id.get(topic_id)
+            reg = topic.partitions.get(pid) if topic is not None else None
+            if reg is not None:
+                found.append((topic, pid, reg))
+    for topic, pid, reg in found:
+        if reg.has_leader() or (broker_id is not None and broker_id not in reg.replicas):
             continue
-        change = elect_if_leaderless(topic.topic_id, pid, reg, active, unclean(topic.name))
+        change = elect_if_leaderless(topic.topic_id, pid, reg, voters, rules(topic.name))
         if change is not None:
             out.append(change)
     return out
+
+
+def unfence_records(
+    image: MetadataImage,
+    broker_id: int,
+    rules: RulesFor,
+    sessions: BrokerHeartbeatManager | None = None,
+) -> list[MetadataRecord]:
+    b = image.brokers[broker_id]
+    return [
+        BrokerRegistrationChangeRecord(
+            broker_id, b.epoch, fenced=False, in_controlled_shutdown=None
+        ),
+        *election_records(
+            image, electorate(image, sessions, extra=broker_id), rules, broker_id=broker_id
+        ),
+    ]
 
 
 def leads_or_replicates_in_isr(image: MetadataImage, broker_id: int) -> bool:
@@ -174,7 +251,7 @@ def register_broker(
     sessions: BrokerHeartbeatManager,
     config: ControllerConfig,
     cluster_id: str | None,
-    unclean: UncleanPolicy,
+    rules: RulesFor,
     now_ms: int,
 ) -> ControllerResult[RegisterBrokerResponse]:
     def fail(code: ErrorCode, message: str) -> ControllerResult[RegisterBrokerResponse]:
@@ -231,12 +308,17 @@ def register_broker(
             rack=request.rack,
             fenced=True,
             in_controlled_shutdown=False,
+            clean_shutdown=request.clean_shutdown,
         )
     ]
     if existing is not None:
         # The previous incarnation may have lost unflushed data: it must rejoin ISRs by
-        # catching up, like any follower.
-        records.extend(removal_records(image, request.broker_id, unclean))
+        # catching up, like any follower (and after an unclean shutdown it joins no ELR).
+        records.extend(
+            removal_records(
+                image, request.broker_id, rules, sessions, eligible=request.clean_shutdown
+            )
+        )
     sessions.touch(request.broker_id, now_ms)
     return ControllerResult.of(records, _with_epoch(response, epoch))
 
@@ -249,7 +331,7 @@ def broker_heartbeat(
     image: MetadataImage,
     request: BrokerHeartbeatRequest,
     sessions: BrokerHeartbeatManager,
-    unclean: UncleanPolicy,
+    rules: RulesFor,
     now_ms: int,
 ) -> ControllerResult[BrokerHeartbeatResponse]:
     b = image.brokers.get(request.broker_id)
@@ -269,6 +351,15 @@ def broker_heartbeat(
             ),
         )
     sessions.touch(b.broker_id, now_ms)
+    if len(request.replica_log_ends) > MAX_LOG_END_REPORTS:
+        return ControllerResult.of(
+            [],
+            BrokerHeartbeatResponse(
+                ErrorCode.INVALID_REQUEST,
+                f"{len(request.replica_log_ends)} log ends; at most {MAX_LOG_END_REPORTS}",
+            ),
+        )
+    sessions.report_log_ends(b.broker_id, request.replica_log_ends)
     caught_up = request.current_metadata_offset >= b.registered_offset
     if request.want_shutdown:
         if b.fenced:
@@ -283,7 +374,7 @@ def broker_heartbeat(
                     )
                 )
             shutting = apply_records(image, records) if records else image
-            records.extend(removal_records(shutting, b.broker_id, unclean))
+            records.extend(removal_records(shutting, b.broker_id, rules, sessions))
             return ControllerResult.of(
                 records, BrokerHeartbeatResponse(0, None, caught_up, False, False)
             )
@@ -294,28 +385,35 @@ def broker_heartbeat(
             )
         sessions.forget(b.broker_id)
         return ControllerResult.of(
-            fence_records(image, b.broker_id, unclean),
+            fence_records(image, b.broker_id, rules, sessions),
             BrokerHeartbeatResponse(0, None, caught_up, True, True),
         )
     if request.want_fence:
         if b.fenced:
             return ControllerResult.of([], BrokerHeartbeatResponse(0, None, caught_up, True, False))
         return ControllerResult.of(
-            fence_records(image, b.broker_id, unclean),
+            fence_records(image, b.broker_id, rules, sessions),
             BrokerHeartbeatResponse(0, None, caught_up, True, False),
         )
     if b.fenced and caught_up and not b.in_controlled_shutdown:
         return ControllerResult.of(
-            unfence_records(image, b.broker_id, unclean),
+            unfence_records(image, b.broker_id, rules, sessions),
             BrokerHeartbeatResponse(0, None, True, False, False),
         )
-    return ControllerResult.of([], BrokerHeartbeatResponse(0, None, caught_up, b.fenced, False))
+    records = []
+    if request.replica_log_ends and b.is_active:
+        # A report may complete the unclean recovery of a partition waiting for it.
+        reported = {(r.topic_id, r.partition) for r in request.replica_log_ends}
+        records = election_records(image, electorate(image, sessions), rules, reported)
+    return ControllerResult.of(
+        records, BrokerHeartbeatResponse(0, None, caught_up, b.fenced, False)
+    )
 
 
 def expire_sessions(
     image: MetadataImage,
     sessions: BrokerHeartbeatManager,
-    unclean: UncleanPolicy,
+    rules: RulesFor,
     now_ms: int,
     budget: RecordBudget,
 ) -> bool:
@@ -328,7 +426,7 @@ def expire_sessions(
     candidates = [b.broker_id for b in image.brokers.values() if not b.fenced]
     expired = sessions.expired(candidates, now_ms)
     for i, bid in enumerate(expired):
-        fence = fence_records(current, bid, unclean)
+        fence = fence_records(current, bid, rules, sessions)
         if not budget.try_add(fence):
             if not budget.try_add(fence[:1]):
                 return False  # the rest expire again on the next tick
@@ -340,12 +438,17 @@ def expire_sessions(
     return complete
 
 
-def cleanup_records(image: MetadataImage, unclean: UncleanPolicy, budget: RecordBudget) -> bool:
+def cleanup_records(
+    image: MetadataImage,
+    rules: RulesFor,
+    budget: RecordBudget,
+    sessions: BrokerHeartbeatManager | None = None,
+) -> bool:
     """Take inactive brokers (fenced or shutting down) out of every ISR and leadership, as far as
     ``budget`` allows; True when nothing is left to do. Finishes fencings that did not fit one
     append, or that a previous controller left half done."""
     inactive = {b.broker_id for b in image.brokers.values() if not b.is_active}
-    active = _active_ids(image)
+    voters = electorate(image, sessions)
     for topic, pid, reg in image.iter_partitions():
         if not (reg.leader in inactive or inactive.intersection(reg.isr)):
             continue
@@ -355,7 +458,7 @@ def cleanup_records(image: MetadataImage, unclean: UncleanPolicy, budget: Record
             if bid not in inactive:
                 continue
             change = remove_broker_from_partition(
-                topic.topic_id, pid, current, bid, active, unclean(topic.name)
+                topic.topic_id, pid, current, bid, voters, rules(topic.name)
             )
             if change is not None:
                 changes.append(change)
@@ -368,6 +471,7 @@ def cleanup_records(image: MetadataImage, unclean: UncleanPolicy, budget: Record
                 current.isr if current.isr != reg.isr else None,
                 current.leader if current.leader != reg.leader else NO_LEADER_CHANGE,
                 None,
+                elr=current.elr if current.elr != reg.elr else None,
             )
             if not budget.try_add([merged]):
                 return False

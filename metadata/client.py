@@ -373,9 +373,12 @@ class ControllerClient:
         rack: str | None = None,
         cluster_id: str | None = None,
         timeout_s: float | None = None,
+        clean_shutdown: bool = False,
     ) -> m.RegisterBrokerResponse:
         endpoints = [m.Endpoint(name, host, port) for name, (host, port) in listeners.items()]
-        request = m.RegisterBrokerRequest(broker_id, incarnation_id, endpoints, rack, cluster_id)
+        request = m.RegisterBrokerRequest(
+            broker_id, incarnation_id, endpoints, rack, cluster_id, clean_shutdown
+        )
         return self.call("RegisterBroker", request, timeout_s=timeout_s)
 
     def broker_heartbeat(
@@ -386,9 +389,15 @@ class ControllerClient:
         want_fence: bool = False,
         want_shutdown: bool = False,
         timeout_s: float | None = None,
+        replica_log_ends: Sequence[m.ReplicaLogEnd] = (),
     ) -> m.BrokerHeartbeatResponse:
         request = m.BrokerHeartbeatRequest(
-            broker_id, broker_epoch, current_metadata_offset, want_fence, want_shutdown
+            broker_id,
+            broker_epoch,
+            current_metadata_offset,
+            want_fence,
+            want_shutdown,
+            list(replica_log_ends),
         )
         return self.call("BrokerHeartbeat", request, timeout_s=timeout_s)
 

@@ -14,6 +14,7 @@ from data_plane.configdef import ConfigError, known_keys, to_props, with_overrid
 from data_plane.protocol.errors import ErrorCode
 from data_plane.storage.config import LogConfig
 from metadata.config import ControllerConfig
+from metadata.election import TopicRules
 from metadata.image import MetadataImage
 from metadata.messages import (
     OP_APPEND,
@@ -63,6 +64,20 @@ def unclean_election_enabled(overrides: Mapping[str, str], config: ControllerCon
     if value is None:
         return config.unclean_leader_election_enable
     return value.strip().lower() == "true"
+
+
+def election_rules(overrides: Mapping[str, str], config: ControllerConfig) -> TopicRules:
+    """The topic's election rules: ``unclean.leader.election.enable`` and
+    ``min.insync.replicas`` (overrides, else the controller defaults). Overrides were validated
+    when set; a value that does not parse counts as the default."""
+    min_isr = config.min_insync_replicas
+    value = overrides.get("min.insync.replicas")
+    if value is not None:
+        try:
+            min_isr = max(1, int(value.strip()))
+        except ValueError:
+            pass
+    return TopicRules(unclean=unclean_election_enabled(overrides, config), min_isr=min_isr)
 
 
 def describe_topic_configs(

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from metadata import brokers, configs, partitions, producer_ids, reassignment, topics
 from metadata.config import ControllerConfig
 from metadata.delta import MetadataDelta
+from metadata.election import TopicRules
 from metadata.image import MetadataImage
 from metadata.messages import (
     AllocateProducerIdsRequest,
@@ -148,20 +149,20 @@ class QuorumController:
 
     # --- requests -------------------------------------------------------------------------------
 
-    def _unclean(self, topic: str) -> bool:
-        return configs.unclean_election_enabled(self.image.topic_config(topic), self.config)
+    def _rules(self, topic: str) -> TopicRules:
+        return configs.election_rules(self.image.topic_config(topic), self.config)
 
     def register_broker(
         self, request: RegisterBrokerRequest, now_ms: int
     ) -> ControllerResult[RegisterBrokerResponse]:
         return brokers.register_broker(
-            self.image, request, self.sessions, self.config, self.cluster_id, self._unclean, now_ms
+            self.image, request, self.sessions, self.config, self.cluster_id, self._rules, now_ms
         )
 
     def broker_heartbeat(
         self, request: BrokerHeartbeatRequest, now_ms: int
     ) -> ControllerResult[BrokerHeartbeatResponse]:
-        return brokers.broker_heartbeat(self.image, request, self.sessions, self._unclean, now_ms)
+        return brokers.broker_heartbeat(self.image, request, self.sessions, self._rules, now_ms)
 
     def create_topics(self, request: CreateTopicsRequest) -> ControllerResult[CreateTopicsResponse]:
         return topics.create_topics(
@@ -181,7 +182,7 @@ class QuorumController:
     def alter_partition(
         self, request: AlterPartitionRequest
     ) -> ControllerResult[AlterPartitionResponse]:
-        return partitions.alter_partition(self.image, request)
+        return partitions.alter_partition(self.image, request, self._rules)
 
     def elect_leaders(self, request: ElectLeadersRequest) -> ControllerResult[ElectLeadersResponse]:
         return partitions.elect_leaders(
@@ -249,12 +250,14 @@ class QuorumController:
         if not self.is_active:
             return None
         budget = RecordBudget(self.max_append_bytes, self.config.max_records_per_user_op)
-        if not brokers.expire_sessions(self.image, self.sessions, self._unclean, now_ms, budget):
+        if not brokers.expire_sessions(self.image, self.sessions, self._rules, now_ms, budget):
             self._cleanup_needed = True
         if budget.records:
             return budget.result(None)
         if self._cleanup_needed:
-            self._cleanup_needed = not brokers.cleanup_records(self.image, self._unclean, budget)
+            self._cleanup_needed = not brokers.cleanup_records(
+                self.image, self._rules, budget, self.sessions
+            )
             if budget.records:
                 return budget.result(None)
         if self.reassigning:

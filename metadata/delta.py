@@ -50,7 +50,7 @@ def merge_partition_change(
 ) -> PartitionRegistration:
     """The partition after ``change`` (Kafka's PartitionRegistration.merge): a leader other than
     NO_LEADER_CHANGE bumps the leader epoch; every change bumps the partition epoch; None
-    fields (replicas, ISR, removing/adding replicas) keep their current value."""
+    fields (replicas, ISR, removing/adding replicas, ELR) keep their current value."""
     leader, leader_epoch = reg.leader, reg.leader_epoch
     if change.leader != NO_LEADER_CHANGE:
         leader, leader_epoch = change.leader, reg.leader_epoch + 1
@@ -66,6 +66,7 @@ def merge_partition_change(
         adding_replicas=reg.adding_replicas
         if change.adding_replicas is None
         else change.adding_replicas,
+        elr=reg.elr if change.elr is None else change.elr,
     )
 
 
@@ -182,6 +183,7 @@ class MetadataDelta:
                 record.partition_epoch,
                 record.removing_replicas,
                 record.adding_replicas,
+                record.elr,
             )
             return True
         if isinstance(record, PartitionChangeRecord):
@@ -219,6 +221,7 @@ class MetadataDelta:
                 fenced=record.fenced,
                 in_controlled_shutdown=record.in_controlled_shutdown,
                 registered_offset=offset,
+                clean_shutdown=record.clean_shutdown,
             )
             return True
         if isinstance(record, BrokerRegistrationChangeRecord):

@@ -1,4 +1,5 @@
-"""Leader election and partition changes (Kafka's PartitionChangeBuilder, reduced).
+"""Leader election and partition changes (Kafka's PartitionChangeBuilder, reduced), with
+KIP-966's eligible leader replicas (ELR) and unclean-shutdown recovery.
 
 Rules:
 - The leader is the first replica, in replica order, that is in the ISR and active (unfenced,
@@ -8,20 +9,69 @@ Rules:
   ISR never becomes empty: when the broker was its last member, the ISR keeps it and the
   partition is left without a leader (-1), as KRaft does, so that the broker, which holds every
   committed record, can be elected again when it comes back.
+- ELR: a broker removed that way, or by its leader's ISR shrink (AlterPartition), while the
+  ISR drops below ``min.insync.replicas`` joins the ELR. It held every committed record then,
+  and while the ISR stays below the minimum nothing more commits (acks=all produce is refused
+  and the leader's high watermark does not move: data_plane.broker.partition), so it may
+  still lead. The ELR is cleared as
+  soon as the ISR is back at the minimum, and loses a member that rejoins the ISR.
+- A leaderless partition's *candidates* are its ISR and ELR members. A broker whose current
+  registration says its previous process did not close its logs cleanly (kill -9, power loss)
+  may have lost the unflushed tail of its log, committed records included. So: the first
+  active candidate with a clean shutdown leads; if there is none and the partition has a single
+  candidate, that one leads (no other replica can have more); otherwise the controller waits
+  until every candidate is active and has reported its log end (last leader epoch, log end
+  offset) for the partition, and elects the longest log (unclean recovery). The new ISR is the
+  leader alone; the other candidates stay in the ELR unless they are active with an unclean
+  shutdown (their logs may be short: they rejoin the ISR by catching up).
 - A changed leader (including to -1) bumps the leader epoch; any change bumps the partition epoch
   (see :func:`metadata.delta.merge_partition_change`).
 
-Pure functions over :class:`PartitionRegistration`; ``active`` is the set of eligible brokers.
+Pure functions over :class:`PartitionRegistration`; :class:`Electorate` says who may lead.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
-from dataclasses import replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from metadata.image import PartitionRegistration
 from metadata.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
+
+# A replica's log end as reported for a leaderless partition: (last leader epoch, log end offset).
+LogEnd = tuple[int, int]
+_NO_LOG_ENDS: Mapping[int, LogEnd] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Electorate:
+    """Who may lead: ``active`` brokers (unfenced, not shutting down); of those, ``clean``
+    ones registered after a clean shutdown; ``log_ends`` per (topic id, partition): the log
+    end each broker reported for it while it had no leader (see BrokerHeartbeatManager)."""
+
+    active: Collection[int]
+    clean: Collection[int] = frozenset()
+    log_ends: Mapping[tuple[uuid.UUID, int], Mapping[int, LogEnd]] = field(default_factory=dict)
+
+    def without(self, broker_id: int) -> Electorate:
+        return replace(self, active={b for b in self.active if b != broker_id})
+
+    def reported(self, topic_id: uuid.UUID, partition_id: int) -> Mapping[int, LogEnd]:
+        return self.log_ends.get((topic_id, partition_id), _NO_LOG_ENDS)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRules:
+    """The topic configs elections follow."""
+
+    unclean: bool = False  # unclean.leader.election.enable
+    min_isr: int = 1  # min.insync.replicas
+
+    def below_min_isr(self, isr_size: int, replica_count: int) -> bool:
+        # A minimum above the replication factor can never be met; count it as the factor
+        # (the broker's high-watermark rule uses the same effective minimum).
+        return isr_size < min(self.min_isr, replica_count)
 
 
 class InvariantViolation(RuntimeError):
@@ -42,6 +92,13 @@ def check_partition(reg: PartitionRegistration, where: object) -> None:
         raise InvariantViolation(f"{where}: leader {reg.leader} not in ISR {reg.isr}")
     if reg.leader_epoch < 0 or reg.partition_epoch < 0:
         raise InvariantViolation(f"{where}: negative epoch")
+    if reg.elr:
+        elr = set(reg.elr)
+        if len(elr) != len(reg.elr) or not elr <= replicas or elr & isr:
+            raise InvariantViolation(
+                f"{where}: ELR {reg.elr} not a duplicate-free subset of replicas {reg.replicas} "
+                f"outside the ISR {reg.isr}"
+            )
     if reg.removing_replicas or reg.adding_replicas:
         removing = set(reg.removing_replicas)
         adding = set(reg.adding_replicas)
@@ -80,10 +137,14 @@ def _change(
     reg: PartitionRegistration,
     isr: tuple[int, ...],
     leader: int,
+    elr: tuple[int, ...] | None = None,
 ) -> PartitionChangeRecord | None:
-    new = replace(reg, isr=isr, leader=leader)
+    """The record taking ``reg`` to (``isr``, ``leader``, ``elr``; None = ELR unchanged)."""
+    if elr is None:
+        elr = reg.elr
+    new = replace(reg, isr=isr, leader=leader, elr=elr)
     check_partition(new, ("after change of partition", topic_id, partition_id))
-    if isr == reg.isr and leader == reg.leader:
+    if isr == reg.isr and leader == reg.leader and elr == reg.elr:
         return None
     return PartitionChangeRecord(
         partition_id=partition_id,
@@ -91,7 +152,61 @@ def _change(
         isr=isr if isr != reg.isr else None,
         leader=leader if leader != reg.leader else NO_LEADER_CHANGE,
         replicas=None,
+        elr=elr if elr != reg.elr else None,
     )
+
+
+def _in_replica_order(reg: PartitionRegistration, members: Collection[int]) -> tuple[int, ...]:
+    return tuple(r for r in reg.replicas if r in members)
+
+
+def leader_candidates(reg: PartitionRegistration) -> tuple[int, ...]:
+    """ISR and ELR members, in replica order."""
+    return tuple(r for r in reg.replicas if r in reg.isr or r in reg.elr)
+
+
+def _recovery_leader(
+    candidates: Sequence[int], electorate: Electorate, reported: Mapping[int, LogEnd]
+) -> int:
+    """The candidate to lead a leaderless partition (see the module docstring), or NO_LEADER
+    while the choice must wait."""
+    live = [r for r in candidates if r in electorate.active]
+    for r in live:
+        if r in electorate.clean:
+            return r
+    if not live:
+        return NO_LEADER
+    if len(candidates) == 1:
+        return live[0]
+    if len(live) < len(candidates) or any(r not in reported for r in candidates):
+        return NO_LEADER
+    # Longest log: highest last leader epoch, then highest log end offset, then replica order.
+    return max(candidates, key=lambda r: (reported[r], -candidates.index(r)))
+
+
+def _elect_leaderless(
+    topic_id: uuid.UUID,
+    partition_id: int,
+    reg: PartitionRegistration,
+    electorate: Electorate,
+    rules: TopicRules,
+) -> PartitionChangeRecord | None:
+    """Elect a leader for ``reg`` whose leader is gone (``reg.leader`` may still name the
+    departing broker); the change to -1 when no candidate can lead yet."""
+    candidates = leader_candidates(reg)
+    leader = _recovery_leader(candidates, electorate, electorate.reported(topic_id, partition_id))
+    if leader == NO_LEADER:
+        if rules.unclean:
+            leader, _ = choose_leader(reg.replicas, candidates, electorate.active, True)
+            if leader != NO_LEADER and leader not in candidates:
+                return _change(topic_id, partition_id, reg, (leader,), leader, ())
+        if leader == NO_LEADER:
+            return _change(topic_id, partition_id, reg, reg.isr, NO_LEADER)
+    doubtful = {r for r in electorate.active if r not in electorate.clean}
+    keep = tuple(r for r in candidates if r != leader and r not in doubtful)
+    isr = (leader,)
+    elr = keep if rules.below_min_isr(len(isr), len(reg.replicas)) else ()
+    return _change(topic_id, partition_id, reg, isr, leader, elr)
 
 
 def remove_broker_from_partition(
@@ -99,39 +214,61 @@ def remove_broker_from_partition(
     partition_id: int,
     reg: PartitionRegistration,
     broker_id: int,
-    active: Collection[int],
-    unclean: bool,
+    electorate: Electorate,
+    rules: TopicRules,
+    *,
+    eligible: bool = True,
 ) -> PartitionChangeRecord | None:
     """The change that takes ``broker_id`` out of leadership and the ISR (fence, controlled
-    shutdown, re-registration); None when it holds neither. ``active`` must not contain it."""
+    shutdown, re-registration); None when it holds neither. ``electorate.active`` must not
+    contain it. ``eligible``: the broker's log still holds everything it had (false for a
+    re-registration after an unclean shutdown); only then may it join the ELR."""
     check_partition(reg, ("partition", topic_id, partition_id))
     if broker_id not in reg.isr and reg.leader != broker_id:
         return None
     isr = tuple(r for r in reg.isr if r != broker_id) or reg.isr
-    if reg.leader != broker_id and reg.leader != NO_LEADER and reg.leader in active:
-        return _change(topic_id, partition_id, reg, isr, reg.leader)
-    leader, was_unclean = choose_leader(reg.replicas, isr, active, unclean)
-    if was_unclean:
-        isr = (leader,)
-    return _change(topic_id, partition_id, reg, isr, leader)
+    elr = reg.elr
+    if eligible and isr != reg.isr and rules.below_min_isr(len(isr), len(reg.replicas)):
+        elr = _in_replica_order(reg, {*reg.elr, broker_id})
+    if reg.leader != broker_id and reg.leader != NO_LEADER and reg.leader in electorate.active:
+        return _change(topic_id, partition_id, reg, isr, reg.leader, elr)
+    leader, _ = choose_leader(reg.replicas, isr, electorate.active, False)
+    if leader != NO_LEADER:
+        return _change(topic_id, partition_id, reg, isr, leader, elr)
+    shrunk = replace(reg, isr=isr, elr=elr, leader=NO_LEADER)
+    change = _elect_leaderless(topic_id, partition_id, shrunk, electorate, rules)
+    return _change(topic_id, partition_id, reg, *_outcome(shrunk, change))
+
+
+def _outcome(
+    reg: PartitionRegistration, change: PartitionChangeRecord | None
+) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+    """(isr, leader, elr) of ``reg`` after ``change``."""
+    if change is None:
+        return reg.isr, reg.leader, reg.elr
+    return (
+        reg.isr if change.isr is None else change.isr,
+        reg.leader if change.leader == NO_LEADER_CHANGE else change.leader,
+        reg.elr if change.elr is None else change.elr,
+    )
 
 
 def elect_if_leaderless(
     topic_id: uuid.UUID,
     partition_id: int,
     reg: PartitionRegistration,
-    active: Collection[int],
-    unclean: bool,
+    electorate: Electorate,
+    rules: TopicRules,
 ) -> PartitionChangeRecord | None:
-    """Elect a leader for a partition that has none (a broker came back); None if impossible."""
+    """Elect a leader for a partition that has none (a broker came back or reported its log
+    end); None if not possible yet."""
     check_partition(reg, ("partition", topic_id, partition_id))
     if reg.leader != NO_LEADER:
         return None
-    leader, was_unclean = choose_leader(reg.replicas, reg.isr, active, unclean)
-    if leader == NO_LEADER:
+    change = _elect_leaderless(topic_id, partition_id, reg, electorate, rules)
+    if change is None or change.leader in (NO_LEADER, NO_LEADER_CHANGE):
         return None
-    isr = (leader,) if was_unclean else reg.isr
-    return _change(topic_id, partition_id, reg, isr, leader)
+    return change
 
 
 def elect_preferred(
@@ -154,7 +291,16 @@ def change_isr(
     partition_id: int,
     reg: PartitionRegistration,
     new_isr: tuple[int, ...],
+    rules: TopicRules,
 ) -> PartitionChangeRecord | None:
-    """The change that sets the ISR (AlterPartition); the leader stays (its epoch too)."""
+    """The change that sets the ISR (AlterPartition); the leader stays (its epoch too). Below
+    the minimum, members the leader drops join the ELR (the HW could not pass their log end
+    while they were in the ISR, and stops moving now) and members that rejoin leave it; at the
+    minimum the ELR empties."""
     check_partition(reg, ("partition", topic_id, partition_id))
-    return _change(topic_id, partition_id, reg, new_isr, reg.leader)
+    if rules.below_min_isr(len(new_isr), len(reg.replicas)):
+        dropped = {r for r in reg.isr if r not in new_isr}
+        elr = _in_replica_order(reg, {r for r in (*reg.elr, *dropped) if r not in new_isr})
+    else:
+        elr = ()
+    return _change(topic_id, partition_id, reg, new_isr, reg.leader, elr)

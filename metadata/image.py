@@ -11,12 +11,15 @@ Snapshot layout (msgpack, ``SNAPSHOT_FORMAT_VERSION`` 2; every list sorted by it
 
     [format_version, offset, next_producer_id,
      brokers: [[broker_id, incarnation_id, epoch, [[listener, host, port]...], rack|nil,
-                fenced, in_controlled_shutdown, registered_offset], ...],
+                fenced, in_controlled_shutdown, registered_offset (, true)], ...],
      topics:  [[name, topic_id (16 bytes),
                 [[partition_id, [replicas], [isr], leader, leader_epoch, partition_epoch,
-                  [removing_replicas], [adding_replicas]], ...]],
+                  [removing_replicas], [adding_replicas] (, [elr])], ...]],
                ...],
      configs: [[resource_type, resource_name, [[key, value], ...]], ...]]
+
+The optional last items (a broker's ``clean_shutdown`` when true, a partition's eligible leader
+replicas when not empty) are written only when set, so images without them keep their bytes.
 
 Format 1 (written before partition reassignment existed) is the same without the last two
 partition items; it still decodes (no reassignment in progress). Format 3 appends a seventh
@@ -68,6 +71,8 @@ class BrokerRegistration:
     fenced: bool
     in_controlled_shutdown: bool
     registered_offset: int = -1
+    # The process that registered found its logs closed cleanly (RegisterBrokerRecord v1).
+    clean_shutdown: bool = False
 
     def listener(self, name: str) -> Listener | None:
         for lis in self.listeners:
@@ -87,7 +92,8 @@ class PartitionRegistration:
     non-empty subset of ``replicas``; ``leader`` is in ``isr`` or is -1; the epochs only grow;
     ``removing_replicas`` and ``adding_replicas`` are disjoint subsets of ``replicas``, both
     empty unless a reassignment is in progress (then ``replicas`` = target + removing, in that
-    order, and ``adding_replicas`` are target replicas not yet known to be caught up)."""
+    order, and ``adding_replicas`` are target replicas not yet known to be caught up);
+    ``elr`` is a subset of ``replicas`` disjoint from ``isr``."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -96,6 +102,11 @@ class PartitionRegistration:
     partition_epoch: int
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
+    # Eligible leader replicas (KIP-966): replicas taken out of the ISR by fencing or shutdown
+    # while that left the ISR below min.insync.replicas. They held every committed record then,
+    # and nothing commits while the ISR stays below min.insync.replicas, so they may lead when
+    # no ISR member can. Disjoint from ``isr``; empty whenever the ISR is at or above the minimum.
+    elr: tuple[int, ...] = ()
 
     @property
     def preferred_leader(self) -> int:
@@ -192,6 +203,7 @@ class MetadataImage:
                 b.fenced,
                 b.in_controlled_shutdown,
                 b.registered_offset,
+                *((True,) if b.clean_shutdown else ()),
             ]
             for _, b in sorted(self.brokers.items())
         ]
@@ -209,6 +221,7 @@ class MetadataImage:
                         p.partition_epoch,
                         list(p.removing_replicas),
                         list(p.adding_replicas),
+                        *((list(p.elr),) if p.elr else ()),
                     ]
                     for pid, p in sorted(t.partitions.items())
                 ],
@@ -253,7 +266,10 @@ def _decode_doc(doc: Any) -> MetadataImage:
     fmt, offset, next_pid, raw_brokers, raw_topics, raw_configs = doc[:6]
     security = SecurityImage.decode_doc(doc[6]) if len(doc) == 7 else SecurityImage()
     brokers: dict[int, BrokerRegistration] = {}
-    for bid, inc, epoch, lis, rack, fenced, cs, reg_offset in raw_brokers:
+    for raw_broker in raw_brokers:
+        if len(raw_broker) not in (8, 9):
+            raise SnapshotDecodeError(f"format {fmt}: broker entry of {len(raw_broker)} items")
+        bid, inc, epoch, lis, rack, fenced, cs, reg_offset = raw_broker[:8]
         brokers[int(bid)] = BrokerRegistration(
             broker_id=int(bid),
             incarnation_id=str(inc),
@@ -263,16 +279,18 @@ def _decode_doc(doc: Any) -> MetadataImage:
             fenced=bool(fenced),
             in_controlled_shutdown=bool(cs),
             registered_offset=int(reg_offset),
+            clean_shutdown=len(raw_broker) == 9 and bool(raw_broker[8]),
         )
     by_name: dict[str, TopicImage] = {}
     by_id: dict[uuid.UUID, TopicImage] = {}
     for name, tid, raw_parts in raw_topics:
         parts = {}
         for raw in raw_parts:
-            if len(raw) != partition_items:
+            if len(raw) != partition_items and not (partition_items == 8 and len(raw) == 9):
                 raise SnapshotDecodeError(f"format {fmt}: partition entry of {len(raw)} items")
             pid, replicas, isr, leader, le, pe = raw[:6]
-            removing, adding = raw[6:] if partition_items == 8 else ((), ())
+            removing, adding = raw[6:8] if partition_items == 8 else ((), ())
+            elr = raw[8] if len(raw) == 9 else ()
             parts[int(pid)] = PartitionRegistration(
                 tuple(int(r) for r in replicas),
                 tuple(int(r) for r in isr),
@@ -281,6 +299,7 @@ def _decode_doc(doc: Any) -> MetadataImage:
                 int(pe),
                 tuple(int(r) for r in removing),
                 tuple(int(r) for r in adding),
+                tuple(int(r) for r in elr),
             )
         t = TopicImage(str(name), uuid.UUID(bytes=tid), parts)
         by_name[t.name] = t

@@ -39,6 +39,8 @@ class RegisterBrokerRequest:
     listeners: list[Endpoint]
     rack: str | None = None
     cluster_id: str | None = None
+    # The broker found every log directory closed cleanly (its logs hold all they acknowledged).
+    clean_shutdown: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +53,26 @@ class RegisterBrokerResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaLogEnd:
+    """Where a broker's log of a leaderless partition ends, for unclean recovery: the leader
+    epoch of its last batch and its log end offset (metadata.election)."""
+
+    topic_id: uuid.UUID
+    partition: int
+    last_epoch: int
+    log_end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerHeartbeatRequest:
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int
     want_fence: bool = False
     want_shutdown: bool = False
+    # Every local replica of a partition that, in the broker's metadata, has no leader and
+    # lists the broker in its ISR or ELR (empty otherwise); each heartbeat replaces the last.
+    replica_log_ends: list[ReplicaLogEnd] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,11 @@ members must be unfenced and not shutting down: INELIGIBLE_REPLICA).
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
+from collections.abc import Callable
 
 from data_plane.protocol.errors import ErrorCode
 from metadata.delta import merge_partition_change
-from metadata.election import change_isr, choose_leader, elect_preferred
+from metadata.election import TopicRules, change_isr, choose_leader, elect_preferred
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import (
     ELECTION_PREFERRED,
@@ -56,7 +56,7 @@ def _result(
 
 
 def alter_partition(
-    image: MetadataImage, request: AlterPartitionRequest
+    image: MetadataImage, request: AlterPartitionRequest, rules: Callable[[str], TopicRules]
 ) -> ControllerResult[AlterPartitionResponse]:
     b = image.brokers.get(request.broker_id)
     if b is None or b.epoch != request.broker_epoch:
@@ -82,7 +82,9 @@ def alter_partition(
                 continue
             seen.add(key)
             results.append(
-                _alter_one(topic, t.name, t.topic_id, item, request.broker_id, active, records)
+                _alter_one(
+                    topic, t.name, t.topic_id, item, request.broker_id, active, records, rules
+                )
             )
     return ControllerResult.of(records, AlterPartitionResponse(0, None, results))
 
@@ -95,6 +97,7 @@ def _alter_one(
     broker_id: int,
     active: set[int],
     records: list[MetadataRecord],
+    rules: Callable[[str], TopicRules],
 ) -> AlterPartitionResult:
     if topic is None:
         return _result(name, item, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic", None)
@@ -135,10 +138,10 @@ def _alter_one(
             f"replicas {ineligible} are fenced or shutting down",
             reg,
         )
-    change = change_isr(topic.topic_id, item.partition_index, reg, new_isr)
+    change = change_isr(topic.topic_id, item.partition_index, reg, new_isr, rules(name))
     if change is None:
         return _result(name, item, 0, None, reg)
-    done = completed(replace(reg, isr=new_isr), active)
+    done = completed(merge_partition_change(reg, change), active)
     if done is not None:
         # The ISR expansion that brings in the last adding replica completes the reassignment
         # in the same record (as KRaft does).
@@ -203,7 +206,12 @@ def elect_leaders(
                 )
                 continue
             change = PartitionChangeRecord(
-                pid, topic.topic_id, (leader,) if was_unclean else None, leader, None
+                pid,
+                topic.topic_id,
+                (leader,) if was_unclean else None,
+                leader,
+                None,
+                elr=() if was_unclean and reg.elr else None,
             )
         if budget.try_add([change]):
             results.append(ElectionResult(name, pid, 0, None))

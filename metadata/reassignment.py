@@ -66,6 +66,8 @@ def change_record(
 
     The leader field is set (bumping the leader epoch) when the leader changes, and also when
     replicas are removed, so that a removed replica can no longer fetch with the old epoch."""
+    # Eligible leader replicas leave with their replicas, and never overlap the ISR.
+    new = replace(new, elr=tuple(r for r in new.elr if r in new.replicas and r not in new.isr))
     check_partition(new, ("after reassignment of partition", topic_id, partition_id))
     replicas_removed = not set(old.replicas) <= set(new.replicas)
     same = (
@@ -74,6 +76,7 @@ def change_record(
         and new.leader == old.leader
         and new.removing_replicas == old.removing_replicas
         and new.adding_replicas == old.adding_replicas
+        and new.elr == old.elr
     )
     if same:
         return None
@@ -88,6 +91,7 @@ def change_record(
         if new.removing_replicas != old.removing_replicas
         else None,
         adding_replicas=new.adding_replicas if new.adding_replicas != old.adding_replicas else None,
+        elr=new.elr if new.elr != old.elr else None,
     )
 
 

@@ -24,7 +24,9 @@ RemoveUserScramCredentialRecord (22), AccessControlEntryRecord (23) and
 RemoveAccessControlEntryRecord (24), Kafka's type ids.
 
 Versions so far: ``PartitionRecord`` and ``PartitionChangeRecord`` v1 add KRaft's
-``removing_replicas`` and ``adding_replicas`` (partition reassignment, docs/reassignment.md).
+``removing_replicas`` and ``adding_replicas`` (partition reassignment, docs/reassignment.md);
+v2 adds ``elr`` (eligible leader replicas, KIP-966). ``RegisterBrokerRecord`` v1 adds
+``clean_shutdown``.
 
 Thread-safety: records are immutable; the functions here hold no state.
 """
@@ -90,7 +92,8 @@ class RegisterBrokerRecord(MetadataRecord):
     """A broker (re)registered; a new registration replaces the previous one of the same id."""
 
     TYPE_ID: ClassVar[int] = 0
-    VERSION: ClassVar[int] = 0
+    VERSION: ClassVar[int] = 1
+    FIELD_COUNTS: ClassVar[dict[int, int] | None] = {0: 7, 1: 8}
     broker_id: int
     incarnation_id: str
     broker_epoch: int
@@ -98,6 +101,9 @@ class RegisterBrokerRecord(MetadataRecord):
     rack: str | None
     fenced: bool
     in_controlled_shutdown: bool
+    # v1: the previous process of this broker closed its logs cleanly (everything flushed), so
+    # its logs hold every record they acknowledged (KIP-966's "clean shutdown" signal).
+    clean_shutdown: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +126,12 @@ class TopicRecord(MetadataRecord):
 class PartitionRecord(MetadataRecord):
     """The full state of a new partition (or of a partition in a snapshot). v1 adds the
     reassignment sets: ``removing_replicas`` and ``adding_replicas`` are subsets of
-    ``replicas`` (empty when no reassignment is in progress)."""
+    ``replicas`` (empty when no reassignment is in progress). v2 adds ``elr``, the eligible
+    leader replicas (KIP-966; see metadata.election)."""
 
     TYPE_ID: ClassVar[int] = 3
-    VERSION: ClassVar[int] = 1
-    FIELD_COUNTS: ClassVar[dict[int, int] | None] = {0: 7, 1: 9}
+    VERSION: ClassVar[int] = 2
+    FIELD_COUNTS: ClassVar[dict[int, int] | None] = {0: 7, 1: 9, 2: 10}
     partition_id: int
     topic_id: uuid.UUID
     replicas: tuple[int, ...]
@@ -134,6 +141,7 @@ class PartitionRecord(MetadataRecord):
     partition_epoch: int
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +161,12 @@ class PartitionChangeRecord(MetadataRecord):
     """A change of one partition. ``isr``/``replicas`` None = unchanged. ``leader`` is
     NO_LEADER_CHANGE (-2) to keep the leader and its epoch; any other value (including the current
     leader) sets the leader and bumps ``leader_epoch``. Every change bumps ``partition_epoch``.
-    v1 adds ``removing_replicas`` / ``adding_replicas`` (None = unchanged, () = cleared)."""
+    v1 adds ``removing_replicas`` / ``adding_replicas`` (None = unchanged, () = cleared); v2
+    adds ``elr``, the eligible leader replicas (None = unchanged, () = cleared)."""
 
     TYPE_ID: ClassVar[int] = 5
-    VERSION: ClassVar[int] = 1
-    FIELD_COUNTS: ClassVar[dict[int, int] | None] = {0: 5, 1: 7}
+    VERSION: ClassVar[int] = 2
+    FIELD_COUNTS: ClassVar[dict[int, int] | None] = {0: 5, 1: 7, 2: 8}
     partition_id: int
     topic_id: uuid.UUID
     isr: tuple[int, ...] | None
@@ -165,6 +174,7 @@ class PartitionChangeRecord(MetadataRecord):
     replicas: tuple[int, ...] | None
     removing_replicas: tuple[int, ...] | None = None
     adding_replicas: tuple[int, ...] | None = None
+    elr: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -478,8 +478,9 @@ class ControllerServer:
                         host_of_peer(context.peer()),
                     )
                     if refusal is not None:
-                        log.info("controller %d: %s refused: %s", self.node_id, name,
-                                 refusal.message)
+                        log.info(
+                            "controller %d: %s refused: %s", self.node_id, name, refusal.message
+                        )
                         return encode_envelope(Envelope(refusal.error_code, refusal.message))
                 return encode_envelope(self._dispatch(name, request))
             except Exception:

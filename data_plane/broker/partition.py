@@ -215,9 +215,17 @@ class Partition:
 
     def maybe_increment_high_watermark(self) -> bool:
         """Advance the HW to what the maximal ISR has replicated (min LEO over it; the log
-        end offset while the ISR is this leader alone). Returns True if it moved."""
+        end offset while the ISR is this leader alone). Returns True if it moved.
+
+        Not while the *committed* ISR is below ``min.insync.replicas`` (counted as at most the
+        replication factor), as KIP-966 has it: the controller's eligible leader replicas
+        (metadata.election) may lead after this leader only because nothing commits then. A
+        pending expansion does not count: until the controller has committed it, it still
+        treats the ISR as too small and may elect an ELR member that lacks the new records."""
         state = self.leader_state
         if self.role is not Role.LEADER or state is None:
+            return False
+        if len(self.isr) < min(self.min_insync_replicas, len(self.replicas)):
             return False
         return self.update_high_watermark(state.high_watermark(self.log.log_end_offset))
 
@@ -292,14 +300,18 @@ class Partition:
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """Kafka's checkEnoughReplicasReachOffset for a parked acks=all produce: (done, error).
         Done with NO_ERROR once the HW passed ``required_offset`` with the ISR still at least
-        ``min.insync.replicas``; NOT_ENOUGH_REPLICAS_AFTER_APPEND when the HW passed it only
-        because the ISR shrank below that; NOT_LEADER_OR_FOLLOWER once no longer leader."""
+        ``min.insync.replicas``; NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+        that (the HW then stays where it is); NOT_LEADER_OR_FOLLOWER once no longer leader."""
         if self.role is not Role.LEADER:
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if self.log.high_watermark < required_offset:
-            return False, ErrorCode.NO_ERROR
         state = self.leader_state
         size = len(state.maximal_isr) if state is not None else len(self.isr)
+        if self.log.high_watermark < required_offset:
+            if size < min(self.min_insync_replicas, len(self.replicas)):
+                # The HW is frozen below the minimum (maybe_increment_high_watermark): it
+                # cannot pass this offset until the ISR grows back, so fail now (retriable).
+                return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return False, ErrorCode.NO_ERROR
         if size < self.min_insync_replicas:
             return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return True, ErrorCode.NO_ERROR

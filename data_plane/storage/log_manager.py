@@ -153,6 +153,10 @@ class LogManager:
         self._last_checkpoint: dict[tuple[str, str], dict[TopicPartition, int]] = {}
         self._retention_check_interval_ms = config.retention_check_interval_ms
         self._next_retention_check_ms: int | None = None
+        # Whether every log directory carried the clean-shutdown marker at startup: then every
+        # log holds all it ever acknowledged (flushed on close). The broker tells the controller
+        # at registration (unclean recovery, metadata.election).
+        self.found_clean_shutdown = True
         try:
             for log_dir in self.log_dirs:
                 self._lock_dir(log_dir)
@@ -192,6 +196,7 @@ class LogManager:
     def _load_dir(self, log_dir: str) -> None:
         clean_marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(clean_marker)
+        self.found_clean_shutdown = self.found_clean_shutdown and clean
         recovery_points = OffsetCheckpointFile(
             os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT)
         ).read()

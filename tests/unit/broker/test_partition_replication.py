@@ -89,7 +89,8 @@ def test_shrink_then_not_enough_replicas_after_append(logs) -> None:
     assert leader.high_watermark == 0  # pending: the follower still counts
     leader.on_alter_partition_result(proposal, ErrorCode.NO_ERROR, (1,), 0, 1)
     assert leader.isr == (1,) and leader.partition_epoch == 1
-    assert leader.high_watermark == 3
+    # Below min.insync.replicas the HW stays put (KIP-966): the records are not committed.
+    assert leader.high_watermark == 0
     assert leader.check_enough_replicas_reach_offset(3) == (
         True,
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
