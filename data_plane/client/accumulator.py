@@ -107,6 +107,51 @@ class RecordAccumulator:
 
     # -- send() side ---------------------------------------------------------------------
 
+    def append_value(
+        self, batch: ProducerBatch, timestamp_ms: int, value: bytes
+    ) -> FutureRecordMetadata | None:
+        """Append a record without key and headers to ``batch``, the open batch its caller
+        remembered from :meth:`append`; None when that batch stopped taking appends (full,
+        drained, expired, or the accumulator closed) or the record does not fit it: then call
+        :meth:`append`. Sets ``batch.closed`` when the record filled it (wake the sender).
+
+        This is the producer's per-record hot path (a null-key send() to the sticky
+        partition): no partition lookup, no deque, one lock, one encode, and the delivery
+        future made after the lock is released.
+        """
+        value_size = len(value)
+        lock = self._lock
+        lock.acquire()
+        try:
+            if batch.closed or self._closed:
+                return None
+            count = batch.count
+            delta = timestamp_ms - batch.base_timestamp
+            if not (value_size < 60000 and 0 <= delta < 65536 and count < 65536):
+                return None
+            # encode_record's bytes for this shape, without its call and branches
+            ts_field = VARINTS[delta]
+            od_field = VARINTS[count]
+            vl_field = VARINTS[value_size]
+            encoded = b"".join((
+                VARINTS[3 + len(ts_field) + len(od_field) + len(vl_field) + value_size],
+                b"\x00", ts_field, od_field, b"\x01", vl_field, value, b"\x00",
+            ))
+            records = batch.records
+            size = len(records) + len(encoded)
+            room = self._batch_room
+            if size > room:
+                return None
+            records += encoded
+            batch.count = count + 1
+            if timestamp_ms > batch.max_timestamp:
+                batch.max_timestamp = timestamp_ms
+            if size >= room:
+                batch.closed = True
+        finally:
+            lock.release()
+        return FutureRecordMetadata(batch.result, count, timestamp_ms, -1, value_size)
+
     def append(
         self,
         tp: TopicPartition,
@@ -115,8 +160,9 @@ class RecordAccumulator:
         value: bytes | None,
         headers: Sequence[Header] | None,
         max_block_ms: float,
-    ) -> tuple[FutureRecordMetadata, bool, bool]:
-        """Append one record; return (future, wake the sender, a full batch was closed).
+    ) -> tuple[FutureRecordMetadata, bool, bool, ProducerBatch]:
+        """Append one record; return (future, wake the sender, a full batch was closed, the
+        batch it went to: the open batch of ``tp`` unless it closed, for :meth:`append_value`).
 
         Raises :class:`RecordTooLargeError` for a record that can never fit and
         :class:`KafkaTimeoutError` when memory stays exhausted for ``max_block_ms``.
@@ -170,6 +216,7 @@ class RecordAccumulator:
                             ),
                             full,
                             full,
+                            last,
                         )
                     last.closed = True
                     rolled = True
@@ -195,7 +242,7 @@ class RecordAccumulator:
             dq.append(batch)
             self._incomplete.add(batch)
             future = FutureRecordMetadata(batch.result, rel, timestamp_ms, key_size, value_size)
-            return future, True, rolled
+            return future, True, rolled, batch
 
     def _reserve(self, size: int, max_block_ms: float) -> None:
         """Take ``size`` bytes of buffer.memory, waiting for completed batches; lock held."""
@@ -303,14 +350,23 @@ class RecordAccumulator:
         with self._lock:
             for dq in self._deques.values():
                 while dq and now_ms - dq[0].created_ms >= delivery_timeout_ms:
-                    expired.append(dq.popleft())
+                    batch = dq.popleft()
+                    batch.closed = True
+                    expired.append(batch)
         return expired
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int,
                  error: Exception | None) -> None:
-        """Finish ``batch`` (runs its callbacks on this thread) and free its memory."""
+        """Finish ``batch`` (runs its callbacks on this thread) and free its memory.
+
+        Its record bytes are released too: the producer may keep a reference to a finished
+        batch (the last open batch it appended to) until its next send() to that partition.
+        """
         batch.result.complete(base_offset, log_append_time_ms, error)
         with self._lock:
+            batch.closed = True
+            batch.records = bytearray()
+            batch.built = None
             if batch in self._incomplete:
                 self._incomplete.discard(batch)
                 self._used_bytes -= batch.reserved_bytes
@@ -322,6 +378,8 @@ class RecordAccumulator:
             batches = [b for dq in self._deques.values() for b in dq]
             for dq in self._deques.values():
                 dq.clear()
+            for batch in batches:
+                batch.closed = True
         for batch in batches:
             self.complete(batch, -1, -1, error)
 

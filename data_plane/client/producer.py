@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from data_plane.client.accumulator import RecordAccumulator
+from data_plane.client.accumulator import ProducerBatch, RecordAccumulator
 from data_plane.client.config import ProducerConfig, client_config
 from data_plane.client.errors import (
     ClientClosedError,
@@ -94,6 +94,11 @@ class Producer:
         self._sender = Sender(c, self._accumulator, self._client, self._metadata_cond)
         self._tp_cache: dict[str, list[TopicPartition]] = {}
         self._tp_cache_version = -1
+        # The batch the last plain record of a topic's sticky partition (key: the topic) or of
+        # an explicit partition (key: its TopicPartition) went to; send() appends the next one
+        # there through RecordAccumulator.append_value while it stays open. At most one entry
+        # per key ever sent to; a finished batch keeps no record bytes (accumulator.complete).
+        self._open_batches: dict[str | TopicPartition, ProducerBatch] = {}
         self._max_block_ms = c.max_block_ms
         self._close_lock = threading.Lock()
         self._closed = False
@@ -118,6 +123,27 @@ class Producer:
         (metadata or buffer memory unavailable for max.block.ms), :class:`KafkaError`
         (unknown partition, invalid topic), :class:`RecordTooLargeError`, :class:`TypeError`.
         """
+        if (
+            key is None
+            and headers is None
+            and timestamp_ms is None
+            and type(value) is bytes
+            and not self._interceptors
+        ):
+            # The commonest record (a value, maybe a partition, maybe a callback): straight
+            # into the batch the previous such record of its partition went to, while that
+            # batch is open. Everything send() checks below was checked for that batch's
+            # first record, and a batch never outlives a change of its partition.
+            batch = self._open_batches.get(topic if partition is None else (topic, partition))
+            if batch is not None:
+                future = self._accumulator.append_value(batch, _time_ns() // 1_000_000, value)
+                if future is not None:
+                    if batch.closed:  # this record filled it
+                        self._sender.wakeup()
+                        _yield_gil(0)
+                    if on_delivery is not None:
+                        future.add_done_callback(on_delivery)
+                    return future
         interceptors = self._interceptors
         if interceptors:
             record = ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
@@ -163,8 +189,9 @@ class Producer:
                 timestamp_ms = _time_ns() // 1_000_000
             elif type(timestamp_ms) is not int or not 0 <= timestamp_ms < _MAX_TIMESTAMP_MS:
                 raise ValueError(f"timestamp_ms must be an int >= 0, got {timestamp_ms!r}")
-            future, wake, rolled = self._accumulator.append(
-                tps[partition], timestamp_ms, key, value, headers, self._max_block_ms
+            tp = tps[partition]
+            future, wake, rolled, batch = self._accumulator.append(
+                tp, timestamp_ms, key, value, headers, self._max_block_ms
             )
         except Exception as e:
             for interceptor in interceptors:
@@ -172,6 +199,13 @@ class Producer:
             raise
         if rolled and sticky:
             self._partitioner.on_new_batch(topic, num_partitions, partition)
+        if sticky:
+            if self._sticky.get(topic) == partition:
+                self._open_batches[topic] = batch
+            else:  # the next record goes to the new sticky partition: no batch there yet
+                self._open_batches.pop(topic, None)
+        else:
+            self._open_batches[tp] = batch
         if wake:
             self._sender.wakeup()
             # Let the sender thread take the GIL now: a busy send() loop would otherwise keep
