@@ -8,11 +8,12 @@ heal. "Unflushed" = at or after the partition's recovery point (the
 after an unclean shutdown trusts it and scans only from there, as Kafka's does). Damage below
 the recovery point would be corruption of durable data, outside the storage model. Recovery
 must find the damage by CRC, truncate the log there and fetch the rest from the leader. Only
-one broker at a time, and only a partition whose ISR (as Metadata shows it) has another live
-member: that replica holds the acknowledged data (Kafka's durability comes from replication,
-not from fsync; losing the unflushed tail of the only in-sync replica is outside its model —
-seed 2 of the first campaign did exactly that after a kill of every node had fenced the other
-replicas out of the ISR, and lost 12 acknowledged records; see docs/chaos.md).
+one broker at a time: another replica holds the acknowledged data (Kafka's durability comes
+from replication, not from fsync) — another ISR member, or, when the damaged broker is the
+last ISR member (after a crash of every node fenced the others out of the ISR), the eligible
+leader replicas (KIP-966, metadata.election): the controller no longer elects a replica that
+restarted after an unclean shutdown while another candidate may hold more. Before that fix,
+seeds 2 and 5 of the first campaign lost acknowledged records exactly so (docs/chaos.md).
 
 ``full-disk``: fill the broker's log directory, a small tmpfs (the chaos cluster mounts one on
 the last broker), until ENOSPC; the heal frees it. A broker that died meanwhile is restarted
@@ -90,19 +91,11 @@ class DiskCorruptionNemesis(Nemesis):
 
     def start(self, ctx: NemesisContext) -> ActiveFault:
         local = ctx.local
-        live = set(ctx.live_brokers())
-        # In the model only while another live in-sync replica holds what this one loses:
-        # damaging the sole ISR member (e.g. right after a whole-cluster crash fenced the
-        # others out of the ISR) loses acknowledged records in Kafka too (KIP-966).
-        candidates = [
-            (b, p.partition)
-            for p in ctx.partitions().values()
-            for b in p.isr
-            if b in live and any(o != b and o in live for o in p.isr)
-        ]
+        candidates = sorted(ctx.live_brokers())
         if not candidates:
-            raise NoTargetError("no partition has two live in-sync replicas")
-        broker, part = ctx.rng.choice(sorted(candidates))
+            raise NoTargetError("no running broker")
+        broker = ctx.rng.choice(candidates)
+        part = ctx.rng.choice(sorted(ctx.partitions()))
         part_dir = Path(local.node(broker).data_dir) / f"{ctx.topic}-{part}"
         ctx.begin("disk-corruption", [broker], {"partition": part})
         local.kill(broker)
