@@ -16,7 +16,13 @@ from collections.abc import Callable
 
 from data_plane.protocol.errors import ErrorCode
 from metadata.delta import merge_partition_change
-from metadata.election import TopicRules, change_isr, choose_leader, elect_preferred
+from metadata.election import (
+    TopicRules,
+    change_isr,
+    choose_leader,
+    elect_preferred,
+    leader_candidates,
+)
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import (
     ELECTION_PREFERRED,
@@ -197,7 +203,8 @@ def elect_leaders(
                         ElectionResult(name, pid, ErrorCode.ELECTION_NOT_NEEDED, "has a leader")
                     )
                 continue
-            leader, was_unclean = choose_leader(reg.replicas, reg.isr, active, True)
+            # Eligible leader replicas first: they hold every committed record.
+            leader, _ = choose_leader(reg.replicas, leader_candidates(reg), active, True)
             if leader == NO_LEADER:
                 results.append(
                     ElectionResult(
@@ -205,13 +212,14 @@ def elect_leaders(
                     )
                 )
                 continue
+            outside_isr = leader not in reg.isr
             change = PartitionChangeRecord(
                 pid,
                 topic.topic_id,
-                (leader,) if was_unclean else None,
+                (leader,) if outside_isr else None,
                 leader,
                 None,
-                elr=() if was_unclean and reg.elr else None,
+                elr=() if outside_isr and reg.elr else None,
             )
         if budget.try_add([change]):
             results.append(ElectionResult(name, pid, 0, None))
