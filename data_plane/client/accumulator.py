@@ -150,7 +150,7 @@ class RecordAccumulator:
                 batch.closed = True
         finally:
             lock.release()
-        return FutureRecordMetadata(batch.result, count, timestamp_ms, -1, value_size)
+        return FutureRecordMetadata((batch.result, count, timestamp_ms, -1, value_size))
 
     def append(
         self,
@@ -212,7 +212,7 @@ class RecordAccumulator:
                             last.closed = True
                         return (
                             FutureRecordMetadata(
-                                last.result, count, timestamp_ms, key_size, value_size
+                                (last.result, count, timestamp_ms, key_size, value_size)
                             ),
                             full,
                             full,
@@ -241,7 +241,9 @@ class RecordAccumulator:
                 batch.closed = True
             dq.append(batch)
             self._incomplete.add(batch)
-            future = FutureRecordMetadata(batch.result, rel, timestamp_ms, key_size, value_size)
+            future = FutureRecordMetadata(
+                (batch.result, rel, timestamp_ms, key_size, value_size)
+            )
             return future, True, rolled, batch
 
     def _reserve(self, size: int, max_block_ms: float) -> None:
