@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/produce_consume.py            # full run (about 3-4 minutes)
     .venv/bin/python bench/produce_consume.py --quick    # a short run
+    .venv/bin/python -m bench.produce_consume --client-cpu --records 300000   # CPU only
 
 Starts its own LocalCluster (1 controller + 1 broker, replication factor 1) in a temporary
 directory and removes it at the end. Figures:
@@ -16,6 +17,11 @@ directory and removes it at the end. Figures:
 3. Broker CPU seconds per GB fetched (from /proc/<pid>/stat) while a raw Fetch loop reads a
    topic over and over, with sendfile (default) and with kraftlog.fetch.zero.copy.enable=false
    (read into memory, then send), the broker restarted in between.
+``--client-cpu`` runs only the native client's CPU per record: this process's CPU time
+(``time.process_time``, every client thread, the cluster being other processes) around the
+produce loop plus flush and around the consume loop, 100 B records, 1 and 3 partitions, the
+suite's producer settings (acks=all, idempotent, linger.ms=5, batch.size=256 KiB). CPU per
+record moves far less with the load of a shared machine than records/s do.
 Targets (2-core machine): >= 300,000 records/s of 100 B produced by the native client;
 >= 600,000 records/s consumed; sendfile <= 1/3 of the broker CPU per GB of read-and-send.
 """
@@ -116,6 +122,33 @@ def native_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> lis
     finally:
         p.close(30)
     return latencies
+
+
+def client_cpu(bootstrap: str, admin: Admin, n: int) -> None:
+    """Native client CPU µs per record (this process, all threads) for produce and consume."""
+    value = os.urandom(100)
+    for partitions in (1, 3):
+        topic = new_topic(admin, partitions)
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
+                      "enable.idempotence": "true", "batch.size": BATCH_BYTES})
+        try:
+            p.partitions_for(topic)
+            send = p.send
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            for _ in range(n):
+                send(topic, value)
+            p.flush(300)
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        finally:
+            p.close(30)
+        print(f"  produce 100 B, {partitions} partition(s): {cpu / n * 1e6:6.2f} µs CPU/record"
+              f"  {n / wall:>10,.0f} records/s", flush=True)
+        cpu0 = time.process_time()
+        seconds, got = native_consume(bootstrap, topic, partitions, n)
+        cpu = time.process_time() - cpu0
+        print(f"  consume 100 B, {partitions} partition(s): "
+              f"{cpu / max(got, 1) * 1e6:6.2f} µs CPU/record  {got / seconds:>10,.0f} records/s",
+              flush=True)
 
 
 # -- confluent-kafka -----------------------------------------------------------------------
@@ -240,6 +273,10 @@ def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts (~1 minute)")
+    parser.add_argument("--client-cpu", action="store_true",
+                        help="only the native client's CPU per record (about 1 minute)")
+    parser.add_argument("--records", type=int, default=300_000,
+                        help="records per workload with --client-cpu")
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
     counts = {100: int(300_000 * scale), 1024: int(100_000 * scale)}
@@ -257,6 +294,12 @@ def main() -> None:
         admin = Admin({"bootstrap.servers": bootstrap})
         print(f"cluster: 1 controller + 1 broker at {bootstrap}, RF 1; "
               f"{os.cpu_count()} CPUs; quick={args.quick}")
+        if args.client_cpu:
+            print(f"\nNative client CPU per record ({args.records:,} records of 100 B; load "
+                  f"{os.getloadavg()[0]:.1f})")
+            client_cpu(bootstrap, admin, args.records)
+            admin.close()
+            return
 
         print("\n1. Throughput (values only; null keys; acks=all; linger.ms=5; batch.size=256 KiB; "
               "no compression)")
