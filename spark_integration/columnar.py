@@ -109,7 +109,7 @@ def decode_columns(
     n = len(view)
     pos = 0
     next_offset = min_offset
-    blocks: list[bytes] = []
+    blocks: list[bytes | memoryview] = []
     meta: list[tuple[int, int, int, int, int]] = []  # base offset, base ts, max ts, type, count
     while n - pos >= HEADER_SIZE:
         try:
@@ -132,9 +132,10 @@ def decode_columns(
                     validate_batch(view, pos)
                 block = view[pos + HEADER_SIZE : pos + size]
                 codec = header.attributes & CODEC_MASK
+                # Uncompressed blocks stay views of the payload: the one join below copies them.
                 blocks.append(
-                    bytes(block) if codec == 0
-                    else bytes(decompress(codec, block, MAX_DECOMPRESSED_BATCH_BYTES))
+                    block if codec == 0
+                    else decompress(codec, block, MAX_DECOMPRESSED_BATCH_BYTES)
                 )
             except StorageError as e:
                 raise CorruptDataError(str(e)) from None
@@ -158,10 +159,73 @@ def _empty(with_headers: bool, next_offset: int) -> Columns:
 
 
 def _record_bounds(
-    data: bytes, arr: np.ndarray, block_ends: list[int], counts: list[int]
+    data: bytes, arr: np.ndarray, block_ends: np.ndarray, counts: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Start (after the length varint) and end of every record; checks each block holds
     exactly its declared number of records.
+
+    Blocks whose framing :func:`_predicted_bounds` confirms (the common case: records of one
+    shape) cost a few numpy passes over the whole payload; the others are walked by
+    :func:`_block_bounds`.
+    """
+    count_arr = np.asarray(counts, dtype=np.int64)
+    block_starts = np.concatenate(([0], block_ends[:-1]))
+    starts, ends, confirmed = _predicted_bounds(arr, block_starts, block_ends, count_arr)
+    if confirmed.all():
+        return starts, ends
+    first = np.cumsum(count_arr) - count_arr
+    for b in np.flatnonzero(~confirmed).tolist():
+        lo = int(first[b])
+        hi = lo + counts[b]
+        starts[lo:hi], ends[lo:hi] = _block_bounds(
+            data, arr, int(block_starts[b]), int(block_ends[b]), counts[b]
+        )
+    return starts, ends
+
+
+def _zigzag_width(values: np.ndarray) -> np.ndarray:
+    """Bytes of the zig-zag varint of each value >= 0 (up to 5 bytes; wider values are
+    under-counted, which the caller's check against the real varints catches)."""
+    zz = values << 1
+    return 1 + (zz >= 1 << 7) + (zz >= 1 << 14) + (zz >= 1 << 21) + (zz >= 1 << 28)
+
+
+def _predicted_bounds(
+    arr: np.ndarray, block_starts: np.ndarray, block_ends: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Record bounds of every block predicted from its first record, then checked.
+
+    Prediction: record j of a block is its first record with the offset delta j (a batch
+    that was never compacted numbers its records 0, 1, 2...) and everything else of the same
+    size, so its length is the first record's plus the growth of the offset delta's varint.
+    Check: the length varint really found at every predicted start has the predicted value
+    and width, and the block's last record ends at the block's end. A confirmed block is
+    framed exactly as a record-by-record walk would frame it (record 0 starts at the block
+    start; each next start is the previous start plus the size read there). Returns (starts,
+    ends, confirmed per block); the bounds of unconfirmed blocks are meaningless.
+    """
+    total = int(counts.sum())
+    first = np.cumsum(counts) - counts
+    limit = len(arr) - 2 * _MAX_VARINT_BYTES  # keeps the varint reads below inside the padding
+    first_length, _w = _varints(arr, np.minimum(block_starts, limit))
+    j = np.arange(total, dtype=np.int64) - np.repeat(first, counts)
+    length = np.repeat(first_length - 1, counts) + _zigzag_width(j)
+    length_width = _zigzag_width(np.maximum(length, 0))
+    size = length_width + length
+    before = np.cumsum(size) - size  # bytes of the payload's records before each record
+    position = np.repeat(block_starts - before[first], counts) + before
+    found, found_width = _varints(arr, np.clip(position, 0, limit))
+    good = (found == length) & (found_width == length_width) & (length >= 0)
+    starts = position + length_width
+    ends = starts + length
+    confirmed = np.logical_and.reduceat(good, first) & (ends[first + counts - 1] == block_ends)
+    return starts, ends, confirmed
+
+
+def _block_bounds(
+    data: bytes, arr: np.ndarray, pos: int, block_end: int, count: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Record bounds of one block, walked from its start.
 
     Records of one size come in runs (a batch of fixed-size events is two or three runs: the
     offset delta takes a second varint byte from 64 on). At each position the length is read
@@ -172,39 +236,37 @@ def _record_bounds(
     """
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
-    pos = 0
-    for block_end, count in zip(block_ends, counts, strict=True):
-        left = count
-        while left > 0:
-            if pos >= block_end:
-                raise CorruptDataError(f"a batch declares {count} records but holds fewer")
-            length, after = _length_at(data, pos, block_end)
-            width = after - pos
-            size = width + length
-            run = 0
-            candidates = min(left, (block_end - pos) // size)
-            if candidates >= MIN_RUN_RECORDS:
-                stop = pos + candidates * size
-                same = arr[pos:stop:size] == data[pos]
-                for i in range(1, width):
-                    same &= arr[pos + i : stop + i : size] == data[pos + i]
-                run = candidates if same.all() else int(same.argmin())
-            if run >= MIN_RUN_RECORDS:
-                first = after + size * np.arange(run, dtype=np.int64)
-                starts.append(first)
-                ends.append(first + length)
-                pos += run * size
-                left -= run
-                continue
-            step = min(left, _SLOW_STEP_RECORDS)
-            slow_starts, slow_ends, pos = _bounds_one_by_one(data, pos, block_end, step)
-            starts.append(np.asarray(slow_starts, dtype=np.int64))
-            ends.append(np.asarray(slow_ends, dtype=np.int64))
-            left -= step
-        if pos != block_end:
-            raise CorruptDataError(
-                f"a batch declares {count} records that do not fill its records block"
-            )
+    left = count
+    while left > 0:
+        if pos >= block_end:
+            raise CorruptDataError(f"a batch declares {count} records but holds fewer")
+        length, after = _length_at(data, pos, block_end)
+        width = after - pos
+        size = width + length
+        run = 0
+        candidates = min(left, (block_end - pos) // size)
+        if candidates >= MIN_RUN_RECORDS:
+            stop = pos + candidates * size
+            same = arr[pos:stop:size] == data[pos]
+            for i in range(1, width):
+                same &= arr[pos + i : stop + i : size] == data[pos + i]
+            run = candidates if same.all() else int(same.argmin())
+        if run >= MIN_RUN_RECORDS:
+            first = after + size * np.arange(run, dtype=np.int64)
+            starts.append(first)
+            ends.append(first + length)
+            pos += run * size
+            left -= run
+            continue
+        step = min(left, _SLOW_STEP_RECORDS)
+        slow_starts, slow_ends, pos = _bounds_one_by_one(data, pos, block_end, step)
+        starts.append(np.asarray(slow_starts, dtype=np.int64))
+        ends.append(np.asarray(slow_ends, dtype=np.int64))
+        left -= step
+    if pos != block_end:
+        raise CorruptDataError(
+            f"a batch declares {count} records that do not fill its records block"
+        )
     return np.concatenate(starts), np.concatenate(ends)
 
 
@@ -243,21 +305,39 @@ def _length_at(data: bytes, pos: int, block_end: int) -> tuple[int, int]:
 
 
 def _varints(arr: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zig-zag varints at every position of ``pos``: (values, widths)."""
-    b = arr[pos]
-    raw = (b & 0x7F).astype(np.int64)
-    width = np.ones(len(pos), dtype=np.int64)
-    more = b >= 0x80
-    shift = 7
-    while more.any():
+    """Zig-zag varints at every position of ``pos``: (values, widths).
+
+    Record fields are almost always one or two bytes wide (lengths below 8 KiB, deltas below
+    8192): both bytes are decoded for all positions at once, without branches; only the few
+    wider varints go through :func:`_wide_varints`.
+    """
+    b0 = arr[pos]
+    b1 = arr[pos + 1]
+    second = (b0 >> 7).astype(np.int64)  # 1 where a second byte follows
+    raw = (b0 & 0x7F).astype(np.int64) | ((b1 & 0x7F).astype(np.int64) << 7) * second
+    width = 1 + second
+    wide = np.flatnonzero((b0 & b1) >= 0x80)  # a third byte follows
+    if len(wide):
+        _wide_varints(arr, pos, wide, raw, width)
+    return (raw >> 1) ^ -(raw & 1), width
+
+
+def _wide_varints(
+    arr: np.ndarray, pos: np.ndarray, wide: np.ndarray, raw: np.ndarray, width: np.ndarray
+) -> None:
+    """Adds the bytes from the third on to ``raw`` and ``width`` at the indices ``wide``."""
+    at = pos[wide] + 2
+    shift = 14
+    while len(wide):
         if shift >= 7 * _MAX_VARINT_BYTES:
             raise CorruptDataError("a varint is longer than 10 bytes")
-        b = arr[pos + width]
-        raw |= np.where(more, (b & 0x7F).astype(np.int64) << shift, 0)
-        width += more
-        more &= b >= 0x80
+        b = arr[at]
+        raw[wide] |= (b & 0x7F).astype(np.int64) << shift
+        width[wide] += 1
+        more = np.flatnonzero(b >= 0x80)
+        wide = wide[more]
+        at = at[more] + 1
         shift += 7
-    return (raw >> 1) ^ -(raw & 1), width
 
 
 def _gather_fixed(arr: np.ndarray, starts: np.ndarray, size: int) -> bytes:
@@ -313,17 +393,18 @@ def _gather(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> bytes:
 
 
 def _decode_blocks(
-    blocks: list[bytes],
+    blocks: list[bytes | memoryview],
     meta: list[tuple[int, int, int, int, int]],
     min_offset: int,
     end_offset: int,
     with_headers: bool,
     next_offset: int,
 ) -> Columns:
-    data = b"".join(blocks)
-    block_ends = np.cumsum([len(b) for b in blocks]).tolist()
+    # The padding is part of ``data``: every read below is bounded by a block end, not len().
+    data = b"".join([*blocks, _PAD])
+    block_ends = np.cumsum([len(b) for b in blocks])
     counts = [m[4] for m in meta]
-    arr = np.frombuffer(data + _PAD, dtype=np.uint8)
+    arr = np.frombuffer(data, dtype=np.uint8)
     starts, ends = _record_bounds(data, arr, block_ends, counts)
     p = starts + 1  # the attributes byte
     ts_delta, w = _varints(arr, p)

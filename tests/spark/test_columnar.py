@@ -118,6 +118,34 @@ def test_a_corrupt_batch_raises() -> None:
         decode_columns(bytes(payload), 0, 100)
 
 
+def test_batches_framed_by_prediction_and_by_walking_mix_in_one_payload() -> None:
+    """Uniform batches are framed by the predicted-and-checked path, the others (varied sizes,
+    timestamp deltas that change width mid-batch, 3-byte offset deltas and lengths) by the
+    record-by-record walk; the two must agree with the storage decoder side by side."""
+    batches = [
+        _fixed(300),
+        [Record(b"k", b"v" * (i % 9), BASE_TS) for i in range(120)],
+        _fixed(9000, key_len=3),  # offset deltas from 8192 on take three varint bytes
+        _fixed(150, ts_step=1),
+        [Record(None, b"w" * 20_000, BASE_TS) for _ in range(20)],  # 3-byte record lengths
+        _fixed(70, key_len=None),
+    ]
+    payload = _payload(batches)
+    total = sum(len(b) for b in batches)
+    got = decode_columns(payload, 0, total)
+    assert _rows(got) == _expected(payload, 0, total)
+
+
+@pytest.mark.parametrize("delta", [1, -1])
+def test_a_record_count_that_does_not_match_the_records_raises(delta: int) -> None:
+    payload = bytearray(_payload([_fixed(100)]))
+    count_at = 57  # records count: the header's last field (the CRC is not checked here)
+    count = int.from_bytes(payload[count_at : count_at + 4], "big")
+    payload[count_at : count_at + 4] = (count + delta).to_bytes(4, "big")
+    with pytest.raises(CorruptDataError):
+        decode_columns(bytes(payload), 0, 1000, check_crcs=False)
+
+
 _record = st.builds(
     Record,
     st.one_of(st.none(), st.binary(max_size=20)),
