@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from data_plane.client.large_frame import LargeFrame, find_large_frame
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import decode_response, encode_request
 from data_plane.protocol.errors import ErrorCode
@@ -148,6 +149,9 @@ class BrokerConnection:
         self._send_buffer_bytes = send_buffer_bytes
         self._receive_buffer_bytes = receive_buffer_bytes
         self._reader = FrameReader(max_response_bytes)
+        # A large response being received into its own buffer (plaintext only; see
+        # data_plane.client.large_frame); the reader is empty meanwhile.
+        self._large: LargeFrame | None = None
         self._out: deque[memoryview] = deque()
         self._unwritten_no_response: deque[tuple[int, ResponseCallback]] = deque()
         self._written_bytes = 0
@@ -488,6 +492,10 @@ class BrokerConnection:
         for _ in range(_MAX_READS_PER_EVENT):
             if sock is None or self.state is CLOSED:
                 return
+            if self._large is not None:
+                if not self._read_large(sock):
+                    return
+                continue
             want = min(max(reader.bytes_needed(), _MIN_READ_BYTES), max_read_bytes)
             try:
                 data = sock.recv(want)
@@ -499,15 +507,45 @@ class BrokerConnection:
             if not data:
                 self.close(KafkaConnectionError(f"{self} closed the connection"))
                 return
+            start = -1
+            if self._tls is None and not reader.buffered_bytes:
+                start, size = find_large_frame(data, reader.max_frame_bytes)
+                if start >= 0:
+                    self._large = LargeFrame(size, memoryview(data)[start + 4 :])
+                    data = data[:start]  # the complete frames before it, if any
             try:
-                frames = reader.feed(data)
+                frames = reader.feed(data) if data else []
             except ProtocolError as e:
                 self.close(KafkaConnectionError(f"bad frame from {self}: {e}"))
                 return
             for frame in frames:
                 self._complete(frame)
-            if len(data) < want:
+            if start < 0 and len(data) < want:
                 return
+
+    def _read_large(self, sock: socket.socket | TlsSocket) -> bool:
+        """Receive more of the large frame; False when the socket has nothing more now."""
+        large = self._large
+        if large is None:
+            return True
+        target = large.unfilled()
+        try:
+            received = sock.recv_into(target)  # type: ignore[union-attr]
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as e:
+            self.close(KafkaConnectionError(f"read from {self}: {e}"))
+            return False
+        finally:
+            target.release()
+        if not received:
+            self.close(KafkaConnectionError(f"{self} closed the connection"))
+            return False
+        wanted = len(large.buffer) - large.filled
+        if large.advance(received):
+            self._large = None
+            self._complete(large.frame())
+        return received == wanted
 
     def _complete(self, frame: bytes | memoryview) -> None:
         if not self.in_flight:
@@ -542,6 +580,7 @@ class BrokerConnection:
         if self.state is CLOSED:
             return
         self.state = CLOSED
+        self._large = None
         self.error = error or KafkaConnectionError(f"{self} closed")
         for sock in (self._io, self._tls, self.sock):
             if sock is not None:
