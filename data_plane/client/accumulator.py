@@ -1,8 +1,11 @@
 """The producer's RecordAccumulator: one open batch per partition, bounded memory.
 
 ``send()`` appends records (already partitioned) to the newest batch of their partition's
-deque; a batch closes for appends when the next record would push it past ``batch.size`` (a
-record larger than that gets a batch of its own). The sender thread drains batches that are
+deque (:meth:`RecordAccumulator.append`), or, for a plain record (no key, no headers) going
+where the previous one went, straight to that batch while it is open
+(:meth:`RecordAccumulator.append_value`, the per-record hot path). A batch closes for
+appends when the next record would push it past ``batch.size`` (a record larger than that
+gets a batch of its own). The sender thread drains batches that are
 *sendable* — full, older than ``linger.ms``, or everything during a flush/close or while
 ``send()`` is blocked on memory — grouped by leader broker and bounded by
 ``max.request.size`` per request.
