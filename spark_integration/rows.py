@@ -23,9 +23,12 @@ import pyarrow as pa
 from data_plane.client.record_decoder import FetchedRecords
 from spark_integration.columnar import BinaryColumn, Columns
 
+# Spark's Kafka source schema, with the columns every record has declared NOT NULL (key and
+# value stay nullable: null keys, tombstones). Spark then skips the per-row null checks of
+# those five columns when it turns the Arrow batches into rows.
 SCHEMA_DDL = (
-    "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, timestampType int"
+    "key binary, value binary, topic string NOT NULL, partition int NOT NULL, "
+    "offset long NOT NULL, timestamp timestamp NOT NULL, timestampType int NOT NULL"
 )
 HEADERS_DDL = "headers array<struct<key:string,value:binary>>"
 HEADER_TYPE = pa.list_(
@@ -43,11 +46,11 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     fields = [
         pa.field("key", pa.binary()),
         pa.field("value", pa.binary()),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("offset", pa.int64()),
-        pa.field("timestamp", _TIMESTAMP_TYPE),
-        pa.field("timestampType", pa.int32()),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", _TIMESTAMP_TYPE, nullable=False),
+        pa.field("timestampType", pa.int32(), nullable=False),
     ]
     if include_headers:
         fields.append(pa.field("headers", HEADER_TYPE))

@@ -57,7 +57,13 @@ def test_batch_read_is_the_committed_log_and_never_above_the_high_watermark(
 
         expected = [(topic, 0, o, k, v) for o, k, v in consume(bootstrap, topic, 0, 200)]
         assert [e[2] for e in expected] == list(range(200))
-        arrow_rows = rows(reader(spark, bootstrap, subscribe=topic))
+        df = reader(spark, bootstrap, subscribe=topic)
+        # Every record has these columns: declared NOT NULL (key and value may be null).
+        assert [(f.name, f.nullable) for f in df.schema.fields] == [
+            ("key", True), ("value", True), ("topic", False), ("partition", False),
+            ("offset", False), ("timestamp", False), ("timestampType", False),
+        ]
+        arrow_rows = rows(df)
         tuple_rows = rows(reader(spark, bootstrap, subscribe=topic, **{"kraftlog.arrow": "false"}))
         assert arrow_rows == expected
         assert tuple_rows == expected
