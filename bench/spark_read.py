@@ -16,6 +16,17 @@ ones once:
 - the same ranges decoded in this process without Spark (the source's read path alone:
   Fetch + columnar decode + Arrow), which bounds what Spark can get from it per core.
 
+Every Spark run also prints the CPU seconds it cost, per party: the JVM (Arrow to rows, the
+query), the Python workers (Fetch, decode, Arrow IPC to the JVM) and the brokers, from
+/proc/<pid>/stat (user + system, plus reaped children's: the short-lived planner workers), and
+the total in microseconds per row. On a 2-core machine shared with other work the wall-clock
+rate swings with the load; the CPU cost per row does much less, and 2 cores / (µs per row)
+is the rate this machine could reach with nothing else running.
+
+``--jvm-arrow-unchecked`` starts the JVM with Arrow Java's switches that drop its per-access
+bounds and null checks (``-Darrow.enable_unsafe_memory_access=true
+-Darrow.enable_null_check_for_get=false``): a deployment choice, off by default.
+
 Target (2-core machine, shared with the cluster): >= 1,000,000 rows/s for the Arrow count.
 """
 
@@ -29,6 +40,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from collections.abc import Callable, Iterable
 
 from bench.report import row
 from data_plane.client import Admin, NewTopic, Producer
@@ -58,12 +71,88 @@ def produce(bootstrap: str, records: int) -> float:
     return time.monotonic() - started
 
 
-def timed(label: str, action, records: int, runs: int = 2) -> None:
+JVM_ARROW_UNCHECKED = (
+    "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
+)
+_CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and of its reaped children (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(v) for v in fields[11:15]) / _CLOCK_TICKS_PER_S
+
+
+def _descendants(root: int, skip: set[int]) -> list[int]:
+    """Live processes below ``root``, leaving out the subtrees of ``skip``."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        children.setdefault(parent, []).append(int(name))
+    out: list[int] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in skip:
+                out.append(child)
+                stack.append(child)
+    return out
+
+
+class CpuMeter:
+    """CPU seconds spent by the JVM, the Python workers (everything else this process
+    started, but the cluster) and the brokers; ``delta()`` since the previous call."""
+
+    def __init__(self, broker_pids: Iterable[int], cluster_pids: Iterable[int]) -> None:
+        self.broker_pids = list(broker_pids)
+        self.cluster_pids = set(cluster_pids)
+        self._last = self._sample()
+
+    def _sample(self) -> dict[str, float]:
+        out = {"jvm": 0.0, "python": 0.0, "brokers": sum(_cpu_s(p) for p in self.broker_pids)}
+        for pid in _descendants(os.getpid(), self.cluster_pids):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    java = f.read().split(b"\0", 1)[0].endswith(b"java")
+            except OSError:
+                continue
+            out["jvm" if java else "python"] += _cpu_s(pid)
+        return out
+
+    def delta(self) -> dict[str, float]:
+        now = self._sample()
+        out = {k: now[k] - self._last[k] for k in now}
+        self._last = now
+        return out
+
+
+def timed(
+    label: str, action: Callable[[], object], records: int, runs: int = 2,
+    meter: CpuMeter | None = None,
+) -> None:
     for run in range(1, runs + 1):
+        if meter is not None:
+            meter.delta()
         started = time.monotonic()
         result = action()
         seconds = time.monotonic() - started
         print(row(f"{label} (run {run}) -> {result}", records, VALUE_BYTES, seconds), flush=True)
+        if meter is not None:
+            cpu = meter.delta()
+            total = sum(cpu.values())
+            print(f"      cpu s: jvm {cpu['jvm']:.1f}, python workers {cpu['python']:.1f}, "
+                  f"brokers {cpu['brokers']:.1f}; {total / records * 1e6:.2f} us/row "
+                  f"(2 cores: {2 * records / total:,.0f} rows/s)", flush=True)
 
 
 def in_process(bootstrap: str) -> int:
@@ -80,6 +169,8 @@ def in_process(bootstrap: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=5_000_000)
+    parser.add_argument("--jvm-arrow-unchecked", action="store_true",
+                        help="start the JVM with Arrow Java's bounds and null checks off")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -100,11 +191,20 @@ def main() -> int:
 
         timed("source read path in-process (no Spark)", lambda: in_process(bootstrap),
               args.records, runs=1)
-        spark = (
+        builder = (
             SparkSession.builder.master("local[2]").appName("kraftlog-bench")
             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
             .config("spark.driver.memory", "2g")
-            .config("spark.ui.showConsoleProgress", "false").getOrCreate()
+            .config("spark.ui.showConsoleProgress", "false")
+        )
+        if args.jvm_arrow_unchecked:
+            print(f"   JVM options: {JVM_ARROW_UNCHECKED}", flush=True)
+            builder = builder.config("spark.driver.extraJavaOptions", JVM_ARROW_UNCHECKED)
+        spark = builder.getOrCreate()
+        brokers = [cluster.pid(i) for i in cluster.broker_ids]
+        meter = CpuMeter(
+            [p for p in brokers if p is not None],
+            [p for p in (cluster.pid(i) for i in cluster.node_ids) if p is not None],
         )
         spark.sparkContext.setLogLevel("ERROR")
         try:
@@ -116,9 +216,10 @@ def main() -> int:
                 name = "Arrow" if mode == "true" else "tuple"
                 # Tuple mode is several times slower: one run each keeps the benchmark short.
                 runs = 3 if mode == "true" else 1
-                timed(f"{name} count()", df.count, args.records, runs)
+                timed(f"{name} count()", df.count, args.records, runs, meter)
                 timed(f"{name} groupBy(key).count()",
-                      lambda df=df: len(df.groupBy("key").count().collect()), args.records, runs)
+                      lambda df=df: len(df.groupBy("key").count().collect()), args.records, runs,
+                      meter)
         finally:
             spark.stop()
     finally:
