@@ -37,6 +37,14 @@ pytestmark = [
 ]
 
 
+def _default_sigint() -> None:
+    """In the runner's child, before exec: SIGINT to its default. A shell without job control
+    starts background commands with SIGINT ignored, and an ignored disposition survives exec
+    (Python then keeps it ignored), so a test suite started with ``&`` from a script would
+    otherwise send a Ctrl-C that nobody receives."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _namespaces() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
@@ -54,7 +62,7 @@ def chaos_run(artifacts: Path, seed: int, nemeses: str, time_limit_s: float, *ex
     ]
     proc = subprocess.Popen(
         argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, text=True,
+        start_new_session=True, text=True, preexec_fn=_default_sigint,
     )
     try:
         out, _ = proc.communicate(timeout=time_limit_s + RUN_MARGIN_S)
