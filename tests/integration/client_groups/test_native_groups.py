@@ -143,6 +143,10 @@ def test_a_group_mixing_the_native_consumer_and_kafka_python(
         deadline = time.monotonic() + DEADLINE_S
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # Its metadata must know the topic before it leads: a leader whose metadata
+            # response comes in just after the JoinGroup assigns nothing ("No partition
+            # metadata for topic") and, its metadata snapshot then unchanged, never rejoins.
+            assert theirs.partitions_for_topic(topic) == set(range(6))
             theirs.subscribe([topic])
             while len(theirs.assignment()) != 6:
                 assert time.monotonic() < deadline
