@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import socket
+from collections.abc import Collection
 
 _EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
 _LOWEST_PORT = 20000
@@ -25,9 +26,14 @@ def _ephemeral_low() -> int:
 
 
 def free_ports(
-    count: int, *, host: str = "127.0.0.1", rng: random.Random | None = None
+    count: int,
+    *,
+    host: str = "127.0.0.1",
+    rng: random.Random | None = None,
+    exclude: Collection[int] = (),
 ) -> list[int]:
-    """``count`` distinct ports that nothing listens on at ``host`` right now."""
+    """``count`` distinct ports that nothing listens on at ``host`` right now, none of them in
+    ``exclude`` (ports already promised to servers that have not bound them yet)."""
     rng = rng or random.Random()
     high = _ephemeral_low() - 1
     low = _LOWEST_PORT if high - _LOWEST_PORT > count * 4 else 1024
@@ -36,7 +42,7 @@ def free_ports(
         if len(chosen) == count:
             return chosen
         port = rng.randint(low, high)
-        if port not in chosen and _bindable(host, port):
+        if port not in chosen and port not in exclude and _bindable(host, port):
             chosen.append(port)
     if len(chosen) == count:
         return chosen

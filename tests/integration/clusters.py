@@ -8,6 +8,7 @@ FAST_OVERRIDES shorten failure detection so failover tests finish quickly: broke
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -72,3 +73,14 @@ def cluster_factory(
             )
 
         yield make
+
+
+def configured_ports(cluster: LocalCluster) -> set[int]:
+    """Every port a node's server.properties names (listeners, voters, metrics): ports the
+    cluster will bind once started, so a test choosing more must not pick them."""
+    ports: set[int] = set()
+    for node_id in cluster.node_ids:
+        text = cluster.config_path(node_id).read_text(encoding="utf-8")
+        ports.update(int(p) for p in re.findall(r":(\d{2,5})\b", text))
+        ports.update(int(p) for p in re.findall(r"port=(\d{2,5})\b", text))
+    return ports

@@ -17,7 +17,7 @@ from data_plane.client import Admin, Consumer, NewTopic, Producer, TopicPartitio
 from data_plane.security import certs
 from deploy.local_cluster import LocalCluster
 from deploy.ports import free_ports
-from tests.integration.clusters import FAST_OVERRIDES
+from tests.integration.clusters import FAST_OVERRIDES, configured_ports
 
 pytestmark = [
     pytest.mark.integration,
@@ -46,7 +46,7 @@ def _ssl_listener_cluster(path: Path, pki: Path, inter_broker: str) -> LocalClus
     cluster = LocalCluster.create(path, controllers=1, brokers=2, overrides=overrides)
     for broker_id in cluster.broker_ids:
         port = cluster.node(broker_id).broker_port
-        ssl_port, sasl_port, metrics_port = free_ports(3)
+        ssl_port, sasl_port, metrics_port = free_ports(3, exclude=configured_ports(cluster))
         listeners = (
             f"PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl_port},"
             f"SASL_SSL://127.0.0.1:{sasl_port}"

@@ -31,7 +31,7 @@ from deploy.ports import free_ports
 from metadata import security_messages as sm
 from metadata.messages import NewTopic
 from metadata.security_client import alter_client_quotas
-from tests.integration.clusters import FAST_OVERRIDES
+from tests.integration.clusters import FAST_OVERRIDES, configured_ports
 
 pytestmark = [
     pytest.mark.integration,
@@ -68,7 +68,7 @@ def two_brokers(tmp_path_factory) -> Iterator[Cluster]:
     path = tmp_path_factory.mktemp("qm") / "c"
     cluster = LocalCluster.create(path, controllers=1, brokers=2, overrides=overrides)
     try:
-        ports = free_ports(len(cluster.broker_ids))
+        ports = free_ports(len(cluster.broker_ids), exclude=configured_ports(cluster))
         metrics = {}
         for broker_id, port in zip(cluster.broker_ids, ports, strict=True):
             cluster.update_config(broker_id, {"metrics.port": str(port)})

@@ -37,7 +37,7 @@ from deploy.ports import free_ports
 from metadata import security_messages as sm
 from metadata.messages import NewTopic
 from metadata.security_client import create_acls, set_scram_password
-from tests.integration.clusters import FAST_OVERRIDES
+from tests.integration.clusters import FAST_OVERRIDES, configured_ports
 
 pytestmark = [
     pytest.mark.integration,
@@ -98,7 +98,7 @@ def secure(tmp_path_factory) -> Iterator[Secure]:
     try:
         (broker_id,) = cluster.broker_ids
         port = cluster.node(broker_id).broker_port
-        sasl_port, ssl_port, metrics_port = free_ports(3)
+        sasl_port, ssl_port, metrics_port = free_ports(3, exclude=configured_ports(cluster))
         listeners = (
             f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{sasl_port},"
             f"SSL://127.0.0.1:{ssl_port}"
