@@ -13,8 +13,8 @@ Rules:
   ISR drops below ``min.insync.replicas`` joins the ELR. It held every committed record then,
   and while the ISR stays below the minimum nothing more commits (acks=all produce is refused
   and the leader's high watermark does not move: data_plane.broker.partition), so it may
-  still lead. The ELR is cleared as
-  soon as the ISR is back at the minimum, and loses a member that rejoins the ISR.
+  still lead. The ELR is cleared as soon as the ISR is back at the minimum, and loses a
+  member that rejoins the ISR.
 - A leaderless partition's *candidates* are its ISR and ELR members. A broker whose current
   registration says its previous process did not close its logs cleanly (kill -9, power loss)
   may have lost the unflushed tail of its log, committed records included. So: the first
@@ -184,29 +184,27 @@ def _recovery_leader(
     return max(candidates, key=lambda r: (reported[r], -candidates.index(r)))
 
 
-def _elect_leaderless(
+def _leaderless_outcome(
     topic_id: uuid.UUID,
     partition_id: int,
     reg: PartitionRegistration,
     electorate: Electorate,
     rules: TopicRules,
-) -> PartitionChangeRecord | None:
-    """Elect a leader for ``reg`` whose leader is gone (``reg.leader`` may still name the
-    departing broker); the change to -1 when no candidate can lead yet."""
+) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+    """(isr, leader, elr) for ``reg`` whose leader is gone (``reg.leader`` may still name the
+    departing broker); the leader is NO_LEADER, the rest unchanged, while nobody can lead."""
     candidates = leader_candidates(reg)
     leader = _recovery_leader(candidates, electorate, electorate.reported(topic_id, partition_id))
+    if leader == NO_LEADER and rules.unclean:
+        leader, _ = choose_leader(reg.replicas, candidates, electorate.active, True)
+        if leader != NO_LEADER and leader not in candidates:
+            return (leader,), leader, ()
     if leader == NO_LEADER:
-        if rules.unclean:
-            leader, _ = choose_leader(reg.replicas, candidates, electorate.active, True)
-            if leader != NO_LEADER and leader not in candidates:
-                return _change(topic_id, partition_id, reg, (leader,), leader, ())
-        if leader == NO_LEADER:
-            return _change(topic_id, partition_id, reg, reg.isr, NO_LEADER)
+        return reg.isr, NO_LEADER, reg.elr
     doubtful = {r for r in electorate.active if r not in electorate.clean}
     keep = tuple(r for r in candidates if r != leader and r not in doubtful)
-    isr = (leader,)
-    elr = keep if rules.below_min_isr(len(isr), len(reg.replicas)) else ()
-    return _change(topic_id, partition_id, reg, isr, leader, elr)
+    elr = keep if rules.below_min_isr(1, len(reg.replicas)) else ()
+    return (leader,), leader, elr
 
 
 def remove_broker_from_partition(
@@ -235,22 +233,9 @@ def remove_broker_from_partition(
     leader, _ = choose_leader(reg.replicas, isr, electorate.active, False)
     if leader != NO_LEADER:
         return _change(topic_id, partition_id, reg, isr, leader, elr)
-    shrunk = replace(reg, isr=isr, elr=elr, leader=NO_LEADER)
-    change = _elect_leaderless(topic_id, partition_id, shrunk, electorate, rules)
-    return _change(topic_id, partition_id, reg, *_outcome(shrunk, change))
-
-
-def _outcome(
-    reg: PartitionRegistration, change: PartitionChangeRecord | None
-) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
-    """(isr, leader, elr) of ``reg`` after ``change``."""
-    if change is None:
-        return reg.isr, reg.leader, reg.elr
-    return (
-        reg.isr if change.isr is None else change.isr,
-        reg.leader if change.leader == NO_LEADER_CHANGE else change.leader,
-        reg.elr if change.elr is None else change.elr,
-    )
+    shrunk = replace(reg, isr=isr, elr=elr)
+    outcome = _leaderless_outcome(topic_id, partition_id, shrunk, electorate, rules)
+    return _change(topic_id, partition_id, reg, *outcome)
 
 
 def elect_if_leaderless(
@@ -265,10 +250,10 @@ def elect_if_leaderless(
     check_partition(reg, ("partition", topic_id, partition_id))
     if reg.leader != NO_LEADER:
         return None
-    change = _elect_leaderless(topic_id, partition_id, reg, electorate, rules)
-    if change is None or change.leader in (NO_LEADER, NO_LEADER_CHANGE):
+    isr, leader, elr = _leaderless_outcome(topic_id, partition_id, reg, electorate, rules)
+    if leader == NO_LEADER:
         return None
-    return change
+    return _change(topic_id, partition_id, reg, isr, leader, elr)
 
 
 def elect_preferred(
