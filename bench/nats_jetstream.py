@@ -307,6 +307,7 @@ def section_nats(directory: str, quick: bool) -> dict[str, Any]:
         latency: dict[str, Any] = {}
         seconds_per_rate = 3.0 if quick else 5.0
         for offered in LATENCY_RATES:
+            os.sync()  # as for kraftlog (bench/sections.latency_rows): no writeback backlog
             lat = e2e_latency(cluster, f"lat{offered}", offered, seconds_per_rate)
             latency[str(offered)] = latency_summary(lat, offered, seconds_per_rate)
         out["e2e_latency"] = latency
