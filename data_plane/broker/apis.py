@@ -57,6 +57,8 @@ class Request:
     header: RequestHeader
     body: dict[str, Any]
     listener_name: str
+    # The client's address as Kafka reports it in group descriptions: "/" + IP.
+    client_host: str = ""
 
 
 Handler = Callable[["KafkaApis", Request], Response]

@@ -122,6 +122,7 @@ class Connection:
         self.fd = sock.fileno()
         self.listener_name = listener_name
         self.peer = peer
+        self.client_host = "/" + peer.rsplit(":", 1)[0]
         # Security (SASL, ACLs, quotas) and metrics around each request (docs/security.md).
         self._hooks = hooks
         if hooks is not None:
@@ -291,7 +292,8 @@ class Connection:
             self._unsupported(slot, header)
             return
         try:
-            result = handler(self._apis, Request(header, body, self.listener_name))
+            request = Request(header, body, self.listener_name, self.client_host)
+            result = handler(self._apis, request)
             if plan is not None:
                 result = (
                     _after_async(result, plan)

@@ -194,3 +194,26 @@ def test_kcat_joins_a_group_and_commits(
         lambda: _committed(bootstrap, group, topic) or None, "kcat's committed offsets"
     )
     assert committed == _end_offsets(bootstrap, topic)
+
+
+def test_confluent_admin_describes_members(group_cluster: LocalCluster, tmp_path: Path) -> None:
+    """librdkafka's DescribeConsumerGroups sees the running member: its client id, its host
+    as Kafka reports it ("/" + address) and its assignment."""
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap = _bootstrap(group_cluster)
+    topic, group = "groups-describe", "group-describe"
+    _create_topic(bootstrap, topic)
+    with member_pool(tmp_path / "members") as start:
+        a = start("confluent", bootstrap, topic, group, "a")
+        wait_for(lambda: a.assignment() == list(range(PARTITIONS)), "a to own all")
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        (future,) = admin.describe_consumer_groups([group], request_timeout=30).values()
+        described = future.result(timeout=30)
+        assert described.state.name == "STABLE"
+        (member,) = described.members
+        assert member.host == "/127.0.0.1"
+        assert member.client_id
+        assert sorted(tp.partition for tp in member.assignment.topic_partitions) == list(
+            range(PARTITIONS)
+        )

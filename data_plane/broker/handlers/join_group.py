@@ -32,7 +32,7 @@ def handle(apis: KafkaApis, request: Request) -> Response:
             (p["name"] or "", bytes(p["metadata"] or b"")) for p in b["protocols"] or ()
         ),
         client_id=request.header.client_id or "",
-        client_host="",
+        client_host=request.client_host,
         require_known_member_id=version >= MEMBER_ID_REQUIRED_SINCE_VERSION,
     )
     return _join(apis, req)

@@ -64,6 +64,7 @@ def test_describe_lag_and_reset_offsets(
         assert header.split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET",
                                   "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
         assert [line.split()[3:6] for line in lines] == [["5", "20", "15"], ["20", "20", "0"]]
+        assert {line.split()[7] for line in lines} == {"/127.0.0.1"}  # the member's address
 
         code, out, _ = cli(capsys, "groups", "list", *where)
         assert code == 0 and group_id in out.split()
@@ -74,7 +75,9 @@ def test_describe_lag_and_reset_offsets(
         assert code == 1 and "inactive" in err
         with pytest.raises(KafkaError, match="NON_EMPTY_GROUP"):
             admin.alter_consumer_group_offsets(group_id, {TopicPartition(topic, 0): 0})
-        assert admin.describe_groups([group_id])[group_id].state == "Stable"
+        described = admin.describe_groups([group_id])[group_id]
+        assert described.state == "Stable"
+        assert [m.client_host for m in described.members] == ["/127.0.0.1"]
 
         consumer.commit()  # everything read: lag goes to 0
         code, out, _ = cli(capsys, "groups", "describe", group_id, *where, "--json")
