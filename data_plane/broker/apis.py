@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from data_plane.broker.config import BrokerConfig
+from data_plane.broker.fetch_session import FetchSessionCache
 from data_plane.broker.producer_ids import ProducerIdManager
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
@@ -87,6 +88,7 @@ class KafkaApis:
         self.default_num_partitions = default_num_partitions
         self.default_replication_factor = default_replication_factor
         self.local_config = local_config
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_purgatory = DelayedOperationPurgatory(
             "Fetch", clock_ms, config.purgatory_max_operations
         )

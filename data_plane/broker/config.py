@@ -94,6 +94,16 @@ class BrokerConfig:
             doc="A Fetch's max_wait_ms is capped at this many ms.",
         ),
     )
+    max_incremental_fetch_session_cache_slots: int = field(
+        default=1000,
+        metadata=prop(
+            "max.incremental.fetch.session.cache.slots",
+            min=0,
+            doc="Incremental fetch sessions (KIP-227) the broker keeps; 0 turns sessions off "
+            "(every fetch is answered in full). A full cache gives a new session the slot of "
+            "one idle for 2 minutes, or a follower's new session the slot of a consumer's.",
+        ),
+    )
     purgatory_max_operations: int = field(
         default=10_000,
         metadata=prop(

@@ -93,6 +93,7 @@ class KafkaServer:
             GroupLagMetrics(metrics.consumer_group_lag) if metrics is not None else None
         )
         self._committed_metadata_offset = committed_metadata_offset
+        self._fetch_session_evictions_reported = 0
         self._handshakes: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._listen_socks: list[tuple[socket.socket, str]] = []
@@ -343,6 +344,16 @@ class KafkaServer:
 
     # --- housekeeping -------------------------------------------------------------------------
 
+    def _report_fetch_sessions(self) -> None:
+        if self.metrics is None:
+            return
+        sessions = self.apis.fetch_sessions
+        self.metrics.fetch_sessions.set(len(sessions))
+        evicted = sessions.evictions - self._fetch_session_evictions_reported
+        if evicted > 0:
+            self.metrics.fetch_session_evictions.inc(evicted)
+            self._fetch_session_evictions_reported = sessions.evictions
+
     def _tick(self) -> None:
         if self._stopped:
             return
@@ -355,6 +366,7 @@ class KafkaServer:
             if self._state_metrics is not None:
                 committed = self._committed_metadata_offset
                 self._state_metrics.on_image(image, committed() if committed else None)
+                self._report_fetch_sessions()
             if self._group_lag is not None:
                 coordinator = self.apis.group_coordinator.coordinator
                 self._group_lag.maybe_update(

@@ -99,6 +99,14 @@ class NodeMetrics:
         self.leader_partitions: Gauge = r.gauge(
             "kraftlog_leader_partitions", "Partitions this broker leads."
         )
+        self.fetch_sessions: Gauge = r.gauge(
+            "kraftlog_fetch_sessions",
+            "Incremental fetch sessions (KIP-227) this broker keeps (NumIncrementalFetchSessions).",
+        )
+        self.fetch_session_evictions: Counter = r.counter(
+            "kraftlog_fetch_session_evictions_total",
+            "Fetch sessions evicted to make room for new ones.",
+        )
         self.isr_shrinks: Counter = r.counter(
             "kraftlog_isr_shrinks_total", "ISR shrinks committed for partitions this broker leads."
         )

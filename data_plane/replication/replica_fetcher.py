@@ -16,9 +16,14 @@ source broker (endpoint looked up in the metadata image each time it connects). 
    older epoch). A follower with no epoch in its cache truncates to its high watermark.
 2. **Fetch.** One Fetch v11 request (replica_id, ``replica.fetch.wait.max.ms``,
    ``replica.fetch.min.bytes``) for every FETCHING partition at its log end offset with the
-   current leader epoch. The leader long-polls it; its appends answer it at once. Whole
-   batches of the answer are appended with ``Partition.append_records_as_follower`` (the
-   leader sends a sendfile slice that may end inside a batch); HW = min(leader's, own LEO).
+   current leader epoch, in an incremental fetch session with the leader (KIP-227,
+   :mod:`data_plane.replication.fetch_session_handler`): after the first full fetch only the
+   partitions whose position changed are listed and only those with news come back, so idle
+   partitions cost next to nothing per round. The leader long-polls it; its appends answer
+   it at once. Whole batches of the answer are appended with
+   ``Partition.append_records_as_follower`` (the leader sends a sendfile slice that may end
+   inside a batch); HW = min(leader's, own LEO). A session error or a lost answer makes the
+   next round a full fetch.
 3. **Errors.** Connection or protocol failures close the connection and back off
    ``replica.fetch.backoff.ms``. Per partition: OFFSET_OUT_OF_RANGE truncates (below the
    leader's log start offset: start the log afresh there; else truncate again by epoch);
@@ -51,6 +56,10 @@ from data_plane.protocol.codec import decode_response, encode_request
 from data_plane.protocol.errors import ErrorCode
 from data_plane.protocol.exceptions import ProtocolError
 from data_plane.protocol.framing import FrameReader
+from data_plane.replication.fetch_session_handler import (
+    FetchSessionHandler,
+    PartitionFields,
+)
 from data_plane.replication.follower import truncation_offset
 from data_plane.storage import StorageError
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffset
@@ -66,6 +75,9 @@ READ_CHUNK_BYTES = 256 * 1024
 # replica.fetch.backoff.ms would add up to a second to every failover.
 METADATA_LAG_RETRY_MS = 50
 _METADATA_LAG_ERRORS = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
+_SESSION_ERROR_CODES = frozenset(
+    {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
+)
 # Bound on a response frame a follower accepts (a Fetch answer is at most
 # replica.fetch.response.max.bytes plus one oversized first batch and headers).
 MAX_RESPONSE_FRAME_BYTES = 256 * 1024 * 1024
@@ -232,6 +244,7 @@ class ReplicaFetcher:
         self._lookup = partitions
         self._endpoint = endpoint
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self._session = FetchSessionHandler()
         self._wake = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"replica-fetcher-{config.broker_id}-from-{source_broker_id}"
@@ -339,6 +352,9 @@ class ReplicaFetcher:
         if self._writer is not None:
             self._writer.close()
         self._reader = self._writer = None
+        # The answer of a request in flight is lost: the leader may have moved the session's
+        # epoch on, so start over with a full fetch (which also closes the old session).
+        self._session.reset()
 
     async def _call(self, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
         if self._writer is None or self._reader is None:
@@ -449,51 +465,72 @@ class ReplicaFetcher:
     # -- fetching ------------------------------------------------------------------------------
 
     async def _fetch(self) -> bool:
-        """One Fetch round; False when nothing could be fetched (all partitions delayed)."""
+        """One Fetch round in the fetcher's session with its leader (an incremental fetch
+        lists only partitions whose position changed); False when nothing could be fetched
+        (all partitions delayed)."""
         now_s = time.monotonic()
-        sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        states: dict[TopicPartition, PartitionFetchState] = {}
+        wanted: dict[TopicPartition, PartitionFields] = {}
+        max_bytes = self.config.fetch_max_bytes
         for tp, state in list(self.partitions.items()):
             if state.state is not FetchState.FETCHING or state.delayed_until_s > now_s:
                 continue
             part = self._current(tp, state)
             if part is None:
                 continue
-            offset = part.log.log_end_offset
-            sent[tp] = (state, offset)
+            log_ = part.log
+            states[tp] = state
+            wanted[tp] = (log_.log_end_offset, state.leader_epoch, log_.log_start_offset, max_bytes)
+        if not wanted:
+            return False
+        request = self._session.build(wanted)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, (offset, epoch, log_start, part_max) in request.to_send.items():
             by_topic.setdefault(tp.topic, []).append(
                 {
                     "partition": tp.partition,
-                    "current_leader_epoch": state.leader_epoch,
+                    "current_leader_epoch": epoch,
                     "fetch_offset": offset,
-                    "log_start_offset": part.log.log_start_offset,
-                    "partition_max_bytes": self.config.fetch_max_bytes,
+                    "log_start_offset": log_start,
+                    "partition_max_bytes": part_max,
                 }
             )
-        if not sent:
-            return False
+        forgotten: dict[str, list[int]] = {}
+        for tp in request.forgotten:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         body = {
             "replica_id": self.config.broker_id,
             "max_wait_ms": self.config.fetch_wait_max_ms,
             "min_bytes": self.config.fetch_min_bytes,
             "max_bytes": self.config.response_max_bytes,
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
+            "session_id": request.session_id,
+            "session_epoch": request.epoch,
             "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-            "forgotten_topics_data": [],
+            "forgotten_topics_data": [
+                {"topic": t, "partitions": ps} for t, ps in forgotten.items()
+            ],
             "rack_id": "",
         }
         answer = await self._call(ApiKey.FETCH, FETCH_VERSION, body)
         self.fetches += 1
-        if answer.get("error_code", 0) != ErrorCode.NO_ERROR:
-            raise ProtocolError(f"fetch failed with error {answer['error_code']}")
+        error_code = answer.get("error_code", 0)
+        if not self._session.handle_response(request, error_code, answer.get("session_id", 0)):
+            if error_code in _SESSION_ERROR_CODES:
+                log.info(
+                    "broker %d: fetch session with broker %d: error %d; fetching in full",
+                    self.config.broker_id,
+                    self.source_broker_id,
+                    error_code,
+                )
+                return True
+            raise ProtocolError(f"fetch failed with error {error_code}")
         for topic in answer.get("responses") or ():
             for p in topic.get("partitions") or ():
                 tp = TopicPartition(topic["topic"], p["partition_index"])
-                entry = sent.get(tp)
-                if entry is not None:
-                    self._apply_fetched(tp, entry[0], entry[1], p)
+                fields = wanted.get(tp)
+                if fields is not None:
+                    self._apply_fetched(tp, states[tp], fields[0], p)
         return True
 
     def _apply_fetched(

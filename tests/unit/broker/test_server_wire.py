@@ -206,11 +206,52 @@ def test_fetch_returns_every_partition_and_the_stored_bytes(client: WireClient) 
     assert oor["responses"][0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
 
 
-def test_incremental_fetch_session_is_refused(client: WireClient) -> None:
-    body = fetch_body([("t", 0, 0)])
-    body["session_id"], body["session_epoch"] = 12, 1
-    f = client.call(ApiKey.FETCH, 11, body)
-    assert f["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+def test_incremental_fetch_session_over_the_wire(client: WireClient, broker) -> None:
+    """Epoch 0 opens a session; an incremental fetch lists nothing and gets only the
+    partition with news; one parked with no partitions listed still wakes on an append to a
+    session partition; an unknown session or a wrong epoch is a top-level error."""
+    unknown = fetch_body([("t", 0, 0)])
+    unknown["session_id"], unknown["session_epoch"] = 12, 1
+    f = client.call(ApiKey.FETCH, 11, unknown)
+    assert f["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND and f["responses"] == []
+
+    opening = fetch_body([("t", 0, 0), ("t", 1, 0)])
+    opening["session_epoch"] = 0
+    f = client.call(ApiKey.FETCH, 11, opening)
+    sid = f["session_id"]
+    assert sid != 0 and f["error_code"] == 0
+    assert sorted(p["partition_index"] for p in f["responses"][0]["partitions"]) == [0, 1]
+
+    r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 1, batch(3)))
+    assert presult(r)["error_code"] == 0
+    incremental = fetch_body([])
+    incremental["session_id"], incremental["session_epoch"] = sid, 1
+    f = client.call(ApiKey.FETCH, 11, incremental)
+    assert f["error_code"] == 0 and f["session_id"] == sid
+    (only,) = [p for t in f["responses"] for p in t["partitions"]]
+    assert only["partition_index"] == 1 and only["high_watermark"] == 3 and only["records"]
+
+    # Move partition 1's position past the records, then park with nothing listed.
+    moved = fetch_body([("t", 1, 3)], max_wait_ms=15_000)
+    moved["session_id"], moved["session_epoch"] = sid, 2
+    cid = client.send(ApiKey.FETCH, 11, moved)
+    wait_for(lambda: len(broker.apis.fetch_purgatory) == 1, "the incremental fetch to park")
+    other = WireClient(broker.port)
+    try:
+        r = other.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(2)))
+        assert presult(r)["error_code"] == 0
+    finally:
+        other.close()
+    got, f = client.recv(ApiKey.FETCH, 11)
+    assert got == cid
+    (woke,) = [p for t in f["responses"] for p in t["partitions"]]
+    assert woke["partition_index"] == 0 and woke["high_watermark"] == 2
+
+    stale = fetch_body([])
+    stale["session_id"], stale["session_epoch"] = sid, 2
+    assert client.call(ApiKey.FETCH, 11, stale)["error_code"] == (
+        ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    )
 
 
 def test_delayed_fetch_completes_on_append_and_pipelines_in_order(

@@ -4,6 +4,7 @@ partitions, truncation of a divergent tail by leader epoch, then byte-identical 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from data_plane.broker.partition import Partition
@@ -24,6 +25,34 @@ def records(start: int, n: int) -> bytes:
     return build_batch([Record(None, b"r%d" % i, 1000 + i) for i in range(start, start + n)])
 
 
+def follower_partitions(tmp_path: Path, logs: list[Log]) -> dict[TopicPartition, Partition]:
+    """Partitions t-0..t-(PARTITIONS - 1) on FOLLOWER_ID, following BROKER_ID in epoch 0 (their
+    logs are appended to ``logs`` for the caller to close)."""
+    followers: dict[TopicPartition, Partition] = {}
+    for p in range(PARTITIONS):
+        d = tmp_path / "follower"
+        log = Log(str(d / f"t-{p}"), LogConfig(log_dirs=(str(d),)), topic="t", partition=p)
+        logs.append(log)
+        part = Partition("t", p, FOLLOWER_ID, log)
+        part.apply_registration(
+            PartitionRegistration((BROKER_ID, FOLLOWER_ID), (BROKER_ID,), BROKER_ID, 0, 0), 1
+        )
+        followers[TopicPartition("t", p)] = part
+    return followers
+
+
+def following(followers: dict[TopicPartition, Partition], port: int) -> ReplicaFetcherManager:
+    """A fetcher manager on the running loop with every follower partition following the
+    leader on ``port``."""
+    config = ReplicaFetcherConfig(
+        FOLLOWER_ID, "PLAINTEXT", fetch_wait_max_ms=100, fetch_backoff_ms=50
+    )
+    manager = ReplicaFetcherManager(config, followers.get, lambda _id, _name: ("127.0.0.1", port))
+    for tp in followers:
+        manager.add_partition(tp, BROKER_ID, 0)
+    return manager
+
+
 def test_fetcher_replicates_many_partitions_and_truncates_divergence(tmp_path: Path) -> None:
     leader = BrokerHarness(tmp_path / "leader", event_loop="asyncio")
     logs: list[Log] = []
@@ -36,16 +65,7 @@ def test_fetcher_replicates_many_partitions_and_truncates_divergence(tmp_path: P
                 assert presult(r)["error_code"] == 0
         finally:
             client.close()
-        followers: dict[TopicPartition, Partition] = {}
-        for p in range(PARTITIONS):
-            d = tmp_path / "follower"
-            log = Log(str(d / f"t-{p}"), LogConfig(log_dirs=(str(d),)), topic="t", partition=p)
-            logs.append(log)
-            part = Partition("t", p, FOLLOWER_ID, log)
-            part.apply_registration(
-                PartitionRegistration((BROKER_ID, FOLLOWER_ID), (BROKER_ID,), BROKER_ID, 0, 0), 1
-            )
-            followers[TopicPartition("t", p)] = part
+        followers = follower_partitions(tmp_path, logs)
         # Partition 0 once led in epoch 0 itself and kept two records the leader never got.
         diverged = logs[0]
         diverged.append(bytearray(records(0, 3)), 0)
@@ -53,14 +73,7 @@ def test_fetcher_replicates_many_partitions_and_truncates_divergence(tmp_path: P
         assert diverged.log_end_offset == 5
 
         async def replicate() -> ReplicaFetcherManager:
-            config = ReplicaFetcherConfig(
-                FOLLOWER_ID, "PLAINTEXT", fetch_wait_max_ms=100, fetch_backoff_ms=50
-            )
-            manager = ReplicaFetcherManager(
-                config, followers.get, lambda _id, _name: ("127.0.0.1", leader.port)
-            )
-            for tp in followers:
-                manager.add_partition(tp, BROKER_ID, 0)
+            manager = following(followers, leader.port)
             assert manager.fetcher_count() == 1
             loop = asyncio.get_running_loop()
             deadline = loop.time() + DEADLINE_S
@@ -77,6 +90,69 @@ def test_fetcher_replicates_many_partitions_and_truncates_divergence(tmp_path: P
             theirs = leader.log_manager.get_log("t", p).read(0, 1 << 20).read_bytes()
             assert mine == theirs
             assert log.leader_epoch_cache.entries()[0] == (0, 0)
+    finally:
+        for log in logs:
+            log.close()
+        leader.close()
+
+
+def test_fetcher_keeps_an_incremental_session_and_recovers_when_the_leader_loses_it(
+    tmp_path: Path,
+) -> None:
+    """After the first full fetch the fetcher fetches incrementally (only partitions that
+    moved are listed); when the leader drops the session (a restart, an eviction) the fetcher
+    gets FETCH_SESSION_ID_NOT_FOUND, fetches in full again and replication goes on."""
+    leader = BrokerHarness(tmp_path / "leader", event_loop="asyncio")
+    logs: list[Log] = []
+    try:
+        leader.set_topics({"t": PARTITIONS})
+        client = WireClient(leader.port)
+
+        def produce(p: int, start: int, n: int) -> None:
+            r = client.call(ApiKey.PRODUCE, 7, produce_body("t", p, records(start, n)))
+            assert presult(r)["error_code"] == 0
+
+        followers = follower_partitions(tmp_path, logs)
+        sessions = leader.apis.fetch_sessions
+
+        async def until(ends: list[int], also: Callable[[], bool] = lambda: True) -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + DEADLINE_S
+            while [lg.log_end_offset for lg in logs] != ends or not also():
+                assert loop.time() < deadline, [repr(lg) for lg in logs]
+                await asyncio.sleep(0.02)
+
+        async def replicate() -> None:
+            manager = following(followers, leader.port)
+            (fetcher,) = manager._fetchers.values()
+            handler = fetcher._session
+            try:
+                await until([0] * PARTITIONS)
+                produce(1, 0, 4)
+                await until([0, 4, 0], lambda: handler.incremental_fetches > 0)
+                first_id = handler.session_id
+                assert first_id != 0 and sessions.session_ids() == [first_id]
+                session = sessions.get(first_id)
+                assert session is not None and len(session.partitions) == PARTITIONS
+                assert handler.full_fetches == 1
+                # The leader loses the session (as after a restart).
+                leader.thread.loop.call_soon_threadsafe(sessions.remove, first_id)
+                await asyncio.sleep(0.3)  # a long poll or two: the error and a full fetch
+                produce(2, 0, 5)
+                produce(0, 0, 2)
+                await until([2, 4, 5])
+                assert handler.full_fetches == 2
+                assert handler.session_id not in (0, first_id)
+            finally:
+                manager.close()
+                await manager.wait_closed()
+
+        asyncio.run(replicate())
+        client.close()
+        for p, log in enumerate(logs):
+            mine = log.read(0, 1 << 20).read_bytes()
+            theirs = leader.log_manager.get_log("t", p).read(0, 1 << 20).read_bytes()
+            assert mine == theirs
     finally:
         for log in logs:
             log.close()
