@@ -36,7 +36,7 @@ from metadata.image import TopicPartition
 # (fetch_offset, current_leader_epoch, log_start_offset, partition_max_bytes)
 PartitionFields = tuple[int, int, int, int]
 
-_SESSION_ERRORS = frozenset(
+SESSION_ERRORS = frozenset(
     {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
 )
 
@@ -74,7 +74,7 @@ class FetchSessionHandler:
     def handle_response(self, request: SessionRequest, error_code: int, session_id: int) -> bool:
         """Apply the answer's session fields; False when the answer carries no partitions to
         apply (a session error: the next request is a full fetch)."""
-        if error_code in _SESSION_ERRORS:
+        if error_code in SESSION_ERRORS:
             # NOT_FOUND: the id is gone, do not name it again; a wrong epoch: close it.
             keep = error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
             self._reset(request.session_id if keep else INVALID_SESSION_ID)

@@ -57,6 +57,7 @@ from data_plane.protocol.errors import ErrorCode
 from data_plane.protocol.exceptions import ProtocolError
 from data_plane.protocol.framing import FrameReader
 from data_plane.replication.fetch_session_handler import (
+    SESSION_ERRORS,
     FetchSessionHandler,
     PartitionFields,
 )
@@ -75,9 +76,6 @@ READ_CHUNK_BYTES = 256 * 1024
 # replica.fetch.backoff.ms would add up to a second to every failover.
 METADATA_LAG_RETRY_MS = 50
 _METADATA_LAG_ERRORS = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
-_SESSION_ERROR_CODES = frozenset(
-    {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
-)
 # Bound on a response frame a follower accepts (a Fetch answer is at most
 # replica.fetch.response.max.bytes plus one oversized first batch and headers).
 MAX_RESPONSE_FRAME_BYTES = 256 * 1024 * 1024
@@ -516,7 +514,7 @@ class ReplicaFetcher:
         self.fetches += 1
         error_code = answer.get("error_code", 0)
         if not self._session.handle_response(request, error_code, answer.get("session_id", 0)):
-            if error_code in _SESSION_ERROR_CODES:
+            if error_code in SESSION_ERRORS:
                 log.info(
                     "broker %d: fetch session with broker %d: error %d; fetching in full",
                     self.config.broker_id,
