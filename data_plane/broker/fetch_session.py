@@ -75,15 +75,12 @@ class CachedPartition:
 
     @classmethod
     def from_request(cls, p: dict[str, Any]) -> CachedPartition:
-        return cls(
-            p["partition"],
-            p["fetch_offset"],
-            p.get("partition_max_bytes", 0),
-            p.get("current_leader_epoch", -1),
-            p.get("log_start_offset", -1),
-        )
+        cached = cls(p["partition"], 0, 0)
+        cached.update(p)
+        return cached
 
     def update(self, p: dict[str, Any]) -> None:
+        """Take the request fields of ``p`` (a Fetch request partition); what was sent stays."""
         self.fetch_offset = p["fetch_offset"]
         self.partition_max_bytes = p.get("partition_max_bytes", 0)
         self.current_leader_epoch = p.get("current_leader_epoch", -1)

@@ -366,7 +366,7 @@ class KafkaServer:
             if self._state_metrics is not None:
                 committed = self._committed_metadata_offset
                 self._state_metrics.on_image(image, committed() if committed else None)
-                self._report_fetch_sessions()
+            self._report_fetch_sessions()
             if self._group_lag is not None:
                 coordinator = self.apis.group_coordinator.coordinator
                 self._group_lag.maybe_update(
