@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.report import latency_summary, percentile, rate, row
+from bench.report import PACING_SLEEP_S, latency_summary, percentile, rate, row
 from deploy.ports import free_ports
 
 NATS_SERVER = "nats-server"
@@ -261,7 +261,7 @@ async def _e2e_latency(
                 due = start_ns + int(i * step_ns)
                 await js.publish_async(stream, _DUE.pack(due) + pad)
                 i += 1
-            await asyncio.sleep(0.0005)
+            await asyncio.sleep(PACING_SLEEP_S)
         await asyncio.wait_for(js.publish_async_completed(), 60)
         expected = int(rate * seconds)
         deadline = time.monotonic() + 30

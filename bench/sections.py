@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import metadata as metadata_bench
 from bench import produce_consume, replication, storage
-from bench.report import latency_summary, rate
+from bench.report import PACING_SLEEP_S, latency_summary, rate
 from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import ClusterError, LocalCluster, wait_until
 from metadata.messages import NewTopic
@@ -182,7 +182,7 @@ def e2e_latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float,
                 while i < due_count:
                     send(topic, pack(start_ns + int(i * step_ns)) + pad, partition=0)
                     i += 1
-                time.sleep(0.0002)
+                time.sleep(PACING_SLEEP_S)
             p.flush(60)
         finally:
             p.close(30)

@@ -52,6 +52,7 @@ from data_plane.protocol.exceptions import (
     UnsupportedVersionError,
 )
 from data_plane.protocol.framing import FrameReader
+from data_plane.protocol.recv import recv_chunk
 from data_plane.security.request_hooks import Plan, RequestHooks
 
 if TYPE_CHECKING:
@@ -131,6 +132,9 @@ class Connection:
         self._zero_copy = self._config.fetch_zero_copy_enable and getattr(
             sock, "zero_copy", True
         )
+        # A plain TCP socket: reads go through a reused buffer (data_plane/protocol/recv.py)
+        # and writes may hold back partial frames (MSG_MORE, TCP_CORK; see _write_out).
+        self._plain = isinstance(sock, socket.socket)
         # Quota throttling (KIP-219): nothing is read from the client until the mute ends.
         self._muted = False
         self._muted_until = 0.0
@@ -210,7 +214,10 @@ class Connection:
 
     def _read(self) -> None:
         try:
-            data = self.sock.recv(RECV_CHUNK_BYTES)
+            if self._plain:
+                data = recv_chunk(self.sock, RECV_CHUNK_BYTES)
+            else:
+                data = self.sock.recv(RECV_CHUNK_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
@@ -445,49 +452,67 @@ class Connection:
         self._drain_frames()
 
     def _write_out(self) -> None:
-        """Write as much of ``_out`` as the socket takes; return on would-block."""
+        """Write as much of ``_out`` as the socket takes; return on would-block.
+
+        Every part but the last of what is queued goes out with MSG_MORE (a file slice that
+        something follows: under TCP_CORK, lifted before returning), so a response of header
+        buffers and a segment slice leaves as one push, not one per part. Why: on loopback the
+        sender's syscall runs the receiver's TCP input and wakes it; a push per part costs
+        the broker that work again and wakes the client for a partial frame it can only
+        buffer (measured: a follower Fetch answer was a sendmsg of the header, then a
+        sendfile of the records, and each woke the follower)."""
         out = self._out
-        zero_copy = self._zero_copy
-        while out:
-            head = out[0]
-            if head is _END:
-                out.popleft()
-                self._unsent_responses -= 1
-                self.last_active_s = time.monotonic()
-                continue
-            if isinstance(head, _BUFFER_TYPES):
-                bufs = []
-                for part in out:
-                    if not isinstance(part, _BUFFER_TYPES) or len(bufs) == MAX_IOV:
-                        break
-                    bufs.append(part)
-                if self._out_offset:
-                    bufs[0] = memoryview(bufs[0])[self._out_offset :]
+        corked = False
+        try:
+            while out:
+                head = out[0]
+                if head is _END:
+                    out.popleft()
+                    self._unsent_responses -= 1
+                    self.last_active_s = time.monotonic()
+                    continue
+                if isinstance(head, _BUFFER_TYPES):
+                    bufs = []
+                    for part in out:
+                        if not isinstance(part, _BUFFER_TYPES) or len(bufs) == MAX_IOV:
+                            break
+                        bufs.append(part)
+                    if self._out_offset:
+                        bufs[0] = memoryview(bufs[0])[self._out_offset :]
+                    try:
+                        if self._plain and _more_after(out, len(bufs)):
+                            sent = self.sock.sendmsg(bufs, (), socket.MSG_MORE)
+                        else:
+                            sent = self.sock.sendmsg(bufs)
+                    except (BlockingIOError, InterruptedError):
+                        return
+                    self._consume_buffers(sent)
+                    continue
+                remaining = head.length - self._out_offset
+                if remaining <= 0:
+                    out.popleft()
+                    self._out_offset = 0
+                    continue
+                if not corked and self._plain and _more_after(out, 1):
+                    self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                    corked = True
                 try:
-                    sent = self.sock.sendmsg(bufs)
+                    sent = self._send_slice(head, remaining)
                 except (BlockingIOError, InterruptedError):
                     return
-                self._consume_buffers(sent)
-                continue
-            remaining = head.length - self._out_offset
-            if remaining <= 0:
-                out.popleft()
-                self._out_offset = 0
-                continue
-            try:
-                if zero_copy:
-                    sent = os.sendfile(
-                        self.fd, head.fileno, head.position + self._out_offset, remaining
-                    )
-                else:
-                    sent = self._read_and_send(head, remaining)
-            except (BlockingIOError, InterruptedError):
-                return
-            if sent == 0:
-                # The segment shrank under the slice (truncation): the frame cannot be
-                # completed, and a short frame would desynchronise the client.
-                raise OSError(f"file slice of {head.length} bytes ended early")
-            self._out_offset += sent
+                if sent == 0:
+                    # The segment shrank under the slice (truncation): the frame cannot be
+                    # completed, and a short frame would desynchronise the client.
+                    raise OSError(f"file slice of {head.length} bytes ended early")
+                self._out_offset += sent
+        finally:
+            if corked and not self.closed:
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+
+    def _send_slice(self, head: Any, remaining: int) -> int:
+        if self._zero_copy:
+            return os.sendfile(self.fd, head.fileno, head.position + self._out_offset, remaining)
+        return self._read_and_send(head, remaining)
 
     def _read_and_send(self, head: Any, remaining: int) -> int:
         data = os.pread(
@@ -512,6 +537,11 @@ class Connection:
         # Zero-length buffers at the head carry nothing; drop them so the loop moves on.
         while out and isinstance(out[0], _BUFFER_TYPES) and len(out[0]) == 0:
             out.popleft()
+
+
+def _more_after(out: collections.deque[Any], start: int) -> bool:
+    """Whether bytes follow the first ``start`` parts of ``out`` (end markers carry none)."""
+    return any(out[i] is not _END for i in range(start, len(out)))
 
 
 async def _after_async(coro: Any, plan: Plan) -> Any:

@@ -46,6 +46,7 @@ from data_plane.protocol.codec import decode_response, encode_request
 from data_plane.protocol.errors import ErrorCode
 from data_plane.protocol.exceptions import ProtocolError
 from data_plane.protocol.framing import FrameReader
+from data_plane.protocol.recv import SCRATCH_BYTES, recv_chunk
 from data_plane.security.client_auth import (
     AuthenticationFailedError,
     ClientSecurity,
@@ -498,7 +499,13 @@ class BrokerConnection:
                 continue
             want = min(max(reader.bytes_needed(), _MIN_READ_BYTES), max_read_bytes)
             try:
-                data = sock.recv(want)
+                if isinstance(sock, socket.socket):
+                    # Through a reused buffer: a fresh 256 KiB one per recv costs a memory
+                    # mapping (data_plane/protocol/recv.py). Bigger frames take _read_large.
+                    want = min(want, SCRATCH_BYTES)
+                    data = recv_chunk(sock, want)
+                else:
+                    data = sock.recv(want)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:

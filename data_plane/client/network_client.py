@@ -74,9 +74,12 @@ class NetworkClient:
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         # Set while poll() may block in select and no wakeup byte is pending: wakeup() writes
-        # only then (a socket write per send() batch would cost more than the batch). A race
-        # can at worst skip one wakeup; poll() timeouts are bounded, so it only delays.
+        # only then (a socket write per send() batch would cost more than the batch).
+        # ``_wakeup_pending`` makes a wakeup that comes while poll() is not blocked count for
+        # the next poll(), which then does not block: without it, a record appended between
+        # the sender's drain and its select waited for the select to time out.
         self._wakeable = False
+        self._wakeup_pending = False
         self._closed = False
 
     # -- connections ---------------------------------------------------------------------
@@ -252,9 +255,14 @@ class NetworkClient:
         """Wait up to ``timeout_s`` for socket events and handle them (callbacks run here)."""
         if self._closed:
             raise KafkaError(-1, "network client closed")
+        # Order matters (wakeup() does the mirror image): announce the blocking select first,
+        # then look for a wakeup that came before it.
         self._wakeable = timeout_s > 0
+        if self._wakeup_pending:
+            timeout_s = 0.0
         events = self._selector.select(max(0.0, timeout_s))
         self._wakeable = False
+        self._wakeup_pending = False
         now = self._clock()
         for key, mask in events:
             conn = key.data
@@ -316,7 +324,8 @@ class NetworkClient:
             self._forget(conn)
 
     def wakeup(self) -> None:
-        """End a blocked :meth:`poll` (any thread)."""
+        """End a blocked :meth:`poll`, or make the next one return at once (any thread)."""
+        self._wakeup_pending = True
         if not self._wakeable:
             return
         self._wakeable = False

@@ -206,6 +206,28 @@ def test_fetch_returns_every_partition_and_the_stored_bytes(client: WireClient) 
     assert oor["responses"][0]["partitions"][0]["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
 
 
+def test_multi_part_fetch_answers_arrive_whole_and_leave_the_socket_uncorked(
+    client: WireClient, broker
+) -> None:
+    """Answers of several parts (buffers and segment slices alternating) go out with MSG_MORE
+    and, when a slice is followed by more, under TCP_CORK: the bytes must arrive whole and in
+    order, and the cork must be lifted afterwards (else the tail waits up to 200 ms)."""
+    sent = {p: batch(3 + p) for p in (0, 1)}
+    for p, b in sent.items():
+        assert presult(client.call(ApiKey.PRODUCE, 7, produce_body("t", p, b)))["error_code"] == 0
+    cids = [client.send(ApiKey.FETCH, 11, fetch_body([("t", 0, 0), ("t", 1, 0)])) for _ in range(3)]
+    for cid in cids:
+        got, f = client.recv(ApiKey.FETCH, 11)
+        assert got == cid
+        for part in f["responses"][0]["partitions"]:
+            records = bytes(part["records"])
+            want = sent[part["partition_index"]]
+            assert len(records) == len(want) and records[16:] == want[16:]
+    server = broker.thread.server
+    for conn in list(server.connections):
+        assert conn.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0
+
+
 def test_incremental_fetch_session_over_the_wire(client: WireClient, broker) -> None:
     """Epoch 0 opens a session; an incremental fetch lists nothing and gets only the
     partition with news; one parked with no partitions listed still wakes on an append to a

@@ -104,3 +104,22 @@ def test_no_broker_listening_times_out() -> None:
                 client.fetch_metadata(None, 500)
         finally:
             client.close()
+
+
+def test_a_wakeup_before_poll_makes_the_next_poll_return_at_once() -> None:
+    # The sender drains the accumulator, then polls: a record appended in between wakes it
+    # while it is not yet blocked. That wakeup must not be lost (the poll would sleep its
+    # whole timeout with a batch ready).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        client = client_for(s.getsockname()[1])
+        try:
+            client.wakeup()
+            began = time.monotonic()
+            client.poll(5.0)
+            assert time.monotonic() - began < 1.0
+            began = time.monotonic()
+            client.poll(0.2)  # consumed: this one waits
+            assert time.monotonic() - began >= 0.15
+        finally:
+            client.close()
