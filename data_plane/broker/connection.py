@@ -540,8 +540,17 @@ class Connection:
 
 
 def _more_after(out: collections.deque[Any], start: int) -> bool:
-    """Whether bytes follow the first ``start`` parts of ``out`` (end markers carry none)."""
-    return any(out[i] is not _END for i in range(start, len(out)))
+    """Whether bytes follow the first ``start`` parts of ``out``. End markers and empty
+    parts carry none: an empty segment slice (a consumer's partition with nothing below its
+    high watermark) ends many Fetch answers, and counting it as more would leave the bytes
+    before it held back by MSG_MORE with nothing coming to push them."""
+    for i in range(start, len(out)):
+        part = out[i]
+        if part is _END:
+            continue
+        if (len(part) if isinstance(part, _BUFFER_TYPES) else part.length) > 0:
+            return True
+    return False
 
 
 async def _after_async(coro: Any, plan: Plan) -> Any:

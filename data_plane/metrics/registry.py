@@ -21,6 +21,7 @@ Thread-safety: every metric has its own lock; any thread may update or scrape.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import threading
@@ -109,6 +110,9 @@ class _Metric:
             raise MetricError(
                 f"{self.name} takes labels {self.label_names}, got {len(labels)} values"
             )
+        # Called per request: the usual labels are a tuple of str already (no copy then).
+        if type(labels) is tuple and all(type(v) is str for v in labels):
+            return labels
         return tuple(str(v) for v in labels)
 
     def _room_for(self, series: dict, key: LabelValues) -> bool:
@@ -256,11 +260,10 @@ class Histogram(_Metric):
 
     def observe(self, value: float, *labels: str) -> None:
         key = self._key(labels)
-        index = len(self.buckets) - 1
-        for i, bound in enumerate(self.buckets):
-            if value <= bound:
-                index = i
-                break
+        # The first bucket whose bound >= value; the last bound is +Inf, and NaN (which
+        # compares false with every bound) lands there too.
+        last = len(self.buckets) - 1
+        index = min(bisect.bisect_left(self.buckets, value), last) if value == value else last
         with self._lock:
             if not self._room_for(self._series, key):
                 return

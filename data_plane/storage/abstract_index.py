@@ -342,6 +342,9 @@ class AbstractIndex:
             return -1
         if self._key_at(m, 0) > target:
             return -1
+        # Fetches read near the log end: a target past the last entry needs no search.
+        if self._key_at(m, n - 1) <= target:
+            return n - 1
         lo, hi = 0, n - 1
         while lo < hi:
             mid = (lo + hi + 1) >> 1

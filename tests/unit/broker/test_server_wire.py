@@ -6,15 +6,18 @@ import os
 import socket
 import struct
 import time
+from collections import deque
 from collections.abc import Callable
 
 import pytest
 
 from data_plane.broker.config import BrokerConfig
+from data_plane.broker.connection import _END, _more_after
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import encode_request
 from data_plane.protocol.errors import ErrorCode
 from data_plane.storage import Record, build_batch
+from data_plane.storage.file_records import FileSlice
 from data_plane.storage.record_codec import Compression
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.wire import WireClient
@@ -226,6 +229,19 @@ def test_multi_part_fetch_answers_arrive_whole_and_leave_the_socket_uncorked(
     server = broker.thread.server
     for conn in list(server.connections):
         assert conn.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0
+
+
+def test_only_parts_with_bytes_count_as_more_to_send() -> None:
+    """What decides MSG_MORE / TCP_CORK: an answer ending in an empty segment slice (a
+    partition with nothing new below the high watermark) has nothing more after its buffers,
+    so they must go out pushed, not held for bytes that never come."""
+    empty = FileSlice(None, 0, 0, 0)
+    full = FileSlice(None, 0, 10, 0)
+    assert not _more_after(deque([b"head", empty, _END]), 1)
+    assert not _more_after(deque([b"head", b"", _END, _END]), 1)
+    assert _more_after(deque([b"head", empty, _END, b"next"]), 1)
+    assert _more_after(deque([b"head", full, _END]), 1)
+    assert not _more_after(deque([full, _END]), 1)
 
 
 def test_incremental_fetch_session_over_the_wire(client: WireClient, broker) -> None:

@@ -8,6 +8,8 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from data_plane.metrics.http import MetricsHttpServer
 from data_plane.metrics.names import NodeMetrics
@@ -64,6 +66,29 @@ def test_histogram_buckets_are_cumulative() -> None:
     assert h.count("Produce") == 4
     with pytest.raises(MetricError):
         r.histogram("x_bad", "b", buckets=(1.0, 0.5))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=30),
+    st.lists(st.floats(min_value=-1e6, max_value=1e6), min_size=1, max_size=6, unique=True),
+)
+def test_histogram_bucket_of_a_value_is_the_first_bound_at_or_above_it(
+    values: list[float], bounds: list[float]
+) -> None:
+    """Per bucket (le label): the observations <= its bound, counted cumulatively; NaN in +Inf
+    only. A reference count against the exposition, for any values and bounds."""
+    bounds = sorted(bounds)
+    r = Registry()
+    h = r.histogram("h_seconds", "H", ("api",), buckets=bounds)
+    for v in values:
+        h.observe(v, "Fetch")
+    text = r.expose()
+    for bound in bounds:
+        want = sum(1 for v in values if v <= bound)
+        le = format_value(bound)
+        assert f'h_seconds_bucket{{api="Fetch",le="{le}"}} {want}\n' in text
+    assert f'h_seconds_bucket{{api="Fetch",le="+Inf"}} {len(values)}\n' in text
 
 
 def test_escaping_and_values() -> None:

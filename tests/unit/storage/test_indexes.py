@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from data_plane.storage.offset_index import InvalidIndexError, OffsetIndex
 from data_plane.storage.time_index import TimeIndex
@@ -89,3 +91,26 @@ def test_time_index_keeps_only_growing_timestamps(tmp_path) -> None:
     with pytest.raises(InvalidIndexError, match="beyond its log"):
         again.sanity_check(next_offset=99)
     again.close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(1, 50), min_size=0, max_size=40),
+    st.lists(st.integers(0, 3000), min_size=1, max_size=20),
+)
+def test_offset_index_lookup_matches_a_linear_scan(tmp_path_factory, gaps, targets) -> None:
+    """lookup = the last entry at or below the target (base offset, 0 when none), for targets
+    before, inside and past the entries (the log-end fast path)."""
+    path = str(tmp_path_factory.mktemp("idx") / "00000000000000000100.index")
+    idx = OffsetIndex(path, 100, 8 * 64, writable=True)
+    entries: list[tuple[int, int]] = []
+    offset, position = 100, 0
+    for gap in gaps:
+        offset += gap
+        position += gap * 10
+        idx.append(offset, position)
+        entries.append((offset, position))
+    for target in targets:
+        below = [e for e in entries if e[0] <= target]
+        assert idx.lookup(target) == (below[-1] if below else (100, 0))
+    idx.close()
