@@ -12,6 +12,13 @@ bytes between two local processes faster than loopback TCP.
 - :func:`fsync_rate` appends ``write_bytes`` and fdatasyncs, over and over, for ``seconds``.
 - :func:`loopback_tcp` sends ``total_bytes`` over one 127.0.0.1 connection to a forked
   reader process (two processes, as a broker and a client are).
+- :func:`python_loop_rate`: additions per second of a plain Python loop, the speed of the
+  interpreter every kraftlog process runs on. On a shared VM it moves from run to run (the
+  same loop ran 2.6 times slower at one moment than at another within an hour on this
+  machine) and every CPU-bound figure moves with it: read latency and throughput against it.
+- :func:`ping_pong` bounces one byte between two processes over a socket pair: the time a
+  message takes to wake the process it is for, paid at each of the four hops of a record
+  from producer to consumer (producer -> leader -> followers -> leader -> consumer).
 """
 
 from __future__ import annotations
@@ -104,12 +111,68 @@ def loopback_tcp(total_bytes: int = 4 * 1024 * MIB) -> float:
                 reader.join()
 
 
+def python_loop_rate(seconds: float = 0.5) -> float:
+    """Millions of ``total += i`` loop iterations per second (best of a few rounds)."""
+    best = 0.0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        n = 200_000
+        total = 0
+        start = time.perf_counter()
+        for i in range(n):
+            total += i
+        best = max(best, n / (time.perf_counter() - start) / 1e6)
+    return best
+
+
+def _echo(sock: socket.socket, round_trips: int) -> None:
+    for _ in range(round_trips):
+        if not sock.recv(1):
+            return
+        sock.sendall(b"p")
+
+
+def ping_pong(round_trips: int = 2000) -> dict[str, float]:
+    """Round trips of one byte to a forked process and back: median and p99 (us)."""
+    ours, theirs = socket.socketpair()
+    child = multiprocessing.get_context("fork").Process(target=_echo, args=(theirs, round_trips))
+    child.start()
+    times: list[float] = []
+    try:
+        with ours:
+            for _ in range(round_trips):
+                start = time.perf_counter()
+                ours.sendall(b"p")
+                if not ours.recv(1):
+                    break
+                times.append(time.perf_counter() - start)
+    finally:
+        theirs.close()
+        child.join(READER_JOIN_TIMEOUT_S)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    times.sort()
+    if not times:
+        return {"ping_pong_p50_us": float("nan"), "ping_pong_p99_us": float("nan")}
+    return {
+        "ping_pong_p50_us": times[len(times) // 2] * 1e6,
+        "ping_pong_p99_us": times[min(len(times) - 1, int(len(times) * 0.99))] * 1e6,
+    }
+
+
+def host_speed() -> dict[str, float]:
+    """The two figures that say how fast this shared host is right now (CPU, wake-ups)."""
+    return {"python_loop_m_per_s": python_loop_rate(), **ping_pong()}
+
+
 def measure(directory: str, quick: bool = False) -> dict[str, float]:
     scale = 0.25 if quick else 1.0
     return {
         "disk_seq_write_mb_s": disk_sequential_write(directory, int(512 * MIB * scale)),
         "fsync_per_s": fsync_rate(directory, 2.0 * scale),
         "loopback_tcp_mb_s": loopback_tcp(int(4 * 1024 * MIB * scale)),
+        **host_speed(),
     }
 
 

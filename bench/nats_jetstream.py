@@ -39,6 +39,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.anchors import host_speed
 from bench.report import PACING_SLEEP_S, latency_summary, percentile, rate, row
 from deploy.ports import free_ports
 
@@ -308,8 +309,12 @@ def section_nats(directory: str, quick: bool) -> dict[str, Any]:
         seconds_per_rate = 3.0 if quick else 5.0
         for offered in LATENCY_RATES:
             os.sync()  # as for kraftlog (bench/sections.latency_rows): no writeback backlog
+            host = host_speed()
             lat = e2e_latency(cluster, f"lat{offered}", offered, seconds_per_rate)
-            latency[str(offered)] = latency_summary(lat, offered, seconds_per_rate)
+            latency[str(offered)] = {
+                **latency_summary(lat, offered, seconds_per_rate),
+                **{k: round(v, 1) for k, v in host.items()},
+            }
         out["e2e_latency"] = latency
         return out
     finally:

@@ -72,6 +72,10 @@ def markdown(doc: dict[str, Any]) -> str:
     add("anchors", "disk sequential write (MB/s)", _num(a.get("disk_seq_write_mb_s")))
     add("anchors", "fdatasync per second (4 KiB appends)", _num(a.get("fsync_per_s")))
     add("anchors", "loopback TCP, one connection (MB/s)", _num(a.get("loopback_tcp_mb_s")))
+    add("anchors", "Python loop (million additions/s; the host's CPU speed now)",
+        _num(a.get("python_loop_m_per_s"), ".1f"))
+    add("anchors", "process wake-up: one-byte ping-pong between two processes (p50 / p99 us)",
+        f"{_num(a.get('ping_pong_p50_us'), '.0f')} / {_num(a.get('ping_pong_p99_us'), '.0f')}")
     st = s.get("storage", {})
     add("storage", "Log.append, 1 MiB batches (MB/s; raw os.write)",
         f"{_num(st.get('append_1mib_batches_mb_s'))} ({_num(st.get('append_raw_write_mb_s'))})")
@@ -87,10 +91,14 @@ def markdown(doc: dict[str, Any]) -> str:
                     f"{_num(r['records_per_s'])} ({_num(r['mb_per_s'], '.1f')})")
     for name, title in (("replicated", "kraftlog RF 3"), ("nats", "NATS R3")):
         for rate, r in (s.get(name, {}).get("e2e_latency") or {}).items():
+            host = ""
+            if "python_loop_m_per_s" in r:
+                host = (f"; host {_num(r['python_loop_m_per_s'], '.1f')} M loop/s, "
+                        f"ping-pong {_num(r.get('ping_pong_p50_us'), '.0f')} us")
             add(name, f"{title}: end-to-end at {int(rate):,} rec/s offered "
-                f"(p50 / p99 / p99.9 ms; received/s)",
+                f"(p50 / p99 / p99.9 ms; received/s; host speed just before)",
                 f"{_num(r['p50_ms'], '.2f')} / {_num(r['p99_ms'], '.2f')} / "
-                f"{_num(r['p999_ms'], '.2f')}; {_num(r['received_per_s'])}")
+                f"{_num(r['p999_ms'], '.2f')}; {_num(r['received_per_s'])}{host}")
     lf = _get(doc, "replicated", "leader_failover") or {}
     if lf:
         add("replicated", "partition-leader failover, kill -9 -> first acks=all ack (median s; "

@@ -26,8 +26,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import anchors, produce_consume, replication, storage
 from bench import metadata as metadata_bench
-from bench import produce_consume, replication, storage
 from bench.report import PACING_SLEEP_S, latency_summary, rate
 from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import ClusterError, LocalCluster, wait_until
@@ -204,7 +204,8 @@ def latency_rows(cluster: LocalCluster, quick: bool) -> dict[str, Any]:
     data and the appends of the latency run wait for the commits: p50 / p99 at 20,000
     records/s measured 5.6-7.7 / 13.5-15.7 ms against 2.7-2.8 / 4.8-5.3 ms with the sync, same
     cluster and code. That is the disk's backlog of the previous test, not this one; the
-    seconds each sync took are recorded (``writeback_s``)."""
+    seconds each sync took are recorded (``writeback_s``), and so is the host's speed just
+    before each rate (:func:`bench.anchors.host_speed`): the latency follows it."""
     bootstrap = ",".join(cluster.bootstrap_servers())
     seconds = 3.0 if quick else 8.0
     out: dict[str, Any] = {}
@@ -214,8 +215,13 @@ def latency_rows(cluster: LocalCluster, quick: bool) -> dict[str, Any]:
         began = time.monotonic()
         os.sync()
         writeback_s = time.monotonic() - began
+        host = anchors.host_speed()
         lat = e2e_latency(bootstrap, topic, r, seconds)
-        out[str(r)] = {**latency_summary(lat, r, seconds), "writeback_s": round(writeback_s, 2)}
+        out[str(r)] = {
+            **latency_summary(lat, r, seconds),
+            "writeback_s": round(writeback_s, 2),
+            **{k: round(v, 1) for k, v in host.items()},
+        }
     return out
 
 
