@@ -366,7 +366,6 @@ class KafkaServer:
             if self._state_metrics is not None:
                 committed = self._committed_metadata_offset
                 self._state_metrics.on_image(image, committed() if committed else None)
-            self._report_fetch_sessions()
             if self._group_lag is not None:
                 coordinator = self.apis.group_coordinator.coordinator
                 self._group_lag.maybe_update(
@@ -381,6 +380,8 @@ class KafkaServer:
             if now - self._last_idle_check_ms >= IDLE_CHECK_INTERVAL_MS:
                 self._last_idle_check_ms = now
                 self._close_idle()
+                # A gauge scraped every few seconds: once a second, not every tick.
+                self._report_fetch_sessions()
             interval = self.config.replica_high_watermark_checkpoint_interval_ms
             if now - self._last_checkpoint_ms >= interval and not self._checkpoint_running:
                 self._last_checkpoint_ms = now
