@@ -313,7 +313,7 @@ def section_nats(directory: str, quick: bool) -> dict[str, Any]:
             lat = e2e_latency(cluster, f"lat{offered}", offered, seconds_per_rate)
             latency[str(offered)] = {
                 **latency_summary(lat, offered, seconds_per_rate),
-                **{k: round(v, 1) for k, v in host.items()},
+                **host,
             }
         out["e2e_latency"] = latency
         return out

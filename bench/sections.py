@@ -220,7 +220,7 @@ def latency_rows(cluster: LocalCluster, quick: bool) -> dict[str, Any]:
         out[str(r)] = {
             **latency_summary(lat, r, seconds),
             "writeback_s": round(writeback_s, 2),
-            **{k: round(v, 1) for k, v in host.items()},
+            **host,
         }
     return out
 

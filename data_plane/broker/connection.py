@@ -132,8 +132,8 @@ class Connection:
         self._zero_copy = self._config.fetch_zero_copy_enable and getattr(
             sock, "zero_copy", True
         )
-        # A plain TCP socket: reads go through a reused buffer (data_plane/protocol/recv.py)
-        # and writes may hold back partial frames (MSG_MORE, TCP_CORK; see _write_out).
+        # A plain TCP socket: writes may hold back partial frames (MSG_MORE, TCP_CORK; see
+        # _write_out).
         self._plain = isinstance(sock, socket.socket)
         # Quota throttling (KIP-219): nothing is read from the client until the mute ends.
         self._muted = False
@@ -214,10 +214,7 @@ class Connection:
 
     def _read(self) -> None:
         try:
-            if self._plain:
-                data = recv_chunk(self.sock, RECV_CHUNK_BYTES)
-            else:
-                data = self.sock.recv(RECV_CHUNK_BYTES)
+            data = recv_chunk(self.sock, RECV_CHUNK_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:

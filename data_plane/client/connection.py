@@ -89,7 +89,6 @@ API_VERSIONS_PROBE = 2
 # A response bigger than this is refused (fetch.max.bytes is 50 MiB by default; Kafka lets a
 # first oversized batch through, hence the margin).
 DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
-_MAX_READ_BYTES = 4 * 1024 * 1024
 _MIN_READ_BYTES = 256 * 1024
 _MAX_READS_PER_EVENT = 64
 
@@ -489,7 +488,9 @@ class BrokerConnection:
         # Over TLS one recv returns at most MAX_RECV_BYTES of whole records: asking for no
         # more means a short read proves OpenSSL holds no decrypted bytes the selector cannot
         # see.
-        max_read_bytes = MAX_RECV_BYTES if self._tls is not None else _MAX_READ_BYTES
+        # A plain socket reads through a reused buffer of SCRATCH_BYTES (a fresh one per recv
+        # costs a memory mapping: data_plane/protocol/recv.py); bigger frames take _read_large.
+        max_read_bytes = MAX_RECV_BYTES if self._tls is not None else SCRATCH_BYTES
         for _ in range(_MAX_READS_PER_EVENT):
             if sock is None or self.state is CLOSED:
                 return
@@ -499,13 +500,7 @@ class BrokerConnection:
                 continue
             want = min(max(reader.bytes_needed(), _MIN_READ_BYTES), max_read_bytes)
             try:
-                if isinstance(sock, socket.socket):
-                    # Through a reused buffer: a fresh 256 KiB one per recv costs a memory
-                    # mapping (data_plane/protocol/recv.py). Bigger frames take _read_large.
-                    want = min(want, SCRATCH_BYTES)
-                    data = recv_chunk(sock, want)
-                else:
-                    data = sock.recv(want)
+                data = recv_chunk(sock, want)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:

@@ -105,13 +105,13 @@ class _Metric:
         self._lock = threading.Lock()
         self._on_drop = on_drop
 
-    def _key(self, labels: Sequence[str]) -> LabelValues:
+    def _key(self, labels: tuple[str, ...]) -> LabelValues:
         if len(labels) != len(self.label_names):
             raise MetricError(
                 f"{self.name} takes labels {self.label_names}, got {len(labels)} values"
             )
-        # Called per request: the usual labels are a tuple of str already (no copy then).
-        if type(labels) is tuple and all(type(v) is str for v in labels):
+        # Called per request: labels of str (the usual) are the key as they are.
+        if all(type(v) is str for v in labels):
             return labels
         return tuple(str(v) for v in labels)
 

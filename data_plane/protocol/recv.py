@@ -9,13 +9,15 @@ one mmap, mremap and munmap per recvfrom; they were a third of its system calls)
 
 :func:`recv_chunk` reads into a scratch buffer kept per thread (event loops and client
 network threads read on one thread at a time) and returns a ``bytes`` copy of exactly what
-arrived: a copy of the received bytes from warm memory instead of a fresh mapping.
+arrived: a copy of the received bytes from warm memory instead of a fresh mapping. Other
+sockets (a TLS wrapper decrypting into its own buffers) are read with their own ``recv``.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+from typing import Any
 
 # The scratch buffer's size: the most one call returns.
 SCRATCH_BYTES = 256 * 1024
@@ -30,9 +32,13 @@ def _scratch() -> memoryview:
     return view
 
 
-def recv_chunk(sock: socket.socket, max_bytes: int) -> bytes:
-    """Up to ``min(max_bytes, SCRATCH_BYTES)`` bytes from ``sock`` (b"" at end of stream).
-    Raises what ``recv`` raises (BlockingIOError on a non-blocking socket with nothing)."""
+def recv_chunk(sock: socket.socket | Any, max_bytes: int) -> bytes:
+    """Up to ``min(max_bytes, SCRATCH_BYTES)`` bytes from a plain ``sock``, up to ``max_bytes``
+    from any other (b"" at end of stream). Raises what ``recv`` raises (BlockingIOError on a
+    non-blocking socket with nothing)."""
+    if not isinstance(sock, socket.socket):
+        data: bytes = sock.recv(max_bytes)
+        return data
     view = _scratch()
     n = sock.recv_into(view, min(max_bytes, SCRATCH_BYTES))
     return bytes(view[:n])
