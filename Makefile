@@ -30,8 +30,10 @@ system-deps:
 	  else echo "warning: missing Debian packages:$$missing (tests that need them are skipped)"; fi; \
 	fi
 
+# ruff, and the import contracts of pyproject.toml (layers that only point down).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 # pytest exits 5 when it collects no tests; that is not a failure of the suite.
 test: $(STAMP) system-deps lint

@@ -31,13 +31,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.report import MB, percentile
-from data_plane.storage.cleaner import Cleaner
-from data_plane.storage.compression import Compression
-from data_plane.storage.config import LogConfig
+from common.compression import Compression
+from common.log_config import LogConfig
+from data_plane.storage.compaction.cleaner import Cleaner
+from data_plane.storage.compaction.offset_map import OffsetMap
+from data_plane.storage.compaction.throttler import Throttler
 from data_plane.storage.log import Log
-from data_plane.storage.offset_map import OffsetMap
 from data_plane.storage.record_codec import Record, build_batch
-from data_plane.storage.throttler import Throttler
 
 MIB = 1024 * 1024
 BATCH_BYTES = 16 * 1024

@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from data_plane.storage.config import LONG_MAX, LogConfig
+from common.log_config import LONG_MAX, LogConfig
 from data_plane.storage.log import Log
 from data_plane.storage.record_codec import Record, build_batch
 

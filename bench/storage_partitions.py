@@ -175,7 +175,7 @@ def bench_old_segment_reads(root: str, segments: int, max_open: int) -> None:
 
 def _next(fs: object) -> int:
     """The offset after the last whole batch of a slice."""
-    from data_plane.storage.records import LOG_OVERHEAD, parse_header
+    from common.record_batch import LOG_OVERHEAD, parse_header
 
     data = fs.read_bytes()  # type: ignore[attr-defined]
     pos, nxt = 0, -1

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from data_plane.protocol.errors import error_name
+from common.error_codes import error_name
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
 from metadata.client import ControllerClient, ControllerError
 from metadata.delta import MetadataDelta
@@ -76,9 +76,9 @@ def resolve_target(args: argparse.Namespace) -> Target:
     path = getattr(args, "command_config", None)
     if not path:
         return target
-    from data_plane.configdef import ConfigError, from_props, load_properties
-    from data_plane.security.config import SecurityConfig
-    from data_plane.security.errors import TlsConfigError
+    from common.configdef import ConfigError, from_props, load_properties
+    from common.security.config import SecurityConfig
+    from common.security.errors import TlsConfigError
     from data_plane.security.grpc_tls import channel_credentials
 
     try:

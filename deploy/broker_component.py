@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import os
 
-from data_plane.configdef import from_props
-from data_plane.security.config import SecurityConfig
+from common.configdef import from_props
+from common.security.config import SecurityConfig
 from data_plane.security.grpc_tls import channel_credentials
 from data_plane.storage.log_manager import LogManager
 from deploy.local_replicas import LocalReplicas

@@ -22,14 +22,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from data_plane.security.acl import (
+from common.security.acl import (
     CLUSTER_RESOURCE_NAME,
     AclOperation,
     AclPermissionType,
     PatternType,
     ResourceType,
 )
-from data_plane.security.principal import KafkaPrincipal
+from common.security.principal import KafkaPrincipal
 from deploy.admin import (
     add_admin_command,
     error_text,

@@ -20,7 +20,7 @@ import sys
 import threading
 from types import FrameType
 
-from data_plane.configdef import ConfigError
+from common.configdef import ConfigError
 from deploy.admin import (
     DEFAULT_CLUSTER_DIR,
     AdminError,
@@ -39,7 +39,7 @@ from deploy.local_cluster import (
     ClusterError,
     LocalCluster,
 )
-from deploy.meta_properties import StorageError
+from deploy.meta_properties import MetaPropertiesError
 
 # Status asks questions a live cluster answers at once; do not hang on a dead one.
 STATUS_TIMEOUT_S = 3.0
@@ -113,7 +113,7 @@ def _up(args: argparse.Namespace) -> int:
                 overrides=overrides,
             )
             already = []
-    except (ClusterError, ClusterLayoutError, ConfigError, StorageError, ValueError) as e:
+    except (ClusterError, ClusterLayoutError, ConfigError, MetaPropertiesError, ValueError) as e:
         return fail(str(e))
     except OSError as e:
         return fail(f"{e.filename or args.dir}: {e.strerror}")

@@ -27,9 +27,9 @@ import sys
 import time
 from typing import Any
 
+from common.configdef import ConfigError
 from data_plane.client import ConsumerRecord, KafkaError, TopicPartition
 from data_plane.client.consumer import Consumer
-from data_plane.configdef import ConfigError
 from deploy.cmd_produce import CommandError, add_bootstrap_args, parse_pairs, resolve_bootstrap
 
 _POLL_MS = 200

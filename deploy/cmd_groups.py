@@ -27,10 +27,10 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from common.configdef import ConfigError
+from common.error_codes import ErrorCode
 from data_plane.client import Admin, KafkaError, TopicPartition
 from data_plane.client.group_admin import GroupDescription
-from data_plane.configdef import ConfigError
-from data_plane.protocol.errors import ErrorCode
 from deploy.cmd_produce import CommandError, add_bootstrap_args, resolve_bootstrap
 
 DEFAULT_TIMEOUT_MS = 30_000

@@ -29,10 +29,9 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
-from data_plane.storage.compression import codec_name
-from data_plane.storage.errors import StorageError
-from data_plane.storage.record_codec import DecodedRecord, decode_records
-from data_plane.storage.records import (
+from common.compression import codec_name
+from common.errors import ApiError
+from common.record_batch import (
     HEADER_SIZE,
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
@@ -40,6 +39,7 @@ from data_plane.storage.records import (
     compute_crc,
     parse_header,
 )
+from data_plane.storage.record_codec import DecodedRecord, decode_records
 
 _INDEX_ENTRY = struct.Struct(">II")
 _TIME_INDEX_ENTRY = struct.Struct(">qI")
@@ -119,7 +119,7 @@ def _batches(f, size: int) -> Iterator[tuple[RecordBatchHeader, bytes | None, st
         head = os.pread(f.fileno(), HEADER_SIZE, pos)
         try:
             header = parse_header(head, 0)
-        except StorageError as e:
+        except ApiError as e:
             # The header was read on its own, so the parser's position is 0: restate it.
             why = str(e).replace(" at position 0", "")
             yield RecordBatchHeader((0,) * 13, pos), None, f"at position {pos}: {why}"
@@ -183,7 +183,7 @@ def _batch_line(h: RecordBatchHeader, *, valid: bool) -> str:
 def _print_records(data: bytes, header: RecordBatchHeader, out: TextIO) -> bool:
     try:
         _, decoded = decode_records(data, verify_crc=False)
-    except StorageError as e:
+    except ApiError as e:
         print(f"| records not decodable: {e}", file=out)
         return False
     for r in decoded:

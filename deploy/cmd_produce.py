@@ -19,8 +19,8 @@ import argparse
 import sys
 from collections.abc import Iterable
 
+from common.configdef import ConfigError
 from data_plane.client import KafkaError, Producer
-from data_plane.configdef import ConfigError
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
 
 DEFAULT_CLUSTER_DIR = ".cluster"

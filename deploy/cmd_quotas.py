@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from data_plane.security.quota import (
+from common.security.quota import (
     CONSUMER_BYTE_RATE,
     DEFAULT_ENTITY,
     PRODUCER_BYTE_RATE,

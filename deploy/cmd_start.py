@@ -14,9 +14,9 @@ import os
 import resource
 import sys
 
-from data_plane.configdef import ConfigError
+from common.configdef import ConfigError
 from data_plane.storage.errors import KafkaStorageError
-from deploy.meta_properties import StorageError, check_directories
+from deploy.meta_properties import MetaPropertiesError, check_directories
 from deploy.node import Component, Node, install_signal_handlers
 from deploy.node_config import NodeSettings, load_node_config
 from deploy.node_status import NodeStatusWriter
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_node_config(args.config, parse_overrides(args.override))
         cluster_id = check_directories(settings.storage_dirs(), node_id=settings.node_id)
-    except (ConfigError, StorageError) as e:
+    except (ConfigError, MetaPropertiesError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_CONFIG
     roles = ",".join(settings.roles)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from data_plane.configdef import ConfigError
+from common.configdef import ConfigError
 from deploy.meta_properties import (
-    StorageError,
+    MetaPropertiesError,
     format_directories,
     random_uuid,
     read_meta_properties,
@@ -65,7 +65,7 @@ def _format(args: argparse.Namespace) -> int:
             node_id=settings.node_id,
             ignore_formatted=args.ignore_formatted,
         )
-    except (ConfigError, StorageError) as e:
+    except (ConfigError, MetaPropertiesError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except OSError as e:
@@ -82,7 +82,7 @@ def _info(args: argparse.Namespace) -> int:
     try:
         settings = load_node_config(args.config)
         rows = [(d, read_meta_properties(d)) for d in settings.storage_dirs()]
-    except (ConfigError, StorageError) as e:
+    except (ConfigError, MetaPropertiesError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     status = 0

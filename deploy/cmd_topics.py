@@ -27,7 +27,7 @@ import argparse
 import time
 from typing import Any
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from deploy.admin import (
     AdminError,
     add_admin_command,

@@ -20,7 +20,7 @@ import getpass
 import sys
 from typing import Any
 
-from data_plane.security.scram import (
+from common.security.scram import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
     MECHANISM_NAMES,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import socket
 
-from data_plane.configdef import from_props
+from common.configdef import from_props
+from common.security.config import SecurityConfig
 from data_plane.metrics.names import node_metrics
-from data_plane.security.config import SecurityConfig
-from data_plane.security.control_plane_authz import control_plane_authorizer
 from data_plane.security.grpc_tls import server_credentials
 from deploy.node_config import NodeSettings
+from metadata.control_plane_authz import control_plane_authorizer
 from metadata.service import ControllerServer
 from metadata.snapshot import build_snapshot
 from raft.metadata_log import MetadataLog

@@ -3,7 +3,7 @@
     python -m deploy.gen_config_docs            # rewrite docs/configuration.md
     python -m deploy.gen_config_docs --check    # exit 1 if the committed file is stale
 
-The tables come from :func:`data_plane.configdef.describe` over
+The tables come from :func:`common.configdef.describe` over
 :data:`deploy.node_config.CONFIG_CLASSES` (the same list the typo check of node config files
 uses), so a key cannot be accepted without being documented. A key read by several subsystems
 is listed under the first and named as shared under the others.
@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from data_plane.configdef import describe
+from common.configdef import describe
 from deploy.node_config import CONFIG_CLASSES
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
@@ -25,7 +25,7 @@ _SECTIONS: dict[str, tuple[str, str]] = {
     "SecurityConfig": (
         "Security",
         "Read by brokers (listener protocols, TLS, SASL, ACLs, quotas) and by every node for the "
-        "control plane's mutual TLS (`data_plane/security/config.py`, docs/security.md).",
+        "control plane's mutual TLS (`common/security/config.py`, docs/security.md).",
     ),
     "MetricsConfig": (
         "Metrics",
@@ -45,12 +45,13 @@ _SECTIONS: dict[str, tuple[str, str]] = {
     "ControllerConfig": (
         "Controller (metadata)",
         "Read by controllers: the active controller's decisions — broker sessions, topic "
-        "defaults, request limits (`metadata/config.py`). Give every voter the same values.",
+        "defaults, request limits (`metadata/controller_config.py`). Give every voter the same "
+        "values.",
     ),
     "LogConfig": (
         "Storage (data_plane.storage)",
         "Read by brokers: broker-wide defaults of every partition log "
-        "(`data_plane/storage/config.py`). The second name is the per-topic override "
+        "(`common/log_config.py`). The second name is the per-topic override "
         "(`kraftlog topics create --config` / `alter --config`).",
     ),
     "BrokerConfig": (

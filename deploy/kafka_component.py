@@ -26,14 +26,14 @@ from __future__ import annotations
 import logging
 import time
 
+from common.configdef import from_props, to_props
+from common.security.config import SecurityConfig
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.broker.server import KafkaServer, ListenerSpec, ServerThread
-from data_plane.configdef import from_props, to_props
 from data_plane.metrics.names import node_metrics
 from data_plane.security.broker_security import BrokerSecurity
-from data_plane.security.config import SecurityConfig
 from data_plane.security.grpc_tls import channel_credentials
 from deploy.broker_component import BrokerComponent
 from deploy.node_config import NodeSettings

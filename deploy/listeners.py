@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from data_plane.configdef import ConfigError
+from common.configdef import ConfigError
 
 _MAX_PORT = 65535
 

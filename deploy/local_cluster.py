@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from data_plane.configdef import load_properties
+from common.configdef import load_properties
 from deploy import processes
 from deploy.cluster_info import ControllerView, probe_controllers
 from deploy.cluster_layout import (

@@ -33,8 +33,8 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from data_plane.configdef import ConfigError, with_overrides
-from data_plane.storage.config import LogConfig
+from common.configdef import ConfigError, with_overrides
+from common.log_config import LogConfig
 from data_plane.storage.log_manager import LogManager
 from metadata.brokers import MAX_LOG_END_REPORTS
 from metadata.delta import MetadataDelta

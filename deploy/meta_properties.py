@@ -25,7 +25,8 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from data_plane.configdef import ConfigError, parse_properties
+from common.configdef import ConfigError, parse_properties
+from common.durable_io import write_file_durably
 
 META_PROPERTIES = "meta.properties"
 META_VERSION = 1
@@ -34,7 +35,7 @@ META_VERSION = 1
 _RESERVED_UUIDS = (bytes(16), bytes(15) + b"\x01")
 
 
-class StorageError(Exception):
+class MetaPropertiesError(Exception):
     """A storage directory is unformatted, from another cluster or node, or unreadable."""
 
 
@@ -94,22 +95,22 @@ def read_meta_properties(directory: str) -> MetaProperties | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise StorageError(f"{path}: cannot read: {e.strerror}") from None
+        raise MetaPropertiesError(f"{path}: cannot read: {e.strerror}") from None
     try:
         props = parse_properties(text, source=path)
     except ConfigError as e:
-        raise StorageError(str(e)) from None
+        raise MetaPropertiesError(str(e)) from None
     try:
         version = int(props.get("version", ""))
         node_id = int(props.get("node.id", ""))
     except ValueError:
-        raise StorageError(f"{path}: version and node.id must be integers") from None
+        raise MetaPropertiesError(f"{path}: version and node.id must be integers") from None
     if version != META_VERSION:
-        raise StorageError(f"{path}: unsupported meta.properties version {version}")
+        raise MetaPropertiesError(f"{path}: unsupported meta.properties version {version}")
     cluster_id = props.get("cluster.id", "")
     directory_id = props.get("directory.id", "")
     if not cluster_id or not directory_id:
-        raise StorageError(f"{path}: cluster.id and directory.id are required")
+        raise MetaPropertiesError(f"{path}: cluster.id and directory.id are required")
     return MetaProperties(cluster_id, node_id, directory_id, version)
 
 
@@ -117,17 +118,7 @@ def write_meta_properties(directory: str, meta: MetaProperties) -> None:
     """Atomically write ``directory``/meta.properties (creating the directory)."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, META_PROPERTIES)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(meta.to_text())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_file_durably(path, meta.to_text().encode("utf-8"))
 
 
 def format_directories(
@@ -145,12 +136,12 @@ def format_directories(
         if meta is None:
             continue
         if not ignore_formatted:
-            raise StorageError(
+            raise MetaPropertiesError(
                 f"{d} is already formatted (cluster.id={meta.cluster_id}, node.id={meta.node_id});"
                 " use --ignore-formatted to skip formatted directories"
             )
         if meta.cluster_id != cluster_id or meta.node_id != node_id:
-            raise StorageError(
+            raise MetaPropertiesError(
                 f"{d} is formatted for cluster.id={meta.cluster_id} node.id={meta.node_id}, "
                 f"not cluster.id={cluster_id} node.id={node_id}"
             )
@@ -165,38 +156,40 @@ def format_directories(
 def check_directories(directories: Iterable[str], *, node_id: int) -> str:
     """Verify every directory is formatted for ``node_id`` and one cluster; return its cluster id.
 
-    Raises StorageError with a message naming the first offending directory.
+    Raises MetaPropertiesError with a message naming the first offending directory.
     """
     dirs = _unique(directories)
     if not dirs:
-        raise StorageError("no storage directories configured")
+        raise MetaPropertiesError("no storage directories configured")
     cluster_id: str | None = None
     first_dir = ""
     seen_directory_ids: dict[str, str] = {}
     for d in dirs:
         meta = read_meta_properties(d)
         if meta is None:
-            raise StorageError(
+            raise MetaPropertiesError(
                 f"{d} is not formatted (no {META_PROPERTIES}); run `kraftlog storage format "
                 "--config <file> --cluster-id <id>` first"
             )
         if meta.node_id != node_id:
-            raise StorageError(
+            raise MetaPropertiesError(
                 f"{d} belongs to node.id={meta.node_id}, but this node is node.id={node_id}"
             )
         if cluster_id is None:
             cluster_id, first_dir = meta.cluster_id, d
         elif meta.cluster_id != cluster_id:
-            raise StorageError(
+            raise MetaPropertiesError(
                 f"{d} belongs to cluster.id={meta.cluster_id}, but {first_dir} belongs to "
                 f"cluster.id={cluster_id}: directories from different clusters"
             )
         other = seen_directory_ids.get(meta.directory_id)
         if other is not None:
-            raise StorageError(f"{d} and {other} have the same directory.id (copied directory?)")
+            raise MetaPropertiesError(
+                f"{d} and {other} have the same directory.id (copied directory?)"
+            )
         seen_directory_ids[meta.directory_id] = d
     if cluster_id is None:  # pragma: no cover - dirs is non-empty
-        raise StorageError("no storage directories configured")
+        raise MetaPropertiesError("no storage directories configured")
     return cluster_id
 
 

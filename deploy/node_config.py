@@ -1,15 +1,15 @@
 """A node's config file (``server.properties``) mapped onto every subsystem's config dataclass.
 
 One Java ``.properties`` file per node, with Kafka's property names. Each subsystem declares
-what it reads as a frozen dataclass (:mod:`data_plane.configdef`); this module
+what it reads as a frozen dataclass (:mod:`common.configdef`); this module
 
-1. parses the file with :func:`data_plane.configdef.load_properties`;
+1. parses the file with :func:`common.configdef.load_properties`;
 2. rejects any key that no subsystem declares (a typo would otherwise be silently ignored),
    naming the key and the closest known names;
 3. builds :class:`NodeConfig` (the node-level keys deploy itself reads), and, by role,
-   :class:`raft.config.RaftConfig` and :class:`metadata.config.ControllerConfig` (controllers)
-   and :class:`data_plane.storage.config.LogConfig` (brokers: the default topic config and
-   ``log.dirs``);
+   :class:`raft.config.RaftConfig` and
+   :class:`metadata.controller_config.ControllerConfig` (controllers) and
+   :class:`common.log_config.LogConfig` (brokers: the default topic config and ``log.dirs``);
 4. checks the cross-key rules Kafka checks at startup (a controller's ``node.id`` among the
    voters, a CONTROLLER listener on controllers and none on brokers, ...), raising
    :class:`ConfigError` naming the key.
@@ -24,13 +24,13 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from common.configdef import ConfigError, from_props, known_keys, load_properties, prop
+from common.log_config import LogConfig
+from common.security.config import SecurityConfig
 from data_plane.broker.config import BrokerConfig
-from data_plane.configdef import ConfigError, from_props, known_keys, load_properties, prop
 from data_plane.metrics.config import MetricsConfig
-from data_plane.security.config import SecurityConfig
-from data_plane.storage.config import LogConfig
 from deploy.listeners import Listener, parse_listeners, parse_server_list
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from raft.config import RaftConfig
 
 ROLE_BROKER = "broker"

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from data_plane.protocol.errors import ErrorCode, error_name
+from common.error_codes import ErrorCode, error_name
 from metadata.client import ControllerClient, ControllerError
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage

@@ -29,8 +29,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from data_plane.protocol.errors import ErrorCode
-from metadata.config import ControllerConfig
+from common.error_codes import ErrorCode
+from metadata.controller_config import ControllerConfig
 from metadata.delta import apply_records, merge_partition_change
 from metadata.election import (
     Electorate,

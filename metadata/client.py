@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import grpc
 
-from data_plane.protocol.errors import ErrorCode, error_name, is_retriable
+from common.error_codes import ErrorCode, error_name, is_retriable
 from metadata import messages as m
 from metadata.messages import (
     AlterableConfig,

@@ -23,8 +23,9 @@ import random
 import uuid
 from collections.abc import Callable, Iterable
 
-from metadata import brokers, configs, partitions, producer_ids, reassignment, topics
-from metadata.config import ControllerConfig
+from metadata import brokers, partitions, producer_ids, reassignment, topics
+from metadata import topic_configs as configs
+from metadata.controller_config import ControllerConfig
 from metadata.delta import MetadataDelta
 from metadata.election import TopicRules
 from metadata.image import MetadataImage

@@ -17,13 +17,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from metadata.image import (
-    BrokerRegistration,
-    MetadataImage,
-    PartitionRegistration,
-    TopicImage,
-    TopicPartition,
-)
+from common.topic_partition import TopicPartition
+from metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
 from metadata.records import (
     CONFIG_RESOURCE_TOPIC,
     NO_LEADER_CHANGE,

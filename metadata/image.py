@@ -34,7 +34,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgpack
 
@@ -50,11 +50,6 @@ READABLE_SNAPSHOT_FORMATS = (1, 2, 3)
 
 class SnapshotDecodeError(ValueError):
     """The bytes are not a snapshot this code can read."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from metadata.delta import merge_partition_change
 from metadata.election import (
     TopicRules,

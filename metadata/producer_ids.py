@@ -4,8 +4,8 @@ in the image, so ids are never handed out twice, also across controller failover
 
 from __future__ import annotations
 
-from data_plane.protocol.errors import ErrorCode
-from metadata.config import PRODUCER_ID_BLOCK_SIZE
+from common.error_codes import ErrorCode
+from metadata.controller_config import PRODUCER_ID_BLOCK_SIZE
 from metadata.image import MetadataImage
 from metadata.messages import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from metadata.records import ProducerIdsRecord

@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from metadata.election import check_partition, choose_leader
 from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import (

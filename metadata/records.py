@@ -246,7 +246,7 @@ class RemoveUserScramCredentialRecord(MetadataRecord):
 @dataclass(frozen=True, slots=True)
 class AccessControlEntryRecord(MetadataRecord):
     """One ACL binding, identified by ``id``; enum fields hold Kafka's wire values
-    (data_plane.security.acl: ResourceType, PatternType, AclOperation, AclPermissionType)."""
+    (common.security.acl: ResourceType, PatternType, AclOperation, AclPermissionType)."""
 
     TYPE_ID: ClassVar[int] = 23
     VERSION: ClassVar[int] = 0
@@ -271,7 +271,7 @@ class RemoveAccessControlEntryRecord(MetadataRecord):
 class ClientQuotaRecord(MetadataRecord):
     """Sets (or with ``remove``, removes) quota ``key`` (producer_byte_rate,
     consumer_byte_rate, request_percentage) of the entity (``user``, ``client_id``): each a
-    name, ``<default>`` or None (not part of the entity), as data_plane.security.quota."""
+    name, ``<default>`` or None (not part of the entity), as data_plane.security.quota_manager."""
 
     TYPE_ID: ClassVar[int] = 14
     VERSION: ClassVar[int] = 0

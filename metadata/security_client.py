@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 
-from data_plane.security.scram import (
+from common.security.scram import (
     DEFAULT_ITERATIONS,
     SALT_BYTES,
     ScramMechanism,

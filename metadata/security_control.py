@@ -18,8 +18,8 @@ import hashlib
 import uuid
 from collections.abc import Callable
 
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.acl import (
+from common.error_codes import ErrorCode
+from common.security.acl import (
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
@@ -30,8 +30,8 @@ from data_plane.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from data_plane.security.quota import QUOTA_KEYS
-from data_plane.security.scram import (
+from common.security.quota import QUOTA_KEYS
+from common.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramMechanism,

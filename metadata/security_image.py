@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_plane.security.acl import (
+from common.security.acl import (
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -33,8 +33,8 @@ from data_plane.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from data_plane.security.quota import QuotaEntity
-from data_plane.security.scram import ScramCredential, ScramMechanism
+from common.security.quota import QuotaEntity
+from common.security.scram import ScramCredential, ScramMechanism
 from metadata.records import (
     AccessControlEntryRecord,
     ClientQuotaRecord,
@@ -60,7 +60,7 @@ class SecurityImage:
         return not (self.scram or self.acls or self.quotas)
 
     def scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
-        """A ``data_plane.security.scram.CredentialLookup``."""
+        """A ``common.security.scram.CredentialLookup``."""
         return self.scram.get((user, mechanism))
 
     def users(self) -> dict[str, list[tuple[ScramMechanism, int]]]:

@@ -1,8 +1,8 @@
 """Control-plane messages for the security state: SCRAM credentials, ACLs and client quotas
 (Kafka's AlterUserScramCredentials, DescribeUserScramCredentials, CreateAcls, DescribeAcls,
 DeleteAcls, AlterClientQuotas, DescribeClientQuotas), carried as msgpack maps by
-metadata.wire. Enum fields hold Kafka's wire values (data_plane.security.acl,
-data_plane.security.scram.ScramMechanism)."""
+metadata.wire. Enum fields hold Kafka's wire values (common.security.acl,
+common.security.scram.ScramMechanism)."""
 
 from __future__ import annotations
 

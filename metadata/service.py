@@ -48,16 +48,16 @@ from typing import Any
 
 import grpc
 
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.control_plane_authz import (
+from common.error_codes import ErrorCode
+from metadata import messages as m
+from metadata import security_control
+from metadata.control_plane_authz import (
     ControlPlaneAuthorizer,
     host_of_peer,
     principal_of_context,
 )
-from metadata import messages as m
-from metadata import security_control
-from metadata.config import ControllerConfig
 from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController, random_topic_id
+from metadata.controller_config import ControllerConfig
 from metadata.election import InvariantViolation
 from metadata.records import NoOpRecord, encode_record
 from metadata.result import ControllerResult

@@ -17,9 +17,8 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from data_plane.protocol.errors import ErrorCode
-from metadata.config import ControllerConfig
-from metadata.configs import validate_topic_configs
+from common.error_codes import ErrorCode
+from metadata.controller_config import ControllerConfig
 from metadata.image import BrokerRegistration, MetadataImage
 from metadata.messages import (
     CreatePartitionsRequest,
@@ -42,6 +41,7 @@ from metadata.records import (
     TopicRecord,
 )
 from metadata.result import ControllerResult, RecordBudget
+from metadata.topic_configs import validate_topic_configs
 
 MAX_TOPIC_NAME_LENGTH = 249
 # Kafka's internal topics: reported with is_internal=true in Metadata, and closed to client

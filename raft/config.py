@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from data_plane.configdef import ConfigError, prop
+from common.configdef import ConfigError, prop
 
 VOTERS_KEY = "controller.quorum.voters"
 MAX_VOTERS = 7

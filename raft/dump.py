@@ -29,7 +29,8 @@ from typing import Any
 import crc32c
 import msgpack
 
-from raft.journal import Entry, fsync_directory
+from common.durable_io import fsync_directory
+from raft.journal import Entry
 
 DUMP_MAGIC = b"KLRAFTD1"
 _HEADER = struct.Struct("<QI")

@@ -46,6 +46,8 @@ from typing import Any
 import crc32c
 from pysyncobj.journal import Journal
 
+from common.durable_io import fsync_directory, write_all, write_file_durably
+
 logger = logging.getLogger(__name__)
 
 JOURNAL_MAGIC = b"KLRAFTJ1"
@@ -60,34 +62,6 @@ Entry = tuple[bytes, int, int]  # (command, raft index, raft term), pysyncobj's 
 
 class JournalCorruptError(Exception):
     """The journal file does not start with the kraftlog journal header."""
-
-
-def fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_file_durably(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably (tmp + fsync + rename + fsync dir)."""
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_directory(os.path.dirname(os.path.abspath(path)))
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _encode_record(command: bytes, idx: int, term: int) -> bytes:
@@ -129,7 +103,7 @@ class DurableJournal(Journal):
             with open(self._path, "rb") as f:
                 data = f.read()
         if size == 0:
-            _write_all(fd, JOURNAL_MAGIC)
+            write_all(fd, JOURNAL_MAGIC)
             os.fsync(fd)
             fsync_directory(self._dir)
             return fd
@@ -180,7 +154,7 @@ class DurableJournal(Journal):
             self._apply_cut()
         pos = os.lseek(self._fd, 0, os.SEEK_END)
         try:
-            _write_all(self._fd, _encode_record(cmd, idx, term))
+            write_all(self._fd, _encode_record(cmd, idx, term))
         except OSError:
             # e.g. disk full after a partial write: cut the partial record off, or the next
             # record would land behind it and be unreadable after a restart.
@@ -246,7 +220,7 @@ class DurableJournal(Journal):
             pos += len(record)
             chunks.append(record)
         try:
-            _write_all(fd, b"".join(chunks))
+            write_all(fd, b"".join(chunks))
             os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -348,5 +322,5 @@ class DurableJournal(Journal):
         self._dirty = False
 
     def _store_meta(self) -> None:
-        write_file_durably(self._meta_path, json.dumps(self._meta).encode("utf-8"))
+        write_file_durably(self._meta_path, json.dumps(self._meta).encode("utf-8"), mode=0o600)
         self._meta_dirty = False

@@ -22,15 +22,16 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.errors import KafkaError, KafkaTimeoutError
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.offsets import list_offsets
-from data_plane.client.records import TopicPartition as ClientTopicPartition
+from data_plane.client.record_types import TopicPartition as ClientTopicPartition
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
-from spark_integration.offsets import EARLIEST_OFFSET, LATEST_OFFSET, TopicPartition
+from spark_integration.offsets import EARLIEST_OFFSET, LATEST_OFFSET
 from spark_integration.options import Subscription
 from spark_integration.planning import DataLossError, OffsetRange, PartitionBounds
 

@@ -1,7 +1,7 @@
 """Decoding fetched RecordBatch v2 payloads straight into columns (numpy arrays).
 
 A fetch payload is a run of whole batches, possibly ending in a partial batch (ignored): see
-:mod:`data_plane.storage.records` for the 61-byte header and
+:mod:`common.record_batch` for the 61-byte header and
 :mod:`data_plane.storage.record_codec` for the record layout. Decoding is vectorised over the
 whole payload, so its Python cost is per fetch and per record boundary, not per field:
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from data_plane.storage.compression import decompress
-from data_plane.storage.errors import StorageError
-from data_plane.storage.records import (
+from common.compression import decompress
+from common.errors import ApiError
+from common.record_batch import (
     CODEC_MASK,
     CONTROL_MASK,
     HEADER_SIZE,
@@ -114,7 +114,7 @@ def decode_columns(
     while n - pos >= HEADER_SIZE:
         try:
             header = parse_header(view, pos)
-        except StorageError as e:
+        except ApiError as e:
             raise CorruptDataError(str(e)) from None
         size = header.batch_length + LOG_OVERHEAD
         if n - pos < size:
@@ -137,7 +137,7 @@ def decode_columns(
                     block if codec == 0
                     else decompress(codec, block, MAX_DECOMPRESSED_BATCH_BYTES)
                 )
-            except StorageError as e:
+            except ApiError as e:
                 raise CorruptDataError(str(e)) from None
             ts_type = 1 if header.attributes & TIMESTAMP_TYPE_MASK else 0
             meta.append(

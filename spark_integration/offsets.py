@@ -19,15 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+
+from common.topic_partition import TopicPartition
 
 EARLIEST_OFFSET = -2
 LATEST_OFFSET = -1
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)

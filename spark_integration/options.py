@@ -4,8 +4,8 @@ Sans-IO and free of pyspark, so every rule is unit-tested without a JVM. Spark h
 source its options with lower-cased keys and string values; :func:`parse_read_options` and
 :func:`parse_write_options` map them back to the documented (camelCase) names, reject unknown
 keys and conflicting combinations with a message naming the option, and return frozen
-dataclasses. Scalar options are declared with :func:`data_plane.configdef.prop` and coerced by
-:func:`data_plane.configdef.from_props`; ``kafka.``-prefixed options are client properties,
+dataclasses. Scalar options are declared with :func:`common.configdef.prop` and coerced by
+:func:`common.configdef.from_props`; ``kafka.``-prefixed options are client properties,
 validated by the native client's own config classes.
 
 Read options (the built-in Kafka source's, see docs/spark.md):
@@ -27,15 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.configdef import ConfigError, from_props, known_keys, prop
+from common.topic_partition import TopicPartition
 from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
-from data_plane.configdef import ConfigError, from_props, known_keys, prop
 from spark_integration.offsets import (
     EARLIEST,
     LATEST,
     OffsetSpec,
     PartitionOffsets,
     PartitionTimestamps,
-    TopicPartition,
     parse_offset_spec,
     parse_partition_json,
 )

@@ -23,6 +23,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from common.topic_partition import TopicPartition
 from spark_integration.offsets import (
     EARLIEST_OFFSET,
     LATEST_OFFSET,
@@ -30,7 +31,6 @@ from spark_integration.offsets import (
     PartitionOffsets,
     PartitionTimestamps,
     SpecialOffset,
-    TopicPartition,
 )
 
 DATA_LOSS_HINT = (

@@ -44,14 +44,10 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from common.topic_partition import TopicPartition
 from spark_integration.cluster import SourceClient
 from spark_integration.columnar import decode_columns
-from spark_integration.offsets import (
-    PartitionTimestamps,
-    TopicPartition,
-    offsets_from_json,
-    offsets_to_json,
-)
+from spark_integration.offsets import PartitionTimestamps, offsets_from_json, offsets_to_json
 from spark_integration.options import (
     OptionError,
     ReadOptions,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from chaos.checker.model import Anomaly, CheckResult, TopicPartition
+from chaos.checker.model import Anomaly, CheckResult
 from chaos.checker.properties import (
     ReadIndex,
     check_acknowledged,
@@ -26,6 +26,7 @@ from chaos.checker.replicas import ReplicaId, compare_replica_logs
 from chaos.checker.timeline import build_timeline
 from chaos.checker.views import build_views
 from chaos.history import Op, read_history
+from common.topic_partition import TopicPartition
 
 # The acceptance bar of issue 7: writes succeed again within 30 s of every heal.
 DEFAULT_LIVENESS_WINDOW_S = 30.0

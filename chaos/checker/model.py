@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-TopicPartition = tuple[str, int]
+from common.topic_partition import TopicPartition
 
 # -- anomaly kinds (safety violations unless listed in INFORMATIONAL_KINDS) ----------------
 

@@ -58,9 +58,9 @@ from chaos.checker.model import (
     Read,
     Recovery,
     Send,
-    TopicPartition,
 )
 from chaos.checker.views import Assignment, HistoryViews, Poll
+from common.topic_partition import TopicPartition
 
 Position = tuple[str, int, int]  # topic, partition, offset
 

@@ -27,17 +27,12 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from chaos.checker.model import (
-    DIVERGENT_REPLICAS,
-    INCONSISTENT_OFFSET,
-    Anomaly,
-    FinalRead,
-    TopicPartition,
-)
-from data_plane.storage.errors import CorruptRecordError, InvalidRecordError
+from chaos.checker.model import DIVERGENT_REPLICAS, INCONSISTENT_OFFSET, Anomaly, FinalRead
+from common.errors import CorruptRecordError, InvalidRecordError
+from common.record_batch import iter_batch_headers
+from common.topic_partition import TopicPartition
 from data_plane.storage.log_loader import partition_dir_name
 from data_plane.storage.record_codec import decode_records
-from data_plane.storage.records import iter_batch_headers
 
 ReplicaId = int | str
 # Largest segment file the comparison reads into memory at once.

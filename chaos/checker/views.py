@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.checker.model import FaultWindow, FinalRead, Read, Send, TopicPartition
+from chaos.checker.model import FaultWindow, FinalRead, Read, Send
 from chaos.history import (
     ASSIGN,
     FINAL_READ,
@@ -28,6 +28,7 @@ from chaos.history import (
     Operation,
     pair_operations,
 )
+from common.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,9 @@ from typing import Any
 
 from chaos.history import HistoryWriter
 from chaos.workload.stats import OpStats
+from common.configdef import ConfigError
 from data_plane.client import Consumer, KafkaError, TopicPartition, UnsupportedFeatureError
 from data_plane.client.errors import IllegalStateError
-from data_plane.configdef import ConfigError
 
 POLL_TIMEOUT_MS = 1000
 MAX_POLL_RECORDS = 500

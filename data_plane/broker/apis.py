@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.fetch_session import FetchSessionCache
 from data_plane.broker.producer_ids import ProducerIdManager
@@ -32,7 +33,7 @@ from data_plane.coordinator import (
 )
 from data_plane.protocol.codec import RequestHeader
 from metadata.client import ControllerClient
-from metadata.image import MetadataImage, TopicPartition
+from metadata.image import MetadataImage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

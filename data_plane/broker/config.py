@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from data_plane.configdef import prop
+from common.configdef import prop
 
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 

@@ -45,7 +45,7 @@ from data_plane.protocol.codec import (
     encode_response,
     unsupported_version_response,
 )
-from data_plane.protocol.exceptions import (
+from data_plane.protocol.errors import (
     EncodeError,
     FrameTooLargeError,
     ProtocolError,

@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.broker.purgatory import DelayedOperation
 from data_plane.broker.replica_manager import ReplicaManager
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage import FetchIsolation, StorageError
-from metadata.image import TopicPartition
+from data_plane.storage import FetchIsolation
 
 
 class FetchPartitionStatus(NamedTuple):
@@ -56,7 +57,7 @@ class DelayedFetch(DelayedOperation):
                 return True  # the response reports the routing error now
             try:
                 total += part.available_bytes(status.fetch_offset, status.max_bytes, self.isolation)
-            except StorageError:
+            except ApiError:
                 return True  # OFFSET_OUT_OF_RANGE or a storage error: answer now
             if total >= self.min_bytes:
                 return True

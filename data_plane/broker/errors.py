@@ -6,7 +6,7 @@ it concerns; storage errors (:class:`data_plane.storage.StorageError`) already c
 
 from __future__ import annotations
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 
 
 class BrokerRequestError(Exception):

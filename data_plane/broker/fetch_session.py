@@ -42,22 +42,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_plane.protocol.errors import ErrorCode
-from metadata.image import TopicPartition
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
+from data_plane.protocol.fetch_session_epochs import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    next_epoch,
+)
 
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
-FINAL_EPOCH = -1
-MAX_EPOCH = 2**31 - 1
 MAX_SESSION_ID = 2**31 - 1
 # Kafka's defaults: max.incremental.fetch.session.cache.slots and
 # min.incremental.fetch.session.eviction.ms.
 DEFAULT_MAX_SLOTS = 1000
 DEFAULT_EVICTION_MIN_IDLE_MS = 120_000
-
-
-def next_epoch(epoch: int) -> int:
-    return 1 if epoch >= MAX_EPOCH else epoch + 1
 
 
 @dataclass(slots=True)

@@ -34,13 +34,13 @@ import enum
 import logging
 from typing import NamedTuple
 
+from common.error_codes import ErrorCode
 from data_plane.broker.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
-from data_plane.protocol.errors import ErrorCode
 from data_plane.replication.errors import ReplicationStateError, UnknownReplicaError
 from data_plane.replication.follower import follower_high_watermark
 from data_plane.replication.leader_state import IsrChangeProposal, LeaderReplicationState

@@ -22,8 +22,8 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from common.error_codes import ErrorCode
 from data_plane.broker.errors import BrokerRequestError
-from data_plane.protocol.errors import ErrorCode
 from metadata.messages import AllocateProducerIdsResponse
 
 log = logging.getLogger(__name__)

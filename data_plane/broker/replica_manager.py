@@ -34,19 +34,21 @@ import logging
 from collections.abc import Callable
 from typing import NamedTuple
 
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.broker.errors import (
     BrokerRequestError,
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
 from data_plane.broker.partition import Partition
-from data_plane.protocol.errors import ErrorCode
 from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.leader_state import IsrChangeProposal
 from data_plane.replication.replica_fetcher import ReplicaFetcherManager
-from data_plane.storage import Log, LogManager, StorageError, validate_produce_payload
+from data_plane.storage import Log, LogManager, validate_produce_payload
 from metadata.delta import MetadataDelta
-from metadata.image import MetadataImage, PartitionRegistration, TopicPartition
+from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import AlterPartitionResult
 
 log = logging.getLogger(__name__)
@@ -216,7 +218,7 @@ class ReplicaManager:
                         error_message="transactions are not supported",
                     )
             appended = part.append_records_to_leader(payload, required_acks, info)
-        except (BrokerRequestError, StorageError) as e:
+        except (BrokerRequestError, ApiError) as e:
             return AppendResult(e.error_code, error_message=str(e))
         if self._on_partition_change is not None:
             self._on_partition_change(tp)

@@ -1,5 +1,6 @@
 """kraftlog's native Kafka client: Producer, Consumer and Admin (see docs/client.md)."""
 
+from common.topic_partition import TopicPartition
 from data_plane.client.admin import Admin, ClusterDescription, NewTopic, TopicOperationError
 from data_plane.client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from data_plane.client.consumer import Consumer
@@ -21,12 +22,7 @@ from data_plane.client.group_client import ConsumerRebalanceListener
 from data_plane.client.offsets import OffsetAndTimestamp
 from data_plane.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from data_plane.client.producer import Producer, ProducerInterceptor
-from data_plane.client.records import (
-    ConsumerRecord,
-    ProducerRecord,
-    RecordMetadata,
-    TopicPartition,
-)
+from data_plane.client.record_types import ConsumerRecord, ProducerRecord, RecordMetadata
 
 __all__ = [
     "Admin",

@@ -29,17 +29,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from data_plane.client.config import ProducerConfig
-from data_plane.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
-from data_plane.client.futures import FutureRecordMetadata, ProduceRequestResult
-from data_plane.client.record_encoder import VARINTS, RecordBatchBuilder, encode_record
-from data_plane.client.records import Header, TopicPartition
-from data_plane.storage.records import (
+from common.record_batch import (
     HEADER_SIZE,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
 )
+from common.topic_partition import TopicPartition
+from data_plane.client.config import ProducerConfig
+from data_plane.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
+from data_plane.client.futures import FutureRecordMetadata, ProduceRequestResult
+from data_plane.client.record_encoder import VARINTS, RecordBatchBuilder, encode_record
+from data_plane.client.record_types import Header
 
 Clock = Callable[[], float]  # seconds, monotonic
 # (partition, its head batch) -> may the head be drained now (the idempotent producer's guard)

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.config import AdminConfig, client_config
 from data_plane.client.errors import ClientClosedError, KafkaError
 from data_plane.client.group_admin import (
@@ -39,10 +41,8 @@ from data_plane.client.group_admin import (
 from data_plane.client.metadata import BrokerInfo, TopicInfo
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.offsets import OffsetAndTimestamp, list_offsets
-from data_plane.client.records import TopicPartition
 from data_plane.client.subscription import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
 
 _TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
 _BROKER_RESOURCE = 4

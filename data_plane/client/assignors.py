@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from common.topic_partition import TopicPartition
 from data_plane.client.consumer_protocol import Assignment, Subscription
-from data_plane.client.records import TopicPartition
 
 
 @dataclass(frozen=True)

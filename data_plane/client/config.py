@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from data_plane.configdef import ConfigError, from_props, known_keys, prop
-from data_plane.security.config import PLAINTEXT, SASL_MECHANISMS, SECURITY_PROTOCOLS
+from common.configdef import ConfigError, from_props, known_keys, prop
+from common.security.config import PLAINTEXT, SASL_MECHANISMS, SECURITY_PROTOCOLS
 
 T = TypeVar("T")
 
@@ -54,7 +54,7 @@ class CommonClientConfig:
         default=1 * _MIB, metadata=prop("send.buffer.bytes", min=-1, doc="SO_SNDBUF; -1 = OS")
     )
     # Security (docs/client.md): Kafka's / librdkafka's names; the PEM files as the broker
-    # side uses them. data_plane.security.client_auth.client_security checks the combination.
+    # side uses them. data_plane.client.client_security.client_security checks the combination.
     security_protocol: str = field(
         default=PLAINTEXT,
         metadata=prop(

@@ -39,20 +39,20 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
-from data_plane.client.large_frame import LargeFrame, find_large_frame
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import decode_response, encode_request
-from data_plane.protocol.errors import ErrorCode
-from data_plane.protocol.exceptions import ProtocolError
-from data_plane.protocol.framing import FrameReader
-from data_plane.protocol.recv import SCRATCH_BYTES, recv_chunk
-from data_plane.security.client_auth import (
+from common.error_codes import ErrorCode
+from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from data_plane.client.client_security import (
     AuthenticationFailedError,
     ClientSecurity,
     SaslClientAuthenticator,
 )
-from data_plane.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from data_plane.client.large_frame import LargeFrame, find_large_frame
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import decode_response, encode_request
+from data_plane.protocol.errors import ProtocolError
+from data_plane.protocol.framing import FrameReader
+from data_plane.protocol.recv import SCRATCH_BYTES, recv_chunk
 from data_plane.security.tls_socket import MAX_JOIN_BYTES, MAX_RECV_BYTES, TlsSocket
 
 # The versions this client can speak, per API (all non-flexible; REFERENCE.md section 1).

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from common.topic_partition import TopicPartition
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.errors import (
     ClientClosedError,
@@ -56,7 +57,7 @@ from data_plane.client.group_client import (
 )
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.offsets import OffsetAndTimestamp, list_offsets
-from data_plane.client.records import ConsumerRecord, TopicPartition
+from data_plane.client.record_types import ConsumerRecord
 from data_plane.client.subscription import (
     EARLIEST,
     EARLIEST_TIMESTAMP,

@@ -42,6 +42,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.assignors import GroupMember, PartitionAssignor
 from data_plane.client.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -52,9 +54,7 @@ from data_plane.client.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

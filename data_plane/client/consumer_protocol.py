@@ -26,7 +26,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from data_plane.client.records import TopicPartition
+from common.topic_partition import TopicPartition
 
 PROTOCOL_TYPE = "consumer"
 SUBSCRIPTION_VERSION = 1

@@ -6,7 +6,7 @@ A broker's answer becomes a :class:`KafkaError` carrying the Kafka :class:`Error
 
 from __future__ import annotations
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 
 
 class KafkaError(Exception):

@@ -24,15 +24,16 @@ import time
 from collections import deque
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.config import ConsumerConfig
 from data_plane.client.errors import KafkaError
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.record_decoder import FetchedRecords
-from data_plane.client.records import ConsumerRecord, TopicPartition
+from data_plane.client.record_types import ConsumerRecord
 from data_plane.client.subscription import SubscriptionState
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
 
 MAX_BUFFERED_FETCHES = 2
 

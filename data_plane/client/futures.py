@@ -18,7 +18,7 @@ from operator import itemgetter
 from typing import Any
 
 from data_plane.client.errors import KafkaTimeoutError
-from data_plane.client.records import RecordMetadata
+from data_plane.client.record_types import RecordMetadata
 
 try:
     # The C descriptor behind collections.namedtuple's fields (CPython).

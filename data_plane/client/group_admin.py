@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.consumer_coordinator import GROUP_KEY_TYPE, error_code
 from data_plane.client.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -26,9 +28,7 @@ from data_plane.client.consumer_protocol import (
 )
 from data_plane.client.errors import KafkaError, KafkaTimeoutError
 from data_plane.client.network_client import NetworkClient
-from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

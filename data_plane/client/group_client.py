@@ -27,6 +27,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.assignors import assignor_for
 from data_plane.client.config import ConsumerConfig
 from data_plane.client.consumer_coordinator import (
@@ -46,10 +48,8 @@ from data_plane.client.consumer_coordinator import (
 from data_plane.client.errors import CommitFailedError, KafkaError, KafkaTimeoutError
 from data_plane.client.fetcher import Fetcher
 from data_plane.client.network_client import NetworkClient
-from data_plane.client.records import TopicPartition
 from data_plane.client.subscription import SubscriptionState
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

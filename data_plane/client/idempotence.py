@@ -23,9 +23,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from data_plane.client.records import TopicPartition
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage.records import NO_SEQUENCE
+from common.error_codes import ErrorCode
+from common.record_batch import NO_SEQUENCE
+from common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from data_plane.client.accumulator import ProducerBatch

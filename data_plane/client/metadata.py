@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from data_plane.client.records import TopicPartition
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 
 # Errors that mean "our metadata is stale": refresh and retry.
 REFRESH_ERRORS = frozenset(

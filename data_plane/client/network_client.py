@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from data_plane.client.client_security import client_security
 from data_plane.client.config import CommonClientConfig
 from data_plane.client.connection import (
     CLOSED,
@@ -32,7 +33,6 @@ from data_plane.client.connection import (
 from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from data_plane.client.metadata import ClusterMetadata
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.security.client_auth import client_security
 
 Clock = Callable[[], float]
 

@@ -12,12 +12,12 @@ import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.errors import KafkaError, KafkaTimeoutError
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
-from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
 
 
 class OffsetAndTimestamp(NamedTuple):

@@ -27,6 +27,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.accumulator import ProducerBatch, RecordAccumulator
 from data_plane.client.config import ProducerConfig, client_config
 from data_plane.client.errors import (
@@ -37,9 +39,8 @@ from data_plane.client.errors import (
 from data_plane.client.futures import DeliveryCallback, FutureRecordMetadata
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.partitioner import DefaultPartitioner, partition_for_key
-from data_plane.client.records import Header, ProducerRecord, RecordMetadata, TopicPartition
+from data_plane.client.record_types import Header, ProducerRecord, RecordMetadata
 from data_plane.client.sender import Sender
-from data_plane.protocol.errors import ErrorCode
 
 # Topic errors that waiting will not fix.
 _FATAL_TOPIC_ERRORS = frozenset(

@@ -1,7 +1,7 @@
 """Fast decoding of fetched record payloads into :class:`ConsumerRecord` objects.
 
 A fetched payload is a run of RecordBatch v2 batches (layout in
-:mod:`data_plane.storage.records`) that may end in a partial batch, which is ignored (the
+:mod:`common.record_batch`) that may end in a partial batch, which is ignored (the
 broker sends segment slices with sendfile). Each batch's header is unpacked with one
 precomputed struct and its CRC checked; its records block (decompressed if needed) is copied
 once into ``bytes`` so that keys and values are plain slices. Records are then decoded lazily,
@@ -32,12 +32,10 @@ from operator import itemgetter
 
 import crc32c
 
-from data_plane.client.errors import KafkaError
-from data_plane.client.records import ConsumerRecord, Header
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage.compression import Compression, decompress
-from data_plane.storage.errors import StorageError
-from data_plane.storage.records import (
+from common.compression import Compression, decompress
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.record_batch import (
     ATTRIBUTES_POS,
     CODEC_MASK,
     CONTROL_MASK,
@@ -47,6 +45,8 @@ from data_plane.storage.records import (
     MAGIC_V2,
     TIMESTAMP_TYPE_MASK,
 )
+from data_plane.client.errors import KafkaError
+from data_plane.client.record_types import ConsumerRecord, Header
 
 _PREFIX = struct.Struct(">qiib")
 DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
@@ -162,7 +162,7 @@ class FetchedRecords:
                 else:
                     try:
                         data = bytes(decompress(codec, block, max_decompressed_bytes))
-                    except StorageError as e:
+                    except ApiError as e:
                         raise _corrupt(f"batch at offset {base_offset}: {e}") from None
                 if attributes & TIMESTAMP_TYPE_MASK:
                     ts_type, fixed_ts = 1, max_ts

@@ -15,18 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from data_plane.storage.compression import Compression, check_supported, compress
-from data_plane.storage.records import (
-    ATTRIBUTES_POS,
+from common.compression import Compression
+from common.record_batch import (
     HEADER_SIZE,
-    HEADER_STRUCT,
-    LOG_OVERHEAD,
-    MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
-    compute_crc,
+    seal_batch,
 )
 
 Header = tuple[str, bytes | None]
@@ -49,8 +45,6 @@ def zigzag_varint(value: int) -> bytes:
         v >>= 7
     out.append(v)
     return bytes(out)
-
-
 
 
 def _small_varint(i: int) -> bytes:
@@ -181,27 +175,16 @@ class RecordBatchBuilder:
         """The complete RecordBatch v2 (CreateTime, not transactional)."""
         if not self.count:
             raise ValueError("a record batch needs at least one record")
-        codec = check_supported(compression)
-        block = self.records if codec is Compression.NONE else compress(codec, self.records)
-        out = bytearray(HEADER_SIZE)
-        out += block
-        HEADER_STRUCT.pack_into(
-            out,
-            0,
-            base_offset,
-            len(out) - LOG_OVERHEAD,
-            partition_leader_epoch,
-            MAGIC_V2,
-            0,
-            int(codec),
-            self.count - 1,
-            self.base_timestamp,
-            self.max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            self.count,
+        return seal_batch(
+            self.records,
+            codec=compression,
+            attributes=0,
+            record_count=self.count,
+            base_timestamp=self.base_timestamp,
+            max_timestamp=self.max_timestamp,
+            base_offset=base_offset,
+            partition_leader_epoch=partition_leader_epoch,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
         )
-        crc = compute_crc(out, 0, len(out))
-        out[ATTRIBUTES_POS - 4 : ATTRIBUTES_POS] = crc.to_bytes(4, "big")
-        return out

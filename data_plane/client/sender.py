@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from common.compression import Compression
+from common.error_codes import ErrorCode
 from data_plane.client.accumulator import ProducerBatch, RecordAccumulator
 from data_plane.client.config import ProducerConfig
 from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
@@ -38,8 +40,6 @@ from data_plane.client.idempotence import IdempotenceManager, Outcome
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage.compression import Compression
 
 Clock = Callable[[], float]
 _MAX_POLL_S = 0.1  # upper bound on one idle wait, so shutdown and expiry are noticed

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from common.topic_partition import TopicPartition
 from data_plane.client.errors import IllegalStateError
-from data_plane.client.records import TopicPartition
 
 EARLIEST = "earliest"
 LATEST = "latest"

@@ -48,6 +48,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from common.error_codes import ErrorCode
 from data_plane.coordinator.config import GroupCoordinatorConfig
 from data_plane.coordinator.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
 from data_plane.coordinator.group import GroupMetadata, GroupState, MemberMetadata
@@ -82,7 +83,6 @@ from data_plane.coordinator.records import (
     offset_commit_key,
     offset_commit_value,
 )
-from data_plane.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

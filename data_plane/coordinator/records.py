@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from data_plane.protocol.compiler import CompiledMessage, compile_message
-from data_plane.protocol.exceptions import ProtocolError
+from data_plane.protocol.errors import ProtocolError
 from data_plane.protocol.fields import BYTES, INT32, INT64, STRING, F
 
 OFFSET_COMMIT_KEY_VERSION = 1

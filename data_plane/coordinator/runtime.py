@@ -32,6 +32,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.broker.delayed import DelayedProduce
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
@@ -47,9 +50,7 @@ from data_plane.coordinator.messages import (
     SyncGroupRequest,
     SyncGroupResult,
 )
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage import FetchIsolation, Record, StorageError, build_batch, decode_records
-from metadata.image import TopicPartition
+from data_plane.storage import FetchIsolation, Record, build_batch, decode_records
 from metadata.topics import CONSUMER_OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
@@ -209,7 +210,7 @@ class GroupCoordinatorRuntime:
             try:
                 await self._read_partition(tp, epoch)
                 break
-            except StorageError as e:
+            except ApiError as e:
                 log.warning("%s: load attempt %d failed: %s", tp, attempt, e)
                 self.process(self.coordinator.begin_loading(p))
                 await asyncio.sleep(LOAD_RETRY_BACKOFF_S)
@@ -236,7 +237,7 @@ class GroupCoordinatorRuntime:
             while len(data) - pos > 0:
                 try:
                     header, batch = decode_records(data, pos)
-                except StorageError:
+                except ApiError:
                     break  # the slice ended inside a batch: read on from there
                 pos += header.size_in_bytes
                 if header.next_offset <= offset:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from data_plane.configdef import from_props
+from common.configdef import from_props
 from data_plane.metrics.config import MetricsConfig
 from data_plane.metrics.http import MetricsHttpServer
 from data_plane.metrics.names import node_metrics

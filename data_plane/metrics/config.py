@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from data_plane.configdef import prop
+from common.configdef import prop
 
 
 @dataclass(frozen=True, slots=True)

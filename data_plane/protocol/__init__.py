@@ -4,5 +4,5 @@ docs/protocol.md.
 Import the submodules directly (this package imports nothing, so that ``errors`` stays cheap
 for its many users): ``codec`` (decode_request, encode_response, encode_request,
 decode_response, ...), ``framing`` (FrameReader), ``api_keys`` (ApiKey, SUPPORTED_VERSIONS),
-``errors`` (ErrorCode) and ``exceptions``.
+``errors`` (the codec's exceptions); Kafka's error codes are in :mod:`common.error_codes`.
 """

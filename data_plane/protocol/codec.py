@@ -36,10 +36,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from common.error_codes import ErrorCode
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.protocol.compiler import CompiledMessage, compile_message
-from data_plane.protocol.errors import ErrorCode
-from data_plane.protocol.exceptions import EncodeError, ProtocolError, UnsupportedVersionError
+from data_plane.protocol.errors import EncodeError, ProtocolError, UnsupportedVersionError
 from data_plane.protocol.schemas import MESSAGES
 
 __all__ = [

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from data_plane.protocol.exceptions import EncodeError, ProtocolError
+from data_plane.protocol.errors import EncodeError, ProtocolError
 from data_plane.protocol.fields import ArrayOf, F, Primitive
 
 # Buffers at least this large are passed through as their own part instead of being copied

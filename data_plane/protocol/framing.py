@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 
 from data_plane.protocol.codec import MAX_REQUEST_BYTES
-from data_plane.protocol.exceptions import FrameTooLargeError, ProtocolError
+from data_plane.protocol.errors import FrameTooLargeError, ProtocolError
 
 _SIZE = struct.Struct(">i")
 _unpack_size = _SIZE.unpack_from

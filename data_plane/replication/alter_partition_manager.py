@@ -25,9 +25,9 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.replication.leader_state import IsrChangeProposal
-from metadata.image import TopicPartition
 from metadata.messages import (
     AlterPartitionItem,
     AlterPartitionResponse,

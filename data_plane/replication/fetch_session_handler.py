@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from data_plane.broker.fetch_session import (
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
+from data_plane.protocol.fetch_session_epochs import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     next_epoch,
 )
-from data_plane.protocol.errors import ErrorCode
-from metadata.image import TopicPartition
 
 # (fetch_offset, current_leader_epoch, log_start_offset, partition_max_bytes)
 PartitionFields = tuple[int, int, int, int]

@@ -51,10 +51,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import decode_response, encode_request
-from data_plane.protocol.errors import ErrorCode
-from data_plane.protocol.exceptions import ProtocolError
+from data_plane.protocol.errors import ProtocolError
 from data_plane.protocol.framing import FrameReader
 from data_plane.replication.fetch_session_handler import (
     SESSION_ERRORS,
@@ -62,9 +64,7 @@ from data_plane.replication.fetch_session_handler import (
     PartitionFields,
 )
 from data_plane.replication.follower import truncation_offset
-from data_plane.storage import StorageError
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffset
-from metadata.image import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -545,7 +545,7 @@ class ReplicaFetcher:
                 part.append_records_as_follower(
                     records[:size], p["high_watermark"], p.get("log_start_offset", -1)
                 )
-            except StorageError as e:
+            except ApiError as e:
                 log.warning("%s: follower append failed: %s; truncating again", tp, e)
                 state.state = FetchState.TRUNCATING
             return

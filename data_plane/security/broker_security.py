@@ -28,26 +28,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.acl import Authorizer
-from data_plane.security.config import (
+from common.error_codes import ErrorCode
+from common.security.acl import Authorizer
+from common.security.config import (
     PLAINTEXT,
     SSL,
     SecurityConfig,
     uses_sasl,
     uses_ssl,
 )
+from common.security.principal import ANONYMOUS, KafkaPrincipal, build_principal
+from common.security.quota import QuotaType
+from common.security.scram import ScramCredential, ScramMechanism
+from data_plane.protocol.api_keys import ApiKey
 from data_plane.security.plain import scram_plain_check
-from data_plane.security.principal import ANONYMOUS, KafkaPrincipal, build_principal
-from data_plane.security.quota import ClientQuotaManager, QuotaType
+from data_plane.security.quota_manager import ClientQuotaManager
 from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 from data_plane.security.sasl import (
     SaslServerAuthenticator,
     SaslState,
     default_mechanism_factory,
 )
-from data_plane.security.scram import ScramCredential, ScramMechanism
 from data_plane.security.tls import server_context
 from metadata.image import MetadataImage
 from metadata.security_image import SecurityImage

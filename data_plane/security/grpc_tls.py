@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import grpc
 
-from data_plane.security.config import SecurityConfig
-from data_plane.security.tls import grpc_key_and_chain, pem_bytes
+from common.security.config import SecurityConfig
+from common.security.pem_files import pem_bytes
+from data_plane.security.tls import grpc_key_and_chain
 
 
 def server_credentials(config: SecurityConfig) -> grpc.ServerCredentials:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from data_plane.security.errors import IllegalSaslStateError, SaslAuthenticationError
-from data_plane.security.scram import CredentialLookup, ScramMechanism, password_matches
+from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.security.scram import CredentialLookup, ScramMechanism, password_matches
 
 MECHANISM = "PLAIN"
 # Larger PLAIN messages are refused before they are parsed.

@@ -42,15 +42,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.acl import (
+from common.error_codes import ErrorCode
+from common.security.acl import (
     CLUSTER_RESOURCE_NAME,
     AclOperation,
     Authorizer,
     ResourceType,
 )
-from data_plane.security.principal import KafkaPrincipal
+from common.security.principal import KafkaPrincipal
+from data_plane.protocol.api_keys import ApiKey
 
 Body = dict[str, Any]
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.error_codes import ErrorCode
 from data_plane.metrics.names import NodeMetrics
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import RequestHeader, encode_response
-from data_plane.protocol.errors import ErrorCode
 from data_plane.security.broker_security import ConnectionSecurity
 
 Body = dict[str, Any]

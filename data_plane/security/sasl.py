@@ -28,12 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.error_codes import ErrorCode
+from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.security.principal import KafkaPrincipal, build_principal
+from common.security.scram import CredentialLookup, ScramMechanism, ScramServer
 from data_plane.security.plain import MECHANISM as PLAIN
 from data_plane.security.plain import PlainCredentialCheck, PlainServer
-from data_plane.security.principal import KafkaPrincipal, build_principal
-from data_plane.security.scram import CredentialLookup, ScramMechanism, ScramServer
 
 API_VERSIONS_KEY = 18
 SASL_HANDSHAKE_KEY = 17

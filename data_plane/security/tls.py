@@ -17,14 +17,12 @@ Thread-safety: the functions are pure; an SSLContext may be shared once built.
 from __future__ import annotations
 
 import ssl
-from pathlib import Path
 
-from data_plane.security.config import SecurityConfig
-from data_plane.security.errors import TlsConfigError
+from common.security.config import SecurityConfig
+from common.security.errors import TlsConfigError
+from common.security.pem_files import check_pem_file, pem_bytes
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
-# Refuse absurd PEM files before reading them whole.
-MAX_PEM_FILE_BYTES = 1 << 20
 
 
 def _versions(ctx: ssl.SSLContext, protocols: tuple[str, ...]) -> None:
@@ -38,21 +36,10 @@ def _versions(ctx: ssl.SSLContext, protocols: tuple[str, ...]) -> None:
     ctx.maximum_version = versions[-1]
 
 
-def _check_file(key: str, path: str | None) -> str:
-    if not path:
-        raise TlsConfigError(f"{key}: required for TLS")
-    p = Path(path)
-    if not p.is_file():
-        raise TlsConfigError(f"{key}: {path} is not a readable file")
-    if p.stat().st_size > MAX_PEM_FILE_BYTES:
-        raise TlsConfigError(f"{key}: {path} is larger than {MAX_PEM_FILE_BYTES} bytes")
-    return path
-
-
 def _load_keystore(ctx: ssl.SSLContext, config: SecurityConfig) -> None:
-    certfile = _check_file("ssl.keystore.location", config.ssl_keystore_location)
+    certfile = check_pem_file("ssl.keystore.location", config.ssl_keystore_location)
     keyfile = (
-        _check_file("ssl.key.location", config.ssl_key_location)
+        check_pem_file("ssl.key.location", config.ssl_key_location)
         if config.ssl_key_location
         else None
     )
@@ -66,7 +53,7 @@ def _load_keystore(ctx: ssl.SSLContext, config: SecurityConfig) -> None:
 
 
 def _load_truststore(ctx: ssl.SSLContext, config: SecurityConfig) -> None:
-    cafile = _check_file("ssl.truststore.location", config.ssl_truststore_location)
+    cafile = check_pem_file("ssl.truststore.location", config.ssl_truststore_location)
     try:
         ctx.load_verify_locations(cafile=cafile)
     except (ssl.SSLError, OSError) as exc:
@@ -100,11 +87,6 @@ def client_context(config: SecurityConfig) -> ssl.SSLContext:
     if config.ssl_keystore_location:
         _load_keystore(ctx, config)
     return ctx
-
-
-def pem_bytes(path: str | None, key: str) -> bytes:
-    checked = _check_file(key, path)
-    return Path(checked).read_bytes()
 
 
 def grpc_key_and_chain(config: SecurityConfig) -> tuple[bytes, bytes]:

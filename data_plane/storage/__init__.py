@@ -12,30 +12,32 @@ The public API the broker and replication use, re-exported here (see docs/storag
     StorageError and subclasses                           each with a Kafka error_code (errors.py)
 """
 
-from data_plane.storage.config import LogConfig
-from data_plane.storage.errors import (
+from common.errors import (
     CorruptRecordError,
-    InvalidAppendOffsetError,
     InvalidRecordError,
-    KafkaStorageError,
-    LogDirLayoutError,
-    OffsetOutOfRangeError,
-    RecordListTooLargeError,
     RecordTooLargeError,
-    StorageError,
     UnsupportedCompressionTypeError,
 )
-from data_plane.storage.file_records import FileSlice
-from data_plane.storage.log import FetchIsolation, Log, LogAppendInfo, LogOffsetMetadata
-from data_plane.storage.log_cleaner import CleaningReport, LogCleaner
-from data_plane.storage.log_manager import LogManager, MaintenanceReport
-from data_plane.storage.record_codec import DecodedRecord, Record, build_batch, decode_records
-from data_plane.storage.records import (
+from common.log_config import LogConfig
+from common.record_batch import (
     PayloadInfo,
     RecordBatchHeader,
     validate_produce_payload,
     validate_stored_payload,
 )
+from data_plane.storage.compaction.log_cleaner import CleaningReport, LogCleaner
+from data_plane.storage.errors import (
+    InvalidAppendOffsetError,
+    KafkaStorageError,
+    LogDirLayoutError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+    StorageError,
+)
+from data_plane.storage.file_records import FileSlice
+from data_plane.storage.log import FetchIsolation, Log, LogAppendInfo, LogOffsetMetadata
+from data_plane.storage.log_manager import LogManager, MaintenanceReport
+from data_plane.storage.record_codec import DecodedRecord, Record, build_batch, decode_records
 
 __all__ = [
     "CleaningReport",

@@ -23,41 +23,24 @@ instances at one path.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping, Sequence
 
+from common.durable_io import write_file_durably
+from common.topic_partition import TopicPartition
 from data_plane.storage.errors import CorruptCheckpointError
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 CHECKPOINT_VERSION = 0
-TMP_SUFFIX = ".tmp"
-
-TopicPartition = tuple[str, int]
 
 
 def write_lines_durably(path: str, lines: Sequence[str]) -> None:
     """Replace ``path`` with ``lines`` (newline-terminated) so a crash leaves the old or the new
     content, never a torn file: write ``path.tmp``, fsync it, rename it over ``path``, fsync the
     directory. Not thread-safe for one path: callers hold their own lock."""
-    data = ("\n".join(lines) + "\n").encode("utf-8")
-    tmp = path + TMP_SUFFIX
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_file_durably(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 class OffsetCheckpointFile:

@@ -1,7 +1,7 @@
 """FileRecords: a segment's ``.log`` file, and FileSlice, a byte range of one for sendfile.
 
 File ``<20-digit base offset>.log``: RecordBatch v2 batches back to back, exactly as they
-travel on the wire (DESIGN.md decision 2; layout in :mod:`data_plane.storage.records`). No
+travel on the wire (DESIGN.md decision 2; layout in :mod:`common.record_batch`). No
 file header, no padding: the file size is the end of the last batch.
 
 Writes use ``os.pwrite`` at the tracked end position, so the file object's own position is
@@ -28,14 +28,15 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from data_plane.storage.errors import CorruptRecordError, LogClosedError
-from data_plane.storage.records import (
+from common.errors import CorruptRecordError
+from common.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     RecordBatchHeader,
     parse_header,
 )
+from data_plane.storage.errors import LogClosedError
 
 # How much of the file one header scan reads at a time: about one index interval of small
 # batches, or one large batch's header plus slack.

@@ -58,10 +58,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from data_plane.storage.config import LogConfig
+from common.errors import InvalidRecordError
+from common.log_config import LogConfig
+from common.record_batch import (
+    Buffer,
+    PayloadInfo,
+    assign_offsets,
+    validate_produce_payload,
+    validate_stored_payload,
+)
 from data_plane.storage.errors import (
     InvalidAppendOffsetError,
-    InvalidRecordError,
     KafkaStorageError,
     LogClosedError,
     OffsetOutOfRangeError,
@@ -72,13 +79,6 @@ from data_plane.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, Leade
 from data_plane.storage.log_loader import load_log
 from data_plane.storage.producer_state import AppendOrigin, ProducerStateManager
 from data_plane.storage.record_filter import check_keys_present
-from data_plane.storage.records import (
-    Buffer,
-    PayloadInfo,
-    assign_offsets,
-    validate_produce_payload,
-    validate_stored_payload,
-)
 from data_plane.storage.retention import deletable_segments
 from data_plane.storage.segment import (
     CLEANED_SUFFIX,

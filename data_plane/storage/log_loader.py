@@ -37,7 +37,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from data_plane.storage.errors import CorruptRecordError, LogDirLayoutError
+from common.durable_io import fsync_directory
+from common.errors import CorruptRecordError
+from data_plane.storage.errors import LogDirLayoutError
 from data_plane.storage.file_records import FileRecords
 from data_plane.storage.offset_index import InvalidIndexError
 from data_plane.storage.segment import (
@@ -273,7 +275,7 @@ def _complete_or_discard_swaps(
             logger.info("completing the interrupted swap of %s", name)
             src = os.path.join(dir_path, name)
             os.replace(src, src[: -len(SWAP_SUFFIX)])
-    _fsync_dir(dir_path)
+    fsync_directory(dir_path)
 
 
 def _next_offset_of(path: str, base: int) -> int:
@@ -285,14 +287,6 @@ def _next_offset_of(path: str, base: int) -> int:
         return next_offset
     finally:
         records.close()
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _recover(

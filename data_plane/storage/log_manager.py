@@ -48,24 +48,24 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from common.durable_io import TMP_SUFFIX, fsync_directory
+from common.errors import ApiError
+from common.log_config import LogConfig
+from common.topic_partition import TopicPartition
 from data_plane.storage.checkpoints import (
     HIGH_WATERMARK_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
-    TMP_SUFFIX,
     OffsetCheckpointFile,
-    TopicPartition,
 )
-from data_plane.storage.cleaner_manager import CLEANER_OFFSET_CHECKPOINT
-from data_plane.storage.config import LogConfig
+from data_plane.storage.compaction.log_cleaner import LogCleaner
+from data_plane.storage.compaction.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from data_plane.storage.errors import (
     CorruptCheckpointError,
     LogClosedError,
     LogDirLayoutError,
-    StorageError,
 )
 from data_plane.storage.log import Clock, Log, wall_clock_ms
-from data_plane.storage.log_cleaner import LogCleaner
 from data_plane.storage.log_loader import parse_topic_partition, partition_dir_name
 from data_plane.storage.partition_metadata import PartitionMetadataFile
 from data_plane.storage.segment_cache import DEFAULT_MAX_OPEN_SEGMENTS, OpenSegmentCache
@@ -251,7 +251,7 @@ class LogManager:
         for log in self._logs.values():
             try:
                 log.close()
-            except (OSError, StorageError):
+            except (OSError, ApiError):
                 logger.exception("closing %s after a failed start", log.name)
         self._logs.clear()
         self._release_locks()
@@ -433,7 +433,7 @@ class LogManager:
             pending = pending[:max_files]
         for f, dir_path in pending:
             f.flush()
-            _fsync_dir(dir_path)
+            fsync_directory(dir_path)
         return len(pending)
 
     # -- checkpoints -------------------------------------------------------------------------
@@ -514,7 +514,7 @@ class LogManager:
                 if retention:
                     deleted += log.delete_old_segments()
                 unlinked += log.delete_pending_files()
-            except (OSError, StorageError) as e:
+            except (OSError, ApiError) as e:
                 logger.exception("maintenance of %s failed", log.name)
                 errors.append(f"{log.name}: {e}")
         try:
@@ -595,11 +595,3 @@ class LogManager:
             os.fsync(fd)
             os.close(fd)
         self._release_locks()
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

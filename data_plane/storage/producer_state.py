@@ -65,8 +65,8 @@ from dataclasses import dataclass, field
 import crc32c
 import msgpack
 
+from common.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RecordBatchHeader
 from data_plane.storage.errors import StorageError
-from data_plane.storage.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RecordBatchHeader
 
 logger = logging.getLogger(__name__)
 

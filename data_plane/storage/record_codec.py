@@ -23,24 +23,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from data_plane.storage.compression import (
+from common.compression import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     Compression,
-    check_supported,
-    compress,
     decompress,
 )
-from data_plane.storage.errors import CorruptRecordError, InvalidRecordError
-from data_plane.storage.records import (
-    ATTRIBUTES_POS,
-    CODEC_MASK,
+from common.errors import CorruptRecordError, InvalidRecordError
+from common.record_batch import (
     CONTROL_MASK,
     CREATE_TIME,
     HEADER_SIZE,
-    HEADER_STRUCT,
     LOG_APPEND_TIME,
-    LOG_OVERHEAD,
-    MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -49,8 +42,8 @@ from data_plane.storage.records import (
     TRANSACTIONAL_MASK,
     Buffer,
     RecordBatchHeader,
-    compute_crc,
     parse_header,
+    seal_batch,
     validate_batch,
 )
 from data_plane.storage.varint import decode_varint, encode_varint
@@ -126,14 +119,12 @@ def build_batch(
     """
     if not records:
         raise ValueError("a record batch needs at least one record")
-    codec = check_supported(compression)
     base_ts = records[0].timestamp
     max_ts = max(r.timestamp for r in records)
     body = bytearray()
     for i, record in enumerate(records):
         _encode_record(body, i, record.timestamp - base_ts, record)
-    block = body if codec is Compression.NONE else compress(codec, body)
-    attributes = int(codec) & CODEC_MASK
+    attributes = 0
     if timestamp_type == LOG_APPEND_TIME:
         if log_append_time_ms is None:
             raise ValueError("LogAppendTime batches need log_append_time_ms")
@@ -143,27 +134,19 @@ def build_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
-    out = bytearray(HEADER_SIZE)
-    out += block
-    HEADER_STRUCT.pack_into(
-        out,
-        0,
-        base_offset,
-        len(out) - LOG_OVERHEAD,
-        partition_leader_epoch,
-        MAGIC_V2,
-        0,
-        attributes,
-        len(records) - 1,
-        base_ts,
-        max_ts,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(records),
+    out = seal_batch(
+        body,
+        codec=compression,
+        attributes=attributes,
+        record_count=len(records),
+        base_timestamp=base_ts,
+        max_timestamp=max_ts,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
     )
-    crc = compute_crc(out, 0, len(out))
-    out[ATTRIBUTES_POS - 4 : ATTRIBUTES_POS] = crc.to_bytes(4, "big")
     return out
 
 

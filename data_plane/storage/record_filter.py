@@ -1,7 +1,7 @@
 """Record-level views of one RecordBatch v2 for the log cleaner and the compacted-topic
 produce check: scanning records into spans, and re-building a batch from a subset of them.
 
-The batch layout is in :mod:`data_plane.storage.records`, the record layout in
+The batch layout is in :mod:`common.record_batch`, the record layout in
 :mod:`data_plane.storage.record_codec`. A re-built batch keeps everything that names offsets
 and producers: baseOffset, lastOffsetDelta (so a batch whose last records were removed still
 ends where it ended, and a consumer's next fetch offset moves past it), partitionLeaderEpoch,
@@ -22,14 +22,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from data_plane.storage.compression import (
+from common.compression import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     Compression,
     compress,
     decompress,
 )
-from data_plane.storage.errors import InvalidRecordError
-from data_plane.storage.records import (
+from common.errors import InvalidRecordError
+from common.record_batch import (
     CRC_POS,
     DELETE_HORIZON_MASK,
     HEADER_SIZE,

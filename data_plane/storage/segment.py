@@ -38,17 +38,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from data_plane.storage.errors import CorruptRecordError, InvalidRecordError
-from data_plane.storage.file_records import FileRecords, FileSlice, count_framed_batches
-from data_plane.storage.offset_index import InvalidIndexError, OffsetIndex
-from data_plane.storage.record_codec import decode_records
-from data_plane.storage.records import (
+from common.errors import CorruptRecordError, InvalidRecordError
+from common.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     RecordBatchHeader,
     parse_header,
     validate_batch,
 )
+from data_plane.storage.file_records import FileRecords, FileSlice, count_framed_batches
+from data_plane.storage.offset_index import InvalidIndexError, OffsetIndex
+from data_plane.storage.record_codec import decode_records
 from data_plane.storage.segment_cache import OpenSegmentCache
 from data_plane.storage.time_index import NO_TIMESTAMP, TimeIndex
 from data_plane.storage.verified_ranges import VerifiedRanges

@@ -10,7 +10,7 @@ Pure functions; thread-safe.
 
 from __future__ import annotations
 
-from data_plane.storage.errors import InvalidRecordError
+from common.errors import InvalidRecordError
 
 MAX_VARLONG_BYTES = 10
 _I64_MIN = -(1 << 63)

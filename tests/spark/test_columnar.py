@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.compression import Compression
+from common.record_batch import LOG_APPEND_TIME, iter_batch_headers
 from data_plane.storage import Record, build_batch, decode_records
-from data_plane.storage.compression import Compression
-from data_plane.storage.records import LOG_APPEND_TIME, iter_batch_headers
 from spark_integration.columnar import Columns, CorruptDataError, decode_columns
 
 BASE_TS = 1_700_000_000_000

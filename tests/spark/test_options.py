@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from common.topic_partition import TopicPartition
 from spark_integration.offsets import (
     EARLIEST,
     LATEST,
     PartitionOffsets,
     PartitionTimestamps,
-    TopicPartition,
     offsets_from_json,
     offsets_to_json,
 )

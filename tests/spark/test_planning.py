@@ -6,13 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_integration.offsets import (
-    EARLIEST,
-    LATEST,
-    PartitionOffsets,
-    PartitionTimestamps,
-    TopicPartition,
-)
+from common.topic_partition import TopicPartition
+from spark_integration.offsets import EARLIEST, LATEST, PartitionOffsets, PartitionTimestamps
 from spark_integration.planning import (
     DataLossError,
     OffsetRange,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.protocol.errors import ErrorCode
 
 
 def advertised_versions() -> list[dict[str, int]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
-from data_plane.protocol.errors import ErrorCode
 from metadata.client import ControllerError
 
 

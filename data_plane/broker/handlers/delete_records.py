@@ -6,10 +6,10 @@ delayed operation)."""
 
 from __future__ import annotations
 
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.errors import BrokerRequestError
-from data_plane.storage import StorageError
-from metadata.image import TopicPartition
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -23,7 +23,7 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             try:
                 part = apis.replica_manager.leader_partition(tp)
                 entry["low_watermark"] = part.delete_records_before(p["offset"])
-            except (BrokerRequestError, StorageError) as e:
+            except (BrokerRequestError, ApiError) as e:
                 entry["error_code"] = e.error_code
             parts.append(entry)
             apis.on_partition_change(tp)  # a parked fetch below the new start must answer

@@ -28,13 +28,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import DelayedFetch, FetchPartitionStatus
 from data_plane.broker.errors import BrokerRequestError
 from data_plane.broker.fetch_session import CachedPartition, FetchContext
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage import FetchIsolation, StorageError
-from metadata.image import TopicPartition
+from data_plane.storage import FetchIsolation
 
 # Fetch v0-2 have no response-wide max_bytes.
 NO_RESPONSE_LIMIT = 2**31 - 1
@@ -110,7 +111,7 @@ def _read_all(
                 current_leader_epoch=p.current_leader_epoch,
                 min_one_message=min_one_message,
             )
-        except (BrokerRequestError, StorageError) as e:
+        except (BrokerRequestError, ApiError) as e:
             entry["error_code"] = e.error_code
             any_error = True
         else:

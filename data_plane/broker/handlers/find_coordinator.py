@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.coordinator import OFFSETS_TOPIC, partition_for
-from data_plane.protocol.errors import ErrorCode
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
 

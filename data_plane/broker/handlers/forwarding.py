@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from common.error_codes import ErrorCode
 from data_plane.broker.apis import KafkaApis
-from data_plane.protocol.errors import ErrorCode
 from metadata.client import ControllerError
 
 

@@ -16,9 +16,9 @@ comes from the broker's controller-allocated block (:mod:`data_plane.broker.prod
 
 from __future__ import annotations
 
+from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.producer_ids import ProducerIdsUnavailableError
-from data_plane.protocol.errors import ErrorCode
 
 FIRST_PRODUCER_EPOCH = 0
 

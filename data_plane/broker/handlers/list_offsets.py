@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.errors import BrokerRequestError
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage import StorageError
-from metadata.image import TopicPartition
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -38,7 +38,7 @@ def _one(apis: KafkaApis, tp: TopicPartition, p: dict[str, Any], replica_id: int
             found = part.offset_for_timestamp(ts)
             if found is not None and found[0] < part.high_watermark:
                 out["offset"], out["timestamp"] = found
-    except (BrokerRequestError, StorageError) as e:
+    except (BrokerRequestError, ApiError) as e:
         out["error_code"] = e.error_code
     out["old_style_offsets"] = [out["offset"]] if out["offset"] >= 0 else []
     return out

@@ -17,8 +17,8 @@ import asyncio
 import logging
 from typing import Any
 
+from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.protocol.errors import ErrorCode
 from metadata.client import ControllerError
 from metadata.image import MetadataImage, TopicImage
 from metadata.messages import NewTopic

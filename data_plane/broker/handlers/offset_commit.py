@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.coordinator.messages import OffsetCommitRequest
-from data_plane.protocol.errors import ErrorCode
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:

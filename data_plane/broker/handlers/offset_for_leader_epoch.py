@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.errors import BrokerRequestError
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage import StorageError
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from metadata.image import TopicPartition
 
 
 def _one(apis: KafkaApis, tp: TopicPartition, p: dict[str, Any]) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def _one(apis: KafkaApis, tp: TopicPartition, p: dict[str, Any]) -> dict[str, An
         part = apis.replica_manager.leader_partition(tp)
         part.check_leader_epoch(p.get("current_leader_epoch", -1))
         answer = part.end_offset_for_epoch(p["leader_epoch"])
-    except (BrokerRequestError, StorageError) as e:
+    except (BrokerRequestError, ApiError) as e:
         out["error_code"] = e.error_code
         return out
     out["leader_epoch"], out["end_offset"] = answer.epoch, answer.end_offset

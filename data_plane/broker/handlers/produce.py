@@ -21,11 +21,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import DelayedProduce
 from data_plane.broker.replica_manager import AppendResult
-from data_plane.protocol.errors import ErrorCode
-from metadata.image import TopicPartition
 from metadata.topics import INTERNAL_TOPICS
 
 _INTERNAL_TOPIC_REFUSED = AppendResult(

@@ -12,8 +12,8 @@ import json
 import random
 import time
 
+from common.error_codes import ErrorCode
 from data_plane.client import Admin, NewTopic, Producer, TopicOperationError
-from data_plane.protocol.errors import ErrorCode
 
 PAGES = ("/", "/pricing", "/docs", "/docs/spark", "/blog", "/signup", "/login", "/about")
 # Relative popularity of PAGES (the home page and the docs get most clicks).

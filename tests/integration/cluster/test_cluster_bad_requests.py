@@ -8,7 +8,7 @@ import socket
 import grpc
 import pytest
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster, wait_until
 from metadata.messages import AlterPartitionItem, AlterPartitionTopic, NewTopic

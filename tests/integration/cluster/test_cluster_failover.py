@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster, wait_until
 from metadata.client import ControllerError

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from deploy.ports import free_ports
 from metadata.broker_manager import BrokerMetadataManager
 from metadata.client import ControllerClient
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from metadata.messages import NewTopic
@@ -32,8 +32,6 @@ CONFIG = ControllerConfig(
     broker_heartbeat_interval_ms=200,
     auto_leader_rebalance_enable=False,
 )
-
-
 
 
 def wait_until(predicate: Callable[[], object], what: str) -> object:

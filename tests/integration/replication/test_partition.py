@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from deploy.local_cluster import LocalCluster
 from tests.integration.replication.helpers import FAST_OVERRIDES, bytes_up_to, wait_for
 

@@ -1,4 +1,4 @@
-"""ACLs on the controller's gRPC RPCs under mutual TLS (data_plane/security/control_plane_authz.py).
+"""ACLs on the controller's gRPC RPCs under mutual TLS (metadata/control_plane_authz.py).
 
 A controller on the in-memory quorum (no processes are started: deploy's ControllerComponent
 does not pass an authorizer yet, see docs/security.md) with real gRPC mutual TLS. The broker's
@@ -16,21 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import from_props
-from data_plane.protocol.errors import ErrorCode
+from common.configdef import from_props
+from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+from common.security.config import SecurityConfig
+from common.security.principal import KafkaPrincipal
 from data_plane.security import certs
-from data_plane.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
-from data_plane.security.config import SecurityConfig
-from data_plane.security.control_plane_authz import (
+from data_plane.security.grpc_tls import channel_credentials, server_credentials
+from metadata import security_messages as sm
+from metadata.client import ControllerClient, ControllerError
+from metadata.control_plane_authz import (
     ControlPlaneAuthorizer,
     control_plane_authorizer,
     principal_from_pem,
 )
-from data_plane.security.grpc_tls import channel_credentials, server_credentials
-from data_plane.security.principal import KafkaPrincipal
-from metadata import security_messages as sm
-from metadata.client import ControllerClient, ControllerError
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.messages import NewTopic
 from metadata.security_client import create_acls
 from metadata.service import ControllerServer

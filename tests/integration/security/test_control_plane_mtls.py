@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import from_props
+from common.configdef import from_props
+from common.security.config import SecurityConfig
 from data_plane.security import certs
-from data_plane.security.config import SecurityConfig
 from data_plane.security.grpc_tls import channel_credentials
 from deploy.cli import main as cli_main
 from deploy.local_cluster import LocalCluster

@@ -8,15 +8,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from data_plane.broker.fetch_session import (
-    MAX_EPOCH,
-    CachedPartition,
-    FetchSessionCache,
-    next_epoch,
-)
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
+from data_plane.broker.fetch_session import CachedPartition, FetchSessionCache
+from data_plane.protocol.fetch_session_epochs import MAX_EPOCH, next_epoch
 from data_plane.replication.fetch_session_handler import FetchSessionHandler, PartitionFields
-from metadata.image import TopicPartition
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from common.error_codes import ErrorCode
 from data_plane.broker.partition import Partition, Role
-from data_plane.protocol.errors import ErrorCode
 from data_plane.replication.follower import truncation_offset
 from data_plane.replication.leader_state import IsrChangeKind
 from data_plane.storage import (

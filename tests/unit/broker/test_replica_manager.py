@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.broker.delayed import DelayedFetch, DelayedProduce, FetchPartitionStatus
 from data_plane.broker.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
-from data_plane.protocol.errors import ErrorCode
 from data_plane.storage import FetchIsolation, LogConfig, LogManager, Record, build_batch
-from metadata.image import MetadataImage, PartitionRegistration, TopicImage, TopicPartition
+from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 
 TP = TopicPartition("t", 0)
 

@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import pytest
 
+from common.error_codes import ErrorCode
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.connection import _END, _more_after
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import encode_request
-from data_plane.protocol.errors import ErrorCode
 from data_plane.storage import Record, build_batch
 from data_plane.storage.file_records import FileSlice
 from data_plane.storage.record_codec import Compression
@@ -610,7 +610,7 @@ def test_fetch_sizes_first_batch_whole_then_limits(client: WireClient) -> None:
 
 @pytest.mark.parametrize("interval_ms", [100, 600_000])
 def test_high_watermarks_are_checkpointed_periodically_and_at_stop(tmp_path, interval_ms) -> None:
-    from metadata.image import TopicPartition
+    from common.topic_partition import TopicPartition
 
     config = BrokerConfig(replica_high_watermark_checkpoint_interval_ms=interval_ms)
     h = BrokerHarness(tmp_path, config)

@@ -6,7 +6,7 @@ import os
 
 from chaos.checker import compare_replica_logs
 from chaos.checker import model as k
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from data_plane.storage.log import Log
 from data_plane.storage.record_codec import Record, build_batch
 from tests.unit.chaos.history_builder import TOPIC, HistoryBuilder

@@ -16,7 +16,7 @@ from data_plane.protocol.codec import (
     encode_response,
     unsupported_version_response,
 )
-from data_plane.protocol.exceptions import UnsupportedVersionError
+from data_plane.protocol.errors import UnsupportedVersionError
 
 Handler = Callable[[RequestHeader, dict[str, Any]], bytes | None]
 

@@ -4,10 +4,10 @@ import threading
 
 import pytest
 
+from common.topic_partition import TopicPartition
 from data_plane.client.accumulator import RecordAccumulator
 from data_plane.client.config import ProducerConfig, client_config
 from data_plane.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
-from data_plane.client.records import TopicPartition
 from data_plane.storage.record_codec import decode_records
 
 TP0 = TopicPartition("t", 0)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.topic_partition import TopicPartition
 from data_plane.client.assignors import (
     GroupMember,
     RangeAssignor,
@@ -17,7 +18,6 @@ from data_plane.client.assignors import (
     assignor_for,
 )
 from data_plane.client.consumer_protocol import Subscription
-from data_plane.client.records import TopicPartition
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

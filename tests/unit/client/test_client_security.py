@@ -12,23 +12,23 @@ from typing import Any
 
 import pytest
 
-from data_plane.client.config import ProducerConfig, client_config
-from data_plane.client.connection import CLOSED, READY, BrokerConnection
-from data_plane.configdef import ConfigError
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security import certs
-from data_plane.security.client_auth import (
+from common.configdef import ConfigError
+from common.error_codes import ErrorCode
+from common.security.errors import SaslAuthenticationError
+from common.security.scram import ScramCredential, ScramMechanism, make_credential
+from data_plane.client.client_security import (
     AuthenticationFailedError,
     ClientSecurity,
     SaslClientAuthenticator,
     client_security,
 )
-from data_plane.security.errors import SaslAuthenticationError
+from data_plane.client.config import ProducerConfig, client_config
+from data_plane.client.connection import CLOSED, READY, BrokerConnection
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from data_plane.security import certs
 from data_plane.security.plain import scram_plain_check
 from data_plane.security.sasl import SaslServerAuthenticator, default_mechanism_factory
-from data_plane.security.scram import ScramCredential, ScramMechanism, make_credential
 from tests.unit.client.scripted_broker import ScriptedBroker
 
 PASSWORD = "s3cret-password"

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from common.configdef import ConfigError
 from data_plane.client import Consumer, Producer
 from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
-from data_plane.configdef import ConfigError
 
 
 def test_kafka_property_names_and_defaults() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.assignors import RangeAssignor, RoundRobinAssignor
 from data_plane.client.consumer_coordinator import (
     AssignmentNeeded,
@@ -24,9 +26,7 @@ from data_plane.client.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
 
 COORDINATOR = 7
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.topic_partition import TopicPartition
 from data_plane.client.consumer_protocol import (
     Assignment,
     ConsumerProtocolError,
@@ -19,7 +20,6 @@ from data_plane.client.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from data_plane.client.records import TopicPartition
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from data_plane.client.record_decoder import decode_fetched
-from data_plane.client.records import ConsumerRecord
+from data_plane.client.record_types import ConsumerRecord
 from data_plane.storage.record_codec import Record, build_batch
 
 

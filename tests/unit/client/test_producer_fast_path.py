@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from common.topic_partition import TopicPartition
 from data_plane.client import Producer
 from data_plane.client.accumulator import RecordAccumulator
 from data_plane.client.config import ProducerConfig, client_config
-from data_plane.client.records import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from data_plane.storage.record_codec import decode_records

@@ -4,13 +4,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.compression import Compression
+from common.record_batch import LOG_APPEND_TIME
 from data_plane.client.errors import KafkaError
 from data_plane.client.record_decoder import FetchedRecords, decode_fetched
 from data_plane.client.record_encoder import RecordBatchBuilder
-from data_plane.client.records import ConsumerRecord
-from data_plane.storage.compression import Compression
+from data_plane.client.record_types import ConsumerRecord
 from data_plane.storage.record_codec import Record, build_batch, decode_records
-from data_plane.storage.records import LOG_APPEND_TIME
 from tests.unit.client.kafka_python import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 KAFKA_CODECS = {Compression.NONE: 0, Compression.GZIP: 1, Compression.ZSTD: 4}

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.compression import Compression
 from data_plane.client.record_encoder import RecordBatchBuilder, encode_record, zigzag_varint
-from data_plane.storage.compression import Compression
 from data_plane.storage.record_codec import Record, build_batch
 from data_plane.storage.varint import encode_varint
 

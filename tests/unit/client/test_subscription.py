@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from common.topic_partition import TopicPartition
 from data_plane.client.errors import IllegalStateError
-from data_plane.client.records import TopicPartition
 from data_plane.client.subscription import SubscriptionState
 
 A0 = TopicPartition("a", 0)

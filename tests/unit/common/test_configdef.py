@@ -1,4 +1,4 @@
-"""data_plane.configdef: Kafka-named properties onto typed dataclasses."""
+"""common.configdef: Kafka-named properties onto typed dataclasses."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from data_plane import configdef
-from data_plane.configdef import ConfigError, prop
+from common import configdef
+from common.configdef import ConfigError, prop
 
 
 @dataclass(frozen=True)

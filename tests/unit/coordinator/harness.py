@@ -8,6 +8,7 @@ import struct
 from collections.abc import Hashable
 from typing import Any
 
+from common.error_codes import ErrorCode
 from data_plane.coordinator.config import GroupCoordinatorConfig
 from data_plane.coordinator.coordinator import GroupCoordinator
 from data_plane.coordinator.messages import (
@@ -19,7 +20,6 @@ from data_plane.coordinator.messages import (
     SyncGroupRequest,
     SyncGroupResult,
 )
-from data_plane.protocol.errors import ErrorCode
 
 RANGE = (("range", b"sub-range"),)
 

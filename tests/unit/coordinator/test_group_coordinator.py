@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.error_codes import ErrorCode
 from data_plane.coordinator.group import GroupMetadata, GroupState, IllegalGroupTransitionError
 from data_plane.coordinator.messages import DeleteGroupsResult, OffsetCommitResult
 from data_plane.coordinator.records import (
@@ -13,7 +14,6 @@ from data_plane.coordinator.records import (
     decode_key,
     decode_offset_value,
 )
-from data_plane.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import Harness, subscription
 
 

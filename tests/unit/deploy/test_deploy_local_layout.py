@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import ConfigError
+from common.configdef import ConfigError
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError, plan_layout
 from deploy.listeners import parse_listener, parse_server_list
 from deploy.local_cluster import LocalCluster

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from data_plane.storage.log_manager import LogManager
 from deploy.local_replicas import LocalReplicas
 from metadata.delta import MetadataDelta

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import ConfigError
+from common.configdef import ConfigError
 from deploy.meta_properties import (
-    StorageError,
+    MetaPropertiesError,
     check_directories,
     format_directories,
     random_uuid,
@@ -49,22 +49,24 @@ def test_format_refuses_a_formatted_directory_unless_told(tmp_path: Path) -> Non
     d = str(tmp_path / "a")
     cid = random_uuid()
     format_directories([d], cluster_id=cid, node_id=1)
-    with pytest.raises(StorageError, match="already formatted"):
+    with pytest.raises(MetaPropertiesError, match="already formatted"):
         format_directories([d], cluster_id=cid, node_id=1)
     assert format_directories([d], cluster_id=cid, node_id=1, ignore_formatted=True) == []
-    with pytest.raises(StorageError, match=r"formatted for cluster\.id"):
+    with pytest.raises(MetaPropertiesError, match=r"formatted for cluster\.id"):
         format_directories([d], cluster_id=random_uuid(), node_id=1, ignore_formatted=True)
 
 
 def test_check_refuses_unformatted_foreign_and_mixed_directories(tmp_path: Path) -> None:
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    with pytest.raises(StorageError, match="is not formatted"):
+    with pytest.raises(MetaPropertiesError, match="is not formatted"):
         check_directories([a], node_id=1)
     format_directories([a], cluster_id=random_uuid(), node_id=1)
-    with pytest.raises(StorageError, match=r"belongs to node\.id=1, but this node is node\.id=2"):
+    with pytest.raises(
+        MetaPropertiesError, match=r"belongs to node\.id=1, but this node is node\.id=2"
+    ):
         check_directories([a], node_id=2)
     format_directories([b], cluster_id=random_uuid(), node_id=1)
-    with pytest.raises(StorageError, match="directories from different clusters"):
+    with pytest.raises(MetaPropertiesError, match="directories from different clusters"):
         check_directories([a, b], node_id=1)
 
 
@@ -73,7 +75,7 @@ def test_check_refuses_a_copied_directory(tmp_path: Path) -> None:
     format_directories([str(a)], cluster_id=random_uuid(), node_id=1)
     b.mkdir()
     (b / "meta.properties").write_bytes((a / "meta.properties").read_bytes())
-    with pytest.raises(StorageError, match=r"same directory\.id"):
+    with pytest.raises(MetaPropertiesError, match=r"same directory\.id"):
         check_directories([str(a), str(b)], node_id=1)
 
 
@@ -88,5 +90,5 @@ def test_check_refuses_a_copied_directory(tmp_path: Path) -> None:
 )
 def test_corrupt_meta_properties_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "meta.properties").write_text(text)
-    with pytest.raises(StorageError, match=message):
+    with pytest.raises(MetaPropertiesError, match=message):
         read_meta_properties(str(tmp_path))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import ConfigError
+from common.configdef import ConfigError
 from deploy.node_config import load_node_config, node_settings_from_props
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "deploy" / "examples"

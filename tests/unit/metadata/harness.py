@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from metadata.config import ControllerConfig
 from metadata.controller import QuorumController
+from metadata.controller_config import ControllerConfig
 from metadata.image import MetadataImage
 from metadata.messages import (
     BrokerHeartbeatRequest,

@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterator
 import pytest
 from memlog import InMemoryQuorum
 
+from common.topic_partition import TopicPartition
 from metadata.broker_manager import BrokerMetadataManager
 from metadata.client import ControllerClient
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.delta import MetadataDelta
-from metadata.image import MetadataImage, TopicPartition
+from metadata.image import MetadataImage
 from metadata.messages import NewTopic
 from metadata.service import ControllerServer
 from metadata.snapshot import build_snapshot

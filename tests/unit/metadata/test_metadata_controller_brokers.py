@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from harness import Harness
 
-from data_plane.protocol.errors import ErrorCode
-from metadata.config import ControllerConfig
+from common.error_codes import ErrorCode
+from metadata.controller_config import ControllerConfig
 from metadata.messages import (
     AllocateProducerIdsRequest,
     AlterPartitionItem,

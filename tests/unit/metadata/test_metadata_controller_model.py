@@ -8,7 +8,7 @@ import random
 import pytest
 from harness import Harness
 
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.delta import MetadataDelta
 from metadata.election import check_partition
 from metadata.image import MetadataImage

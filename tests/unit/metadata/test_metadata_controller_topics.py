@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from harness import Harness
 
-from data_plane.protocol.errors import ErrorCode
-from metadata.config import ControllerConfig
+from common.error_codes import ErrorCode
+from metadata.controller_config import ControllerConfig
 from metadata.messages import (
     OP_APPEND,
     OP_DELETE,

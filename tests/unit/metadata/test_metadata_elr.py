@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from harness import Harness
 
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import (
     AlterPartitionItem,

@@ -4,8 +4,9 @@ import uuid
 
 import pytest
 
+from common.topic_partition import TopicPartition
 from metadata.delta import MetadataDelta, apply_records
-from metadata.image import MetadataImage, SnapshotDecodeError, TopicPartition
+from metadata.image import MetadataImage, SnapshotDecodeError
 from metadata.records import (
     NO_LEADER_CHANGE,
     BrokerRegistrationChangeRecord,

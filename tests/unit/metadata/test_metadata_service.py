@@ -11,9 +11,9 @@ import msgpack
 import pytest
 from memlog import InMemoryQuorum
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 from metadata.client import ControllerClient, ControllerError
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.messages import NewTopic
 from metadata.records import NoOpRecord, TopicRecord, decode_record
 from metadata.rpc import decode_envelope, method_path

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from data_plane.configdef import from_props
-from metadata.config import ControllerConfig
+from common.configdef import from_props
+from metadata.controller_config import ControllerConfig
 from metadata.messages import (
     AlterPartitionItem,
     AlterPartitionRequest,

@@ -4,7 +4,7 @@ import importlib
 import inspect
 import warnings
 
-from data_plane.protocol.errors import ErrorCode, error_for_code, error_name, is_retriable
+from common.error_codes import ErrorCode, error_for_code, error_name, is_retriable
 
 
 def test_codes_named_as_kafka() -> None:

@@ -8,11 +8,12 @@ import uuid
 import msgpack
 import pytest
 
-from data_plane.protocol.errors import ErrorCode
-from metadata.config import ControllerConfig
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
+from metadata.controller_config import ControllerConfig
 from metadata.delta import MetadataDelta, apply_records
 from metadata.election import InvariantViolation, check_partition
-from metadata.image import MetadataImage, PartitionRegistration, TopicPartition
+from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import (
     AlterPartitionItem,
     AlterPartitionReassignmentsRequest,

@@ -9,13 +9,13 @@ import threading
 
 import pytest
 
+from common.error_codes import ErrorCode
 from data_plane.broker.producer_ids import (
     InvalidProducerIdBlockError,
     ProducerIdBlocks,
     ProducerIdManager,
     ProducerIdsUnavailableError,
 )
-from data_plane.protocol.errors import ErrorCode
 from metadata.messages import AllocateProducerIdsResponse
 
 BLOCK = 10

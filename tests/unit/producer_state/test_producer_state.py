@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from data_plane.storage.log import Log
 from data_plane.storage.producer_state import (
     NUM_BATCHES_TO_RETAIN,

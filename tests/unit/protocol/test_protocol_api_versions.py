@@ -5,10 +5,10 @@ from __future__ import annotations
 import struct
 import warnings
 
+from common.error_codes import ErrorCode
 from data_plane.protocol import codec
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.protocol.codec import RequestHeader, UnsupportedVersionError
-from data_plane.protocol.errors import ErrorCode
 from tests.unit.protocol import kafka_oracle
 
 

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from data_plane.protocol.codec import MAX_REQUEST_BYTES
-from data_plane.protocol.exceptions import FrameTooLargeError, ProtocolError
+from data_plane.protocol.errors import FrameTooLargeError, ProtocolError
 from data_plane.protocol.framing import FrameReader
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from data_plane.protocol import codec
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.exceptions import ProtocolError, UnsupportedVersionError
+from data_plane.protocol.errors import ProtocolError, UnsupportedVersionError
 from data_plane.protocol.framing import FrameReader
 
 POLL_S = 0.2

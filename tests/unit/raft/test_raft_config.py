@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from data_plane.configdef import ConfigError, describe, from_props
+from common.configdef import ConfigError, describe, from_props
 from raft.config import RaftConfig, parse_voters
 
 GOOD = {

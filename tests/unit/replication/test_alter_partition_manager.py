@@ -7,10 +7,10 @@ import asyncio
 import concurrent.futures
 import threading
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.leader_state import IsrChangeKind, IsrChangeProposal
-from metadata.image import TopicPartition
 from metadata.messages import AlterPartitionResponse, AlterPartitionResult, AlterPartitionTopic
 
 

@@ -7,11 +7,12 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from common.topic_partition import TopicPartition
 from data_plane.broker.partition import Partition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
 from data_plane.storage import Log, LogConfig, Record, build_batch
-from metadata.image import PartitionRegistration, TopicPartition
+from metadata.image import PartitionRegistration
 from tests.unit.broker.harness import BROKER_ID, BrokerHarness
 from tests.unit.broker.test_server_wire import presult, produce_body
 from tests.unit.broker.wire import WireClient

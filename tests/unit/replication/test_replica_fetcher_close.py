@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
+from common.topic_partition import TopicPartition
 from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
-from metadata.image import TopicPartition
 
 
 def test_close_then_wait_closed_finishes_every_fetcher_task() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.security.acl import (
+from common.security.acl import (
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
@@ -17,7 +17,7 @@ from data_plane.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from data_plane.security.principal import KafkaPrincipal
+from common.security.principal import KafkaPrincipal
 
 T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED

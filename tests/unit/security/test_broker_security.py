@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import from_props
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security import certs
-from data_plane.security.acl import (
+from common.configdef import from_props
+from common.error_codes import ErrorCode
+from common.security.acl import (
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -24,12 +22,14 @@ from data_plane.security.acl import (
     ResourcePattern,
     ResourceType,
 )
+from common.security.config import SecurityConfig
+from common.security.errors import TlsConfigError
+from common.security.principal import ANONYMOUS, KafkaPrincipal
+from common.security.scram import MIN_ITERATIONS, ScramClient, ScramMechanism, make_credential
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.security import certs
 from data_plane.security.broker_security import BrokerSecurity
-from data_plane.security.config import SecurityConfig
-from data_plane.security.errors import TlsConfigError
 from data_plane.security.plain import plain_message
-from data_plane.security.principal import ANONYMOUS, KafkaPrincipal
-from data_plane.security.scram import MIN_ITERATIONS, ScramClient, ScramMechanism, make_credential
 from data_plane.security.tls import client_context
 from data_plane.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
 from metadata.image import MetadataImage

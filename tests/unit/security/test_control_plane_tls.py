@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import from_props
+from common.configdef import from_props
+from common.security.config import SecurityConfig
 from data_plane.security import certs
-from data_plane.security.config import SecurityConfig
 from data_plane.security.grpc_tls import (
     channel_credentials,
     control_plane_credentials,
     server_credentials,
 )
 from metadata.client import ControllerClient, ControllerError
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.service import ControllerServer
 from metadata.snapshot import build_snapshot
 from tests.unit.metadata.memlog import InMemoryQuorum

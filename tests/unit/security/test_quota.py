@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.security.quota import (
-    DEFAULT_ENTITY,
-    ClientQuotaManager,
-    QuotaType,
-    entity_precedence,
-)
+from common.security.quota import DEFAULT_ENTITY, QuotaType, entity_precedence
+from data_plane.security.quota_manager import ClientQuotaManager
 
 
 class Clock:

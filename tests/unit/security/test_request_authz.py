@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.acl import (
+from common.error_codes import ErrorCode
+from common.security.acl import (
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -15,7 +13,9 @@ from data_plane.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from data_plane.security.principal import KafkaPrincipal
+from common.security.principal import KafkaPrincipal
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import RequestHeader, encode_response
 from data_plane.security.request_authz import RequestAuthorizer, Session
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY

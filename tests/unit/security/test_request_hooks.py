@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import uuid
 
-from data_plane.configdef import from_props
-from data_plane.metrics.names import NodeMetrics
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.acl import (
+from common.configdef import from_props
+from common.error_codes import ErrorCode
+from common.security.acl import (
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -18,11 +15,14 @@ from data_plane.security.acl import (
     ResourcePattern,
     ResourceType,
 )
+from common.security.config import SecurityConfig
+from common.security.scram import MIN_ITERATIONS, ScramMechanism, make_credential
+from data_plane.metrics.names import NodeMetrics
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import RequestHeader
 from data_plane.security.broker_security import BrokerSecurity
-from data_plane.security.config import SecurityConfig
 from data_plane.security.plain import plain_message
 from data_plane.security.request_hooks import RequestHooks, api_name, raw_frame
-from data_plane.security.scram import MIN_ITERATIONS, ScramMechanism, make_credential
 from metadata.image import MetadataImage
 from metadata.security_image import SecurityImage
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.error_codes import ErrorCode
+from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.security.principal import ANONYMOUS, KafkaPrincipal, build_principal, subject_dn
+from common.security.scram import MIN_ITERATIONS, ScramClient, ScramMechanism, make_credential
 from data_plane.security.plain import PlainServer, parse_plain, plain_message, scram_plain_check
-from data_plane.security.principal import ANONYMOUS, KafkaPrincipal, build_principal, subject_dn
 from data_plane.security.sasl import (
     API_VERSIONS_KEY,
     SASL_AUTHENTICATE_KEY,
@@ -16,7 +17,6 @@ from data_plane.security.sasl import (
     SaslState,
     default_mechanism_factory,
 )
-from data_plane.security.scram import MIN_ITERATIONS, ScramClient, ScramMechanism, make_credential
 
 PRODUCE_KEY = 0
 SHA512 = ScramMechanism.SCRAM_SHA_512

@@ -8,12 +8,12 @@ import warnings
 
 import pytest
 
-from data_plane.security.errors import (
+from common.security.errors import (
     IllegalSaslStateError,
     InvalidCredentialError,
     SaslAuthenticationError,
 )
-from data_plane.security.scram import (
+from common.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramClient,

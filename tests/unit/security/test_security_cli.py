@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from deploy.cli import main
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.service import ControllerServer
 from metadata.snapshot import build_snapshot
 from tests.unit.metadata.memlog import InMemoryQuorum

@@ -10,20 +10,20 @@ from collections.abc import Iterator
 
 import pytest
 
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
-from data_plane.security.plain import scram_plain_check
-from data_plane.security.scram import (
+from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+from common.security.scram import (
     MIN_ITERATIONS,
     ScramClient,
     ScramMechanism,
     ScramServer,
     salted_password,
 )
+from data_plane.security.plain import scram_plain_check
 from metadata import security_control as ctl
 from metadata import security_messages as sm
 from metadata.client import ControllerClient
-from metadata.config import ControllerConfig
+from metadata.controller_config import ControllerConfig
 from metadata.delta import MetadataDelta, apply_records
 from metadata.image import MetadataImage
 from metadata.records import (

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.configdef import ConfigError, from_props
+from common.configdef import ConfigError, from_props
+from common.security.config import SecurityConfig
+from common.security.errors import TlsConfigError
 from data_plane.security import certs
-from data_plane.security.config import SecurityConfig
-from data_plane.security.errors import TlsConfigError
 from data_plane.security.tls import client_context, grpc_key_and_chain, server_context
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 
-from data_plane.storage.cleaner import Cleaner, CleanResult
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
+from common.record_batch import RecordBatchHeader, iter_batch_headers
+from data_plane.storage.compaction.cleaner import Cleaner, CleanResult
+from data_plane.storage.compaction.offset_map import OffsetMap
+from data_plane.storage.compaction.throttler import Throttler
 from data_plane.storage.log import Log
-from data_plane.storage.offset_map import OffsetMap
 from data_plane.storage.record_codec import DecodedRecord, Record, build_batch, decode_records
-from data_plane.storage.records import RecordBatchHeader, iter_batch_headers
-from data_plane.storage.throttler import Throttler
 
 COMPACT = LogConfig(
     cleanup_policy="compact",

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from data_plane.storage.log import Log
 from data_plane.storage.record_codec import Record, build_batch
 

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from data_plane.storage.compression import Compression
-from data_plane.storage.errors import InvalidRecordError
+from common.compression import Compression
+from common.errors import InvalidRecordError
+from common.record_batch import DELETE_HORIZON_MASK, iter_batch_headers, validate_batch
 from data_plane.storage.log import FetchIsolation, Log
 from data_plane.storage.record_codec import decode_records
-from data_plane.storage.records import DELETE_HORIZON_MASK, iter_batch_headers, validate_batch
 
 from .cleaner_helpers import COMPACT, append_keyed, clean, keyed, latest_values, read_all
 

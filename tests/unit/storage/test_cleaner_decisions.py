@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from data_plane.storage.cleanable import cleanable_range, group_segments_by_size
-from data_plane.storage.offset_map import OffsetMap, OffsetMapFullError
+from data_plane.storage.compaction.cleanable import cleanable_range, group_segments_by_size
+from data_plane.storage.compaction.offset_map import OffsetMap, OffsetMapFullError
+from data_plane.storage.compaction.throttler import Throttler
 from data_plane.storage.segment import MAX_RELATIVE_OFFSET
-from data_plane.storage.throttler import Throttler
 
 
 @dataclass

@@ -13,7 +13,7 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_plane.storage.compression import Compression
+from common.compression import Compression
 from data_plane.storage.log import Log
 
 from .cleaner_helpers import COMPACT, clean, keyed, read_all

@@ -10,15 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_plane.storage.compression import Compression, decompress
-from data_plane.storage.errors import (
+from common.compression import Compression, decompress
+from common.errors import (
     CorruptRecordError,
     InvalidRecordError,
     RecordTooLargeError,
     UnsupportedCompressionTypeError,
 )
-from data_plane.storage.record_codec import Record, build_batch, decode_records
-from data_plane.storage.records import (
+from common.record_batch import (
     ATTRIBUTES_POS,
     CRC_POS,
     LOG_APPEND_TIME,
@@ -29,6 +28,7 @@ from data_plane.storage.records import (
     validate_produce_payload,
     validate_stored_payload,
 )
+from data_plane.storage.record_codec import Record, build_batch, decode_records
 from data_plane.storage.varint import decode_varint, encode_varint, size_of_varint
 
 # kafka-python (the oracle) imports importlib.resources.read_text, deprecated in 3.11.

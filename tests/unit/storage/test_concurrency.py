@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
+from common.record_batch import iter_batch_headers
 from data_plane.storage.log import FetchIsolation, Log
-from data_plane.storage.records import iter_batch_headers
 
 from .conftest import batch
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.configdef import ConfigError, describe, from_props, to_props, with_overrides
-from data_plane.storage.config import LogConfig
+from common.configdef import ConfigError, describe, from_props, to_props, with_overrides
+from common.log_config import LogConfig
 
 
 def test_defaults_match_kafka() -> None:

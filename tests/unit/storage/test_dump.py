@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from deploy.cli import main
 
 from .conftest import batch

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from data_plane.storage.log import FetchIsolation
 from data_plane.storage.log_manager import LogManager
 from data_plane.storage.segment_cache import OpenSegmentCache

@@ -6,16 +6,16 @@ import os
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.errors import RecordTooLargeError
+from common.log_config import LogConfig
+from common.record_batch import LOG_APPEND_TIME, iter_batch_headers, validate_batch
 from data_plane.storage.errors import (
     InvalidAppendOffsetError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
-    RecordTooLargeError,
 )
 from data_plane.storage.log import FetchIsolation
 from data_plane.storage.record_codec import decode_records
-from data_plane.storage.records import LOG_APPEND_TIME, iter_batch_headers, validate_batch
 
 from .conftest import batch
 

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from common.log_config import LogConfig
 from data_plane.storage.checkpoints import OffsetCheckpointFile
-from data_plane.storage.cleaner_manager import CLEANER_OFFSET_CHECKPOINT
-from data_plane.storage.config import LogConfig
+from data_plane.storage.compaction.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from data_plane.storage.log_manager import LogManager
 
 from .cleaner_helpers import COMPACT, append_keyed, latest_values, read_all

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
+from common.log_config import LogConfig
 from data_plane.storage.checkpoints import OffsetCheckpointFile
-from data_plane.storage.config import LogConfig
 from data_plane.storage.errors import CorruptCheckpointError, LogDirLayoutError
 from data_plane.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 
@@ -149,7 +149,7 @@ def test_background_maintenance_thread_starts_and_stops(tmp_path, managers) -> N
 _CRASHER = textwrap.dedent(
     """
     import sys
-    from data_plane.storage.config import LogConfig
+    from common.log_config import LogConfig
     from data_plane.storage.log_manager import LogManager
     from data_plane.storage.record_codec import Record, build_batch
     m = LogManager(LogConfig(log_dirs=(sys.argv[1],), segment_bytes=4096))

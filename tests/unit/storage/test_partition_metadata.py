@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from data_plane.storage.errors import CorruptCheckpointError
 from data_plane.storage.log_manager import LogManager
 from data_plane.storage.partition_metadata import (

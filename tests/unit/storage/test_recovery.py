@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_plane.storage.config import LogConfig
-from data_plane.storage.errors import CorruptRecordError, LogDirLayoutError
+from common.errors import CorruptRecordError
+from common.log_config import LogConfig
+from common.record_batch import iter_batch_headers
+from data_plane.storage.errors import LogDirLayoutError
 from data_plane.storage.log import Log
-from data_plane.storage.records import iter_batch_headers
 
 from .conftest import ManualClock, batch
 

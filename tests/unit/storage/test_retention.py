@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from data_plane.storage.config import LogConfig
+from common.log_config import LogConfig
 from data_plane.storage.errors import OffsetOutOfRangeError
 
 from .conftest import batch

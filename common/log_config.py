@@ -2,14 +2,14 @@
 
 Broker-level keys (``log.segment.bytes``) set the defaults in ``server.properties``; the
 per-topic keys (``segment.bytes``) override them for one topic (see
-:func:`data_plane.configdef.with_overrides` with ``topic=True``). Immutable, thread-safe.
+:func:`common.configdef.with_overrides` with ``topic=True``). Immutable, thread-safe.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from data_plane.configdef import ConfigError, prop
+from common.configdef import ConfigError, prop
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1

@@ -22,7 +22,7 @@ import zlib
 
 import zstandard
 
-from data_plane.storage.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from common.errors import CorruptRecordError, UnsupportedCompressionTypeError
 
 # Bound on one batch's decompressed records: larger than any batch a sane producer builds
 # (message.max.bytes is about 1 MiB compressed), small enough to never exhaust memory.

@@ -2,7 +2,7 @@
 
 The principal of an RPC is ``User:<subject DN of the client certificate>`` (most specific RDN
 first, e.g. ``User:CN=admin,O=kraftlog development``): the same name an SSL listener gives the
-same certificate (:func:`data_plane.security.principal.build_principal`), so one ACL serves
+same certificate (:func:`common.security.principal.build_principal`), so one ACL serves
 both. Without a verified certificate the principal is ``User:ANONYMOUS``.
 
 Each RPC needs (Kafka's mapping, ControllerApis / KafkaApis):
@@ -46,17 +46,17 @@ from typing import Any
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.acl import (
+from common.error_codes import ErrorCode
+from common.security.acl import (
     CLUSTER_RESOURCE_NAME,
     AclBinding,
     AclOperation,
     Authorizer,
     ResourceType,
 )
-from data_plane.security.config import SecurityConfig
-from data_plane.security.principal import ANONYMOUS, KafkaPrincipal, user
-from data_plane.security.tls import pem_bytes
+from common.security.config import SecurityConfig
+from common.security.pem_files import pem_bytes
+from common.security.principal import ANONYMOUS, KafkaPrincipal, user
 
 # Kafka's ConfigResource types.
 CONFIG_RESOURCE_TOPIC = 2

@@ -26,15 +26,15 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass, field
 
+from common.configdef import ConfigError, from_props
+from common.error_codes import ErrorCode
+from common.security.config import SecurityConfig, uses_sasl, uses_ssl
+from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.security.scram import ScramClient, ScramMechanism
 from data_plane.client.config import CommonClientConfig
 from data_plane.client.errors import KafkaError
-from data_plane.configdef import ConfigError, from_props
-from data_plane.protocol.errors import ErrorCode
-from data_plane.security.config import SecurityConfig, uses_sasl, uses_ssl
-from data_plane.security.errors import IllegalSaslStateError, SaslAuthenticationError
 from data_plane.security.plain import MECHANISM as PLAIN
 from data_plane.security.plain import plain_message
-from data_plane.security.scram import ScramClient, ScramMechanism
 from data_plane.security.tls import client_context
 
 

@@ -37,12 +37,8 @@ from dataclasses import dataclass
 
 import crc32c
 
-from data_plane.storage.compression import check_supported, codec_name
-from data_plane.storage.errors import (
-    CorruptRecordError,
-    InvalidRecordError,
-    RecordTooLargeError,
-)
+from common.compression import Compression, check_supported, codec_name, compress
+from common.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 
 Buffer = bytes | bytearray | memoryview
 
@@ -208,6 +204,51 @@ def compute_crc(buf: Buffer, pos: int, size_in_bytes: int) -> int:
     """CRC-32C over attributes .. end of the batch at ``buf[pos]``, without copying."""
     with memoryview(buf) as view:
         return crc32c.crc32c(view[pos + ATTRIBUTES_POS : pos + size_in_bytes])
+
+
+def seal_batch(
+    records_block: Buffer,
+    *,
+    codec: int,
+    attributes: int,
+    record_count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+) -> bytearray:
+    """One complete batch: the 61-byte header, then ``records_block`` (the encoded records,
+    compressed here with ``codec`` unless it is none), then the CRC-32C written into the
+    header. ``attributes`` carries every bit but the codec's (timestamp type, transactional,
+    control). The result is a fresh, writable bytearray (so a broker can stamp offsets in
+    place). The one place a batch header is built, for producers and for the broker alike."""
+    checked = check_supported(codec)
+    block = records_block if checked is Compression.NONE else compress(checked, records_block)
+    out = bytearray(HEADER_SIZE)
+    out += block
+    HEADER_STRUCT.pack_into(
+        out,
+        0,
+        base_offset,
+        len(out) - LOG_OVERHEAD,
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,
+        (attributes & ~CODEC_MASK) | (int(checked) & CODEC_MASK),
+        record_count - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+    crc = compute_crc(out, 0, len(out))
+    out[CRC_POS:ATTRIBUTES_POS] = crc.to_bytes(4, "big")
+    return out
 
 
 def validate_batch(buf: Buffer, pos: int = 0) -> RecordBatchHeader:

@@ -1,19 +1,19 @@
 """Topic configs: validation for CreateTopics / AlterConfigs and the DescribeConfigs view.
 
-A topic accepts the topic-level keys of ``data_plane.storage.config.LogConfig`` (segment.bytes,
+A topic accepts the topic-level keys of ``common.log_config.LogConfig`` (segment.bytes,
 retention.ms, cleanup.policy, ...) plus the replication keys the controller owns
 (min.insync.replicas, unclean.leader.election.enable). Values are checked by building the
-config objects with ``data_plane.configdef.with_overrides``; unknown keys are refused.
+config objects with ``common.configdef.with_overrides``; unknown keys are refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from data_plane.configdef import ConfigError, known_keys, to_props, with_overrides
-from data_plane.protocol.errors import ErrorCode
-from data_plane.storage.config import LogConfig
-from metadata.config import ControllerConfig
+from common.configdef import ConfigError, known_keys, to_props, with_overrides
+from common.error_codes import ErrorCode
+from common.log_config import LogConfig
+from metadata.controller_config import ControllerConfig
 from metadata.election import TopicRules
 from metadata.image import MetadataImage
 from metadata.messages import (

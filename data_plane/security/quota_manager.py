@@ -1,16 +1,7 @@
 """Client quotas as Kafka's ClientQuotaManager: byte-rate limits per user, per client id and
 per (user, client id), enforced by throttling.
 
-Quota entities. A quota config is keyed by (user, client_id), each either a name, ``<default>``
-(the default for every user / client id, Kafka's ConfigEntityName.Default) or None (the entity
-is not part of the key). The quota of a request from (U, C) is the first entry found in Kafka's
-precedence order::
-
-    (U, C), (U, <default>), (U, None), (<default>, C), (<default>, <default>), (<default>, None),
-    (None, C), (None, <default>)
-
-and the rate it is measured against is shared by every client of that entry (e.g. all client
-ids of user U when the (U, None) entry applies). No entry: unlimited.
+Quota entities and their precedence: :mod:`common.security.quota`.
 
 Rate. Each entry's bytes are summed in ``quota.window.num`` samples of
 ``quota.window.size.seconds`` each; rate = sum / window, where window = time since the oldest
@@ -29,45 +20,22 @@ Thread-safety: one lock guards the rate windows; ``record`` may be called from a
 
 from __future__ import annotations
 
-import enum
 import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-DEFAULT_ENTITY = "<default>"
-PRODUCER_BYTE_RATE = "producer_byte_rate"
-CONSUMER_BYTE_RATE = "consumer_byte_rate"
-REQUEST_PERCENTAGE = "request_percentage"
-QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+from common.security.quota import (
+    QuotaEntity,
+    QuotaType,
+    entity_precedence,
+)
+
 # Kafka's defaults (quota.window.num, quota.window.size.seconds).
 DEFAULT_QUOTA_WINDOW_NUM = 11
 DEFAULT_QUOTA_WINDOW_SIZE_SECONDS = 1
 # Bound on tracked (entity, quota type) rate windows; idle ones are dropped first.
 MAX_TRACKED_ENTITIES = 100_000
-
-
-class QuotaType(enum.Enum):
-    PRODUCE = PRODUCER_BYTE_RATE
-    FETCH = CONSUMER_BYTE_RATE
-
-
-# (user entity, client-id entity); see the module docstring.
-QuotaEntity = tuple[str | None, str | None]
-
-
-def entity_precedence(user: str, client_id: str) -> tuple[QuotaEntity, ...]:
-    d = DEFAULT_ENTITY
-    return (
-        (user, client_id),
-        (user, d),
-        (user, None),
-        (d, client_id),
-        (d, d),
-        (d, None),
-        (None, client_id),
-        (None, d),
-    )
 
 
 @dataclass(frozen=True, slots=True)

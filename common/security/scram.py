@@ -40,7 +40,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from data_plane.security.errors import (
+from common.security.errors import (
     IllegalSaslStateError,
     InvalidCredentialError,
     SaslAuthenticationError,

@@ -28,11 +28,6 @@ CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
 
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-
 class ProducerRecord:
     """A record to send, as interceptors see it (partition None = the partitioner picks)."""
 

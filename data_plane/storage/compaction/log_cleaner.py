@@ -25,19 +25,19 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from data_plane.storage.checkpoints import TopicPartition
-from data_plane.storage.cleaner import (
+from common.errors import ApiError
+from common.log_config import LogConfig
+from common.topic_partition import TopicPartition
+from data_plane.storage.compaction.cleaner import (
     Cleaner,
     CleanerAbortedError,
     CleanerStats,
     LogCleaningError,
 )
-from data_plane.storage.cleaner_manager import LogCleanerManager
-from data_plane.storage.config import LogConfig
-from data_plane.storage.errors import StorageError
+from data_plane.storage.compaction.log_cleaner_manager import LogCleanerManager
+from data_plane.storage.compaction.offset_map import OffsetMap
+from data_plane.storage.compaction.throttler import Throttler
 from data_plane.storage.log import Clock, Log
-from data_plane.storage.offset_map import OffsetMap
-from data_plane.storage.throttler import Throttler
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class LogCleaner:
             )
         except CleanerAbortedError:
             logger.info("cleaning of %s-%d aborted", *tp)
-        except (LogCleaningError, StorageError, OSError, ValueError) as e:
+        except (LogCleaningError, ApiError, OSError, ValueError) as e:
             logger.exception("cleaning %s-%d failed; marking it uncleanable", *tp)
             self.manager.mark_uncleanable(tp, str(e))
         finally:

@@ -34,10 +34,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from data_plane.storage.checkpoints import OffsetCheckpointFile, TopicPartition
-from data_plane.storage.cleanable import CleanableRange
-from data_plane.storage.cleaner import Cleaner
-from data_plane.storage.errors import CorruptCheckpointError, LogClosedError, StorageError
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
+from data_plane.storage.checkpoints import OffsetCheckpointFile
+from data_plane.storage.compaction.cleanable import CleanableRange
+from data_plane.storage.compaction.cleaner import Cleaner
+from data_plane.storage.errors import CorruptCheckpointError, LogClosedError
 from data_plane.storage.log import Log
 
 logger = logging.getLogger(__name__)
@@ -137,7 +139,7 @@ class LogCleanerManager:
             try:
                 snap = log.cleaning_snapshot()
                 plan = Cleaner.plan(snap, checkpoint, now_ms)
-            except (LogClosedError, OSError, StorageError):
+            except (LogClosedError, OSError, ApiError):
                 continue
             if not plan.should_clean(snap.config.min_cleanable_dirty_ratio):
                 continue

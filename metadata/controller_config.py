@@ -1,10 +1,10 @@
-"""The quorum controller's configuration (Kafka's property names, via data_plane.configdef)."""
+"""The quorum controller's configuration (Kafka's property names, via common.configdef)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from data_plane.configdef import prop
+from common.configdef import prop
 
 # Kafka's PRODUCER_ID_BLOCK_SIZE: ids handed to a broker per AllocateProducerIds call.
 PRODUCER_ID_BLOCK_SIZE = 1000

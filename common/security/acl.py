@@ -27,7 +27,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from data_plane.security.principal import WILDCARD_NAME, KafkaPrincipal
+from common.security.principal import WILDCARD_NAME, KafkaPrincipal
 
 WILDCARD_RESOURCE = "*"
 WILDCARD_HOST = "*"

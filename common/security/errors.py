@@ -1,9 +1,9 @@
-"""Errors of the security layer. Each maps to one Kafka error code (data_plane.protocol.errors)
+"""Errors of the security layer. Each maps to one Kafka error code (common.error_codes)
 so the connection layer can answer with it before closing the connection."""
 
 from __future__ import annotations
 
-from data_plane.protocol.errors import ErrorCode
+from common.error_codes import ErrorCode
 
 
 class SecurityError(Exception):

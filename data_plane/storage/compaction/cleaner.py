@@ -1,5 +1,5 @@
 """Cleaner: one compaction of one log (Kafka's Cleaner). Run by a
-:class:`~data_plane.storage.log_cleaner.LogCleaner` thread.
+:class:`~data_plane.storage.compaction.log_cleaner.LogCleaner` thread.
 
 1. Plan from :meth:`Log.cleaning_snapshot` and :func:`cleanable_range`: the dirty segments
    are the closed ones from the first dirty offset up to the first uncleanable offset.
@@ -46,17 +46,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from data_plane.storage.cleanable import CleanableRange, cleanable_range, group_segments_by_size
-from data_plane.storage.errors import LogClosedError, StorageError
-from data_plane.storage.log import CleaningSnapshot, Log
-from data_plane.storage.offset_map import OffsetMap, OffsetMapFullError
-from data_plane.storage.record_filter import (
-    RecordSpan,
-    rebuild_batch,
-    records_block,
-    scan_records,
-)
-from data_plane.storage.records import (
+from common.errors import ApiError
+from common.record_batch import (
     DELETE_HORIZON_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -64,8 +55,22 @@ from data_plane.storage.records import (
     parse_header,
     validate_batch,
 )
+from data_plane.storage.compaction.cleanable import (
+    CleanableRange,
+    cleanable_range,
+    group_segments_by_size,
+)
+from data_plane.storage.compaction.offset_map import OffsetMap, OffsetMapFullError
+from data_plane.storage.compaction.throttler import Throttler
+from data_plane.storage.errors import LogClosedError, StorageError
+from data_plane.storage.log import CleaningSnapshot, Log
+from data_plane.storage.record_filter import (
+    RecordSpan,
+    rebuild_batch,
+    records_block,
+    scan_records,
+)
 from data_plane.storage.segment import BatchPlacement, LogSegment
-from data_plane.storage.throttler import Throttler
 
 logger = logging.getLogger(__name__)
 
@@ -369,7 +374,7 @@ class Cleaner:
                         break
                 try:
                     header = validate_batch(view, off)
-                except StorageError as e:
+                except ApiError as e:
                     raise LogCleaningError(f"{seg.log.path} at position {pos + off}: {e}") from e
                 data = view[off : off + batch_size]
                 header.position = pos + off

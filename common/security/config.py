@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from data_plane.configdef import ConfigError, prop
+from common.configdef import ConfigError, prop
 
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
