@@ -89,6 +89,7 @@ from raft.prevote import (
     parse_response,
     response_message,
 )
+from raft.pysyncobj_internals import check_pysyncobj_internals
 from raft.state import ApplyOutcome
 
 logger = logging.getLogger(__name__)
@@ -279,6 +280,7 @@ class _KraftSyncObj(SyncObj):
                 super().__init__(self_address, partners, conf, transportClass=_DurableAckTransport)
             finally:
                 _pysyncobj_module.createJournal = original
+        check_pysyncobj_internals(self)
 
     # --- pre-vote, keepalives and stale terms (tick thread; pysyncobj's private state) ----------
 
