@@ -420,10 +420,6 @@ class Operation:
         return self.completion.value if self.completion is not None else self.invoke.value
 
     @property
-    def start_time(self) -> float:
-        return self.invoke.time
-
-    @property
     def end_time(self) -> float | None:
         return self.completion.time if self.completion is not None else None
 

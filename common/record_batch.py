@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import crc32c
 
-from common.compression import Compression, check_supported, codec_name, compress
+from common.compression import Compression, check_supported, compress
 from common.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 
 Buffer = bytes | bytearray | memoryview
@@ -137,10 +137,6 @@ class RecordBatchHeader:
         return self.attributes & CODEC_MASK
 
     @property
-    def compression_name(self) -> str:
-        return codec_name(self.attributes & CODEC_MASK)
-
-    @property
     def timestamp_type(self) -> int:
         return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
 
@@ -151,10 +147,6 @@ class RecordBatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_MASK)
-
-    @property
-    def has_producer_id(self) -> bool:
-        return self.producer_id != NO_PRODUCER_ID
 
     @property
     def last_sequence(self) -> int:
@@ -169,12 +161,6 @@ class RecordBatchHeader:
             f"RecordBatchHeader(base_offset={self.base_offset}, last_offset={self.last_offset}, "
             f"count={self.records_count}, size={self.size_in_bytes}, position={self.position})"
         )
-
-
-def read_batch_prefix(buf: Buffer, pos: int) -> tuple[int, int]:
-    """(baseOffset, batch size in bytes) of the batch at ``buf[pos]``; needs 12 bytes."""
-    base_offset, length = _PREFIX.unpack_from(buf, pos)
-    return base_offset, length + LOG_OVERHEAD
 
 
 def parse_header(buf: Buffer, pos: int = 0) -> RecordBatchHeader:

@@ -285,9 +285,6 @@ class MetadataDelta:
         self._topics[topic_id] = td
         return td
 
-    def changed_topic_ids(self) -> list[uuid.UUID]:
-        return list(self._topics)
-
     def removed_topics(self) -> list[TopicImage]:
         return list(self._removed.values())
 

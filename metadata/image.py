@@ -103,10 +103,6 @@ class PartitionRegistration:
     # no ISR member can. Disjoint from ``isr``; empty whenever the ISR is at or above the minimum.
     elr: tuple[int, ...] = ()
 
-    @property
-    def preferred_leader(self) -> int:
-        return self.replicas[0] if self.replicas else NO_LEADER
-
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
 
@@ -157,9 +153,6 @@ class MetadataImage:
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicImage | None:
-        return self.topics_by_id.get(topic_id)
 
     def partition(self, topic: str, partition_id: int) -> PartitionRegistration | None:
         t = self.topics_by_name.get(topic)

@@ -187,14 +187,6 @@ class SecurityDelta:
     def changed(self) -> bool:
         return bool(self._scram or self._acls or self._quotas)
 
-    @property
-    def acls_changed(self) -> bool:
-        return bool(self._acls)
-
-    @property
-    def quotas_changed(self) -> bool:
-        return bool(self._quotas)
-
     def replay(self, record: MetadataRecord) -> bool:
         """Apply one security record; False (logged) if it does not fit."""
         if isinstance(record, UserScramCredentialRecord):

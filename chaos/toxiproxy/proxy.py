@@ -314,10 +314,6 @@ class Proxy:
             "toxics": [spec.to_json() for spec in self.toxics.values()],
         }
 
-    @property
-    def connection_count(self) -> int:
-        return len(self._connections)
-
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:

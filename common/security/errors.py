@@ -19,10 +19,6 @@ class SaslAuthenticationError(SecurityError):
     error_code = ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
-class UnsupportedSaslMechanismError(SecurityError):
-    error_code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
-
-
 class IllegalSaslStateError(SecurityError):
     """A request arrived that the SASL state of the connection does not allow (for instance
     Produce before authentication, or SaslAuthenticate before SaslHandshake)."""

@@ -46,5 +46,3 @@ class NotEnoughReplicasError(BrokerRequestError):
     error_code = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
-class InvalidRequiredAcksError(BrokerRequestError):
-    error_code = ErrorCode.INVALID_REQUIRED_ACKS

@@ -63,10 +63,6 @@ class ProducerIdBlocks:
     def remaining(self) -> int:
         return self._end - self._next_id
 
-    @property
-    def has_prefetched(self) -> bool:
-        return self._prefetched is not None
-
     def add_block(self, start: int, length: int) -> None:
         """A block from the controller: becomes current if the current one is used up,
         otherwise it waits as the prefetched block."""

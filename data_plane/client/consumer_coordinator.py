@@ -214,10 +214,6 @@ class ConsumerCoordinator:
         return api_key in self._in_flight
 
     @property
-    def needs_rejoin(self) -> bool:
-        return self._rejoin_needed or self.state != STABLE
-
-    @property
     def is_stable(self) -> bool:
         return self.state == STABLE and not self._rejoin_needed
 

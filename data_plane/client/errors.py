@@ -72,7 +72,3 @@ class UnsupportedFeatureError(Exception):
     """A configured feature this client does not provide (e.g. an API the broker lacks)."""
 
 
-def raise_for_code(code: int, message: str | None = None) -> None:
-    """Raise :class:`KafkaError` unless ``code`` is NO_ERROR."""
-    if code:
-        raise KafkaError(code, message or "")

@@ -242,9 +242,6 @@ class Fetcher:
         if self._errors:
             raise self._errors.popleft()
 
-    def has_buffered(self) -> bool:
-        return any(st.buffered for st in self._states.values())
-
     def fetched_records(self, max_records: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` buffered records, advancing positions past them. Partitions
         that returned records move to the back of the line, so none starves."""

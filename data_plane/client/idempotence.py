@@ -147,5 +147,3 @@ class IdempotenceManager:
         else:
             self._in_flight[tp] = count - 1
 
-    def next_sequence(self, tp: TopicPartition) -> int:
-        return self._next_sequence.get(tp, 0)

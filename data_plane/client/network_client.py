@@ -131,10 +131,6 @@ class NetworkClient:
             and len(conn.in_flight) < self._max_in_flight
         )
 
-    def in_flight_count(self, node_id: int) -> int:
-        conn = self._connections.get(node_id)
-        return len(conn.in_flight) if conn is not None else 0
-
     def any_ready_node(self) -> int | None:
         """A READY node with the fewest in-flight requests; starts connections otherwise."""
         best: tuple[int, int] | None = None

@@ -51,11 +51,6 @@ def murmur2(data: bytes | bytearray | memoryview) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def to_positive(value: int) -> int:
-    """Java's ``Utils.toPositive``: clear the sign bit."""
-    return value & 0x7FFFFFFF
-
-
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     """The partition Kafka's default partitioner picks for ``key``."""
     if num_partitions <= 0:

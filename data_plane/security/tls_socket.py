@@ -109,10 +109,6 @@ class TlsSocket:
     def __init__(self, tls: ssl.SSLSocket) -> None:
         self._tls = tls
 
-    @property
-    def ssl_socket(self) -> ssl.SSLSocket:
-        return self._tls
-
     def fileno(self) -> int:
         return self._tls.fileno()
 

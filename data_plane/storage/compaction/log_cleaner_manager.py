@@ -85,13 +85,6 @@ class LogCleanerManager:
         with self._cond:
             return self._offsets.get(log_dir, {}).get(tp)
 
-    def all_checkpoints(self) -> dict[TopicPartition, int]:
-        with self._cond:
-            out: dict[TopicPartition, int] = {}
-            for offsets in self._offsets.values():
-                out.update(offsets)
-            return out
-
     def _write_locked(self, log_dir: str) -> None:
         f = self._files.get(log_dir)
         if f is not None:
@@ -155,14 +148,6 @@ class LogCleanerManager:
                 return None
             self._in_progress[best.tp] = _RUNNING
         return best
-
-    def start_cleaning(self, tp: TopicPartition) -> bool:
-        """Mark ``tp`` in progress (a cleaning asked for by name); False if it already is."""
-        with self._cond:
-            if tp in self._in_progress:
-                return False
-            self._in_progress[tp] = _RUNNING
-            return True
 
     def done_cleaning(self, tp: TopicPartition, log_dir: str, end_offset: int | None) -> None:
         """The cleaning of ``tp`` ended; ``end_offset`` (a completed one) is checkpointed."""

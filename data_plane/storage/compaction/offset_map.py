@@ -52,10 +52,6 @@ class OffsetMap:
     def is_full(self) -> bool:
         return len(self._map) >= self.max_entries
 
-    @property
-    def utilization(self) -> float:
-        return len(self._map) / self.slots
-
     def put(self, key: bytes, offset: int) -> None:
         """Record ``offset`` as the latest of ``key`` (puts come in offset order)."""
         digest = key_digest(key)
@@ -70,9 +66,6 @@ class OffsetMap:
     def get(self, key: bytes) -> int:
         """The latest offset of ``key``, or -1 when the map does not hold it."""
         return self._map.get(key_digest(key), -1)
-
-    def get_digest(self, digest: bytes) -> int:
-        return self._map.get(digest, -1)
 
     def clear(self) -> None:
         self._map = {}
