@@ -1,4 +1,4 @@
-"""Consumer group benchmark (issue 6): rebalance time and offset commit throughput (prints,
+"""Consumer group benchmark: rebalance time and offset commit throughput (prints,
 never asserts).
 
     .venv/bin/python bench/groups.py            # 5 rebalance trials, 10 s of commits

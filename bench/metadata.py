@@ -15,7 +15,7 @@ Measures, printing figures (never asserting):
    time until the controller acknowledges, until every broker's metadata image holds them, and
    until every broker has created its partition logs; then the resident memory of every process.
 
-Targets (issue 3): failover median <= 1.5 s, max <= 3 s; 10,000 partitions created and visible
+Targets: failover median <= 1.5 s, max <= 3 s; 10,000 partitions created and visible
 everywhere in <= 30 s. Results are also written to bench/results/metadata.json.
 """
 

@@ -1,4 +1,4 @@
-"""Replication benchmark (issue 5): acks=all over 3 replicas (prints, never asserts).
+"""Replication benchmark: acks=all over 3 replicas (prints, never asserts).
 
     .venv/bin/python bench/replication.py            # full run (about 4-5 minutes)
     .venv/bin/python bench/replication.py --quick    # a short run (about 1-2 minutes)

@@ -1,4 +1,4 @@
-"""Benchmark: one broker's storage with many partitions (issues 3 and 9).
+"""Benchmark: one broker's storage with many partitions.
 
 Measures, on a LogManager in a temporary log dir (no cluster, no network):
 

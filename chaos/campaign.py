@@ -30,7 +30,7 @@ RUN_OVERHEAD_S = 300.0
 _TERM_GRACE_S = 60.0
 
 
-# The acceptance workload: acks=all idempotent producers only (issue 7).
+# The acceptance workload: acks=all idempotent producers only.
 CAMPAIGN_PRODUCERS = "idempotent:3"
 
 

@@ -1,4 +1,4 @@
-"""KafkaComponent: the Kafka wire-protocol server inside a broker node (issue 4).
+"""KafkaComponent: the Kafka wire-protocol server inside a broker node.
 
 It runs after :class:`deploy.broker_component.BrokerComponent` and uses that component's
 ``log_manager`` and ``metadata`` (the broker's metadata follower): the server picks up each

@@ -7,7 +7,7 @@
 
 On a combined node the controller comes first, so the broker's controlled shutdown (which
 needs an active controller) runs while the local voter still serves. The Kafka wire-protocol
-server (issue 4) plugs in as one more component after the broker.
+server is one more component after the broker.
 
 A component implements :class:`Component`. ``begin_shutdown`` is the polite phase (a broker's
 controlled shutdown); ``stop`` releases everything. Neither may raise: a failure is logged and

@@ -28,7 +28,7 @@ from chaos.checker.views import build_views
 from chaos.history import Op, read_history
 from common.topic_partition import TopicPartition
 
-# The acceptance bar of issue 7: writes succeed again within 30 s of every heal.
+# The acceptance bar: writes succeed again within 30 s of every heal.
 DEFAULT_LIVENESS_WINDOW_S = 30.0
 DEFAULT_BUCKET_S = 1.0
 # Anomalies kept per kind (all are counted): one bug can produce thousands of the same.

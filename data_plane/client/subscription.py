@@ -2,9 +2,9 @@
 
 Independent of *how* partitions get assigned: ``assign()`` sets them by hand; ``subscribe()``
 records topic names and the assignment comes from
-:meth:`SubscriptionState.assign_from_subscription`, called today by the consumer with every
-partition of the subscribed topics (no group) and, with issue 6, by the group coordinator
-client after a rebalance. The fetcher only reads this state.
+:meth:`SubscriptionState.assign_from_subscription`, called by the consumer with every
+partition of the subscribed topics (no group) and by the group coordinator client after a
+rebalance. The fetcher only reads this state.
 
 Per partition: ``position`` (the offset of the next record poll() returns; None until known),
 ``reset_strategy`` (a pending seek to earliest/latest, resolved with ListOffsets), ``paused``,

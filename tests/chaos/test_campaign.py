@@ -1,4 +1,4 @@
-"""The acceptance campaign (issue 7): 10 seeded runs of 5 minutes each mixing every nemesis,
+"""The acceptance campaign: 10 seeded runs of 5 minutes each mixing every nemesis,
 RF 3, min.insync.replicas 2, acks=all idempotent producers: no lost, duplicated, reordered or
 divergent record, and writes succeed again within 30 s of every heal (the checker's liveness
 window). About an hour: marker ``slow``, runs only with KRAFTLOG_SLOW=1 (``make chaos`` runs

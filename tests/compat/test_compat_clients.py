@@ -1,4 +1,4 @@
-"""Real Kafka clients against a real kraftlog cluster (issue 4).
+"""Real Kafka clients against a real kraftlog cluster.
 
 Each of kafka-python, confluent-kafka, kcat and the native client produces 10,000 records
 (keys, headers; half gzip, half zstd) to a topic of its own; every client then reads every

@@ -1,8 +1,8 @@
 """DeleteRecords (21): the leader moves its log start offset up (offset -1 = the high
 watermark) and answers the new low watermark; segments wholly below it go with the next
-retention pass. Beyond the HW is OFFSET_OUT_OF_RANGE. Answered once the leader has moved
-(Kafka also waits for followers' low watermarks; with replication in issue 5 this becomes a
-delayed operation)."""
+retention pass. Beyond the HW is OFFSET_OUT_OF_RANGE. Answered once the leader has moved:
+unlike Kafka, the answer does not wait for the followers' low watermarks (they move their own
+log start offsets when they next fetch)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Kafka protocol server inside real broker processes (issue 4)."""
+"""The Kafka protocol server inside real broker processes."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def test_records_sent_across_a_broker_restart_are_all_delivered(
         while len(got) < sum(ends.values()) and time.monotonic() < deadline:
             got.extend(c.poll(500))
     values = {r.value for r in got}
-    # At least once (no idempotence before issue 5): every value is there.
+    # At least once (the producer is not idempotent): every value is there.
     assert values == {b"%d" % i for i in range(3000)}
     for md in metadata[:50]:
         assert any(r.partition == md.partition and r.offset == md.offset for r in got)

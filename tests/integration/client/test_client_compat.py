@@ -96,7 +96,7 @@ def test_kafka_python_writes_native_reads(bootstrap: str, new_topic: Callable[..
         warnings.simplefilter("ignore")
         producer = kafka.KafkaProducer(
             bootstrap_servers=bootstrap, compression_type="gzip",
-            enable_idempotence=False,  # InitProducerId arrives with issue 5
+            enable_idempotence=False,
         )
         try:
             for key, value, headers, ts in records:

@@ -1,4 +1,4 @@
-"""Idempotent producers across a leader kill -9 (issue 5 item 7): replication factor 3,
+"""Idempotent producers across a leader kill -9: replication factor 3,
 min.insync.replicas 2, acks=all. After the old leader is back in the ISR, every acknowledged
 record is in the log exactly once, at the offset it was acknowledged with, in the order it
 was sent, and the segment bytes of all replicas are identical up to the high watermark.

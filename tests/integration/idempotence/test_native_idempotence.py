@@ -1,5 +1,5 @@
-"""The native producer, idempotent by default (acks=all), across a leader kill -9 (issue 5
-item 7, client side): replication factor 3, min.insync.replicas 2. Afterwards every
+"""The native producer, idempotent by default (acks=all), across a leader kill -9
+(client side): replication factor 3, min.insync.replicas 2. Afterwards every
 acknowledged record is in the log exactly once, at its acknowledged offset, in send order,
 and all replicas' segment bytes are identical up to the high watermark."""
 

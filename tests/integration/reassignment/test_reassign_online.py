@@ -1,4 +1,4 @@
-"""Online scaling (issue 5 item 8): start a fourth broker and move a partition onto it while an
+"""Online scaling: start a fourth broker and move a partition onto it while an
 idempotent acks=all producer runs. The move completes (the new replica joins the ISR, the
 leader, which is being removed, hands over, the old replica's files are deleted), and the log
 holds every acknowledged record exactly once, in order, at its acknowledged offset, identical

@@ -1,4 +1,4 @@
-"""ISR replication across real broker processes (issue 5): failover without losing an
+"""ISR replication across real broker processes: failover without losing an
 acknowledged write, ISR shrink and expand, divergent-leader truncation, acks=1 loss."""
 
 from __future__ import annotations
