@@ -45,7 +45,7 @@ import confluent_kafka
 
 from bench.report import percentile
 from data_plane.coordinator import GroupCoordinator, GroupCoordinatorConfig
-from data_plane.coordinator.records import (
+from data_plane.coordinator.group_metadata_records import (
     OffsetAndMetadata,
     offset_commit_key,
     offset_commit_value,

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
+from data_plane.broker.coordinator_partition_writer import CoordinatorPartitionWriter
 from data_plane.broker.fetch_session import FetchSessionCache
 from data_plane.broker.producer_ids import ProducerIdManager
 from data_plane.broker.purgatory import DelayedOperationPurgatory
@@ -114,8 +115,7 @@ class KafkaApis:
         # Consumer groups and committed offsets (docs/groups.md).
         self.group_coordinator = GroupCoordinatorRuntime(
             GroupCoordinator(coordinator_config(config), wall_clock_ms),
-            replica_manager,
-            self.produce_purgatory,
+            CoordinatorPartitionWriter(replica_manager, self.produce_purgatory),
             commit_timeout_ms=config.offsets_commit_timeout_ms,
             load_buffer_bytes=config.offsets_load_buffer_size,
         )

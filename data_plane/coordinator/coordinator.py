@@ -52,6 +52,21 @@ from common.error_codes import ErrorCode
 from data_plane.coordinator.config import GroupCoordinatorConfig
 from data_plane.coordinator.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
 from data_plane.coordinator.group import GroupMetadata, GroupState, MemberMetadata
+from data_plane.coordinator.group_metadata_records import (
+    GroupKey,
+    GroupMetadataValue,
+    InvalidOffsetsRecordError,
+    MemberRecord,
+    OffsetAndMetadata,
+    OffsetKey,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+)
 from data_plane.coordinator.hashing import partition_for
 from data_plane.coordinator.messages import (
     CoordinatorOutputs,
@@ -67,21 +82,6 @@ from data_plane.coordinator.messages import (
     RecordWrite,
     SyncGroupRequest,
     SyncGroupResult,
-)
-from data_plane.coordinator.records import (
-    GroupKey,
-    GroupMetadataValue,
-    InvalidOffsetsRecordError,
-    MemberRecord,
-    OffsetAndMetadata,
-    OffsetKey,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    group_metadata_key,
-    group_metadata_value,
-    offset_commit_key,
-    offset_commit_value,
 )
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import enum
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from data_plane.coordinator.records import OffsetAndMetadata
+from data_plane.coordinator.group_metadata_records import OffsetAndMetadata
 
 
 class GroupState(enum.Enum):

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_plane.coordinator.records import OffsetAndMetadata
+from data_plane.coordinator.group_metadata_records import OffsetAndMetadata
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,12 +5,11 @@
   machine's outputs name. A client that disconnects leaves its future unresolved-and-dropped;
   the state machine still answers it later (into nothing), as Kafka's callbacks do.
 - Writes: every :class:`RecordWrite` becomes one RecordBatch (no compression, record
-  timestamps = broker wall clock) appended to ``__consumer_offsets-<p>`` through the broker's
-  normal produce path (``ReplicaManager.append_records`` with acks=all), then parked in the
-  produce purgatory until the high watermark passes it (``offsets.commit.timeout.ms``). Its
-  outcome goes back to the machine (``complete_write``): a commit is answered only once it is
-  committed.
-- Leadership: the replica manager reports every partition whose role changed; when this broker
+  timestamps = broker wall clock) appended to ``__consumer_offsets-<p>`` through the
+  :class:`PartitionWriter` the broker provides (an acks=all append that reports when the high
+  watermark passed it, or ``offsets.commit.timeout.ms`` ran out). Its outcome goes back to the
+  machine (``complete_write``): a commit is answered only once it is committed.
+- Leadership: the broker reports every partition whose role changed; when this broker
   becomes leader of a ``__consumer_offsets`` partition (or its leader epoch changes) the
   runtime reads the partition from its log start to its log end (``offsets.load.buffer.size``
   per step, yielding to the event loop between steps) into the machine, which answers
@@ -35,9 +34,6 @@ from typing import Any, TypeVar
 from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.topic_partition import TopicPartition
-from data_plane.broker.delayed import DelayedProduce
-from data_plane.broker.purgatory import DelayedOperationPurgatory
-from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.coordinator.coordinator import GroupCoordinator
 from data_plane.coordinator.messages import (
     CoordinatorOutputs,
@@ -50,6 +46,7 @@ from data_plane.coordinator.messages import (
     SyncGroupRequest,
     SyncGroupResult,
 )
+from data_plane.coordinator.partition_writer import PartitionWriter
 from data_plane.storage import FetchIsolation, Record, build_batch, decode_records
 from metadata.topics import CONSUMER_OFFSETS_TOPIC
 
@@ -77,16 +74,14 @@ class GroupCoordinatorRuntime:
     def __init__(
         self,
         coordinator: GroupCoordinator,
-        replica_manager: ReplicaManager,
-        produce_purgatory: DelayedOperationPurgatory,
+        writer: PartitionWriter,
         *,
         commit_timeout_ms: int,
         load_buffer_bytes: int,
         wall_clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.coordinator = coordinator
-        self._rm = replica_manager
-        self._purgatory = produce_purgatory
+        self._writer = writer
         self._commit_timeout_ms = commit_timeout_ms
         self._load_buffer_bytes = load_buffer_bytes
         self._wall_clock = wall_clock
@@ -149,20 +144,15 @@ class GroupCoordinatorRuntime:
         tp = TopicPartition(OFFSETS_TOPIC, write.partition)
         now = self._wall_clock()
         batch = build_batch([Record(k, v, now) for k, v in write.records])
-        result = self._rm.append_records(tp, batch, -1)
-        if result.error_code != ErrorCode.NO_ERROR:
-            self._write_done(write.write_id, result.error_code)
-            return
 
-        def on_done(outcome: dict[TopicPartition, int]) -> None:
-            # Called from inside the purgatory: finish on the next loop turn, not re-entrantly.
-            code = outcome.get(tp, ErrorCode.REQUEST_TIMED_OUT)
+        def on_replicated(code: int) -> None:
+            # May be called from inside the writer: finish on the next loop turn, not
+            # re-entrantly.
             asyncio.get_running_loop().call_soon(self._write_done, write.write_id, code)
 
-        op = DelayedProduce(
-            self._commit_timeout_ms, {tp: result.last_offset + 1}, self._rm, on_done
-        )
-        self._purgatory.try_complete_else_watch(op, [tp])
+        error = self._writer.append(tp, batch, self._commit_timeout_ms, on_replicated)
+        if error != ErrorCode.NO_ERROR:
+            self._write_done(write.write_id, error)
 
     def _write_done(self, write_id: int, error_code: int) -> None:
         if self._closed:
@@ -176,18 +166,18 @@ class GroupCoordinatorRuntime:
         new epoch, unload it if it no longer does."""
         if self._closed or tp.topic != OFFSETS_TOPIC:
             return
-        part = self._rm.get_partition(tp)
+        epoch = self._writer.leader_epoch(tp)
         p = tp.partition
-        if part is not None and part.is_leader:
-            if self._led_epochs.get(p) == part.leader_epoch:
+        if epoch is not None:
+            if self._led_epochs.get(p) == epoch:
                 return
-            self._led_epochs[p] = part.leader_epoch
+            self._led_epochs[p] = epoch
             self._refresh_partition_count()
             self.process(self.coordinator.begin_loading(p))
             old = self._load_tasks.pop(p, None)
             if old is not None:
                 old.cancel()
-            task = asyncio.get_running_loop().create_task(self._load(p, part.leader_epoch))
+            task = asyncio.get_running_loop().create_task(self._load(p, epoch))
             self._load_tasks[p] = task
             task.add_done_callback(lambda t, p=p: self._load_finished(p, t))
         elif p in self._led_epochs:
@@ -221,10 +211,9 @@ class GroupCoordinatorRuntime:
             self.process(self.coordinator.complete_loading(p))
 
     async def _read_partition(self, tp: TopicPartition, epoch: int) -> None:
-        part = self._rm.get_partition(tp)
-        if part is None:
+        log_ = self._writer.local_log(tp)
+        if log_ is None:
             return
-        log_ = part.log
         end = log_.log_end_offset
         offset = log_.log_start_offset
         started = time.monotonic()
@@ -267,8 +256,7 @@ class GroupCoordinatorRuntime:
         )
 
     def _refresh_partition_count(self) -> None:
-        topic = self._rm.image.topic(OFFSETS_TOPIC)
-        count = len(topic.partitions) if topic is not None else 0
+        count = self._writer.partition_count(OFFSETS_TOPIC)
         if count != self.coordinator.num_partitions:
             self.coordinator.set_num_partitions(count)
 

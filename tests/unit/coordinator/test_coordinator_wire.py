@@ -15,7 +15,7 @@ from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.coordinator import OFFSETS_TOPIC
-from data_plane.coordinator.records import OffsetKey, decode_key, decode_offset_value
+from data_plane.coordinator.group_metadata_records import OffsetKey, decode_key, decode_offset_value
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.storage import FetchIsolation, Record, build_batch, decode_records
 from tests.unit.broker.harness import BrokerHarness

@@ -6,14 +6,14 @@ import pytest
 
 from common.error_codes import ErrorCode
 from data_plane.coordinator.group import GroupMetadata, GroupState, IllegalGroupTransitionError
-from data_plane.coordinator.messages import DeleteGroupsResult, OffsetCommitResult
-from data_plane.coordinator.records import (
+from data_plane.coordinator.group_metadata_records import (
     GroupKey,
     OffsetKey,
     decode_group_value,
     decode_key,
     decode_offset_value,
 )
+from data_plane.coordinator.messages import DeleteGroupsResult, OffsetCommitResult
 from tests.unit.coordinator.harness import Harness, subscription
 
 

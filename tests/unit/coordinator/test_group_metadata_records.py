@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from data_plane.coordinator.records import (
+from data_plane.coordinator.group_metadata_records import (
     GroupKey,
     GroupMetadataValue,
     InvalidOffsetsRecordError,
