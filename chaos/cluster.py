@@ -1,7 +1,7 @@
 """ChaosCluster: a LocalCluster in network namespaces whose every ordered link can be cut,
 made lossy or slowed down, plus the disk and clock hooks the nemeses need.
 
-Topology (see :class:`deploy.local_cluster.NetnsTopology`)::
+Topology (see :class:`chaos.netns.NetnsTopology`)::
 
     client namespace <name>-c  10.200.0.2 ----+
     node namespace   <name>-1  10.200.1.2 ----+---- hub namespace <name>: routes between them;
@@ -51,7 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deploy.local_cluster import CLIENT_ENDPOINT, ClusterError, LocalCluster, NetnsTopology
+from chaos.netns import CLIENT_ENDPOINT, NetnsTopology, netns_placement
+from deploy.local_cluster import ClusterError, LocalCluster
 
 CLIENT = CLIENT_ENDPOINT
 # Namespaces of chaos clusters are named NAMESPACE_PREFIX + digits; cleanup matches the prefix.
@@ -131,10 +132,10 @@ class ChaosCluster:
     everything (idempotent)."""
 
     def __init__(self, local: LocalCluster, tmpfs_dirs: list[Path]) -> None:
-        if local.netns is None:
+        if not isinstance(local.placement, NetnsTopology):
             raise ChaosSetupError("a chaos cluster needs network-namespace mode")
         self.local = local
-        self.topology: NetnsTopology = local.netns
+        self.topology: NetnsTopology = local.placement
         self.tmpfs_dirs = list(tmpfs_dirs)
         self._toxiproxy: subprocess.Popen[bytes] | None = None
         self._proxied: dict[tuple[int, int], list[ProxiedLink]] = {}
@@ -165,7 +166,7 @@ class ChaosCluster:
             controllers=controllers,
             brokers=brokers,
             overrides=overrides,
-            netns=name,
+            placement=netns_placement(name),
         )
         tmpfs: list[Path] = []
         try:

@@ -1,7 +1,7 @@
 """The chaos runner: cluster, workload, seeded fault schedule, heal, final read, check, report.
 
 ``kraftlog chaos run --nemesis kill,pause,partition --time-limit 120 --seed 7 --artifacts DIR``
-(see :mod:`deploy.cmd_chaos`) calls :func:`run`. One run:
+(see :mod:`chaos.cli`) calls :func:`run`. One run:
 
 1. Starts its own cluster in network namespaces (:class:`chaos.cluster.ChaosCluster`; 3
    controllers, 3 brokers by default) and moves this process into the cluster's client

@@ -17,28 +17,25 @@ Life cycle::
 ``LocalCluster.open(dir)`` attaches to a cluster another process started (``cluster up
 --detach``); it finds the nodes through their pid files.
 
-Network-namespace mode (``create(..., netns="name")``, root only; for partition tests): see
-:class:`NetnsTopology`. Every node runs in a network namespace of its own with its own
-address, joined to a hub namespace through a veth pair; :meth:`LocalCluster.block` /
-:meth:`heal` drop or restore the traffic between two nodes (iptables in the hub), and
-:meth:`run_in_netns` runs a command (a test client) in the hub, the only place the nodes can be
-reached from. :meth:`close` deletes the namespaces and with them every rule.
+Placement: by default every node listens on the layout's host (127.0.0.1) and runs as a plain
+child process. A :class:`NodePlacement` (``create(..., placement=factory)`` or
+``open(dir, placement)``) puts the nodes elsewhere: it gives each node its address, rewrites
+the node configs to it and spawns the node processes; :meth:`close` destroys it. The chaos
+suite's network namespaces (``chaos.netns.NetnsTopology``) are one.
 
 Thread-safety: none; one LocalCluster per thread (tests, the CLI).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from common.configdef import load_properties
 from deploy import processes
@@ -122,11 +119,46 @@ def wait_until(
         time.sleep(interval_s)
 
 
+class NodePlacement(Protocol):
+    """Where a LocalCluster's nodes live on the network, when not all on the layout's host."""
+
+    def address(self, node_id: int) -> str:
+        """The address node ``node_id`` listens on."""
+        ...
+
+    def rewrite_addresses(self, props: Mapping[str, str], layout: ClusterLayout) -> dict[str, str]:
+        """A node's properties with every ``host:port`` of the layout pointed at the address
+        of the node owning the port."""
+        ...
+
+    def spawn_node(self, node_id: int, node: NodeLayout) -> subprocess.Popen[bytes]:
+        """Start the node process (detached, writing its pid, status and log files)."""
+        ...
+
+    def destroy(self) -> None:
+        """Remove whatever the placement made (the cluster's processes are gone by then)."""
+        ...
+
+    def reachable(self) -> bool:
+        """Whether this process reaches the nodes' addresses."""
+        ...
+
+    def wait_ready_remotely(self, directory: Path, timeout_s: float) -> None:
+        """Run :meth:`LocalCluster.wait_ready` of the cluster in ``directory`` from a place
+        that reaches the nodes; raise ClusterError if it fails."""
+        ...
+
+
+# Makes a placement for the node ids of a new layout (and records it in the cluster
+# directory if other processes must find it).
+PlacementFactory = Callable[[list[int], Path], NodePlacement]
+
+
 class LocalCluster:
-    def __init__(self, layout: ClusterLayout) -> None:
+    def __init__(self, layout: ClusterLayout, placement: NodePlacement | None = None) -> None:
         self.layout = layout
         self._children: dict[int, subprocess.Popen[bytes]] = {}
-        self.netns: NetnsTopology | None = NetnsTopology.load(layout.directory)
+        self.placement = placement
 
     # --- creation -------------------------------------------------------------------------------
 
@@ -140,11 +172,11 @@ class LocalCluster:
         host: str = "127.0.0.1",
         overrides: Mapping[str, str] | None = None,
         cluster_id: str | None = None,
-        netns: str | None = None,
+        placement: PlacementFactory | None = None,
     ) -> LocalCluster:
         """Write a new cluster into ``directory`` (which must not hold one) and format it.
-        With ``netns`` (a short name), create the network namespaces of
-        :class:`NetnsTopology` and give every node its own address in them."""
+        With ``placement``, the factory makes the :class:`NodePlacement` of the new layout's
+        nodes (destroyed again if the cluster cannot be written)."""
         if ClusterLayout.exists(directory):
             raise ClusterError(f"{directory} already holds a cluster; use LocalCluster.open")
         layout = plan_layout(
@@ -155,32 +187,30 @@ class LocalCluster:
             host=host,
         )
         layout.directory.mkdir(parents=True, exist_ok=True)
-        topology = None
-        if netns is not None:
-            topology = NetnsTopology(netns, [n.node_id for n in layout.nodes])
-            topology.create()
-            topology.save(layout.directory)
+        made = None
+        if placement is not None:
+            made = placement([n.node_id for n in layout.nodes], layout.directory)
         try:
-            cls._write_nodes(layout, overrides or {}, topology)
+            cls._write_nodes(layout, overrides or {}, made)
         except BaseException:
-            if topology is not None:
-                topology.destroy()
+            if made is not None:
+                made.destroy()
             raise
         # cluster.json last: its presence means "fully created".
         layout.save()
-        return cls(layout)
+        return cls(layout, made)
 
     @staticmethod
     def _write_nodes(
-        layout: ClusterLayout, overrides: Mapping[str, str], topology: NetnsTopology | None
+        layout: ClusterLayout, overrides: Mapping[str, str], placement: NodePlacement | None
     ) -> None:
         secret = secrets.token_urlsafe(32)
         _write_private(layout.secret_path(), secret + "\n")
         for node in layout.nodes:
             node.directory.mkdir(parents=True, exist_ok=True)
             props = node_properties(layout, node, secret, overrides)
-            if topology is not None:
-                props = topology.rewrite_addresses(props, layout)
+            if placement is not None:
+                props = placement.rewrite_addresses(props, layout)
             _write_private(node.config_path, render_properties(props, node))
             settings = load_node_config(str(node.config_path))
             format_directories(
@@ -188,8 +218,11 @@ class LocalCluster:
             )
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str]) -> LocalCluster:
-        return cls(ClusterLayout.load(directory))
+    def open(
+        cls, directory: str | os.PathLike[str], placement: NodePlacement | None = None
+    ) -> LocalCluster:
+        """Attach to the cluster in ``directory`` (with the placement it was created with)."""
+        return cls(ClusterLayout.load(directory), placement)
 
     # --- addresses ------------------------------------------------------------------------------
 
@@ -214,19 +247,19 @@ class LocalCluster:
         return [n.node_id for n in self.layout.brokers]
 
     def bootstrap_controllers(self) -> list[str]:
-        if self.netns is not None:
+        if self.placement is not None:
             return [self.controller_address(n.node_id) for n in self.layout.controllers]
         return self.layout.bootstrap_controllers()
 
     def bootstrap_servers(self) -> list[str]:
-        if self.netns is not None:
+        if self.placement is not None:
             return [f"{self.host_of(n.node_id)}:{n.broker_port}" for n in self.layout.brokers]
         return self.layout.bootstrap_servers()
 
     def host_of(self, node_id: int) -> str:
-        """The address node ``node_id`` listens on (its own one in network-namespace mode)."""
-        if self.netns is not None:
-            return self.netns.address(node_id)
+        """The address node ``node_id`` listens on (the placement's, if there is one)."""
+        if self.placement is not None:
+            return self.placement.address(node_id)
         return self.layout.host
 
     def node(self, node_id: int) -> NodeLayout:
@@ -285,8 +318,8 @@ class LocalCluster:
         node = self.node(node_id)
         # A stale status file from the previous run must not pass for this run's.
         node.status_path.unlink(missing_ok=True)
-        if self.netns is not None:
-            child = self.netns.spawn_node(node_id, node)
+        if self.placement is not None:
+            child = self.placement.spawn_node(node_id, node)
         else:
             child = processes.spawn_node(
                 str(node.config_path), str(node.log_path), str(node.pid_path), str(node.status_path)
@@ -366,32 +399,8 @@ class LocalCluster:
         for child in self._children.values():
             child.wait(10)
         self._children.clear()
-        if self.netns is not None:
-            self.netns.destroy()
-
-    # --- network-namespace mode -----------------------------------------------------------------
-
-    def _require_netns(self) -> NetnsTopology:
-        if self.netns is None:
-            raise ClusterError("this cluster was not created in network-namespace mode")
-        return self.netns
-
-    def block(self, a: int, b: int) -> None:
-        """Drop every packet between nodes ``a`` and ``b`` (both directions)."""
-        self._require_netns().block(a, b)
-
-    def heal(self, a: int, b: int) -> None:
-        self._require_netns().heal(a, b)
-
-    def heal_all(self) -> None:
-        self._require_netns().heal_all()
-
-    def run_in_netns(
-        self, argv: list[str], timeout_s: float = 120.0
-    ) -> subprocess.CompletedProcess[str]:
-        """Run ``argv`` in the hub namespace (where every node is reachable), with this
-        repository on PYTHONPATH; output captured as text."""
-        return self._require_netns().run(argv, timeout_s)
+        if self.placement is not None:
+            self.placement.destroy()
 
     def _by_pid(self) -> dict[int, subprocess.Popen[bytes]]:
         return {c.pid: c for c in self._children.values()}
@@ -403,9 +412,9 @@ class LocalCluster:
         its config and format its storage; start it with :meth:`start_node`. Its settings are
         those of the existing broker with the lowest id (same overrides), with its own id,
         port and directories, updated by ``overrides``. Returns the new node id.
-        Not available in network-namespace mode (the namespaces are made at creation)."""
-        if self.netns is not None:
-            raise ClusterError("add_broker is not supported in network-namespace mode")
+        Not available with a placement (it was made for the nodes of the creation)."""
+        if self.placement is not None:
+            raise ClusterError("add_broker is not supported for a cluster with a placement")
         layout = self.layout
         brokers = layout.brokers
         if len(brokers) >= MAX_BROKERS:
@@ -497,8 +506,8 @@ class LocalCluster:
     def wait_ready(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
         """Wait until every node runs, the quorum has an active controller, and every broker is
         registered and unfenced. Raises ClusterError with the failing node's log tail."""
-        if self.netns is not None and os.environ.get(_NETNS_INSIDE_ENV) != self.netns.name:
-            self._wait_ready_in_netns(timeout_s)
+        if self.placement is not None and not self.placement.reachable():
+            self.placement.wait_ready_remotely(self.directory, timeout_s)
             return
         deadline = time.monotonic() + timeout_s
         reason = "not probed yet"
@@ -522,15 +531,6 @@ class LocalCluster:
             f"cluster at {self.directory} not ready after {timeout_s:.0f} s: {reason}; last "
             f"lines of {self.node(culprit).log_path}:\n{self.log_tail(culprit)}"
         )
-
-    def _wait_ready_in_netns(self, timeout_s: float) -> None:
-        code = (
-            "import sys; from deploy.local_cluster import LocalCluster; "
-            f"LocalCluster.open(sys.argv[1]).wait_ready({timeout_s!r})"
-        )
-        done = self.run_in_netns([sys.executable, "-c", code, str(self.directory)], timeout_s + 30)
-        if done.returncode != 0:
-            raise ClusterError(f"cluster at {self.directory} not ready:\n{done.stderr[-4000:]}")
 
     def _probe_ready(self, client: ControllerClient) -> tuple[bool, str, int | None]:
         try:
@@ -649,238 +649,3 @@ def _write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
-
-
-# --- network-namespace mode ---------------------------------------------------------------------
-
-NETNS_FILE = "netns.json"
-# Node k (1-based, in layout order) is 10.200.k.2 in its namespace; the hub end is 10.200.k.1.
-# The addresses exist only inside the namespaces this class creates (no physical interface).
-_NETNS_SUBNET = "10.200"
-_NETNS_INSIDE_ENV = "KRAFTLOG_NETNS"
-_IP_TIMEOUT_S = 10.0
-# The client namespace (for chaos workloads) uses index 0: 10.200.0.2, hub end 10.200.0.1.
-CLIENT_ENDPOINT = -1
-_CLIENT_INDEX = 0
-
-
-class NetnsTopology:
-    """Network namespaces for partition tests (root only; iproute2 and iptables needed).
-
-    Layout, for a topology named ``N`` and nodes 1..k (layout order)::
-
-        hub namespace  N        v1 10.200.1.1/24 ... vk 10.200.k.1/24, ip_forward on,
-                                iptables FORWARD rules = the partitions
-        node namespace N-i      lo, eth0 10.200.i.2/24, default route via 10.200.i.1
-        client namespace N-c    lo, eth0 10.200.0.2/24, default route via 10.200.0.1
-
-    Why a namespace per node and not 127.0.0.N inside one namespace: on loopback the kernel
-    picks 127.0.0.1 as the source of every outgoing connection whatever address the process
-    listens on, so iptables cannot tell the nodes apart by source; here each node's packets
-    carry its own address, and the hub routes (and filters) between them. Each pair of nodes
-    is cut exactly; connections survive a heal (DROP, not reset).
-
-    The client namespace is an endpoint like a node (:data:`CLIENT_ENDPOINT` in place of a
-    node id): a process in it reaches every node through the hub, so the link client -> node
-    can be cut like any node pair (the chaos suite runs its workloads there).
-    :meth:`block_one_way` cuts one direction only; :meth:`insert_rule` / :meth:`delete_rule`
-    add other hub rules (random loss, redirection to a proxy); :meth:`heal_all` flushes the
-    filter FORWARD chain and the nat PREROUTING chain. ``node_env`` adds environment
-    variables to a node's next start (the chaos clock-skew fault uses libfaketime's).
-
-    State is saved to ``netns.json`` in the cluster directory so ``LocalCluster.open`` (e.g.
-    in a client subprocess inside the hub) finds the addresses.
-    """
-
-    def __init__(self, name: str, node_ids: list[int]) -> None:
-        if not name or len(name) > 12 or not name.replace("-", "").isalnum():
-            raise ValueError(f"network namespace name {name!r}: 1-12 letters, digits or '-'")
-        if len(node_ids) > 250:
-            raise ValueError("at most 250 nodes in network-namespace mode")
-        self.name = name
-        self._index = {node_id: k for k, node_id in enumerate(node_ids, start=1)}
-        self.node_env: dict[int, dict[str, str]] = {}
-
-    def _k(self, node_id: int) -> int:
-        return _CLIENT_INDEX if node_id == CLIENT_ENDPOINT else self._index[node_id]
-
-    def address(self, node_id: int) -> str:
-        """The address of a node (or of the client namespace: :data:`CLIENT_ENDPOINT`)."""
-        return f"{_NETNS_SUBNET}.{self._k(node_id)}.2"
-
-    def hub_address(self, node_id: int) -> str:
-        """The hub's address on the link to ``node_id``: what that node routes through (a
-        proxy listening in the hub on it is reachable from that node)."""
-        return f"{_NETNS_SUBNET}.{self._k(node_id)}.1"
-
-    def node_namespace(self, node_id: int) -> str:
-        if node_id == CLIENT_ENDPOINT:
-            return self.client_namespace
-        return f"{self.name}-{self._index[node_id]}"
-
-    @property
-    def client_namespace(self) -> str:
-        return f"{self.name}-c"
-
-    def _ip(self, *argv: str, ns: str | None = None) -> None:
-        cmd = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_IP_TIMEOUT_S)
-        if done.returncode != 0:
-            raise ClusterError(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
-
-    def create(self) -> None:
-        try:
-            self._ip("ip", "netns", "add", self.name)
-            self._ip("ip", "link", "set", "lo", "up", ns=self.name)
-            self._ip("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=self.name)
-            endpoints = {CLIENT_ENDPOINT: _CLIENT_INDEX, **self._index}
-            for node_id, k in endpoints.items():
-                ns = self.node_namespace(node_id)
-                self._ip("ip", "netns", "add", ns)
-                self._ip("ip", "link", "set", "lo", "up", ns=ns)
-                self._ip(
-                    "ip",
-                    "link",
-                    "add",
-                    f"v{k}",
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    "eth0",
-                    "netns",
-                    ns,
-                    ns=self.name,
-                )
-                self._ip(
-                    "ip", "addr", "add", f"{_NETNS_SUBNET}.{k}.1/24", "dev", f"v{k}", ns=self.name
-                )
-                self._ip("ip", "link", "set", f"v{k}", "up", ns=self.name)
-                self._ip("ip", "addr", "add", f"{self.address(node_id)}/24", "dev", "eth0", ns=ns)
-                self._ip("ip", "link", "set", "eth0", "up", ns=ns)
-                self._ip("ip", "route", "add", "default", "via", f"{_NETNS_SUBNET}.{k}.1", ns=ns)
-        except BaseException:
-            self.destroy()
-            raise
-
-    def destroy(self) -> None:
-        """Delete every namespace (and so every veth and rule); missing ones are fine."""
-        for node_id in [CLIENT_ENDPOINT, *self._index]:
-            subprocess.run(
-                ["ip", "netns", "delete", self.node_namespace(node_id)],
-                capture_output=True,
-                timeout=_IP_TIMEOUT_S,
-            )
-        subprocess.run(
-            ["ip", "netns", "delete", self.name], capture_output=True, timeout=_IP_TIMEOUT_S
-        )
-
-    def _rules(self, a: int, b: int) -> list[list[str]]:
-        return [
-            ["FORWARD", "-s", self.address(x), "-d", self.address(y), "-j", "DROP"]
-            for x, y in ((a, b), (b, a))
-        ]
-
-    def block(self, a: int, b: int) -> None:
-        for rule in self._rules(a, b):
-            self._ip("iptables", "-I", *rule, ns=self.name)
-
-    def heal(self, a: int, b: int) -> None:
-        for rule in self._rules(a, b):
-            subprocess.run(
-                ["ip", "netns", "exec", self.name, "iptables", "-D", *rule],
-                capture_output=True,
-                timeout=_IP_TIMEOUT_S,
-            )
-
-    def block_one_way(self, src: int, dst: int) -> None:
-        """Drop the packets ``src`` sends to ``dst`` (``dst`` -> ``src`` still flows, so TCP
-        handshakes and acknowledgements fail one way only, as in an asymmetric partition)."""
-        self.insert_rule(self._rules(src, dst)[0])
-
-    def heal_one_way(self, src: int, dst: int) -> None:
-        self.delete_rule(self._rules(src, dst)[0])
-
-    def insert_rule(self, rule: list[str], table: str = "filter") -> None:
-        """``iptables -t table -I <rule>`` in the hub (``rule`` starts with the chain)."""
-        self._ip("iptables", "-t", table, "-I", *rule, ns=self.name)
-
-    def delete_rule(self, rule: list[str], table: str = "filter") -> None:
-        """Remove one copy of ``rule``; a rule that is not there is fine (heal is idempotent)."""
-        subprocess.run(
-            ["ip", "netns", "exec", self.name, "iptables", "-t", table, "-D", *rule],
-            capture_output=True,
-            timeout=_IP_TIMEOUT_S,
-        )
-
-    def heal_all(self) -> None:
-        self._ip("iptables", "-F", "FORWARD", ns=self.name)
-        self._ip("iptables", "-t", "nat", "-F", "PREROUTING", ns=self.name)
-
-    def run(self, argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["ip", "netns", "exec", self.name, *argv],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=self._env(),
-        )
-
-    def _env(self, node_id: int | None = None) -> dict[str, str]:
-        env = dict(os.environ)
-        if node_id is not None:
-            env.update(self.node_env.get(node_id, {}))
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        env[_NETNS_INSIDE_ENV] = self.name
-        env["PYTHONUNBUFFERED"] = "1"
-        return env
-
-    def spawn_node(self, node_id: int, node: NodeLayout) -> subprocess.Popen[bytes]:
-        """Start a node inside its namespace (``ip netns exec`` execs the node, so the pid is
-        the node's); write its pid file."""
-        cmd = ["ip", "netns", "exec", self.node_namespace(node_id)]
-        cmd += processes.node_command(str(node.config_path), str(node.status_path))
-        with open(node.log_path, "ab") as log:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=str(node.directory),
-                env=self._env(node_id),
-            )
-        tmp = str(node.pid_path) + ".tmp"
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(f"{proc.pid}\n")
-        os.replace(tmp, node.pid_path)
-        return proc
-
-    def rewrite_addresses(self, props: Mapping[str, str], layout: ClusterLayout) -> dict[str, str]:
-        """Point every ``host:port`` of the layout at the address of the node owning the port."""
-        owner = {}
-        for n in layout.nodes:
-            for port in (n.raft_port, n.controller_port, n.broker_port):
-                if port is not None:
-                    owner[f"{layout.host}:{port}"] = f"{self.address(n.node_id)}:{port}"
-        out = {}
-        for key, value in props.items():
-            for old, new in owner.items():
-                value = value.replace(old + ",", new + ",")
-                if value.endswith(old):
-                    value = value[: -len(old)] + new
-            out[key] = value
-        return out
-
-    def save(self, directory: Path) -> None:
-        doc = {"name": self.name, "nodes": list(self._index)}
-        (directory / NETNS_FILE).write_text(json.dumps(doc) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, directory: Path) -> NetnsTopology | None:
-        try:
-            doc = json.loads((Path(directory) / NETNS_FILE).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        return cls(str(doc["name"]), [int(i) for i in doc["nodes"]])

@@ -1,5 +1,5 @@
 """Client steps run inside a cluster's hub network namespace (the only place its nodes are
-reachable from in network-namespace mode): ``LocalCluster.run_in_netns`` starts
+reachable from in network-namespace mode): ``NetnsTopology.run`` starts
 
     python -m tests.integration.replication.netns_steps <cluster dir> <step> <json args>
 
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from deploy.local_cluster import LocalCluster
+from chaos.netns import open_cluster
 from tests.integration.replication import helpers
 
 STEPS: dict[str, Callable[..., Any]] = {
@@ -29,7 +29,7 @@ STEPS: dict[str, Callable[..., Any]] = {
 
 def main(argv: list[str]) -> int:
     directory, step, args = argv[0], argv[1], json.loads(argv[2])
-    result = STEPS[step](LocalCluster.open(directory), *args)
+    result = STEPS[step](open_cluster(directory), *args)
     print(json.dumps(result))
     return 0
 

@@ -1,5 +1,5 @@
 """A leader cut off from the controller quorum cannot complete an acks=all write (real network
-partition: LocalCluster's network-namespace mode, iptables DROP between two nodes)."""
+partition: a LocalCluster placed in chaos.netns namespaces, iptables DROP between two nodes)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from chaos.netns import NetnsTopology, netns_placement
 from common.error_codes import ErrorCode
 from deploy.local_cluster import LocalCluster
 from tests.integration.replication.helpers import FAST_OVERRIDES, bytes_up_to, wait_for
@@ -34,7 +35,7 @@ def netns_cluster(tmp_path: Path):
         controllers=1,
         brokers=3,
         overrides=FAST_OVERRIDES,
-        netns=f"kl{os.getpid() % 1_000_000}",
+        placement=netns_placement(f"kl{os.getpid() % 1_000_000}"),
     )
     try:
         cluster.start()
@@ -44,10 +45,16 @@ def netns_cluster(tmp_path: Path):
         cluster.close()  # kills the nodes and deletes the namespaces with their rules
 
 
+def topology(cluster: LocalCluster) -> NetnsTopology:
+    placement = cluster.placement
+    assert isinstance(placement, NetnsTopology)
+    return placement
+
+
 def step(cluster: LocalCluster, name: str, *args: Any) -> Any:
     """Run one helper inside the cluster's hub namespace (tests/.../netns_steps.py)."""
     argv = [sys.executable, "-m", "tests.integration.replication.netns_steps"]
-    done = cluster.run_in_netns([*argv, str(cluster.directory), name, json.dumps(args)])
+    done = topology(cluster).run([*argv, str(cluster.directory), name, json.dumps(args)], 120.0)
     if done.returncode != 0:
         raise AssertionError(f"step {name}{args} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -64,7 +71,7 @@ def test_leader_cut_off_from_the_controller_cannot_complete_acks_all(
     assert r["error_code"] == 0, r
 
     (controller,) = cluster.controller_ids
-    cluster.block(leader, controller)
+    topology(cluster).block(leader, controller)
     # The controller fences the silent leader and elects a follower; both followers follow it.
     new_leader = step(cluster, "wait_leader_seen", topic, followers, [leader])
     # The old leader never learns it (no metadata), still appends, but cannot commit: its
@@ -74,7 +81,7 @@ def test_leader_cut_off_from_the_controller_cannot_complete_acks_all(
     r = step(cluster, "produce_raw", new_leader, topic, [f"b{i}" for i in range(10)], -1, 10_000)
     assert r["error_code"] == 0 and r["base_offset"] == 10, r
 
-    cluster.heal_all()
+    topology(cluster).heal_all()
     step(cluster, "wait_isr", topic, cluster.broker_ids)
     assert step(cluster, "list_latest", new_leader, topic) == 20
 

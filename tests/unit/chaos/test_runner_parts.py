@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from chaos.cli import _pair, _producers
 from chaos.nemesis.disk import active_segment, damage_tail, recovery_point, unflushed_position
 from chaos.progress import ProgressBar
 from chaos.runner import RunConfig
 from chaos.workload.producer import ProducerSpec
-from deploy.cmd_chaos import _pair, _producers
 
 
 def test_damage_tail_truncates_or_overwrites_only_the_tail(tmp_path: Path) -> None:

@@ -1,5 +1,9 @@
 """``kraftlog chaos``: run the chaos suite, clean up after a crashed run, serve Toxiproxy's API.
 
+A plug-in command: the ``kraftlog.commands`` entry point ``chaos`` (pyproject.toml) names
+:func:`register`, which the ``kraftlog`` command line loads only when ``chaos`` is the command
+given, so the product's command line never imports the chaos suite otherwise.
+
 kraftlog chaos run --nemesis kill,pause,partition --time-limit 120 --seed 7 --artifacts DIR
                    [--bootstrap HOST:PORT,...] [--progress] [--partitions 3] ...
 kraftlog chaos cleanup              remove namespaces, processes and mounts of crashed runs
