@@ -39,6 +39,7 @@ def serve(loop_choice: str, zero_copy: bool, directory: str, send_buffer_bytes: 
 
     from data_plane.broker.apis import KafkaApis
     from data_plane.broker.config import BrokerConfig
+    from data_plane.broker.metadata_publisher import MetadataPublisher
     from data_plane.broker.replica_manager import ReplicaManager
     from data_plane.broker.server import KafkaServer, ListenerSpec, ServerThread
     from data_plane.storage import LogConfig, LogManager
@@ -58,7 +59,7 @@ def serve(loop_choice: str, zero_copy: bool, directory: str, send_buffer_bytes: 
     log_config = LogConfig(log_dirs=(directory,), segment_bytes=1 << 30)
     log_manager = LogManager(log_config)
     log_manager.get_or_create_log("bench", 0, log_config)
-    holder: dict[str, MetadataImage] = {"image": MetadataImage()}
+    publisher = MetadataPublisher()
 
     def make() -> KafkaServer:
         apis = KafkaApis(
@@ -73,7 +74,7 @@ def serve(loop_choice: str, zero_copy: bool, directory: str, send_buffer_bytes: 
             config,
             apis,
             [ListenerSpec("PLAINTEXT", "127.0.0.1", 0)],
-            image_source=lambda: holder["image"],
+            metadata_events=publisher,
             log_manager=log_manager,
         )
 
@@ -84,11 +85,13 @@ def serve(loop_choice: str, zero_copy: bool, directory: str, send_buffer_bytes: 
     tid = uuid.uuid4()
     topic = TopicImage("bench", tid, {0: PartitionRegistration((1,), (1,), 1, 0, 0)})
     listener = Listener("PLAINTEXT", "127.0.0.1", port)
-    holder["image"] = MetadataImage(
-        offset=1,
-        brokers={1: BrokerRegistration(1, "x", 1, (listener,), None, False, False)},
-        topics_by_name={"bench": topic},
-        topics_by_id={tid: topic},
+    publisher.publish(
+        MetadataImage(
+            offset=1,
+            brokers={1: BrokerRegistration(1, "x", 1, (listener,), None, False, False)},
+            topics_by_name={"bench": topic},
+            topics_by_id={tid: topic},
+        )
     )
     print(port, flush=True)
     sys.stdin.read()  # until the parent closes our stdin

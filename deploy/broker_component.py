@@ -1,15 +1,16 @@
-"""The broker role of a node (issue 3 scope): storage plus the metadata follower.
+"""The broker role of a node: storage plus the metadata follower.
 
 - :class:`data_plane.storage.log_manager.LogManager` over ``log.dirs`` (locks the directories,
   recovers the logs, runs maintenance on its own thread with retention every
   ``log.retention.check.interval.ms``, and the log cleaner threads for compacted topics);
 - :class:`metadata.broker_manager.BrokerMetadataManager`: registers with the active
   controller (a new broker epoch each time), heartbeats, follows the metadata log;
-- :class:`deploy.local_replicas.LocalReplicas`: turns each metadata change into partition logs
-  created or deleted on this broker.
+- :class:`data_plane.broker.partition_logs.PartitionLogs`: the broker's own code that turns
+  each metadata change into partition logs created or deleted on this broker, then publishes
+  the image to its subscribers.
 
-The Kafka protocol server (issue 4) is a separate component that reads ``log_manager`` and
-``metadata`` from this one.
+The Kafka protocol server is a separate component that reads ``log_manager`` and ``metadata``
+from this one and subscribes to ``partition_logs``.
 
 Shutdown: ``begin_shutdown`` runs the controlled shutdown (the controller moves leadership away
 and answers ``should_shut_down``; bounded by ``controlled.shutdown.timeout.ms``); ``stop`` stops
@@ -23,9 +24,9 @@ import os
 
 from common.configdef import from_props
 from common.security.config import SecurityConfig
+from data_plane.broker.partition_logs import PartitionLogs
 from data_plane.security.grpc_tls import channel_credentials
 from data_plane.storage.log_manager import LogManager
-from deploy.local_replicas import LocalReplicas
 from deploy.meta_properties import META_PROPERTIES, random_uuid
 from deploy.node_config import NodeSettings
 from metadata.broker_manager import BrokerMetadataManager
@@ -53,7 +54,7 @@ class BrokerComponent:
         self.incarnation_id = random_uuid()
         self.log_manager: LogManager | None = None
         self.metadata: BrokerMetadataManager | None = None
-        self.replicas: LocalReplicas | None = None
+        self.partition_logs: PartitionLogs | None = None
         self._client: ControllerClient | None = None
         self.controlled_shutdown_succeeded: bool | None = None
 
@@ -69,7 +70,7 @@ class BrokerComponent:
             # Flushes and checkpoints every second; retention every
             # log.retention.check.interval.ms; the log cleaner threads per log.cleaner.*.
             self.log_manager.start(retention_check_interval_ms=s.log.retention_check_interval_ms)
-            self.replicas = LocalReplicas(
+            self.partition_logs = PartitionLogs(
                 self.broker_id, self.log_manager, s.log, incarnation_id=self.incarnation_id
             )
             security = from_props(SecurityConfig, s.props)
@@ -90,7 +91,7 @@ class BrokerComponent:
                 self.incarnation_id,
                 self._on_change,
                 clean_shutdown=self.log_manager.found_clean_shutdown,
-                log_ends=self.replicas.leaderless_log_ends,
+                log_ends=self.partition_logs.leaderless_log_ends,
             )
             self.metadata.start()
         except BaseException:
@@ -98,8 +99,8 @@ class BrokerComponent:
             raise
 
     def _on_change(self, image: MetadataImage, delta: MetadataDelta) -> None:
-        if self.replicas is not None:
-            self.replicas.on_change(image, delta)
+        if self.partition_logs is not None:
+            self.partition_logs.apply_delta(image, delta)
 
     def begin_shutdown(self) -> None:
         if self.metadata is None or not self.settings.node.controlled_shutdown_enable:
@@ -131,7 +132,7 @@ class BrokerComponent:
 
     def status(self) -> dict[str, object]:
         m = self.metadata
-        if m is None or self.replicas is None:
+        if m is None or self.partition_logs is None:
             return {"broker_epoch": -1, "fenced": True}
         out: dict[str, object] = {
             "broker_epoch": m.broker_epoch,
@@ -139,7 +140,7 @@ class BrokerComponent:
             "incarnation_id": self.incarnation_id,
             "listeners": {lis.name: lis.address for lis in self.settings.advertised_listeners},
         }
-        out.update(self.replicas.summary(m.image))
+        out.update(self.partition_logs.summary(m.image))
         if self.log_manager is not None:
             cleaner = self.log_manager.cleaner
             out["log_cleaner"] = {

@@ -66,7 +66,8 @@ class KafkaComponent:
 
     def start(self) -> None:
         log_manager, metadata = self.broker.log_manager, self.broker.metadata
-        if log_manager is None or metadata is None:
+        partition_logs = self.broker.partition_logs
+        if log_manager is None or metadata is None or partition_logs is None:
             raise RuntimeError("the broker component must start before the Kafka server")
         s = self.settings
         security_config = self.security_config
@@ -107,7 +108,7 @@ class KafkaComponent:
                 self.config,
                 apis,
                 self.listeners,
-                image_source=lambda: metadata.image,
+                metadata_events=partition_logs,
                 log_manager=log_manager,
                 security=security,
                 metrics=node_metrics(),

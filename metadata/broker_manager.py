@@ -48,7 +48,7 @@ SHUTDOWN_HEARTBEAT_INTERVAL_MS = 200
 
 ChangeCallback = Callable[[MetadataImage, MetadataDelta], None]
 # The broker's log ends of leaderless partitions it may lead, as of an image (see
-# LocalReplicas.leaderless_log_ends); sent with every heartbeat.
+# PartitionLogs.leaderless_log_ends); sent with every heartbeat.
 LogEndsCallback = Callable[[MetadataImage], list[ReplicaLogEnd]]
 
 

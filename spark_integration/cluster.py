@@ -29,7 +29,6 @@ from data_plane.client.errors import KafkaError, KafkaTimeoutError
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.offsets import list_offsets
-from data_plane.client.record_types import TopicPartition as ClientTopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from spark_integration.offsets import EARLIEST_OFFSET, LATEST_OFFSET
 from spark_integration.options import Subscription
@@ -120,7 +119,7 @@ class SourceClient:
             return {}
         answer = list_offsets(
             self._client,
-            {ClientTopicPartition(*tp): ts for tp, ts in timestamps.items()},
+            {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
             self.timeout_ms,
             self.config.retry_backoff_ms,
         )
@@ -149,7 +148,7 @@ class SourceClient:
         The next Fetch is sent before a payload is yielded, so the broker and the network work
         while the caller decodes. Raises :class:`DataLossError` or :class:`KafkaTimeoutError`
         (``timeout_ms`` without progress)."""
-        tp = ClientTopicPartition(r.topic, r.partition)
+        tp = TopicPartition(r.topic, r.partition)
         position = r.start
         deadline = time.monotonic() + self.timeout_ms / 1000.0
         pending: _PendingFetch | None = None
@@ -189,7 +188,7 @@ class SourceClient:
             position = next_offset
             deadline = time.monotonic() + self.timeout_ms / 1000.0
 
-    def _fetch_body(self, tp: ClientTopicPartition, position: int) -> dict[str, Any]:
+    def _fetch_body(self, tp: TopicPartition, position: int) -> dict[str, Any]:
         return {
             "replica_id": -1,
             "max_wait_ms": FETCH_MAX_WAIT_MS,
@@ -217,7 +216,7 @@ class SourceClient:
         }
 
     def _start_fetch(
-        self, tp: ClientTopicPartition, position: int, deadline: float
+        self, tp: TopicPartition, position: int, deadline: float
     ) -> _PendingFetch | None:
         """Send a Fetch to the leader (None when there is no leader or connection yet)."""
         client = self._client
@@ -246,7 +245,7 @@ class SourceClient:
         return pending
 
     def _finish_fetch(
-        self, tp: ClientTopicPartition, pending: _PendingFetch, deadline: float
+        self, tp: TopicPartition, pending: _PendingFetch, deadline: float
     ) -> dict[str, Any] | None:
         """Wait for ``pending``; its partition's answer, or None after a retriable failure."""
         client = self._client

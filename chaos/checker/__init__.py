@@ -8,8 +8,8 @@ byte comparison of replica logs, the availability timeline, and the report.
 
 Modules: model (kinds and result types), views (history -> sends/reads/consumers/faults),
 properties (one function per property), replicas (segment byte comparison), timeline
-(availability, throughput, latency buckets), check (the entry point); chaos.report renders
-the artifact folder.
+(availability, throughput, latency buckets), check (the entry point); report renders the artifact
+folder.
 """
 
 from chaos.checker.check import check, check_history
@@ -22,7 +22,7 @@ from chaos.checker.model import (
     Recovery,
 )
 from chaos.checker.replicas import ReplicaComparison, compare_replica_logs
-from chaos.report import write_report
+from chaos.checker.report import write_report
 
 __all__ = [
     "ALL_KINDS",

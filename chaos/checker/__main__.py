@@ -11,8 +11,8 @@ import json
 import sys
 
 from chaos.checker.check import DEFAULT_BUCKET_S, DEFAULT_LIVENESS_WINDOW_S, check
+from chaos.checker.report import write_report
 from chaos.history import HistoryFormatError
-from chaos.report import write_report
 
 EXIT_VALID = 0
 EXIT_ANOMALY = 1

@@ -1,18 +1,18 @@
 """ReplicaManager: the partitions this broker hosts, kept in step with committed metadata.
 
-Each metadata image the broker's metadata follower publishes is turned into a delta against
-the last image applied here (:meth:`MetadataDelta.from_snapshot`), and its
+Each metadata image the broker's :class:`~data_plane.broker.partition_logs.PartitionLogs`
+publishes (an event, once the logs the image hosts exist) is turned into a delta against the
+last image applied here (:meth:`MetadataDelta.from_snapshot`), and its
 ``local_changes(broker_id)`` make partitions leaders or followers (with their leader epoch and
-ISR) or drop them. A hosted partition needs its Log, which deploy's LocalReplicas creates on
-the metadata thread right after the image is published: a partition whose log does not exist
-yet waits in ``_pending`` and is retried on the next :meth:`apply_image` call (the server calls
-it on every metadata poll tick). A topic deleted and re-created under the same name waits the
-same way until the LogManager holds a new log for it (not the retired one).
+ISR) or drop them, in the same :meth:`apply_image` call. Only a log whose creation failed (an
+I/O error, logged by PartitionLogs) is missing then: its partition is not hosted and is tried
+again with the next image. A topic deleted and re-created under the same name is hosted only
+with its new log, never the retired one.
 
 Produce goes through :meth:`append_records` (validated batches only, one Log.append per
 partition); Fetch through :meth:`get_partition` + ``Partition.read_records``.
 
-Replication (issue 5), once :meth:`attach_replication` gave it the fetcher manager and the
+Replication, once :meth:`attach_replication` gave it the fetcher manager and the
 AlterPartition manager:
 
 - a partition that becomes a follower, or whose leader or leader epoch changes while it
@@ -88,7 +88,8 @@ class ReplicaManager:
         self.default_min_insync_replicas = default_min_insync_replicas
         self._on_partition_change = on_partition_change
         self._partitions: dict[TopicPartition, Partition] = {}
-        self._pending: dict[TopicPartition, PartitionRegistration] = {}
+        # Hosted partitions whose log was missing when their image was applied.
+        self._missing_logs: dict[TopicPartition, PartitionRegistration] = {}
         # Logs of partitions deleted here whose replacement may not exist yet.
         self._retired_logs: dict[TopicPartition, Log] = {}
         self.image = MetadataImage()
@@ -114,14 +115,15 @@ class ReplicaManager:
 
     def apply_image(self, image: MetadataImage) -> list[TopicPartition]:
         """Apply a newer metadata image (no-op for the same image); return the partitions
-        whose leadership or ISR changed, or that appeared or disappeared."""
+        whose leadership or ISR changed, or that appeared or disappeared. Partitions whose log
+        was missing at an earlier call are tried again."""
         changed: list[TopicPartition] = []
         if image is not self.image and image.offset >= self.image.offset:
             local = MetadataDelta.from_snapshot(self.image, image).local_changes(self.broker_id)
             self.image = image
             hosted = local.leaders.keys() | local.followers.keys()
             for tp in local.deletes:
-                self._pending.pop(tp, None)
+                self._missing_logs.pop(tp, None)
                 self._retired_logs.pop(tp, None)
                 if self.fetcher_manager is not None:
                     self.fetcher_manager.remove_partition(tp)
@@ -129,27 +131,39 @@ class ReplicaManager:
                 if old is not None:
                     changed.append(tp)
                     if tp in hosted:
-                        # Deleted and re-created under the same name: until LocalReplicas has
-                        # replaced the old log, the LogManager still returns it.
+                        # Deleted and re-created under the same name: never host the new
+                        # partition with the old log (if replacing it failed).
                         self._retired_logs[tp] = old.log
-            for tp, lp in (*local.leaders.items(), *local.followers.items()):
-                self._pending[tp] = lp.registration
-        if self._pending:
-            for tp, reg in list(self._pending.items()):
-                if self._become(tp, reg):
-                    del self._pending[tp]
-                    changed.append(tp)
+            fresh = {
+                tp: lp.registration
+                for tp, lp in (*local.leaders.items(), *local.followers.items())
+            }
+        else:
+            fresh = {}
+        retry, self._missing_logs = self._missing_logs, {}
+        for tp, reg in {**retry, **fresh}.items():
+            self._become_or_miss(tp, reg, changed)
         if self._on_partition_change is not None:
             for tp in changed:
                 self._on_partition_change(tp)
         return changed
+
+    def _become_or_miss(
+        self, tp: TopicPartition, reg: PartitionRegistration, changed: list[TopicPartition]
+    ) -> None:
+        if self._become(tp, reg):
+            changed.append(tp)
+            return
+        if tp not in self._missing_logs:
+            log.warning("%s-%d: no log to host it (creating the log failed?)", *tp)
+        self._missing_logs[tp] = reg
 
     def _become(self, tp: TopicPartition, reg: PartitionRegistration) -> bool:
         part = self._partitions.get(tp)
         if part is None:
             log_ = self.log_manager.get_log(tp.topic, tp.partition)
             if log_ is None or log_ is self._retired_logs.get(tp):
-                return False  # LocalReplicas has not created (or replaced) it yet
+                return False  # its log was not created (or not replaced)
             self._retired_logs.pop(tp, None)
             part = Partition(tp.topic, tp.partition, self.broker_id, log_)
             self._partitions[tp] = part

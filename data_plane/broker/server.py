@@ -3,10 +3,12 @@
 - Listeners: one listening socket per ``(name, host, port)`` (port 0 picks a free port; see
   :attr:`bound_addresses`), accepted with ``loop.add_reader``; each client becomes a
   :class:`Connection` (TCP_NODELAY, ``socket.send.buffer.bytes`` / ``socket.receive.buffer.bytes``).
-- A tick every ``TICK_INTERVAL_MS``: pick up a new metadata image (the broker's metadata
-  follower publishes immutable images; the replica manager diffs them and parked requests on
-  partitions that changed are re-checked), expire delayed operations, and, less often, close
-  idle connections and checkpoint the high watermarks (``replica.high.watermark.checkpoint
+- Metadata as events: the server subscribes to ``metadata_events`` (the broker's
+  :class:`~data_plane.broker.partition_logs.PartitionLogs`, which publishes each immutable
+  image once the logs it hosts exist) and applies every image on its event loop: the replica
+  manager diffs it and parked requests on partitions that changed are re-checked.
+- A tick every ``TICK_INTERVAL_MS``: expire delayed operations, and, less often, close idle
+  connections and checkpoint the high watermarks (``replica.high.watermark.checkpoint
   .interval.ms``; also at stop), and propose ISR shrinks (``ReplicaManager.tick``).
 - Replication: with a controller client, :meth:`KafkaServer.start` attaches the replica
   fetcher manager (followers fetch from their leaders over the listener named first) and the
@@ -28,7 +30,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from common.configdef import ConfigError
 from data_plane.broker.apis import KafkaApis
@@ -59,6 +61,13 @@ ACCEPT_BACKOFF_MS = 100
 MAX_PENDING_TLS_HANDSHAKES = 1024
 
 
+class MetadataEvents(Protocol):
+    def subscribe(self, fn: Callable[[MetadataImage], None]) -> Callable[[], None]:
+        """Call ``fn`` (on any thread) with the current metadata image and every later one;
+        returns the function that ends the subscription."""
+        ...
+
+
 class ListenerSpec(NamedTuple):
     name: str
     host: str
@@ -72,7 +81,7 @@ class KafkaServer:
         apis: KafkaApis,
         listeners: Sequence[ListenerSpec],
         *,
-        image_source: Callable[[], MetadataImage] | None = None,
+        metadata_events: MetadataEvents | None = None,
         log_manager: LogManager | None = None,
         security: BrokerSecurity | None = None,
         metrics: NodeMetrics | None = None,
@@ -81,7 +90,8 @@ class KafkaServer:
         self.config = config
         self.apis = apis
         self._listener_specs = list(listeners)
-        self._image_source = image_source
+        self._metadata_events = metadata_events
+        self._unsubscribe: Callable[[], None] | None = None
         self._log_manager = log_manager
         # TLS, SASL, ACLs and quotas of the listeners (docs/security.md); None: all PLAINTEXT.
         self.security = security
@@ -125,6 +135,8 @@ class KafkaServer:
         now = self.apis.clock_ms()
         self._last_idle_check_ms = self._last_checkpoint_ms = now
         self._start_replication()
+        if self._metadata_events is not None:
+            self._unsubscribe = self._metadata_events.subscribe(self._image_published)
         self._tick()
 
     def _inter_broker_listener(self) -> tuple[str, ssl.SSLContext | None]:
@@ -213,6 +225,8 @@ class KafkaServer:
         if self._stopped:
             return
         self._stopped = True
+        if self._unsubscribe is not None:
+            self._unsubscribe()
         if self._tick_handle is not None:
             self._tick_handle.cancel()
         self._close_listeners()
@@ -227,6 +241,21 @@ class KafkaServer:
             conn.close("broker stopping")
         self.apis.close()
         self._checkpoint_now()
+
+    def _image_published(self, image: MetadataImage) -> None:
+        """A new image (any thread): apply it on the event loop."""
+        try:
+            self.loop.call_soon_threadsafe(self._apply_image, image)
+        except RuntimeError:
+            pass  # the loop is closed: the server stopped
+
+    def _apply_image(self, image: MetadataImage) -> None:
+        if self._stopped:
+            return
+        try:
+            self.apis.replica_manager.apply_image(image)
+        except Exception:
+            log.exception("applying metadata image at offset %d failed", image.offset)
 
     def _close_listeners(self) -> None:
         for sock, _ in self._listen_socks:
@@ -358,8 +387,6 @@ class KafkaServer:
         if self._stopped:
             return
         try:
-            if self._image_source is not None:
-                self.apis.replica_manager.apply_image(self._image_source())
             image = self.apis.replica_manager.image
             if self.security is not None:
                 self.security.on_image(image)

@@ -34,6 +34,10 @@ compact logs whose ``cleanup.policy`` includes ``compact`` (see cleaner.py); a d
 cleaning is aborted first, and ``cleaner-offset-checkpoint`` forgets it.
 Thread-safety: all public methods may be called from any thread; the log table is changed
 under a lock (``get_log`` reads it without: a dict lookup is atomic), each Log guards itself.
+Maintenance never works on a partition being deleted: a deletion renames the partition's
+directory under the directory lock, which maintenance also holds while it fsyncs a partition's
+files and directory, after checking that the log is still the registered one; a log closed
+by a deletion in the middle of its flush or retention pass is skipped without an error.
 """
 
 from __future__ import annotations
@@ -136,6 +140,9 @@ class LogManager:
         self._allowed = _KNOWN_TOP_LEVEL_FILES | set(extra_allowed_names)
         self._clock_ms = clock_ms
         self._lock = threading.RLock()
+        # Held while a partition directory is renamed for deletion, and while maintenance
+        # fsyncs files in one (always taken before ``_lock``, never inside it).
+        self._directory_lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._logs_per_dir: dict[str, int] = {}
@@ -265,8 +272,8 @@ class LogManager:
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         # No lock: a dict lookup is atomic, and writers replace entries under the lock. The
-        # broker's event loop polls this for every partition it waits on while another
-        # thread creates thousands of logs; taking the lock made it wait on file creation.
+        # broker's event loop calls this on its request path while another thread may be
+        # creating thousands of logs; taking the lock would make it wait on file creation.
         return self._logs.get((topic, partition))
 
     def all_logs(self) -> list[Log]:
@@ -388,6 +395,11 @@ class LogManager:
         whose ``partition.metadata`` names another topic id is kept (it belongs to the
         topic re-created under the same name). Checkpoints forget it at once."""
         tp = (topic, partition)
+        with self._directory_lock:
+            return self._delete_log(tp, topic_id)
+
+    def _delete_log(self, tp: TopicPartition, topic_id: uuid.UUID | None) -> bool:
+        topic, partition = tp
         with self._lock:
             existing = self._logs.get(tp)
             if existing is None:
@@ -425,16 +437,21 @@ class LogManager:
         bounded per round."""
         with self._lock:
             pending = [
-                (f, self._logs[tp].dir_path)
+                (tp, f, self._logs[tp])
                 for tp, f in self._metadata_files.items()
                 if f.dirty and tp in self._logs
             ]
         if max_files is not None:
             pending = pending[:max_files]
-        for f, dir_path in pending:
-            f.flush()
-            fsync_directory(dir_path)
-        return len(pending)
+        flushed = 0
+        for tp, f, log in pending:
+            with self._directory_lock:
+                if self._logs.get(tp) is not log:
+                    continue  # deleted (or replaced) since the list was made
+                f.flush()
+                fsync_directory(log.dir_path)
+                flushed += 1
+        return flushed
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -507,7 +524,7 @@ class LogManager:
             retention = due is None or now >= due
             if retention:
                 self._next_retention_check_ms = now + self._retention_check_interval_ms
-        for _tp, log in self._items():
+        for tp, log in self._items():
             try:
                 if log.maybe_flush():
                     flushed += 1
@@ -515,6 +532,8 @@ class LogManager:
                     deleted += log.delete_old_segments()
                 unlinked += log.delete_pending_files()
             except (OSError, ApiError) as e:
+                if self.get_log(*tp) is not log:
+                    continue  # deleted meanwhile: nothing to maintain
                 logger.exception("maintenance of %s failed", log.name)
                 errors.append(f"{log.name}: {e}")
         try:

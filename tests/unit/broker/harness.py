@@ -15,6 +15,7 @@ from pathlib import Path
 
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.config import BrokerConfig
+from data_plane.broker.metadata_publisher import MetadataPublisher
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.broker.server import KafkaServer, ListenerSpec, ServerThread
 from data_plane.storage import LogConfig, LogManager
@@ -41,6 +42,7 @@ class BrokerHarness:
         self.log_config = log_config or LogConfig(log_dirs=(str(directory / "logs"),))
         self.log_manager = LogManager(self.log_config)
         self._image = MetadataImage()
+        self.publisher = MetadataPublisher()
         self._offset = 0
         self._lock = threading.Lock()
         self.port = 0
@@ -59,7 +61,7 @@ class BrokerHarness:
                 self.config,
                 self.apis,
                 [ListenerSpec("PLAINTEXT", "127.0.0.1", 0)],
-                image_source=lambda: self._image,
+                metadata_events=self.publisher,
                 log_manager=self.log_manager,
             )
 
@@ -108,6 +110,7 @@ class BrokerHarness:
             topics_by_id={t.topic_id: t for t in by_name.values()},
         )
         self._image = image
+        self.publisher.publish(image)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while self.apis is None or self.apis.replica_manager.image is not image:
             if time.monotonic() > deadline:

@@ -1,7 +1,10 @@
-"""LocalReplicas: keeps a broker's partition logs in step with the committed metadata.
+"""PartitionLogs: the broker's own code that creates, opens, deletes and retires its
+partition logs as the committed metadata changes (Kafka's ReplicaManager.applyDelta, log side).
 
-For each metadata change the broker's metadata manager reports, the partitions this broker
-hosts (``delta.local_changes(broker_id)``, Kafka's TopicsDelta.localChanges) become logs:
+For each metadata change the broker's metadata manager reports (:meth:`apply_delta`, on the
+metadata thread, so log creation never runs on the Kafka server's event loop), the partitions
+this broker hosts (``delta.local_changes(broker_id)``, Kafka's TopicsDelta.localChanges) become
+logs:
 
 - ``deletes`` first (a topic deleted and re-created under the same name in one delta appears
   as a delete of the old id and a create of the new one): ``LogManager.delete_log`` with the
@@ -11,7 +14,10 @@ hosts (``delta.local_changes(broker_id)``, Kafka's TopicsDelta.localChanges) bec
   the topic id, which the log manager records in ``partition.metadata``; a log on disk that
   names another topic id (the topic was deleted and re-created while this broker was down) is
   replaced by a new, empty one;
-- topic config changes (which are not replica changes) are pushed to the existing logs.
+- topic config changes (which are not replica changes) are pushed to the existing logs;
+- then the image is published (:meth:`subscribe`, a :class:`MetadataPublisher`): every
+  subscriber, the Kafka server's replica manager first of all, sees an image only once the
+  logs it hosts exist, so nothing waits for a log or polls for one.
 
 Stray logs (Kafka's findStrayReplicas): logs found on disk at startup whose partition the
 metadata does not assign to this broker (its topic is gone, the partition was reassigned, or
@@ -22,8 +28,9 @@ that, a partial image (the first fetch of a restart) could make live logs look s
 nothing is deleted on a guess. Without an ``incarnation_id`` the startup scan is skipped
 (only metadata deltas delete logs).
 
-Thread-safety: ``on_change`` runs on the metadata manager's single metadata thread; ``summary``
-may be called from any thread (it reads immutable images and a lock-guarded LogManager).
+Thread-safety: ``apply_delta`` runs on the metadata manager's single metadata thread;
+``summary`` and ``subscribe`` may be called from any thread (they read immutable images, a
+lock-guarded LogManager and a thread-safe publisher).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from collections.abc import Callable, Mapping
 
 from common.configdef import ConfigError, with_overrides
 from common.log_config import LogConfig
+from data_plane.broker.metadata_publisher import ImageSubscriber, MetadataPublisher
 from data_plane.storage.log_manager import LogManager
 from metadata.brokers import MAX_LOG_END_REPORTS
 from metadata.delta import MetadataDelta
@@ -48,7 +56,7 @@ log = logging.getLogger(__name__)
 STATUS_MAX_PARTITIONS = 2000
 
 
-class LocalReplicas:
+class PartitionLogs:
     def __init__(
         self,
         broker_id: int,
@@ -68,8 +76,8 @@ class LocalReplicas:
         self._lock = threading.Lock()
         # The last image digested and its sha256 (the reference keeps id() from being reused).
         self._digest_cache: tuple[MetadataImage, str] | None = None
-        self.changes_applied = 0
         self.errors = 0
+        self._publisher = MetadataPublisher()
         self._log_ends_cache: tuple[MetadataImage, list[ReplicaLogEnd]] | None = None
 
     def topic_config(self, image: MetadataImage, topic: str) -> LogConfig:
@@ -91,7 +99,13 @@ class LocalReplicas:
                 log.warning("topic %s: config override ignored: %s", topic, e)
         return config
 
-    def on_change(self, image: MetadataImage, delta: MetadataDelta) -> None:
+    def subscribe(self, fn: ImageSubscriber) -> Callable[[], None]:
+        """Call ``fn`` with every image whose logs exist (the current one first)."""
+        return self._publisher.subscribe(fn)
+
+    def apply_delta(self, image: MetadataImage, delta: MetadataDelta) -> None:
+        """Create, delete and reconfigure the logs ``delta`` (which led to ``image``) names,
+        then publish ``image``."""
         changes = delta.local_changes(self.broker_id)
         for tp, deleted_id in changes.deletes.items():
             self._apply(
@@ -118,7 +132,7 @@ class LocalReplicas:
         if not self.stray_scan_done and self._caught_up(image):
             self.stray_scan_done = True
             self.delete_stray_logs(image)
-        self.changes_applied += 1
+        self._publisher.publish(image)
 
     def leaderless_log_ends(self, image: MetadataImage) -> list[ReplicaLogEnd]:
         """The log end (last leader epoch, log end offset) of every local log whose partition

@@ -1,4 +1,5 @@
-"""deploy.local_replicas: metadata changes become partition logs on a real LogManager."""
+"""PartitionLogs: metadata changes become partition logs on a real LogManager, and each image is
+published only once the logs it hosts exist."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from common.log_config import LogConfig
+from common.topic_partition import TopicPartition
+from data_plane.broker.partition_logs import PartitionLogs
+from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.storage.log_manager import LogManager
-from deploy.local_replicas import LocalReplicas
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from metadata.records import (
@@ -33,9 +36,9 @@ def manager(tmp_path: Path) -> Iterator[LogManager]:
 
 
 class Follower:
-    """Feeds records to LocalReplicas the way the broker's metadata manager does."""
+    """Feeds records to PartitionLogs the way the broker's metadata manager does."""
 
-    def __init__(self, replicas: LocalReplicas) -> None:
+    def __init__(self, replicas: PartitionLogs) -> None:
         self.replicas = replicas
         self.image = MetadataImage()
         self.offset = -1
@@ -46,7 +49,7 @@ class Follower:
             self.offset += 1
             delta.replay(record, self.offset)
         self.image = delta.apply()
-        self.replicas.on_change(self.image, delta)
+        self.replicas.apply_delta(self.image, delta)
 
 
 def partition(tid: uuid.UUID, pid: int, replicas: tuple[int, ...]) -> PartitionRecord:
@@ -58,7 +61,7 @@ def names(manager: LogManager) -> set[str]:
 
 
 def test_hosted_partitions_become_logs_and_deletes_remove_them(manager: LogManager) -> None:
-    f = Follower(LocalReplicas(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
+    f = Follower(PartitionLogs(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
     a, b = uuid.uuid4(), uuid.uuid4()
     f.apply(
         TopicRecord("a", a),
@@ -77,7 +80,7 @@ def test_hosted_partitions_become_logs_and_deletes_remove_them(manager: LogManag
 
 
 def test_topic_configs_reach_new_and_existing_logs(manager: LogManager) -> None:
-    f = Follower(LocalReplicas(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
+    f = Follower(PartitionLogs(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
     t = uuid.uuid4()
     f.apply(
         TopicRecord("t", t),
@@ -97,8 +100,8 @@ def test_topic_configs_reach_new_and_existing_logs(manager: LogManager) -> None:
 
 
 def test_equal_images_have_equal_digests(manager: LogManager) -> None:
-    f1 = Follower(LocalReplicas(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
-    f2 = Follower(LocalReplicas(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
+    f1 = Follower(PartitionLogs(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
+    f2 = Follower(PartitionLogs(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
     t = uuid.uuid4()
     for f in (f1, f2):
         f.apply(TopicRecord("t", t), partition(t, 0, (BROKER,)))
@@ -106,3 +109,58 @@ def test_equal_images_have_equal_digests(manager: LogManager) -> None:
     assert s1["image_sha256"] == s2["image_sha256"]
     f2.apply(partition(t, 1, (BROKER,)))
     assert f2.replicas.summary(f2.image)["image_sha256"] != s1["image_sha256"]
+
+
+def test_an_image_is_published_after_its_logs_exist_and_hosted_at_once(
+    manager: LogManager,
+) -> None:
+    """The event the replica manager gets names only partitions whose log exists: it leads
+    in the same call, with nothing pending and no second call."""
+    logs = PartitionLogs(BROKER, manager, LogConfig(log_dirs=manager.log_dirs))
+    rm = ReplicaManager(BROKER, manager)
+    seen: list[tuple[int, set[str]]] = []
+
+    def on_image(image: MetadataImage) -> None:
+        seen.append((image.offset, names(manager)))
+        rm.apply_image(image)
+
+    unsubscribe = logs.subscribe(on_image)
+    f = Follower(logs)
+    a = uuid.uuid4()
+    f.apply(TopicRecord("a", a), partition(a, 0, (BROKER, 102)), partition(a, 1, (102, BROKER)))
+    assert seen == [(f.image.offset, {"a-0", "a-1"})]
+    assert rm.get_partition(TopicPartition("a", 0)).is_leader
+    assert not rm.get_partition(TopicPartition("a", 1)).is_leader
+    f.apply(RemoveTopicRecord(a))
+    assert seen[-1] == (f.image.offset, set())
+    assert rm.get_partition(TopicPartition("a", 0)) is None
+    unsubscribe()
+    f.apply(TopicRecord("b", uuid.uuid4()))
+    assert len(seen) == 2
+
+
+def test_a_late_subscriber_gets_the_current_image_first(manager: LogManager) -> None:
+    logs = PartitionLogs(BROKER, manager, LogConfig(log_dirs=manager.log_dirs))
+    f = Follower(logs)
+    a = uuid.uuid4()
+    f.apply(TopicRecord("a", a), partition(a, 0, (BROKER,)))
+    got: list[MetadataImage] = []
+    logs.subscribe(got.append)
+    assert got == [f.image]
+
+
+def test_a_partition_whose_log_is_missing_is_hosted_with_the_next_image(
+    manager: LogManager,
+) -> None:
+    rm = ReplicaManager(BROKER, manager)
+    f = Follower(PartitionLogs(BROKER, manager, LogConfig(log_dirs=manager.log_dirs)))
+    a = uuid.uuid4()
+    f.apply(TopicRecord("a", a), partition(a, 0, (BROKER,)))
+    manager.delete_log("a", 0)  # as if creating it had failed
+    rm.apply_image(f.image)
+    assert rm.get_partition(TopicPartition("a", 0)) is None
+    manager.get_or_create_log("a", 0)
+    f.apply(TopicRecord("b", uuid.uuid4()))  # the next image, unrelated to "a"
+    changed = rm.apply_image(f.image)
+    assert TopicPartition("a", 0) in changed
+    assert rm.get_partition(TopicPartition("a", 0)).is_leader

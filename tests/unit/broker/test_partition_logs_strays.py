@@ -1,6 +1,5 @@
-"""deploy.local_replicas: topic ids reach partition.metadata, a re-created topic's stale log
-is replaced, and stray logs are deleted only once the image holds this process's
-registration."""
+"""PartitionLogs: topic ids reach partition.metadata, a re-created topic's stale log is
+replaced, and stray logs are deleted only once the image holds this process's registration."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from common.log_config import LogConfig
+from data_plane.broker.partition_logs import PartitionLogs
 from data_plane.storage.log_manager import LogManager
-from deploy.local_replicas import LocalReplicas
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from metadata.records import (
@@ -22,8 +21,7 @@ from metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-
-from ..storage.conftest import batch
+from tests.unit.storage.conftest import batch
 
 BROKER = 101
 INCARNATION = "incarnation-of-this-process"
@@ -49,7 +47,7 @@ def open_manager(log_dir: str, managers: list[LogManager]) -> LogManager:
 
 
 class Follower:
-    def __init__(self, replicas: LocalReplicas) -> None:
+    def __init__(self, replicas: PartitionLogs) -> None:
         self.replicas = replicas
         self.image = MetadataImage()
         self.offset = -1
@@ -60,7 +58,7 @@ class Follower:
             self.offset += 1
             delta.replay(record, self.offset)
         self.image = delta.apply()
-        self.replicas.on_change(self.image, delta)
+        self.replicas.apply_delta(self.image, delta)
 
 
 def partition(tid: uuid.UUID, pid: int, replicas: tuple[int, ...]) -> PartitionRecord:
@@ -85,7 +83,7 @@ def seed_disk(log_dir: str, managers: list[LogManager], ids: dict[str, uuid.UUID
 
 def test_topic_ids_are_recorded(log_dir: str, managers: list[LogManager]) -> None:
     m = open_manager(log_dir, managers)
-    f = Follower(LocalReplicas(BROKER, m, LogConfig(log_dirs=m.log_dirs)))
+    f = Follower(PartitionLogs(BROKER, m, LogConfig(log_dirs=m.log_dirs)))
     a = uuid.uuid4()
     f.apply(TopicRecord("a", a), partition(a, 0, (BROKER,)), partition(a, 1, (102, BROKER)))
     assert m.topic_id_of("a", 0) == a and m.topic_id_of("a", 1) == a
@@ -102,7 +100,7 @@ def test_restart_replaces_recreated_topics_and_deletes_strays_once_caught_up(
     )
     m = open_manager(log_dir, managers)
     f = Follower(
-        LocalReplicas(BROKER, m, LogConfig(log_dirs=m.log_dirs), incarnation_id=INCARNATION)
+        PartitionLogs(BROKER, m, LogConfig(log_dirs=m.log_dirs), incarnation_id=INCARNATION)
     )
     recreated_new = uuid.uuid4()
     # The first fetch after the restart: topics as they are now, without our registration.
@@ -136,7 +134,7 @@ def test_without_an_incarnation_id_strays_are_kept(
 ) -> None:
     seed_disk(log_dir, managers, {"gone": uuid.uuid4()})
     m = open_manager(log_dir, managers)
-    f = Follower(LocalReplicas(BROKER, m, LogConfig(log_dirs=m.log_dirs)))
+    f = Follower(PartitionLogs(BROKER, m, LogConfig(log_dirs=m.log_dirs)))
     f.apply(registration(INCARNATION))
     assert names(m) == {"gone-0"} and not f.replicas.stray_scan_done
     assert f.replicas.stray_logs(f.image) == [("gone", 0)]
@@ -146,7 +144,7 @@ def test_a_delete_of_the_old_id_spares_the_new_topics_log(
     log_dir: str, managers: list[LogManager]
 ) -> None:
     m = open_manager(log_dir, managers)
-    f = Follower(LocalReplicas(BROKER, m, LogConfig(log_dirs=m.log_dirs)))
+    f = Follower(PartitionLogs(BROKER, m, LogConfig(log_dirs=m.log_dirs)))
     old, new = uuid.uuid4(), uuid.uuid4()
     f.apply(TopicRecord("t", old), partition(old, 0, (BROKER,)))
     m.get_log("t", 0).append(batch(2), 0)
