@@ -34,8 +34,8 @@ from typing import Any, NamedTuple, Protocol
 
 from common.configdef import ConfigError
 from data_plane.broker.apis import KafkaApis
+from data_plane.broker.client_connection import Connection
 from data_plane.broker.config import BrokerConfig
-from data_plane.broker.connection import Connection
 from data_plane.metrics.group_lag import GroupLagMetrics
 from data_plane.metrics.names import NodeMetrics
 from data_plane.metrics.state import BrokerStateMetrics

@@ -21,15 +21,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from data_plane.client.client_security import client_security
-from data_plane.client.config import CommonClientConfig
-from data_plane.client.connection import (
+from data_plane.client.broker_connection import (
     CLOSED,
     CONNECTING,
     READY,
     BrokerConnection,
     ResponseCallback,
 )
+from data_plane.client.client_security import client_security
+from data_plane.client.config import CommonClientConfig
 from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from data_plane.client.metadata import ClusterMetadata
 from data_plane.protocol.api_keys import ApiKey

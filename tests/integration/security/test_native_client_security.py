@@ -22,9 +22,9 @@ import pytest
 
 from common.error_codes import ErrorCode
 from data_plane.client import Admin, Consumer, KafkaError, Producer, TopicPartition
+from data_plane.client.broker_connection import CLOSED, CONNECTING, READY, BrokerConnection
 from data_plane.client.client_security import AuthenticationFailedError, client_security
 from data_plane.client.config import ConsumerConfig, client_config
-from data_plane.client.connection import CLOSED, CONNECTING, READY, BrokerConnection
 from data_plane.client.errors import ClientClosedError
 from data_plane.client.record_decoder import decode_fetched
 from data_plane.client.record_encoder import RecordBatchBuilder

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import pytest
 
 from common.error_codes import ErrorCode
+from data_plane.broker.client_connection import _END, _more_after
 from data_plane.broker.config import BrokerConfig
-from data_plane.broker.connection import _END, _more_after
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import encode_request
 from data_plane.storage import Record, build_batch

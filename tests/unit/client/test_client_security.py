@@ -16,6 +16,7 @@ from common.configdef import ConfigError
 from common.error_codes import ErrorCode
 from common.security.errors import SaslAuthenticationError
 from common.security.scram import ScramCredential, ScramMechanism, make_credential
+from data_plane.client.broker_connection import CLOSED, READY, BrokerConnection
 from data_plane.client.client_security import (
     AuthenticationFailedError,
     ClientSecurity,
@@ -23,7 +24,6 @@ from data_plane.client.client_security import (
     client_security,
 )
 from data_plane.client.config import ProducerConfig, client_config
-from data_plane.client.connection import CLOSED, READY, BrokerConnection
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from data_plane.security import certs

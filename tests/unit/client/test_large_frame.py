@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from data_plane.client import connection
+from data_plane.client import broker_connection
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.large_frame import LARGE_FRAME_BYTES, LargeFrame, find_large_frame
 from data_plane.client.network_client import NetworkClient
@@ -71,7 +71,7 @@ def test_pipelined_large_and_small_responses_arrive_intact_and_in_order(
             made.append(size)
             super().__init__(size, first_bytes)
 
-    monkeypatch.setattr(connection, "LargeFrame", CountedLargeFrame)
+    monkeypatch.setattr(broker_connection, "LargeFrame", CountedLargeFrame)
     payloads = [os.urandom(LARGE_FRAME_BYTES * 3 + i * 7919) for i in range(4)]
     served = iter(payloads)
 

@@ -8,13 +8,13 @@ encoded header bytes, which transports do not allow.
 - Reading: each readable event reads up to ``RECV_CHUNK_BYTES``; :class:`FrameReader` yields
   whole frames and rejects a size prefix above ``socket.request.max.bytes`` before any of the
   body is buffered (the connection is then closed and logged; other connections go on).
-- In flight: every decoded request gets a slot in ``_slots`` (a deque in arrival order). Sync
-  handlers fill their slot at once; async ones (delayed fetch, acks=all, admin) fill it when
-  their task finishes. Slots are written strictly from the head, so responses leave in request
-  order whatever order they complete in.
-- Back-pressure: a request counts as in flight from decoding until its last byte is written;
-  at most ``queued.max.requests`` are in flight. Frames read beyond that wait undecoded (at
-  most one read chunk's worth) and the socket is not read until responses drain.
+- Order, back-pressure, muting and close-after are the sans-IO
+  :class:`~data_plane.broker.request_pipeline.RequestPipeline`: every decoded request gets a
+  slot in arrival order (sync handlers fill it at once, async ones (delayed fetch, acks=all,
+  admin) when their task finishes) and responses leave strictly from the head; at most
+  ``queued.max.requests`` are in flight, frames read beyond that wait undecoded (at most one
+  read chunk's worth) and the socket is not read until responses drain. This class turns the
+  pipeline's decisions into reader/writer registrations, handler tasks and bytes on the wire.
 - Writing: encoded buffers go out with ``socket.sendmsg`` (gathered), file slices with
   ``os.sendfile`` straight from the segment file (or, with ``kraftlog.fetch.zero.copy.enable``
   false, ``os.pread`` + ``send``). A would-block registers a writer callback.
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Request
 from data_plane.broker.handlers import advertised, handler_for
+from data_plane.broker.request_pipeline import RequestPipeline, ResponseSlot
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import (
     RequestHeader,
@@ -88,17 +89,6 @@ READ_CHUNK_BYTES = 1024 * 1024
 _BUFFER_TYPES = (bytes, bytearray, memoryview)
 
 
-class _Slot:
-    """A request's place in the response order. ``frame`` None = no bytes to send (acks=0)."""
-
-    __slots__ = ("close_after", "done", "frame")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.frame: ResponseFrame | None = None
-        self.close_after = False
-
-
 class _EndOfResponse:
     """Marks the end of one response's parts in the output queue."""
 
@@ -135,25 +125,16 @@ class Connection:
         # A plain TCP socket: writes may hold back partial frames (MSG_MORE, TCP_CORK; see
         # _write_out).
         self._plain = isinstance(sock, socket.socket)
-        # Quota throttling (KIP-219): nothing is read from the client until the mute ends.
-        self._muted = False
-        self._muted_until = 0.0
-        self._mute_seq = 0
         self._reader = FrameReader(self._config.socket_request_max_bytes)
-        self._slots: collections.deque[_Slot] = collections.deque()
-        self._frames: collections.deque[bytes | memoryview] = collections.deque()
+        self._pipeline = RequestPipeline(self._config.queued_max_requests)
         self._drain_scheduled = False
         self._out: collections.deque[Any] = collections.deque()
         self._out_offset = 0  # bytes of _out[0] already sent
-        self._unsent_responses = 0
         self._reading = False
         self._writing = False
-        self._close_when_flushed = False
         self.closed = False
         self.tasks: set[asyncio.Task[Any]] = set()
         self.last_active_s = time.monotonic()
-        # Most requests in flight at once so far (bounded by queued.max.requests).
-        self.peak_in_flight = 0
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -162,7 +143,12 @@ class Connection:
 
     @property
     def in_flight(self) -> int:
-        return len(self._slots) + self._unsent_responses
+        return self._pipeline.in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """Most requests in flight at once so far (bounded by queued.max.requests)."""
+        return self._pipeline.peak_in_flight
 
     def close(self, reason: str = "") -> None:
         if self.closed:
@@ -183,8 +169,7 @@ class Connection:
         for task in list(self.tasks):
             task.cancel()
         self.tasks.clear()
-        self._slots.clear()
-        self._frames.clear()
+        self._pipeline.close()
         self._out.clear()
         self._server.forget(self)
 
@@ -194,12 +179,7 @@ class Connection:
             self._reading = False
 
     def _resume_reading(self) -> None:
-        if (
-            not self._reading
-            and not self.closed
-            and not self._close_when_flushed
-            and not self._muted
-        ):
+        if not self._reading and not self.closed and self._pipeline.reading_allowed:
             self._loop.add_reader(self.fd, self._on_readable)
             self._reading = True
 
@@ -225,7 +205,7 @@ class Connection:
             return
         self.last_active_s = time.monotonic()
         try:
-            self._frames.extend(self._reader.feed(data))
+            self._pipeline.frames_read(self._reader.feed(data))
         except FrameTooLargeError as e:
             log.warning("connection %s: %s; closing it", self.peer, e)
             self.close("oversized frame")
@@ -240,14 +220,13 @@ class Connection:
     def _dispatch_frames(self) -> None:
         """Dispatch read frames while fewer than ``queued.max.requests`` are in flight; the
         rest wait (bounded by one read chunk) and the socket is not read meanwhile."""
-        limit = self._config.queued_max_requests
-        frames = self._frames
-        while frames and self.in_flight < limit and not self._muted:
-            if self.closed or self._close_when_flushed:
-                frames.clear()
-                return
-            self._dispatch(frames.popleft())
-        if frames or self.in_flight >= limit or self._muted:
+        pipeline = self._pipeline
+        while not self.closed:
+            frame = pipeline.next_frame()
+            if frame is None:
+                break
+            self._dispatch(frame)
+        if pipeline.needs_pause:
             self._pause_reading()
 
     def _drain_frames(self) -> None:
@@ -261,10 +240,7 @@ class Connection:
             self.close("internal error")
 
     def _dispatch(self, frame: bytes | memoryview) -> None:
-        slot = _Slot()
-        self._slots.append(slot)
-        if self.in_flight > self.peak_in_flight:
-            self.peak_in_flight = self.in_flight
+        slot = self._pipeline.open_slot()
         hooks = self._hooks
         if hooks is not None and hooks.expects_raw_token:
             reply = hooks.raw_token(frame)
@@ -321,25 +297,22 @@ class Connection:
         if throttle_ms <= 0 or self.closed:
             return
         until = self._loop.time() + throttle_ms / 1000
-        if until <= self._muted_until:
+        seq = self._pipeline.mute(until)
+        if seq is None:
             return
-        self._muted_until = until
-        self._muted = True
-        self._mute_seq += 1
         self._pause_reading()
-        self._loop.call_at(until, self._unmute, self._mute_seq)
+        self._loop.call_at(until, self._unmute, seq)
 
     def _unmute(self, seq: int) -> None:
-        if self.closed or seq != self._mute_seq:
+        if self.closed or not self._pipeline.unmute(seq):
             return  # a later, longer mute's own timer ends it
-        self._muted = False
         try:
             self._flush()
         except Exception:
             log.exception("connection %s: write failed", self.peer)
             self.close("internal error")
 
-    def _unsupported(self, slot: _Slot, header: RequestHeader) -> None:
+    def _unsupported(self, slot: ResponseSlot, header: RequestHeader) -> None:
         log.info(
             "connection %s: unsupported api key %d version %d",
             self.peer,
@@ -351,7 +324,7 @@ class Connection:
         # same connection; for any other API the stream cannot continue.
         self._resolve(slot, frame, close=header.api_key != ApiKey.API_VERSIONS)
 
-    async def _finish(self, slot: _Slot, header: RequestHeader, coro: Any) -> None:
+    async def _finish(self, slot: ResponseSlot, header: RequestHeader, coro: Any) -> None:
         try:
             result = await coro
         except asyncio.CancelledError:
@@ -367,7 +340,7 @@ class Connection:
             log.exception("connection %s: write failed", self.peer)
             self.close("internal error")
 
-    def _complete(self, slot: _Slot, header: RequestHeader, result: Any) -> None:
+    def _complete(self, slot: ResponseSlot, header: RequestHeader, result: Any) -> None:
         if result is NO_RESPONSE:
             self._resolve(slot, None)
         elif result is CLOSE_CONNECTION:
@@ -381,10 +354,10 @@ class Connection:
                 return
             self._resolve(slot, frame)
 
-    def _resolve(self, slot: _Slot, frame: ResponseFrame | None, close: bool = False) -> None:
-        slot.frame = frame
-        slot.close_after = close
-        slot.done = True
+    def _resolve(
+        self, slot: ResponseSlot, frame: ResponseFrame | None, close: bool = False
+    ) -> None:
+        self._pipeline.resolve(slot, frame, close)
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -392,21 +365,17 @@ class Connection:
         """Move finished responses from the head of the slot queue to the output, then write."""
         if self.closed:
             return
-        while self._slots and self._slots[0].done:
-            slot = self._slots.popleft()
-            if slot.frame is not None:
-                self._out.extend(slot.frame.parts)
-                self._out.append(_END)
-                self._unsent_responses += 1
-            if slot.close_after:
-                # Later requests are dropped: the client sees the connection close after the
-                # answers it was owed up to this one.
-                self._close_when_flushed = True
-                self._pause_reading()
-                for task in list(self.tasks):
-                    task.cancel()
-                self._slots.clear()
-                break
+        frames, closing = self._pipeline.pop_responses()
+        out = self._out
+        for frame in frames:
+            out.extend(frame.parts)
+            out.append(_END)
+        if closing:
+            # Later requests are dropped: the client sees the connection close after the
+            # answers it was owed up to this one.
+            self._pause_reading()
+            for task in list(self.tasks):
+                task.cancel()
         self._flush()
 
     def _on_writable(self) -> None:
@@ -432,10 +401,11 @@ class Connection:
         if self._writing:
             self._loop.remove_writer(self.fd)
             self._writing = False
-        if self._close_when_flushed:
+        pipeline = self._pipeline
+        if pipeline.closing:
             self.close("closed after its last response")
-        elif self.in_flight < self._config.queued_max_requests:
-            if self._frames:
+        elif pipeline.in_flight < pipeline.max_in_flight:
+            if pipeline.waiting_frames:
                 # Frames read earlier wait for room; dispatch them from a fresh callback, not
                 # from inside this write path.
                 if not self._drain_scheduled:
@@ -465,7 +435,7 @@ class Connection:
                 head = out[0]
                 if head is _END:
                     out.popleft()
-                    self._unsent_responses -= 1
+                    self._pipeline.response_sent()
                     self.last_active_s = time.monotonic()
                     continue
                 if isinstance(head, _BUFFER_TYPES):
