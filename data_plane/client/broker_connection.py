@@ -1,10 +1,9 @@
 """One TCP connection to one broker: pipelined requests matched by correlation id.
 
-Lifecycle (``state``)::
-
-    CONNECTING --socket connected--> [TLS_HANDSHAKING] --> NEGOTIATING --ApiVersions answered-->
-        [AUTHENTICATING: SaslHandshake v1, SaslAuthenticate until complete] --> READY
-         \\______________ any error, timeout or close() ______________/--> CLOSED
+Lifecycle (``state``): the sans-IO :class:`~data_plane.client.connection_state.ConnectionState`
+(CONNECTING, [TLS_HANDSHAKING], NEGOTIATING, [AUTHENTICATING], READY, CLOSED) keeps the state,
+the negotiated versions, the in-flight requests and the deadlines; this class owns the socket,
+TLS and SASL exchanges and turns socket events into its inputs.
 
 The bracketed states happen only with a :class:`ClientSecurity` (``security.protocol`` SSL,
 SASL_PLAINTEXT or SASL_SSL). TLS: after the TCP connect the socket is wrapped (server name =
@@ -45,6 +44,18 @@ from data_plane.client.client_security import (
     AuthenticationFailedError,
     ClientSecurity,
     SaslClientAuthenticator,
+)
+from data_plane.client.connection_state import (
+    AUTHENTICATING,
+    CLOSED,
+    CONNECTING,
+    NEGOTIATING,
+    READY,
+    TLS_HANDSHAKING,
+    ConnectionState,
+    CorrelationMismatchError,
+    InFlightRequest,
+    ResponseCallback,
 )
 from data_plane.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from data_plane.client.large_frame import LargeFrame, find_large_frame
@@ -92,32 +103,16 @@ DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 _MIN_READ_BYTES = 256 * 1024
 _MAX_READS_PER_EVENT = 64
 
-ResponseCallback = Callable[[dict[str, Any] | None, Exception | None], None]
-
-CONNECTING = "CONNECTING"
-TLS_HANDSHAKING = "TLS_HANDSHAKING"
-NEGOTIATING = "NEGOTIATING"
-AUTHENTICATING = "AUTHENTICATING"
-READY = "READY"
-CLOSED = "CLOSED"
-
-
-class InFlightRequest:
-    __slots__ = ("api_key", "api_version", "callback", "correlation_id", "deadline_s")
-
-    def __init__(
-        self,
-        correlation_id: int,
-        api_key: int,
-        api_version: int,
-        callback: ResponseCallback,
-        deadline_s: float,
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.api_key = api_key
-        self.api_version = api_version
-        self.callback = callback
-        self.deadline_s = deadline_s
+__all__ = [
+    "AUTHENTICATING",
+    "CLOSED",
+    "CONNECTING",
+    "NEGOTIATING",
+    "READY",
+    "TLS_HANDSHAKING",
+    "BrokerConnection",
+    "InFlightRequest",
+]
 
 
 class BrokerConnection:
@@ -140,12 +135,9 @@ class BrokerConnection:
         self.node_id = node_id
         self.host = host
         self.port = port
-        self.state = CONNECTING
+        self._lifecycle = ConnectionState(request_timeout_ms / 1000.0, connect_timeout_ms / 1000.0)
         self.error: Exception | None = None
-        self.versions: dict[int, int] = {}
         self._client_id = client_id
-        self._request_timeout_s = request_timeout_ms / 1000.0
-        self._connect_timeout_s = connect_timeout_ms / 1000.0
         self._send_buffer_bytes = send_buffer_bytes
         self._receive_buffer_bytes = receive_buffer_bytes
         self._reader = FrameReader(max_response_bytes)
@@ -156,9 +148,6 @@ class BrokerConnection:
         self._unwritten_no_response: deque[tuple[int, ResponseCallback]] = deque()
         self._written_bytes = 0
         self._queued_bytes = 0
-        self.in_flight: deque[InFlightRequest] = deque()
-        self._next_correlation_id = 0
-        self._connect_deadline_s = 0.0
         # The latest clock reading seen (connect, check_timeouts): the deadline base of the
         # SASL requests, which are sent from response callbacks that get no clock.
         self._last_now_s = 0.0
@@ -173,6 +162,18 @@ class BrokerConnection:
         self._tls_wants_write = False
         self._sasl: SaslClientAuthenticator | None = None
         self.on_ready: Callable[[BrokerConnection], None] | None = None
+
+    @property
+    def state(self) -> str:
+        return self._lifecycle.state
+
+    @property
+    def versions(self) -> dict[int, int]:
+        return self._lifecycle.versions
+
+    @property
+    def in_flight(self) -> deque[InFlightRequest]:
+        return self._lifecycle.in_flight
 
     # -- connecting ----------------------------------------------------------------------
 
@@ -194,7 +195,7 @@ class BrokerConnection:
         self.sock = sock
         self._io = sock
         self._last_now_s = now_s
-        self._connect_deadline_s = now_s + self._connect_timeout_s
+        self._lifecycle.connect_started(now_s)
         code = sock.connect_ex(address)
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
             self.close(KafkaConnectionError(f"connect to {self}: {errno.errorcode.get(code)}"))
@@ -220,13 +221,13 @@ class BrokerConnection:
             # it through ``sock`` (READ, and WRITE while the handshake wants to write). No
             # application data until the handshake is done.
             self._io = None
-            self.state = TLS_HANDSHAKING
+            self._lifecycle.transition(TLS_HANDSHAKING)
             self._drive_tls_handshake(now_s)
             return
         self._negotiate(now_s)
 
     def _negotiate(self, now_s: float) -> None:
-        self.state = NEGOTIATING
+        self._lifecycle.transition(NEGOTIATING)
         self._send_internal(
             ApiKey.API_VERSIONS, API_VERSIONS_PROBE, {}, self._on_api_versions, now_s
         )
@@ -271,18 +272,14 @@ class BrokerConnection:
             self.close(KafkaError(code, f"ApiVersions refused by {self}"))
             return
         theirs = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
-        for api_key, (lo, hi) in CLIENT_VERSIONS.items():
-            if api_key in theirs:
-                b_lo, b_hi = theirs[api_key]
-                if max(lo, b_lo) <= min(hi, b_hi):
-                    self.versions[api_key] = min(hi, b_hi)
+        self._lifecycle.negotiate(CLIENT_VERSIONS, theirs)
         if self._security is not None and self._security.uses_sasl:
             self._start_sasl()
             return
         self._become_ready()
 
     def _become_ready(self) -> None:
-        self.state = READY
+        self._lifecycle.transition(READY)
         if self.on_ready is not None:
             self.on_ready(self)
 
@@ -308,7 +305,7 @@ class BrokerConnection:
         except SaslAuthenticationError as e:
             self.close(AuthenticationFailedError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, str(e)))
             return
-        self.state = AUTHENTICATING
+        self._lifecycle.transition(AUTHENTICATING)
         self._send_internal(
             ApiKey.SASL_HANDSHAKE,
             self.versions[ApiKey.SASL_HANDSHAKE],
@@ -414,17 +411,18 @@ class BrokerConnection:
         expect_response: bool = True,
         timeout_ms: float | None = None,
     ) -> int:
-        correlation_id = self._next_correlation_id
-        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        correlation_id = self._lifecycle.next_correlation_id()
         frame = encode_request(api_key, version, correlation_id, self._client_id, body)
         self._out.append(memoryview(frame))
         self._queued_bytes += len(frame)
         if expect_response:
-            self.in_flight.append(
-                InFlightRequest(
-                    correlation_id, api_key, version, callback,
-                    now_s + (self._request_timeout_s if timeout_ms is None else timeout_ms / 1000),
-                )
+            self._lifecycle.track(
+                correlation_id,
+                api_key,
+                version,
+                callback,
+                now_s,
+                None if timeout_ms is None else timeout_ms / 1000,
             )
         else:
             self._unwritten_no_response.append((self._queued_bytes, callback))
@@ -550,21 +548,23 @@ class BrokerConnection:
         return received == wanted
 
     def _complete(self, frame: bytes | memoryview) -> None:
-        if not self.in_flight:
+        lifecycle = self._lifecycle
+        request = lifecycle.oldest()
+        if request is None:
             self.close(KafkaConnectionError(f"{self} sent a response nobody asked for"))
             return
-        request = self.in_flight.popleft()
         try:
             correlation_id, body = decode_response(request.api_key, request.api_version, frame)
         except ProtocolError as e:
+            lifecycle.in_flight.popleft()
             request.callback(None, KafkaConnectionError(f"undecodable response: {e}"))
             self.close(KafkaConnectionError(f"undecodable response from {self}: {e}"))
             return
-        if correlation_id != request.correlation_id:
-            error = KafkaConnectionError(
-                f"{self} answered correlation id {correlation_id}, "
-                f"expected {request.correlation_id}"
-            )
+        try:
+            lifecycle.complete(correlation_id)
+        except CorrelationMismatchError as e:
+            lifecycle.in_flight.popleft()
+            error = KafkaConnectionError(f"{self} {e}")
             request.callback(None, error)
             self.close(error)
             return
@@ -572,16 +572,15 @@ class BrokerConnection:
 
     def check_timeouts(self, now_s: float) -> None:
         self._last_now_s = now_s
-        if self.state in (CONNECTING, TLS_HANDSHAKING) and now_s >= self._connect_deadline_s:
-            self.close(KafkaTimeoutError(f"connect to {self} timed out"))
-        elif self.in_flight and now_s >= self.in_flight[0].deadline_s:
-            self.close(KafkaTimeoutError(f"request to {self} timed out"))
+        expired = self._lifecycle.expired(now_s)
+        if expired is not None:
+            self.close(KafkaTimeoutError(f"{expired} to {self} timed out"))
 
     def close(self, error: Exception | None = None) -> None:
         """Close and fail every in-flight request with ``error``."""
         if self.state is CLOSED:
             return
-        self.state = CLOSED
+        pending = self._lifecycle.close()
         self._large = None
         self.error = error or KafkaConnectionError(f"{self} closed")
         for sock in (self._io, self._tls, self.sock):
@@ -590,8 +589,6 @@ class BrokerConnection:
                     sock.close()
                 except OSError:
                     pass
-        pending = list(self.in_flight)
-        self.in_flight.clear()
         no_response = list(self._unwritten_no_response)
         self._unwritten_no_response.clear()
         self._out.clear()
