@@ -41,7 +41,6 @@ Thread-safety: everything runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import enum
 import itertools
 import logging
 import ssl
@@ -63,6 +62,7 @@ from data_plane.replication.fetch_session_handler import (
     FetchSessionHandler,
     PartitionFields,
 )
+from data_plane.replication.fetch_state import PartitionFetchState
 from data_plane.replication.follower import truncation_offset
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffset
 
@@ -71,11 +71,6 @@ log = logging.getLogger(__name__)
 FETCH_VERSION = 11
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 READ_CHUNK_BYTES = 256 * 1024
-# Retry delay after UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER: the leader (or we) just has
-# not applied the newest metadata yet, which takes tens of ms; waiting the full
-# replica.fetch.backoff.ms would add up to a second to every failover.
-METADATA_LAG_RETRY_MS = 50
-_METADATA_LAG_ERRORS = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
 # Bound on a response frame a follower accepts (a Fetch answer is at most
 # replica.fetch.response.max.bytes plus one oversized first batch and headers).
 MAX_RESPONSE_FRAME_BYTES = 256 * 1024 * 1024
@@ -102,19 +97,6 @@ class ReplicaFetcherConfig:
     # Client TLS for an SSL inter-broker listener (None = plaintext); the host name is checked
     # only if the context says so (ssl.endpoint.identification.algorithm).
     ssl_context: ssl.SSLContext | None = None
-
-
-class FetchState(enum.Enum):
-    TRUNCATING = "truncating"
-    FETCHING = "fetching"
-
-
-@dataclass(slots=True)
-class PartitionFetchState:
-    leader_id: int
-    leader_epoch: int
-    state: FetchState = FetchState.TRUNCATING
-    delayed_until_s: float = 0.0
 
 
 class FollowerPartition(Protocol):
@@ -286,10 +268,7 @@ class ReplicaFetcher:
             try:
                 await self._connect()
                 now_s = time.monotonic()
-                if any(
-                    s.state is FetchState.TRUNCATING and s.delayed_until_s <= now_s
-                    for s in self.partitions.values()
-                ):
+                if any(s.ready_to_truncate(now_s) for s in self.partitions.values()):
                     await self._truncate()
                 if not await self._fetch():
                     await asyncio.sleep(self._idle_wait_s())
@@ -390,11 +369,6 @@ class ReplicaFetcher:
             return None
         return part
 
-    def _retry_delay_s(self, error_code: int) -> float:
-        if error_code in _METADATA_LAG_ERRORS:
-            return min(METADATA_LAG_RETRY_MS, self.config.fetch_backoff_ms) / 1000
-        return self.config.fetch_backoff_ms / 1000
-
     # -- truncation ----------------------------------------------------------------------------
 
     async def _truncate(self) -> None:
@@ -402,7 +376,7 @@ class ReplicaFetcher:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         now_s = time.monotonic()
         for tp, state in list(self.partitions.items()):
-            if state.state is not FetchState.TRUNCATING or state.delayed_until_s > now_s:
+            if not state.ready_to_truncate(now_s):
                 continue
             part = self._current(tp, state)
             if part is None:
@@ -411,7 +385,7 @@ class ReplicaFetcher:
             if epoch == UNDEFINED_EPOCH:
                 # Nothing to compare by epoch: keep only what was committed.
                 part.truncate_to(part.log.high_watermark, "no leader epoch known locally")
-                state.state = FetchState.FETCHING
+                state.truncation_completed()
                 continue
             asked[tp] = (state, epoch)
             by_topic.setdefault(tp.topic, []).append(
@@ -442,7 +416,7 @@ class ReplicaFetcher:
                 if part is None:
                     continue
                 if p["error_code"] != ErrorCode.NO_ERROR:
-                    state.delayed_until_s = now_s + self._retry_delay_s(p["error_code"])
+                    state.partition_error(p["error_code"], now_s, self.config.fetch_backoff_ms)
                     continue
                 leader = EpochEndOffset(p["leader_epoch"], p["end_offset"])
                 log_ = part.log
@@ -458,7 +432,7 @@ class ReplicaFetcher:
                     f"asked epoch {epoch}, leader answered {leader.epoch}@{leader.end_offset}",
                 )
                 if decision.truncation_completed:
-                    state.state = FetchState.FETCHING
+                    state.truncation_completed()
 
     # -- fetching ------------------------------------------------------------------------------
 
@@ -471,7 +445,7 @@ class ReplicaFetcher:
         wanted: dict[TopicPartition, PartitionFields] = {}
         max_bytes = self.config.fetch_max_bytes
         for tp, state in list(self.partitions.items()):
-            if state.state is not FetchState.FETCHING or state.delayed_until_s > now_s:
+            if not state.ready_to_fetch(now_s):
                 continue
             part = self._current(tp, state)
             if part is None:
@@ -547,23 +521,15 @@ class ReplicaFetcher:
                 )
             except ApiError as e:
                 log.warning("%s: follower append failed: %s; truncating again", tp, e)
-                state.state = FetchState.TRUNCATING
+                state.append_failed()
             return
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            leader_start = p.get("log_start_offset", -1)
-            if 0 <= offset < leader_start:
-                part.log.truncate_fully_and_start_at(leader_start)
+            restart_at = state.offset_out_of_range(offset, p.get("log_start_offset", -1))
+            if restart_at is not None:
+                part.log.truncate_fully_and_start_at(restart_at)
                 log.info(
-                    "%s: behind the leader's log start offset, restarted at %d", tp, leader_start
+                    "%s: behind the leader's log start offset, restarted at %d", tp, restart_at
                 )
-            else:
-                state.state = FetchState.TRUNCATING
             return
-        state.delayed_until_s = time.monotonic() + self._retry_delay_s(code)
-        if code not in (
-            ErrorCode.FENCED_LEADER_EPOCH,
-            ErrorCode.UNKNOWN_LEADER_EPOCH,
-            ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ):
+        if state.partition_error(code, time.monotonic(), self.config.fetch_backoff_ms):
             log.warning("%s: fetch from broker %d: error %d", tp, self.source_broker_id, code)
