@@ -11,12 +11,13 @@ segment.py and log_loader.py for the file set). Offsets::
 
 - Segments are kept sorted by base offset; the last one is *active* (appended to). Lookups
   bisect the base offsets, then use the segment's sparse index.
-- :meth:`append` (leader) validates a producer payload by header and CRC only, checks
-  idempotent producers' epochs and sequences (a retried batch is answered with its original
-  offsets, ``LogAppendInfo.duplicate``, and not written), assigns offsets in place and writes
-  it; :meth:`append_as_follower` keeps the leader's offsets, rejects offsets that go
-  backwards and records the producers' batches unchecked, so a follower that becomes leader
-  answers retries as the old leader would.
+- :meth:`append` is one path for the leader's and the follower's appends, keyed by
+  :class:`AppendOrigin` as Kafka's UnifiedLog does: a producer payload (CLIENT) is validated
+  by header and CRC only, idempotent producers' epochs and sequences are checked (a retried
+  batch is answered with its original offsets, ``LogAppendInfo.duplicate``, and not written)
+  and offsets are assigned in place; a leader's batches (REPLICATION) keep their offsets,
+  which may not go backwards, and their producers' batches are recorded unchecked, so a
+  follower that becomes leader answers retries as the old leader would.
 - Producer state is always up to date with the log end offset: loaded from the newest
   snapshot and rebuilt by replaying batch headers on open, snapshotted at every roll and on
   close, reloaded the same way after a truncation, and cleared with the log.
@@ -61,6 +62,7 @@ from typing import NamedTuple
 from common.errors import InvalidRecordError
 from common.log_config import LogConfig
 from common.record_batch import (
+    NO_PARTITION_LEADER_EPOCH,
     Buffer,
     PayloadInfo,
     assign_offsets,
@@ -282,25 +284,60 @@ class Log:
     def append(
         self,
         payload: Buffer,
-        leader_epoch: int,
+        leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
         *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
         validated: PayloadInfo | None = None,
     ) -> LogAppendInfo:
-        """Append a producer's batches as leader: validate (unless ``validated``, the result
-        of :func:`validate_produce_payload` on these bytes), assign offsets from the LEO and
-        stamp ``leader_epoch`` in place (``payload`` is copied first only if read-only), and
-        write. Raises a :class:`StorageError` subclass carrying the Kafka error code."""
-        info = validated or validate_produce_payload(
-            payload, max_batch_bytes=self._config.max_message_bytes
-        )
-        if self._compact:
-            # Only compacted topics pay for decoding keys; the delete path stays header-only.
-            check_keys_present(payload, info)
-        buf = payload if _is_writable(payload) else bytearray(payload)
+        """Append batches; ``origin`` says whose they are (Kafka's UnifiedLog.append).
+
+        - CLIENT (a producer's batches on the leader): validate the payload (unless
+          ``validated``, the result of :func:`validate_produce_payload` on these bytes), check
+          idempotent producers' epochs and sequences (a retried batch is answered with its
+          original offsets and not written), assign offsets from the LEO and stamp
+          ``leader_epoch`` in place (``payload`` is copied first only if read-only).
+        - REPLICATION (a follower appending what its leader sent): keep the leader's offsets
+          and epochs; the first offset must be >= the LEO (gaps are allowed: the leader's log
+          may be compacted) and offsets must increase, else :class:`InvalidAppendOffsetError`;
+          producers' batches are recorded unchecked.
+
+        Both then write through one path: producer state, leader epoch cache, segment roll,
+        append, flush policy. Raises a :class:`StorageError` (or a record-format
+        :class:`~common.errors.ApiError`) carrying the Kafka error code."""
+        assign = origin is not AppendOrigin.REPLICATION
+        if assign:
+            info = validated or validate_produce_payload(
+                payload, max_batch_bytes=self._config.max_message_bytes
+            )
+            if self._compact:
+                # Only compacted topics pay for decoding keys; the delete path stays
+                # header-only.
+                check_keys_present(payload, info)
+            headers = info.batches
+            size = info.size_in_bytes
+            buf = payload if _is_writable(payload) else bytearray(payload)
+        else:
+            headers = validate_stored_payload(payload)
+            if not headers:
+                raise InvalidRecordError("follower append of an empty payload")
+            size = headers[-1].position + headers[-1].size_in_bytes - headers[0].position
+            limit = max(self._config.max_message_bytes, self._config.segment_bytes)
+            for h in headers:
+                if h.size_in_bytes > limit:
+                    raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
+            buf = payload
         with self._lock:
             self._check_open()
-            first = self._next_offset
-            plan = self.producer_state.prepare_append(info.batches, first, AppendOrigin.CLIENT)
+            if assign:
+                first = self._next_offset
+            else:
+                first = headers[0].base_offset
+                if first < self._next_offset:
+                    raise InvalidAppendOffsetError(
+                        f"{self.name}: follower append at offset {first} is below the log "
+                        f"end offset {self._next_offset}"
+                    )
+            plan = self.producer_state.prepare_append(headers, first if assign else None, origin)
             if plan.duplicate is not None:
                 dup = plan.duplicate
                 return LogAppendInfo(
@@ -315,23 +352,36 @@ class Log:
                     batch_count=0,
                     duplicate=True,
                 )
-            append_time = self._clock_ms() if self._config.log_append_time else None
-            assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
-            if leader_epoch > self.leader_epoch_cache.latest_epoch:
-                self.leader_epoch_cache.assign(leader_epoch, first)
+            append_time = None
+            if assign:
+                append_time = self._clock_ms() if self._config.log_append_time else None
+                assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
             placements = []
             offset = first
             max_ts, offset_of_max = -1, first
-            for h in info.batches:
-                last = offset + h.last_offset_delta
+            base_position = headers[0].position
+            for h in headers:
+                last = offset + h.last_offset_delta if assign else h.last_offset
                 ts = append_time if append_time is not None else h.max_timestamp
                 placements.append(
-                    BatchPlacement(h.position - info.batches[0].position, h.size_in_bytes, last, ts)
+                    BatchPlacement(h.position - base_position, h.size_in_bytes, last, ts)
                 )
                 if ts > max_ts:
                     max_ts, offset_of_max = ts, last
                 offset = last + 1
-            self._append_locked(buf, placements, first, offset - 1, info.size_in_bytes)
+            cache = self.leader_epoch_cache
+            if assign:
+                if leader_epoch > cache.latest_epoch:
+                    cache.assign(leader_epoch, first)
+            else:
+                for h in headers:
+                    if h.partition_leader_epoch > cache.latest_epoch:
+                        cache.assign(h.partition_leader_epoch, h.base_offset)
+            data = memoryview(buf)[base_position : base_position + size]
+            try:
+                self._append_locked(data, placements, first, offset - 1, size)
+            finally:
+                data.release()
             self.producer_state.apply(plan, offset)
             result = LogAppendInfo(
                 first_offset=first,
@@ -340,65 +390,16 @@ class Log:
                 offset_of_max_timestamp=offset_of_max,
                 log_append_time_ms=append_time if append_time is not None else -1,
                 log_start_offset=self._log_start_offset,
-                valid_bytes=info.size_in_bytes,
-                record_count=info.record_count,
-                batch_count=info.batch_count,
-            )
-        self._flush_if_too_many_unflushed()
-        return result
-
-    def append_as_follower(self, payload: Buffer) -> LogAppendInfo:
-        """Append batches fetched from the leader, keeping their offsets and epochs. The
-        first offset must be >= the LEO (gaps are allowed: the leader's log may be compacted)
-        and offsets must increase; otherwise :class:`InvalidAppendOffsetError`."""
-        headers = validate_stored_payload(payload)
-        if not headers:
-            raise InvalidRecordError("follower append of an empty payload")
-        size = headers[-1].position + headers[-1].size_in_bytes - headers[0].position
-        for h in headers:
-            if h.size_in_bytes > max(self._config.max_message_bytes, self._config.segment_bytes):
-                raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
-        with self._lock:
-            self._check_open()
-            if headers[0].base_offset < self._next_offset:
-                raise InvalidAppendOffsetError(
-                    f"{self.name}: follower append at offset {headers[0].base_offset} is below "
-                    f"the log end offset {self._next_offset}"
-                )
-            placements = [
-                BatchPlacement(h.position, h.size_in_bytes, h.last_offset, h.max_timestamp)
-                for h in headers
-            ]
-            max_ts, offset_of_max = -1, headers[0].base_offset
-            for p in placements:
-                if p.max_timestamp > max_ts:
-                    max_ts, offset_of_max = p.max_timestamp, p.last_offset
-            plan = self.producer_state.prepare_append(headers, None, AppendOrigin.REPLICATION)
-            data = memoryview(payload)[headers[0].position : headers[0].position + size]
-            try:
-                self._append_locked(
-                    data, placements, headers[0].base_offset, headers[-1].last_offset, size
-                )
-            finally:
-                data.release()
-            self.producer_state.apply(plan, headers[-1].next_offset)
-            cache = self.leader_epoch_cache
-            for h in headers:
-                if h.partition_leader_epoch > cache.latest_epoch:
-                    cache.assign(h.partition_leader_epoch, h.base_offset)
-            result = LogAppendInfo(
-                first_offset=headers[0].base_offset,
-                last_offset=headers[-1].last_offset,
-                max_timestamp=max_ts,
-                offset_of_max_timestamp=offset_of_max,
-                log_append_time_ms=-1,
-                log_start_offset=self._log_start_offset,
                 valid_bytes=size,
                 record_count=sum(h.records_count for h in headers),
                 batch_count=len(headers),
             )
         self._flush_if_too_many_unflushed()
         return result
+
+    def append_as_follower(self, payload: Buffer) -> LogAppendInfo:
+        """:meth:`append` with origin REPLICATION (the replica fetcher's call)."""
+        return self.append(payload, origin=AppendOrigin.REPLICATION)
 
     def _append_locked(
         self,
