@@ -143,6 +143,8 @@ class LogManager:
         # Held while a partition directory is renamed for deletion, and while maintenance
         # fsyncs files in one (always taken before ``_lock``, never inside it).
         self._directory_lock = threading.Lock()
+        # Serializes checkpoint file writes (taken after ``_directory_lock``, before ``_lock``).
+        self._checkpoint_lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._logs_per_dir: dict[str, int] = {}
@@ -492,19 +494,22 @@ class LogManager:
     def _write_per_dir(
         self, file_name: str, offsets: Mapping[TopicPartition, int], *, force: bool = False
     ) -> None:
-        with self._lock:
-            dir_of = dict(self._dir_of)
-        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
-        for tp, offset in offsets.items():
-            log_dir = dir_of.get(tp)
-            if log_dir is not None:
-                by_dir[log_dir][tp] = offset
-        for log_dir, entries in by_dir.items():
-            key = (log_dir, file_name)
-            if not force and self._last_checkpoint.get(key) == entries:
-                continue
-            OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(entries)
-            self._last_checkpoint[key] = entries
+        # One writer at a time: writers on different threads (maintenance, a deletion) would
+        # share the file's ".tmp" and one rename would find it gone.
+        with self._checkpoint_lock:
+            with self._lock:
+                dir_of = dict(self._dir_of)
+            by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+            for tp, offset in offsets.items():
+                log_dir = dir_of.get(tp)
+                if log_dir is not None:
+                    by_dir[log_dir][tp] = offset
+            for log_dir, entries in by_dir.items():
+                key = (log_dir, file_name)
+                if not force and self._last_checkpoint.get(key) == entries:
+                    continue
+                OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(entries)
+                self._last_checkpoint[key] = entries
 
     # -- maintenance -------------------------------------------------------------------------
 
