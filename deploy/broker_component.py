@@ -35,7 +35,7 @@ from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from raft.syncobj_node import LOG_DIR_FILES
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Files the metadata log keeps in metadata.log.dir: when that directory is also a log dir
 # (Kafka's default: metadata.log.dir = the first of log.dirs), the LogManager must accept them.
@@ -108,9 +108,9 @@ class BrokerComponent:
         timeout_s = self.settings.node.controlled_shutdown_timeout_ms / 1000
         self.controlled_shutdown_succeeded = self.metadata.controlled_shutdown(timeout_s)
         if self.controlled_shutdown_succeeded:
-            log.info("broker %d: controlled shutdown complete", self.broker_id)
+            logger.info("broker %d: controlled shutdown complete", self.broker_id)
         else:
-            log.warning(
+            logger.warning(
                 "broker %d: controlled shutdown not confirmed within %.1f s; stopping anyway",
                 self.broker_id,
                 timeout_s,
@@ -121,14 +121,14 @@ class BrokerComponent:
             try:
                 self.metadata.stop()
             except Exception:
-                log.exception("broker %d: stopping the metadata manager failed", self.broker_id)
+                logger.exception("broker %d: stopping the metadata manager failed", self.broker_id)
         if self._client is not None:
             self._client.close()
         if self.log_manager is not None:
             try:
                 self.log_manager.close()
             except Exception:
-                log.exception("broker %d: closing the logs failed", self.broker_id)
+                logger.exception("broker %d: closing the logs failed", self.broker_id)
 
     def status(self) -> dict[str, object]:
         m = self.metadata

@@ -21,7 +21,7 @@ from deploy.node import Component, Node, install_signal_handlers
 from deploy.node_config import NodeSettings, load_node_config
 from deploy.node_status import NodeStatusWriter
 
-log = logging.getLogger("kraftlog.node")
+logger = logging.getLogger(__name__)
 
 # Soft open-files limit asked for when the hard limit is unlimited.
 OPEN_FILES_TARGET = 1_048_576
@@ -106,9 +106,9 @@ def run(args: argparse.Namespace) -> int:
     roles = ",".join(settings.roles)
     old_soft, new_soft = raise_open_files_limit()
     if new_soft != old_soft:
-        log.info("raised the open files limit from %d to %d", old_soft, new_soft)
+        logger.info("raised the open files limit from %d to %d", old_soft, new_soft)
     else:
-        log.info("open files limit: %d", new_soft)
+        logger.info("open files limit: %d", new_soft)
     status_writer = None
     if args.status_file:
         status_writer = NodeStatusWriter(
@@ -129,10 +129,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: node {settings.node_id} cannot start: {e}", file=sys.stderr)
         return 1
     except Exception as e:
-        log.exception("node %d failed to start", settings.node_id)
+        logger.exception("node %d failed to start", settings.node_id)
         print(f"error: node {settings.node_id} cannot start: {e}", file=sys.stderr)
         return 1
-    log.info(
+    logger.info(
         "node %d started (process.roles=%s, cluster.id=%s, pid %d)",
         settings.node_id,
         roles,
@@ -141,5 +141,5 @@ def run(args: argparse.Namespace) -> int:
     )
     node.wait_for_stop_request()
     node.shutdown()
-    log.info("node %d stopped", settings.node_id)
+    logger.info("node %d stopped", settings.node_id)
     return 0

@@ -21,7 +21,7 @@ from metadata.service import ControllerServer
 from metadata.snapshot import build_snapshot
 from raft.metadata_log import MetadataLog
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Seconds the gRPC server gives in-flight requests when the node stops.
 GRPC_STOP_GRACE_S = 0.5
@@ -81,7 +81,7 @@ class ControllerComponent:
         try:
             self.server.stop(GRPC_STOP_GRACE_S)
         except Exception:
-            log.exception("stopping the controller gRPC server failed")
+            logger.exception("stopping the controller gRPC server failed")
         if self._started_log:
             self.metadata_log.close()
 

@@ -39,7 +39,7 @@ from deploy.broker_component import BrokerComponent
 from deploy.node_config import NodeSettings
 from metadata.client import ControllerClient
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def _clock_ms() -> int:
@@ -130,7 +130,7 @@ class KafkaComponent:
             try:
                 self._thread.stop()
             except Exception:
-                log.exception("stopping the Kafka server failed")
+                logger.exception("stopping the Kafka server failed")
         if self._client is not None:
             self._client.close()
 

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from deploy.node_status import NodeStatusWriter
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # How often the main thread wakes while waiting for a stop signal (keeps signals responsive).
 _WAIT_SLICE_S = 0.5
@@ -78,11 +78,11 @@ class Node:
             try:
                 component.start()
             except BaseException:
-                log.info("node %d: %s failed to start; stopping", self.node_id, component.name)
+                logger.info("node %d: %s failed to start; stopping", self.node_id, component.name)
                 self._stop_started(polite=False)
                 raise
             self._started.append(component)
-            log.info("node %d: %s started", self.node_id, component.name)
+            logger.info("node %d: %s started", self.node_id, component.name)
         if self._status_writer is not None:
             self._status_writer.start(self.snapshot_status)
 
@@ -113,15 +113,15 @@ class Node:
                 try:
                     component.begin_shutdown()
                 except Exception:
-                    log.exception(
+                    logger.exception(
                         "node %d: %s: begin_shutdown failed", self.node_id, component.name
                     )
         for component in reversed(started):
             try:
                 component.stop()
-                log.info("node %d: %s stopped", self.node_id, component.name)
+                logger.info("node %d: %s stopped", self.node_id, component.name)
             except Exception:
-                log.exception("node %d: %s: stop failed", self.node_id, component.name)
+                logger.exception("node %d: %s: stop failed", self.node_id, component.name)
 
     def snapshot_status(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -136,9 +136,11 @@ class Node:
 def install_signal_handlers(node: Node) -> None:
     def handler(signum: int, _frame: FrameType | None) -> None:
         if node.stop_requested:
-            log.info("node %d: %s again; already stopping", node.node_id, signal.strsignal(signum))
+            logger.info(
+                "node %d: %s again; already stopping", node.node_id, signal.strsignal(signum)
+            )
             return
-        log.info("node %d: %s: shutting down", node.node_id, signal.strsignal(signum))
+        logger.info("node %d: %s: shutting down", node.node_id, signal.strsignal(signum))
         node.request_stop()
 
     signal.signal(signal.SIGTERM, handler)

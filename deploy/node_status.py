@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 STATUS_INTERVAL_S = 0.2
 
@@ -83,7 +83,7 @@ class NodeStatusWriter:
                 json.dump(doc, f, sort_keys=True, default=str)
             os.replace(tmp, self.path)
         except Exception:
-            log.exception("cannot write the status file %s", self.path)
+            logger.exception("cannot write the status file %s", self.path)
 
 
 def read_status(path: str) -> dict[str, Any] | None:

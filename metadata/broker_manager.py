@@ -37,7 +37,7 @@ from metadata.image import MetadataImage
 from metadata.messages import ReplicaLogEnd
 from metadata.snapshot import image_from_snapshot, replay_entries
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEFAULT_FETCH_MAX_WAIT_MS = 500
 EMPTY_FETCH_BACKOFF_S = 0.1
@@ -169,12 +169,12 @@ class BrokerMetadataManager:
                     self._image.offset + 1, max_wait_ms=self._fetch_max_wait_ms
                 )
             except ControllerError as exc:
-                log.debug("broker %d: metadata fetch failed: %s", self.broker_id, exc)
+                logger.debug("broker %d: metadata fetch failed: %s", self.broker_id, exc)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
                 continue
             except Exception:
-                log.exception("broker %d: metadata fetch failed", self.broker_id)
+                logger.exception("broker %d: metadata fetch failed", self.broker_id)
                 self._stop.wait(RETRY_BACKOFF_MAX_S)
                 continue
             backoff = RETRY_BACKOFF_MIN_S
@@ -193,7 +193,7 @@ class BrokerMetadataManager:
                         self._stop.wait(EMPTY_FETCH_BACKOFF_S)
                     continue
                 if records[0].offset != old.offset + 1:
-                    log.warning(
+                    logger.warning(
                         "broker %d: metadata gap: at %d, next record %d",
                         self.broker_id,
                         old.offset,
@@ -208,7 +208,7 @@ class BrokerMetadataManager:
             try:
                 self._on_change(new, delta)
             except Exception:
-                log.exception("broker %d: metadata change callback failed", self.broker_id)
+                logger.exception("broker %d: metadata change callback failed", self.broker_id)
 
     # --- lifecycle thread -----------------------------------------------------------------------
 
@@ -234,16 +234,16 @@ class BrokerMetadataManager:
                     )
                 except ControllerError as exc:
                     reg = None
-                    log.info("broker %d: registration failed: %s", self.broker_id, exc)
+                    logger.info("broker %d: registration failed: %s", self.broker_id, exc)
                 if reg is not None and reg.error_code == 0:
                     self._broker_epoch = reg.broker_epoch
                     controller_interval_ms = reg.heartbeat_interval_ms
                     self._registered.set()
-                    log.info("broker %d registered, epoch %d", self.broker_id, reg.broker_epoch)
+                    logger.info("broker %d registered, epoch %d", self.broker_id, reg.broker_epoch)
                     backoff = RETRY_BACKOFF_MIN_S
                     continue
                 if reg is not None:
-                    log.info(
+                    logger.info(
                         "broker %d: registration refused: %s %s",
                         self.broker_id,
                         error_name(reg.error_code),
@@ -264,7 +264,7 @@ class BrokerMetadataManager:
         try:
             log_ends = self._log_ends(image) if self._log_ends is not None else []
         except Exception:  # a log closed under us: report nothing this time
-            log.exception("broker %d: reading log ends failed", self.broker_id)
+            logger.exception("broker %d: reading log ends failed", self.broker_id)
             log_ends = []
         try:
             hb = self._client.broker_heartbeat(
@@ -276,10 +276,10 @@ class BrokerMetadataManager:
                 replica_log_ends=log_ends,
             )
         except ControllerError as exc:
-            log.info("broker %d: heartbeat failed: %s", self.broker_id, exc)
+            logger.info("broker %d: heartbeat failed: %s", self.broker_id, exc)
             return
         if hb.error_code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
-            log.warning(
+            logger.warning(
                 "broker %d: registration epoch %d no longer current; registering again",
                 self.broker_id,
                 self._broker_epoch,
@@ -289,7 +289,7 @@ class BrokerMetadataManager:
             self._unfenced.clear()
             return
         if hb.error_code != 0:
-            log.info("broker %d: heartbeat error %s", self.broker_id, hb.error_message)
+            logger.info("broker %d: heartbeat error %s", self.broker_id, hb.error_message)
             return
         self._fenced = hb.is_fenced
         if hb.is_fenced:

@@ -44,7 +44,7 @@ from metadata.rpc import (
 from metadata.wire import MessageError, from_wire
 from raft.api import LogEntry, Snapshot
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RETRY_BACKOFF_MIN_S = 0.05

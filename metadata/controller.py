@@ -63,7 +63,7 @@ from metadata.result import ControllerResult, RecordBudget
 from metadata.snapshot import replay_entries
 from raft.api import LogEntry
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Default bound on one append's record bytes; keep it <= the raft log's
 # ``metadata.log.max.batch.bytes`` (1 MiB by default).
@@ -141,11 +141,11 @@ class QuorumController:
         )
         # A previous controller may have fenced a broker without finishing its elections.
         self._cleanup_needed = True
-        log.info("controller active at epoch %d (metadata offset %d)", epoch, self.image.offset)
+        logger.info("controller active at epoch %d (metadata offset %d)", epoch, self.image.offset)
 
     def deactivate(self) -> None:
         if self.active_epoch is not None:
-            log.info("controller inactive (was active at epoch %d)", self.active_epoch)
+            logger.info("controller inactive (was active at epoch %d)", self.active_epoch)
         self.active_epoch = None
 
     # --- requests -------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from metadata.records import (
 )
 from metadata.security_image import SecurityDelta
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def merge_partition_change(
@@ -160,7 +160,7 @@ class MetadataDelta:
         try:
             ok = self._replay(record, offset)
         except Exception:  # a bug here must not stop a node; every node skips alike
-            log.exception("metadata record %r could not be applied; skipped", record)
+            logger.exception("metadata record %r could not be applied; skipped", record)
             ok = False
         if not ok:
             self.skipped_records += 1
@@ -375,7 +375,7 @@ class MetadataDelta:
 
 
 def _skip(record: MetadataRecord, why: str) -> bool:
-    log.warning("skipping metadata record %s: %s", type(record).__name__, why)
+    logger.warning("skipping metadata record %s: %s", type(record).__name__, why)
     return False
 
 

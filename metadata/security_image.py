@@ -44,7 +44,7 @@ from metadata.records import (
     UserScramCredentialRecord,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,5 +275,5 @@ class SecurityDelta:
 
 
 def _skip(record: MetadataRecord, why: str) -> bool:
-    log.warning("skipping metadata record %s: %s", type(record).__name__, why)
+    logger.warning("skipping metadata record %s: %s", type(record).__name__, why)
     return False

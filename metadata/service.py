@@ -87,7 +87,7 @@ from raft.api import (
     StaleEpochError,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Bounds of the event thread.
 MAX_PENDING_REQUESTS = 1000
@@ -219,7 +219,7 @@ class ControllerServer:
         if self._log.is_leader:
             self._post(("leader", (True, self._log.epoch)))
         self._on_commit(())
-        log.info("controller %d serving gRPC on %s", self.node_id, self.address)
+        logger.info("controller %d serving gRPC on %s", self.node_id, self.address)
 
     def stop(self, grace_s: float = 0.5) -> None:
         self._stopping.set()
@@ -264,7 +264,7 @@ class ControllerServer:
             except _Stop:
                 return
             except Exception:  # the event thread must survive any bug in one event
-                log.exception("controller %d: event loop error", self.node_id)
+                logger.exception("controller %d: event loop error", self.node_id)
 
     def _run_once(self, next_tick: float) -> float:
         """Handle one event (or a timeout), then tick when due; returns the next tick time."""
@@ -287,7 +287,7 @@ class ControllerServer:
         except _Stop:
             raise
         except Exception:
-            log.exception("controller %d: error handling %s", self.node_id, kind)
+            logger.exception("controller %d: error handling %s", self.node_id, kind)
             if kind == "request" and not payload[3].done():
                 payload[3].set_result(
                     Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
@@ -303,7 +303,7 @@ class ControllerServer:
             except _Stop:
                 raise
             except Exception:
-                log.exception("controller %d: tick failed", self.node_id)
+                logger.exception("controller %d: tick failed", self.node_id)
         return next_tick
 
     def _leadership_change(self, is_leader: bool, epoch: int) -> None:
@@ -332,7 +332,7 @@ class ControllerServer:
             except SnapshotRequired:
                 snapshot = self._log.latest_snapshot()
                 if snapshot is None or snapshot.last_offset <= offset:
-                    log.error("controller %d: snapshot required but none newer", self.node_id)
+                    logger.error("controller %d: snapshot required but none newer", self.node_id)
                     return
                 self.controller.load_image(image_from_snapshot(snapshot))
                 continue
@@ -361,7 +361,7 @@ class ControllerServer:
             try:
                 self._commit(result)
             except MetadataLogError as exc:
-                log.warning("controller %d: tick append failed: %s", self.node_id, exc)
+                logger.warning("controller %d: tick append failed: %s", self.node_id, exc)
 
     def _commit(self, result: ControllerResult[Any]) -> None:
         """Append ``result``'s records (after a barrier if needed) and replay them."""
@@ -420,7 +420,7 @@ class ControllerServer:
         try:
             result = handlers[name]()
         except InvariantViolation as exc:
-            log.error("controller %d: %s", self.node_id, exc)
+            logger.error("controller %d: %s", self.node_id, exc)
             return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"metadata invariant violated: {exc}")
         if result.records:
             try:
@@ -434,7 +434,7 @@ class ControllerServer:
             except MetadataLogError as exc:
                 if self._stopping.is_set():
                     return Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
-                log.error("controller %d: metadata append failed: %s", self.node_id, exc)
+                logger.error("controller %d: metadata append failed: %s", self.node_id, exc)
                 return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"metadata append failed: {exc}")
         return Envelope(body=result.response)
 
@@ -478,13 +478,13 @@ class ControllerServer:
                         host_of_peer(context.peer()),
                     )
                     if refusal is not None:
-                        log.info(
+                        logger.info(
                             "controller %d: %s refused: %s", self.node_id, name, refusal.message
                         )
                         return encode_envelope(Envelope(refusal.error_code, refusal.message))
                 return encode_envelope(self._dispatch(name, request))
             except Exception:
-                log.exception("controller %d: %s failed", self.node_id, name)
+                logger.exception("controller %d: %s failed", self.node_id, name)
                 return encode_envelope(
                     Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
                 )

@@ -18,7 +18,7 @@ from metadata.image import MetadataImage, SnapshotDecodeError
 from metadata.records import MetadataRecord, RecordDecodeError, UnknownRecordError, decode_record
 from raft.api import LogEntry, Snapshot
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def decode_entry(entry: LogEntry) -> MetadataRecord | None:
@@ -30,9 +30,9 @@ def decode_entry(entry: LogEntry) -> MetadataRecord | None:
     try:
         return decode_record(entry.record)
     except UnknownRecordError as exc:
-        log.warning("offset %d: %s; skipped", entry.offset, exc)
+        logger.warning("offset %d: %s; skipped", entry.offset, exc)
     except RecordDecodeError as exc:
-        log.error("offset %d: malformed metadata record (%s); skipped", entry.offset, exc)
+        logger.error("offset %d: malformed metadata record (%s); skipped", entry.offset, exc)
     return None
 
 
@@ -55,10 +55,10 @@ def image_from_snapshot(snapshot: Snapshot | None) -> MetadataImage:
     try:
         image = MetadataImage.decode(snapshot.data)
     except SnapshotDecodeError as exc:
-        log.error("metadata snapshot at offset %d unreadable: %s", snapshot.last_offset, exc)
+        logger.error("metadata snapshot at offset %d unreadable: %s", snapshot.last_offset, exc)
         return MetadataImage(offset=snapshot.last_offset)
     if image.offset != snapshot.last_offset:
-        log.error(
+        logger.error(
             "metadata snapshot claims offset %d but raft says %d",
             image.offset,
             snapshot.last_offset,

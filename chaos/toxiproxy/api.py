@@ -43,7 +43,7 @@ from chaos.toxiproxy.http import Request, Response
 from chaos.toxiproxy.proxy import Proxy, split_address
 from chaos.toxiproxy.toxics import ToxicError, parse_toxic, update_toxic
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # The Toxiproxy API generation this server speaks (2.x); the suffix names this implementation.
 VERSION = "2.0.0-kraftlog"
@@ -82,7 +82,7 @@ class ToxiproxyApi:
         except ApiError as e:
             return Response(e.status, {"error": str(e), "status": e.status})
         except Exception as e:  # a bug here must not take the API (or the proxies) down
-            log.exception("toxiproxy API: %s %s failed", request.method, request.path)
+            logger.exception("toxiproxy API: %s %s failed", request.method, request.path)
             return Response(500, {"error": f"internal error: {e!r}", "status": 500})
 
     async def close(self) -> None:

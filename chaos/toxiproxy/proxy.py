@@ -45,7 +45,7 @@ from chaos.toxiproxy.toxics import (
     ToxicSpec,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 READ_CHUNK_BYTES = 64 * 1024
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
@@ -208,7 +208,7 @@ class _Connection:
         except (ConnectionError, OSError):
             self.close(reset=False)
         except ToxicError as e:
-            log.warning("proxy %s: %s", self.proxy.name, e)
+            logger.warning("proxy %s: %s", self.proxy.name, e)
             self.close(reset=False)
 
     # -- toxic changes ------------------------------------------------------------------
@@ -404,7 +404,7 @@ class Proxy:
             return
         error = connect.exception()
         if error is not None:
-            log.info("proxy %s: upstream %s unreachable: %r", self.name, self.upstream, error)
+            logger.info("proxy %s: upstream %s unreachable: %r", self.name, self.upstream, error)
             client_writer.close()
             return
         upstream = connect.result()

@@ -36,7 +36,7 @@ from data_plane.protocol.codec import RequestHeader
 from metadata.client import ControllerClient
 from metadata.image import MetadataImage
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 

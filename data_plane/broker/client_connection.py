@@ -59,7 +59,7 @@ from data_plane.security.request_hooks import Plan, RequestHooks
 if TYPE_CHECKING:
     from data_plane.broker.server import KafkaServer
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # (api key, api version) -> handler or None. handler_for() rebuilds the advertised version
 # table for every call (a loop over every API and an enum lookup); the table is fixed once
@@ -155,7 +155,7 @@ class Connection:
             return
         self.closed = True
         if reason:
-            log.debug("connection %s closed: %s", self.peer, reason)
+            logger.debug("connection %s closed: %s", self.peer, reason)
         if self._reading:
             self._loop.remove_reader(self.fd)
             self._reading = False
@@ -189,7 +189,7 @@ class Connection:
         try:
             self._read()
         except Exception:  # a bug here must cost this connection only, never the loop
-            log.exception("connection %s: read failed", self.peer)
+            logger.exception("connection %s: read failed", self.peer)
             self.close("internal error")
 
     def _read(self) -> None:
@@ -207,11 +207,11 @@ class Connection:
         try:
             self._pipeline.frames_read(self._reader.feed(data))
         except FrameTooLargeError as e:
-            log.warning("connection %s: %s; closing it", self.peer, e)
+            logger.warning("connection %s: %s; closing it", self.peer, e)
             self.close("oversized frame")
             return
         except ProtocolError as e:
-            log.warning("connection %s: bad framing (%s); closing it", self.peer, e)
+            logger.warning("connection %s: bad framing (%s); closing it", self.peer, e)
             self.close("bad framing")
             return
         self._dispatch_frames()
@@ -236,7 +236,7 @@ class Connection:
             self._dispatch_frames()
             self._pump()
         except Exception:
-            log.exception("connection %s: dispatch failed", self.peer)
+            logger.exception("connection %s: dispatch failed", self.peer)
             self.close("internal error")
 
     def _dispatch(self, frame: bytes | memoryview) -> None:
@@ -253,7 +253,7 @@ class Connection:
             self._unsupported(slot, e.header)
             return
         except ProtocolError as e:
-            log.warning("connection %s: malformed request (%s); closing it", self.peer, e)
+            logger.warning("connection %s: malformed request (%s); closing it", self.peer, e)
             self._resolve(slot, None, close=True)
             return
         plan: Plan | None = None
@@ -281,7 +281,7 @@ class Connection:
                     else plan.after(result)
                 )
         except Exception:
-            log.exception("connection %s: handler for api %d failed", self.peer, header.api_key)
+            logger.exception("connection %s: handler for api %d failed", self.peer, header.api_key)
             self._resolve(slot, None, close=True)
             return
         if asyncio.iscoroutine(result):
@@ -309,11 +309,11 @@ class Connection:
         try:
             self._flush()
         except Exception:
-            log.exception("connection %s: write failed", self.peer)
+            logger.exception("connection %s: write failed", self.peer)
             self.close("internal error")
 
     def _unsupported(self, slot: ResponseSlot, header: RequestHeader) -> None:
-        log.info(
+        logger.info(
             "connection %s: unsupported api key %d version %d",
             self.peer,
             header.api_key,
@@ -330,14 +330,14 @@ class Connection:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("connection %s: handler for api %d failed", self.peer, header.api_key)
+            logger.exception("connection %s: handler for api %d failed", self.peer, header.api_key)
             self._resolve(slot, None, close=True)
         else:
             self._complete(slot, header, result)
         try:
             self._pump()
         except Exception:
-            log.exception("connection %s: write failed", self.peer)
+            logger.exception("connection %s: write failed", self.peer)
             self.close("internal error")
 
     def _complete(self, slot: ResponseSlot, header: RequestHeader, result: Any) -> None:
@@ -349,7 +349,7 @@ class Connection:
             try:
                 frame = encode_response(header, result)
             except EncodeError:
-                log.exception("connection %s: cannot encode api %d", self.peer, header.api_key)
+                logger.exception("connection %s: cannot encode api %d", self.peer, header.api_key)
                 self._resolve(slot, None, close=True)
                 return
             self._resolve(slot, frame)
@@ -382,7 +382,7 @@ class Connection:
         try:
             self._flush()
         except Exception:  # e.g. a file slice whose segment was closed under it
-            log.exception("connection %s: write failed", self.peer)
+            logger.exception("connection %s: write failed", self.peer)
             self.close("internal error")
 
     def _flush(self) -> None:

@@ -48,7 +48,7 @@ from data_plane.storage import FetchIsolation, FileSlice, Log, LogAppendInfo, Pa
 from data_plane.storage.leader_epoch_cache import EpochEndOffset
 from metadata.image import PartitionRegistration
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 NO_EPOCH = -1
 # Kafka's default replica.lag.time.max.ms; the ReplicaManager passes the configured value.
@@ -141,7 +141,7 @@ class Partition:
                 now_ms,
                 replica_lag_time_max_ms,
             )
-            log.info(
+            logger.info(
                 "%s-%d: leader in epoch %d from offset %d, ISR %s",
                 self.topic,
                 self.partition,
@@ -155,7 +155,7 @@ class Partition:
             except ReplicationStateError as e:
                 # Metadata apply never raises: the controller checked this ISR; start the
                 # follower tracking afresh rather than keep state that disagrees with it.
-                log.error(
+                logger.error(
                     "%s-%d: committed ISR not applicable (%s); resetting",
                     self.topic,
                     self.partition,
@@ -287,7 +287,7 @@ class Partition:
         changed = state.apply_committed(tuple(isr), partition_epoch)
         self.isr = state.isr
         self.partition_epoch = state.partition_epoch
-        log.info(
+        logger.info(
             "%s-%d: ISR now %s (partition epoch %d)",
             self.topic,
             self.partition,
@@ -349,7 +349,7 @@ class Partition:
         self.log.truncate_to(offset)
         removed = leo - self.log.log_end_offset
         if self.log.log_end_offset < hw:
-            log.warning(
+            logger.warning(
                 "%s-%d: truncated %d offsets to offset %d, below the high watermark %d: %d "
                 "committed offsets lost (unclean leader election) (%s)",
                 self.topic,
@@ -361,7 +361,7 @@ class Partition:
                 reason,
             )
         else:
-            log.info(
+            logger.info(
                 "%s-%d: truncated %d uncommitted offsets, log end now %d (%s)",
                 self.topic,
                 self.partition,

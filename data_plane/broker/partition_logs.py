@@ -50,7 +50,7 @@ from metadata.image import MetadataImage
 from metadata.messages import ReplicaLogEnd
 from metadata.records import NO_LEADER
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Above this many partitions the status file carries only counts and the image digest.
 STATUS_MAX_PARTITIONS = 2000
@@ -96,7 +96,7 @@ class PartitionLogs:
             try:
                 config = with_overrides(config, {key: value}, topic=True)
             except ConfigError as e:
-                log.warning("topic %s: config override ignored: %s", topic, e)
+                logger.warning("topic %s: config override ignored: %s", topic, e)
         return config
 
     def subscribe(self, fn: ImageSubscriber) -> Callable[[], None]:
@@ -190,7 +190,7 @@ class PartitionLogs:
         """Delete the :meth:`stray_logs` of a caught-up ``image``; return how many."""
         deleted = 0
         for topic, partition in self.stray_logs(image):
-            log.warning(
+            logger.warning(
                 "broker %d: deleting stray log %s-%d (not assigned to this broker by the "
                 "metadata at offset %d)",
                 self.broker_id,
@@ -238,7 +238,7 @@ class PartitionLogs:
             # One bad partition (disk full, a name the file system refuses) must not stop the
             # broker from following metadata for every other partition.
             self.errors += 1
-            log.exception(
+            logger.exception(
                 "broker %d: applying the metadata change to %s failed", self.broker_id, tp
             )
 

@@ -26,7 +26,7 @@ from common.error_codes import ErrorCode
 from data_plane.broker.errors import BrokerRequestError
 from metadata.messages import AllocateProducerIdsResponse
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Prefetch the next block once less than this fraction of the current one is left (Kafka: 10%).
 PREFETCH_FRACTION = 0.1
@@ -165,11 +165,11 @@ class ProducerIdManager:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # controller unreachable, timeout, executor shut down
-                log.warning("AllocateProducerIds failed: %s", e)
+                logger.warning("AllocateProducerIds failed: %s", e)
                 await asyncio.sleep(self.retry_backoff_ms / 1000)
                 continue
             if resp.error_code != ErrorCode.NO_ERROR:
-                log.warning(
+                logger.warning(
                     "AllocateProducerIds refused: %s (%s)", resp.error_code, resp.error_message
                 )
                 await asyncio.sleep(self.retry_backoff_ms / 1000)
@@ -177,10 +177,10 @@ class ProducerIdManager:
             try:
                 self.blocks.add_block(resp.producer_id_start, resp.producer_id_len)
             except InvalidProducerIdBlockError as e:
-                log.error("controller sent an unusable producer id block: %s", e)
+                logger.error("controller sent an unusable producer id block: %s", e)
                 await asyncio.sleep(self.retry_backoff_ms / 1000)
                 continue
-            log.info(
+            logger.info(
                 "producer id block [%d, %d) from the controller",
                 resp.producer_id_start,
                 resp.producer_id_start + resp.producer_id_len,

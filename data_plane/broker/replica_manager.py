@@ -51,7 +51,7 @@ from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import AlterPartitionResult
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 MIN_INSYNC_REPLICAS_KEY = "min.insync.replicas"
 
@@ -155,7 +155,7 @@ class ReplicaManager:
             changed.append(tp)
             return
         if tp not in self._missing_logs:
-            log.warning("%s-%d: no log to host it (creating the log failed?)", *tp)
+            logger.warning("%s-%d: no log to host it (creating the log failed?)", *tp)
         self._missing_logs[tp] = reg
 
     def _become(self, tp: TopicPartition, reg: PartitionRegistration) -> bool:
@@ -187,7 +187,7 @@ class ReplicaManager:
             try:
                 return int(value)
             except ValueError:
-                log.warning("topic %s: bad %s=%r", topic, MIN_INSYNC_REPLICAS_KEY, value)
+                logger.warning("topic %s: bad %s=%r", topic, MIN_INSYNC_REPLICAS_KEY, value)
         return self.default_min_insync_replicas
 
     # --- lookups ------------------------------------------------------------------------------
@@ -265,7 +265,9 @@ class ReplicaManager:
         for tp, part in self._partitions.items():
             proposal = part.maybe_shrink_isr(now_ms)
             if proposal is not None:
-                log.info("%s: shrinking ISR %s -> %s", tp, list(part.isr), list(proposal.new_isr))
+                logger.info(
+                    "%s: shrinking ISR %s -> %s", tp, list(part.isr), list(proposal.new_isr)
+                )
                 self._submit(tp, proposal)
 
     def _submit(self, tp: TopicPartition, proposal: IsrChangeProposal) -> None:

@@ -48,7 +48,7 @@ from data_plane.security.tls_socket import TlsHandshakeError, TlsSocket, tls_han
 from data_plane.storage import LogManager
 from metadata.image import MetadataImage
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 TICK_INTERVAL_MS = 10
 IDLE_CHECK_INTERVAL_MS = 1000
@@ -219,7 +219,7 @@ class KafkaServer:
         host, port = sock.getsockname()[:2]
         self.bound_addresses[spec.name] = (host, port)
         self.loop.add_reader(sock.fileno(), self._on_accept, sock, spec.name)
-        log.info("listening on %s://%s:%d", spec.name, host, port)
+        logger.info("listening on %s://%s:%d", spec.name, host, port)
 
     async def stop(self) -> None:
         if self._stopped:
@@ -255,7 +255,7 @@ class KafkaServer:
         try:
             self.apis.replica_manager.apply_image(image)
         except Exception:
-            log.exception("applying metadata image at offset %d failed", image.offset)
+            logger.exception("applying metadata image at offset %d failed", image.offset)
 
     def _close_listeners(self) -> None:
         for sock, _ in self._listen_socks:
@@ -283,7 +283,7 @@ class KafkaServer:
             except OSError as e:
                 # EMFILE and friends: the pending connection stays queued and the socket stays
                 # readable, so back off instead of spinning on accept.
-                log.warning(
+                logger.warning(
                     "accept on %s failed: %s; pausing accepts for %d ms",
                     listener_name,
                     e,
@@ -298,7 +298,7 @@ class KafkaServer:
             try:
                 self._setup(sock)
             except OSError as e:
-                log.warning("setting up a connection from %s failed: %s", addr, e)
+                logger.warning("setting up a connection from %s failed: %s", addr, e)
                 sock.close()
                 continue
             tls_context = (
@@ -308,7 +308,7 @@ class KafkaServer:
                 self._open(sock, listener_name, addr, None)
                 continue
             if len(self._handshakes) >= MAX_PENDING_TLS_HANDSHAKES:
-                log.warning(
+                logger.warning(
                     "%s: too many TLS handshakes in progress; refusing %s", listener_name, addr
                 )
                 sock.close()
@@ -345,7 +345,7 @@ class KafkaServer:
         try:
             tls = await tls_handshake(self.loop, sock, context)
         except TlsHandshakeError as e:
-            log.warning("%s from %s:%s refused: %s", listener_name, addr[0], addr[1], e)
+            logger.warning("%s from %s:%s refused: %s", listener_name, addr[0], addr[1], e)
             if self.metrics is not None:
                 self.metrics.authentication_failures.inc(1, listener_name)
             return
@@ -416,7 +416,7 @@ class KafkaServer:
                 fut = self.loop.run_in_executor(None, self._checkpoint_now)
                 fut.add_done_callback(self._checkpoint_done)
         except Exception:
-            log.exception("broker housekeeping tick failed")
+            logger.exception("broker housekeeping tick failed")
         self._tick_handle = self.loop.call_later(TICK_INTERVAL_MS / 1000, self._tick)
 
     def _checkpoint_done(self, _fut: asyncio.Future[None]) -> None:
@@ -428,7 +428,7 @@ class KafkaServer:
         try:
             self._log_manager.checkpoint_high_watermarks()
         except Exception:
-            log.exception("high watermark checkpoint failed")
+            logger.exception("high watermark checkpoint failed")
 
     def _close_idle(self) -> None:
         limit_s = self.config.connections_max_idle_ms / 1000
@@ -486,7 +486,7 @@ class ServerThread:
             if not self._started.is_set():
                 self._error = e
             else:
-                log.exception("Kafka server loop failed")
+                logger.exception("Kafka server loop failed")
         finally:
             self._started.set()
             try:

@@ -66,7 +66,7 @@ from data_plane.client.subscription import (
     SubscriptionState,
 )
 
-_log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _MAX_IDLE_POLL_S = 0.1  # bound on one network wait inside poll(): metadata and resets move on
 
@@ -439,7 +439,7 @@ class Consumer:
                         else:
                             self._group.run_commit_callbacks()
                     except KafkaError as e:
-                        _log.warning("leaving group %s: %s", self.config.group_id, e)
+                        logger.warning("leaving group %s: %s", self.config.group_id, e)
             finally:
                 self._closed = True
                 if self._heartbeat is not None:

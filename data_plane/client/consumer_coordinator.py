@@ -56,7 +56,7 @@ from data_plane.client.consumer_protocol import (
 )
 from data_plane.protocol.api_keys import ApiKey
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 UNJOINED = "UNJOINED"
 JOINING = "JOINING"
@@ -619,7 +619,7 @@ class ConsumerCoordinator:
         self._last_heartbeat_ok_ms = now_ms
 
     def _lose(self, why: str) -> None:
-        log.info("group %s: partitions lost (%s)", self.settings.group_id, why)
+        logger.info("group %s: partitions lost (%s)", self.settings.group_id, why)
         self.last_loss_reason = why
         self._awaiting_revocation = False
         if self.assignment:

@@ -30,7 +30,7 @@ from data_plane.client.errors import KafkaError, KafkaTimeoutError
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _RETRIABLE = frozenset(
     {
@@ -144,7 +144,7 @@ def list_groups(
         try:
             response = client.request(node, ApiKey.LIST_GROUPS, {}, timeout)
         except KafkaError as e:
-            log.warning("ListGroups: broker %d did not answer: %s", node, e)
+            logger.warning("ListGroups: broker %d did not answer: %s", node, e)
             last_error = e
             continue
         answered += 1

@@ -51,7 +51,7 @@ from data_plane.client.network_client import NetworkClient
 from data_plane.client.subscription import SubscriptionState
 from data_plane.protocol.api_keys import ApiKey
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 HEARTBEAT_TICK_S = 0.1  # the heartbeat thread's wake-up period
 # close(): how long to wait for the LeaveGroup answer before closing the sockets anyway.
@@ -211,7 +211,7 @@ class GroupClient:
         self, send: Send, response: dict[str, Any] | None, error: Exception | None
     ) -> None:
         if error is not None:
-            log.debug("group request %s failed: %s", send.api_key.name, error)
+            logger.debug("group request %s failed: %s", send.api_key.name, error)
             response = None
         self._dispatch(
             self.coordinator.on_response(send.request_id, send.api_key, response, self._now_ms())
@@ -272,7 +272,7 @@ class GroupClient:
                 except KafkaError as e:
                     # The records after the last commit will be delivered again to the next
                     # owner: at-least-once holds, only duplicates grow.
-                    log.warning("commit before revoking %s failed: %s", sorted(revoked), e)
+                    logger.warning("commit before revoking %s failed: %s", sorted(revoked), e)
         try:
             self.listener.on_partitions_revoked(revoked)
         finally:
@@ -306,7 +306,7 @@ class GroupClient:
             try:
                 self._client.fetch_metadata(topics, timeout_ms)
             except KafkaError as e:
-                log.warning("leader could not refresh metadata of %s: %s", topics, e)
+                logger.warning("leader could not refresh metadata of %s: %s", topics, e)
             counts = {t: len(metadata.partitions_for(t)) for t in topics}
         if self.coordinator.state == AWAITING_ASSIGNMENT:  # not reset meanwhile
             self._dispatch(self.coordinator.perform_assignment(counts))
@@ -365,7 +365,7 @@ class GroupClient:
                     raise
                 except KafkaError as e:  # the connection broke: find the coordinator again
                     code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-                    log.debug("commit failed on the connection: %s", e)
+                    logger.debug("commit failed on the connection: %s", e)
             if code == ErrorCode.NO_ERROR:
                 return
             self.coordinator.on_commit_error(code, self._now_ms())
@@ -419,7 +419,7 @@ class GroupClient:
         self, callback: CommitCallback | None, offsets: dict, error: Exception | None
     ) -> None:
         if error is not None:
-            log.debug("async commit of %d offsets failed: %s", len(offsets), error)
+            logger.debug("async commit of %d offsets failed: %s", len(offsets), error)
         if callback is not None:
             self._commit_completions.append((callback, offsets, error))
 
@@ -502,7 +502,7 @@ class GroupClient:
                 try:
                     self.commit_sync(offsets, timeout_ms)
                 except KafkaError as e:
-                    log.warning("final commit failed: %s", e)
+                    logger.warning("final commit failed: %s", e)
         outputs = self.coordinator.leave()
         self._dispatch(outputs)
         for event in list(self._events):
@@ -541,7 +541,7 @@ class HeartbeatThread(threading.Thread):
                 self._group.drive(may_rejoin=False)
                 self._client.poll(0)
             except Exception as e:  # the thread must outlive transient errors
-                log.warning("heartbeat thread: %s", e)
+                logger.warning("heartbeat thread: %s", e)
             finally:
                 self._lock.release()
 

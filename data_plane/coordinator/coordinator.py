@@ -84,7 +84,7 @@ from data_plane.coordinator.messages import (
     SyncGroupResult,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
 T = TypeVar("T")
@@ -197,7 +197,7 @@ class GroupCoordinator:
                 state.groups[k.group] = value
         except InvalidOffsetsRecordError as e:
             state.bad_records += 1
-            log.warning("__consumer_offsets-%d: skipping a record: %s", partition, e)
+            logger.warning("__consumer_offsets-%d: skipping a record: %s", partition, e)
 
     def complete_loading(self, partition: int) -> CoordinatorOutputs:
         """Every record up to the log end was given: build the groups and serve them."""
@@ -221,7 +221,7 @@ class GroupCoordinator:
             self._groups[gid] = group
             self._schedule_next(group)
         self._owned[partition] = None
-        log.info(
+        logger.info(
             "loaded __consumer_offsets-%d: %d groups (%d records skipped)",
             partition,
             sum(1 for g in self._groups.values() if g.partition == partition),
@@ -242,7 +242,7 @@ class GroupCoordinator:
             return decode(raw)
         except InvalidOffsetsRecordError as e:
             state.bad_records += 1
-            log.warning("__consumer_offsets-%d: skipping a record: %s", partition, e)
+            logger.warning("__consumer_offsets-%d: skipping a record: %s", partition, e)
             return None
 
     def _restore(self, group: GroupMetadata, value: GroupMetadataValue, now: int) -> None:
@@ -408,7 +408,7 @@ class GroupCoordinator:
             if m.join_waiter is not None or m.sync_waiter is not None:
                 continue
             if m.last_heartbeat_ms + m.session_timeout_ms <= now and m.member_id in group.members:
-                log.info("group %s: member %s session expired", group.group_id, m.member_id)
+                logger.info("group %s: member %s session expired", group.group_id, m.member_id)
                 self._remove_member(group, m, out)
         if 0 <= group.rebalance_deadline_ms <= now:
             if group.is_(GroupState.PREPARING_REBALANCE):
@@ -673,7 +673,7 @@ class GroupCoordinator:
             group.initial_delay_remaining_ms = -1
             group.rebalance_deadline_ms = now + group.max_rebalance_timeout_ms()
         group.transition_to(GroupState.PREPARING_REBALANCE, now)
-        log.info(
+        logger.info(
             "group %s: preparing to rebalance (generation %d): %s",
             group.group_id,
             group.generation_id,
@@ -739,14 +739,14 @@ class GroupCoordinator:
             group.leader_id = None
             group.rebalance_deadline_ms = -1
             group.transition_to(GroupState.EMPTY, now)
-            log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
+            logger.info("group %s: generation %d is empty", group.group_id, group.generation_id)
             self._write(out, group.partition, self._group_record(group, {}), _ignore_write)
             return
         group.protocol_name = group.select_protocol()
         group.transition_to(GroupState.COMPLETING_REBALANCE, now)
         # Members must sync within the rebalance timeout (Kafka's pending-sync timeout).
         group.rebalance_deadline_ms = now + group.max_rebalance_timeout_ms()
-        log.info(
+        logger.info(
             "group %s: generation %d with %d members, protocol %s, leader %s",
             group.group_id,
             group.generation_id,
@@ -767,7 +767,7 @@ class GroupCoordinator:
         if not missing:
             return  # every member synced; the leader's assignment write is in flight
         for m in missing:
-            log.info("group %s: member %s did not sync in time", group.group_id, m.member_id)
+            logger.info("group %s: member %s did not sync in time", group.group_id, m.member_id)
             group.remove(m.member_id)
         # With no member left the new join phase ends at once (an Empty generation).
         self._prepare_rebalance(group, out, f"{len(missing)} members did not sync in time")
@@ -889,7 +889,7 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, out
-        log.info("group %s: member %s left", group_id, member_id)
+        logger.info("group %s: member %s left", group_id, member_id)
         self._remove_member(group, member, out)
         self._schedule_next(group)
         return ErrorCode.NO_ERROR, out
@@ -1037,7 +1037,7 @@ class GroupCoordinator:
                 if group.generation_id > 0 or group.protocol_type is not None:
                     records.append((group_metadata_key(gid), None))
             if records:
-                log.info("group %s: %d offsets expired", gid, len(expired))
+                logger.info("group %s: %d offsets expired", gid, len(expired))
                 self._write(out, group.partition, records, _ignore_write)
         return out
 
@@ -1158,4 +1158,4 @@ class GroupCoordinator:
 
 def _ignore_write(error: int, _out: CoordinatorOutputs) -> None:
     if error != ErrorCode.NO_ERROR:
-        log.warning("a group metadata write failed with error %d", error)
+        logger.warning("a group metadata write failed with error %d", error)

@@ -50,7 +50,7 @@ from data_plane.coordinator.partition_writer import PartitionWriter
 from data_plane.storage import FetchIsolation, Record, build_batch, decode_records
 from metadata.topics import CONSUMER_OFFSETS_TOPIC
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = CONSUMER_OFFSETS_TOPIC
 T = TypeVar("T")
@@ -185,14 +185,14 @@ class GroupCoordinatorRuntime:
             old = self._load_tasks.pop(p, None)
             if old is not None:
                 old.cancel()
-            log.info("%s-%d: no longer the leader, unloading its groups", OFFSETS_TOPIC, p)
+            logger.info("%s-%d: no longer the leader, unloading its groups", OFFSETS_TOPIC, p)
             self.process(self.coordinator.unload(p))
 
     def _load_finished(self, p: int, task: asyncio.Task[None]) -> None:
         if self._load_tasks.get(p) is task:
             del self._load_tasks[p]
         if not task.cancelled() and task.exception() is not None:
-            log.error("%s-%d: loading failed", OFFSETS_TOPIC, p, exc_info=task.exception())
+            logger.error("%s-%d: loading failed", OFFSETS_TOPIC, p, exc_info=task.exception())
 
     async def _load(self, p: int, epoch: int) -> None:
         tp = TopicPartition(OFFSETS_TOPIC, p)
@@ -201,11 +201,11 @@ class GroupCoordinatorRuntime:
                 await self._read_partition(tp, epoch)
                 break
             except ApiError as e:
-                log.warning("%s: load attempt %d failed: %s", tp, attempt, e)
+                logger.warning("%s: load attempt %d failed: %s", tp, attempt, e)
                 self.process(self.coordinator.begin_loading(p))
                 await asyncio.sleep(LOAD_RETRY_BACKOFF_S)
         else:
-            log.error("%s: giving up loading after %d attempts", tp, LOAD_MAX_ATTEMPTS)
+            logger.error("%s: giving up loading after %d attempts", tp, LOAD_MAX_ATTEMPTS)
             return
         if self._led_epochs.get(p) == epoch:
             self.process(self.coordinator.complete_loading(p))
@@ -247,7 +247,7 @@ class GroupCoordinatorRuntime:
             if not progressed:
                 break
             await asyncio.sleep(0)
-        log.info(
+        logger.info(
             "%s: read %d records up to offset %d in %.3f s",
             tp,
             records,

@@ -15,7 +15,7 @@ from data_plane.metrics.config import MetricsConfig
 from data_plane.metrics.http import MetricsHttpServer
 from data_plane.metrics.names import node_metrics
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class MetricsComponent:
@@ -36,7 +36,7 @@ class MetricsComponent:
             node_metrics().registry, self.config.metrics_host, self.config.metrics_port
         )
         self._server.start()
-        log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self._server.port)
+        logger.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self._server.port)
 
     def begin_shutdown(self) -> None:
         return None

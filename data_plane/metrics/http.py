@@ -16,7 +16,7 @@ import threading
 
 from data_plane.metrics.registry import CONTENT_TYPE, Registry
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 # Bound on shutdown waits.
 CLOSE_TIMEOUT_S = 5.0
 
@@ -41,7 +41,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
-        log.debug("metrics %s: " + format, self.address_string(), *args)
+        logger.debug("metrics %s: " + format, self.address_string(), *args)
 
 
 class MetricsHttpServer:

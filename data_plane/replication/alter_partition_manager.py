@@ -35,7 +35,7 @@ from metadata.messages import (
     AlterPartitionTopic,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEFAULT_RETRY_BACKOFF_MS = 100
 # Items per AlterPartition request (the controller appends them as one batch).
@@ -98,7 +98,7 @@ class AlterPartitionManager:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # no controller reachable, timeout, shutdown
-                log.warning("AlterPartition for %d partitions failed: %s", len(batch), e)
+                logger.warning("AlterPartition for %d partitions failed: %s", len(batch), e)
                 self._requeue(batch)
                 await asyncio.sleep(self.retry_backoff_ms / 1000)
                 continue
@@ -126,7 +126,7 @@ class AlterPartitionManager:
     ) -> dict[TopicPartition, IsrChangeProposal]:
         """Hand each answered item to ``on_result``; return the items to retry."""
         if response.error_code != ErrorCode.NO_ERROR:
-            log.warning(
+            logger.warning(
                 "AlterPartition rejected: %s (%s)", response.error_code, response.error_message
             )
             return batch
@@ -137,7 +137,7 @@ class AlterPartitionManager:
             if proposal is None:
                 continue
             if result.error_code != ErrorCode.NO_ERROR:
-                log.info(
+                logger.info(
                     "AlterPartition %s -> %s rejected: %s (%s)",
                     tp,
                     list(proposal.new_isr),
@@ -147,7 +147,7 @@ class AlterPartitionManager:
             try:
                 self._on_result(tp, proposal, result)
             except Exception:
-                log.exception("applying the AlterPartition result for %s failed", tp)
+                logger.exception("applying the AlterPartition result for %s failed", tp)
         return retry
 
     def _requeue(self, items: dict[TopicPartition, IsrChangeProposal]) -> None:

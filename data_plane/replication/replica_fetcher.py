@@ -66,7 +66,7 @@ from data_plane.replication.fetch_state import PartitionFetchState
 from data_plane.replication.follower import truncation_offset
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffset
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 FETCH_VERSION = 11
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
@@ -206,7 +206,7 @@ class ReplicaFetcherManager:
         if self._retiring:
             _, pending = await asyncio.wait(set(self._retiring), timeout=FETCHER_CLOSE_TIMEOUT_S)
             for task in pending:
-                log.warning("replica fetcher task %s did not stop in time", task.get_name())
+                logger.warning("replica fetcher task %s did not stop in time", task.get_name())
 
 
 class ReplicaFetcher:
@@ -278,7 +278,7 @@ class ReplicaFetcher:
             except (OSError, EOFError, ProtocolError, TimeoutError, ConnectionError) as e:
                 if self._closed:
                     return
-                log.info(
+                logger.info(
                     "broker %d: fetcher from broker %d: %s; retrying in %d ms",
                     self.config.broker_id,
                     self.source_broker_id,
@@ -290,7 +290,7 @@ class ReplicaFetcher:
             except Exception:
                 if self._closed:
                     return
-                log.exception(
+                logger.exception(
                     "broker %d: fetcher from broker %d failed; retrying",
                     self.config.broker_id,
                     self.source_broker_id,
@@ -489,7 +489,7 @@ class ReplicaFetcher:
         error_code = answer.get("error_code", 0)
         if not self._session.handle_response(request, error_code, answer.get("session_id", 0)):
             if error_code in SESSION_ERRORS:
-                log.info(
+                logger.info(
                     "broker %d: fetch session with broker %d: error %d; fetching in full",
                     self.config.broker_id,
                     self.source_broker_id,
@@ -520,16 +520,16 @@ class ReplicaFetcher:
                     records[:size], p["high_watermark"], p.get("log_start_offset", -1)
                 )
             except ApiError as e:
-                log.warning("%s: follower append failed: %s; truncating again", tp, e)
+                logger.warning("%s: follower append failed: %s; truncating again", tp, e)
                 state.append_failed()
             return
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             restart_at = state.offset_out_of_range(offset, p.get("log_start_offset", -1))
             if restart_at is not None:
                 part.log.truncate_fully_and_start_at(restart_at)
-                log.info(
+                logger.info(
                     "%s: behind the leader's log start offset, restarted at %d", tp, restart_at
                 )
             return
         if state.partition_error(code, time.monotonic(), self.config.fetch_backoff_ms):
-            log.warning("%s: fetch from broker %d: error %d", tp, self.source_broker_id, code)
+            logger.warning("%s: fetch from broker %d: error %d", tp, self.source_broker_id, code)

@@ -53,7 +53,7 @@ from data_plane.security.tls import server_context
 from metadata.image import MetadataImage
 from metadata.security_image import SecurityImage
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 Body = dict[str, Any]
 _KNOWN = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -211,7 +211,7 @@ class ConnectionSecurity:
         try:
             return authenticator.raw_token(token)
         except Exception as exc:  # any failure ends the connection; never echo the token
-            log.warning("SASL authentication from %s failed: %s", self.client_host, _reason(exc))
+            logger.warning("SASL authentication from %s failed: %s", self.client_host, _reason(exc))
             return None
 
     def intercept(self, api_key: int, api_version: int, body: Body) -> SaslReply | None:
@@ -238,13 +238,13 @@ class ConnectionSecurity:
                 )
             auth = authenticator.authenticate(body.get("auth_bytes") or b"")
             if auth.close:
-                log.warning(
+                logger.warning(
                     "SASL authentication from %s failed: %s",
                     self.client_host,
                     authenticator.failure or auth.error_message,
                 )
             elif authenticator.is_complete:
-                log.info(
+                logger.info(
                     "SASL/%s authenticated %s from %s",
                     authenticator.mechanism_name,
                     self.principal,
@@ -261,7 +261,7 @@ class ConnectionSecurity:
             )
         if authenticator is not None and not authenticator.allows(api_key):
             authenticator.reject(api_key)
-            log.warning(
+            logger.warning(
                 "connection from %s sent api key %d before authenticating; closing it",
                 self.client_host,
                 api_key,

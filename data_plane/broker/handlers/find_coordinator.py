@@ -24,7 +24,7 @@ from data_plane.coordinator import OFFSETS_TOPIC, partition_for
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 KEY_TYPE_GROUP = 0
 
@@ -95,11 +95,11 @@ def _create_offsets_topic(apis: KafkaApis) -> str:
         try:
             (result,) = controller.create_topics([topic])
             if result.error_code not in (ErrorCode.NO_ERROR, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.warning("creating %s failed: %s", OFFSETS_TOPIC, result.error_message)
+                logger.warning("creating %s failed: %s", OFFSETS_TOPIC, result.error_message)
             else:
-                log.info("created %s", OFFSETS_TOPIC)
+                logger.info("created %s", OFFSETS_TOPIC)
         except ControllerError as e:
-            log.warning("creating %s failed: %s", OFFSETS_TOPIC, e)
+            logger.warning("creating %s failed: %s", OFFSETS_TOPIC, e)
 
     future = asyncio.get_running_loop().run_in_executor(apis.admin_executor, create)
     future.add_done_callback(lambda _f: apis.auto_creating.discard(OFFSETS_TOPIC))

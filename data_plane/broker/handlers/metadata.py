@@ -24,7 +24,7 @@ from metadata.image import MetadataImage, TopicImage
 from metadata.messages import NewTopic
 from metadata.topics import INTERNAL_TOPICS, topic_name_error
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def _brokers(image: MetadataImage, listener_name: str) -> list[dict[str, Any]]:
@@ -118,9 +118,9 @@ def _auto_create(apis: KafkaApis, name: str) -> None:
         try:
             (result,) = controller.create_topics([topic])
             if result.error_code not in (ErrorCode.NO_ERROR, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.warning("auto-create of topic %s failed: %s", name, result.error_message)
+                logger.warning("auto-create of topic %s failed: %s", name, result.error_message)
         except ControllerError as e:
-            log.warning("auto-create of topic %s failed: %s", name, e)
+            logger.warning("auto-create of topic %s failed: %s", name, e)
 
     future = asyncio.get_running_loop().run_in_executor(apis.admin_executor, create)
     future.add_done_callback(lambda _f: apis.auto_creating.discard(name))
