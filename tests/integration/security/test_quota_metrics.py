@@ -146,8 +146,12 @@ def test_metrics_move_and_under_replicated_partitions_rise(two_brokers: Cluster)
     assert after.get(bytes_key, 0) - before.get(bytes_key, 0) >= 200 * 1000
     assert after.get('kraftlog_request_latency_seconds_count{api="Produce"}', 0) > 0
     assert after.get("kraftlog_under_replicated_partitions") == 0
-    # The follower's replica fetcher keeps an incremental fetch session with the leader.
-    assert after.get("kraftlog_fetch_sessions", 0) >= 1
+    # The follower's replica fetcher keeps an incremental fetch session with the leader (the
+    # gauge is reported once a second).
+    wait_for(
+        "the leader's fetch-session gauge",
+        lambda: scrape(url).get("kraftlog_fetch_sessions", 0) >= 1,
+    )
 
     # Consumer group lag, on the broker coordinating the group: 200 records, 50 committed.
     with warnings.catch_warnings():
