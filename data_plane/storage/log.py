@@ -59,6 +59,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from common.durable_io import fsync_directory
 from common.errors import InvalidRecordError
 from common.log_config import LogConfig
 from common.record_batch import (
@@ -666,7 +667,7 @@ class Log:
             for seg in to_flush:
                 seg.flush(indexes=indexes)
             if flush_dir:
-                _fsync_dir(self.dir_path)
+                fsync_directory(self.dir_path)
         except OSError as e:
             with self._lock:
                 self._dir_flush_pending = self._dir_flush_pending or flush_dir
@@ -883,13 +884,13 @@ class Log:
                 return False
             try:
                 cleaned.change_file_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
-                _fsync_dir(self.dir_path)
+                fsync_directory(self.dir_path)
                 due = self._clock_ms() + self._config.file_delete_delay_ms
                 for seg in sources:
                     seg.rename_to_deleted()
                     self._pending_deletes.append((due, seg))
                 cleaned.change_file_suffix(SWAP_SUFFIX, "")
-                _fsync_dir(self.dir_path)
+                fsync_directory(self.dir_path)
             except OSError as e:
                 raise KafkaStorageError(
                     f"{self.name}: swapping in the cleaned segment {cleaned.base_offset} "
@@ -960,7 +961,7 @@ class Log:
                 seg.close()
         self.delete_pending_files(force=True)
         os.replace(self.dir_path, renamed_dir)
-        _fsync_dir(os.path.dirname(renamed_dir) or ".")
+        fsync_directory(os.path.dirname(renamed_dir) or ".")
         shutil.rmtree(renamed_dir, ignore_errors=True)
 
     def __repr__(self) -> str:
@@ -976,11 +977,3 @@ def _is_writable(buf: Buffer) -> bool:
     if isinstance(buf, memoryview):
         return not buf.readonly
     return False
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
