@@ -1,21 +1,79 @@
 """The API/version tables of docs/broker.md and docs/protocol.md are generated from the code
-(the broker's handlers and the codec) and must be up to date."""
+(the broker's handlers, the codec, the native client) and must be up to date."""
 
 from __future__ import annotations
 
-from data_plane.broker.handlers import advertised
+from pathlib import Path
+
+import pytest
+
+from data_plane.broker.handlers import HANDLERS, advertised
+from data_plane.client.broker_connection import CLIENT_VERSIONS
+from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from deploy import gen_protocol_docs
+
+
+def _row(table: str, key: ApiKey) -> list[str]:
+    prefix = f"| {gen_protocol_docs.api_name(key)} ({int(key)}) |"
+    rows = [line for line in table.splitlines() if line.startswith(prefix)]
+    assert len(rows) == 1, (key, rows)
+    return [cell.strip() for cell in rows[0].strip("|").split("|")]
 
 
 def test_committed_api_tables_match_the_code() -> None:
     for path, text in gen_protocol_docs.rendered().items():
         assert path.read_text(encoding="utf-8") == text, (
-            f"{path.name} is stale: run `python -m deploy.gen_protocol_docs`"
+            f"{path.name} is stale: run `{gen_protocol_docs.REGENERATE}`"
         )
 
 
-def test_every_served_api_is_in_the_broker_table_with_its_versions() -> None:
+def test_broker_table_lists_exactly_the_advertised_apis_with_their_handlers() -> None:
     table = gen_protocol_docs.broker_table()
-    for key, (lo, hi) in advertised().items():
-        versions = f"{lo}-{hi}" if lo != hi else str(lo)
-        assert f"({int(key)}) | {versions} |" in table, key
+    served = advertised()
+    body = table.splitlines()[2:]
+    assert len(body) == len(served)
+    for key, (lo, hi) in served.items():
+        row = _row(table, key)
+        assert row[1] == (f"{lo}-{hi}" if lo != hi else str(lo)), key
+        module_path = HANDLERS[key][0].__module__.replace(".", "/") + ".py"
+        assert Path(module_path).name in row[2], key
+
+
+def test_protocol_table_lists_every_codec_api_beside_broker_and_client() -> None:
+    table = gen_protocol_docs.protocol_table()
+    served = advertised()
+    assert len(table.splitlines()[2:]) == len(SUPPORTED_VERSIONS)
+    for key, span in SUPPORTED_VERSIONS.items():
+        row = _row(table, key)
+        assert row[1:] == [
+            gen_protocol_docs.versions(span),
+            gen_protocol_docs.versions(served.get(key)),
+            gen_protocol_docs.versions(CLIENT_VERSIONS.get(key)),
+        ], key
+
+
+def test_a_served_api_the_codec_serves_lower_than_it_knows_shows_both_ranges() -> None:
+    # DescribeConfigs: the codec knows 0-3, the handler implements 0-2.
+    row = _row(gen_protocol_docs.protocol_table(), ApiKey.DESCRIBE_CONFIGS)
+    assert row[1:3] == ["0-3", "0-2"]
+    assert _row(gen_protocol_docs.protocol_table(), ApiKey.ELECT_LEADERS)[2] == "no"
+
+
+def test_a_note_for_an_api_the_broker_does_not_serve_is_refused() -> None:
+    with pytest.raises(ValueError, match="ElectLeaders"):
+        gen_protocol_docs.broker_table({ApiKey.ELECT_LEADERS: "a note for nothing"})
+
+
+def test_missing_markers_are_reported() -> None:
+    with pytest.raises(SystemExit, match="markers"):
+        gen_protocol_docs.render("# no markers here\n", "| table |", Path("x.md"))
+
+
+def test_check_mode_reports_stale_files_and_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stale = {gen_protocol_docs.BROKER_DOC: "not what is committed\n"}
+    monkeypatch.setattr(gen_protocol_docs, "rendered", lambda: stale)
+    assert gen_protocol_docs.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "broker.md" in out and gen_protocol_docs.REGENERATE in out
