@@ -1,9 +1,9 @@
 """KafkaComponent: the Kafka wire-protocol server inside a broker node.
 
 It runs after :class:`deploy.broker_component.BrokerComponent` and uses that component's
-``log_manager`` and ``metadata`` (the broker's metadata follower): the server picks up each
-new metadata image on its housekeeping tick, and its replica manager makes the hosted
-partitions leaders or followers from it.
+``log_manager`` and ``partition_logs``: the server subscribes to the images PartitionLogs
+publishes once their logs exist, and its replica manager makes the hosted partitions leaders
+or followers from each one, on the server's event loop.
 
 - Listens on the node's non-controller ``listeners`` (the advertised endpoints in Metadata
   answers come from the broker registrations in the metadata image).

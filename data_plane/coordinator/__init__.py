@@ -2,7 +2,7 @@
 
 - :mod:`.coordinator`: the sans-IO state machine (:class:`GroupCoordinator`);
 - :mod:`.group`: one group's state (:class:`GroupMetadata`, :class:`GroupState`);
-- :mod:`.records`: the ``__consumer_offsets`` key/value formats (Kafka's schemas);
+- :mod:`.group_metadata_records`: the ``__consumer_offsets`` key/value formats (Kafka's schemas);
 - :mod:`.hashing`: ``java_string_hash`` / ``partition_for`` (which partition holds a group);
 - :mod:`.runtime`: the broker-side I/O (:class:`GroupCoordinatorRuntime`).
 
