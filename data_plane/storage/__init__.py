@@ -3,11 +3,15 @@
 The public API the broker and replication use, re-exported here (see docs/storage.md)::
 
     LogManager(config, topic_config=..., clock_ms=...)   all logs of a broker (log_manager.py),
-                                                          with its LogCleaner (log_cleaner.py)
-    Log                                                   one partition (log.py)
-    LogConfig                                             Kafka-named settings (config.py)
+                                                          with its LogCleaner (compaction/)
+    Log                                                   one partition (log.py: offsets, HW,
+                                                          producer state, epochs; its segments
+                                                          are a LocalLog, local_log.py)
+    LogConfig                                             Kafka-named settings
+                                                          (common/log_config.py)
     FileSlice                                             what a read returns (file_records.py)
-    validate_produce_payload, PayloadInfo                 header-only produce checks (records.py)
+    validate_produce_payload, PayloadInfo                 header-only produce checks
+                                                          (common/record_batch.py)
     build_batch, decode_records, Record                   record codec, cold path (record_codec.py)
     StorageError and subclasses                           each with a Kafka error_code (errors.py)
 """
