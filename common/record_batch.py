@@ -306,6 +306,7 @@ def validate_produce_payload(
     *,
     max_batch_bytes: int,
     max_batches: int | None = None,
+    allow_control: bool = False,
 ) -> PayloadInfo:
     """Validate a producer's payload (whole batches, as sent in a Produce request) by header
     and CRC-32C only, never decoding a record.
@@ -315,8 +316,10 @@ def validate_produce_payload(
     - framing, magic 2, CRC-32C: :class:`CorruptRecordError` (CORRUPT_MESSAGE)
     - a batch larger than ``max_batch_bytes`` (``max.message.bytes``): :class:`RecordTooLargeError`
     - codec other than none/gzip/zstd: :class:`UnsupportedCompressionTypeError`
-    - ``lastOffsetDelta + 1 != recordsCount``, an empty batch, a control batch, a producer id
-      without a sequence, more than ``max_batches`` batches: :class:`InvalidRecordError`
+    - ``lastOffsetDelta + 1 != recordsCount``, an empty batch, a control batch (unless
+      ``allow_control``: a leader writing a coordinator's end markers), a producer id without
+      a sequence (control batches have none), more than ``max_batches`` batches:
+      :class:`InvalidRecordError`
     """
     if len(payload) == 0:
         raise InvalidRecordError("produce payload holds no record batch")
@@ -358,8 +361,9 @@ def validate_produce_payload(
                     f"not match recordsCount {header.records_count}"
                 )
             if header.is_control:
-                raise InvalidRecordError("clients may not send control batches")
-            if header.producer_id >= 0 and header.base_sequence < 0:
+                if not allow_control:
+                    raise InvalidRecordError("clients may not send control batches")
+            elif header.producer_id >= 0 and header.base_sequence < 0:
                 raise InvalidRecordError(
                     f"batch from producer id {header.producer_id} has no base sequence"
                 )

@@ -54,6 +54,7 @@ from data_plane.storage.segment import (
     segment_file_name,
 )
 from data_plane.storage.segment_cache import OpenSegmentCache
+from data_plane.storage.transaction_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger(__name__)
 
@@ -387,7 +388,7 @@ class LocalLog:
         """A new segment whose files are ``<base>.log.cleaned`` etc. for the cleaner to write
         (not part of the log until :meth:`replace_segments`). Leftover ``.cleaned`` files
         of that base (a cleaning that could not delete its own) are removed first."""
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             path = os.path.join(self.dir_path, segment_file_name(base_offset, suffix))
             try:
                 os.unlink(path + CLEANED_SUFFIX)

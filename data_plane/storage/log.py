@@ -1,12 +1,15 @@
 """Log: one partition's replica (Kafka's UnifiedLog). It owns what the segment files alone do
 not say — the log start offset, the high watermark, the :class:`ProducerStateManager`
-(idempotent producers' last batches, ``<offset>.snapshot`` files) and the
-:class:`LeaderEpochFileCache` (``leader-epoch-checkpoint``) — and validates appends; the
+(idempotent producers' last batches and open transactions, ``<offset>.snapshot`` files) and
+the :class:`LeaderEpochFileCache` (``leader-epoch-checkpoint``) — and validates appends; the
 segments, their files, reads over them, flushes and pending deletes are its
 :class:`~data_plane.storage.local_log.LocalLog`. Offsets::
 
-    log start offset  <=  high watermark  <=  log end offset (LEO, the next offset to assign)
+    log start offset  <=  last stable offset  <=  high watermark  <=  log end offset (LEO)
     recovery point    <=  LEO: everything below it is fsynced
+
+The last stable offset (LSO) is the high watermark, or the first offset of the oldest
+transaction not yet decided below it, if lower: a read_committed consumer reads up to it.
 
 - :meth:`append` is one path for the leader's and the follower's appends, keyed by
   :class:`AppendOrigin` as Kafka's UnifiedLog does: a producer payload (CLIENT) is validated
@@ -20,8 +23,14 @@ segments, their files, reads over them, flushes and pending deletes are its
   close, reloaded the same way after a truncation, and cleared with the log. The leader epoch
   cache and producer state are cut with every truncation and every move of the log start
   offset.
-- :meth:`read` returns a :class:`FileSlice` for ``os.sendfile``, capped at the high watermark
-  (consumers) or the LEO (followers) on an exact batch boundary. A batch in the slice that
+- Transactions: an end marker (a control batch the leader writes for the transaction
+  coordinator, :meth:`append_end_txn_marker`, origin COORDINATOR) closes a producer's open
+  transaction; an ABORT adds an entry to the active segment's transaction index, so a
+  read_committed Fetch can hand consumers the aborted transactions overlapping what it
+  returns (:meth:`collect_aborted_transactions`). Replaying the log rebuilds those entries.
+- :meth:`read` returns a :class:`FileSlice` for ``os.sendfile``, capped at the LSO
+  (read_committed consumers), the high watermark (read_uncommitted consumers) or the LEO
+  (followers) on an exact batch boundary. A batch in the slice that
   fails its CRC raises :class:`CorruptRecordError` (each byte range is checked once per
   process; data appended or recovered here was checked already).
 - Retention (:meth:`delete_old_segments`: time, size, log start offset) never passes the high
@@ -69,13 +78,21 @@ from data_plane.storage.file_records import FileSlice
 from data_plane.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from data_plane.storage.local_log import LocalLog, LogOffsetMetadata
 from data_plane.storage.log_loader import load_log
-from data_plane.storage.producer_state import AppendOrigin, ProducerStateManager
+from data_plane.storage.producer_state import (
+    AppendOrigin,
+    CompletedTxn,
+    MarkerReader,
+    ProducerStateManager,
+)
+from data_plane.storage.record_codec import build_end_txn_marker, read_end_txn_marker
 from data_plane.storage.record_filter import check_keys_present
 from data_plane.storage.retention import deletable_segments
 from data_plane.storage.segment import BatchPlacement, LogSegment
 from data_plane.storage.segment_cache import OpenSegmentCache
+from data_plane.storage.transaction_index import AbortedTxn
 
 __all__ = [
+    "AbortedTxn",
     "CleaningSnapshot",
     "Clock",
     "FetchIsolation",
@@ -95,10 +112,12 @@ def wall_clock_ms() -> int:
 
 
 class FetchIsolation(enum.Enum):
-    """How far a read may go: followers read to the LEO, consumers to the high watermark."""
+    """How far a read may go: followers read to the LEO, read_uncommitted consumers to the
+    high watermark, read_committed consumers to the last stable offset."""
 
     LOG_END = "log_end"
     HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,16 +141,20 @@ class LogAppendInfo:
 @dataclass(frozen=True, slots=True)
 class CleaningSnapshot:
     """A consistent view of a log for the cleaner: its segments (the last is active) with
-    their sizes then, offsets, config, and each idempotent producer's last offset (its last
-    batch is kept, emptied if need be, for sequence continuity, as Kafka does)."""
+    their sizes then, offsets, config, each idempotent producer's last offset (its last
+    batch is kept, emptied if need be, for sequence continuity, as Kafka does) and the
+    aborted transactions of the closed segments (their batches are removed; nothing at or
+    above the last stable offset is cleaned)."""
 
     segments: tuple[LogSegment, ...]
     sizes: tuple[int, ...]
     log_start_offset: int
     high_watermark: int
+    last_stable_offset: int
     log_end_offset: int
     config: LogConfig
     producer_last_offsets: dict[int, int]
+    aborted_transactions: tuple[AbortedTxn, ...] = ()
 
 
 class Log:
@@ -190,6 +213,7 @@ class Log:
         self.truncation_listener: Callable[[int], None] | None = None
         self._high_watermark = self._log_start_offset
         self._hw_metadata: LogOffsetMetadata | None = None
+        self._lso_metadata: LogOffsetMetadata | None = None
         self.leader_epoch_cache = LeaderEpochFileCache(
             os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT)
         )
@@ -270,6 +294,9 @@ class Log:
           idempotent producers' epochs and sequences (a retried batch is answered with its
           original offsets and not written), assign offsets from the LEO and stamp
           ``leader_epoch`` in place (``payload`` is copied first only if read-only).
+        - COORDINATOR (end markers written on the leader for the transaction coordinator):
+          as CLIENT, with control batches allowed and checked against the producer's epoch
+          and the coordinator epoch of its last marker.
         - REPLICATION (a follower appending what its leader sent): keep the leader's offsets
           and epochs; the first offset must be >= the LEO (gaps are allowed: the leader's log
           may be compacted) and offsets must increase, else :class:`InvalidAppendOffsetError`;
@@ -281,7 +308,9 @@ class Log:
         assign = origin is not AppendOrigin.REPLICATION
         if assign:
             info = validated or validate_produce_payload(
-                payload, max_batch_bytes=self._config.max_message_bytes
+                payload,
+                max_batch_bytes=self._config.max_message_bytes,
+                allow_control=origin is AppendOrigin.COORDINATOR,
             )
             if self._compact:
                 # Only compacted topics pay for decoding keys; the delete path stays
@@ -312,7 +341,9 @@ class Log:
                         f"{self.name}: follower append at offset {first} is below the log "
                         f"end offset {local.next_offset}"
                     )
-            plan = self.producer_state.prepare_append(headers, first if assign else None, origin)
+            plan = self.producer_state.prepare_append(
+                headers, first if assign else None, origin, _payload_marker_reader(buf)
+            )
             if plan.duplicate is not None:
                 dup = plan.duplicate
                 return LogAppendInfo(
@@ -359,7 +390,9 @@ class Log:
                 local.append_locked(data, placements, offset - 1)
             finally:
                 data.release()
-            self.producer_state.apply(plan, offset)
+            completed = self.producer_state.apply(plan, offset)
+            if completed:
+                self._index_aborted_locked(local.active_segment, completed)
             result = LogAppendInfo(
                 first_offset=first,
                 last_offset=offset - 1,
@@ -377,6 +410,38 @@ class Log:
     def append_as_follower(self, payload: Buffer) -> LogAppendInfo:
         """:meth:`append` with origin REPLICATION (the replica fetcher's call)."""
         return self.append(payload, origin=AppendOrigin.REPLICATION)
+
+    def append_end_txn_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        leader_epoch: int,
+    ) -> LogAppendInfo:
+        """Write a COMMIT or ABORT marker for ``producer_id``'s transaction (the leader's part
+        of WriteTxnMarkers). Raises :class:`InvalidProducerEpochError` for an epoch older
+        than the producer's and :class:`TransactionCoordinatorFencedError` for a coordinator
+        epoch older than the last marker's."""
+        batch = build_end_txn_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            committed=committed,
+            timestamp_ms=self._clock_ms(),
+        )
+        return self.append(batch, leader_epoch, origin=AppendOrigin.COORDINATOR)
+
+    def _index_aborted_locked(
+        self, segment: LogSegment, completed: list[tuple[CompletedTxn, int]]
+    ) -> None:
+        for txn, lso in completed:
+            if txn.is_aborted:
+                segment.txn_index.append(
+                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+                )
+        self._lso_metadata = None
 
     # -- roll --------------------------------------------------------------------------------
 
@@ -416,25 +481,36 @@ class Log:
         writes one otherwise), so the scan is skipped."""
         ps = self.producer_state
         end = self._local.next_offset
+        self._lso_metadata = None
         if clean_shutdown and not ps.snapshot_offsets():
             ps.reset(end)
             return
         start = ps.load(self._log_start_offset, end)
         if start >= end:
+            ps.on_high_watermark_updated(self._high_watermark)
             return
         segments = self._local.segments
-        for i in range(self._local.segment_index_from(start), len(segments)):
-            seg = segments[i]
+        first_segment = self._local.segment_index_from(start)
+        # Aborted transactions from the replay point on are indexed again by the replay.
+        for seg in segments[first_segment:]:
+            seg.txn_index.truncate_to(start)
+        for seg in segments[first_segment:]:
             if not seg.files_created or seg.size_in_bytes == 0:
                 continue
             first = seg.translate_offset(start)
             if first is None:
                 continue
-            ps.replay(
-                h
-                for h in seg.log.batches_from(first.position, strict=False)
-                if h.base_offset >= start and h.base_offset < end
+            completed = ps.replay(
+                (
+                    h
+                    for h in seg.log.batches_from(first.position, strict=False)
+                    if h.base_offset >= start and h.base_offset < end
+                ),
+                _segment_marker_reader(seg),
             )
+            if completed:
+                self._index_aborted_locked(seg, completed)
+        ps.on_high_watermark_updated(self._high_watermark)
 
     def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
         """Forget idempotent producers silent for ``producer.id.expiration.ms``; return how
@@ -458,7 +534,8 @@ class Log:
     ) -> FileSlice:
         """A file slice from the batch holding ``start_offset``, at most ``max_bytes`` long
         (except that the first batch is whole when ``min_one_message``), not going past the
-        high watermark (``isolation=HIGH_WATERMARK``), the LEO, or ``max_offset`` when given.
+        last stable offset (``TXN_COMMITTED``), the high watermark (``HIGH_WATERMARK``), the
+        LEO, or ``max_offset`` when given.
         The slice may end inside a batch (clients expect that). An empty slice (length 0)
         means nothing to read yet.
 
@@ -470,6 +547,8 @@ class Log:
             self._check_in_range(start_offset)
             if isolation is FetchIsolation.HIGH_WATERMARK:
                 upper = self._hw_metadata_locked()
+            elif isolation is FetchIsolation.TXN_COMMITTED:
+                upper = self._lso_metadata_locked()
             else:
                 upper = local.end_metadata_locked()
             if max_offset is not None and max_offset < upper.message_offset:
@@ -502,13 +581,59 @@ class Log:
 
     def update_high_watermark(self, high_watermark: int) -> int:
         """Set the high watermark (clamped to [log start offset, LEO]); return the value set.
-        Replication calls this; consumer reads are capped at it."""
+        Replication calls this; consumer reads are capped at it (and at the last stable
+        offset, which it may move)."""
         with self._lock:
             hw = min(max(high_watermark, self._log_start_offset), self._local.next_offset)
             if hw != self._high_watermark:
                 self._high_watermark = hw
                 self._hw_metadata = None
+                self._lso_metadata = None
+            self.producer_state.on_high_watermark_updated(hw)
             return hw
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The high watermark, or the first offset of the oldest transaction still undecided
+        (open, or whose marker is not yet below the high watermark) if that is lower."""
+        with self._lock:
+            return self._last_stable_offset_locked()
+
+    def _last_stable_offset_locked(self) -> int:
+        hw = self._high_watermark
+        first_unstable = self.producer_state.first_unstable_offset()
+        if first_unstable is None or first_unstable >= hw:
+            return hw
+        return max(first_unstable, self._log_start_offset)
+
+    def _lso_metadata_locked(self) -> LogOffsetMetadata:
+        lso = self._last_stable_offset_locked()
+        md = self._lso_metadata
+        if md is None or md.message_offset != lso:
+            md = self._local.offset_metadata_locked(lso)
+            self._lso_metadata = md
+        return md
+
+    def collect_aborted_transactions(
+        self, start_offset: int, fetched: FileSlice
+    ) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed consumer needs for ``fetched`` (a slice
+        :meth:`read` returned from ``start_offset``): those whose records or marker overlap
+        [``start_offset``, end of the slice's segment), oldest marker first. Bounding by the
+        segment's end (not the slice's last batch, which would need decoding) is what Kafka
+        does too; a consumer ignores entries of producers it meets no batch of."""
+        if fetched.length == 0:
+            return []
+        with self._lock:
+            local = self._local
+            segments = local.segments
+            i = local.segment_index_from(fetched.segment_base_offset)
+            upper = segments[i + 1].base_offset if i + 1 < len(segments) else local.next_offset
+            out: list[AbortedTxn] = []
+            for seg in segments[local.segment_index_from(start_offset) : i + 1]:
+                if seg.files_created:
+                    out.extend(seg.txn_index.collect(start_offset, upper))
+            return out
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp`` (ListOffsets);
@@ -558,6 +683,7 @@ class Log:
             if self._high_watermark > new_end:
                 self._high_watermark = new_end
             self._hw_metadata = None
+            self._lso_metadata = None
             self.leader_epoch_cache.truncate_from_end(new_end)
             ps = self.producer_state
             if ps.producers or ps.snapshot_offsets():
@@ -581,6 +707,7 @@ class Log:
             self._log_start_offset = new_offset
             self._high_watermark = new_offset
             self._hw_metadata = None
+            self._lso_metadata = None
             self.leader_epoch_cache.clear()
             self.producer_state.reset(new_offset)
             logger.info("%s: truncated fully, now starts at offset %d", self.name, new_offset)
@@ -606,6 +733,7 @@ class Log:
 
     def _advance_log_start_offset_locked(self, new_offset: int) -> None:
         self._log_start_offset = new_offset
+        self._lso_metadata = None
         self.leader_epoch_cache.truncate_from_start(new_offset)
         self.producer_state.truncate_head(new_offset)
 
@@ -631,6 +759,7 @@ class Log:
                 decision.count, reason=f"retention by {decision.reason}"
             )
             self._hw_metadata = None
+            self._lso_metadata = None
             self._advance_log_start_offset_locked(max(self._log_start_offset, first))
             return decision.count
 
@@ -641,16 +770,22 @@ class Log:
         with self._lock:
             local = self._local
             local.check_open()
+            lso = self._last_stable_offset_locked()
+            closed = local.segments[:-1]
             return CleaningSnapshot(
                 segments=tuple(local.segments),
                 sizes=tuple(s.size_in_bytes for s in local.segments),
                 log_start_offset=self._log_start_offset,
                 high_watermark=self._high_watermark,
+                last_stable_offset=lso,
                 log_end_offset=local.next_offset,
                 config=self._config,
                 producer_last_offsets={
                     pid: e.last_data_offset for pid, e in self.producer_state.producers.items()
                 },
+                aborted_transactions=tuple(
+                    t for seg in closed if seg.files_created for t in seg.txn_index.entries
+                ),
             )
 
     def new_cleaned_segment(self, base_offset: int) -> LogSegment:
@@ -668,6 +803,7 @@ class Log:
             replaced = self._local.replace_segments_locked(cleaned, sources, source_sizes)
             if replaced:
                 self._hw_metadata = None
+                self._lso_metadata = None
             return replaced
 
     def delete_pending_files(self, *, force: bool = False) -> int:
@@ -698,6 +834,16 @@ class Log:
             f"Log({self.name}, start={self._log_start_offset}, hw={self._high_watermark}, "
             f"end={self._local.next_offset}, segments={len(self._local.segments)})"
         )
+
+
+def _payload_marker_reader(buf: Buffer) -> MarkerReader:
+    """Reads end markers from a payload being appended (header positions index ``buf``)."""
+    return lambda h: read_end_txn_marker(buf, h.position)
+
+
+def _segment_marker_reader(seg: LogSegment) -> MarkerReader:
+    """Reads end markers from a segment file (header positions are file positions)."""
+    return lambda h: read_end_txn_marker(seg.log.read(h.position, h.size_in_bytes))
 
 
 def _is_writable(buf: Buffer) -> bool:

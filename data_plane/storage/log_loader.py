@@ -5,10 +5,10 @@ Partition directory ``<topic>-<partition>`` (topic names may contain '-': the pa
 after the last one). Files it may hold::
 
     <20 digits>.log / .index / .timeindex     a segment (see segment.py)
-    <20 digits>.txnindex / .snapshot          Kafka's transaction index / producer snapshots
-                                              (kept, not used)
+    <20 digits>.txnindex                      its aborted transactions (transaction_index.py)
+    <20 digits>.snapshot                      producer state (producer_state.py)
     any of the above + .deleted               a deleted segment awaiting removal: unlinked
-    .log/.index/.timeindex + .cleaned / .swap  left by a log cleaner interrupted in its
+    segment files + .cleaned / .swap          left by a log cleaner interrupted in its
                                               swap: finished or discarded (see
                                               _complete_or_discard_swaps)
     leader-epoch-checkpoint[.tmp], partition.metadata[.tmp]   owned by replication
@@ -53,6 +53,7 @@ from data_plane.storage.segment import (
     segment_file_name,
 )
 from data_plane.storage.segment_cache import OpenSegmentCache
+from data_plane.storage.transaction_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger(__name__)
 
@@ -225,6 +226,8 @@ def _classify_and_clean(dir_path: str) -> tuple[set[int], set[int]]:
         elif kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             index_files.append((base, path))
             kinds.setdefault(base, set()).add(kind)
+        elif kind == TXN_INDEX_SUFFIX:
+            index_files.append((base, path))
     for base, path in index_files:
         if base not in log_bases:
             logger.info("removing index %s without a log", path)
@@ -332,8 +335,7 @@ def _recover(
                 truncated_bytes += size
                 dropped_batches += batches
                 later.close()
-                for path in (later.log.path, later.offset_index.path, later.time_index.path):
-                    _unlink(path)
+                later.delete_files()
             del segments[i + 1 :]
             logger.warning(
                 "%s: recovery truncated the log at %s position %d: dropped %d bytes in %d "

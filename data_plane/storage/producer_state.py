@@ -1,5 +1,5 @@
-"""Producer state: what an idempotent producer last wrote to one partition (Kafka's
-ProducerStateManager, without transactions).
+"""Producer state: what an idempotent or transactional producer last wrote to one partition,
+and which transactions are open on it (Kafka's ProducerStateManager).
 
 Per producer id the partition remembers the producer epoch and the metadata of the last
 :data:`NUM_BATCHES_TO_RETAIN` (5) batches it appended: first/last sequence, first/last offset
@@ -22,6 +22,17 @@ Rules for a client append (:attr:`AppendOrigin.CLIENT`), checked per batch in or
 4. same epoch: first sequence must be last sequence + 1 (wrapping from 2**31-1 to 0), else
    :class:`OutOfOrderSequenceError`.
 
+Transactions: a producer's first transactional batch on the partition opens its transaction
+(``current_txn_first_offset``); a non-transactional batch while one is open is refused
+(:class:`InvalidTxnStateError`, INVALID_TXN_STATE). An end marker (a control batch, see
+common/control_records.py) closes it, giving a :class:`CompletedTxn`. Markers appended by a
+leader for the coordinator (:attr:`AppendOrigin.COORDINATOR`) are checked: an epoch older than
+the producer's (INVALID_PRODUCER_EPOCH) or a coordinator epoch older than the last marker's
+(:class:`TransactionCoordinatorFencedError`) is refused. The *first unstable offset* is the
+smallest first offset of an open transaction or of a completed one whose marker is not yet
+below the high watermark (:meth:`ProducerStateManager.on_high_watermark_updated` forgets
+those); the log's last stable offset is min(high watermark, first unstable offset).
+
 Appends from a leader (:attr:`AppendOrigin.REPLICATION`) and batches replayed from the log
 (:attr:`AppendOrigin.LOG`) are not checked: the leader already did, and followers must hold
 exactly what the leader held so that a new leader answers retries the same way.
@@ -36,11 +47,15 @@ every producer as of that offset (all batches below it), written when a segment 
 Byte layout (big-endian)::
 
     pos  size  field
-    0    2     version u16 (= 1)
+    0    2     version u16 (= 2; version 1, without the last two entry fields, is read too)
     2    4     crc u32: CRC-32C of the body
     6    ..    body: msgpack [offset, [[producer_id, epoch, last_timestamp,
                                        [[first_seq, last_seq, first_offset, last_offset,
-                                         max_timestamp], ...]], ...]]
+                                         max_timestamp], ...],
+                                       current_txn_first_offset, coordinator_epoch], ...]]
+
+Completed transactions are not in snapshots: a snapshot is taken at a roll or on close, and
+the aborted ones are already in the segments' transaction indexes (transaction_index.py).
 
 A snapshot is written to ``<name>.tmp`` and renamed, without fsync: a snapshot lost or torn in
 a crash fails its CRC or is missing, and the state is rebuilt from an older snapshot (or the
@@ -59,12 +74,13 @@ import os
 import re
 import struct
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import crc32c
 import msgpack
 
+from common.control_records import EndTxnMarker
 from common.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, RecordBatchHeader
 from data_plane.storage.errors import StorageError
 
@@ -76,7 +92,8 @@ NUM_BATCHES_TO_RETAIN = 5
 # Kafka's producer.id.expiration.ms default: one day.
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+_READABLE_SNAPSHOT_VERSIONS = (1, 2)
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})\.snapshot$")
 _SNAPSHOT_HEADER = struct.Struct(">HI")
 _I32_MAX = (1 << 31) - 1
@@ -84,6 +101,9 @@ _I32_MAX = (1 << 31) - 1
 UNKNOWN_PRODUCER_ID = 59
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+TRANSACTION_COORDINATOR_FENCED = 52
+NO_TXN = -1
 
 
 class OutOfOrderSequenceError(StorageError):
@@ -107,8 +127,23 @@ class UnknownProducerIdError(StorageError):
     error_code = UNKNOWN_PRODUCER_ID
 
 
+class InvalidTxnStateError(StorageError):
+    """A producer with an open transaction on this partition sent a non-transactional batch
+    (INVALID_TXN_STATE)."""
+
+    error_code = INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(StorageError):
+    """An end marker from a coordinator epoch older than the last marker's: a stale
+    coordinator (TRANSACTION_COORDINATOR_FENCED)."""
+
+    error_code = TRANSACTION_COORDINATOR_FENCED
+
+
 class AppendOrigin(enum.Enum):
     CLIENT = "client"  # a producer's Produce request on the leader: checked
+    COORDINATOR = "coordinator"  # end markers written on the leader for the coordinator
     REPLICATION = "replication"  # a follower appending the leader's batches: not checked
     LOG = "log"  # replaying the log on open or after truncation: not checked
 
@@ -136,6 +171,10 @@ class ProducerStateEntry:
     producer_epoch: int = NO_PRODUCER_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=deque)
     last_timestamp: int = -1
+    # First offset of the producer's open transaction on this partition, or NO_TXN.
+    current_txn_first_offset: int = NO_TXN
+    # Epoch of the coordinator that wrote this producer's last marker here (-1: none yet).
+    coordinator_epoch: int = -1
 
     @property
     def is_empty(self) -> bool:
@@ -151,7 +190,12 @@ class ProducerStateEntry:
 
     def copy(self) -> ProducerStateEntry:
         return ProducerStateEntry(
-            self.producer_id, self.producer_epoch, deque(self.batches), self.last_timestamp
+            self.producer_id,
+            self.producer_epoch,
+            deque(self.batches),
+            self.last_timestamp,
+            self.current_txn_first_offset,
+            self.coordinator_epoch,
         )
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
@@ -174,16 +218,32 @@ class ProducerStateEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by its marker at ``last_offset``; its records lie in
+    [``first_offset``, ``last_offset``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass(frozen=True, slots=True)
 class AppendPlan:
     """The outcome of checking one append: either the updated entries to install after the
-    write (``updates``), or ``duplicate``, the retained batch a retried single batch matches
-    (nothing is written then)."""
+    write (``updates``) with the transactions its markers close (``completed``), or
+    ``duplicate``, the retained batch a retried single batch matches (nothing is written
+    then)."""
 
     updates: dict[int, ProducerStateEntry]
     duplicate: BatchMetadata | None = None
+    completed: tuple[CompletedTxn, ...] = ()
 
 
 NO_CHANGES = AppendPlan({})
+
+# Reads the end marker of a control batch (None: not an end marker); the caller has the bytes.
+MarkerReader = Callable[[RecordBatchHeader], EndTxnMarker | None]
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -208,6 +268,11 @@ class ProducerStateManager:
         self.dir_path = dir_path
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
+        # Open transactions: producer id -> first offset (few per partition: min() is cheap).
+        self._ongoing: dict[int, int] = {}
+        # Completed transactions whose marker is not yet below the high watermark, by first
+        # offset: a read_committed reader must not pass them yet.
+        self._unreplicated: dict[int, CompletedTxn] = {}
         # The offset the state is up to date with (every batch below it is applied).
         self.map_end_offset = 0
 
@@ -221,6 +286,27 @@ class ProducerStateManager:
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
 
+    @property
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Open transactions, producer id -> first offset (do not mutate)."""
+        return self._ongoing
+
+    def first_unstable_offset(self) -> int | None:
+        """The smallest first offset of an open transaction or of a completed one whose
+        marker is not yet replicated below the high watermark; None if there is none."""
+        first: int | None = min(self._ongoing.values()) if self._ongoing else None
+        if self._unreplicated:
+            u = min(self._unreplicated)
+            first = u if first is None else min(first, u)
+        return first
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget completed transactions whose marker lies below ``high_watermark``."""
+        if self._unreplicated:
+            self._unreplicated = {
+                f: t for f, t in self._unreplicated.items() if t.last_offset >= high_watermark
+            }
+
     # -- appends -----------------------------------------------------------------------------
 
     def prepare_append(
@@ -228,16 +314,22 @@ class ProducerStateManager:
         batches: Sequence[RecordBatchHeader],
         first_offset: int | None,
         origin: AppendOrigin,
+        read_marker: MarkerReader | None = None,
     ) -> AppendPlan:
         """Check ``batches`` (in payload order) and compute the entries they would leave.
 
         ``first_offset`` is the offset the first batch will get (a leader append, whose
         headers still hold the producer's offsets); None means the headers carry their final
-        offsets (follower append, log replay). Raises :class:`OutOfOrderSequenceError`,
-        :class:`InvalidProducerEpochError` or :class:`UnknownProducerIdError` for a client
-        append that breaks the rules; returns a plan with ``duplicate`` set when the first
-        producer batch repeats a retained one. Never changes the state."""
+        offsets (follower append, log replay). ``read_marker`` decodes a control batch's end
+        marker (needed when ``batches`` may hold control batches). Raises
+        :class:`OutOfOrderSequenceError`, :class:`InvalidProducerEpochError`,
+        :class:`UnknownProducerIdError` or :class:`InvalidTxnStateError` for a client append
+        that breaks the rules, :class:`InvalidProducerEpochError` or
+        :class:`TransactionCoordinatorFencedError` for a stale marker; returns a plan with
+        ``duplicate`` set when the first producer batch repeats a retained one. Never
+        changes the state."""
         updates: dict[int, ProducerStateEntry] = {}
+        completed: list[CompletedTxn] = []
         offset = first_offset
         for h in batches:
             base = h.base_offset if offset is None else offset
@@ -256,8 +348,18 @@ class ProducerStateManager:
                         return AppendPlan({}, dup)
                 entry = current.copy() if current is not None else ProducerStateEntry(pid)
                 updates[pid] = entry
+            if h.is_control:
+                marker = read_marker(h) if read_marker is not None else None
+                if marker is not None:
+                    completed.append(_end_transaction(entry, h, marker, base, origin))
+                continue
             if origin is AppendOrigin.CLIENT:
                 _check(entry, h, pid, base)
+                if not h.is_transactional and entry.current_txn_first_offset != NO_TXN:
+                    raise InvalidTxnStateError(
+                        f"producer {pid}: non-transactional batch at offset {base} while its "
+                        f"transaction from offset {entry.current_txn_first_offset} is open"
+                    )
             entry.add_batch(
                 h.producer_epoch,
                 BatchMetadata(
@@ -268,39 +370,71 @@ class ProducerStateManager:
                     h.max_timestamp,
                 ),
             )
-        return AppendPlan(updates)
+            if h.is_transactional and entry.current_txn_first_offset == NO_TXN:
+                entry.current_txn_first_offset = base
+        return AppendPlan(updates, None, tuple(completed))
 
-    def apply(self, plan: AppendPlan, end_offset: int) -> None:
+    def apply(self, plan: AppendPlan, end_offset: int) -> list[tuple[CompletedTxn, int]]:
         """Install a plan's entries after its batches were written; the state is now up to
-        date with every offset below ``end_offset``."""
+        date with every offset below ``end_offset``. Returns the transactions the plan's
+        markers closed, each with the last stable offset right after it (what the aborted
+        transaction index records)."""
         if plan.duplicate is not None:
-            return
+            return []
         self._producers.update(plan.updates)
+        for pid, entry in plan.updates.items():
+            if entry.current_txn_first_offset != NO_TXN:
+                self._ongoing[pid] = entry.current_txn_first_offset
+            else:
+                self._ongoing.pop(pid, None)
         self.map_end_offset = max(self.map_end_offset, end_offset)
+        out = []
+        for txn in plan.completed:
+            self._unreplicated[txn.first_offset] = txn
+            others = [f for p, f in self._ongoing.items() if p != txn.producer_id]
+            out.append((txn, min(others) if others else txn.last_offset + 1))
+        return out
 
-    def replay(self, batches: Iterable[RecordBatchHeader]) -> None:
-        """Rebuild from batches read back from the log (headers carry their offsets)."""
+    def replay(
+        self, batches: Iterable[RecordBatchHeader], read_marker: MarkerReader | None = None
+    ) -> list[tuple[CompletedTxn, int]]:
+        """Rebuild from batches read back from the log (headers carry their offsets); return
+        the transactions closed on the way, as :meth:`apply` does."""
+        out = []
         for h in batches:
             if h.producer_id != NO_PRODUCER_ID:
-                plan = self.prepare_append((h,), None, AppendOrigin.LOG)
-                self._producers.update(plan.updates)
+                plan = self.prepare_append((h,), None, AppendOrigin.LOG, read_marker)
+                out.extend(self.apply(plan, h.next_offset))
             self.map_end_offset = max(self.map_end_offset, h.next_offset)
+        return out
 
     def remove_expired_producers(self, now_ms: int) -> int:
         """Forget producers whose newest batch timestamp is ``producer.id.expiration.ms``
-        older than ``now_ms``; returns how many."""
+        older than ``now_ms`` and that have no open transaction; returns how many."""
         limit = now_ms - self.producer_id_expiration_ms
-        expired = [pid for pid, e in self._producers.items() if e.last_timestamp < limit]
+        expired = [
+            pid
+            for pid, e in self._producers.items()
+            if e.last_timestamp < limit and e.current_txn_first_offset == NO_TXN
+        ]
         for pid in expired:
             del self._producers[pid]
         return len(expired)
 
     def truncate_head(self, log_start_offset: int) -> None:
         """Forget producers whose last batch lies below the log start offset (retention or
-        DeleteRecords removed it), and snapshots that no longer have a log to replay onto."""
-        gone = [pid for pid, e in self._producers.items() if e.last_data_offset < log_start_offset]
+        DeleteRecords removed it) unless their transaction is still open, completed
+        transactions below it, and snapshots that no longer have a log to replay onto."""
+        gone = [
+            pid
+            for pid, e in self._producers.items()
+            if e.last_data_offset < log_start_offset and e.current_txn_first_offset == NO_TXN
+        ]
         for pid in gone:
             del self._producers[pid]
+        self._unreplicated = {
+            f: t for f, t in self._unreplicated.items() if t.last_offset >= log_start_offset
+        }
         offsets = self.snapshot_offsets()
         for off in offsets[:-1]:
             if off < log_start_offset:
@@ -309,6 +443,8 @@ class ProducerStateManager:
     def reset(self, offset: int) -> None:
         """Forget everything (the log was emptied and starts again at ``offset``)."""
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         self.map_end_offset = offset
         for off in self.snapshot_offsets():
             self._delete_snapshot(off)
@@ -354,6 +490,8 @@ class ProducerStateManager:
                             ]
                             for b in e.batches
                         ],
+                        e.current_txn_first_offset,
+                        e.coordinator_epoch,
                     ]
                     for e in self._producers.values()
                 ],
@@ -375,19 +513,22 @@ class ProducerStateManager:
             raise CorruptSnapshotError(f"{path}: {len(data)} bytes, shorter than its header")
         version, crc = _SNAPSHOT_HEADER.unpack_from(data)
         body = data[_SNAPSHOT_HEADER.size :]
-        if version != SNAPSHOT_VERSION:
+        if version not in _READABLE_SNAPSHOT_VERSIONS:
             raise CorruptSnapshotError(f"{path}: unknown snapshot version {version}")
         if crc32c.crc32c(body) != crc:
             raise CorruptSnapshotError(f"{path}: CRC-32C mismatch")
         try:
             stored_offset, producers = msgpack.unpackb(body)
             out: dict[int, ProducerStateEntry] = {}
-            for pid, epoch, last_ts, batches in producers:
+            for pid, epoch, last_ts, batches, *txn in producers:
+                txn_first, coordinator_epoch = txn if version >= 2 else (NO_TXN, -1)
                 out[pid] = ProducerStateEntry(
                     pid,
                     epoch,
                     deque(BatchMetadata(*b) for b in batches),
                     last_ts,
+                    txn_first,
+                    coordinator_epoch,
                 )
         except (ValueError, TypeError) as e:
             raise CorruptSnapshotError(f"{path}: malformed body: {e}") from e
@@ -400,6 +541,8 @@ class ProducerStateManager:
         ``log_start_offset`` and return the offset replay must start from (the snapshot's
         offset, or ``log_start_offset`` without one). The caller replays the log from there."""
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         for off in reversed(self.snapshot_offsets()):
             if off > log_end_offset:
                 self._delete_snapshot(off)
@@ -412,6 +555,11 @@ class ProducerStateManager:
                 logger.warning("ignoring producer snapshot: %s", e)
                 self._delete_snapshot(off)
                 continue
+            self._ongoing = {
+                pid: e.current_txn_first_offset
+                for pid, e in self._producers.items()
+                if e.current_txn_first_offset != NO_TXN
+            }
             self.map_end_offset = off
             return off
         self.map_end_offset = log_start_offset
@@ -453,3 +601,36 @@ def _check(entry: ProducerStateEntry, h: RecordBatchHeader, pid: int, offset: in
             f"producer {pid} epoch {epoch}: sequence {first_seq} does not follow "
             f"{entry.last_seq} (at offset {offset})"
         )
+
+
+def _end_transaction(
+    entry: ProducerStateEntry,
+    h: RecordBatchHeader,
+    marker: EndTxnMarker,
+    offset: int,
+    origin: AppendOrigin,
+) -> CompletedTxn:
+    """Close ``entry``'s transaction with the marker batch ``h`` at ``offset``."""
+    pid, epoch = entry.producer_id, h.producer_epoch
+    if origin is AppendOrigin.COORDINATOR:
+        if entry.producer_epoch != NO_PRODUCER_EPOCH and epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"producer {pid}: marker epoch {epoch} is older than the current epoch "
+                f"{entry.producer_epoch}"
+            )
+        if marker.coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"producer {pid}: marker from coordinator epoch {marker.coordinator_epoch}, "
+                f"older than {entry.coordinator_epoch}"
+            )
+    first = entry.current_txn_first_offset
+    txn = CompletedTxn(pid, offset if first == NO_TXN else first, offset, not marker.committed)
+    entry.current_txn_first_offset = NO_TXN
+    entry.coordinator_epoch = marker.coordinator_epoch
+    if epoch != entry.producer_epoch:
+        # A marker of a newer epoch (the coordinator bumped it to fence a zombie): the old
+        # epoch's batches no longer answer retries.
+        entry.batches.clear()
+        entry.producer_epoch = epoch
+    entry.last_timestamp = max(entry.last_timestamp, h.max_timestamp)
+    return txn

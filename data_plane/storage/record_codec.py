@@ -28,6 +28,13 @@ from common.compression import (
     Compression,
     decompress,
 )
+from common.control_records import (
+    ControlRecordType,
+    EndTxnMarker,
+    decode_end_txn_marker,
+    encode_control_key,
+    encode_end_txn_marker_value,
+)
 from common.errors import CorruptRecordError, InvalidRecordError
 from common.record_batch import (
     CONTROL_MASK,
@@ -148,6 +155,49 @@ def build_batch(
         base_sequence=base_sequence,
     )
     return out
+
+
+def build_end_txn_marker(
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    committed: bool,
+    timestamp_ms: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytearray:
+    """The control batch a partition leader appends when a coordinator ends a transaction:
+    transactional and control, the transaction's producer id and epoch, base sequence -1, one
+    record whose key and value are an end marker (common/control_records.py)."""
+    control_type = ControlRecordType.COMMIT if committed else ControlRecordType.ABORT
+    record = Record(
+        key=encode_control_key(control_type),
+        value=encode_end_txn_marker_value(coordinator_epoch),
+        timestamp=timestamp_ms,
+    )
+    return build_batch(
+        [record],
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=NO_SEQUENCE,
+        is_transactional=True,
+        is_control=True,
+    )
+
+
+def read_end_txn_marker(batch: Buffer, pos: int = 0) -> EndTxnMarker | None:
+    """The end marker held by the control batch at ``batch[pos]`` (None for another kind of
+    control record). Raises :class:`CorruptRecordError` or :class:`InvalidRecordError` for a
+    control batch that is not one well-formed record."""
+    header, records = decode_records(batch, pos, verify_crc=False)
+    if not header.is_control or len(records) != 1:
+        raise InvalidRecordError(
+            f"control batch at offset {header.base_offset} holds {len(records)} records"
+        )
+    return decode_end_txn_marker(records[0].key, records[0].value)
 
 
 def decode_records(

@@ -1,4 +1,5 @@
-"""LogSegment: one ``.log`` file with its sparse ``.index`` and ``.timeindex``.
+"""LogSegment: one ``.log`` file with its sparse ``.index`` and ``.timeindex``, and the
+``.txnindex`` of the transactions aborted in it.
 
 Files of a segment in its partition directory, named by the segment's base offset (the offset
 of its first batch, zero-padded to 20 digits)::
@@ -6,6 +7,8 @@ of its first batch, zero-padded to 20 digits)::
     00000000000000368769.log         batches back to back (see file_records.py)
     00000000000000368769.index       offset -> position (see offset_index.py)
     00000000000000368769.timeindex   timestamp -> offset (see time_index.py)
+    00000000000000368769.txnindex    aborted transactions, only once there is one
+                                     (see transaction_index.py)
 
 Invariants: every batch's offsets lie in ``[base_offset, base_offset + 2**31 - 1]`` (relative
 offsets fit the index's u32, as Kafka requires an i32); offsets strictly increase through the
@@ -51,6 +54,7 @@ from data_plane.storage.offset_index import InvalidIndexError, OffsetIndex
 from data_plane.storage.record_codec import decode_records
 from data_plane.storage.segment_cache import OpenSegmentCache
 from data_plane.storage.time_index import NO_TIMESTAMP, TimeIndex
+from data_plane.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from data_plane.storage.verified_ranges import VerifiedRanges
 
 logger = logging.getLogger(__name__)
@@ -145,6 +149,7 @@ class LogSegment:
             writable=active,
             create_now=not lazy_create,
         )
+        self.txn_index = TransactionIndex(_path(TXN_INDEX_SUFFIX))
         self.verified = VerifiedRanges()
         self._bytes_since_last_index_entry = 0
         # Read from the time index's last entry when first needed (Kafka's lazy
@@ -192,6 +197,7 @@ class LogSegment:
         self.log.release()
         self.offset_index.unload()
         self.time_index.unload()
+        self.txn_index.unload()
 
     def _forget(self) -> None:
         if self._cache is not None:
@@ -549,6 +555,7 @@ class LogSegment:
             return 0
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.log.truncate_to(header.position)
         self.verified.clip(header.position)
         ts, ts_offset = self.time_index.last_entry()
@@ -594,6 +601,7 @@ class LogSegment:
         if indexes:
             self.offset_index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
         else:
             self.offset_index.write_dirty()
             self.time_index.write_dirty()
@@ -625,13 +633,19 @@ class LogSegment:
             if os.path.exists(f.path):
                 f.rename_to(f.path + DELETED_SUFFIX)
                 paths.append(f.path)
+        # Renamed even without a file, so that delete_files never unlinks the .txnindex of a
+        # later segment with the same base offset.
+        had_txn_index = os.path.exists(self.txn_index.path)
+        self.txn_index.rename_to(self.txn_index.path + DELETED_SUFFIX)
+        if had_txn_index:
+            paths.append(self.txn_index.path)
         return paths
 
     def change_file_suffix(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the segment's files from ``<name><old_suffix>`` to ``<name><new_suffix>``
         (the cleaner's ``.cleaned`` -> ``.swap`` -> final name), the indexes first and the
         ``.log`` last: recovery decides by the ``.log``'s suffix (log_loader.py)."""
-        for f in (self.offset_index, self.time_index, self.log):
+        for f in (self.offset_index, self.time_index, self.txn_index, self.log):
             if not f.path.endswith(old_suffix):
                 raise ValueError(f"{f.path} does not end with {old_suffix!r}")
             f.rename_to(f.path[: len(f.path) - len(old_suffix)] + new_suffix)
@@ -652,7 +666,8 @@ class LogSegment:
         self.log.close(keep_open_for_slices=True)
         self.offset_index.close_handler()
         self.time_index.close_handler()
-        for path in (self.log.path, self.offset_index.path, self.time_index.path):
+        paths = (self.log.path, self.offset_index.path, self.time_index.path, self.txn_index.path)
+        for path in paths:
             try:
                 os.unlink(path)
             except FileNotFoundError:

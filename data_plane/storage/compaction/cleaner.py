@@ -2,7 +2,8 @@
 :class:`~data_plane.storage.compaction.log_cleaner.LogCleaner` thread.
 
 1. Plan from :meth:`Log.cleaning_snapshot` and :func:`cleanable_range`: the dirty segments
-   are the closed ones from the first dirty offset up to the first uncleanable offset.
+   are the closed ones from the first dirty offset up to the first uncleanable offset (never
+   past the last stable offset: an undecided transaction's records are not compacted).
 2. Build the :class:`OffsetMap` (key digest -> latest offset) over the dirty segments, in
    order, as far as the map holds whole segments: the cleaning ends at the end of the last
    segment indexed whole (the next first dirty offset).
@@ -13,6 +14,10 @@
 
    - a record whose key maps to a later offset is removed (superseded);
    - a record without a key is removed (a compacted log cannot keep one);
+   - a batch of an aborted transaction (the sources' transaction indexes name them) is
+     removed whole, and is never indexed into the map, so an aborted write cannot supersede
+     a committed one; end markers (control batches) are kept, and so are the aborted
+     transactions' index entries, copied into the cleaned segment's ``.txnindex``;
    - a tombstone (null value) is kept, and its batch gets a delete horizon of now +
      ``delete.retention.ms`` the first time a cleaning keeps it; once a cleaning runs at or
      after the horizon the tombstone is removed (record_filter.py, Kafka's KIP-534);
@@ -98,6 +103,7 @@ class CleanerStats:
     records_read: int = 0
     records_retained: int = 0
     tombstones_removed: int = 0
+    aborted_batches_removed: int = 0
     keyless_removed: int = 0
     batches_copied: int = 0
     batches_rebuilt: int = 0
@@ -150,7 +156,7 @@ class Cleaner:
             log_start_offset=snap.log_start_offset,
             log_end_offset=snap.log_end_offset,
             checkpoint_offset=checkpoint_offset,
-            high_watermark=snap.high_watermark,
+            high_watermark=snap.last_stable_offset,
             now_ms=now_ms,
             min_compaction_lag_ms=snap.config.min_compaction_lag_ms,
             max_compaction_lag_ms=snap.config.max_compaction_lag_ms,
@@ -189,6 +195,7 @@ class Cleaner:
         """Index the dirty segments into the map; return where the indexed range ends."""
         offset_map = self.offset_map
         offset_map.clear()
+        aborted = AbortedBatches(snap)
         segments = snap.segments
         end = plan.first_dirty_offset
         for i in range(plan.dirty_from, plan.segment_count):
@@ -196,7 +203,7 @@ class Cleaner:
             try:
                 for header, data in self._batches(seg, snap.sizes[i], stats):
                     stats.map_bytes_read += header.size_in_bytes
-                    if header.is_control or header.records_count == 0:
+                    if header.is_control or header.records_count == 0 or aborted.holds(header):
                         continue
                     block = records_block(data, header)
                     for span in scan_records(header, block):
@@ -257,16 +264,22 @@ class Cleaner:
         refused the swap (its segments changed meanwhile)."""
         cleaned = log.new_cleaned_segment(sources[0].base_offset)
         swapped = False
+        aborted = AbortedBatches(snap)
         try:
             writer = _SegmentWriter(cleaned, self._throttler, stats)
             changed = len(sources) > 1
             for seg, size in zip(sources, source_sizes, strict=True):
                 for header, data in self._batches(seg, size, stats):
-                    out, batch_changed = self._filter_batch(header, data, snap, now_ms, stats)
+                    out, batch_changed = self._filter_batch(
+                        header, data, snap, now_ms, stats, aborted
+                    )
                     changed = changed or batch_changed
                     if out is not None:
                         writer.append(out, header.last_offset)
             writer.finish()
+            for seg in sources:
+                for txn in seg.txn_index.entries:
+                    cleaned.txn_index.append(txn)
             if not changed:
                 stats.groups_unchanged += 1
                 return True
@@ -288,12 +301,20 @@ class Cleaner:
         snap: CleaningSnapshot,
         now_ms: int,
         stats: CleanerStats,
+        aborted: AbortedBatches,
     ) -> tuple[memoryview | bytes | bytearray | None, bool]:
         """The bytes to write for one source batch (None: drop it) and whether they differ
         from the source's."""
         if header.is_control:
             stats.batches_copied += 1
             return data, False
+        if aborted.holds(header):
+            stats.aborted_batches_removed += 1
+            if self._keep_empty(header, snap):
+                stats.empty_batches_kept += 1
+                block = records_block(data, header)
+                return rebuild_batch(data, header, block, [], delete_horizon_ms=None), True
+            return None, True
         block = records_block(data, header)
         spans = scan_records(header, block) if header.records_count else []
         stats.records_read += len(spans)
@@ -387,6 +408,25 @@ class Cleaner:
                 # at each of the loop's many reacquisitions.
                 time.sleep(0)
             pos += off
+
+
+class AbortedBatches:
+    """Which data batches of a cleaning's segments belong to aborted transactions: those of
+    an aborted transaction's producer within its [first offset, marker offset)."""
+
+    def __init__(self, snap: CleaningSnapshot) -> None:
+        self._ranges: dict[int, list[tuple[int, int]]] = {}
+        for txn in snap.aborted_transactions:
+            self._ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+
+    def holds(self, header: RecordBatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        ranges = self._ranges.get(header.producer_id)
+        if not ranges:
+            return False
+        offset = header.base_offset
+        return any(first <= offset < last for first, last in ranges)
 
 
 class _SegmentWriter:
