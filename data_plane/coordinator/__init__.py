@@ -1,10 +1,16 @@
-"""Consumer group coordinator: Kafka's classic group protocol and committed offsets.
+"""The coordinators: consumer groups (Kafka's classic group protocol and committed offsets)
+and transactions (KIP-98).
 
-- :mod:`.coordinator`: the sans-IO state machine (:class:`GroupCoordinator`);
+- :mod:`.coordinator`: the group state machine, sans-IO (:class:`GroupCoordinator`);
 - :mod:`.group`: one group's state (:class:`GroupMetadata`, :class:`GroupState`);
 - :mod:`.group_metadata_records`: the ``__consumer_offsets`` key/value formats (Kafka's schemas);
-- :mod:`.hashing`: ``java_string_hash`` / ``partition_for`` (which partition holds a group);
-- :mod:`.runtime`: the broker-side I/O (:class:`GroupCoordinatorRuntime`).
+- :mod:`.transaction_coordinator`: the transaction state machine, sans-IO;
+- :mod:`.transaction_state`: a transactional id's states, legal transitions and metadata;
+- :mod:`.transaction_log_records`: the ``__transaction_state`` key/value formats;
+- :mod:`.record_schemas`: the versioned-record codec both topics' formats use;
+- :mod:`.hashing`: ``java_string_hash`` / ``partition_for`` (which partition holds a group or a
+  transactional id);
+- :mod:`.runtime`: the broker-side I/O of the group coordinator (:class:`GroupCoordinatorRuntime`).
 
 See docs/groups.md.
 """

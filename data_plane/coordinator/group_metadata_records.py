@@ -22,27 +22,22 @@ cleaner of a compacted topic then drops the key). Key versions 0 and 1 are both 
 (same layout), version 2 a group key; older value versions (offset v0-v2, group v0-v2) are
 decoded too, as Kafka does when loading.
 
-Encoding and decoding use the protocol codec's schema compiler (data_plane.protocol), the same
-machinery as the wire protocol. Pure functions; thread-safe.
+Encoding and decoding go through record_schemas.py (the wire protocol's schema compiler).
+Pure functions; thread-safe.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_plane.protocol.compiler import CompiledMessage, compile_message
-from data_plane.protocol.errors import ProtocolError
+from data_plane.coordinator.record_schemas import decode_versioned, encode_versioned, record_version
 from data_plane.protocol.fields import BYTES, INT32, INT64, STRING, F
 
 OFFSET_COMMIT_KEY_VERSION = 1
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_KEY_VERSION = 2
 GROUP_METADATA_VALUE_VERSION = 3
-
-# Bound on the array elements one record may decode to (a group's member list).
-_MAX_ELEMENTS = 100_000
 
 # fmt: off
 _OFFSET_KEY = (
@@ -78,18 +73,6 @@ _GROUP_VALUE = (
     ]),
 )
 # fmt: on
-
-_I16 = struct.Struct(">h")
-_CODECS: dict[tuple[str, int], CompiledMessage] = {}
-
-
-def _codec(name: str, fields: tuple[F, ...], version: int) -> CompiledMessage:
-    key = (name, version)
-    c = _CODECS.get(key)
-    if c is None:
-        c = compile_message(fields, version, f"__consumer_offsets {name}")
-        _CODECS[key] = c
-    return c
 
 
 class InvalidOffsetsRecordError(ValueError):
@@ -141,17 +124,11 @@ class GroupMetadataValue:
 
 
 def _encode(version: int, fields: tuple[F, ...], name: str, body: dict[str, Any]) -> bytes:
-    out = bytearray(_I16.pack(version))
-    _codec(name, fields, version).encode(out, body, [])
-    return bytes(out)
+    return encode_versioned(version, fields, name, body)
 
 
 def _decode(data: bytes, fields: tuple[F, ...], name: str, version: int) -> dict[str, Any]:
-    try:
-        body, _ = _codec(name, fields, version).decode(memoryview(data), 2, _MAX_ELEMENTS)
-    except (ProtocolError, struct.error, UnicodeDecodeError, ValueError) as e:
-        raise InvalidOffsetsRecordError(f"{name} v{version}: {e}") from None
-    return body
+    return decode_versioned(data, fields, name, version, InvalidOffsetsRecordError)
 
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
@@ -211,9 +188,7 @@ def group_metadata_value(value: GroupMetadataValue) -> bytes:
 
 
 def _version(data: bytes, what: str) -> int:
-    if len(data) < 2:
-        raise InvalidOffsetsRecordError(f"{what} of {len(data)} bytes has no version")
-    return int(_I16.unpack_from(data, 0)[0])
+    return record_version(data, what, InvalidOffsetsRecordError)
 
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey:

@@ -1,0 +1,58 @@
+"""Versioned coordinator records (``__consumer_offsets``, ``__transaction_state``): an int16
+schema version followed by a body in the protocol codec's non-flexible encoding, compiled once
+per (schema, version) by the same schema compiler as the wire protocol.
+
+Pure functions; the compiled-codec cache is filled idempotently (thread-safe under the GIL).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from data_plane.protocol.compiler import CompiledMessage, compile_message
+from data_plane.protocol.errors import ProtocolError
+from data_plane.protocol.fields import F
+
+# Bound on the array elements one record may decode to (a group's members, a transaction's
+# partitions).
+MAX_RECORD_ELEMENTS = 100_000
+
+_I16 = struct.Struct(">h")
+_CODECS: dict[tuple[str, int], CompiledMessage] = {}
+
+
+def _codec(name: str, fields: tuple[F, ...], version: int) -> CompiledMessage:
+    key = (name, version)
+    c = _CODECS.get(key)
+    if c is None:
+        c = compile_message(fields, version, f"coordinator record {name}")
+        _CODECS[key] = c
+    return c
+
+
+def encode_versioned(version: int, fields: tuple[F, ...], name: str, body: dict[str, Any]) -> bytes:
+    out = bytearray(_I16.pack(version))
+    _codec(name, fields, version).encode(out, body, [])
+    return bytes(out)
+
+
+def decode_versioned(
+    data: bytes,
+    fields: tuple[F, ...],
+    name: str,
+    version: int,
+    error: type[ValueError],
+) -> dict[str, Any]:
+    """Decode the body after the version; any malformation raises ``error``."""
+    try:
+        body, _ = _codec(name, fields, version).decode(memoryview(data), 2, MAX_RECORD_ELEMENTS)
+    except (ProtocolError, struct.error, UnicodeDecodeError, ValueError) as e:
+        raise error(f"{name} v{version}: {e}") from None
+    return body
+
+
+def record_version(data: bytes, what: str, error: type[ValueError]) -> int:
+    if len(data) < 2:
+        raise error(f"{what} of {len(data)} bytes has no version")
+    return int(_I16.unpack_from(data, 0)[0])

@@ -1,0 +1,608 @@
+"""TransactionCoordinator: Kafka's transaction coordinator (KIP-98), sans-IO.
+
+Modelled on Kafka's TransactionCoordinator / TransactionStateManager. Inputs are method calls
+with an injected clock; outputs are :class:`TxnCoordinatorOutputs`: results for parked
+requests, ``__transaction_state`` writes (appended with acks=all by the I/O layer and reported
+back with :meth:`complete_write`) and end-marker requests (:class:`MarkerRequest`: the I/O
+layer writes a COMMIT or ABORT marker to every partition of the transaction, retrying through
+leader changes, and reports back with :meth:`complete_markers`).
+
+Ownership: the coordinator of a transactional id is the leader of ``__transaction_state``
+partition ``partition_for(transactional_id, num_partitions)``; its *coordinator epoch* is that
+partition's leader epoch (markers carry it, and partition leaders refuse markers from an
+older one). :meth:`begin_loading` / :meth:`load_record` / :meth:`complete_loading` rebuild the
+partition's transactions (COORDINATOR_LOAD_IN_PROGRESS meanwhile); completing the load sends
+the markers of every transaction left in PrepareCommit or PrepareAbort. :meth:`unload` drops
+them when leadership moves.
+
+Flows (states and legal transitions: :mod:`.transaction_state`):
+
+- InitProducerId: a new transactional id gets a producer id (from the controller's blocks,
+  passed in by the caller) at epoch 0; a known one gets its epoch bumped (a new producer id
+  when the epoch is exhausted), answered once written. If a transaction is Ongoing it is
+  aborted first, with the epoch bumped at once so the old producer is fenced, and the client
+  is told CONCURRENT_TRANSACTIONS (it retries); Prepare* states answer the same.
+- AddPartitionsToTxn / AddOffsetsToTxn: the transaction becomes (or stays) Ongoing with the
+  partitions added, answered once written (at once if nothing is new).
+- EndTxn: Ongoing -> PrepareCommit/PrepareAbort, written, answered, then markers; once every
+  marker is written, CompleteCommit/CompleteAbort is written. A retried EndTxn is answered
+  NO_ERROR (already complete) or CONCURRENT_TRANSACTIONS (markers in flight).
+- Fencing: a request with the right producer id but another epoch gets PRODUCER_FENCED (the
+  handler maps it to INVALID_PRODUCER_EPOCH for request versions before KIP-588); another
+  producer id gets INVALID_PRODUCER_ID_MAPPING.
+- :meth:`tick`: an Ongoing transaction older than its timeout is aborted (epoch bumped first,
+  fencing the producer); a transactional id idle (Empty or Complete*) for
+  ``transactional.id.expiration.ms`` is removed (Dead, then a tombstone).
+
+Thread-safety: none; the broker's event loop owns the coordinator.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.error_codes import ErrorCode
+from data_plane.coordinator.hashing import partition_for
+from data_plane.coordinator.messages import RecordWrite
+from data_plane.coordinator.transaction_log_records import (
+    InvalidTransactionLogRecordError,
+    TransactionLogValue,
+    decode_transaction_log_key,
+    decode_transaction_log_value,
+    transaction_log_key,
+    transaction_log_value,
+)
+from data_plane.coordinator.transaction_state import (
+    NO_PRODUCER_EPOCH,
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+)
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], int]
+TopicPartitionKey = tuple[str, int]
+_S = TransactionState
+
+# Append errors of a __transaction_state write and what the client is told (Kafka's
+# TransactionStateManager.appendTransactionToLog).
+_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_SIZE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCoordinatorConfig:
+    """Kafka's ``transaction.*`` and ``transactional.id.*`` settings."""
+
+    # transaction.max.timeout.ms: the largest transaction.timeout.ms a producer may ask for.
+    transaction_max_timeout_ms: int = 900_000
+    # transactional.id.expiration.ms: an idle transactional id is forgotten after this.
+    transactional_id_expiration_ms: int = 604_800_000
+    # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    abort_timed_out_interval_ms: int = 10_000
+    # transaction.remove.expired.transaction.cleanup.interval.ms
+    remove_expired_interval_ms: int = 3_600_000
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResult:
+    error_code: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerRequest:
+    """Write an end marker for ``producer_id``/``producer_epoch`` to every partition in
+    ``partitions`` with ``coordinator_epoch``, then call :meth:`complete_markers`."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    coordinator_epoch: int
+    partitions: tuple[TopicPartitionKey, ...]
+
+
+@dataclass(slots=True)
+class TxnCoordinatorOutputs:
+    responses: list[tuple[Hashable, Any]] = field(default_factory=list)
+    writes: list[RecordWrite] = field(default_factory=list)
+    markers: list[MarkerRequest] = field(default_factory=list)
+
+    def respond(self, waiter: Hashable, result: Any) -> None:
+        self.responses.append((waiter, result))
+
+    def extend(self, other: TxnCoordinatorOutputs) -> None:
+        self.responses.extend(other.responses)
+        self.writes.extend(other.writes)
+        self.markers.extend(other.markers)
+
+
+# What to do once a write is replicated: (outputs to fill, error code of the write).
+_WriteCallback = Callable[[TxnCoordinatorOutputs, int], None]
+
+
+@dataclass(slots=True)
+class _PendingWrite:
+    transactional_id: str
+    partition: int
+    coordinator_epoch: int
+    transit: TxnTransitMetadata
+    on_done: _WriteCallback
+
+
+@dataclass(slots=True)
+class _Partition:
+    coordinator_epoch: int
+    loading: bool = True
+    transactions: dict[str, TransactionMetadata] = field(default_factory=dict)
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        config: TransactionCoordinatorConfig,
+        *,
+        num_partitions: int,
+        clock_ms: Clock,
+    ) -> None:
+        self.config = config
+        self.num_partitions = num_partitions
+        self._clock_ms = clock_ms
+        self._partitions: dict[int, _Partition] = {}
+        self._writes: dict[int, _PendingWrite] = {}
+        self._write_ids = itertools.count(1)
+        # Transactions whose Complete* write failed while this broker stayed coordinator.
+        self._retry_completion: set[str] = set()
+        now = clock_ms()
+        self._next_abort_check_ms = now + config.abort_timed_out_interval_ms
+        self._next_expiry_check_ms = now + config.remove_expired_interval_ms
+
+    # -- ownership ---------------------------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.num_partitions)
+
+    def set_num_partitions(self, count: int) -> None:
+        self.num_partitions = count
+
+    def begin_loading(self, partition: int, coordinator_epoch: int) -> TxnCoordinatorOutputs:
+        """This broker leads ``partition`` at ``coordinator_epoch``: forget what it held and
+        answer COORDINATOR_LOAD_IN_PROGRESS until :meth:`complete_loading`."""
+        out = self._fail_writes(partition, ErrorCode.NOT_COORDINATOR)
+        self._partitions[partition] = _Partition(coordinator_epoch)
+        return out
+
+    def load_record(self, partition: int, key: bytes | None, value: bytes | None) -> None:
+        """Apply one record of ``__transaction_state-<partition>`` (in log order)."""
+        p = self._partitions.get(partition)
+        if p is None or not p.loading or key is None:
+            return
+        try:
+            tid = decode_transaction_log_key(key)
+            if value is None:
+                p.transactions.pop(tid, None)
+                return
+            v = decode_transaction_log_value(value)
+        except InvalidTransactionLogRecordError as e:
+            logger.warning("__transaction_state-%d: skipping a record: %s", partition, e)
+            return
+        p.transactions[tid] = TransactionMetadata(
+            transactional_id=tid,
+            producer_id=v.producer_id,
+            producer_epoch=v.producer_epoch,
+            txn_timeout_ms=v.transaction_timeout_ms,
+            state=v.state,
+            partitions=set(v.partitions),
+            txn_start_timestamp_ms=v.start_timestamp_ms,
+            txn_last_update_timestamp_ms=v.last_update_timestamp_ms,
+        )
+
+    def complete_loading(self, partition: int) -> TxnCoordinatorOutputs:
+        """The load finished: serve the partition, and finish every transaction a previous
+        coordinator left prepared (its markers may not all have been written)."""
+        out = TxnCoordinatorOutputs()
+        p = self._partitions.get(partition)
+        if p is None or not p.loading:
+            return out
+        p.loading = False
+        for tid, md in list(p.transactions.items()):
+            if md.state is _S.DEAD:
+                del p.transactions[tid]
+            elif md.state.is_prepare:
+                out.markers.append(self._marker_request(md, p.coordinator_epoch))
+        return out
+
+    def unload(self, partition: int) -> TxnCoordinatorOutputs:
+        out = self._fail_writes(partition, ErrorCode.NOT_COORDINATOR)
+        self._partitions.pop(partition, None)
+        return out
+
+    def _fail_writes(self, partition: int, error: int) -> TxnCoordinatorOutputs:
+        out = TxnCoordinatorOutputs()
+        for write_id, w in list(self._writes.items()):
+            if w.partition == partition:
+                del self._writes[write_id]
+                w.on_done(out, error)
+        return out
+
+    def _lookup(
+        self, transactional_id: str
+    ) -> tuple[int, _Partition | None, TransactionMetadata | None]:
+        """(error, partition, metadata): NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
+        NO_ERROR with the metadata if known."""
+        p = self._partitions.get(self.partition_for(transactional_id))
+        if p is None:
+            return ErrorCode.NOT_COORDINATOR, None, None
+        if p.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, p, None
+        return ErrorCode.NO_ERROR, p, p.transactions.get(transactional_id)
+
+    def needs_producer_id(self, transactional_id: str) -> bool:
+        """Whether an InitProducerId for ``transactional_id`` would use a new producer id (an
+        unknown id, or an exhausted epoch): the caller then allocates one first."""
+        error, _p, md = self._lookup(transactional_id)
+        if error != ErrorCode.NO_ERROR:
+            return False
+        return md is None or md.is_producer_epoch_exhausted()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _write(
+        self,
+        out: TxnCoordinatorOutputs,
+        p: _Partition,
+        md: TransactionMetadata,
+        transit: TxnTransitMetadata,
+        on_done: _WriteCallback,
+    ) -> None:
+        partition = self.partition_for(md.transactional_id)
+        write_id = next(self._write_ids)
+        value: bytes | None = None
+        if transit.state is not _S.DEAD:
+            value = transaction_log_value(
+                TransactionLogValue(
+                    producer_id=transit.producer_id,
+                    producer_epoch=transit.producer_epoch,
+                    transaction_timeout_ms=transit.txn_timeout_ms,
+                    state=transit.state,
+                    partitions=tuple(sorted(transit.partitions)),
+                    last_update_timestamp_ms=transit.txn_last_update_timestamp_ms,
+                    start_timestamp_ms=transit.txn_start_timestamp_ms,
+                )
+            )
+        self._writes[write_id] = _PendingWrite(
+            md.transactional_id, partition, p.coordinator_epoch, transit, on_done
+        )
+        out.writes.append(
+            RecordWrite(write_id, partition, ((transaction_log_key(md.transactional_id), value),))
+        )
+
+    def complete_write(self, write_id: int, error_code: int) -> TxnCoordinatorOutputs:
+        """A ``__transaction_state`` write finished: install its transition (or forget it)
+        and run what waited for it."""
+        out = TxnCoordinatorOutputs()
+        w = self._writes.pop(write_id, None)
+        if w is None:
+            return out
+        p = self._partitions.get(w.partition)
+        md = p.transactions.get(w.transactional_id) if p is not None else None
+        if p is None or p.loading or p.coordinator_epoch != w.coordinator_epoch or md is None:
+            # Leadership moved while the write was in flight: the next coordinator decides.
+            w.on_done(out, ErrorCode.NOT_COORDINATOR)
+            return out
+        if error_code != ErrorCode.NO_ERROR:
+            md.abort_pending()
+            mapped = int(_WRITE_ERRORS.get(error_code, error_code))  # type: ignore[call-overload]
+            w.on_done(out, mapped)
+            return out
+        md.complete_transition(w.transit)
+        if md.state is _S.DEAD:
+            del p.transactions[w.transactional_id]
+        w.on_done(out, ErrorCode.NO_ERROR)
+        return out
+
+    # -- InitProducerId ----------------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        waiter: Hashable,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        new_producer_id: int | None,
+    ) -> TxnCoordinatorOutputs:
+        """Answer ``waiter`` with an :class:`InitProducerIdResult`. ``new_producer_id`` is a
+        fresh id from the controller's blocks when :meth:`needs_producer_id` said so."""
+        out = TxnCoordinatorOutputs()
+
+        def answer(error: int, pid: int = -1, epoch: int = -1) -> TxnCoordinatorOutputs:
+            out.respond(waiter, InitProducerIdResult(int(error), pid, epoch))
+            return out
+
+        if not transactional_id:
+            return answer(ErrorCode.INVALID_REQUEST)
+        if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
+            return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        error, p, md = self._lookup(transactional_id)
+        if error != ErrorCode.NO_ERROR or p is None:
+            return answer(error)
+        now = self._clock_ms()
+        if md is None:
+            if new_producer_id is None:
+                return answer(ErrorCode.CONCURRENT_TRANSACTIONS)  # the caller asks again
+            md = TransactionMetadata(
+                transactional_id=transactional_id,
+                producer_id=new_producer_id,
+                producer_epoch=NO_PRODUCER_EPOCH,
+                txn_timeout_ms=transaction_timeout_ms,
+                state=_S.EMPTY,
+                txn_last_update_timestamp_ms=now,
+            )
+            p.transactions[transactional_id] = md
+        if md.pending_state is not None or md.state.is_prepare:
+            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if md.state is _S.ONGOING:
+            # Fence the current producer at once (its requests now carry an old epoch), then
+            # abort its transaction; the new producer retries until that is complete.
+            self._fence_and_abort(out, p, md)
+            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if md.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if md.is_producer_epoch_exhausted():
+            if new_producer_id is None:
+                return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+            pid, epoch = new_producer_id, 0
+        else:
+            pid, epoch = md.producer_id, md.producer_epoch + 1
+        transit = md.prepare_transition(
+            _S.EMPTY,
+            now,
+            producer_id=pid,
+            producer_epoch=epoch,
+            last_producer_epoch=md.producer_epoch if pid == md.producer_id else NO_PRODUCER_EPOCH,
+            txn_timeout_ms=transaction_timeout_ms,
+            txn_start_timestamp_ms=-1,
+        )
+
+        def done(o: TxnCoordinatorOutputs, code: int) -> None:
+            if code == ErrorCode.NO_ERROR:
+                o.respond(
+                    waiter, InitProducerIdResult(0, transit.producer_id, transit.producer_epoch)
+                )
+            else:
+                o.respond(waiter, InitProducerIdResult(code))
+
+        self._write(out, p, md, transit, done)
+        return out
+
+    def _fence_and_abort(
+        self, out: TxnCoordinatorOutputs, p: _Partition, md: TransactionMetadata
+    ) -> None:
+        if not md.is_producer_epoch_exhausted():
+            md.producer_epoch += 1
+            md.last_producer_epoch = NO_PRODUCER_EPOCH
+        self._prepare_end(out, p, md, committed=False, on_written=None)
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------
+
+    def add_partitions(
+        self,
+        waiter: Hashable,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartitionKey],
+    ) -> TxnCoordinatorOutputs:
+        """Answer ``waiter`` with one error code for all of ``partitions`` (the handler
+        spreads it over them)."""
+        out = TxnCoordinatorOutputs()
+        error, p, md = self._lookup(transactional_id)
+        if error == ErrorCode.NO_ERROR:
+            error = self._check_producer(md, producer_id, producer_epoch)
+        if error != ErrorCode.NO_ERROR or p is None or md is None:
+            out.respond(waiter, int(error))
+            return out
+        if md.pending_state is not None or md.state.is_prepare:
+            out.respond(waiter, int(ErrorCode.CONCURRENT_TRANSACTIONS))
+            return out
+        if md.state is _S.ONGOING and set(partitions) <= md.partitions:
+            out.respond(waiter, int(ErrorCode.NO_ERROR))
+            return out
+        if md.state not in (_S.EMPTY, _S.ONGOING, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+            out.respond(waiter, int(ErrorCode.INVALID_TXN_STATE))
+            return out
+        now = self._clock_ms()
+        starting = md.state is not _S.ONGOING
+        transit = md.prepare_transition(
+            _S.ONGOING,
+            now,
+            partitions=frozenset((md.partitions if not starting else set()) | set(partitions)),
+            txn_start_timestamp_ms=now if starting else md.txn_start_timestamp_ms,
+        )
+        self._write(out, p, md, transit, lambda o, code: o.respond(waiter, int(code)))
+        return out
+
+    def _check_producer(
+        self, md: TransactionMetadata | None, producer_id: int, producer_epoch: int
+    ) -> int:
+        if md is None or md.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if md.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        return ErrorCode.NO_ERROR
+
+    # -- EndTxn ------------------------------------------------------------------------------
+
+    def end_txn(
+        self,
+        waiter: Hashable,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+    ) -> TxnCoordinatorOutputs:
+        """Answer ``waiter`` with an error code once the decision is written."""
+        out = TxnCoordinatorOutputs()
+        error, p, md = self._lookup(transactional_id)
+        if error == ErrorCode.NO_ERROR:
+            error = self._check_producer(md, producer_id, producer_epoch)
+        if error != ErrorCode.NO_ERROR or p is None or md is None:
+            out.respond(waiter, int(error))
+            return out
+        if md.pending_state is not None:
+            out.respond(waiter, int(ErrorCode.CONCURRENT_TRANSACTIONS))
+            return out
+        state = md.state
+        if state is _S.ONGOING:
+            self._prepare_end(
+                out, p, md, committed=committed, on_written=lambda o, code: o.respond(waiter, code)
+            )
+            return out
+        same = (committed and state in (_S.PREPARE_COMMIT, _S.COMPLETE_COMMIT)) or (
+            not committed and state in (_S.PREPARE_ABORT, _S.COMPLETE_ABORT)
+        )
+        if same and state.is_prepare:
+            out.respond(waiter, int(ErrorCode.CONCURRENT_TRANSACTIONS))
+        elif same:
+            out.respond(waiter, int(ErrorCode.NO_ERROR))  # a retry of a finished EndTxn
+        else:
+            out.respond(waiter, int(ErrorCode.INVALID_TXN_STATE))
+        return out
+
+    def _prepare_end(
+        self,
+        out: TxnCoordinatorOutputs,
+        p: _Partition,
+        md: TransactionMetadata,
+        *,
+        committed: bool,
+        on_written: _WriteCallback | None,
+    ) -> None:
+        transit = md.prepare_transition(
+            _S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT, self._clock_ms()
+        )
+        epoch = p.coordinator_epoch
+
+        def done(o: TxnCoordinatorOutputs, code: int) -> None:
+            if on_written is not None:
+                on_written(o, code)
+            if code == ErrorCode.NO_ERROR:
+                cur = self._partitions.get(self.partition_for(md.transactional_id))
+                if cur is not None and cur.coordinator_epoch == epoch:
+                    o.markers.append(self._marker_request(md, epoch))
+
+        self._write(out, p, md, transit, done)
+
+    def _marker_request(self, md: TransactionMetadata, coordinator_epoch: int) -> MarkerRequest:
+        return MarkerRequest(
+            transactional_id=md.transactional_id,
+            producer_id=md.producer_id,
+            producer_epoch=md.producer_epoch,
+            committed=md.state is _S.PREPARE_COMMIT,
+            coordinator_epoch=coordinator_epoch,
+            partitions=tuple(sorted(md.partitions)),
+        )
+
+    def complete_markers(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> TxnCoordinatorOutputs:
+        """Every marker of the transaction is written: write CompleteCommit/CompleteAbort."""
+        out = TxnCoordinatorOutputs()
+        error, p, md = self._lookup(transactional_id)
+        if (
+            error != ErrorCode.NO_ERROR
+            or p is None
+            or md is None
+            or p.coordinator_epoch != coordinator_epoch
+            or md.producer_id != producer_id
+            or md.producer_epoch != producer_epoch
+            or not md.state.is_prepare
+            or md.pending_state is not None
+        ):
+            return out
+        target = _S.COMPLETE_COMMIT if md.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
+        transit = md.prepare_transition(target, self._clock_ms())
+
+        def done(o: TxnCoordinatorOutputs, code: int) -> None:
+            if code not in (ErrorCode.NO_ERROR, ErrorCode.NOT_COORDINATOR):
+                # Still the coordinator: try again at the next tick.
+                self._retry_completion.add(transactional_id)
+
+        self._write(out, p, md, transit, done)
+        return out
+
+    # -- timers ------------------------------------------------------------------------------
+
+    def tick(self) -> TxnCoordinatorOutputs:
+        out = TxnCoordinatorOutputs()
+        now = self._clock_ms()
+        retry, self._retry_completion = self._retry_completion, set()
+        for tid in retry:
+            error, p, md = self._lookup(tid)
+            if error == ErrorCode.NO_ERROR and p is not None and md is not None:
+                out.extend(
+                    self.complete_markers(
+                        tid, md.producer_id, md.producer_epoch, p.coordinator_epoch
+                    )
+                )
+        if now >= self._next_abort_check_ms:
+            self._next_abort_check_ms = now + self.config.abort_timed_out_interval_ms
+            self._abort_timed_out(out, now)
+        if now >= self._next_expiry_check_ms:
+            self._next_expiry_check_ms = now + self.config.remove_expired_interval_ms
+            self._expire_transactional_ids(out, now)
+        return out
+
+    def _abort_timed_out(self, out: TxnCoordinatorOutputs, now: int) -> None:
+        for p in self._partitions.values():
+            if p.loading:
+                continue
+            for md in list(p.transactions.values()):
+                if (
+                    md.state is _S.ONGOING
+                    and md.pending_state is None
+                    and md.txn_start_timestamp_ms + md.txn_timeout_ms < now
+                ):
+                    logger.info(
+                        "aborting transaction %s (producer %d epoch %d): timed out after %d ms",
+                        md.transactional_id,
+                        md.producer_id,
+                        md.producer_epoch,
+                        md.txn_timeout_ms,
+                    )
+                    self._fence_and_abort(out, p, md)
+
+    def _expire_transactional_ids(self, out: TxnCoordinatorOutputs, now: int) -> None:
+        limit = now - self.config.transactional_id_expiration_ms
+        for p in self._partitions.values():
+            if p.loading:
+                continue
+            for md in list(p.transactions.values()):
+                if (
+                    md.pending_state is None
+                    and md.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
+                    and md.txn_last_update_timestamp_ms < limit
+                ):
+                    transit = md.prepare_transition(_S.DEAD, now)
+                    self._write(out, p, md, transit, lambda _o, _code: None)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def transaction(self, transactional_id: str) -> TransactionMetadata | None:
+        """The metadata of a loaded transactional id (do not mutate)."""
+        _error, _p, md = self._lookup(transactional_id)
+        return md
