@@ -47,7 +47,8 @@ MAX_TOPIC_NAME_LENGTH = 249
 # Kafka's internal topics: reported with is_internal=true in Metadata, and closed to client
 # produce requests (only the broker's own coordinator writes them).
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS_TOPIC})
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 

@@ -25,6 +25,7 @@ from data_plane.broker.fetch_session import FetchSessionCache
 from data_plane.broker.producer_ids import ProducerIdManager
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
+from data_plane.broker.txn_marker_sender import TransactionMarkerSender
 from data_plane.coordinator import (
     OFFSETS_TOPIC,
     GroupCoordinator,
@@ -32,9 +33,15 @@ from data_plane.coordinator import (
     coordinator_config,
     wall_clock_ms,
 )
+from data_plane.coordinator.transaction_coordinator import (
+    TransactionCoordinator,
+    TransactionCoordinatorConfig,
+)
+from data_plane.coordinator.transaction_runtime import TransactionCoordinatorRuntime
 from data_plane.protocol.codec import RequestHeader
 from metadata.client import ControllerClient
 from metadata.image import MetadataImage
+from metadata.topics import TRANSACTION_STATE_TOPIC
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -119,6 +126,36 @@ class KafkaApis:
             commit_timeout_ms=config.offsets_commit_timeout_ms,
             load_buffer_bytes=config.offsets_load_buffer_size,
         )
+        # Transactions (docs/transactions.md): the coordinator of the __transaction_state
+        # partitions led here, and the sender of its end markers to partition leaders.
+        self.transaction_markers = TransactionMarkerSender(
+            broker_id,
+            lambda: self.image,
+            self._write_markers_locally,
+            retry_backoff_ms=config.transaction_marker_retry_backoff_ms,
+            request_timeout_ms=config.request_timeout_ms,
+        )
+        self.transaction_coordinator = TransactionCoordinatorRuntime(
+            TransactionCoordinator(
+                TransactionCoordinatorConfig(
+                    transaction_max_timeout_ms=config.transaction_max_timeout_ms,
+                    transactional_id_expiration_ms=config.transactional_id_expiration_ms,
+                    abort_timed_out_interval_ms=(
+                        config.transaction_abort_timed_out_transaction_cleanup_interval_ms
+                    ),
+                    remove_expired_interval_ms=(
+                        config.transaction_remove_expired_transaction_cleanup_interval_ms
+                    ),
+                ),
+                num_partitions=config.transaction_state_log_num_partitions,
+                clock_ms=wall_clock_ms,
+            ),
+            CoordinatorPartitionWriter(replica_manager, self.produce_purgatory),
+            self.transaction_markers,
+            lambda: self.producer_id_manager.generate_producer_id(config.request_timeout_ms),
+            write_timeout_ms=config.request_timeout_ms,
+            wall_clock=wall_clock_ms,
+        )
 
     @property
     def image(self) -> MetadataImage:
@@ -130,6 +167,14 @@ class KafkaApis:
         self.produce_purgatory.check_and_complete(tp)
         if tp.topic == OFFSETS_TOPIC:
             self.group_coordinator.on_partition_change(tp)
+        elif tp.topic == TRANSACTION_STATE_TOPIC:
+            self.transaction_coordinator.on_partition_change(tp)
+
+    async def _write_markers_locally(self, markers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # The handler module imports this one: import it when first needed.
+        from data_plane.broker.handlers.write_txn_markers import write_markers
+
+        return await write_markers(self, markers)
 
     def _broker_epoch(self) -> int:
         b = self.image.brokers.get(self.broker_id)
@@ -141,6 +186,7 @@ class KafkaApis:
         self.fetch_purgatory.expire()
         self.produce_purgatory.expire()
         self.group_coordinator.tick()
+        self.transaction_coordinator.tick()
         now = self.clock_ms()
         if now - self._last_producer_expiration_ms >= (
             self.config.producer_id_expiration_check_interval_ms
@@ -168,6 +214,8 @@ class KafkaApis:
 
     def close(self) -> None:
         self.group_coordinator.close()
+        self.transaction_coordinator.close()
+        self.transaction_markers.close()
         self.producer_id_manager.close()
         self.fetch_purgatory.cancel_all()
         self.produce_purgatory.cancel_all()

@@ -244,6 +244,85 @@ class BrokerConfig:
             doc="How often partitions look for expired producer ids.",
         ),
     )
+    # --- transaction coordinator (docs/transactions.md) --------------------------------------
+    transaction_state_log_num_partitions: int = field(
+        default=50,
+        metadata=prop(
+            "transaction.state.log.num.partitions",
+            min=1,
+            doc="Partitions of __transaction_state when the broker creates it (on the first "
+            "FindCoordinator for a transactional id); an id lives in partition "
+            "abs(hash(transactional.id)) % this.",
+        ),
+    )
+    transaction_state_log_replication_factor: int = field(
+        default=3,
+        metadata=prop(
+            "transaction.state.log.replication.factor",
+            min=1,
+            doc="Replication factor of __transaction_state. Until that many brokers are "
+            "registered, FindCoordinator answers COORDINATOR_NOT_AVAILABLE.",
+        ),
+    )
+    transaction_state_log_min_isr: int = field(
+        default=2,
+        metadata=prop(
+            "transaction.state.log.min.isr",
+            min=1,
+            doc="min.insync.replicas of __transaction_state (capped at its replication factor).",
+        ),
+    )
+    transaction_state_log_segment_bytes: int = field(
+        default=104_857_600,
+        metadata=prop(
+            "transaction.state.log.segment.bytes",
+            min=1024,
+            doc="segment.bytes of __transaction_state.",
+        ),
+    )
+    transaction_max_timeout_ms: int = field(
+        default=900_000,
+        metadata=prop(
+            "transaction.max.timeout.ms",
+            min=1,
+            doc="The largest transaction.timeout.ms a producer may ask for "
+            "(INVALID_TRANSACTION_TIMEOUT above it).",
+        ),
+    )
+    transactional_id_expiration_ms: int = field(
+        default=604_800_000,
+        metadata=prop(
+            "transactional.id.expiration.ms",
+            min=1,
+            doc="A transactional id with no transaction in progress is forgotten this long "
+            "after its last update.",
+        ),
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = field(
+        default=10_000,
+        metadata=prop(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            min=1,
+            doc="How often the coordinator aborts transactions open longer than their timeout.",
+        ),
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = field(
+        default=3_600_000,
+        metadata=prop(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            min=1,
+            doc="How often the coordinator removes expired transactional ids.",
+        ),
+    )
+    transaction_marker_retry_backoff_ms: int = field(
+        default=100,
+        metadata=prop(
+            "kraftlog.transaction.marker.retry.backoff.ms",
+            min=1,
+            doc="Pause before writing a transaction marker again after a retriable error "
+            "(the partition's leader moved, not enough replicas).",
+        ),
+    )
     # --- group coordinator (consumer groups and committed offsets; docs/groups.md) -----------
     offsets_topic_num_partitions: int = field(
         default=50,

@@ -15,7 +15,7 @@ from common.topic_partition import TopicPartition
 from data_plane.broker.delayed import DelayedProduce
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
-from data_plane.storage import Log
+from data_plane.storage import AppendOrigin, Log
 
 
 class CoordinatorPartitionWriter:
@@ -32,7 +32,7 @@ class CoordinatorPartitionWriter:
         timeout_ms: int,
         on_replicated: Callable[[int], None],
     ) -> int:
-        result = self._rm.append_records(tp, batch, -1)
+        result = self._rm.append_records(tp, batch, -1, AppendOrigin.COORDINATOR)
         if result.error_code != ErrorCode.NO_ERROR:
             return int(result.error_code)
 

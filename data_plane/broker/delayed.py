@@ -15,13 +15,14 @@ completion calls a plain callback (the server resolves an asyncio future with it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import NamedTuple
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.topic_partition import TopicPartition
-from data_plane.broker.purgatory import DelayedOperation
+from data_plane.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.storage import FetchIsolation
 
@@ -101,3 +102,25 @@ class DelayedProduce(DelayedOperation):
         for tp in self.required_offsets:
             self.outcome.setdefault(tp, ErrorCode.REQUEST_TIMED_OUT)
         self._on_done(self.outcome)
+
+
+async def await_replication(
+    purgatory: DelayedOperationPurgatory,
+    replica_manager: ReplicaManager,
+    required_offsets: dict[TopicPartition, int],
+    timeout_ms: int,
+) -> dict[TopicPartition, int]:
+    """Park a :class:`DelayedProduce` for ``required_offsets`` and return its outcome
+    (partition -> error code). A cancelled waiter (the client went away) frees it."""
+    done: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
+
+    def on_done(outcome: dict[TopicPartition, int]) -> None:
+        if not done.done():
+            done.set_result(outcome)
+
+    op = DelayedProduce(timeout_ms, required_offsets, replica_manager, on_done)
+    purgatory.try_complete_else_watch(op, required_offsets.keys())
+    try:
+        return await done
+    finally:
+        purgatory.cancel(op)  # a no-op once completed

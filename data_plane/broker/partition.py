@@ -44,7 +44,15 @@ from data_plane.broker.errors import (
 from data_plane.replication.errors import ReplicationStateError, UnknownReplicaError
 from data_plane.replication.follower import follower_high_watermark
 from data_plane.replication.leader_state import IsrChangeProposal, LeaderReplicationState
-from data_plane.storage import FetchIsolation, FileSlice, Log, LogAppendInfo, PayloadInfo
+from data_plane.storage import (
+    AbortedTxn,
+    AppendOrigin,
+    FetchIsolation,
+    FileSlice,
+    Log,
+    LogAppendInfo,
+    PayloadInfo,
+)
 from data_plane.storage.leader_epoch_cache import EpochEndOffset
 from metadata.image import PartitionRegistration
 
@@ -61,12 +69,15 @@ class Role(enum.Enum):
 
 
 class ReadResult(NamedTuple):
-    """What one partition read returns: the records slice and the offsets a Fetch reports."""
+    """What one partition read returns: the records slice and the offsets a Fetch reports;
+    for a read_committed read, the aborted transactions the slice may hold (else None)."""
 
     records: FileSlice
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 class Partition:
@@ -199,7 +210,11 @@ class Partition:
     # --- leader path --------------------------------------------------------------------------
 
     def append_records_to_leader(
-        self, payload: memoryview | bytearray, required_acks: int, validated: PayloadInfo
+        self,
+        payload: memoryview | bytearray,
+        required_acks: int,
+        validated: PayloadInfo,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Append a producer's validated batches, stamped with our leader epoch. acks=all
         requires at least ``min.insync.replicas`` in the ISR (NOT_ENOUGH_REPLICAS)."""
@@ -209,7 +224,28 @@ class Partition:
                 f"{self.topic}-{self.partition}: ISR {list(self.isr)} is smaller than "
                 f"min.insync.replicas={self.min_insync_replicas}"
             )
-        info = self.log.append(payload, self.leader_epoch, validated=validated)
+        info = self.log.append(payload, self.leader_epoch, validated=validated, origin=origin)
+        self.maybe_increment_high_watermark()
+        return info
+
+    def append_end_txn_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool
+    ) -> LogAppendInfo:
+        """Write a transaction's end marker for its coordinator (WriteTxnMarkers), stamped
+        with our leader epoch; like an acks=all append it needs ``min.insync.replicas``."""
+        self._require_leader()
+        if len(self.isr) < self.min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.partition}: ISR {list(self.isr)} is smaller than "
+                f"min.insync.replicas={self.min_insync_replicas}"
+            )
+        info = self.log.append_end_txn_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            committed=committed,
+            leader_epoch=self.leader_epoch,
+        )
         self.maybe_increment_high_watermark()
         return info
 
@@ -393,23 +429,36 @@ class Partition:
         current_leader_epoch: int = NO_EPOCH,
         min_one_message: bool = True,
     ) -> ReadResult:
-        """Read from the leader: consumers up to the HW, follower replicas (LOG_END) to the
-        log end. Raises OffsetOutOfRangeError outside [log start offset, LEO]."""
+        """Read from the leader: read_committed consumers up to the last stable offset (with
+        the aborted transactions the slice may hold), read_uncommitted ones up to the HW,
+        follower replicas (LOG_END) to the log end. Raises OffsetOutOfRangeError outside
+        [log start offset, LEO]."""
         self._require_leader()
         self.check_leader_epoch(current_leader_epoch)
         log = self.log
         records = log.read(
             fetch_offset, max_bytes, isolation=isolation, min_one_message=min_one_message
         )
-        return ReadResult(records, log.high_watermark, log.log_start_offset, log.log_end_offset)
+        aborted = None
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            aborted = log.collect_aborted_transactions(fetch_offset, records)
+        return ReadResult(
+            records,
+            log.high_watermark,
+            log.log_start_offset,
+            log.log_end_offset,
+            log.last_stable_offset,
+            aborted,
+        )
 
     def available_bytes(self, fetch_offset: int, max_bytes: int, isolation: FetchIsolation) -> int:
         """Bytes a read at ``fetch_offset`` would return now (delayed fetch condition)."""
-        upper = (
-            self.log.high_watermark
-            if isolation is FetchIsolation.HIGH_WATERMARK
-            else self.log.log_end_offset
-        )
+        if isolation is FetchIsolation.HIGH_WATERMARK:
+            upper = self.log.high_watermark
+        elif isolation is FetchIsolation.TXN_COMMITTED:
+            upper = self.log.last_stable_offset
+        else:
+            upper = self.log.log_end_offset
         if fetch_offset >= upper:
             return 0
         return self.log.read(fetch_offset, max_bytes, isolation=isolation).length

@@ -46,7 +46,13 @@ from data_plane.broker.partition import Partition
 from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.leader_state import IsrChangeProposal
 from data_plane.replication.replica_fetcher import ReplicaFetcherManager
-from data_plane.storage import Log, LogManager, validate_produce_payload
+from data_plane.storage import (
+    AppendOrigin,
+    Log,
+    LogAppendInfo,
+    LogManager,
+    validate_produce_payload,
+)
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import AlterPartitionResult
@@ -214,10 +220,16 @@ class ReplicaManager:
     # --- produce ------------------------------------------------------------------------------
 
     def append_records(
-        self, tp: TopicPartition, payload: memoryview | bytearray | None, required_acks: int
+        self,
+        tp: TopicPartition,
+        payload: memoryview | bytearray | None,
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendResult:
         """Validate (header + CRC only, never decoding a record) and append one partition's
-        batches. Any failure appends nothing for that partition."""
+        batches: a producer's (CLIENT) or a coordinator's own (COORDINATOR: its transactional
+        offset commits are checked by producer epoch only). Any failure appends nothing for
+        that partition."""
         try:
             part = self.leader_partition(tp)
             if payload is None:
@@ -225,15 +237,12 @@ class ReplicaManager:
             info = validate_produce_payload(
                 payload, max_batch_bytes=part.log.config.max_message_bytes
             )
-            for h in info.batches:
-                if h.is_transactional:
-                    return AppendResult(
-                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        error_message="transactions are not supported",
-                    )
-            appended = part.append_records_to_leader(payload, required_acks, info)
+            appended = part.append_records_to_leader(payload, required_acks, info, origin)
         except (BrokerRequestError, ApiError) as e:
             return AppendResult(e.error_code, error_message=str(e))
+        return self._appended(tp, appended)
+
+    def _appended(self, tp: TopicPartition, appended: LogAppendInfo) -> AppendResult:
         if self._on_partition_change is not None:
             self._on_partition_change(tp)
         return AppendResult(
@@ -243,6 +252,25 @@ class ReplicaManager:
             appended.log_append_time_ms,
             appended.log_start_offset,
         )
+
+    def append_txn_marker(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+    ) -> AppendResult:
+        """Write one end marker for a transaction coordinator (WriteTxnMarkers) on ``tp``,
+        which this broker must lead."""
+        try:
+            part = self.leader_partition(tp)
+            appended = part.append_end_txn_marker(
+                producer_id, producer_epoch, coordinator_epoch, committed
+            )
+        except (BrokerRequestError, ApiError) as e:
+            return AppendResult(e.error_code, error_message=str(e))
+        return self._appended(tp, appended)
 
     # --- replication --------------------------------------------------------------------------
 

@@ -176,6 +176,7 @@ class KafkaServer:
             return b.epoch if b is not None else -1
 
         listener_name, tls = self._inter_broker_listener()
+        apis.transaction_markers.configure_inter_broker(endpoint, listener_name, tls)
         self.fetcher_manager = ReplicaFetcherManager(
             ReplicaFetcherConfig(
                 broker_id=broker_id,

@@ -82,6 +82,7 @@ from data_plane.coordinator.messages import (
     RecordWrite,
     SyncGroupRequest,
     SyncGroupResult,
+    TxnOffsetCommitRequest,
 )
 
 logger = logging.getLogger(__name__)
@@ -127,6 +128,8 @@ class _LoadState:
 
     groups: dict[str, bytes | None] = field(default_factory=dict)
     offsets: dict[str, dict[tuple[str, int], bytes]] = field(default_factory=dict)
+    # Transactional offset commits whose marker was not seen yet: producer id -> group -> ...
+    txn_offsets: dict[int, dict[str, dict[tuple[str, int], bytes]]] = field(default_factory=dict)
     bad_records: int = 0
 
 
@@ -199,25 +202,63 @@ class GroupCoordinator:
             state.bad_records += 1
             logger.warning("__consumer_offsets-%d: skipping a record: %s", partition, e)
 
+    def load_txn_record(
+        self, partition: int, producer_id: int, key: bytes | None, value: bytes | None
+    ) -> None:
+        """One record of a transactional batch (a TxnOffsetCommit): held until the
+        producer's marker says whether it counts."""
+        state = self._owned.get(partition)
+        if state is None:
+            raise ValueError(f"partition {partition} is not loading")
+        try:
+            k = decode_key(key) if key is not None else None
+        except InvalidOffsetsRecordError as e:
+            state.bad_records += 1
+            logger.warning("__consumer_offsets-%d: skipping a record: %s", partition, e)
+            return
+        if not isinstance(k, OffsetKey) or value is None:
+            state.bad_records += 1
+            return
+        pending = state.txn_offsets.setdefault(producer_id, {}).setdefault(k.group, {})
+        pending[(k.topic, k.partition)] = value
+
+    def load_txn_marker(self, partition: int, producer_id: int, committed: bool) -> None:
+        """The marker of ``producer_id``'s transaction: its offsets count (COMMIT) or not."""
+        state = self._owned.get(partition)
+        if state is None:
+            raise ValueError(f"partition {partition} is not loading")
+        pending = state.txn_offsets.pop(producer_id, None)
+        if committed and pending:
+            for gid, offsets in pending.items():
+                state.offsets.setdefault(gid, {}).update(offsets)
+
     def complete_loading(self, partition: int) -> CoordinatorOutputs:
         """Every record up to the log end was given: build the groups and serve them."""
         state = self._owned.get(partition)
         if state is None:
             raise ValueError(f"partition {partition} is not loading")
         now = self._clock_ms()
-        for gid in state.groups.keys() | state.offsets.keys():
+        pending_groups = {gid for per in state.txn_offsets.values() for gid in per}
+        for gid in state.groups.keys() | state.offsets.keys() | pending_groups:
             value = self._decode_loaded(partition, state, decode_group_value, state.groups.get(gid))
             offsets = {}
             for tp, raw in state.offsets.get(gid, {}).items():
                 decoded = self._decode_loaded(partition, state, decode_offset_value, raw)
                 if decoded is not None:
                     offsets[tp] = decoded
-            if value is None and not offsets:
+            pending: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
+            for pid, per_group in state.txn_offsets.items():
+                for tp, raw in per_group.get(gid, {}).items():
+                    decoded = self._decode_loaded(partition, state, decode_offset_value, raw)
+                    if decoded is not None:
+                        pending.setdefault(pid, {})[tp] = decoded
+            if value is None and not offsets and not pending:
                 continue  # tombstoned group and no offsets left
             group = GroupMetadata(gid, partition, state_timestamp_ms=now)
             if value is not None:
                 self._restore(group, value, now)
             group.offsets = dict(offsets)
+            group.pending_txn_offsets = pending
             self._groups[gid] = group
             self._schedule_next(group)
         self._owned[partition] = None
@@ -308,10 +349,15 @@ class GroupCoordinator:
         partition: int,
         records: Records,
         on_done: Callable[[int, CoordinatorOutputs], None],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
     ) -> None:
         write_id = next(self._write_ids)
         self._pending_writes[write_id] = (partition, on_done)
-        out.writes.append(RecordWrite(write_id, partition, tuple(records)))
+        out.writes.append(
+            RecordWrite(write_id, partition, tuple(records), producer_id, producer_epoch)
+        )
 
     def complete_write(self, write_id: int, error_code: int) -> CoordinatorOutputs:
         """The outcome of a :class:`RecordWrite`: NO_ERROR once committed (above the high
@@ -477,6 +523,7 @@ class GroupCoordinator:
             and not group.members
             and not group.pending_members
             and not group.offsets
+            and not group.pending_txn_offsets
             and group.generation_id == 0
             and group.pending_offset_commits == 0
         ):
@@ -922,6 +969,100 @@ class GroupCoordinator:
 
     # --- offsets ------------------------------------------------------------------------------
 
+    def txn_commit_offsets(
+        self, waiter: Hashable, req: TxnOffsetCommitRequest
+    ) -> CoordinatorOutputs:
+        """TxnOffsetCommit (Kafka's handleTxnCommitOffsets): write the offsets in the
+        producer's transaction; they count once its COMMIT marker reaches the group's
+        partition (:meth:`complete_transaction`). Answers an :class:`OffsetCommitResult`."""
+        out = CoordinatorOutputs()
+        keys = [tp for tp, _, _, _ in req.offsets]
+
+        def reply(error: int) -> CoordinatorOutputs:
+            out.respond(waiter, OffsetCommitResult({tp: error for tp in keys}))
+            return out
+
+        error = self._ownership_error(req.group_id)
+        if error != ErrorCode.NO_ERROR:
+            return reply(error)
+        now = self._clock_ms()
+        group = self._groups.get(req.group_id)
+        if group is None:
+            group = GroupMetadata(
+                req.group_id, self.partition_of(req.group_id), state_timestamp_ms=now
+            )
+            self._groups[req.group_id] = group
+        if group.is_(GroupState.DEAD):
+            return reply(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if req.member_id or req.generation_id >= 0:
+            # KIP-447: the producer's consumer must still be a member of this generation.
+            if group.is_static_fenced(req.member_id, req.group_instance_id):
+                return reply(ErrorCode.FENCED_INSTANCE_ID)
+            if req.member_id not in group.members:
+                return reply(ErrorCode.UNKNOWN_MEMBER_ID)
+            if req.generation_id != group.generation_id:
+                return reply(ErrorCode.ILLEGAL_GENERATION)
+        errors, values, records = self._offset_records(group, req.offsets, now)
+        if not records:
+            out.respond(waiter, OffsetCommitResult(errors))
+            return out
+        group.pending_offset_commits += 1
+
+        def done(write_error: int, o: CoordinatorOutputs) -> None:
+            group.pending_offset_commits -= 1
+            code = _map_error(_COMMIT_WRITE_ERRORS, write_error)
+            if code == ErrorCode.NO_ERROR and self._groups.get(group.group_id) is group:
+                group.pending_txn_offsets.setdefault(req.producer_id, {}).update(values)
+            for tp in values:
+                errors[tp] = code
+            o.respond(waiter, OffsetCommitResult(errors))
+
+        self._write(
+            out,
+            group.partition,
+            records,
+            done,
+            producer_id=req.producer_id,
+            producer_epoch=req.producer_epoch,
+        )
+        return out
+
+    def _offset_records(
+        self,
+        group: GroupMetadata,
+        offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...],
+        now: int,
+    ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], OffsetAndMetadata], Records]:
+        """The records of a commit: (errors of refused partitions, values, records)."""
+        errors: dict[tuple[str, int], int] = {}
+        values: dict[tuple[str, int], OffsetAndMetadata] = {}
+        records: Records = []
+        limit = self.config.offset_metadata_max_bytes
+        for tp, offset, leader_epoch, metadata in offsets:
+            text = metadata or ""
+            if len(text.encode("utf-8")) > limit:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            value = OffsetAndMetadata(offset, leader_epoch, text, now)
+            values[tp] = value
+            records.append(
+                (offset_commit_key(group.group_id, tp[0], tp[1]), offset_commit_value(value))
+            )
+        return errors, values, records
+
+    def complete_transaction(
+        self, partition: int, producer_id: int, committed: bool
+    ) -> CoordinatorOutputs:
+        """``producer_id``'s end marker was written to ``partition``: its pending offsets in
+        that partition's groups become committed offsets (COMMIT) or are dropped (ABORT)."""
+        for group in self._groups.values():
+            if group.partition != partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if committed and pending:
+                group.offsets.update(pending)
+        return CoordinatorOutputs()
+
     def commit_offsets(self, waiter: Hashable, req: OffsetCommitRequest) -> CoordinatorOutputs:
         out = CoordinatorOutputs()
         keys = [tp for tp, _, _, _ in req.offsets]
@@ -949,20 +1090,7 @@ class GroupCoordinator:
         if member is not None:
             member.last_heartbeat_ms = now
             self._schedule_next(group)
-        errors: dict[tuple[str, int], int] = {}
-        values: dict[tuple[str, int], OffsetAndMetadata] = {}
-        records: Records = []
-        limit = self.config.offset_metadata_max_bytes
-        for tp, offset, leader_epoch, metadata in req.offsets:
-            text = metadata or ""
-            if len(text.encode("utf-8")) > limit:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            value = OffsetAndMetadata(offset, leader_epoch, text, now)
-            values[tp] = value
-            records.append(
-                (offset_commit_key(group.group_id, tp[0], tp[1]), offset_commit_value(value))
-            )
+        errors, values, records = self._offset_records(group, req.offsets, now)
         if not records:
             out.respond(waiter, OffsetCommitResult(errors))
             return out

@@ -104,6 +104,11 @@ class GroupMetadata:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     # OffsetCommit writes not yet replicated: the group is not removed while any is in flight.
     pending_offset_commits: int = 0
+    # TxnOffsetCommit offsets written but whose transaction is undecided: producer id ->
+    # offsets; the transaction's marker on the group's partition commits or drops them.
+    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(
+        default_factory=dict
+    )
     # Deadline of the current PreparingRebalance join phase or CompletingRebalance sync phase.
     rebalance_deadline_ms: int = -1
     # Initial rebalance delay of an Empty group (Kafka's InitialDelayedJoin): time left of the

@@ -74,6 +74,22 @@ class OffsetCommitRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit: offsets committed as part of producer ``producer_id``'s transaction.
+    ``generation_id`` -1 and an empty ``member_id`` skip the group membership checks (request
+    versions before KIP-447's v3)."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...]
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetCommitResult:
     errors: dict[tuple[str, int], int]
 
@@ -112,12 +128,16 @@ class DeleteGroupsResult:
 
 @dataclass(frozen=True, slots=True)
 class RecordWrite:
-    """Append ``records`` (key, value-or-None) to ``__consumer_offsets`` partition
-    ``partition`` with acks=all, then call ``complete_write(write_id, error_code)``."""
+    """Append ``records`` (key, value-or-None) to the coordinator's partition ``partition``
+    with acks=all, then call ``complete_write(write_id, error_code)``."""
 
     write_id: int
     partition: int
     records: tuple[tuple[bytes, bytes | None], ...]
+    # A transactional write (TxnOffsetCommit): the batch carries the producer's id and epoch
+    # and stays pending until the transaction's marker. -1: an ordinary write.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass(slots=True)

@@ -517,6 +517,20 @@ class TransactionCoordinator:
             partitions=tuple(sorted(md.partitions)),
         )
 
+    def markers_pending(self, request: MarkerRequest) -> bool:
+        """Whether ``request``'s markers are still wanted: this coordinator (same epoch) still
+        holds its transaction prepared with the same producer id and epoch."""
+        error, p, md = self._lookup(request.transactional_id)
+        return (
+            error == ErrorCode.NO_ERROR
+            and p is not None
+            and md is not None
+            and p.coordinator_epoch == request.coordinator_epoch
+            and md.state.is_prepare
+            and md.producer_id == request.producer_id
+            and md.producer_epoch == request.producer_epoch
+        )
+
     def complete_markers(
         self, transactional_id: str, producer_id: int, producer_epoch: int, coordinator_epoch: int
     ) -> TxnCoordinatorOutputs:

@@ -473,6 +473,115 @@ INIT_PRODUCER_ID_RESPONSE = (
     F("producer_epoch", INT16),
 )
 
+# AddPartitionsToTxnRequest: Kafka schema flexibleVersions 3+ (v4+ batch transactions;
+# Kafka names the v0-3 fields "V3AndBelow...")
+ADD_PARTITIONS_TO_TXN_REQUEST = (
+    F("v3_and_below_transactional_id", STRING),
+    F("v3_and_below_producer_id", INT64),
+    F("v3_and_below_producer_epoch", INT16),
+    F("v3_and_below_topics", [
+        F("name", STRING),
+        F("partitions", ARRAY(INT32)),
+    ]),
+)
+
+# AddPartitionsToTxnResponse: Kafka schema flexibleVersions 3+
+ADD_PARTITIONS_TO_TXN_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("results_by_topic_v3_and_below", [
+        F("name", STRING),
+        F("results_by_partition", [
+            F("partition_index", INT32),
+            F("partition_error_code", INT16),
+        ]),
+    ]),
+)
+
+# AddOffsetsToTxnRequest: Kafka schema flexibleVersions 3+
+ADD_OFFSETS_TO_TXN_REQUEST = (
+    F("transactional_id", STRING),
+    F("producer_id", INT64),
+    F("producer_epoch", INT16),
+    F("group_id", STRING),
+)
+
+# AddOffsetsToTxnResponse: Kafka schema flexibleVersions 3+
+ADD_OFFSETS_TO_TXN_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+)
+
+# EndTxnRequest: Kafka schema flexibleVersions 3+
+END_TXN_REQUEST = (
+    F("transactional_id", STRING),
+    F("producer_id", INT64),
+    F("producer_epoch", INT16),
+    F("committed", BOOL),
+)
+
+# EndTxnResponse: Kafka schema flexibleVersions 3+
+END_TXN_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+)
+
+# WriteTxnMarkersRequest: Kafka schema flexibleVersions 1+
+WRITE_TXN_MARKERS_REQUEST = (
+    F("markers", [
+        F("producer_id", INT64),
+        F("producer_epoch", INT16),
+        F("transaction_result", BOOL),
+        F("topics", [
+            F("name", STRING),
+            F("partition_indexes", ARRAY(INT32)),
+        ]),
+        F("coordinator_epoch", INT32),
+    ]),
+)
+
+# WriteTxnMarkersResponse: Kafka schema flexibleVersions 1+
+WRITE_TXN_MARKERS_RESPONSE = (
+    F("markers", [
+        F("producer_id", INT64),
+        F("topics", [
+            F("name", STRING),
+            F("partitions", [
+                F("partition_index", INT32),
+                F("error_code", INT16),
+            ]),
+        ]),
+    ]),
+)
+
+# TxnOffsetCommitRequest: Kafka schema flexibleVersions 3+ (v3 adds KIP-447 group metadata)
+TXN_OFFSET_COMMIT_REQUEST = (
+    F("transactional_id", STRING),
+    F("group_id", STRING),
+    F("producer_id", INT64),
+    F("producer_epoch", INT16),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("committed_offset", INT64),
+            F("committed_leader_epoch", INT32, 2, default=-1),
+            F("committed_metadata", STRING, nullable=0),
+        ]),
+    ]),
+)
+
+# TxnOffsetCommitResponse: Kafka schema flexibleVersions 3+
+TXN_OFFSET_COMMIT_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+        ]),
+    ]),
+)
+
 # OffsetForLeaderEpochRequest: Kafka schema flexibleVersions 4+
 OFFSET_FOR_LEADER_EPOCH_REQUEST = (
     F("replica_id", INT32, 3, default=-2),
@@ -654,6 +763,11 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DELETE_RECORDS: (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
+    ApiKey.ADD_OFFSETS_TO_TXN: (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
+    ApiKey.END_TXN: (END_TXN_REQUEST, END_TXN_RESPONSE),
+    ApiKey.WRITE_TXN_MARKERS: (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+    ApiKey.TXN_OFFSET_COMMIT: (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (
         OFFSET_FOR_LEADER_EPOCH_REQUEST,
         OFFSET_FOR_LEADER_EPOCH_RESPONSE,

@@ -41,7 +41,6 @@ Thread-safety: everything runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import ssl
 import struct
@@ -54,9 +53,7 @@ from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.topic_partition import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import decode_response, encode_request
 from data_plane.protocol.errors import ProtocolError
-from data_plane.protocol.framing import FrameReader
 from data_plane.replication.fetch_session_handler import (
     SESSION_ERRORS,
     FetchSessionHandler,
@@ -64,16 +61,13 @@ from data_plane.replication.fetch_session_handler import (
 )
 from data_plane.replication.fetch_state import PartitionFetchState
 from data_plane.replication.follower import truncation_offset
+from data_plane.replication.inter_broker_connection import EndpointLookup, InterBrokerConnection
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffset
 
 logger = logging.getLogger(__name__)
 
 FETCH_VERSION = 11
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
-READ_CHUNK_BYTES = 256 * 1024
-# Bound on a response frame a follower accepts (a Fetch answer is at most
-# replica.fetch.response.max.bytes plus one oversized first batch and headers).
-MAX_RESPONSE_FRAME_BYTES = 256 * 1024 * 1024
 # Offsets of batchLength in a RecordBatch header and the bytes before it are counted.
 _BATCH_LENGTH = struct.Struct(">i")
 _LOG_OVERHEAD = 12
@@ -119,7 +113,6 @@ class FollowerPartition(Protocol):
 
 
 PartitionLookup = Callable[[TopicPartition], FollowerPartition | None]
-EndpointLookup = Callable[[int, str], tuple[str, int] | None]
 
 
 def whole_batches_length(records: memoryview | bytes) -> int:
@@ -229,10 +222,14 @@ class ReplicaFetcher:
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"replica-fetcher-{config.broker_id}-from-{source_broker_id}"
         )
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._frames = FrameReader(MAX_RESPONSE_FRAME_BYTES)
-        self._correlation = itertools.count(1)
+        self._conn = InterBrokerConnection(
+            source_broker_id,
+            endpoint,
+            listener_name=config.listener_name,
+            client_id=f"replica-fetcher-{config.broker_id}",
+            ssl_context=config.ssl_context,
+            connect_timeout_ms=config.socket_timeout_ms,
+        )
         self._closed = False
         self.fetches = 0
 
@@ -307,58 +304,17 @@ class ReplicaFetcher:
         )
 
     async def _connect(self) -> None:
-        if self._writer is not None:
-            return
-        address = self._endpoint(self.source_broker_id, self.config.listener_name)
-        if address is None:
-            raise ConnectionError(f"no endpoint for broker {self.source_broker_id}")
-        timeout_s = self.config.socket_timeout_ms / 1000
-        tls = self.config.ssl_context
-        self._reader, self._writer = await asyncio.wait_for(
-            asyncio.open_connection(
-                address[0],
-                address[1],
-                ssl=tls,
-                server_hostname=address[0] if tls is not None else None,
-            ),
-            timeout_s,
-        )
-        self._frames = FrameReader(MAX_RESPONSE_FRAME_BYTES)
+        await self._conn.connect()
 
     def _disconnect(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._reader = self._writer = None
+        self._conn.close()
         # The answer of a request in flight is lost: the leader may have moved the session's
         # epoch on, so start over with a full fetch (which also closes the old session).
         self._session.reset()
 
     async def _call(self, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        if self._writer is None or self._reader is None:
-            raise ConnectionError("not connected")
-        correlation_id = next(self._correlation)
-        client_id = f"replica-fetcher-{self.config.broker_id}"
-        self._writer.write(encode_request(api_key, version, correlation_id, client_id, body))
         timeout_s = (self.config.socket_timeout_ms + self.config.fetch_wait_max_ms) / 1000
-        frame = await asyncio.wait_for(self._read_frame(), timeout_s)
-        got, decoded = decode_response(api_key, version, frame)
-        if got != correlation_id:
-            raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
-        return decoded
-
-    async def _read_frame(self) -> bytes | memoryview:
-        reader = self._reader
-        if reader is None:
-            raise ConnectionError("not connected")
-        while True:
-            chunk = await reader.read(READ_CHUNK_BYTES)
-            if not chunk:
-                raise EOFError("connection closed by the leader")
-            frames = self._frames.feed(chunk)
-            if frames:
-                if len(frames) > 1:
-                    raise ProtocolError("more than one response frame for one request")
-                return frames[0]
+        return await self._conn.call(api_key, version, body, timeout_s)
 
     def _current(self, tp: TopicPartition, state: PartitionFetchState) -> FollowerPartition | None:
         """The partition if it is still ours to fetch in the same epoch, else None."""

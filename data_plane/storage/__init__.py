@@ -41,9 +41,13 @@ from data_plane.storage.errors import (
 from data_plane.storage.file_records import FileSlice
 from data_plane.storage.log import FetchIsolation, Log, LogAppendInfo, LogOffsetMetadata
 from data_plane.storage.log_manager import LogManager, MaintenanceReport
+from data_plane.storage.producer_state import AppendOrigin
 from data_plane.storage.record_codec import DecodedRecord, Record, build_batch, decode_records
+from data_plane.storage.transaction_index import AbortedTxn
 
 __all__ = [
+    "AbortedTxn",
+    "AppendOrigin",
     "CleaningReport",
     "CorruptRecordError",
     "DecodedRecord",

@@ -621,7 +621,12 @@ class Log:
         :meth:`read` returned from ``start_offset``): those whose records or marker overlap
         [``start_offset``, end of the slice's segment), oldest marker first. Bounding by the
         segment's end (not the slice's last batch, which would need decoding) is what Kafka
-        does too; a consumer ignores entries of producers it meets no batch of."""
+        does too; a consumer ignores entries of producers it meets no batch of.
+
+        An entry lives in the segment of its marker, which may come after the slice's: the
+        scan goes on through later segments until one holds an entry whose last stable offset
+        reaches the upper bound (no transaction still open then started below it) or the log
+        ends (Kafka's search)."""
         if fetched.length == 0:
             return []
         with self._lock:
@@ -630,9 +635,15 @@ class Log:
             i = local.segment_index_from(fetched.segment_base_offset)
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else local.next_offset
             out: list[AbortedTxn] = []
-            for seg in segments[local.segment_index_from(start_offset) : i + 1]:
-                if seg.files_created:
-                    out.extend(seg.txn_index.collect(start_offset, upper))
+            for seg in segments[local.segment_index_from(start_offset) :]:
+                if not seg.files_created:
+                    continue
+                entries = seg.txn_index.entries
+                out.extend(
+                    t for t in entries if t.last_offset >= start_offset and t.first_offset < upper
+                )
+                if any(t.last_stable_offset >= upper for t in entries):
+                    break
             return out
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:

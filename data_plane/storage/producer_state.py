@@ -353,7 +353,10 @@ class ProducerStateManager:
                 if marker is not None:
                     completed.append(_end_transaction(entry, h, marker, base, origin))
                 continue
-            if origin is AppendOrigin.CLIENT:
+            if origin is AppendOrigin.COORDINATOR:
+                # A coordinator's own transactional write (TxnOffsetCommit): epoch only.
+                _check_epoch(entry, h.producer_epoch, pid, base)
+            elif origin is AppendOrigin.CLIENT:
                 _check(entry, h, pid, base)
                 if not h.is_transactional and entry.current_txn_first_offset != NO_TXN:
                     raise InvalidTxnStateError(
@@ -577,13 +580,17 @@ class CorruptSnapshotError(StorageError):
     state rebuilt from the log)."""
 
 
-def _check(entry: ProducerStateEntry, h: RecordBatchHeader, pid: int, offset: int) -> None:
-    epoch, first_seq = h.producer_epoch, h.base_sequence
+def _check_epoch(entry: ProducerStateEntry, epoch: int, pid: int, offset: int) -> None:
     if entry.producer_epoch != NO_PRODUCER_EPOCH and epoch < entry.producer_epoch:
         raise InvalidProducerEpochError(
             f"producer {pid}: epoch {epoch} is older than the current epoch "
             f"{entry.producer_epoch} (at offset {offset})"
         )
+
+
+def _check(entry: ProducerStateEntry, h: RecordBatchHeader, pid: int, offset: int) -> None:
+    epoch, first_seq = h.producer_epoch, h.base_sequence
+    _check_epoch(entry, epoch, pid, offset)
     if epoch != entry.producer_epoch:
         if first_seq != 0:
             if entry.producer_epoch != NO_PRODUCER_EPOCH:
@@ -613,11 +620,7 @@ def _end_transaction(
     """Close ``entry``'s transaction with the marker batch ``h`` at ``offset``."""
     pid, epoch = entry.producer_id, h.producer_epoch
     if origin is AppendOrigin.COORDINATOR:
-        if entry.producer_epoch != NO_PRODUCER_EPOCH and epoch < entry.producer_epoch:
-            raise InvalidProducerEpochError(
-                f"producer {pid}: marker epoch {epoch} is older than the current epoch "
-                f"{entry.producer_epoch}"
-            )
+        _check_epoch(entry, epoch, pid, offset)
         if marker.coordinator_epoch < entry.coordinator_epoch:
             raise TransactionCoordinatorFencedError(
                 f"producer {pid}: marker from coordinator epoch {marker.coordinator_epoch}, "

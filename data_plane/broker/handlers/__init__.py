@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from data_plane.broker.apis import Handler
 from data_plane.broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     api_versions,
     create_partitions,
     create_topics,
@@ -18,6 +20,7 @@ from data_plane.broker.handlers import (
     delete_topics,
     describe_configs,
     describe_groups,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -32,6 +35,8 @@ from data_plane.broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.security.broker_security import sasl_not_enabled
@@ -50,6 +55,12 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 3),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.handle, 1),
+    # Transactions (data_plane.coordinator.transaction_*, docs/transactions.md).
+    ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 2),
+    ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 2),
+    ApiKey.END_TXN: (end_txn.handle, 2),
+    ApiKey.WRITE_TXN_MARKERS: (write_txn_markers.handle, 0),
+    ApiKey.TXN_OFFSET_COMMIT: (txn_offset_commit.handle, 2),
     # Consumer groups (data_plane.coordinator, docs/groups.md).
     ApiKey.FIND_COORDINATOR: (find_coordinator.handle, 2),
     ApiKey.JOIN_GROUP: (join_group.handle, 5),

@@ -1,6 +1,9 @@
 """Fetch (1): records straight from the segment files (os.sendfile), capped at the HW.
 
-- Consumers (replica_id < 0) read below the high watermark; follower replicas
+- Consumers (replica_id < 0) read below the high watermark, or with ``isolation_level`` 1
+  (read_committed, v4+) below the last stable offset, answered with the aborted transactions
+  the records may hold (``aborted_transactions``: producer id and first offset) so the client
+  drops them; every answer from v4 carries the last stable offset. Follower replicas
   (replica_id >= 0) read to the log end (isolation LOG_END). A replica's fetch offset is its
   log end offset: the leader records it first (``ReplicaManager.record_follower_fetch``:
   caught-up time, HW = min LEO over the ISR, ISR expansion), so the answer already carries the
@@ -41,6 +44,9 @@ from data_plane.storage import FetchIsolation
 NO_RESPONSE_LIMIT = 2**31 - 1
 # Fetch sessions (session_id, session_epoch, forgotten_topics_data) start at v7.
 FIRST_SESSION_VERSION = 7
+# isolation_level (v4+)
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
 
 
 def _context(apis: KafkaApis, request: Request, replica_id: int) -> FetchContext:
@@ -101,7 +107,7 @@ def _read_all(
                 part.check_leader_epoch(p.current_leader_epoch)
                 rm.record_follower_fetch(part, replica_id, p.fetch_offset)
             entry["high_watermark"] = part.high_watermark
-            entry["last_stable_offset"] = part.high_watermark
+            entry["last_stable_offset"] = part.log.last_stable_offset
             entry["log_start_offset"] = part.log.log_start_offset
             max_bytes = max(0, min(p.partition_max_bytes, remaining))
             result = part.read_records(
@@ -116,8 +122,13 @@ def _read_all(
             any_error = True
         else:
             entry["high_watermark"] = result.high_watermark
-            entry["last_stable_offset"] = result.high_watermark
+            entry["last_stable_offset"] = result.last_stable_offset
             entry["log_start_offset"] = result.log_start_offset
+            if result.aborted_transactions is not None:
+                entry["aborted_transactions"] = [
+                    {"producer_id": t.producer_id, "first_offset": t.first_offset}
+                    for t in result.aborted_transactions
+                ]
             size = result.records.length
             if size:
                 entry["records"] = result.records
@@ -143,7 +154,12 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     ctx = _context(apis, request, replica_id)
     if ctx.error_code != ErrorCode.NO_ERROR:
         return _body([], error_code=ctx.error_code)
-    isolation = FetchIsolation.LOG_END if replica_id >= 0 else FetchIsolation.HIGH_WATERMARK
+    if replica_id >= 0:
+        isolation = FetchIsolation.LOG_END
+    elif body.get("isolation_level", READ_UNCOMMITTED) == READ_COMMITTED:
+        isolation = FetchIsolation.TXN_COMMITTED
+    else:
+        isolation = FetchIsolation.HIGH_WATERMARK
     response_max_bytes = body.get("max_bytes", NO_RESPONSE_LIMIT)
     entries, total, any_error = _read_all(
         apis, ctx.partitions, response_max_bytes, isolation, replica_id

@@ -1,32 +1,67 @@
-"""FindCoordinator (10), v0-2: which broker coordinates a consumer group.
+"""FindCoordinator (10), v0-2: which broker coordinates a consumer group (key_type 0) or a
+transactional id (key_type 1).
 
-The coordinator of group ``g`` is the leader of ``__consumer_offsets`` partition
-``abs(javaStringHash(g)) % partitions`` (data_plane.coordinator.hashing), answered with its
-endpoint on the listener the client connected to.
+The coordinator of key ``k`` is the leader of partition ``abs(javaStringHash(k)) %
+partitions`` of ``__consumer_offsets`` (groups) or ``__transaction_state`` (transactional
+ids) (data_plane.coordinator.hashing), answered with its endpoint on the listener the client
+connected to.
 
-- No ``__consumer_offsets`` yet: the broker asks the controller to create it
-  (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor``,
-  cleanup.policy=compact, segment.bytes=``offsets.topic.segment.bytes``; min.insync.replicas is
-  the cluster default) and answers COORDINATOR_NOT_AVAILABLE; the client retries. While fewer
-  brokers than the replication factor are registered it is not created (as Kafka).
+- The topic does not exist yet: the broker asks the controller to create it, compacted, with
+  ``offsets.topic.*`` or ``transaction.state.log.*`` settings (``__transaction_state`` gets
+  min.insync.replicas = ``transaction.state.log.min.isr``, capped at its replication factor)
+  and answers COORDINATOR_NOT_AVAILABLE; the client retries. While fewer brokers than the
+  replication factor are registered it is not created (as Kafka).
 - The partition has no live leader: COORDINATOR_NOT_AVAILABLE.
-- key_type 1 (transaction coordinator): kraftlog has no transactions, INVALID_REQUEST.
+- Another key_type: INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.coordinator import OFFSETS_TOPIC, partition_for
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
+from metadata.topics import TRANSACTION_STATE_TOPIC
 
 logger = logging.getLogger(__name__)
 
 KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _InternalTopic:
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+
+
+def _internal_topic(apis: KafkaApis, key_type: int) -> _InternalTopic:
+    cfg = apis.config
+    if key_type == KEY_TYPE_GROUP:
+        return _InternalTopic(
+            OFFSETS_TOPIC,
+            cfg.offsets_topic_num_partitions,
+            cfg.offsets_topic_replication_factor,
+            {"cleanup.policy": "compact", "segment.bytes": str(cfg.offsets_topic_segment_bytes)},
+        )
+    rf = cfg.transaction_state_log_replication_factor
+    return _InternalTopic(
+        TRANSACTION_STATE_TOPIC,
+        cfg.transaction_state_log_num_partitions,
+        rf,
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(cfg.transaction_state_log_segment_bytes),
+            "min.insync.replicas": str(min(cfg.transaction_state_log_min_isr, rf)),
+        },
+    )
 
 
 def _answer(
@@ -45,18 +80,25 @@ def _answer(
 def handle(apis: KafkaApis, request: Request) -> Body:
     body = request.body
     key = body.get("key") or ""
-    if body.get("key_type", KEY_TYPE_GROUP) != KEY_TYPE_GROUP:
-        return _answer(ErrorCode.INVALID_REQUEST, "only group coordinators (key_type 0) exist")
+    key_type = body.get("key_type", KEY_TYPE_GROUP)
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+        return _answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key_type {key_type}")
     if not key:
-        return _answer(ErrorCode.INVALID_GROUP_ID, "empty group id")
+        if key_type == KEY_TYPE_GROUP:
+            return _answer(ErrorCode.INVALID_GROUP_ID, "empty group id")
+        return _answer(ErrorCode.INVALID_REQUEST, "empty transactional id")
+    internal = _internal_topic(apis, key_type)
     image = apis.image
-    topic = image.topic(OFFSETS_TOPIC)
+    topic = image.topic(internal.name)
     if topic is None or not topic.partitions:
-        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, _create_offsets_topic(apis))
+        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, _create_internal_topic(apis, internal))
     reg = topic.partition(partition_for(key, len(topic.partitions)))
     broker = image.brokers.get(reg.leader) if reg is not None else None
     if broker is None or broker.fenced:
-        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's partition has no leader")
+        return _answer(
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            f"the key's {internal.name} partition has no leader",
+        )
     lis = broker.listener(request.listener_name) or (
         broker.listeners[0] if broker.listeners else None
     )
@@ -65,42 +107,36 @@ def handle(apis: KafkaApis, request: Request) -> Body:
     return _answer(ErrorCode.NO_ERROR, None, broker.broker_id, lis.host, lis.port)
 
 
-def _create_offsets_topic(apis: KafkaApis) -> str:
-    """Start creating __consumer_offsets (at most one call in flight); a message for the
-    client's COORDINATOR_NOT_AVAILABLE."""
-    cfg = apis.config
+def _create_internal_topic(apis: KafkaApis, internal: _InternalTopic) -> str:
+    """Start creating an internal topic (at most one call in flight per topic); a message for
+    the client's COORDINATOR_NOT_AVAILABLE."""
+    name = internal.name
     live = sum(1 for b in apis.image.brokers.values() if not b.fenced)
-    if live < cfg.offsets_topic_replication_factor:
+    if live < internal.replication_factor:
         return (
-            f"{OFFSETS_TOPIC} needs {cfg.offsets_topic_replication_factor} brokers "
-            f"(offsets.topic.replication.factor), {live} are alive"
+            f"{name} needs {internal.replication_factor} brokers (its replication factor), "
+            f"{live} are alive"
         )
     if apis.controller is None:
         return "this broker has no controller client"
-    if OFFSETS_TOPIC in apis.auto_creating:
-        return f"{OFFSETS_TOPIC} is being created"
-    apis.auto_creating.add(OFFSETS_TOPIC)
+    if name in apis.auto_creating:
+        return f"{name} is being created"
+    apis.auto_creating.add(name)
     controller = apis.controller
     topic = NewTopic(
-        OFFSETS_TOPIC,
-        cfg.offsets_topic_num_partitions,
-        cfg.offsets_topic_replication_factor,
-        configs={
-            "cleanup.policy": "compact",
-            "segment.bytes": str(cfg.offsets_topic_segment_bytes),
-        },
+        name, internal.partitions, internal.replication_factor, configs=dict(internal.configs)
     )
 
     def create() -> None:
         try:
             (result,) = controller.create_topics([topic])
             if result.error_code not in (ErrorCode.NO_ERROR, ErrorCode.TOPIC_ALREADY_EXISTS):
-                logger.warning("creating %s failed: %s", OFFSETS_TOPIC, result.error_message)
+                logger.warning("creating %s failed: %s", name, result.error_message)
             else:
-                logger.info("created %s", OFFSETS_TOPIC)
+                logger.info("created %s", name)
         except ControllerError as e:
-            logger.warning("creating %s failed: %s", OFFSETS_TOPIC, e)
+            logger.warning("creating %s failed: %s", name, e)
 
     future = asyncio.get_running_loop().run_in_executor(apis.admin_executor, create)
-    future.add_done_callback(lambda _f: apis.auto_creating.discard(OFFSETS_TOPIC))
-    return f"{OFFSETS_TOPIC} is being created"
+    future.add_done_callback(lambda _f: apis.auto_creating.discard(name))
+    return f"{name} is being created"

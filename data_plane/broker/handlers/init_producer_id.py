@@ -1,17 +1,18 @@
-"""InitProducerId (22), versions 0-1: a fresh producer id with epoch 0 for an idempotent
-producer. Any broker answers it (idempotent producers do not look up a coordinator); the id
-comes from the broker's controller-allocated block (:mod:`data_plane.broker.producer_ids`).
+"""InitProducerId (22), versions 0-1: a producer id and epoch for an idempotent or a
+transactional producer.
 
-- A non-null ``transactional_id`` gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): kraftlog has
-  no transaction coordinator, and this is the non-retriable error Kafka answers a client that
-  may not use a transactional id, so transactional clients fail fast with a clear error
-  instead of looping on a retriable one (the Produce handler answers transactional batches
-  the same way). ``transaction_timeout_ms`` is ignored for idempotent producers, as in Kafka.
+- No ``transactional_id``: a fresh producer id with epoch 0 from the broker's
+  controller-allocated block (:mod:`data_plane.broker.producer_ids`); any broker answers (an
+  idempotent producer does not look up a coordinator). ``transaction_timeout_ms`` is ignored,
+  as in Kafka. A producer that needs a new epoch (after OUT_OF_ORDER_SEQUENCE_NUMBER or
+  UNKNOWN_PRODUCER_ID) asks again and gets a new id (v0-1 carry no producer id to bump).
+- A ``transactional_id``: sent to its transaction coordinator (FindCoordinator key_type 1),
+  which returns the id's producer id with its epoch bumped (fencing older instances), aborting
+  a transaction left open by a previous instance first (CONCURRENT_TRANSACTIONS until that is
+  done; the client retries). NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as for groups;
+  INVALID_TRANSACTION_TIMEOUT above ``transaction.max.timeout.ms``.
 - No id block from the controller within ``request.timeout.ms``: COORDINATOR_LOAD_IN_PROGRESS
   (14, retriable), what Kafka answers while its id manager waits for a block.
-- Every fresh id starts at epoch 0; a producer that needs a new epoch (after
-  OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID) asks again and gets a new id (v0-1 carry
-  no producer id to bump, KIP-360 needs v3).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ def _answer(error_code: int, producer_id: int = -1, producer_epoch: int = -1) ->
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
-    if request.body.get("transactional_id") is not None:
-        return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    transactional_id = request.body.get("transactional_id")
+    if transactional_id is not None:
+        return _init_transactional(apis, transactional_id, request.body["transaction_timeout_ms"])
     return _allocate(apis)
 
 
@@ -44,3 +46,11 @@ async def _allocate(apis: KafkaApis) -> Body:
     except ProducerIdsUnavailableError as e:
         return _answer(e.error_code)
     return _answer(ErrorCode.NO_ERROR, pid, FIRST_PRODUCER_EPOCH)
+
+
+async def _init_transactional(apis: KafkaApis, transactional_id: str, timeout_ms: int) -> Body:
+    try:
+        result = await apis.transaction_coordinator.init_producer_id(transactional_id, timeout_ms)
+    except ProducerIdsUnavailableError as e:
+        return _answer(e.error_code)
+    return _answer(result.error_code, result.producer_id, result.producer_epoch)

@@ -1,6 +1,7 @@
 """ListOffsets (2), v0-5: earliest (-2) = log start offset, latest (-1) = high watermark
-(read_uncommitted and read_committed alike: there are no transactions), else the first offset
-whose timestamp is >= the given one (Log.find_offset_by_timestamp; -1/-1 when none).
+(read_uncommitted) or last stable offset (read_committed, ``isolation_level`` 1 from v2), else
+the first offset whose timestamp is >= the given one below that bound
+(Log.find_offset_by_timestamp; -1/-1 when none).
 Leader only. Follower replicas (replica_id >= 0) asking for latest get the log end offset.
 v0 answers ``old_style_offsets`` ([offset], or [] when none)."""
 
@@ -16,9 +17,17 @@ from data_plane.broker.errors import BrokerRequestError
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+# isolation_level (v2+): LATEST is the last stable offset for read_committed clients.
+READ_COMMITTED = 1
 
 
-def _one(apis: KafkaApis, tp: TopicPartition, p: dict[str, Any], replica_id: int) -> dict[str, Any]:
+def _one(
+    apis: KafkaApis,
+    tp: TopicPartition,
+    p: dict[str, Any],
+    replica_id: int,
+    read_committed: bool,
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "partition_index": tp.partition,
         "error_code": ErrorCode.NO_ERROR,
@@ -33,10 +42,16 @@ def _one(apis: KafkaApis, tp: TopicPartition, p: dict[str, Any], replica_id: int
         if ts == EARLIEST_TIMESTAMP:
             out["offset"] = part.log.log_start_offset
         elif ts == LATEST_TIMESTAMP:
-            out["offset"] = part.log.log_end_offset if replica_id >= 0 else part.high_watermark
+            if replica_id >= 0:
+                out["offset"] = part.log.log_end_offset
+            elif read_committed:
+                out["offset"] = part.log.last_stable_offset
+            else:
+                out["offset"] = part.high_watermark
         else:
             found = part.offset_for_timestamp(ts)
-            if found is not None and found[0] < part.high_watermark:
+            limit = part.log.last_stable_offset if read_committed else part.high_watermark
+            if found is not None and found[0] < limit:
                 out["offset"], out["timestamp"] = found
     except (BrokerRequestError, ApiError) as e:
         out["error_code"] = e.error_code
@@ -47,11 +62,12 @@ def _one(apis: KafkaApis, tp: TopicPartition, p: dict[str, Any], replica_id: int
 def handle(apis: KafkaApis, request: Request) -> Body:
     body = request.body
     replica_id = body.get("replica_id", -1)
+    read_committed = body.get("isolation_level", 0) == READ_COMMITTED
     topics = []
     for t in body.get("topics") or ():
         name = t["name"]
         parts = [
-            _one(apis, TopicPartition(name, p["partition_index"]), p, replica_id)
+            _one(apis, TopicPartition(name, p["partition_index"]), p, replica_id, read_committed)
             for p in t.get("partitions") or ()
         ]
         topics.append({"name": name, "partitions": parts})

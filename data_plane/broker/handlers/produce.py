@@ -9,22 +9,22 @@ and CRC-32C only and appended as is (offsets and leader epoch stamped in place).
 - acks=all (-1): parked in the produce purgatory until the high watermark passes every
   appended batch (immediate with an ISR of one), or ``min(timeout_ms, request.timeout.ms)``
   passes (REQUEST_TIMED_OUT for partitions still waiting).
-- A transactional produce gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition: the
-  broker has no transaction coordinator, and this is the non-retriable error Kafka answers a
-  client that may not use a transactional id (clients surface it as fatal, not a retry loop).
-- Internal topics (``__consumer_offsets``) get INVALID_TOPIC_EXCEPTION, as in Kafka: only the
-  group coordinator writes them, through the ReplicaManager directly.
+- Transactional batches are appended like any other; the log tracks the producer's open
+  transaction (a non-transactional batch while one is open: INVALID_TXN_STATE) until the
+  coordinator's end marker closes it (WriteTxnMarkers).
+- Internal topics (``__consumer_offsets``, ``__transaction_state``) get
+  INVALID_TOPIC_EXCEPTION, as in Kafka: only the coordinators write them, through the
+  ReplicaManager directly.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Body, KafkaApis, Request, Response
-from data_plane.broker.delayed import DelayedProduce
+from data_plane.broker.delayed import await_replication
 from data_plane.broker.replica_manager import AppendResult
 from metadata.topics import INTERNAL_TOPICS
 
@@ -59,12 +59,7 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     order: list[tuple[str, list[int]]] = []
     results: dict[TopicPartition, AppendResult] = {}
     refuse: AppendResult | None = None
-    if body.get("transactional_id") is not None:
-        refuse = AppendResult(
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            error_message="transactions are not supported",
-        )
-    elif acks not in (0, 1, -1):
+    if acks not in (0, 1, -1):
         refuse = AppendResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=f"acks={acks}")
     rm = apis.replica_manager
     for topic in body.get("topic_data") or ():
@@ -101,20 +96,10 @@ async def _wait_for_replication(
     order: list[tuple[str, list[int]]],
     required: dict[TopicPartition, int],
 ) -> Body:
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[dict[TopicPartition, int]] = loop.create_future()
-
-    def on_done(outcome: dict[TopicPartition, int]) -> None:
-        if not done.done():
-            done.set_result(outcome)
-
     timeout_ms = max(0, min(body.get("timeout_ms", 0), apis.config.request_timeout_ms))
-    op = DelayedProduce(timeout_ms, required, apis.replica_manager, on_done)
-    apis.produce_purgatory.try_complete_else_watch(op, required.keys())
-    try:
-        outcome = await done
-    finally:
-        apis.produce_purgatory.cancel(op)  # a no-op once completed; frees it on disconnect
+    outcome = await await_replication(
+        apis.produce_purgatory, apis.replica_manager, required, timeout_ms
+    )
     for tp, code in outcome.items():
         if code != ErrorCode.NO_ERROR:
             results[tp] = results[tp]._replace(error_code=code)

@@ -18,7 +18,7 @@ from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import encode_request
 from data_plane.storage import Record, build_batch
 from data_plane.storage.file_records import FileSlice
-from data_plane.storage.record_codec import Compression
+from data_plane.storage.record_codec import Compression, build_end_txn_marker
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.wire import WireClient
 
@@ -163,10 +163,11 @@ def test_produce_routing_and_size_errors(broker: BrokerHarness, client: WireClie
     big = build_batch([Record(None, os.urandom(2_000_000), 1)])
     r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, big))
     assert presult(r)["error_code"] == ErrorCode.MESSAGE_SIZE_TOO_LARGE
-    body = produce_body("t", 0, batch())
-    body["transactional_id"] = "tx"
-    r = client.call(ApiKey.PRODUCE, 7, body)
-    assert presult(r)["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    marker = build_end_txn_marker(
+        producer_id=1, producer_epoch=0, coordinator_epoch=0, committed=True, timestamp_ms=1
+    )
+    r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, marker))
+    assert presult(r)["error_code"] == ErrorCode.INVALID_RECORD  # clients send no control batch
     broker.set_topics({"t": 2}, leader=2)
     r = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch()))
     assert presult(r)["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -103,6 +103,8 @@ def test_find_coordinator_without_offsets_topic(client: WireClient) -> None:
     assert body["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert client.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g"})["node_id"] == -1
     body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 1})
+    assert body["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE  # no __transaction_state
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 2})
     assert body["error_code"] == ErrorCode.INVALID_REQUEST
 
 

@@ -399,3 +399,20 @@ def test_orphan_transaction_index_is_removed_on_open(tmp_path) -> None:
         assert not os.path.exists(orphan)
     finally:
         reopened.close()
+
+
+def test_abort_marker_segments_after_the_fetched_one_is_found(log) -> None:
+    a = Producer(1)
+    first = log.append(a.batch(1), 0).first_offset
+    for _ in range(40):  # plain batches until several segments have rolled
+        log.append(build_batch([Record(b"k", b"x" * 60, NOW_MS)]), 0)
+    assert len(log.segments()) >= 3
+    marker = end(log, a, committed=False)
+    log.update_high_watermark(log.log_end_offset)
+    fs = log.read(first, 200, isolation=FetchIsolation.TXN_COMMITTED)
+    assert fs.segment_base_offset == 0 and log.active_segment.base_offset > 0
+    assert [
+        (t.producer_id, t.first_offset, t.last_offset)
+        for t in log.collect_aborted_transactions(first, fs)
+    ] == [(1, first, marker)]
+    assert first not in committed_offsets(log)

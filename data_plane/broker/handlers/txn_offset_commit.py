@@ -1,0 +1,47 @@
+"""TxnOffsetCommit (28), v0-2: a transactional producer commits a consumer group's offsets in
+its transaction (after AddOffsetsToTxn). Sent to the group's coordinator; the offsets are
+written to ``__consumer_offsets`` in the producer's transaction and count only once its
+COMMIT marker is written there (an ABORT drops them); OffsetFetch does not see them before.
+Errors as OffsetCommit's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+OFFSET_METADATA_TOO_LARGE...), plus INVALID_PRODUCER_EPOCH for a fenced producer. Versions
+0-2 carry no group generation or member id (KIP-447's fencing by them needs v3).
+"""
+
+from __future__ import annotations
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.coordinator.messages import TxnOffsetCommitRequest
+
+
+async def handle(apis: KafkaApis, request: Request) -> Body:
+    body = request.body
+    offsets = tuple(
+        (
+            (t["name"], p["partition_index"]),
+            p["committed_offset"],
+            p.get("committed_leader_epoch", -1),
+            p.get("committed_metadata"),
+        )
+        for t in body.get("topics") or ()
+        for p in t.get("partitions") or ()
+    )
+    req = TxnOffsetCommitRequest(
+        transactional_id=body["transactional_id"],
+        group_id=body["group_id"],
+        producer_id=body["producer_id"],
+        producer_epoch=body["producer_epoch"],
+        offsets=offsets,
+        generation_id=body.get("generation_id", -1),
+        member_id=body.get("member_id") or "",
+        group_instance_id=body.get("group_instance_id"),
+    )
+    result = await apis.group_coordinator.txn_commit_offsets(req)
+    by_topic: dict[str, list[dict[str, int]]] = {}
+    for (topic, partition), code in result.errors.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "error_code": int(code)}
+        )
+    return {
+        "throttle_time_ms": 0,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }

@@ -1,0 +1,151 @@
+"""CoordinatorRuntimeBase: what the group and transaction coordinators' runtimes share on a
+broker — parking requests on the sans-IO machine's waiter tokens, and following the
+leadership of the coordinator's topic (``__consumer_offsets``, ``__transaction_state``):
+when this broker becomes leader of one of its partitions (or the leader epoch changes) the
+partition is read into the machine (COORDINATOR_LOAD_IN_PROGRESS meanwhile; a storage error
+is retried after :data:`LOAD_RETRY_BACKOFF_S`, :data:`LOAD_MAX_ATTEMPTS` times); when it
+stops leading it, the partition is unloaded.
+
+Subclasses provide the machine-specific steps: :meth:`process` (apply an output),
+:meth:`_begin_loading`, :meth:`_read_partition`, :meth:`_complete_loading`, :meth:`_unload`
+and :meth:`_refresh_partition_count`.
+
+Thread-safety: none; everything runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+from common.errors import ApiError
+from common.topic_partition import TopicPartition
+from data_plane.coordinator.partition_writer import PartitionWriter
+
+logger = logging.getLogger(__name__)
+
+# A failed load (a storage error while reading) is retried after this pause, this many times;
+# the partition then stays "loading" (clients retry COORDINATOR_LOAD_IN_PROGRESS) and the
+# error is logged.
+LOAD_RETRY_BACKOFF_S = 0.5
+LOAD_MAX_ATTEMPTS = 5
+
+
+class CoordinatorRuntimeBase:
+    def __init__(self, writer: PartitionWriter, topic: str) -> None:
+        self._writer = writer
+        self._topic = topic
+        self._waiters: dict[int, asyncio.Future[Any]] = {}
+        self._tokens = itertools.count(1)
+        # Partitions led here -> the leader epoch their load is for.
+        self._led_epochs: dict[int, int] = {}
+        self._load_tasks: dict[int, asyncio.Task[None]] = {}
+        self._closed = False
+
+    # --- hooks --------------------------------------------------------------------------------
+
+    def process(self, out: Any) -> None:
+        raise NotImplementedError
+
+    def _begin_loading(self, partition: int, epoch: int) -> Any:
+        raise NotImplementedError
+
+    async def _read_partition(self, tp: TopicPartition, epoch: int) -> None:
+        raise NotImplementedError
+
+    def _complete_loading(self, partition: int) -> Any:
+        raise NotImplementedError
+
+    def _unload(self, partition: int) -> Any:
+        raise NotImplementedError
+
+    def _refresh_partition_count(self) -> None:
+        raise NotImplementedError
+
+    # --- requests -----------------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[[int], Any]) -> Any:
+        """Run ``fn(token)`` on the machine and wait for the result it (or a later output)
+        gives ``token``."""
+        token = next(self._tokens)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters[token] = future
+        try:
+            self.process(fn(token))
+            return await future
+        finally:
+            self._waiters.pop(token, None)
+
+    def _resolve(self, responses: Iterable[tuple[Hashable, Any]]) -> None:
+        for token, result in responses:
+            future = self._waiters.get(token)  # type: ignore[call-overload]
+            if future is not None and not future.done():
+                future.set_result(result)
+
+    # --- leadership and loading ---------------------------------------------------------------
+
+    def on_partition_change(self, tp: TopicPartition) -> None:
+        """``tp`` of the coordinator's topic changed: load it if this broker now leads it in
+        a new epoch, unload it if it no longer does."""
+        if self._closed or tp.topic != self._topic:
+            return
+        epoch = self._writer.leader_epoch(tp)
+        p = tp.partition
+        if epoch is not None:
+            if self._led_epochs.get(p) == epoch:
+                return
+            self._led_epochs[p] = epoch
+            self._refresh_partition_count()
+            self.process(self._begin_loading(p, epoch))
+            old = self._load_tasks.pop(p, None)
+            if old is not None:
+                old.cancel()
+            task = asyncio.get_running_loop().create_task(self._load(p, epoch))
+            self._load_tasks[p] = task
+            task.add_done_callback(lambda t, p=p: self._load_finished(p, t))
+        elif p in self._led_epochs:
+            del self._led_epochs[p]
+            old = self._load_tasks.pop(p, None)
+            if old is not None:
+                old.cancel()
+            logger.info("%s-%d: no longer the leader, unloading it", self._topic, p)
+            self.process(self._unload(p))
+
+    def _load_finished(self, p: int, task: asyncio.Task[None]) -> None:
+        if self._load_tasks.get(p) is task:
+            del self._load_tasks[p]
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("%s-%d: loading failed", self._topic, p, exc_info=task.exception())
+
+    async def _load(self, p: int, epoch: int) -> None:
+        tp = TopicPartition(self._topic, p)
+        for attempt in range(1, LOAD_MAX_ATTEMPTS + 1):
+            try:
+                await self._read_partition(tp, epoch)
+                break
+            except ApiError as e:
+                logger.warning("%s: load attempt %d failed: %s", tp, attempt, e)
+                self.process(self._begin_loading(p, epoch))
+                await asyncio.sleep(LOAD_RETRY_BACKOFF_S)
+        else:
+            logger.error("%s: giving up loading after %d attempts", tp, LOAD_MAX_ATTEMPTS)
+            return
+        if self._led_epochs.get(p) == epoch:
+            self.process(self._complete_loading(p))
+
+    def _still_leading(self, p: int, epoch: int) -> Callable[[], bool]:
+        return lambda: self._led_epochs.get(p) == epoch
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._closed = True
+        for task in self._load_tasks.values():
+            task.cancel()
+        self._load_tasks.clear()
+        for future in self._waiters.values():
+            if not future.done():
+                future.cancel()
