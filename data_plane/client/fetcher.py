@@ -205,9 +205,15 @@ class Fetcher:
             if not records:
                 return
             try:
+                aborted = part.get("aborted_transactions") if self._isolation else None
                 fetched = FetchedRecords(
                     tp.topic, tp.partition, records, fetch_offset,
                     check_crcs=self._config.check_crcs,
+                    aborted_transactions=(
+                        [(t["producer_id"], t["first_offset"]) for t in aborted]
+                        if aborted
+                        else None
+                    ),
                 )
             except KafkaError as e:
                 self._errors.append(e)

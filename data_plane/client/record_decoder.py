@@ -16,9 +16,11 @@ per poll (:class:`FetchedRecords`), two ways:
 
 Both produce the same records (property-tested against the storage decoder). Records below
 ``min_offset`` are skipped (the broker serves the whole batch holding the requested offset);
-control batches are skipped but advance the next offset. Malformed data raises
-:class:`KafkaError` with CORRUPT_MESSAGE. No shared state; a FetchedRecords is used by one
-thread.
+control batches are skipped but advance the next offset. For a read_committed fetch the
+broker's ``aborted_transactions`` (producer id, first offset) drop, as Kafka's consumer does,
+the transactional batches of each such producer from its first offset until its ABORT
+marker. Malformed data raises :class:`KafkaError` with CORRUPT_MESSAGE. No shared state; a
+FetchedRecords is used by one thread.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from operator import itemgetter
 import crc32c
 
 from common.compression import Compression, decompress
+from common.control_records import ControlRecordType, decode_control_type
 from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.record_batch import (
@@ -44,6 +47,7 @@ from common.record_batch import (
     LOG_OVERHEAD,
     MAGIC_V2,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
 )
 from data_plane.client.errors import KafkaError
 from data_plane.client.record_types import ConsumerRecord, Header
@@ -116,13 +120,20 @@ class FetchedRecords:
         *,
         check_crcs: bool = True,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        aborted_transactions: Iterable[tuple[int, int]] | None = None,
     ) -> None:
+        """``aborted_transactions``: (producer id, first offset) pairs of a read_committed
+        Fetch answer (None for read_uncommitted)."""
         self.topic = topic
         self.partition = partition
         self.min_offset = min_offset
         self.position = min_offset
         self._batches: deque[_PendingBatch] = deque()
         next_offset = min_offset
+        # Aborted transactions not reached yet (by first offset), and the producers whose
+        # aborted transaction the batches are inside of.
+        pending = deque(sorted((first, pid) for pid, first in aborted_transactions or ()))
+        aborted_pids: set[int] = set()
         view = memoryview(payload)
         n = len(view)
         pos = 0
@@ -145,7 +156,7 @@ class FetchedRecords:
                 last_offset_delta,
                 base_ts,
                 max_ts,
-                _pid,
+                pid,
                 _pep,
                 _bseq,
                 count,
@@ -154,7 +165,17 @@ class FetchedRecords:
             if check_crcs and crc32c.crc32c(view[pos + ATTRIBUTES_POS : end]) != crc:
                 raise _corrupt(f"batch at offset {base_offset} fails its CRC-32C check")
             batch_next = base_offset + last_offset_delta + 1
-            if batch_next > min_offset and not attributes & CONTROL_MASK:
+            skip = False
+            if pending or aborted_pids:
+                while pending and pending[0][0] < batch_next:
+                    aborted_pids.add(pending.popleft()[1])
+                if pid in aborted_pids:
+                    if attributes & CONTROL_MASK:
+                        if _is_abort_marker(view, pos + HEADER_SIZE, end, attributes):
+                            aborted_pids.discard(pid)
+                    elif attributes & TRANSACTIONAL_MASK:
+                        skip = True
+            if batch_next > min_offset and not skip and not attributes & CONTROL_MASK:
                 codec = attributes & CODEC_MASK
                 block = view[pos + HEADER_SIZE : end]
                 if codec == Compression.NONE:
@@ -495,6 +516,24 @@ def _decode_uniform_run(
     if not batch.remaining and stop != n:
         raise _corrupt(f"batch at offset {base_offset} has bytes after its last record")
     return run
+
+
+def _is_abort_marker(view: memoryview, start: int, end: int, attributes: int) -> bool:
+    """Whether the control batch whose records block is ``view[start:end]`` holds an ABORT
+    marker (its one record's key: version i16, type i16)."""
+    if attributes & CODEC_MASK != Compression.NONE:
+        return False  # brokers write markers uncompressed; anything else is no marker
+    data = bytes(view[start:end])
+    try:
+        _length, p = _varint_slow(data, 0)
+        p += 1  # attributes
+        _ts_delta, p = _varint_slow(data, p)
+        _offset_delta, p = _varint_slow(data, p)
+        key_length, p = _varint_slow(data, p)
+        key = data[p : p + key_length] if key_length >= 0 else None
+        return decode_control_type(key) is ControlRecordType.ABORT
+    except (IndexError, ApiError):
+        raise _corrupt("malformed control record") from None
 
 
 def _varint_slow(data: bytes, p: int) -> tuple[int, int]:

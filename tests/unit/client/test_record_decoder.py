@@ -18,15 +18,19 @@ KAFKA_CODECS = {Compression.NONE: 0, Compression.GZIP: 1, Compression.ZSTD: 4}
 
 def _kafka_python_batch(base_offset: int, n: int, codec: int) -> bytes:
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=KAFKA_CODECS[codec], is_transactional=False,
-        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,
+        magic=2,
+        compression_type=KAFKA_CODECS[codec],
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
     )
     for i in range(n):
         key = None if i % 4 == 0 else f"key-{i}".encode()
         value = None if i % 9 == 0 else (b"value-%d-" % i) * (i % 50)
         headers = [("h1", b"a"), ("h2", None)] if i % 3 == 0 else []
-        builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value,
-                       headers=headers)
+        builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value, headers=headers)
     buf = builder.build()
     buf[0:8] = base_offset.to_bytes(8, "big")  # as the broker stamps it (outside the CRC)
     return bytes(buf)
@@ -74,15 +78,26 @@ def test_trailing_partial_batch_is_ignored() -> None:
 
 
 def test_log_append_time_batches_report_the_broker_time() -> None:
-    payload = bytes(build_batch([Record(None, b"a", 5), Record(None, b"b", 6)],
-                                timestamp_type=LOG_APPEND_TIME, log_append_time_ms=99))
+    payload = bytes(
+        build_batch(
+            [Record(None, b"a", 5), Record(None, b"b", 6)],
+            timestamp_type=LOG_APPEND_TIME,
+            log_append_time_ms=99,
+        )
+    )
     decoded = decode_fetched("t", 0, payload, 0)
     assert [(r.timestamp, r.timestamp_type) for r in decoded.records] == [(99, 1), (99, 1)]
 
 
 def test_control_batches_are_skipped_but_advance_the_offset() -> None:
-    control = bytes(build_batch([Record(b"\x00\x00\x00\x00", b"\x00" * 6, 1)], base_offset=0,
-                                is_control=True, is_transactional=True))
+    control = bytes(
+        build_batch(
+            [Record(b"\x00\x00\x00\x00", b"\x00" * 6, 1)],
+            base_offset=0,
+            is_control=True,
+            is_transactional=True,
+        )
+    )
     data = bytes(build_batch([Record(None, b"v", 1)], base_offset=1))
     decoded = decode_fetched("t", 0, control + data, 0)
     assert [r.offset for r in decoded.records] == [1]
@@ -154,3 +169,50 @@ def test_fast_and_general_decoding_agree_with_the_storage_decoder(
         for r in expected
         if r.offset >= min_offset
     ]
+
+
+def test_read_committed_drops_aborted_transactions_up_to_their_marker() -> None:
+    from data_plane.client.record_decoder import FetchedRecords
+    from data_plane.storage import Record, build_batch
+    from data_plane.storage.record_codec import build_end_txn_marker
+
+    def txn(pid: int, base: int, n: int, seq: int = 0) -> bytearray:
+        records = [Record(None, b"%d-%d" % (pid, base + i), 1) for i in range(n)]
+        return build_batch(
+            records,
+            base_offset=base,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+
+    def marker(pid: int, base: int, committed: bool) -> bytearray:
+        return build_end_txn_marker(
+            producer_id=pid,
+            producer_epoch=0,
+            coordinator_epoch=0,
+            committed=committed,
+            timestamp_ms=1,
+            base_offset=base,
+        )
+
+    payload = b"".join(
+        [
+            txn(1, 0, 2),  # aborted below
+            txn(2, 2, 1),  # committed
+            marker(1, 3, committed=False),
+            marker(2, 4, committed=True),
+            txn(1, 5, 1, seq=2),  # pid 1's next transaction, not aborted
+            build_batch([Record(None, b"plain", 1)], base_offset=6),
+        ]
+    )
+    fetched = FetchedRecords("t", 0, payload, 0, aborted_transactions=[(1, 0)])
+    out: list = []
+    fetched.take(100, out)
+    assert [r.offset for r in out] == [2, 5, 6]
+    assert fetched.next_offset == 7
+    # read_uncommitted (no list): every data record; control batches never show.
+    everything: list = []
+    FetchedRecords("t", 0, payload, 0).take(100, everything)
+    assert [r.offset for r in everything] == [0, 1, 2, 5, 6]
