@@ -62,6 +62,7 @@ class ProducerBatch(RecordBatchBuilder):
         "reserved_bytes",
         "result",
         "tp",
+        "transactional",
     )
 
     def __init__(self, tp: TopicPartition, created_ms: float) -> None:
@@ -78,6 +79,7 @@ class ProducerBatch(RecordBatchBuilder):
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
         self.base_sequence = NO_SEQUENCE
+        self.transactional = False
 
     def wire_bytes(self, compression: int) -> bytearray:
         if self.built is None:
@@ -86,6 +88,7 @@ class ProducerBatch(RecordBatchBuilder):
                 producer_id=self.producer_id,
                 producer_epoch=self.producer_epoch,
                 base_sequence=self.base_sequence,
+                is_transactional=self.transactional,
             )
         return self.built
 
@@ -377,6 +380,21 @@ class RecordAccumulator:
                 self._incomplete.discard(batch)
                 self._used_bytes -= batch.reserved_bytes
                 self._freed.notify_all()
+
+    def abort_undrained(self, error: Exception) -> None:
+        """Fail every queued batch never sent (an aborted transaction's records); retries of
+        sent batches stay queued."""
+        with self._lock:
+            batches = []
+            for dq in self._deques.values():
+                keep = [b for b in dq if b.base_sequence != NO_SEQUENCE]
+                batches.extend(b for b in dq if b.base_sequence == NO_SEQUENCE)
+                dq.clear()
+                dq.extend(keep)
+            for batch in batches:
+                batch.closed = True
+        for batch in batches:
+            self.complete(batch, -1, -1, error)
 
     def abort_queued(self, error: Exception) -> None:
         """Fail every batch still queued (forced close)."""

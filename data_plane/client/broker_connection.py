@@ -79,6 +79,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
+    # Transactions (FindCoordinator 1 is the first with key_type).
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
+    ApiKey.END_TXN: (0, 2),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 2),
     # Consumer groups. JoinGroup 1 is the first with a rebalance timeout, OffsetCommit 2 the
     # first without a per-partition timestamp, OffsetFetch 2 the first with "all topics".
     ApiKey.FIND_COORDINATOR: (0, 2),

@@ -141,6 +141,22 @@ class ProducerConfig(CommonClientConfig):
             "unless acks/retries/max.in.flight conflict",
         ),
     )
+    transactional_id: str | None = field(
+        default=None,
+        metadata=prop(
+            "transactional.id",
+            doc="makes the producer transactional (init_transactions, begin/commit/abort); "
+            "implies enable.idempotence",
+        ),
+    )
+    transaction_timeout_ms: int = field(
+        default=60000,
+        metadata=prop(
+            "transaction.timeout.ms",
+            min=1,
+            doc="the coordinator aborts a transaction open longer than this",
+        ),
+    )
     partitioner: str = field(
         default="default",
         metadata=prop(
@@ -151,7 +167,9 @@ class ProducerConfig(CommonClientConfig):
     )
 
     def __post_init__(self) -> None:
-        if self.enable_idempotence:
+        if self.transactional_id is not None and self.enable_idempotence is False:
+            raise ConfigError("transactional.id needs enable.idempotence (unset or true)")
+        if self.enable_idempotence or self.transactional_id is not None:
             conflicts = self._idempotence_conflicts()
             if conflicts:
                 raise ConfigError(f"enable.idempotence=true needs {'; '.join(conflicts)}")

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.errors import (
@@ -65,6 +66,7 @@ from data_plane.client.subscription import (
     LATEST_TIMESTAMP,
     SubscriptionState,
 )
+from data_plane.client.transaction_manager import ConsumerGroupMetadata
 
 logger = logging.getLogger(__name__)
 
@@ -359,6 +361,15 @@ class Consumer:
                 return (-1, "")
             c = self._group.coordinator
             return (c.generation_id, c.member_id)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group metadata, for ``Producer.send_offsets_to_transaction``."""
+        if self.config.group_id is None:
+            raise KafkaError(ErrorCode.INVALID_GROUP_ID, "group_metadata() needs a group.id")
+        generation, member_id = self.group_generation()
+        return ConsumerGroupMetadata(
+            self.config.group_id, generation, member_id, self.config.group_instance_id
+        )
 
     # -- polling -------------------------------------------------------------------------
 

@@ -536,16 +536,6 @@ class ConsumerCoordinator:
         """An OffsetCommit body for ``offsets`` under the current generation (generation -1
         and no member for a consumer that uses assign() with a group id)."""
         s = self.settings
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp, offset in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": offset,
-                    "committed_leader_epoch": -1,
-                    "committed_metadata": "",
-                }
-            )
         stable = self.state == STABLE
         return {
             "group_id": s.group_id,
@@ -553,7 +543,7 @@ class ConsumerCoordinator:
             "member_id": self.member_id if stable else UNKNOWN_MEMBER_ID,
             "group_instance_id": s.group_instance_id if stable else None,
             "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
+            "topics": commit_topics(offsets),
         }
 
     # -- internals -----------------------------------------------------------------------
@@ -654,3 +644,19 @@ def error_code(value: int) -> ErrorCode:
         return ErrorCode(value)
     except ValueError:
         return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def commit_topics(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
+    """The ``topics`` of an OffsetCommit or TxnOffsetCommit body: each partition's next offset
+    to read, no leader epoch, empty metadata."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            {
+                "partition_index": tp.partition,
+                "committed_offset": offset,
+                "committed_leader_epoch": -1,
+                "committed_metadata": "",
+            }
+        )
+    return [{"name": t, "partitions": p} for t, p in by_topic.items()]

@@ -94,6 +94,12 @@ class ClusterMetadata:
     def broker(self, node_id: int) -> BrokerInfo | None:
         return self.brokers.get(node_id)
 
+    def add_broker(self, node_id: int, host: str, port: int) -> None:
+        """Learn a broker's address outside a Metadata answer (a FindCoordinator answer
+        names its coordinator); the next Metadata answer replaces the whole list."""
+        if node_id not in self.brokers:
+            self.brokers = {**self.brokers, node_id: BrokerInfo(node_id, host, port)}
+
     # -- refresh policy ------------------------------------------------------------------
 
     def add_interest(self, topics: set[str] | list[str] | tuple[str, ...]) -> None:

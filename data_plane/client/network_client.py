@@ -173,10 +173,26 @@ class NetworkClient:
         conn = self._connections.get(node_id)
         if conn is None or conn.state is not READY:
             raise KafkaConnectionError(f"no ready connection to broker {node_id}")
+        if api_key == ApiKey.FIND_COORDINATOR:
+            callback = self._learning_coordinator(callback)
         conn.send(api_key, body, callback, self._clock(), expect_response=expect_response,
                   timeout_ms=timeout_ms)
         conn.write()
         self._update_interest(conn)
+
+    def _learning_coordinator(self, callback: ResponseCallback) -> ResponseCallback:
+        """Wrap a FindCoordinator callback so the coordinator's address is known before the
+        caller connects to it: a client that never asked for metadata (an assign()-only
+        consumer, a producer before its first send) has no address for that node yet."""
+
+        def wrapped(body: dict[str, Any] | None, error: Exception | None) -> None:
+            if error is None and body is not None and body.get("error_code", 0) == 0:
+                node_id = body.get("node_id", -1)
+                if node_id >= 0 and body.get("host"):
+                    self.metadata.add_broker(node_id, body["host"], body["port"])
+            callback(body, error)
+
+        return wrapped
 
     def request(
         self, node_id: int | None, api_key: int, body: dict[str, Any], timeout_ms: float

@@ -17,6 +17,18 @@ the sender thread: keep them short.
 Idempotence is on by default (``enable.idempotence`` unset with ``acks=all``): retries never
 duplicate or reorder a partition's records (see :mod:`data_plane.client.idempotence`).
 
+With ``transactional.id`` the producer is transactional (:mod:`data_plane.client.
+transaction_manager`)::
+
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("out", b"v")
+    producer.send_offsets_to_transaction({TopicPartition("in", 0): 42}, consumer.group_metadata())
+    producer.commit_transaction()          # or abort_transaction()
+
+A failed batch makes the transaction abortable (commit raises, abort and go on); being fenced
+by a newer instance is fatal (close the producer).
+
 Thread-safety: one producer may be shared by many threads (send, flush, close).
 """
 
@@ -41,6 +53,11 @@ from data_plane.client.network_client import NetworkClient
 from data_plane.client.partitioner import DefaultPartitioner, partition_for_key
 from data_plane.client.record_types import Header, ProducerRecord, RecordMetadata
 from data_plane.client.sender import Sender
+from data_plane.client.transaction_manager import (
+    ConsumerGroupMetadata,
+    TransactionalResult,
+    TransactionManager,
+)
 
 # Topic errors that waiting will not fix.
 _FATAL_TOPIC_ERRORS = frozenset(
@@ -103,6 +120,7 @@ class Producer:
         self._max_block_ms = c.max_block_ms
         self._close_lock = threading.Lock()
         self._closed = False
+        self._txn = self._sender.transactions
         self._sender.start()
 
     # -- sending -------------------------------------------------------------------------
@@ -137,6 +155,8 @@ class Producer:
             # first record, and a batch never outlives a change of its partition.
             batch = self._open_batches.get(topic if partition is None else (topic, partition))
             if batch is not None:
+                if self._txn is not None:
+                    self._txn.maybe_add_partition(batch.tp)
                 future = self._accumulator.append_value(batch, _time_ns() // 1_000_000, value)
                 if future is not None:
                     if batch.closed:  # this record filled it
@@ -191,6 +211,8 @@ class Producer:
             elif type(timestamp_ms) is not int or not 0 <= timestamp_ms < _MAX_TIMESTAMP_MS:
                 raise ValueError(f"timestamp_ms must be an int >= 0, got {timestamp_ms!r}")
             tp = tps[partition]
+            if self._txn is not None:
+                self._txn.maybe_add_partition(tp)
             future, wake, rolled, batch = self._accumulator.append(
                 tp, timestamp_ms, key, value, headers, self._max_block_ms
             )
@@ -254,6 +276,59 @@ class Producer:
     def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (waits for metadata up to max.block.ms)."""
         return list(range(self._wait_on_metadata(topic)))
+
+    # -- transactions --------------------------------------------------------------------
+
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise KafkaError(
+                ErrorCode.INVALID_TXN_STATE, "not a transactional producer (no transactional.id)"
+            )
+        return self._txn
+
+    def _wait(self, result: TransactionalResult, timeout: float | None) -> None:
+        self._sender.wakeup()
+        result.wait(self._max_block_ms / 1000.0 if timeout is None else timeout)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the transactional id's producer id and epoch from its coordinator, fencing
+        older instances and aborting what they left open (waits up to ``timeout`` seconds,
+        default max.block.ms)."""
+        self._wait(self._transactions().init_transactions(), timeout)
+
+    def begin_transaction(self) -> None:
+        self._transactions().begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: ConsumerGroupMetadata | str,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer group's ``offsets`` (the next offset to read, per partition) in
+        this transaction: they count only if it commits."""
+        group = (
+            ConsumerGroupMetadata(group_metadata)
+            if isinstance(group_metadata, str)
+            else group_metadata
+        )
+        self._wait(self._transactions().send_offsets_to_transaction(dict(offsets), group), timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit; raises if a record of the transaction failed (abort then)."""
+        txn = self._transactions()
+        self.flush(timeout)
+        self._wait(txn.begin_commit(), timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: records not sent yet fail with an error, those sent are dropped for
+        read_committed readers."""
+        txn = self._transactions()
+        result = txn.begin_abort()
+        self._accumulator.abort_undrained(
+            KafkaError(ErrorCode.INVALID_TXN_STATE, "the transaction was aborted")
+        )
+        self._wait(result, timeout)
 
     # -- flush and close -----------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from common.record_batch import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
+    TRANSACTIONAL_MASK,
     seal_batch,
 )
 
@@ -171,14 +172,15 @@ class RecordBatchBuilder:
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = NO_PRODUCER_EPOCH,
         base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
     ) -> bytearray:
-        """The complete RecordBatch v2 (CreateTime, not transactional)."""
+        """The complete RecordBatch v2 (CreateTime)."""
         if not self.count:
             raise ValueError("a record batch needs at least one record")
         return seal_batch(
             self.records,
             codec=compression,
-            attributes=0,
+            attributes=TRANSACTIONAL_MASK if is_transactional else 0,
             record_count=self.count,
             base_timestamp=self.base_timestamp,
             max_timestamp=self.max_timestamp,

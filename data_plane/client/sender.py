@@ -33,16 +33,20 @@ from typing import Any
 
 from common.compression import Compression
 from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
 from data_plane.client.accumulator import ProducerBatch, RecordAccumulator
 from data_plane.client.config import ProducerConfig
 from data_plane.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from data_plane.client.idempotence import IdempotenceManager, Outcome
 from data_plane.client.metadata import REFRESH_ERRORS
 from data_plane.client.network_client import NetworkClient
+from data_plane.client.transaction_manager import TransactionManager, TxnState
 from data_plane.protocol.api_keys import ApiKey
 
 Clock = Callable[[], float]
 _MAX_POLL_S = 0.1  # upper bound on one idle wait, so shutdown and expiry are noticed
+# Upper bound on one wait while a transactional request waits for its backoff or coordinator.
+_TXN_POLL_S = 0.01
 # Expiry scans every queued batch under the accumulator lock that send() needs; delivery
 # timeouts are minutes long, so scanning ten times a second is precise enough.
 _EXPIRY_CHECK_INTERVAL_MS = 100.0
@@ -76,6 +80,18 @@ class Sender(threading.Thread):
         self.idempotence: IdempotenceManager | None = (
             IdempotenceManager() if config.idempotent else None
         )
+        # A transactional producer's transaction state (None otherwise); its InitProducerId
+        # gives the idempotence manager its producer id and epoch.
+        self.transactions: TransactionManager | None = None
+        if config.transactional_id is not None and self.idempotence is not None:
+            idem = self.idempotence
+            self.transactions = TransactionManager(
+                config.transactional_id,
+                config.transaction_timeout_ms,
+                config.retry_backoff_ms,
+                clock,
+            )
+            self.transactions.on_producer_id(idem.set_producer_id)
         self._init_pid_in_flight = False
         self._init_pid_not_before_s = 0.0
         self._producer_fatal: Exception | None = None
@@ -135,15 +151,20 @@ class Sender(threading.Thread):
             for batch in self._acc.expire(now_ms, self._config.delivery_timeout_ms):
                 self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, now_ms)))
         idem = self.idempotence
+        txn = self.transactions
         if idem is not None:
-            if idem.needs_producer_id():
+            guard = idem.may_drain
+            if txn is not None:
+                guard = self._transactional_guard
+            elif idem.needs_producer_id():
                 self._maybe_init_producer_id()
             drained, next_ms, unknown = self._acc.drain(
-                now_ms, metadata.leader_for, client.is_ready, idem.may_drain
+                now_ms, metadata.leader_for, client.is_ready, guard
             )
             for batches in drained.values():
                 for batch in batches:
                     idem.on_send(batch)
+                    batch.transactional = txn is not None
         else:
             drained, next_ms, unknown = self._acc.drain(
                 now_ms, metadata.leader_for, client.is_ready
@@ -155,11 +176,77 @@ class Sender(threading.Thread):
         for node_id, batches in drained.items():
             self._send_produce(node_id, batches)
         timeout_s = 0.0 if drained else min(next_ms, metadata_wait_ms) / 1000.0
+        if txn is not None:
+            self._maybe_send_txn_request(txn)
+            if txn.has_work():
+                timeout_s = min(timeout_s, _TXN_POLL_S)
         version = metadata.version
         client.poll(min(timeout_s, _MAX_POLL_S))
         if metadata.version != version:
             with self._metadata_cond:
                 self._metadata_cond.notify_all()
+
+    # -- transactions ----------------------------------------------------------------------
+
+    def _transactional_guard(self, tp: TopicPartition, head: ProducerBatch) -> bool:
+        txn, idem = self.transactions, self.idempotence
+        assert txn is not None and idem is not None
+        return txn.may_drain(tp) and idem.may_drain(tp, head)
+
+    def _maybe_send_txn_request(self, txn: TransactionManager) -> None:
+        """Send the transaction manager's next request (finding its coordinator first)."""
+        now_s = self._clock()
+        req = txn.next_request(now_s, self._acc.has_incomplete())
+        if req is None:
+            return
+        client = self._client
+        node = txn.coordinator_for(req)
+        if node is None:
+            target = client.any_ready_node()
+            if target is None:
+                txn.release(req)
+                return
+
+            def on_found(response: dict[str, Any] | None, error: Exception | None) -> None:
+                code = response.get("error_code", 0) if response is not None else -1
+                if error is None and code == 0 and response is not None:
+                    txn.set_coordinator(req, response["node_id"])
+                    txn.release(req)
+                else:
+                    txn.request_sent_failed(
+                        req, error or KafkaError(code, "FindCoordinator"), self._clock()
+                    )
+
+            try:
+                client.send(
+                    target, ApiKey.FIND_COORDINATOR, txn.find_coordinator_body(req), on_found
+                )
+            except KafkaError as e:
+                txn.request_sent_failed(req, e, now_s)
+            return
+        if not client.is_ready(node):
+            txn.release(req)  # is_ready() started connecting; the next round sends
+            return
+
+        def on_response(response: dict[str, Any] | None, error: Exception | None) -> None:
+            if error is not None or response is None:
+                txn.request_sent_failed(req, error or KafkaError(-1, "no response"), self._clock())
+            else:
+                txn.handle_response(req, response)
+            if txn.state is TxnState.FATAL_ERROR and self._producer_fatal is None:
+                self._producer_fatal = txn.last_error
+                client.wakeup()
+
+        try:
+            client.send(node, req.api_key, req.body, on_response)
+        except KafkaError as e:
+            if e.code == ErrorCode.UNSUPPORTED_VERSION:
+                # The coordinator does not speak this API: no transaction can ever complete.
+                txn.fatal(e)
+                self._producer_fatal = e
+                client.wakeup()
+                return
+            txn.request_sent_failed(req, e, now_s)
 
     # -- producer id -----------------------------------------------------------------------
 
@@ -227,7 +314,9 @@ class Sender(threading.Thread):
             return
         batches = sendable
         body = {
-            "transactional_id": None,
+            "transactional_id": (
+                self.transactions.transactional_id if self.transactions is not None else None
+            ),
             "acks": self._acks,
             "timeout_ms": self._config.request_timeout_ms,
             "topic_data": [
@@ -289,11 +378,15 @@ class Sender(threading.Thread):
             outcome = idem.classify(batch, error.code, retriable)
             if outcome is Outcome.FATAL:
                 self._producer_fatal = error
+                if self.transactions is not None:
+                    self.transactions.fatal(error)
                 self._complete(batch, -1, -1, error)
                 self._client.wakeup()
                 return
             if outcome is Outcome.RESET:
                 idem.request_reset()
+                if self.transactions is not None:
+                    self.transactions.batch_failed(error)
                 self._complete(batch, -1, -1, error)
                 return
             retriable = outcome is Outcome.RETRY
@@ -313,6 +406,8 @@ class Sender(threading.Thread):
                 idem.on_retry(batch)
             self._acc.reenqueue(batch, now_ms)
             return
+        if self.transactions is not None:
+            self.transactions.batch_failed(error)
         self._complete(batch, -1, -1, error)
 
     def _complete(
@@ -326,6 +421,8 @@ class Sender(threading.Thread):
 
     def _fail(self, batch: ProducerBatch, error: Exception) -> None:
         """Fail a batch that is not in flight (expired, or could not be encoded)."""
+        if self.transactions is not None:
+            self.transactions.batch_failed(error)
         if self.idempotence is not None:
             self.idempotence.on_done(batch, was_in_flight=False)
         self._acc.complete(batch, -1, -1, error)

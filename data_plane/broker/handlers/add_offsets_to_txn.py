@@ -1,9 +1,9 @@
 """AddOffsetsToTxn (25), v0-2: a transactional producer will commit a consumer group's offsets
 in its transaction (``send_offsets_to_transaction``). The coordinator adds the group's
 ``__consumer_offsets`` partition to the transaction, so that its end marker makes the
-TxnOffsetCommit offsets count (or not). Errors as AddPartitionsToTxn's; no
-``__consumer_offsets`` yet: COORDINATOR_NOT_AVAILABLE (the client retries; FindCoordinator
-for the group creates it).
+TxnOffsetCommit offsets count (or not). Errors as AddPartitionsToTxn's. Before
+``__consumer_offsets`` exists the partition is computed from ``offsets.topic.num.partitions``,
+the count it will be created with (the client's FindCoordinator for the group creates it).
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     group_id = body.get("group_id") or ""
     if not group_id:
         return _body(ErrorCode.INVALID_GROUP_ID)
+    # Before __consumer_offsets exists, its partition count will be the configured one (as
+    # Kafka's partitionFor): the group's FindCoordinator, next, creates it.
     topic = apis.image.topic(OFFSETS_TOPIC)
-    if topic is None or not topic.partitions:
-        return _body(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    return _add(apis, request, (OFFSETS_TOPIC, partition_for(group_id, len(topic.partitions))))
+    count = len(topic.partitions) if topic is not None and topic.partitions else 0
+    count = count or apis.config.offsets_topic_num_partitions
+    return _add(apis, request, (OFFSETS_TOPIC, partition_for(group_id, count)))
 
 
 async def _add(apis: KafkaApis, request: Request, partition: tuple[str, int]) -> Body:

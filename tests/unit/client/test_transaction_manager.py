@@ -1,0 +1,117 @@
+"""The native producer's TransactionManager without a network: request order, gating of
+EndTxn on outstanding batches, error classes (retriable, abortable, fatal)."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.error_codes import ErrorCode
+from common.topic_partition import TopicPartition
+from data_plane.client.errors import KafkaError
+from data_plane.client.transaction_manager import (
+    ConsumerGroupMetadata,
+    TransactionManager,
+    TxnState,
+)
+from data_plane.protocol.api_keys import ApiKey
+
+TP = TopicPartition("t", 0)
+
+
+def ready() -> tuple[TransactionManager, list[tuple[int, int]]]:
+    ids: list[tuple[int, int]] = []
+    tm = TransactionManager("tx", 60_000, backoff_ms=100, clock=lambda: 0.0)
+    tm.on_producer_id(lambda pid, epoch: ids.append((pid, epoch)))
+    result = tm.init_transactions()
+    req = tm.next_request(0.0, batches_outstanding=False)
+    assert req is not None and req.api_key == ApiKey.INIT_PRODUCER_ID
+    tm.handle_response(req, {"error_code": 0, "producer_id": 7, "producer_epoch": 2})
+    result.wait(0)
+    assert tm.state is TxnState.READY and ids == [(7, 2)]
+    return tm, ids
+
+
+def test_partitions_are_added_before_their_batches_drain_and_end_waits() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    assert not tm.may_drain(TP)
+    commit = tm.begin_commit()
+    req = tm.next_request(0.0, batches_outstanding=True)
+    assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    assert req.body["v3_and_below_topics"] == [{"name": "t", "partitions": [0]}]
+    tm.handle_response(
+        req,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+    assert tm.may_drain(TP)
+    # EndTxn waits while the transaction's batches are outstanding.
+    assert tm.next_request(0.0, batches_outstanding=True) is None
+    end = tm.next_request(0.0, batches_outstanding=False)
+    assert end is not None and end.api_key == ApiKey.END_TXN and end.body["committed"]
+    tm.handle_response(end, {"error_code": 0})
+    commit.wait(0)
+    assert tm.state is TxnState.READY and not tm.may_drain(TP)
+
+
+def test_retriable_errors_retry_and_fenced_is_fatal() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    result = tm.send_offsets_to_transaction({TP: 5}, ConsumerGroupMetadata("g"))
+    req = tm.next_request(0.0, False)
+    tm.handle_response(req, {"error_code": ErrorCode.CONCURRENT_TRANSACTIONS})
+    again = tm.next_request(10.0, False)
+    assert again is req and req.attempts == 1
+    tm.handle_response(req, {"error_code": 0})
+    commit_req = tm.next_request(10.0, False)
+    assert commit_req.api_key == ApiKey.TXN_OFFSET_COMMIT and commit_req.group == "g"
+    tm.handle_response(
+        commit_req,
+        {
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [{"partition_index": 0, "error_code": ErrorCode.PRODUCER_FENCED}],
+                }
+            ]
+        },
+    )
+    with pytest.raises(KafkaError) as info:
+        result.wait(0)
+    assert info.value.code == ErrorCode.PRODUCER_FENCED
+    assert tm.state is TxnState.FATAL_ERROR
+    with pytest.raises(KafkaError):
+        tm.begin_abort()
+
+
+def test_failed_batch_makes_commit_refused_and_abort_bumps_the_epoch() -> None:
+    tm, ids = ready()
+    tm.begin_transaction()
+    tm.batch_failed(KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE, "x"))
+    assert tm.state is TxnState.ABORTABLE_ERROR
+    with pytest.raises(KafkaError):
+        tm.begin_commit()
+    abort = tm.begin_abort()
+    end = tm.next_request(0.0, False)
+    assert end.api_key == ApiKey.END_TXN and not end.body["committed"]
+    tm.handle_response(end, {"error_code": 0})
+    # Sequences may have gaps: a new epoch before the next transaction.
+    init = tm.next_request(0.0, False)
+    assert init.api_key == ApiKey.INIT_PRODUCER_ID
+    tm.handle_response(init, {"error_code": 0, "producer_id": 7, "producer_epoch": 3})
+    abort.wait(0)
+    assert tm.state is TxnState.READY and ids[-1] == (7, 3)
+
+
+def test_send_outside_a_transaction_is_refused() -> None:
+    tm, _ = ready()
+    with pytest.raises(KafkaError) as info:
+        tm.maybe_add_partition(TP)
+    assert info.value.code == ErrorCode.INVALID_TXN_STATE
