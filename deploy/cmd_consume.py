@@ -50,6 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     for field_name in ("key", "headers", "partition", "offset", "timestamp"):
         p.add_argument(f"--print-{field_name}", action="store_true")
     p.add_argument("--key-separator", default="\t", metavar="SEP")
+    p.add_argument(
+        "--isolation-level",
+        default="read_uncommitted",
+        choices=("read_uncommitted", "read_committed"),
+        help="read_committed: stop at the last stable offset, skip aborted transactions",
+    )
     p.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE")
     p.set_defaults(func=run)
 
@@ -136,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         props["bootstrap.servers"] = resolve_bootstrap(args)
         props.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
         props.setdefault("client.id", "kraftlog-consume")
+        props.setdefault("isolation.level", args.isolation_level)
         if args.group is not None:
             props["group.id"] = args.group
         consumer = Consumer(props)

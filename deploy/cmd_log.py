@@ -13,8 +13,11 @@ For a ``.log`` file, one line per batch::
     headerKeys: [h] key: k payload: hello
 
 Keys and values print as UTF-8 text when they decode, else as ``0x`` hex; null prints
-``null``. ``.index`` and ``.timeindex`` files print their entries; ``--verify-index`` checks
-them against the segment's ``.log`` (and, given a ``.log``, checks its two indexes). The
+``null``. A control batch's record prints its end-transaction marker (``endTxnMarker: COMMIT
+coordinatorEpoch: 3``). ``.index``, ``.timeindex`` and ``.txnindex`` files print their
+entries (``--txn-index`` with a ``.log`` also prints the segment's aborted transactions);
+``--verify-index`` checks the indexes against the segment's ``.log`` (and, given a ``.log``,
+checks its two indexes). The
 command reads files only (never creates or repairs), prints what it can of a damaged file, and
 exits 1 after a corrupt batch or an index mismatch, 2 for an unreadable path.
 """
@@ -30,6 +33,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from common.compression import codec_name
+from common.control_records import decode_end_txn_marker
 from common.errors import ApiError
 from common.record_batch import (
     HEADER_SIZE,
@@ -40,6 +44,7 @@ from common.record_batch import (
     parse_header,
 )
 from data_plane.storage.record_codec import DecodedRecord, decode_records
+from data_plane.storage.transaction_index import TXN_INDEX_SUFFIX, decode_entries
 
 _INDEX_ENTRY = struct.Struct(">II")
 _TIME_INDEX_ENTRY = struct.Struct(">qI")
@@ -54,13 +59,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "dump",
         help="print the batches of .log files or the entries of .index/.timeindex files",
     )
-    dump.add_argument("paths", nargs="+", metavar="PATH", help=".log, .index or .timeindex")
+    dump.add_argument(
+        "paths", nargs="+", metavar="PATH", help=".log, .index, .timeindex or .txnindex"
+    )
     dump.add_argument(
         "--records",
         "--print-data-log",
         dest="records",
         action="store_true",
         help="also print every record (offset, timestamp, key, value, headers)",
+    )
+    dump.add_argument(
+        "--txn-index",
+        action="store_true",
+        help="with a .log, also print its segment's aborted transactions (.txnindex)",
     )
     dump.add_argument(
         "--verify-index",
@@ -78,6 +90,8 @@ def run_dump(args: argparse.Namespace, out: TextIO | None = None) -> int:
         try:
             if path.endswith(".log"):
                 ok = dump_log(path, out, records=args.records)
+                if args.txn_index:
+                    ok = dump_txn_index(path[:-4] + TXN_INDEX_SUFFIX, out, missing_ok=True) and ok
                 if args.verify_index:
                     ok = verify_index(path[:-4] + ".index", out) and ok
                     ok = verify_time_index(path[:-4] + ".timeindex", out) and ok
@@ -85,12 +99,16 @@ def run_dump(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 ok = dump_time_index(path, out)
                 if args.verify_index:
                     ok = verify_time_index(path, out) and ok
+            elif path.endswith(TXN_INDEX_SUFFIX):
+                ok = dump_txn_index(path, out)
             elif path.endswith(".index"):
                 ok = dump_index(path, out)
                 if args.verify_index:
                     ok = verify_index(path, out) and ok
             else:
-                print(f"{path}: not a .log, .index or .timeindex file", file=sys.stderr)
+                print(
+                    f"{path}: not a .log, .index, .timeindex or .txnindex file", file=sys.stderr
+                )
                 rc = max(rc, 2)
                 continue
         except OSError as e:
@@ -195,11 +213,22 @@ def _record_line(r: DecodedRecord, header: RecordBatchHeader) -> str:
     key_size = -1 if r.key is None else len(r.key)
     value_size = -1 if r.value is None else len(r.value)
     header_keys = ",".join(k for k, _ in r.headers)
-    return (
+    head = (
         f"| offset: {r.offset} {_ts_label(header)}: {r.timestamp} keySize: {key_size} "
         f"valueSize: {value_size} sequence: {r.sequence} headerKeys: [{header_keys}] "
-        f"key: {_show(r.key)} payload: {_show(r.value)}"
     )
+    if header.is_control:
+        try:
+            marker = decode_end_txn_marker(r.key, r.value)
+        except ApiError as e:
+            return head + f"controlRecord: not decodable ({e})"
+        if marker is None:
+            return head + f"controlRecord: unknown type, key: {_show(r.key)}"
+        return (
+            head + f"endTxnMarker: {marker.control_type.name} "
+            f"coordinatorEpoch: {marker.coordinator_epoch}"
+        )
+    return head + f"key: {_show(r.key)} payload: {_show(r.value)}"
 
 
 def _show(data: bytes | None) -> str:
@@ -213,6 +242,31 @@ def _show(data: bytes | None) -> str:
 
 
 # -- indexes ---------------------------------------------------------------------------------
+
+
+def dump_txn_index(path: str, out: TextIO, *, missing_ok: bool = False) -> bool:
+    """Print a ``.txnindex``'s aborted transactions; False if a trailing part is unreadable.
+    A segment without one (``missing_ok``) has no aborted transaction."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+        print(f"Dumping {path}\n(none: no aborted transaction in this segment)", file=out)
+        return True
+    entries, valid = decode_entries(data)
+    print(f"Dumping {path}", file=out)
+    for t in entries:
+        print(
+            f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} "
+            f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}",
+            file=out,
+        )
+    if valid != len(data):
+        print(f"{path}: {len(data) - valid} trailing bytes are not a whole entry", file=out)
+        return False
+    return True
 
 
 def _index_entries(path: str) -> list[tuple[int, int]]:

@@ -58,6 +58,20 @@ class AbortedTxn:
         )
 
 
+def decode_entries(data: bytes) -> tuple[list[AbortedTxn], int]:
+    """The whole entries at the start of ``data`` and the bytes they take (a partial or
+    unknown trailing entry ends them). Pure; used by the index and by ``kraftlog log dump``."""
+    entries: list[AbortedTxn] = []
+    pos = 0
+    while pos + ENTRY_SIZE <= len(data):
+        version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
+        if version != TXN_INDEX_VERSION or last < first:
+            break
+        entries.append(AbortedTxn(pid, first, last, lso))
+        pos += ENTRY_SIZE
+    return entries, pos
+
+
 class TransactionIndex:
     """The aborted transactions of one segment, file ``path`` (created by the first entry)."""
 
@@ -74,14 +88,7 @@ class TransactionIndex:
                 data = f.read()
         except FileNotFoundError:
             data = b""
-        entries: list[AbortedTxn] = []
-        pos = 0
-        while pos + ENTRY_SIZE <= len(data):
-            version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
-            if version != TXN_INDEX_VERSION or last < first:
-                break
-            entries.append(AbortedTxn(pid, first, last, lso))
-            pos += ENTRY_SIZE
+        entries, pos = decode_entries(data)
         if pos != len(data):
             logger.warning(
                 "%s: cutting %d bytes of unreadable entries after %d whole entries",

@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from data_plane.client import Consumer, KafkaError, Producer, TopicPartition
+from deploy.cli import main
 from deploy.local_cluster import LocalCluster
 from tests.integration.replication.helpers import DEADLINE_S
 from tests.integration.transactions.test_transactions_clients import PARTITIONS, make_topic
@@ -53,7 +54,7 @@ def native_read(cluster: LocalCluster, topic: str, isolation: str, expected: int
         c.close()
 
 
-def test_native_commit_and_abort(cluster: LocalCluster) -> None:
+def test_native_commit_and_abort(cluster: LocalCluster, capsys: pytest.CaptureFixture[str]) -> None:
     topic = make_topic(cluster)
     p = native_producer(cluster, f"native-{uuid.uuid4().hex[:6]}")
     try:
@@ -77,6 +78,28 @@ def test_native_commit_and_abort(cluster: LocalCluster) -> None:
     )
     uncommitted = native_read(cluster, topic, "read_uncommitted", 61)
     assert len(uncommitted) == 61
+    # The console consumer reads the same way.
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    for isolation, expected in (("read_committed", 31), ("read_uncommitted", 61)):
+        code = main(
+            [
+                "consume",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                topic,
+                "--from-beginning",
+                "--max-messages",
+                str(expected),
+                "--isolation-level",
+                isolation,
+            ]
+        )
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        lines = out.splitlines()
+        assert len(lines) == expected
+        assert any(v.startswith("aborted") for v in lines) == (isolation == "read_uncommitted")
 
 
 def test_native_consume_transform_produce(cluster: LocalCluster) -> None:

@@ -114,3 +114,35 @@ def test_bad_paths_are_errors_not_tracebacks(tmp_path, capsys) -> None:
     assert main(["log", "dump", str(weird)]) == 2
     err = capsys.readouterr().err
     assert "No such file" in err and "not a .log" in err and "base offset" in err
+
+
+def test_control_records_and_the_transaction_index_dump(open_log, capsys) -> None:
+    from data_plane.storage.record_codec import Record, build_batch
+
+    log = open_log()
+    txn = build_batch(
+        [Record(None, b"t", 1)],
+        producer_id=9,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    log.append(txn, 0)
+    log.append_end_txn_marker(
+        producer_id=9, producer_epoch=0, coordinator_epoch=4, committed=False, leader_epoch=0
+    )
+    log.close()
+    path = os.path.join(log.dir_path, "00000000000000000000.log")
+    rc = main(["log", "dump", "--records", "--txn-index", path])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "isTransactional: true isControl: true" in out
+    assert "| offset: 1 CreateTime:" in out and "endTxnMarker: ABORT coordinatorEpoch: 4" in out
+    assert "version: 0 producerId: 9 firstOffset: 0 lastOffset: 1 lastStableOffset: 2" in out
+    txn_index = path[:-4] + ".txnindex"
+    with open(txn_index, "ab") as f:
+        f.write(b"\x00\x01")  # a torn trailing entry: reported, the file is not changed
+    rc = main(["log", "dump", txn_index])
+    out = capsys.readouterr().out
+    assert rc == 1 and "2 trailing bytes are not a whole entry" in out
+    assert os.path.getsize(txn_index) == 36
