@@ -69,6 +69,7 @@ SECTIONS = [
     # The cleaner's own default (48 MB per workload) takes minutes on a loaded machine.
     Section("cleaner", 60, 300, external=True, full_args=("--size-mb", "16")),
     Section("spark_read", 120, 420, external=True),
+    Section("transactions", 120, 420, external=True),
 ]
 
 

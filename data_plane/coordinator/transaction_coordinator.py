@@ -23,7 +23,12 @@ Flows (states and legal transitions: :mod:`.transaction_state`):
   aborted first, with the epoch bumped at once so the old producer is fenced, and the client
   is told CONCURRENT_TRANSACTIONS (it retries); Prepare* states answer the same.
 - AddPartitionsToTxn / AddOffsetsToTxn: the transaction becomes (or stays) Ongoing with the
-  partitions added, answered once written (at once if nothing is new).
+  partitions added, answered once written (at once if nothing is new). One that arrives
+  while the previous transaction's markers are being written (the producer's next
+  transaction, right after its commit) is parked until CompleteCommit/CompleteAbort is
+  written, at most :data:`MAX_PARK_MS`, instead of answered CONCURRENT_TRANSACTIONS: a client
+  retries that only after its backoff, which would cost every short transaction tens of
+  milliseconds.
 - EndTxn: Ongoing -> PrepareCommit/PrepareAbort, written, answered, then markers; once every
   marker is written, CompleteCommit/CompleteAbort is written. A retried EndTxn is answered
   NO_ERROR (already complete) or CONCURRENT_TRANSACTIONS (markers in flight).
@@ -68,6 +73,10 @@ logger = logging.getLogger(__name__)
 Clock = Callable[[], int]
 TopicPartitionKey = tuple[str, int]
 _S = TransactionState
+
+# How long an AddPartitionsToTxn may wait for the previous transaction's completion before it
+# is answered CONCURRENT_TRANSACTIONS (the client then retries).
+MAX_PARK_MS = 5_000
 
 # Append errors of a __transaction_state write and what the client is told (Kafka's
 # TransactionStateManager.appendTransactionToLog).
@@ -134,6 +143,8 @@ class TxnCoordinatorOutputs:
 
 # What to do once a write is replicated: (outputs to fill, error code of the write).
 _WriteCallback = Callable[[TxnCoordinatorOutputs, int], None]
+# A parked request, run again into the given outputs.
+_Rerun = Callable[[TxnCoordinatorOutputs], None]
 
 
 @dataclass(slots=True)
@@ -168,6 +179,11 @@ class TransactionCoordinator:
         self._write_ids = itertools.count(1)
         # Transactions whose Complete* write failed while this broker stayed coordinator.
         self._retry_completion: set[str] = set()
+        # Requests parked until their transaction's markers are done: transactional id ->
+        # (deadline ms, re-run, answer on expiry).
+        self._parked: dict[
+            str, list[tuple[int, _Rerun, Callable[[TxnCoordinatorOutputs], None]]]
+        ] = {}
         now = clock_ms()
         self._next_abort_check_ms = now + config.abort_timed_out_interval_ms
         self._next_expiry_check_ms = now + config.remove_expired_interval_ms
@@ -230,6 +246,8 @@ class TransactionCoordinator:
     def unload(self, partition: int) -> TxnCoordinatorOutputs:
         out = self._fail_writes(partition, ErrorCode.NOT_COORDINATOR)
         self._partitions.pop(partition, None)
+        for tid in [t for t in self._parked if self.partition_for(t) == partition]:
+            self._unpark(out, tid)  # they now answer NOT_COORDINATOR
         return out
 
     def _fail_writes(self, partition: int, error: int) -> TxnCoordinatorOutputs:
@@ -314,7 +332,23 @@ class TransactionCoordinator:
         if md.state is _S.DEAD:
             del p.transactions[w.transactional_id]
         w.on_done(out, ErrorCode.NO_ERROR)
+        if md.state.is_complete:
+            self._unpark(out, w.transactional_id)
         return out
+
+    def _park(
+        self,
+        transactional_id: str,
+        rerun: _Rerun,
+        on_expiry: Callable[[TxnCoordinatorOutputs], None],
+    ) -> None:
+        deadline = self._clock_ms() + MAX_PARK_MS
+        self._parked.setdefault(transactional_id, []).append((deadline, rerun, on_expiry))
+
+    def _unpark(self, out: TxnCoordinatorOutputs, transactional_id: str) -> None:
+        """Run again what waited for ``transactional_id``'s transaction to complete."""
+        for _deadline, rerun, _expiry in self._parked.pop(transactional_id, ()):
+            rerun(out)
 
     # -- InitProducerId ----------------------------------------------------------------------
 
@@ -416,7 +450,19 @@ class TransactionCoordinator:
         if error != ErrorCode.NO_ERROR or p is None or md is None:
             out.respond(waiter, int(error))
             return out
-        if md.pending_state is not None or md.state.is_prepare:
+        if md.state.is_prepare or (md.pending_state is not None and md.pending_state.is_complete):
+            # The previous transaction is completing: wait for it rather than bounce.
+            self._park(
+                transactional_id,
+                lambda o: o.extend(
+                    self.add_partitions(
+                        waiter, transactional_id, producer_id, producer_epoch, partitions
+                    )
+                ),
+                lambda o: o.respond(waiter, int(ErrorCode.CONCURRENT_TRANSACTIONS)),
+            )
+            return out
+        if md.pending_state is not None:
             out.respond(waiter, int(ErrorCode.CONCURRENT_TRANSACTIONS))
             return out
         if md.state is _S.ONGOING and set(partitions) <= md.partitions:
@@ -564,6 +610,14 @@ class TransactionCoordinator:
     def tick(self) -> TxnCoordinatorOutputs:
         out = TxnCoordinatorOutputs()
         now = self._clock_ms()
+        for tid, parked in list(self._parked.items()):
+            expired = [e for e in parked if e[0] <= now]
+            if expired:
+                self._parked[tid] = [e for e in parked if e[0] > now]
+                if not self._parked[tid]:
+                    del self._parked[tid]
+                for _deadline, _rerun, on_expiry in expired:
+                    on_expiry(out)
         retry, self._retry_completion = self._retry_completion, set()
         for tid in retry:
             error, p, md = self._lookup(tid)

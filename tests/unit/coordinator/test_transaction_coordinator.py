@@ -10,6 +10,7 @@ import pytest
 
 from common.error_codes import ErrorCode
 from data_plane.coordinator.transaction_coordinator import (
+    MAX_PARK_MS,
     InitProducerIdResult,
     MarkerRequest,
     TransactionCoordinator,
@@ -138,7 +139,6 @@ def test_commit_flow_writes_prepare_markers_and_complete(h) -> None:
     assert marker.partitions == (("orders", 0), ("orders", 1))
     # A retry while markers are in flight, then once complete.
     assert h.end(r, True) == ErrorCode.CONCURRENT_TRANSACTIONS
-    assert h.add(r, ("orders", 2)) == ErrorCode.CONCURRENT_TRANSACTIONS
     h.flush_markers()
     assert h.state() is TransactionState.COMPLETE_COMMIT
     assert h.end(r, True) == 0
@@ -291,3 +291,24 @@ def test_records_round_trip_and_illegal_transitions() -> None:
     md = TransactionMetadata("x", 7, 0, 1000, TransactionState.EMPTY)
     with pytest.raises(IllegalTransitionError):
         md.prepare_transition(TransactionState.PREPARE_COMMIT, NOW)
+
+
+def test_next_transaction_waits_for_the_previous_ones_markers() -> None:
+    h = Harness()
+    r = h.init()
+    h.add(r, ("t", 0))
+    h.end(r, True)
+    # The producer's next transaction starts while the markers are still being written: the
+    # request is parked, not bounced with CONCURRENT_TRANSACTIONS.
+    h.take(h.coordinator.add_partitions("next", TID, r.producer_id, r.producer_epoch, [("t", 1)]))
+    assert "next" not in h.responses
+    h.flush_markers()
+    assert h.responses["next"] == 0
+    assert h.state() is TransactionState.ONGOING
+    assert h.coordinator.transaction(TID).partitions == {("t", 1)}
+    # A parked request whose markers never complete is answered at its deadline.
+    h.end(r, False)
+    h.take(h.coordinator.add_partitions("late", TID, r.producer_id, r.producer_epoch, [("t", 2)]))
+    h.now += MAX_PARK_MS + 1
+    h.take(h.coordinator.tick())
+    assert h.responses["late"] == ErrorCode.CONCURRENT_TRANSACTIONS
