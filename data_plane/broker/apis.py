@@ -135,6 +135,8 @@ class KafkaApis:
             retry_backoff_ms=config.transaction_marker_retry_backoff_ms,
             request_timeout_ms=config.request_timeout_ms,
         )
+        # End markers written here as partition leader, by result (a metric's running count).
+        self.transaction_markers_written: dict[str, int] = {"commit": 0, "abort": 0}
         self.transaction_coordinator = TransactionCoordinatorRuntime(
             TransactionCoordinator(
                 TransactionCoordinatorConfig(

@@ -253,6 +253,14 @@ class ReplicaManager:
             appended.log_start_offset,
         )
 
+    def stable_offset_lags(self) -> list[tuple[str, int]]:
+        """(topic, high watermark - last stable offset) of every partition led here."""
+        return [
+            (p.topic, p.log.high_watermark - p.log.last_stable_offset)
+            for p in self._partitions.values()
+            if p.is_leader
+        ]
+
     def append_txn_marker(
         self,
         tp: TopicPartition,

@@ -39,6 +39,7 @@ from data_plane.broker.config import BrokerConfig
 from data_plane.metrics.group_lag import GroupLagMetrics
 from data_plane.metrics.names import NodeMetrics
 from data_plane.metrics.state import BrokerStateMetrics
+from data_plane.metrics.transactions import TransactionMetrics
 from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
 from data_plane.security.broker_security import BrokerSecurity
@@ -102,6 +103,7 @@ class KafkaServer:
         self._group_lag = (
             GroupLagMetrics(metrics.consumer_group_lag) if metrics is not None else None
         )
+        self._txn_metrics = TransactionMetrics(metrics) if metrics is not None else None
         self._committed_metadata_offset = committed_metadata_offset
         self._fetch_session_evictions_reported = 0
         self._handshakes: set[asyncio.Task[None]] = set()
@@ -401,6 +403,15 @@ class KafkaServer:
                     coordinator.list_groups,
                     coordinator.fetch_offsets,
                     self.apis.replica_manager.high_watermarks,
+                )
+            if self._txn_metrics is not None:
+                txn = self.apis.transaction_coordinator
+                self._txn_metrics.maybe_update(
+                    self.apis.clock_ms(),
+                    txn.coordinator.open_transactions,
+                    self.apis.replica_manager.stable_offset_lags,
+                    self.apis.transaction_markers_written,
+                    txn.last_load_seconds,
                 )
             self.apis.tick()
             now = self.apis.clock_ms()

@@ -670,6 +670,16 @@ class TransactionCoordinator:
 
     # -- reads -------------------------------------------------------------------------------
 
+    def open_transactions(self) -> int:
+        """Transactions Ongoing, PrepareCommit or PrepareAbort in the loaded partitions."""
+        return sum(
+            1
+            for p in self._partitions.values()
+            if not p.loading
+            for md in p.transactions.values()
+            if md.state is _S.ONGOING or md.state.is_prepare
+        )
+
     def transaction(self, transactional_id: str) -> TransactionMetadata | None:
         """The metadata of a loaded transactional id (do not mutate)."""
         _error, _p, md = self._lookup(transactional_id)

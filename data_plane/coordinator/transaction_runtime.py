@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -78,6 +79,8 @@ class TransactionCoordinatorRuntime(CoordinatorRuntimeBase):
         self._allocate_producer_id = allocate_producer_id
         self._write_timeout_ms = write_timeout_ms
         self._wall_clock = wall_clock
+        # Seconds the last completed partition load took (a metric), None before any.
+        self.last_load_seconds: float | None = None
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -184,6 +187,7 @@ class TransactionCoordinatorRuntime(CoordinatorRuntimeBase):
             return
         p = tp.partition
         coordinator = self.coordinator
+        started = time.monotonic()
 
         def apply(header: RecordBatchHeader, batch: list[DecodedRecord], offset: int) -> int:
             if header.is_control:
@@ -198,7 +202,14 @@ class TransactionCoordinatorRuntime(CoordinatorRuntimeBase):
         records, offset = await load_partition(
             log_, LOAD_BUFFER_BYTES, self._still_leading(p, epoch), apply
         )
-        logger.info("%s: read %d records up to offset %d", tp, records, offset)
+        self.last_load_seconds = time.monotonic() - started
+        logger.info(
+            "%s: read %d records up to offset %d in %.3f s",
+            tp,
+            records,
+            offset,
+            self.last_load_seconds,
+        )
 
     def _refresh_partition_count(self) -> None:
         count = self._writer.partition_count(TRANSACTION_STATE_TOPIC)

@@ -136,6 +136,29 @@ class NodeMetrics:
             ("group", "topic", "partition"),
         )
 
+        # --- transactions (transaction coordinator, partition leaders) ---
+        self.transactions_ongoing: Gauge = r.gauge(
+            "kraftlog_transactions_ongoing",
+            "Transactions open or completing (Ongoing, PrepareCommit, PrepareAbort) at this "
+            "broker's transaction coordinator.",
+        )
+        self.last_stable_offset_lag: Gauge = r.gauge(
+            "kraftlog_last_stable_offset_lag",
+            "Largest high watermark minus last stable offset among the partitions this broker "
+            "leads, by topic (how far read_committed readers are held back).",
+            ("topic",),
+        )
+        self.transaction_markers_written: Counter = r.counter(
+            "kraftlog_transaction_markers_written_total",
+            "End-transaction markers this broker wrote as partition leader, by result.",
+            ("result",),
+        )
+        self.transaction_coordinator_load_seconds: Gauge = r.gauge(
+            "kraftlog_transaction_coordinator_load_seconds",
+            "Duration of the last load of a __transaction_state partition this broker became "
+            "leader of.",
+        )
+
     def expose(self) -> str:
         return self.registry.expose()
 

@@ -47,6 +47,8 @@ async def write_markers(apis: KafkaApis, markers: list[dict[str, Any]]) -> list[
                 )
                 per[tp] = int(result.error_code)
                 if result.error_code == ErrorCode.NO_ERROR:
+                    kind = "commit" if m["transaction_result"] else "abort"
+                    apis.transaction_markers_written[kind] += 1
                     required[tp] = max(required.get(tp, 0), result.last_offset + 1)
         codes.append(per)
     outcome: dict[TopicPartition, int] = {}

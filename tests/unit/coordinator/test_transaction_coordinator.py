@@ -228,10 +228,11 @@ def test_leadership_lost_while_writing_answers_not_coordinator(h) -> None:
     assert h.markers == []
 
 
-def test_new_coordinator_completes_prepared_transactions(h) -> None:
+@pytest.mark.parametrize("committed", [True, False])
+def test_new_coordinator_completes_prepared_transactions(h, committed) -> None:
     r = h.init()
     h.add(r, ("t", 0), ("u", 2))
-    h.end(r, False)
+    h.end(r, committed)
     h.markers.clear()  # the old coordinator died before writing its markers
     p = h.coordinator.partition_for(TID)
     successor = Harness()
@@ -242,10 +243,12 @@ def test_new_coordinator_completes_prepared_transactions(h) -> None:
     assert successor.init().error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     successor.take(successor.coordinator.complete_loading(p))
     (marker,) = successor.markers
-    assert not marker.committed and marker.coordinator_epoch == 4
+    assert marker.committed == committed and marker.coordinator_epoch == 4
     assert marker.partitions == (("t", 0), ("u", 2))
     successor.flush_markers()
-    assert successor.state() is TransactionState.COMPLETE_ABORT
+    assert successor.state() is (
+        TransactionState.COMPLETE_COMMIT if committed else TransactionState.COMPLETE_ABORT
+    )
     again = successor.init()
     assert (again.producer_id, again.producer_epoch) == (r.producer_id, r.producer_epoch + 1)
 
