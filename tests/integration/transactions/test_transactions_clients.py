@@ -266,3 +266,32 @@ def test_kafka_python_transactional_producer(cluster: LocalCluster) -> None:
         producer.close()
     values = read_all(cluster, topic, "read_committed", 20)
     assert sorted(values) == sorted(b"kp-%d" % i for i in range(20))
+
+
+def test_partition_leader_killed_mid_transaction(cluster: LocalCluster) -> None:
+    """kill -9 of the leader of a partition the open transaction wrote to: librdkafka retries
+    to the new leader (same producer id, epoch and sequences), the commit goes through, and a
+    read_committed reader sees every record exactly once."""
+    from tests.integration.replication.helpers import leader_of, wait_isr
+
+    with cluster.client(10.0) as admin:
+        topic = f"txn-kill-{uuid.uuid4().hex[:6]}"
+        (res,) = admin.create_topics([NewTopic(topic, 1, 3, configs={"min.insync.replicas": "2"})])
+        assert res.error_code == 0, res
+    leader = leader_of(cluster, topic)["leader_id"]
+    wait_isr(cluster, topic, set(cluster.broker_ids))
+    p = txn_producer(cluster, f"kill-{uuid.uuid4().hex[:6]}")
+    p.begin_transaction()
+    for i in range(50):
+        p.produce(topic, value=b"v-%d" % i, partition=0)
+    p.flush(CALL_TIMEOUT_S)
+    cluster.kill(leader)
+    try:
+        for i in range(50, 100):
+            p.produce(topic, value=b"v-%d" % i, partition=0)
+        p.commit_transaction(CALL_TIMEOUT_S)
+        values = read_all(cluster, topic, "read_committed", 100, partitions=1)
+        assert sorted(values) == sorted(b"v-%d" % i for i in range(100))
+    finally:
+        cluster.start_node(leader)
+        cluster.wait_ready(DEADLINE_S)
