@@ -27,6 +27,11 @@ Operations checked, as in Kafka's KafkaApis:
     InitProducerId        IdempotentWrite on cluster or Write on some topic (KIP-679);
                           Write on the transactional id when one is given
     FindCoordinator       Describe on group / transactional id
+    AddPartitionsToTxn    Write on the transactional id, Write on each topic
+    AddOffsetsToTxn       Write on the transactional id, Read on the group
+    EndTxn                Write on the transactional id
+    TxnOffsetCommit       Write on the transactional id, Read on the group and the topics
+    WriteTxnMarkers       ClusterAction on the cluster (coordinators only)
     JoinGroup, SyncGroup, Heartbeat, LeaveGroup   Read on group
     OffsetCommit          Read on group, Read on topic
     OffsetFetch           Describe on group, Describe on topic
@@ -105,6 +110,11 @@ class RequestAuthorizer:
             ApiKey.DESCRIBE_CONFIGS: self._describe_configs,
             ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
             ApiKey.FIND_COORDINATOR: self._find_coordinator,
+            ApiKey.ADD_PARTITIONS_TO_TXN: self._add_partitions_to_txn,
+            ApiKey.ADD_OFFSETS_TO_TXN: self._add_offsets_to_txn,
+            ApiKey.END_TXN: self._end_txn,
+            ApiKey.TXN_OFFSET_COMMIT: self._txn_offset_commit,
+            ApiKey.WRITE_TXN_MARKERS: self._write_txn_markers,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read,
@@ -449,6 +459,116 @@ class RequestAuthorizer:
             code, rtype = CLUSTER_DENIED, ResourceType.CLUSTER
         v = Verdict(body, respond_now={"error_code": code, "producer_id": -1, "producer_epoch": -1})
         v.note(rtype)
+        return v
+
+    # --- transactions -------------------------------------------------------------------------
+
+    def _txn_write(self, s: Session, txn: str) -> bool:
+        return self._allowed(s, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn)
+
+    def _add_partitions_to_txn(self, s: Session, version: int, body: Body) -> Verdict:
+        topics = body.get("v3_and_below_topics") or []
+        txn_ok = self._txn_write(s, body.get("v3_and_below_transactional_id", ""))
+        denied_topics = {
+            t["name"]
+            for t in topics
+            if not txn_ok or not self._topic(s, AclOperation.WRITE, t["name"])
+        }
+        if not denied_topics:
+            return Verdict(body)
+        code = TOPIC_DENIED if txn_ok else TXN_DENIED
+        # Kafka answers the allowed partitions OPERATION_NOT_ATTEMPTED when any is refused.
+        results = [
+            {
+                "name": t["name"],
+                "results_by_partition": [
+                    {
+                        "partition_index": p,
+                        "partition_error_code": (
+                            code
+                            if t["name"] in denied_topics
+                            else int(ErrorCode.OPERATION_NOT_ATTEMPTED)
+                        ),
+                    }
+                    for p in t.get("partitions") or ()
+                ],
+            }
+            for t in topics
+        ]
+        v = Verdict(
+            body, respond_now={"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
+        )
+        v.note(ResourceType.TOPIC if txn_ok else ResourceType.TRANSACTIONAL_ID, len(denied_topics))
+        return v
+
+    def _error_only(self, body: Body, code: int, rtype: ResourceType) -> Verdict:
+        v = Verdict(body, respond_now={"throttle_time_ms": 0, "error_code": code})
+        v.note(rtype)
+        return v
+
+    def _add_offsets_to_txn(self, s: Session, version: int, body: Body) -> Verdict:
+        if not self._txn_write(s, body.get("transactional_id", "")):
+            return self._error_only(body, TXN_DENIED, ResourceType.TRANSACTIONAL_ID)
+        if not self._group(s, AclOperation.READ, body.get("group_id", "")):
+            return self._error_only(body, GROUP_DENIED, ResourceType.GROUP)
+        return Verdict(body)
+
+    def _end_txn(self, s: Session, version: int, body: Body) -> Verdict:
+        if not self._txn_write(s, body.get("transactional_id", "")):
+            return self._error_only(body, TXN_DENIED, ResourceType.TRANSACTIONAL_ID)
+        return Verdict(body)
+
+    def _txn_offset_commit(self, s: Session, version: int, body: Body) -> Verdict:
+        topics = body.get("topics") or []
+        for allowed, code, rtype in (
+            (
+                self._txn_write(s, body.get("transactional_id", "")),
+                TXN_DENIED,
+                ResourceType.TRANSACTIONAL_ID,
+            ),
+            (
+                self._group(s, AclOperation.READ, body.get("group_id", "")),
+                GROUP_DENIED,
+                ResourceType.GROUP,
+            ),
+        ):
+            if not allowed:
+                v = Verdict(
+                    body,
+                    respond_now={
+                        "throttle_time_ms": 0,
+                        "topics": _partition_errors(topics, code),
+                    },
+                )
+                v.note(rtype)
+                return v
+        new, denied = self._split_topics(s, body, AclOperation.READ)
+        if not denied:
+            return Verdict(body)
+        entries = _partition_errors(denied, TOPIC_DENIED)
+        return self._with_denied_topics(new, len(denied), "topics", entries)
+
+    def _write_txn_markers(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.CLUSTER_ACTION):
+            return Verdict(body)
+        markers = [
+            {
+                "producer_id": m["producer_id"],
+                "topics": [
+                    {
+                        "name": t["name"],
+                        "partitions": [
+                            {"partition_index": p, "error_code": CLUSTER_DENIED}
+                            for p in t.get("partition_indexes") or ()
+                        ],
+                    }
+                    for t in m.get("topics") or ()
+                ],
+            }
+            for m in body.get("markers") or ()
+        ]
+        v = Verdict(body, respond_now={"markers": markers})
+        v.note(ResourceType.CLUSTER)
         return v
 
     # --- groups -------------------------------------------------------------------------------

@@ -258,3 +258,91 @@ def test_super_user_and_unlisted_apis_pass() -> None:
     v = authz().check(admin, ApiKey.PRODUCE, 7, body)
     assert v.body is body and v.finish is None and v.respond_now is None
     assert authz().check(READER, ApiKey.API_VERSIONS, 2, {}).finish is None
+
+
+def test_transactional_apis_need_write_on_the_transactional_id() -> None:
+    X = ResourceType.TRANSACTIONAL_ID
+    TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    bindings = [*BINDINGS, acl(X, "mine", Op.WRITE)]
+    a = authz(bindings)
+    add = {
+        "v3_and_below_transactional_id": "mine",
+        "v3_and_below_producer_id": 1,
+        "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [
+            {"name": "writable", "partitions": [0, 1]},
+            {"name": "secret", "partitions": [0]},
+        ],
+    }
+    v = a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add)
+    codes = {
+        (t["name"], p["partition_index"]): p["partition_error_code"]
+        for t in v.respond_now["results_by_topic_v3_and_below"]
+        for p in t["results_by_partition"]
+    }
+    assert codes == {
+        ("writable", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        ("writable", 1): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        ("secret", 0): TOPIC_DENIED,
+    }
+    encodes(ApiKey.ADD_PARTITIONS_TO_TXN, 2, v.respond_now)
+    add["v3_and_below_topics"] = add["v3_and_below_topics"][:1]
+    assert a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add).respond_now is None
+    add["v3_and_below_transactional_id"] = "theirs"
+    v = a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add)
+    assert {
+        p["partition_error_code"]
+        for t in v.respond_now["results_by_topic_v3_and_below"]
+        for p in t["results_by_partition"]
+    } == {TXN_DENIED}
+    end = {"transactional_id": "theirs", "producer_id": 1, "producer_epoch": 0, "committed": True}
+    v = a.check(READER, ApiKey.END_TXN, 2, end)
+    assert v.respond_now["error_code"] == TXN_DENIED
+    encodes(ApiKey.END_TXN, 2, v.respond_now)
+    assert (
+        a.check(READER, ApiKey.END_TXN, 2, {**end, "transactional_id": "mine"}).respond_now is None
+    )
+    offsets = {"transactional_id": "mine", "producer_id": 1, "producer_epoch": 0}
+    v = a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, {**offsets, "group_id": "other"})
+    assert v.respond_now["error_code"] == GROUP_DENIED
+    assert (
+        a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, {**offsets, "group_id": "app"}).respond_now
+        is None
+    )
+    commit = {
+        **offsets,
+        "group_id": "app",
+        "topics": [
+            {
+                "name": "readable",
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": None}
+                ],
+            },
+            {
+                "name": "secret",
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": None}
+                ],
+            },
+        ],
+    }
+    v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, commit)
+    assert [t["name"] for t in v.body["topics"]] == ["readable"]
+    merged = v.finish({"throttle_time_ms": 0, "topics": []})
+    assert merged["topics"][0]["partitions"][0]["error_code"] == TOPIC_DENIED
+    encodes(ApiKey.TXN_OFFSET_COMMIT, 2, merged)
+    markers = {
+        "markers": [
+            {
+                "producer_id": 1,
+                "producer_epoch": 0,
+                "transaction_result": False,
+                "topics": [{"name": "writable", "partition_indexes": [0]}],
+                "coordinator_epoch": 0,
+            }
+        ]
+    }
+    v = a.check(READER, ApiKey.WRITE_TXN_MARKERS, 0, markers)
+    assert v.respond_now["markers"][0]["topics"][0]["partitions"][0]["error_code"] == CLUSTER_DENIED
+    encodes(ApiKey.WRITE_TXN_MARKERS, 0, v.respond_now)
