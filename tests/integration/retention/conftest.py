@@ -19,6 +19,9 @@ OVERRIDES = {
     **FAST_OVERRIDES,
     "log.retention.check.interval.ms": "500",
     "log.cleaner.backoff.ms": "100",
+    # One broker: transactions need a __transaction_state it can host alone.
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
 }
 _topic_ids = itertools.count()
 

@@ -281,3 +281,81 @@ def test_a_record_without_a_key_is_refused_by_a_compacted_topic(bootstrap: str, 
     p.produce(plain, value=b"no key", callback=report)
     assert p.flush(30) == 0
     assert outcomes == {compacted: "INVALID_RECORD", plain: None}
+
+
+def test_compaction_drops_aborted_transactions_and_keeps_committed_values(
+    bootstrap: str, new_topic
+) -> None:
+    """A compacted topic written by a transactional producer: later aborted transactions
+    rewrite every key; the cleaner removes their records (an aborted value never supersedes a
+    committed one), so a read_uncommitted reader too ends up seeing only committed values, and
+    read_committed readers see the latest committed value of each key all along."""
+    from confluent_kafka import Producer
+
+    topic = new_topic(
+        "compacted-txn",
+        **{
+            "cleanup.policy": "compact",
+            "segment.bytes": "2048",
+            "min.cleanable.dirty.ratio": "0.01",
+        },
+    )
+    keys = [b"t%02d" % i for i in range(10)]
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"compact-{topic}", "log_level": 2}
+    )
+    p.init_transactions(60)
+    for r in range(4):
+        p.begin_transaction()
+        for key in keys:
+            p.produce(topic, key=key, value=b"committed-%d-" % r + b"x" * 40)
+        p.commit_transaction(60)
+        p.begin_transaction()
+        for key in keys:
+            p.produce(topic, key=key, value=b"aborted-%d-" % r + b"x" * 40)
+        p.flush(60)
+        p.abort_transaction(60)
+    # Plain filler rolls segments so the transactional history lies in closed ones.
+    plain = producer(bootstrap)
+    for i in range(40):  # one batch each (flushed): every few roll a 2 KB segment
+        plain.produce(topic, key=b"f%d" % (i % 5), value=b"y" * 400)
+        plain.flush(30)
+    expected = {key: b"committed-3-" + b"x" * 40 for key in keys}
+
+    def values(isolation: str) -> dict[bytes | None, bytes | None]:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "compaction-txn-reader",
+                "isolation.level": isolation,
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "log_level": 2,
+            }
+        )
+        try:
+            c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            seen: dict[bytes | None, list[bytes | None]] = {}
+            deadline = time.monotonic() + DEADLINE_S
+            while time.monotonic() < deadline:
+                msg = c.poll(0.2)
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        break
+                    raise AssertionError(msg.error())
+                if msg.key() in keys:
+                    seen.setdefault(msg.key(), []).append(msg.value())
+            return {k: v[-1] for k, v in seen.items()}
+        finally:
+            c.close()
+
+    assert values("read_committed") == expected
+    wait_until(
+        lambda: values("read_uncommitted") == expected,
+        "the cleaner removed the aborted transactions' records",
+    )
+    assert values("read_committed") == expected

@@ -118,6 +118,7 @@ def test_time_and_size_retention_under_a_producer_and_a_consumer(
         assert threads[0].is_alive(), "retention did not act while the producer ran"
         threads[0].join(DEADLINE_S + PRODUCE_S)
         assert not delivery_errors, delivery_errors[:5]
+
         # Once the producer stopped: the size-retained log is as small as retention.bytes
         # lets it be (Kafka's rule: the oldest segment goes while the log without it is
         # still at least retention.bytes, so what is left minus its oldest segment is below
