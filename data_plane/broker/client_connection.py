@@ -313,7 +313,10 @@ class Connection:
             self.close("internal error")
 
     def _unsupported(self, slot: ResponseSlot, header: RequestHeader) -> None:
-        logger.info(
+        # Every current client probes ApiVersions at a newer version first: routine, DEBUG.
+        level = logging.DEBUG if header.api_key == ApiKey.API_VERSIONS else logging.INFO
+        logger.log(
+            level,
             "connection %s: unsupported api key %d version %d",
             self.peer,
             header.api_key,

@@ -8,7 +8,11 @@ AlterPartitionManager).
   partition missing from the answer, or a request-wide retriable error (no controller,
   timeout, NOT_CONTROLLER, STALE_BROKER_EPOCH while re-registering), puts the items back and
   retries after ``retry_backoff_ms``. Per-partition errors are final for that proposal (the
-  partition proposes again from fresh state).
+  partition proposes again from fresh state), and that partition's next proposal waits
+  ``rejected_backoff_ms``: a restarted broker whose replicas the controller still fences
+  (INELIGIBLE_REPLICA) would otherwise be proposed and refused on every follower fetch.
+- Rejections are logged at INFO once per error code per :data:`REJECTION_LOG_INTERVAL_S`, as
+  one line with how many proposals it refused since the last line and one example.
 
 A leader cut off from the controller quorum keeps retrying; its proposals never commit, so
 its ISR never shrinks and acks=all produces that need the lost followers cannot complete.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -38,6 +43,10 @@ from metadata.messages import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_RETRY_BACKOFF_MS = 100
+# A partition whose proposal the controller refused proposes again no sooner than this.
+DEFAULT_REJECTED_BACKOFF_MS = 1000
+# At most one log line per error code in this many seconds (with the count since the last).
+REJECTION_LOG_INTERVAL_S = 10.0
 # Items per AlterPartition request (the controller appends them as one batch).
 MAX_ITEMS_PER_REQUEST = 1000
 
@@ -61,6 +70,8 @@ class AlterPartitionManager:
         on_result: ResultCallback,
         *,
         retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
+        rejected_backoff_ms: int = DEFAULT_REJECTED_BACKOFF_MS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.broker_id = broker_id
         self._broker_epoch = broker_epoch
@@ -68,6 +79,12 @@ class AlterPartitionManager:
         self._executor = executor
         self._on_result = on_result
         self.retry_backoff_ms = retry_backoff_ms
+        self.rejected_backoff_ms = rejected_backoff_ms
+        self._clock = clock
+        # Partitions whose last proposal was refused -> when they may propose again.
+        self._not_before: dict[TopicPartition, float] = {}
+        # Error code -> (when it was last logged, rejections since then).
+        self._rejections_logged: dict[int, tuple[float, int]] = {}
         self._queued: dict[TopicPartition, IsrChangeProposal] = {}
         self._in_flight: dict[TopicPartition, IsrChangeProposal] = {}
         self._task: asyncio.Task[None] | None = None
@@ -87,9 +104,18 @@ class AlterPartitionManager:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while self._queued and not self._closed:
-            batch = dict(list(self._queued.items())[:MAX_ITEMS_PER_REQUEST])
+            now = self._clock()
+            ready = [
+                (tp, p) for tp, p in self._queued.items() if self._not_before.get(tp, 0.0) <= now
+            ]
+            if not ready:
+                wake = min(self._not_before.get(tp, now) for tp in self._queued)
+                await asyncio.sleep(max(0.001, wake - now))
+                continue
+            batch = dict(ready[:MAX_ITEMS_PER_REQUEST])
             for tp in batch:
                 del self._queued[tp]
+                self._not_before.pop(tp, None)
             self._in_flight = batch
             try:
                 response = await loop.run_in_executor(
@@ -131,24 +157,45 @@ class AlterPartitionManager:
             )
             return batch
         retry = dict(batch)
+        now = self._clock()
         for result in response.partitions:
             tp = TopicPartition(result.name, result.partition_index)
             proposal = retry.pop(tp, None)
             if proposal is None:
                 continue
             if result.error_code != ErrorCode.NO_ERROR:
-                logger.info(
-                    "AlterPartition %s -> %s rejected: %s (%s)",
-                    tp,
-                    list(proposal.new_isr),
-                    result.error_code,
-                    result.error_message,
-                )
+                self._not_before[tp] = now + self.rejected_backoff_ms / 1000
+                self._log_rejection(tp, proposal, result, now)
             try:
                 self._on_result(tp, proposal, result)
             except Exception:
                 logger.exception("applying the AlterPartition result for %s failed", tp)
         return retry
+
+    def _log_rejection(
+        self,
+        tp: TopicPartition,
+        proposal: IsrChangeProposal,
+        result: AlterPartitionResult,
+        now: float,
+    ) -> None:
+        code = int(result.error_code)
+        last, count = self._rejections_logged.get(code, (-REJECTION_LOG_INTERVAL_S, 0))
+        count += 1
+        if now - last < REJECTION_LOG_INTERVAL_S:
+            self._rejections_logged[code] = (last, count)
+            return
+        self._rejections_logged[code] = (now, 0)
+        logger.info(
+            "AlterPartition rejected %d proposal(s) with %s since the last such line, e.g. %s -> "
+            "%s (%s); each partition proposes again after %d ms",
+            count,
+            _code_name(code),
+            tp,
+            list(proposal.new_isr),
+            result.error_message,
+            self.rejected_backoff_ms,
+        )
 
     def _requeue(self, items: dict[TopicPartition, IsrChangeProposal]) -> None:
         for tp, proposal in items.items():
@@ -159,3 +206,10 @@ class AlterPartitionManager:
         self._queued.clear()
         if self._task is not None:
             self._task.cancel()
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)

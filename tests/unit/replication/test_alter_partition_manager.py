@@ -97,3 +97,46 @@ def test_per_partition_errors_are_final() -> None:
     controller, got = _run([int(ErrorCode.INVALID_UPDATE_VERSION)], 1)
     assert len(controller.requests) == 1
     assert [r.error_code for _, r in got] == [ErrorCode.INVALID_UPDATE_VERSION]
+
+
+def test_refused_partition_backs_off_and_rejections_log_once(caplog) -> None:
+    """A partition that proposes again on every result (as a leader does on each follower
+    fetch) while the controller keeps refusing: one request per backoff, one log line."""
+    import logging
+
+    controller = ScriptedController([int(ErrorCode.INELIGIBLE_REPLICA)] * 1000)
+    controller.release.set()
+    executor = concurrent.futures.ThreadPoolExecutor(1)
+    results: list = []
+
+    async def main() -> None:
+        mgr: AlterPartitionManager
+
+        def on_result(tp, proposal, result) -> None:
+            results.append(result.error_code)
+            mgr.submit(tp, _proposal())  # the partition proposes again at once
+
+        mgr = AlterPartitionManager(
+            1,
+            lambda: 9,
+            controller,
+            executor,
+            on_result,
+            retry_backoff_ms=1,
+            rejected_backoff_ms=200,
+        )
+        for i in range(50):
+            mgr.submit(TopicPartition("t", i), _proposal())
+        await asyncio.sleep(1.0)
+        mgr.close()
+
+    caplog.set_level(logging.INFO, logger="data_plane.replication.alter_partition_manager")
+    try:
+        asyncio.run(main())
+    finally:
+        executor.shutdown()
+    # Without the backoff this loop sends a request per round trip (hundreds in a second).
+    assert 1 <= len(controller.requests) <= 8
+    assert len(results) == 50 * len(controller.requests)
+    lines = [r for r in caplog.records if "AlterPartition rejected" in r.getMessage()]
+    assert len(lines) == 1 and "INELIGIBLE_REPLICA" in lines[0].getMessage()
