@@ -25,6 +25,7 @@ Thread-safety: none; the controller's single event thread owns all of this.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -56,6 +57,8 @@ from metadata.records import (
     RegisterBrokerRecord,
 )
 from metadata.result import ControllerResult, RecordBudget
+
+logger = logging.getLogger(__name__)
 
 # Limits on what a registration may carry.
 MAX_LISTENERS = 16
@@ -182,14 +185,58 @@ def fence_records(
     broker_id: int,
     rules: RulesFor,
     sessions: BrokerHeartbeatManager | None = None,
+    *,
+    reason: str = "",
 ) -> list[MetadataRecord]:
     b = image.brokers[broker_id]
+    changes = removal_records(image, broker_id, rules, sessions)
+    _log_broker_change(image, "fencing", broker_id, reason, changes)
     return [
         BrokerRegistrationChangeRecord(
             broker_id, b.epoch, fenced=True, in_controlled_shutdown=None
         ),
-        *removal_records(image, broker_id, rules, sessions),
+        *changes,
     ]
+
+
+# Partitions named in one INFO line about a fence or unfence (the rest are counted).
+LOGGED_PARTITIONS = 10
+
+
+def _log_broker_change(
+    image: MetadataImage,
+    action: str,
+    broker_id: int,
+    reason: str,
+    changes: list[MetadataRecord],
+) -> None:
+    """One INFO line per fence/unfence with the leadership it moves, as operators read them
+    (the records are proposed; a deposed controller's proposals may not commit)."""
+    moves = []
+    isr_only = 0
+    for r in changes:
+        if not isinstance(r, PartitionChangeRecord):
+            continue
+        if r.leader == NO_LEADER_CHANGE:
+            isr_only += 1
+            continue
+        topic = image.topics_by_id.get(r.topic_id)
+        reg = topic.partitions.get(r.partition_id) if topic is not None else None
+        name = f"{topic.name if topic else r.topic_id}-{r.partition_id}"
+        old = reg.leader if reg is not None else -1
+        moves.append(f"{name} {old}->{r.leader}")
+    shown = ", ".join(moves[:LOGGED_PARTITIONS])
+    more = f" and {len(moves) - LOGGED_PARTITIONS} more" if len(moves) > LOGGED_PARTITIONS else ""
+    logger.info(
+        "%s broker %d%s: %d leader election(s)%s%s, %d ISR change(s) without a new leader",
+        action,
+        broker_id,
+        f" ({reason})" if reason else "",
+        len(moves),
+        f": {shown}" if moves else "",
+        more,
+        isr_only,
+    )
 
 
 def election_records(
@@ -227,13 +274,15 @@ def unfence_records(
     sessions: BrokerHeartbeatManager | None = None,
 ) -> list[MetadataRecord]:
     b = image.brokers[broker_id]
+    elections = election_records(
+        image, electorate(image, sessions, extra=broker_id), rules, broker_id=broker_id
+    )
+    _log_broker_change(image, "unfencing", broker_id, "caught up with the metadata", elections)
     return [
         BrokerRegistrationChangeRecord(
             broker_id, b.epoch, fenced=False, in_controlled_shutdown=None
         ),
-        *election_records(
-            image, electorate(image, sessions, extra=broker_id), rules, broker_id=broker_id
-        ),
+        *elections,
     ]
 
 
@@ -385,14 +434,14 @@ def broker_heartbeat(
             )
         sessions.forget(b.broker_id)
         return ControllerResult.of(
-            fence_records(image, b.broker_id, rules, sessions),
+            fence_records(image, b.broker_id, rules, sessions, reason="controlled shutdown done"),
             BrokerHeartbeatResponse(0, None, caught_up, True, True),
         )
     if request.want_fence:
         if b.fenced:
             return ControllerResult.of([], BrokerHeartbeatResponse(0, None, caught_up, True, False))
         return ControllerResult.of(
-            fence_records(image, b.broker_id, rules, sessions),
+            fence_records(image, b.broker_id, rules, sessions, reason="it asked to be fenced"),
             BrokerHeartbeatResponse(0, None, caught_up, True, False),
         )
     if b.fenced and caught_up and not b.in_controlled_shutdown:
@@ -426,7 +475,9 @@ def expire_sessions(
     candidates = [b.broker_id for b in image.brokers.values() if not b.fenced]
     expired = sessions.expired(candidates, now_ms)
     for i, bid in enumerate(expired):
-        fence = fence_records(current, bid, rules, sessions)
+        fence = fence_records(
+            current, bid, rules, sessions, reason="no heartbeat within broker.session.timeout.ms"
+        )
         if not budget.try_add(fence):
             if not budget.try_add(fence[:1]):
                 return False  # the rest expire again on the next tick

@@ -335,3 +335,23 @@ def test_activation_finishes_half_done_fencing() -> None:
     h.c.activate(2, h.now)
     h.tick(h.now + 1)
     assert all(p.leader != 1 and 1 not in p.isr for _, _, p in h.image.iter_partitions())
+
+
+def test_fences_and_unfences_are_logged_with_the_leaders_they_move(caplog) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="metadata.brokers")
+    h = three()
+    h.create("t", 6, 3)
+    led_by_1 = sorted(pid for pid, p in h.image.topic("t").partitions.items() if p.leader == 1)
+    caplog.clear()
+    h.now = SESSION_MS
+    h.heartbeat(2)
+    h.heartbeat(3)
+    h.tick(1000 + SESSION_MS)
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("fencing")]
+    assert line.startswith(
+        f"fencing broker 1 (no heartbeat within broker.session.timeout.ms): "
+        f"{len(led_by_1)} leader election(s): t-{led_by_1[0]} 1->"
+    )
+    assert f"{6 - len(led_by_1)} ISR change(s) without a new leader" in line
