@@ -25,7 +25,6 @@ Thread-safety: none; the controller's single event thread owns all of this.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from metadata.election import (
     elect_if_leaderless,
     remove_broker_from_partition,
 )
+from metadata.election_log import log_leader_moves
 from metadata.image import MetadataImage
 from metadata.messages import (
     BrokerHeartbeatRequest,
@@ -57,8 +57,6 @@ from metadata.records import (
     RegisterBrokerRecord,
 )
 from metadata.result import ControllerResult, RecordBudget
-
-logger = logging.getLogger(__name__)
 
 # Limits on what a registration may carry.
 MAX_LISTENERS = 16
@@ -190,53 +188,17 @@ def fence_records(
 ) -> list[MetadataRecord]:
     b = image.brokers[broker_id]
     changes = removal_records(image, broker_id, rules, sessions)
-    _log_broker_change(image, "fencing", broker_id, reason, changes)
+    log_leader_moves(
+        image,
+        f"fencing broker {broker_id} ({reason})" if reason else f"fencing broker {broker_id}",
+        changes,
+    )
     return [
         BrokerRegistrationChangeRecord(
             broker_id, b.epoch, fenced=True, in_controlled_shutdown=None
         ),
         *changes,
     ]
-
-
-# Partitions named in one INFO line about a fence or unfence (the rest are counted).
-LOGGED_PARTITIONS = 10
-
-
-def _log_broker_change(
-    image: MetadataImage,
-    action: str,
-    broker_id: int,
-    reason: str,
-    changes: list[MetadataRecord],
-) -> None:
-    """One INFO line per fence/unfence with the leadership it moves, as operators read them
-    (the records are proposed; a deposed controller's proposals may not commit)."""
-    moves = []
-    isr_only = 0
-    for r in changes:
-        if not isinstance(r, PartitionChangeRecord):
-            continue
-        if r.leader == NO_LEADER_CHANGE:
-            isr_only += 1
-            continue
-        topic = image.topics_by_id.get(r.topic_id)
-        reg = topic.partitions.get(r.partition_id) if topic is not None else None
-        name = f"{topic.name if topic else r.topic_id}-{r.partition_id}"
-        old = reg.leader if reg is not None else -1
-        moves.append(f"{name} {old}->{r.leader}")
-    shown = ", ".join(moves[:LOGGED_PARTITIONS])
-    more = f" and {len(moves) - LOGGED_PARTITIONS} more" if len(moves) > LOGGED_PARTITIONS else ""
-    logger.info(
-        "%s broker %d%s: %d leader election(s)%s%s, %d ISR change(s) without a new leader",
-        action,
-        broker_id,
-        f" ({reason})" if reason else "",
-        len(moves),
-        f": {shown}" if moves else "",
-        more,
-        isr_only,
-    )
 
 
 def election_records(
@@ -277,7 +239,9 @@ def unfence_records(
     elections = election_records(
         image, electorate(image, sessions, extra=broker_id), rules, broker_id=broker_id
     )
-    _log_broker_change(image, "unfencing", broker_id, "caught up with the metadata", elections)
+    log_leader_moves(
+        image, f"unfencing broker {broker_id} (caught up with the metadata)", elections
+    )
     return [
         BrokerRegistrationChangeRecord(
             broker_id, b.epoch, fenced=False, in_controlled_shutdown=None
@@ -454,6 +418,10 @@ def broker_heartbeat(
         # A report may complete the unclean recovery of a partition waiting for it.
         reported = {(r.topic_id, r.partition) for r in request.replica_log_ends}
         records = election_records(image, electorate(image, sessions), rules, reported)
+        if records:
+            log_leader_moves(
+                image, f"recovery elections after broker {b.broker_id}'s log-end report", records
+            )
     return ControllerResult.of(
         records, BrokerHeartbeatResponse(0, None, caught_up, b.fenced, False)
     )

@@ -23,6 +23,7 @@ from metadata.election import (
     elect_preferred,
     leader_candidates,
 )
+from metadata.election_log import log_leader_moves
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import (
     ELECTION_PREFERRED,
@@ -229,6 +230,9 @@ def elect_leaders(
                     name, pid, ErrorCode.THROTTLING_QUOTA_EXCEEDED, "too many elections at once"
                 )
             )
+    if budget.records:
+        kind = "preferred" if request.election_type == ELECTION_PREFERRED else "unclean"
+        log_leader_moves(image, f"ElectLeaders ({kind})", budget.records)
     return budget.result(ElectLeadersResponse(results))
 
 
@@ -244,4 +248,6 @@ def preferred_leader_records(
         change = elect_preferred(topic.topic_id, pid, reg, active)
         if change is not None and not budget.try_add([change]):
             break
+    if budget.records:
+        log_leader_moves(image, "preferred-leader rebalancing", budget.records)
     return budget.records

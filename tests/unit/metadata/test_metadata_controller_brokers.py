@@ -340,7 +340,7 @@ def test_activation_finishes_half_done_fencing() -> None:
 def test_fences_and_unfences_are_logged_with_the_leaders_they_move(caplog) -> None:
     import logging
 
-    caplog.set_level(logging.INFO, logger="metadata.brokers")
+    caplog.set_level(logging.INFO, logger="metadata.elections")
     h = three()
     h.create("t", 6, 3)
     led_by_1 = sorted(pid for pid, p in h.image.topic("t").partitions.items() if p.leader == 1)
@@ -355,3 +355,28 @@ def test_fences_and_unfences_are_logged_with_the_leaders_they_move(caplog) -> No
         f"{len(led_by_1)} leader election(s): t-{led_by_1[0]} 1->"
     )
     assert f"{6 - len(led_by_1)} ISR change(s) without a new leader" in line
+
+
+def test_leader_moves_line_names_partitions_and_counts_the_rest(caplog) -> None:
+    import logging
+
+    from metadata.election_log import LOGGED_PARTITIONS, log_leader_moves
+    from metadata.records import NO_LEADER_CHANGE, PartitionChangeRecord
+
+    h = three()
+    h.create("t", LOGGED_PARTITIONS + 3, 3)
+    topic = h.image.topic("t")
+    changes = [
+        PartitionChangeRecord(pid, topic.topic_id, None, reg.replicas[1], None)
+        for pid, reg in sorted(topic.partitions.items())
+    ]
+    changes.append(PartitionChangeRecord(0, topic.topic_id, (1, 2), NO_LEADER_CHANGE, None))
+    caplog.set_level(logging.INFO, logger="metadata.elections")
+    log_leader_moves(h.image, "preferred-leader rebalancing", changes)
+    (line,) = [r.getMessage() for r in caplog.records]
+    reg0 = topic.partitions[0]
+    assert line.startswith(
+        f"preferred-leader rebalancing: {LOGGED_PARTITIONS + 3} leader election(s): "
+        f"t-0 {reg0.leader}->{reg0.replicas[1]}, "
+    )
+    assert line.endswith(" and 3 more, 1 ISR change(s) without a new leader")
