@@ -1,8 +1,8 @@
 """One INFO line for a set of partition changes the controller proposes: which leaders they
 move (``topic-partition old->new``, the first :data:`LOGGED_PARTITIONS`, then a count) and
-how many change only the ISR. Operators read these to know why leadership moved: a fence
-(session expired, controlled shutdown), an unfence, ElectLeaders, preferred-leader
-rebalancing, recovery of a leaderless partition.
+how many change only the ISR or the replicas. Operators read these to know why leadership
+moved: a fence (session expired, controlled shutdown), an unfence, ElectLeaders,
+preferred-leader rebalancing, recovery of a leaderless partition, reassignments.
 
 The changes are proposals: a controller that loses its leadership before they commit has
 logged changes that never happened (the next controller logs its own).
@@ -41,7 +41,8 @@ def log_leader_moves(image: MetadataImage, what: str, changes: Iterable[Metadata
     shown = ", ".join(moves[:LOGGED_PARTITIONS])
     more = f" and {len(moves) - LOGGED_PARTITIONS} more" if len(moves) > LOGGED_PARTITIONS else ""
     logger.info(
-        "%s: %d leader election(s)%s%s, %d ISR change(s) without a new leader",
+        "%s: %d leader election(s)%s%s, %d other partition change(s) (ISR or replicas, "
+        "same leader)",
         what,
         len(moves),
         f": {shown}" if moves else "",

@@ -38,6 +38,7 @@ from dataclasses import replace
 
 from common.error_codes import ErrorCode
 from metadata.election import check_partition, choose_leader
+from metadata.election_log import log_leader_moves
 from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import (
     AlterPartitionReassignmentsRequest,
@@ -223,6 +224,8 @@ def alter_partition_reassignments(
                 answer(ErrorCode.THROTTLING_QUOTA_EXCEEDED, "too many reassignments at once")
                 continue
             answer()
+    if budget.records:
+        log_leader_moves(image, "reassignments started or cancelled", budget.records)
     return budget.result(AlterPartitionReassignmentsResponse(results))
 
 
@@ -276,4 +279,6 @@ def completion_records(
         record = change_record(topic_id, pid, reg, done)
         if record is not None and not budget.try_add([record]):
             break
+    if budget.records:
+        log_leader_moves(image, "reassignments completed", budget.records)
     return budget.records

@@ -354,7 +354,7 @@ def test_fences_and_unfences_are_logged_with_the_leaders_they_move(caplog) -> No
         f"fencing broker 1 (no heartbeat within broker.session.timeout.ms): "
         f"{len(led_by_1)} leader election(s): t-{led_by_1[0]} 1->"
     )
-    assert f"{6 - len(led_by_1)} ISR change(s) without a new leader" in line
+    assert f"{6 - len(led_by_1)} other partition change(s) (ISR or replicas, same leader)" in line
 
 
 def test_leader_moves_line_names_partitions_and_counts_the_rest(caplog) -> None:
@@ -379,4 +379,4 @@ def test_leader_moves_line_names_partitions_and_counts_the_rest(caplog) -> None:
         f"preferred-leader rebalancing: {LOGGED_PARTITIONS + 3} leader election(s): "
         f"t-0 {reg0.leader}->{reg0.replicas[1]}, "
     )
-    assert line.endswith(" and 3 more, 1 ISR change(s) without a new leader")
+    assert line.endswith(" and 3 more, 1 other partition change(s) (ISR or replicas, same leader)")
