@@ -207,14 +207,14 @@ def _predicted_bounds(
     total = int(counts.sum())
     first = np.cumsum(counts) - counts
     limit = len(arr) - 2 * _MAX_VARINT_BYTES  # keeps the varint reads below inside the padding
-    first_length, _w = _varints(arr, np.minimum(block_starts, limit))
+    first_length, _w = _varints(arr, np.minimum(block_starts, limit), speculative=True)
     j = np.arange(total, dtype=np.int64) - np.repeat(first, counts)
     length = np.repeat(first_length - 1, counts) + _zigzag_width(j)
     length_width = _zigzag_width(np.maximum(length, 0))
     size = length_width + length
     before = np.cumsum(size) - size  # bytes of the payload's records before each record
     position = np.repeat(block_starts - before[first], counts) + before
-    found, found_width = _varints(arr, np.clip(position, 0, limit))
+    found, found_width = _varints(arr, np.clip(position, 0, limit), speculative=True)
     good = (found == length) & (found_width == length_width) & (length >= 0)
     starts = position + length_width
     ends = starts + length
@@ -304,12 +304,16 @@ def _length_at(data: bytes, pos: int, block_end: int) -> tuple[int, int]:
     return raw >> 1, p
 
 
-def _varints(arr: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _varints(
+    arr: np.ndarray, pos: np.ndarray, *, speculative: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Zig-zag varints at every position of ``pos``: (values, widths).
 
     Record fields are almost always one or two bytes wide (lengths below 8 KiB, deltas below
     8192): both bytes are decoded for all positions at once, without branches; only the few
-    wider varints go through :func:`_wide_varints`.
+    wider varints go through :func:`_wide_varints`. With ``speculative`` (positions that are
+    only a guess, as in :func:`_predicted_bounds`) a run of more than 10 bytes with the high
+    bit set is no varint: its width comes back 0 instead of raising.
     """
     b0 = arr[pos]
     b1 = arr[pos + 1]
@@ -318,18 +322,26 @@ def _varints(arr: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     width = 1 + second
     wide = np.flatnonzero((b0 & b1) >= 0x80)  # a third byte follows
     if len(wide):
-        _wide_varints(arr, pos, wide, raw, width)
+        _wide_varints(arr, pos, wide, raw, width, speculative)
     return (raw >> 1) ^ -(raw & 1), width
 
 
 def _wide_varints(
-    arr: np.ndarray, pos: np.ndarray, wide: np.ndarray, raw: np.ndarray, width: np.ndarray
+    arr: np.ndarray,
+    pos: np.ndarray,
+    wide: np.ndarray,
+    raw: np.ndarray,
+    width: np.ndarray,
+    speculative: bool,
 ) -> None:
     """Adds the bytes from the third on to ``raw`` and ``width`` at the indices ``wide``."""
     at = pos[wide] + 2
     shift = 14
     while len(wide):
         if shift >= 7 * _MAX_VARINT_BYTES:
+            if speculative:
+                width[wide] = 0
+                return
             raise CorruptDataError("a varint is longer than 10 bytes")
         b = arr[at]
         raw[wide] |= (b & 0x7F).astype(np.int64) << shift

@@ -173,3 +173,18 @@ def test_property_matches_the_storage_decoder(
     payload = _payload(batches)
     got = decode_columns(payload, lo, lo + span, with_headers=True)
     assert _rows(got) == _expected(payload, lo, lo + span)
+
+
+def test_high_bit_bytes_at_a_predicted_record_start_are_not_corruption() -> None:
+    """A header key whose UTF-8 is ten bytes with the high bit set, where the framing
+    prediction (records of one size) guesses the next record starts: the guess fails and the
+    block is walked, instead of the bytes being taken for an over-long varint."""
+    records = [
+        Record(None, b"\x00" * 6, BASE_TS + 65, ()),
+        Record(None, None, BASE_TS, (("00", None), ("", b"\x00\x00\x00"))),
+        Record(None, None, BASE_TS, (("\x80\x80\x80\U00010000", None),)),
+        Record(None, None, BASE_TS, ()),
+    ]
+    payload = _payload([records])
+    got = decode_columns(payload, 0, 1, with_headers=True)
+    assert _rows(got) == _expected(payload, 0, 1)
