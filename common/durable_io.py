@@ -24,6 +24,19 @@ def fsync_directory(path: str) -> None:
         os.close(fd)
 
 
+def fsync_file(path: str) -> bool:
+    """fsync the file ``path``; False (nothing done) when it does not exist."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
 def write_all(fd: int, data: bytes) -> None:
     """Write all of ``data`` to ``fd`` (``os.write`` may write less than asked)."""
     view = memoryview(data)

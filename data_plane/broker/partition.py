@@ -14,7 +14,7 @@ this broker leads; a leader appends only with its own leader epoch; a request ca
 ``current_leader_epoch`` older than ours is fenced (FENCED_LEADER_EPOCH), a newer one means our
 metadata lags (UNKNOWN_LEADER_EPOCH).
 
-Replication (issue 5): while leading, a :class:`LeaderReplicationState` (sans-IO) tracks each
+Replication: while leading, a :class:`LeaderReplicationState` (sans-IO) tracks each
 follower's log end offset and caught-up time; HW = min LEO over the maximal ISR (committed ISR
 plus a pending expansion, minus nothing of a pending shrink). A new leader epoch starts at the
 log end offset (an entry in the Log's leader-epoch cache), and the HW does not move until every

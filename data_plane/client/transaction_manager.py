@@ -250,14 +250,6 @@ class TransactionManager:
         with self._lock:
             return tp in self._partitions
 
-    @property
-    def transactional(self) -> bool:
-        return True
-
-    def has_pending_end(self) -> bool:
-        with self._lock:
-            return bool(self._queue) and self._queue[0].api_key == ApiKey.END_TXN
-
     def next_request(self, now_s: float, batches_outstanding: bool) -> TxnRequest | None:
         """The request to send now, if any (one at a time). EndTxn waits until every batch
         of the transaction is answered; new partitions are added before anything else."""

@@ -8,6 +8,10 @@ and transactions (KIP-98).
 - :mod:`.transaction_state`: a transactional id's states, legal transitions and metadata;
 - :mod:`.transaction_log_records`: the ``__transaction_state`` key/value formats;
 - :mod:`.record_schemas`: the versioned-record codec both topics' formats use;
+- :mod:`.write_errors`: what a client is told when a coordinator's write fails;
+- :mod:`.runtime_base`, :mod:`.partition_loader`: what both runtimes share (waiters, writes,
+  loading a partition on leadership);
+- :mod:`.transaction_runtime`: the broker-side I/O of the transaction coordinator;
 - :mod:`.hashing`: ``java_string_hash`` / ``partition_for`` (which partition holds a group or a
   transactional id);
 - :mod:`.runtime`: the broker-side I/O of the group coordinator (:class:`GroupCoordinatorRuntime`).

@@ -84,40 +84,17 @@ from data_plane.coordinator.messages import (
     SyncGroupResult,
     TxnOffsetCommitRequest,
 )
+from data_plane.coordinator.write_errors import (
+    COMMIT_WRITE_ERRORS,
+    METADATA_WRITE_ERRORS,
+    map_write_error,
+)
 
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
 T = TypeVar("T")
 Records = list[tuple[bytes, bytes | None]]
-
-# Append errors of a group metadata write and what the client is told (Kafka's storeGroup).
-_GROUP_WRITE_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_SIZE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
-# ... and of an offset commit write (Kafka's storeOffsets; REQUEST_TIMED_OUT passes through).
-_COMMIT_WRITE_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_SIZE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-}
-
-
-def _map_error(table: dict[ErrorCode, ErrorCode], code: int) -> int:
-    return int(table.get(code, code))  # type: ignore[call-overload]
 
 
 @dataclass(slots=True)
@@ -695,7 +672,7 @@ class GroupCoordinator:
                 if group.generation_id == generation and new_id in group.members:
                     restored = group.replace_static_member(instance_id, new_id, old_id)
                     restored.protocols = old_protocols
-                o.respond(waiter, JoinGroupResult(_map_error(_GROUP_WRITE_ERRORS, error)))
+                o.respond(waiter, JoinGroupResult(map_write_error(METADATA_WRITE_ERRORS, error)))
                 return
             o.respond(waiter, self._join_result(group, new_id, with_members=False))
 
@@ -861,7 +838,7 @@ class GroupCoordinator:
             ):
                 return  # a newer rebalance already answered the syncs
             if error != ErrorCode.NO_ERROR:
-                self._fail_pending_syncs(group, _map_error(_GROUP_WRITE_ERRORS, error), o)
+                self._fail_pending_syncs(group, map_write_error(METADATA_WRITE_ERRORS, error), o)
                 self._prepare_rebalance(group, o, f"storing the assignment failed ({error})")
                 return
             now = self._clock_ms()
@@ -976,79 +953,32 @@ class GroupCoordinator:
         producer's transaction; they count once its COMMIT marker reaches the group's
         partition (:meth:`complete_transaction`). Answers an :class:`OffsetCommitResult`."""
         out = CoordinatorOutputs()
-        keys = [tp for tp, _, _, _ in req.offsets]
-
-        def reply(error: int) -> CoordinatorOutputs:
-            out.respond(waiter, OffsetCommitResult({tp: error for tp in keys}))
-            return out
-
         error = self._ownership_error(req.group_id)
-        if error != ErrorCode.NO_ERROR:
-            return reply(error)
         now = self._clock_ms()
-        group = self._groups.get(req.group_id)
-        if group is None:
-            group = GroupMetadata(
-                req.group_id, self.partition_of(req.group_id), state_timestamp_ms=now
-            )
-            self._groups[req.group_id] = group
-        if group.is_(GroupState.DEAD):
-            return reply(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if req.member_id or req.generation_id >= 0:
+        group = self._commit_group(req.group_id, now) if error == ErrorCode.NO_ERROR else None
+        if group is not None and group.is_(GroupState.DEAD):
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif group is not None and (req.member_id or req.generation_id >= 0):
             # KIP-447: the producer's consumer must still be a member of this generation.
-            if group.is_static_fenced(req.member_id, req.group_instance_id):
-                return reply(ErrorCode.FENCED_INSTANCE_ID)
-            if req.member_id not in group.members:
-                return reply(ErrorCode.UNKNOWN_MEMBER_ID)
-            if req.generation_id != group.generation_id:
-                return reply(ErrorCode.ILLEGAL_GENERATION)
-        errors, values, records = self._offset_records(group, req.offsets, now)
-        if not records:
-            out.respond(waiter, OffsetCommitResult(errors))
-            return out
-        group.pending_offset_commits += 1
+            error = self._membership_error(
+                group, req.member_id, req.generation_id, req.group_instance_id
+            )
+        if group is None or error != ErrorCode.NO_ERROR:
+            return self._refuse_commit(out, waiter, req.offsets, error)
 
-        def done(write_error: int, o: CoordinatorOutputs) -> None:
-            group.pending_offset_commits -= 1
-            code = _map_error(_COMMIT_WRITE_ERRORS, write_error)
-            if code == ErrorCode.NO_ERROR and self._groups.get(group.group_id) is group:
-                group.pending_txn_offsets.setdefault(req.producer_id, {}).update(values)
-            for tp in values:
-                errors[tp] = code
-            o.respond(waiter, OffsetCommitResult(errors))
+        def pend(values: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+            group.pending_txn_offsets.setdefault(req.producer_id, {}).update(values)
 
-        self._write(
+        return self._store_offsets(
             out,
-            group.partition,
-            records,
-            done,
+            waiter,
+            group,
+            req.offsets,
+            now,
+            pend,
             producer_id=req.producer_id,
             producer_epoch=req.producer_epoch,
         )
-        return out
-
-    def _offset_records(
-        self,
-        group: GroupMetadata,
-        offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...],
-        now: int,
-    ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], OffsetAndMetadata], Records]:
-        """The records of a commit: (errors of refused partitions, values, records)."""
-        errors: dict[tuple[str, int], int] = {}
-        values: dict[tuple[str, int], OffsetAndMetadata] = {}
-        records: Records = []
-        limit = self.config.offset_metadata_max_bytes
-        for tp, offset, leader_epoch, metadata in offsets:
-            text = metadata or ""
-            if len(text.encode("utf-8")) > limit:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            value = OffsetAndMetadata(offset, leader_epoch, text, now)
-            values[tp] = value
-            records.append(
-                (offset_commit_key(group.group_id, tp[0], tp[1]), offset_commit_value(value))
-            )
-        return errors, values, records
 
     def complete_transaction(
         self, partition: int, producer_id: int, committed: bool
@@ -1065,32 +995,71 @@ class GroupCoordinator:
 
     def commit_offsets(self, waiter: Hashable, req: OffsetCommitRequest) -> CoordinatorOutputs:
         out = CoordinatorOutputs()
-        keys = [tp for tp, _, _, _ in req.offsets]
-
-        def reply(error: int) -> CoordinatorOutputs:
-            out.respond(waiter, OffsetCommitResult({tp: error for tp in keys}))
-            return out
-
         error = self._ownership_error(req.group_id)
         if error != ErrorCode.NO_ERROR:
-            return reply(error)
+            return self._refuse_commit(out, waiter, req.offsets, error)
         now = self._clock_ms()
-        group = self._groups.get(req.group_id)
-        if group is None:
-            if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-                return reply(ErrorCode.ILLEGAL_GENERATION)
-            group = GroupMetadata(
-                req.group_id, self.partition_of(req.group_id), state_timestamp_ms=now
-            )
-            self._groups[req.group_id] = group
+        if req.group_id not in self._groups and (
+            req.generation_id >= 0 or req.member_id or req.group_instance_id is not None
+        ):
+            return self._refuse_commit(out, waiter, req.offsets, ErrorCode.ILLEGAL_GENERATION)
+        group = self._commit_group(req.group_id, now)
         error = self._commit_error(group, req)
         if error != ErrorCode.NO_ERROR:
-            return reply(error)
+            return self._refuse_commit(out, waiter, req.offsets, error)
         member = group.members.get(req.member_id)
         if member is not None:
             member.last_heartbeat_ms = now
             self._schedule_next(group)
-        errors, values, records = self._offset_records(group, req.offsets, now)
+        return self._store_offsets(out, waiter, group, req.offsets, now, group.offsets.update)
+
+    def _commit_group(self, group_id: str, now: int) -> GroupMetadata:
+        """The group an offset commit goes to, created (Empty) when it has none yet."""
+        group = self._groups.get(group_id)
+        if group is None:
+            group = GroupMetadata(group_id, self.partition_of(group_id), state_timestamp_ms=now)
+            self._groups[group_id] = group
+        return group
+
+    @staticmethod
+    def _refuse_commit(
+        out: CoordinatorOutputs,
+        waiter: Hashable,
+        offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...],
+        error: int,
+    ) -> CoordinatorOutputs:
+        out.respond(waiter, OffsetCommitResult({tp: error for tp, _, _, _ in offsets}))
+        return out
+
+    def _store_offsets(
+        self,
+        out: CoordinatorOutputs,
+        waiter: Hashable,
+        group: GroupMetadata,
+        offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...],
+        now: int,
+        on_written: Callable[[dict[tuple[str, int], OffsetAndMetadata]], None],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> CoordinatorOutputs:
+        """Write the commit's records (a transactional batch when ``producer_id`` is set) and
+        answer ``waiter`` once written; ``on_written`` installs the values then. Metadata over
+        ``offset.metadata.max.bytes`` is refused per partition."""
+        errors: dict[tuple[str, int], int] = {}
+        values: dict[tuple[str, int], OffsetAndMetadata] = {}
+        records: Records = []
+        limit = self.config.offset_metadata_max_bytes
+        for tp, offset, leader_epoch, metadata in offsets:
+            text = metadata or ""
+            if len(text.encode("utf-8")) > limit:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            value = OffsetAndMetadata(offset, leader_epoch, text, now)
+            values[tp] = value
+            records.append(
+                (offset_commit_key(group.group_id, tp[0], tp[1]), offset_commit_value(value))
+            )
         if not records:
             out.respond(waiter, OffsetCommitResult(errors))
             return out
@@ -1098,27 +1067,44 @@ class GroupCoordinator:
 
         def done(write_error: int, o: CoordinatorOutputs) -> None:
             group.pending_offset_commits -= 1
-            code = _map_error(_COMMIT_WRITE_ERRORS, write_error)
+            code = map_write_error(COMMIT_WRITE_ERRORS, write_error)
             if code == ErrorCode.NO_ERROR and self._groups.get(group.group_id) is group:
-                group.offsets.update(values)
+                on_written(values)
             for tp in values:
                 errors[tp] = code
             o.respond(waiter, OffsetCommitResult(errors))
 
-        self._write(out, group.partition, records, done)
+        self._write(
+            out,
+            group.partition,
+            records,
+            done,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
         return out
+
+    def _membership_error(
+        self, group: GroupMetadata, member_id: str, generation_id: int, instance_id: str | None
+    ) -> int:
+        if group.is_static_fenced(member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NO_ERROR
 
     def _commit_error(self, group: GroupMetadata, req: OffsetCommitRequest) -> int:
         """Kafka's validateOffsetCommit."""
         if group.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            if group.is_static_fenced(req.member_id, req.group_instance_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            if req.member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if req.generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
+            error = self._membership_error(
+                group, req.member_id, req.generation_id, req.group_instance_id
+            )
+            if error != ErrorCode.NO_ERROR:
+                return error
         elif not group.is_(GroupState.EMPTY):
             # A simple commit to a group managed by the coordinator.
             return ErrorCode.ILLEGAL_GENERATION
@@ -1271,7 +1257,7 @@ class GroupCoordinator:
             self._scheduled.pop(gid, None)
 
             def done(error: int, o: CoordinatorOutputs, gid: str = gid) -> None:
-                errors[gid] = _map_error(_GROUP_WRITE_ERRORS, error)
+                errors[gid] = map_write_error(METADATA_WRITE_ERRORS, error)
                 remaining[0] -= 1
                 if remaining[0] == 0:
                     o.respond(waiter, DeleteGroupsResult(dict(errors)))

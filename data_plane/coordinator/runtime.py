@@ -25,14 +25,12 @@ Thread-safety: none; everything runs on the broker's event loop.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from common.control_records import decode_end_txn_marker
-from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
 from data_plane.coordinator.coordinator import GroupCoordinator
 from data_plane.coordinator.messages import (
@@ -42,7 +40,6 @@ from data_plane.coordinator.messages import (
     JoinGroupResult,
     OffsetCommitRequest,
     OffsetCommitResult,
-    RecordWrite,
     SyncGroupRequest,
     SyncGroupResult,
     TxnOffsetCommitRequest,
@@ -50,7 +47,7 @@ from data_plane.coordinator.messages import (
 from data_plane.coordinator.partition_loader import load_partition
 from data_plane.coordinator.partition_writer import PartitionWriter
 from data_plane.coordinator.runtime_base import CoordinatorRuntimeBase
-from data_plane.storage import DecodedRecord, Record, RecordBatchHeader, build_batch
+from data_plane.storage import DecodedRecord, RecordBatchHeader
 from metadata.topics import CONSUMER_OFFSETS_TOPIC
 
 logger = logging.getLogger(__name__)
@@ -74,11 +71,11 @@ class GroupCoordinatorRuntime(CoordinatorRuntimeBase):
         load_buffer_bytes: int,
         wall_clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
-        super().__init__(writer, OFFSETS_TOPIC)
+        super().__init__(
+            writer, OFFSETS_TOPIC, write_timeout_ms=commit_timeout_ms, wall_clock=wall_clock
+        )
         self.coordinator = coordinator
-        self._commit_timeout_ms = commit_timeout_ms
         self._load_buffer_bytes = load_buffer_bytes
-        self._wall_clock = wall_clock
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -126,36 +123,8 @@ class GroupCoordinatorRuntime(CoordinatorRuntimeBase):
 
     # --- writes -------------------------------------------------------------------------------
 
-    def _append(self, write: RecordWrite) -> None:
-        tp = TopicPartition(OFFSETS_TOPIC, write.partition)
-        now = self._wall_clock()
-        records = [Record(k, v, now) for k, v in write.records]
-        if write.producer_id >= 0:
-            # A TxnOffsetCommit: part of the producer's transaction on this partition (the
-            # log checks its epoch; sequences are not used for coordinator writes).
-            batch = build_batch(
-                records,
-                producer_id=write.producer_id,
-                producer_epoch=write.producer_epoch,
-                base_sequence=0,
-                is_transactional=True,
-            )
-        else:
-            batch = build_batch(records)
-
-        def on_replicated(code: int) -> None:
-            # May be called from inside the writer: finish on the next loop turn, not
-            # re-entrantly.
-            asyncio.get_running_loop().call_soon(self._write_done, write.write_id, code)
-
-        error = self._writer.append(tp, batch, self._commit_timeout_ms, on_replicated)
-        if error != ErrorCode.NO_ERROR:
-            self._write_done(write.write_id, error)
-
-    def _write_done(self, write_id: int, error_code: int) -> None:
-        if self._closed:
-            return
-        self.process(self.coordinator.complete_write(write_id, error_code))
+    def _complete_write(self, write_id: int, error_code: int) -> CoordinatorOutputs:
+        return self.coordinator.complete_write(write_id, error_code)
 
     # --- leadership and loading ---------------------------------------------------------------
 

@@ -1,5 +1,7 @@
 """CoordinatorRuntimeBase: what the group and transaction coordinators' runtimes share on a
-broker — parking requests on the sans-IO machine's waiter tokens, and following the
+broker — parking requests on the sans-IO machine's waiter tokens, appending the machine's
+writes to its topic (acks=all through the broker's PartitionWriter, the outcome handed back
+to the machine on the next loop turn), and following the
 leadership of the coordinator's topic (``__consumer_offsets``, ``__transaction_state``):
 when this broker becomes leader of one of its partitions (or the leader epoch changes) the
 partition is read into the machine (COORDINATOR_LOAD_IN_PROGRESS meanwhile; a storage error
@@ -7,8 +9,8 @@ is retried after :data:`LOAD_RETRY_BACKOFF_S`, :data:`LOAD_MAX_ATTEMPTS` times);
 stops leading it, the partition is unloaded.
 
 Subclasses provide the machine-specific steps: :meth:`process` (apply an output),
-:meth:`_begin_loading`, :meth:`_read_partition`, :meth:`_complete_loading`, :meth:`_unload`
-and :meth:`_refresh_partition_count`.
+:meth:`_complete_write`, :meth:`_begin_loading`, :meth:`_read_partition`,
+:meth:`_complete_loading`, :meth:`_unload` and :meth:`_refresh_partition_count`.
 
 Thread-safety: none; everything runs on the broker's event loop.
 """
@@ -21,9 +23,12 @@ import logging
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
+from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.topic_partition import TopicPartition
+from data_plane.coordinator.messages import RecordWrite
 from data_plane.coordinator.partition_writer import PartitionWriter
+from data_plane.storage import Record, build_batch
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +40,20 @@ LOAD_MAX_ATTEMPTS = 5
 
 
 class CoordinatorRuntimeBase:
-    def __init__(self, writer: PartitionWriter, topic: str) -> None:
+    def __init__(
+        self,
+        writer: PartitionWriter,
+        topic: str,
+        *,
+        write_timeout_ms: int,
+        wall_clock: Callable[[], int],
+    ) -> None:
+        """``write_timeout_ms``: how long a write waits for its replication;
+        ``wall_clock``: epoch ms for record timestamps."""
         self._writer = writer
         self._topic = topic
+        self._write_timeout_ms = write_timeout_ms
+        self._wall_clock = wall_clock
         self._waiters: dict[int, asyncio.Future[Any]] = {}
         self._tokens = itertools.count(1)
         # Partitions led here -> the leader epoch their load is for.
@@ -64,6 +80,46 @@ class CoordinatorRuntimeBase:
 
     def _refresh_partition_count(self) -> None:
         raise NotImplementedError
+
+    def _complete_write(self, write_id: int, error_code: int) -> Any:
+        """The machine's outputs for the outcome of its write ``write_id``."""
+        raise NotImplementedError
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def _append(self, write: RecordWrite) -> None:
+        """Append ``write`` as one RecordBatch (no compression, record timestamps = wall
+        clock; a transactional batch for a write carrying a producer id) through the
+        partition writer, and hand its outcome to the machine."""
+        tp = TopicPartition(self._topic, write.partition)
+        now = self._wall_clock()
+        records = [Record(k, v, now) for k, v in write.records]
+        if write.producer_id >= 0:
+            # Part of the producer's transaction on this partition (a TxnOffsetCommit): the
+            # log checks its epoch; sequences are not used for coordinator writes.
+            batch = build_batch(
+                records,
+                producer_id=write.producer_id,
+                producer_epoch=write.producer_epoch,
+                base_sequence=0,
+                is_transactional=True,
+            )
+        else:
+            batch = build_batch(records)
+        loop = asyncio.get_running_loop()
+
+        def on_replicated(code: int) -> None:
+            # May be called from inside the writer: finish on the next loop turn, not
+            # re-entrantly.
+            loop.call_soon(self._write_done, write.write_id, code)
+
+        error = self._writer.append(tp, batch, self._write_timeout_ms, on_replicated)
+        if error != ErrorCode.NO_ERROR:
+            self._write_done(write.write_id, error)
+
+    def _write_done(self, write_id: int, error_code: int) -> None:
+        if not self._closed:
+            self.process(self._complete_write(write_id, error_code))
 
     # --- requests -----------------------------------------------------------------------------
 

@@ -67,6 +67,7 @@ from data_plane.coordinator.transaction_state import (
     TransactionState,
     TxnTransitMetadata,
 )
+from data_plane.coordinator.write_errors import METADATA_WRITE_ERRORS, map_write_error
 
 logger = logging.getLogger(__name__)
 
@@ -77,19 +78,6 @@ _S = TransactionState
 # How long an AddPartitionsToTxn may wait for the previous transaction's completion before it
 # is answered CONCURRENT_TRANSACTIONS (the client then retries).
 MAX_PARK_MS = 5_000
-
-# Append errors of a __transaction_state write and what the client is told (Kafka's
-# TransactionStateManager.appendTransactionToLog).
-_WRITE_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_SIZE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +313,7 @@ class TransactionCoordinator:
             return out
         if error_code != ErrorCode.NO_ERROR:
             md.abort_pending()
-            mapped = int(_WRITE_ERRORS.get(error_code, error_code))  # type: ignore[call-overload]
+            mapped = map_write_error(METADATA_WRITE_ERRORS, error_code)
             w.on_done(out, mapped)
             return out
         md.complete_transition(w.transit)
@@ -444,9 +432,7 @@ class TransactionCoordinator:
         """Answer ``waiter`` with one error code for all of ``partitions`` (the handler
         spreads it over them)."""
         out = TxnCoordinatorOutputs()
-        error, p, md = self._lookup(transactional_id)
-        if error == ErrorCode.NO_ERROR:
-            error = self._check_producer(md, producer_id, producer_epoch)
+        error, p, md = self._lookup_producer(transactional_id, producer_id, producer_epoch)
         if error != ErrorCode.NO_ERROR or p is None or md is None:
             out.respond(waiter, int(error))
             return out
@@ -482,14 +468,19 @@ class TransactionCoordinator:
         self._write(out, p, md, transit, lambda o, code: o.respond(waiter, int(code)))
         return out
 
-    def _check_producer(
-        self, md: TransactionMetadata | None, producer_id: int, producer_epoch: int
-    ) -> int:
+    def _lookup_producer(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[int, _Partition | None, TransactionMetadata | None]:
+        """:meth:`_lookup`, then INVALID_PRODUCER_ID_MAPPING for an unknown id or another
+        producer id, PRODUCER_FENCED for another epoch."""
+        error, p, md = self._lookup(transactional_id)
+        if error != ErrorCode.NO_ERROR:
+            return error, p, md
         if md is None or md.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, p, md
         if md.producer_epoch != producer_epoch:
-            return ErrorCode.PRODUCER_FENCED
-        return ErrorCode.NO_ERROR
+            return ErrorCode.PRODUCER_FENCED, p, md
+        return ErrorCode.NO_ERROR, p, md
 
     # -- EndTxn ------------------------------------------------------------------------------
 
@@ -503,9 +494,7 @@ class TransactionCoordinator:
     ) -> TxnCoordinatorOutputs:
         """Answer ``waiter`` with an error code once the decision is written."""
         out = TxnCoordinatorOutputs()
-        error, p, md = self._lookup(transactional_id)
-        if error == ErrorCode.NO_ERROR:
-            error = self._check_producer(md, producer_id, producer_epoch)
+        error, p, md = self._lookup_producer(transactional_id, producer_id, producer_epoch)
         if error != ErrorCode.NO_ERROR or p is None or md is None:
             out.respond(waiter, int(error))
             return out
@@ -563,37 +552,43 @@ class TransactionCoordinator:
             partitions=tuple(sorted(md.partitions)),
         )
 
-    def markers_pending(self, request: MarkerRequest) -> bool:
-        """Whether ``request``'s markers are still wanted: this coordinator (same epoch) still
-        holds its transaction prepared with the same producer id and epoch."""
-        error, p, md = self._lookup(request.transactional_id)
-        return (
-            error == ErrorCode.NO_ERROR
-            and p is not None
-            and md is not None
-            and p.coordinator_epoch == request.coordinator_epoch
-            and md.state.is_prepare
-            and md.producer_id == request.producer_id
-            and md.producer_epoch == request.producer_epoch
-        )
-
-    def complete_markers(
+    def _prepared(
         self, transactional_id: str, producer_id: int, producer_epoch: int, coordinator_epoch: int
-    ) -> TxnCoordinatorOutputs:
-        """Every marker of the transaction is written: write CompleteCommit/CompleteAbort."""
-        out = TxnCoordinatorOutputs()
+    ) -> tuple[_Partition, TransactionMetadata] | None:
+        """The transaction if this coordinator (same epoch) still holds it prepared with this
+        producer id and epoch: its markers are still wanted."""
         error, p, md = self._lookup(transactional_id)
         if (
             error != ErrorCode.NO_ERROR
             or p is None
             or md is None
             or p.coordinator_epoch != coordinator_epoch
+            or not md.state.is_prepare
             or md.producer_id != producer_id
             or md.producer_epoch != producer_epoch
-            or not md.state.is_prepare
-            or md.pending_state is not None
         ):
+            return None
+        return p, md
+
+    def markers_pending(self, request: MarkerRequest) -> bool:
+        """Whether ``request``'s markers are still wanted (see :meth:`_prepared`)."""
+        found = self._prepared(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            request.coordinator_epoch,
+        )
+        return found is not None
+
+    def complete_markers(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> TxnCoordinatorOutputs:
+        """Every marker of the transaction is written: write CompleteCommit/CompleteAbort."""
+        out = TxnCoordinatorOutputs()
+        found = self._prepared(transactional_id, producer_id, producer_epoch, coordinator_epoch)
+        if found is None or found[1].pending_state is not None:
             return out
+        p, md = found
         target = _S.COMPLETE_COMMIT if md.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
         transit = md.prepare_transition(target, self._clock_ms())
 
@@ -635,50 +630,47 @@ class TransactionCoordinator:
             self._expire_transactional_ids(out, now)
         return out
 
+    def _loaded(self) -> list[tuple[_Partition, TransactionMetadata]]:
+        """Every transaction of the loaded partitions (a copy: callers may write)."""
+        return [
+            (p, md)
+            for p in self._partitions.values()
+            if not p.loading
+            for md in p.transactions.values()
+        ]
+
     def _abort_timed_out(self, out: TxnCoordinatorOutputs, now: int) -> None:
-        for p in self._partitions.values():
-            if p.loading:
-                continue
-            for md in list(p.transactions.values()):
-                if (
-                    md.state is _S.ONGOING
-                    and md.pending_state is None
-                    and md.txn_start_timestamp_ms + md.txn_timeout_ms < now
-                ):
-                    logger.info(
-                        "aborting transaction %s (producer %d epoch %d): timed out after %d ms",
-                        md.transactional_id,
-                        md.producer_id,
-                        md.producer_epoch,
-                        md.txn_timeout_ms,
-                    )
-                    self._fence_and_abort(out, p, md)
+        for p, md in self._loaded():
+            if (
+                md.state is _S.ONGOING
+                and md.pending_state is None
+                and md.txn_start_timestamp_ms + md.txn_timeout_ms < now
+            ):
+                logger.info(
+                    "aborting transaction %s (producer %d epoch %d): timed out after %d ms",
+                    md.transactional_id,
+                    md.producer_id,
+                    md.producer_epoch,
+                    md.txn_timeout_ms,
+                )
+                self._fence_and_abort(out, p, md)
 
     def _expire_transactional_ids(self, out: TxnCoordinatorOutputs, now: int) -> None:
         limit = now - self.config.transactional_id_expiration_ms
-        for p in self._partitions.values():
-            if p.loading:
-                continue
-            for md in list(p.transactions.values()):
-                if (
-                    md.pending_state is None
-                    and md.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
-                    and md.txn_last_update_timestamp_ms < limit
-                ):
-                    transit = md.prepare_transition(_S.DEAD, now)
-                    self._write(out, p, md, transit, lambda _o, _code: None)
+        for p, md in self._loaded():
+            if (
+                md.pending_state is None
+                and md.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
+                and md.txn_last_update_timestamp_ms < limit
+            ):
+                transit = md.prepare_transition(_S.DEAD, now)
+                self._write(out, p, md, transit, lambda _o, _code: None)
 
     # -- reads -------------------------------------------------------------------------------
 
     def open_transactions(self) -> int:
         """Transactions Ongoing, PrepareCommit or PrepareAbort in the loaded partitions."""
-        return sum(
-            1
-            for p in self._partitions.values()
-            if not p.loading
-            for md in p.transactions.values()
-            if md.state is _S.ONGOING or md.state.is_prepare
-        )
+        return sum(1 for _p, md in self._loaded() if md.state is _S.ONGOING or md.state.is_prepare)
 
     def transaction(self, transactional_id: str) -> TransactionMetadata | None:
         """The metadata of a loaded transactional id (do not mutate)."""

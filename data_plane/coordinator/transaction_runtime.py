@@ -29,7 +29,6 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from common.topic_partition import TopicPartition
-from data_plane.coordinator.messages import RecordWrite
 from data_plane.coordinator.partition_loader import load_partition
 from data_plane.coordinator.partition_writer import PartitionWriter
 from data_plane.coordinator.runtime_base import CoordinatorRuntimeBase
@@ -39,7 +38,7 @@ from data_plane.coordinator.transaction_coordinator import (
     TransactionCoordinator,
     TxnCoordinatorOutputs,
 )
-from data_plane.storage import DecodedRecord, Record, RecordBatchHeader, build_batch
+from data_plane.storage import DecodedRecord, RecordBatchHeader
 from metadata.topics import TRANSACTION_STATE_TOPIC
 
 logger = logging.getLogger(__name__)
@@ -73,12 +72,15 @@ class TransactionCoordinatorRuntime(CoordinatorRuntimeBase):
         write_timeout_ms: int,
         wall_clock: Callable[[], int],
     ) -> None:
-        super().__init__(writer, TRANSACTION_STATE_TOPIC)
+        super().__init__(
+            writer,
+            TRANSACTION_STATE_TOPIC,
+            write_timeout_ms=write_timeout_ms,
+            wall_clock=wall_clock,
+        )
         self.coordinator = coordinator
         self._markers = markers
         self._allocate_producer_id = allocate_producer_id
-        self._write_timeout_ms = write_timeout_ms
-        self._wall_clock = wall_clock
         # Seconds the last completed partition load took (a metric), None before any.
         self.last_load_seconds: float | None = None
 
@@ -133,22 +135,8 @@ class TransactionCoordinatorRuntime(CoordinatorRuntimeBase):
 
     # --- writes and markers -------------------------------------------------------------------
 
-    def _append(self, write: RecordWrite) -> None:
-        tp = TopicPartition(TRANSACTION_STATE_TOPIC, write.partition)
-        now = self._wall_clock()
-        batch = build_batch([Record(k, v, now) for k, v in write.records])
-        loop = asyncio.get_running_loop()
-
-        def on_replicated(code: int) -> None:
-            loop.call_soon(self._write_done, write.write_id, code)
-
-        error = self._writer.append(tp, batch, self._write_timeout_ms, on_replicated)
-        if error != 0:
-            self._write_done(write.write_id, error)
-
-    def _write_done(self, write_id: int, error_code: int) -> None:
-        if not self._closed:
-            self.process(self.coordinator.complete_write(write_id, error_code))
+    def _complete_write(self, write_id: int, error_code: int) -> TxnCoordinatorOutputs:
+        return self.coordinator.complete_write(write_id, error_code)
 
     def _send_markers(self, request: MarkerRequest) -> None:
         loop = asyncio.get_running_loop()

@@ -55,10 +55,6 @@ class InterBrokerConnection:
         self._frames = FrameReader(MAX_RESPONSE_FRAME_BYTES)
         self._correlation = itertools.count(1)
 
-    @property
-    def connected(self) -> bool:
-        return self._writer is not None
-
     async def connect(self) -> None:
         """Open the connection if it is not open; raises ConnectionError, OSError or
         TimeoutError."""

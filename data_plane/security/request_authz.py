@@ -519,34 +519,13 @@ class RequestAuthorizer:
         return Verdict(body)
 
     def _txn_offset_commit(self, s: Session, version: int, body: Body) -> Verdict:
-        topics = body.get("topics") or []
-        for allowed, code, rtype in (
-            (
-                self._txn_write(s, body.get("transactional_id", "")),
-                TXN_DENIED,
-                ResourceType.TRANSACTIONAL_ID,
-            ),
-            (
-                self._group(s, AclOperation.READ, body.get("group_id", "")),
-                GROUP_DENIED,
-                ResourceType.GROUP,
-            ),
-        ):
-            if not allowed:
-                v = Verdict(
-                    body,
-                    respond_now={
-                        "throttle_time_ms": 0,
-                        "topics": _partition_errors(topics, code),
-                    },
-                )
-                v.note(rtype)
-                return v
-        new, denied = self._split_topics(s, body, AclOperation.READ)
-        if not denied:
-            return Verdict(body)
-        entries = _partition_errors(denied, TOPIC_DENIED)
-        return self._with_denied_topics(new, len(denied), "topics", entries)
+        if not self._txn_write(s, body.get("transactional_id", "")):
+            topics = body.get("topics") or []
+            v = Verdict(body, respond_now={"topics": _partition_errors(topics, TXN_DENIED)})
+            v.note(ResourceType.TRANSACTIONAL_ID)
+            return v
+        # Then what an OffsetCommit needs: Read on the group and on each topic.
+        return self._offset_commit(s, version, body)
 
     def _write_txn_markers(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.CLUSTER_ACTION):

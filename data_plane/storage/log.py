@@ -342,7 +342,12 @@ class Log:
                         f"end offset {local.next_offset}"
                     )
             plan = self.producer_state.prepare_append(
-                headers, first if assign else None, origin, _payload_marker_reader(buf)
+                headers,
+                first if assign else None,
+                origin,
+                # A producer's payload holds no control batch (validation refused it): no
+                # marker reader on the produce path.
+                None if origin is AppendOrigin.CLIENT else _payload_marker_reader(buf),
             )
             if plan.duplicate is not None:
                 dup = plan.duplicate
@@ -487,7 +492,6 @@ class Log:
             return
         start = ps.load(self._log_start_offset, end)
         if start >= end:
-            ps.on_high_watermark_updated(self._high_watermark)
             return
         segments = self._local.segments
         first_segment = self._local.segment_index_from(start)
@@ -589,7 +593,7 @@ class Log:
                 self._high_watermark = hw
                 self._hw_metadata = None
                 self._lso_metadata = None
-            self.producer_state.on_high_watermark_updated(hw)
+                self.producer_state.on_high_watermark_updated(hw)
             return hw
 
     @property

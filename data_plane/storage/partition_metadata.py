@@ -28,6 +28,7 @@ import base64
 import os
 import uuid
 
+from common.durable_io import fsync_file
 from data_plane.storage.errors import CorruptCheckpointError
 
 PARTITION_METADATA_FILE = "partition.metadata"
@@ -118,13 +119,5 @@ class PartitionMetadataFile:
         the log's directory fsync); no-op when nothing is pending."""
         if not self._dirty:
             return
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            self._dirty = False
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(self.path)
         self._dirty = False

@@ -31,6 +31,7 @@ import os
 import struct
 from dataclasses import dataclass
 
+from common.durable_io import fsync_file
 from data_plane.storage.errors import KafkaStorageError
 
 logger = logging.getLogger(__name__)
@@ -152,15 +153,7 @@ class TransactionIndex:
     def flush(self) -> None:
         if not self._dirty:
             return
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            self._dirty = False
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(self.path)
         self._dirty = False
 
     def rename_to(self, new_path: str) -> None:

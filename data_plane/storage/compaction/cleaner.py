@@ -180,8 +180,9 @@ class Cleaner:
             plan = self.plan(snap, checkpoint_offset, now)
             if plan.dirty_bytes == 0:
                 return CleanResult(True, plan.first_dirty_offset, plan, stats)
-            end_offset = self._build_offset_map(snap, plan, stats)
-            completed = self._clean_segments(log, snap, end_offset, now, stats)
+            aborted = AbortedBatches(snap)
+            end_offset = self._build_offset_map(snap, plan, aborted, stats)
+            completed = self._clean_segments(log, snap, end_offset, now, aborted, stats)
         except LogClosedError:
             # The log was closed or deleted under us.
             return CleanResult(False, -1, None, stats)
@@ -190,12 +191,15 @@ class Cleaner:
         return CleanResult(completed, end_offset, plan, stats)
 
     def _build_offset_map(
-        self, snap: CleaningSnapshot, plan: CleanableRange, stats: CleanerStats
+        self,
+        snap: CleaningSnapshot,
+        plan: CleanableRange,
+        aborted: AbortedBatches,
+        stats: CleanerStats,
     ) -> int:
         """Index the dirty segments into the map; return where the indexed range ends."""
         offset_map = self.offset_map
         offset_map.clear()
-        aborted = AbortedBatches(snap)
         segments = snap.segments
         end = plan.first_dirty_offset
         for i in range(plan.dirty_from, plan.segment_count):
@@ -227,7 +231,13 @@ class Cleaner:
         return end
 
     def _clean_segments(
-        self, log: Log, snap: CleaningSnapshot, end_offset: int, now_ms: int, stats: CleanerStats
+        self,
+        log: Log,
+        snap: CleaningSnapshot,
+        end_offset: int,
+        now_ms: int,
+        aborted: AbortedBatches,
+        stats: CleanerStats,
     ) -> bool:
         segments = snap.segments
         chosen = [
@@ -247,7 +257,7 @@ class Cleaner:
         for group in groups:
             sources = [segments[chosen[k]] for k in group]
             source_sizes = [sizes[k] for k in group]
-            if not self._clean_group(log, snap, sources, source_sizes, now_ms, stats):
+            if not self._clean_group(log, snap, sources, source_sizes, now_ms, aborted, stats):
                 return False
         return True
 
@@ -258,13 +268,13 @@ class Cleaner:
         sources: list[LogSegment],
         source_sizes: list[int],
         now_ms: int,
+        aborted: AbortedBatches,
         stats: CleanerStats,
     ) -> bool:
         """Write the cleaned segment of ``sources`` and swap it in; False if the log
         refused the swap (its segments changed meanwhile)."""
         cleaned = log.new_cleaned_segment(sources[0].base_offset)
         swapped = False
-        aborted = AbortedBatches(snap)
         try:
             writer = _SegmentWriter(cleaned, self._throttler, stats)
             changed = len(sources) > 1

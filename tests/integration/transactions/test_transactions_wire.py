@@ -63,12 +63,17 @@ def produce(client: WireClient, topic: str, batch: bytearray, txn_id: str | None
     return client.call(ApiKey.PRODUCE, 7, body)["responses"][0]["partition_responses"][0]
 
 
-def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalCluster) -> None:
-    topic = f"hang-{uuid.uuid4().hex[:6]}"
+def setting(cluster: LocalCluster, name: str) -> tuple[str, str, WireClient, WireClient]:
+    """A new one-partition topic (RF 3) and transactional id, with connections to the id's
+    coordinator and to the partition's leader."""
+    topic = f"{name}-{uuid.uuid4().hex[:6]}"
     leader_id = create_topic(cluster, topic)
-    txn_id = f"hang-{uuid.uuid4().hex[:6]}"
-    coordinator = find_coordinator(cluster, txn_id)
-    leader = client_for(cluster, leader_id)
+    txn_id = f"{name}-{uuid.uuid4().hex[:6]}"
+    return topic, txn_id, find_coordinator(cluster, txn_id), client_for(cluster, leader_id)
+
+
+def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalCluster) -> None:
+    topic, txn_id, coordinator, leader = setting(cluster, "hang")
     try:
         ids = init(coordinator, txn_id, 3000)
         pid, epoch = ids["producer_id"], ids["producer_epoch"]
@@ -103,18 +108,10 @@ def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalClust
         # No EndTxn comes: the coordinator aborts it after transaction.timeout.ms.
         wait_for(lambda: latest(leader, topic, 1) > after["base_offset"], "the timeout abort")
         # Its epoch was bumped: the stuck producer is fenced.
-        end = coordinator.call(
-            ApiKey.END_TXN,
-            2,
-            {
-                "transactional_id": txn_id,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-                "committed": True,
-            },
+        assert end_txn(coordinator, txn_id, pid, epoch) == ErrorCode.PRODUCER_FENCED
+        assert end_txn(coordinator, txn_id, pid, epoch, version=1) == (
+            ErrorCode.INVALID_PRODUCER_EPOCH
         )
-        assert end["error_code"] == ErrorCode.PRODUCER_FENCED
-        assert end_v1_error(coordinator, txn_id, pid, epoch) == ErrorCode.INVALID_PRODUCER_EPOCH
     finally:
         coordinator.close()
         leader.close()
@@ -124,51 +121,28 @@ def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalClust
     ]
 
 
-def end_v1_error(client: WireClient, txn_id: str, pid: int, epoch: int) -> int:
+def end_txn(client: WireClient, txn_id: str, pid: int, epoch: int, *, version: int = 2) -> int:
+    """EndTxn(commit); its error code."""
     body = {
         "transactional_id": txn_id,
         "producer_id": pid,
         "producer_epoch": epoch,
-        "committed": False,
+        "committed": True,
     }
-    return int(client.call(ApiKey.END_TXN, 1, body)["error_code"])
+    return int(client.call(ApiKey.END_TXN, version, body)["error_code"])
 
 
 def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> None:
-    topic = f"bad-{uuid.uuid4().hex[:6]}"
-    leader_id = create_topic(cluster, topic)
-    txn_id = f"bad-{uuid.uuid4().hex[:6]}"
-    coordinator = find_coordinator(cluster, txn_id)
-    leader = client_for(cluster, leader_id)
+    topic, txn_id, coordinator, leader = setting(cluster, "bad")
     try:
-        unknown = coordinator.call(
-            ApiKey.END_TXN,
-            2,
-            {
-                "transactional_id": f"never-{txn_id}",
-                "producer_id": 1,
-                "producer_epoch": 0,
-                "committed": True,
-            },
-        )
-        assert unknown["error_code"] in (
+        assert end_txn(coordinator, f"never-{txn_id}", 1, 0) in (
             ErrorCode.INVALID_PRODUCER_ID_MAPPING,
             ErrorCode.NOT_COORDINATOR,
         )
         ids = init(coordinator, txn_id, 60_000)
         pid, epoch = ids["producer_id"], ids["producer_epoch"]
         # EndTxn with no transaction open.
-        none = coordinator.call(
-            ApiKey.END_TXN,
-            2,
-            {
-                "transactional_id": txn_id,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-                "committed": True,
-            },
-        )
-        assert none["error_code"] == ErrorCode.INVALID_TXN_STATE
+        assert end_txn(coordinator, txn_id, pid, epoch) == ErrorCode.INVALID_TXN_STATE
         # A marker sent by a client as a Produce: refused, nothing written.
         marker = build_end_txn_marker(
             producer_id=pid,

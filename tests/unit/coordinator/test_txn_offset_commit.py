@@ -1,0 +1,61 @@
+"""TxnOffsetCommit in the group coordinator: offsets written in a producer's transaction are
+invisible to OffsetFetch until the transaction's COMMIT marker, dropped on ABORT, rebuilt the
+same way when the partition is loaded again, and fenced by member and generation when given."""
+
+from __future__ import annotations
+
+from common.error_codes import ErrorCode
+from data_plane.coordinator.messages import TxnOffsetCommitRequest
+from tests.unit.coordinator.harness import Harness
+
+TP = ("t", 0)
+
+
+def txn_commit(h: Harness, offset: int, *, pid: int = 7, member_id: str = "", gen: int = -1):
+    token = h.token()
+    req = TxnOffsetCommitRequest(
+        "tx", "g", pid, 0, ((TP, offset, -1, None),), generation_id=gen, member_id=member_id
+    )
+    h.absorb(h.c.txn_commit_offsets(token, req))
+    return h.results[token]
+
+
+def committed(h: Harness) -> int | None:
+    value = h.c.fetch_offsets("g", [TP]).offsets[TP]
+    return None if value is None else value.offset
+
+
+def test_offsets_count_only_after_the_commit_marker() -> None:
+    h = Harness()
+    assert txn_commit(h, 5).errors == {TP: ErrorCode.NO_ERROR}
+    (write,) = h.written
+    assert (write.producer_id, write.producer_epoch) == (7, 0)  # a transactional batch
+    assert committed(h) is None
+    h.c.complete_transaction(0, 7, committed=False)
+    assert committed(h) is None
+    txn_commit(h, 9)
+    h.c.complete_transaction(0, 7, committed=True)
+    assert committed(h) == 9
+
+
+def test_loading_applies_markers_in_log_order() -> None:
+    h = Harness()
+    txn_commit(h, 5)
+    txn_commit(h, 6, pid=8)
+    key, value = h.written[0].records[0]
+    key8, value8 = h.written[1].records[0]
+    h.c.begin_loading(0)
+    h.c.load_txn_record(0, 7, key, value)
+    h.c.load_txn_record(0, 8, key8, value8)
+    h.c.load_txn_marker(0, 7, committed=True)
+    h.c.complete_loading(0)
+    assert committed(h) == 5
+    # Producer 8's transaction is still open: its offset is pending, then committed.
+    h.c.complete_transaction(0, 8, committed=True)
+    assert committed(h) == 6
+
+
+def test_member_and_generation_are_checked_when_given() -> None:
+    h = Harness()
+    assert txn_commit(h, 5, member_id="nobody", gen=1).errors == {TP: ErrorCode.UNKNOWN_MEMBER_ID}
+    assert h.written == []
