@@ -157,7 +157,10 @@ def create_topic(
     replication_factor: int = 3,
     extra: dict[str, str] | None = None,
 ) -> int:
-    """A topic with one partition; returns its leader once every replica is in the ISR."""
+    """A topic with one partition; returns its leader once every replica is in the ISR and
+    the leader's replica manager serves it (another broker may apply the new metadata first,
+    and the leader publishes an image to its Metadata answers before its partitions take it:
+    a produce sent in between gets UNKNOWN_TOPIC_OR_PARTITION)."""
     configs = {"min.insync.replicas": str(min_isr), **(extra or {})}
     with cluster.client(10.0) as admin:
         (res,) = admin.create_topics([NewTopic(topic, 1, replication_factor, configs=configs)])
@@ -165,7 +168,14 @@ def create_topic(
             raise AssertionError(f"create {topic}: {res}")
     md = leader_of(cluster, topic)
     wait_isr(cluster, topic, set(md["replica_nodes"]))
-    return md["leader_id"]
+    leader = md["leader_id"]
+
+    # list_latest raises OSError until the leader serves the partition; wait_for retries it.
+    wait_for(
+        lambda: list_latest(cluster, leader, topic) >= 0,
+        f"broker {leader} to serve {topic}-0 as its leader",
+    )
+    return leader
 
 
 def produce_raw(
