@@ -3,8 +3,10 @@
 Names and numbers are Apache Kafka's ``ApiKeys`` (the ``apiKey`` of each message schema).
 ``SUPPORTED_VERSIONS`` lists what :mod:`data_plane.protocol.codec` can decode and encode: every
 API of docs/protocol.md, from version 0 up to the last version before the API's first flexible
-version (KIP-482 compact encodings and tagged fields are not implemented). A broker advertises
-the subset it has handlers for (it filters this table); a client may use any listed version.
+version for the APIs that also exist in non-flexible form, and the flexible versions of the
+APIs that exist only in flexible form (the codec speaks both encodings; see
+``data_plane.protocol.schemas.FLEXIBLE_SINCE``). A broker advertises the subset it has
+handlers for (it filters this table); a client may use any listed version.
 """
 
 from __future__ import annotations
@@ -86,9 +88,10 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
 
 
-# (min, max) version per API; max is one below the first flexible version of the schema, or
-# lower where REFERENCE.md section 1 says real clients need no more (Produce stops at 7 because
-# v8 adds per-record errors; LeaveGroup at 2 because v3 batches members).
+# (min, max) version per API; for APIs with non-flexible versions, max is one below the first
+# flexible version of the schema, or lower where REFERENCE.md section 1 says real clients need
+# no more (Produce stops at 7 because v8 adds per-record errors; LeaveGroup at 2 because v3
+# batches members).
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 7),
     ApiKey.FETCH: (0, 11),
@@ -121,4 +124,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SASL_AUTHENTICATE: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.ELECT_LEADERS: (0, 1),
+    # Flexible-only APIs (transaction tooling).
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
 }

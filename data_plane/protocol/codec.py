@@ -15,9 +15,11 @@ and of a response frame (response header v0)::
 
     size int32 | correlation_id int32 | body
 
-Only non-flexible versions are implemented (``SUPPORTED_VERSIONS``); their request header is
-always v1 and their response header v0. A flexible request (header v2: v1 + tagged fields) is
-still parsed up to the client id, which is all an UNSUPPORTED_VERSION answer needs.
+A flexible version (``schemas.is_flexible``) uses request header v2 (v1 + tagged fields) and
+response header v1 (correlation id + tagged fields), except ApiVersions, whose response header
+is v0 in every version so that a client can read it before it knows what the broker speaks.
+A request of an unsupported version is still parsed up to the client id, which is all an
+UNSUPPORTED_VERSION answer needs.
 
 Bodies are dicts keyed by the snake_case names of Kafka's schema fields. Bytes after a complete
 body are ignored, as Kafka does for forward compatibility. Decoding never raises anything but
@@ -38,9 +40,10 @@ from typing import Any, Protocol
 
 from common.error_codes import ErrorCode
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from data_plane.protocol.compact_types import read_tag_count, skip_tags
 from data_plane.protocol.compiler import CompiledMessage, compile_message
 from data_plane.protocol.errors import EncodeError, ProtocolError, UnsupportedVersionError
-from data_plane.protocol.schemas import MESSAGES
+from data_plane.protocol.schemas import MESSAGES, is_flexible
 
 __all__ = [
     "MAX_REQUEST_ARRAY_ELEMENTS",
@@ -147,7 +150,7 @@ def _compile(api_key: int, version: int, is_request: bool) -> CompiledMessage | 
             key = ApiKey(api_key)
             fields = MESSAGES[key][0 if is_request else 1]
             label = f"{key.name} {'request' if is_request else 'response'}"
-            compiled = compile_message(fields, version, label)
+            compiled = compile_message(fields, version, label, is_flexible(key, version))
             table[(api_key, version)] = compiled
     return compiled
 
@@ -225,6 +228,8 @@ def decode_request(
             header, f"unsupported api key {header.api_key} version {header.api_version}"
         )
     try:
+        if is_flexible(header.api_key, header.api_version):
+            pos = _skip_header_tags(view, pos)
         body, _end = codec.decode(view, pos, max_array_elements)
     except struct.error:
         raise ProtocolError(
@@ -238,8 +243,9 @@ def decode_request(
 
 
 def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseFrame:
-    """Size prefix + response header v0 (the correlation id) + ``body`` in the version of
-    ``header``. Raises :class:`EncodeError` if the body does not fit the schema."""
+    """Size prefix + response header (v0: the correlation id; v1 in flexible versions: + an
+    empty tagged-field section) + ``body`` in the version of ``header``. Raises
+    :class:`EncodeError` if the body does not fit the schema."""
     codec = _RESPONSES.get((header.api_key, header.api_version)) or _compile(
         header.api_key, header.api_version, False
     )
@@ -249,6 +255,8 @@ def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseF
         )
     out = bytearray(8)
     struct.pack_into(">i", out, 4, header.correlation_id)
+    if _response_header_has_tags(header.api_key, header.api_version):
+        out += b"\x00"
     cuts: list[tuple[int, Any]] = []
     _run_encoder(codec, out, body, cuts, header.api_key, header.api_version)
     return _frame(out, cuts)
@@ -297,7 +305,8 @@ def encode_request(
     client_id: str | None,
     body: Mapping[str, Any],
 ) -> bytes:
-    """A complete request frame: size prefix + request header v1 + body."""
+    """A complete request frame: size prefix + request header (v1, or v2 with an empty
+    tagged-field section in flexible versions) + body."""
     codec = _REQUESTS.get((api_key, api_version)) or _compile(api_key, api_version, True)
     if codec is None:
         raise EncodeError(f"unsupported api key {api_key} version {api_version}")
@@ -314,6 +323,8 @@ def encode_request(
             raise EncodeError("client_id longer than 32767 bytes")
         out += _I16.pack(len(encoded))
         out += encoded
+    if is_flexible(api_key, api_version):
+        out += b"\x00"
     cuts: list[tuple[int, Any]] = []
     _run_encoder(codec, out, body, cuts, api_key, api_version)
     if not cuts:
@@ -349,7 +360,10 @@ def decode_response(
             and _I16.unpack_from(view, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
         ):
             codec = _RESPONSES.get((api_key, 0)) or _compile(api_key, 0, False)
-        body, _end = codec.decode(view, 4, max_array_elements)
+        pos = 4
+        if _response_header_has_tags(api_key, api_version):
+            pos = _skip_header_tags(view, pos)
+        body, _end = codec.decode(view, pos, max_array_elements)
     except struct.error:
         raise ProtocolError(f"truncated {_api_name(api_key)} v{api_version} response") from None
     except UnicodeDecodeError:
@@ -367,6 +381,17 @@ def _api_name(api_key: int) -> str:
         return ApiKey(api_key).name
     except ValueError:
         return f"api key {api_key}"
+
+
+def _response_header_has_tags(api_key: int, api_version: int) -> bool:
+    """Response header v1 (flexible versions) but never for ApiVersions (always v0)."""
+    return api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version)
+
+
+def _skip_header_tags(view: memoryview, pos: int) -> int:
+    """Skip a header's tagged fields (none are defined that this codec uses)."""
+    count, pos = read_tag_count(view, pos)
+    return skip_tags(view, pos, count) if count else pos
 
 
 def _run_encoder(

@@ -33,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from data_plane.protocol import compact_types
+from data_plane.protocol.compact_types import uvarint
 from data_plane.protocol.errors import EncodeError, ProtocolError
 from data_plane.protocol.fields import ArrayOf, F, Primitive
 
@@ -179,14 +181,35 @@ def _write_bytes(out: bytearray, value: Any, nullable: bool) -> None:
 
 
 def _write_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> None:
+    _put_records(out, value, nullable, cuts, _i32_pack, b"\xff\xff\xff\xff")
+
+
+def _write_compact_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> None:
+    _put_records(out, value, nullable, cuts, _compact_length, b"\x00")
+
+
+def _compact_length(size: int) -> bytes:
+    return uvarint(size + 1)
+
+
+def _put_records(
+    out: bytearray,
+    value: Any,
+    nullable: bool,
+    cuts: list,
+    length_of: Callable[[int], bytes],
+    null: bytes,
+) -> None:
+    """A records value after its length (``length_of``): small buffers are copied into
+    ``out``; large buffers and file slices become a cut (zero copy)."""
     if value is None:
         if not nullable:
             raise EncodeError("null in a non-nullable records field")
-        out += b"\xff\xff\xff\xff"
+        out += null
         return
     if isinstance(value, (bytes, bytearray, memoryview)):
         size = value.nbytes if isinstance(value, memoryview) else len(value)
-        out += _i32_pack(size)
+        out += length_of(size)
         if size >= ZERO_COPY_MIN_BYTES:
             cuts.append((len(out), value))
         else:
@@ -197,7 +220,7 @@ def _write_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> No
         raise EncodeError(
             f"records must be bytes-like, None or a file slice, not {type(value).__name__}"
         )
-    out += _i32_pack(length)
+    out += length_of(length)
     cuts.append((len(out), value))
 
 
@@ -231,6 +254,20 @@ _RUNTIME: dict[str, Any] = {
     "_i32_pack": _i32_pack,
     "ProtocolError": ProtocolError,
     "EncodeError": EncodeError,
+    # flexible versions
+    "_uvarint": uvarint,
+    "_read_compact_string": compact_types.read_compact_string,
+    "_read_compact_bytes": compact_types.read_compact_bytes,
+    "_read_compact_bytes_view": compact_types.read_compact_bytes_view,
+    "_read_compact_count": compact_types.read_compact_count,
+    "_read_tag_count": compact_types.read_tag_count,
+    "_read_tag_header": compact_types.read_tag_header,
+    "_skip_tags": compact_types.skip_tags,
+    "_write_compact_string": compact_types.write_compact_string,
+    "_write_compact_bytes": compact_types.write_compact_bytes,
+    "_write_compact_records": _write_compact_records,
+    "_write_compact_count": compact_types.write_compact_count,
+    "_write_tags": compact_types.write_tags,
 }
 
 
@@ -238,15 +275,28 @@ _RUNTIME: dict[str, Any] = {
 
 
 def _fields_in(fields: tuple[F, ...], version: int) -> list[F]:
-    return [f for f in fields if f.present_in(version)]
+    """The untagged fields of ``version``, in wire order."""
+    return [f for f in fields if f.present_in(version) and f.tag is None]
 
 
-def _min_size(fields: tuple[F, ...], version: int) -> int:
-    """Smallest wire size of a struct in ``version`` (fixed fields + length prefixes)."""
-    total = 0
+def _tagged_in(fields: tuple[F, ...], version: int) -> list[F]:
+    """The tagged fields of a flexible ``version``, in ascending tag order (the wire order)."""
+    return sorted(
+        (f for f in fields if f.present_in(version) and f.tag is not None), key=lambda f: f.tag
+    )
+
+
+def _min_size(fields: tuple[F, ...], version: int, flexible: bool = False) -> int:
+    """Smallest wire size of a struct in ``version`` (fixed fields + length prefixes, and in
+    flexible versions the one-byte count of its tagged fields)."""
+    total = 1 if flexible else 0
     for f in _fields_in(fields, version):
-        if isinstance(f.type, Primitive):
-            total += _FIXED[f.type][1] if f.type in _FIXED else _MIN_VARIABLE[f.type]
+        if isinstance(f.type, Primitive) and f.type in _FIXED:
+            total += _FIXED[f.type][1]
+        elif flexible:
+            total += 1
+        elif isinstance(f.type, Primitive):
+            total += _MIN_VARIABLE[f.type]
         else:
             total += 4
     return total
@@ -469,6 +519,158 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
             _gen_encode_struct(g, f.type, version, item, ind + 2)
 
 
+# ---------------------------------------------------------------- flexible versions
+#
+# Flexible versions use the compact encodings and end every struct with its tagged fields
+# (see data_plane.protocol.compact_types). Their code is generated without the inlined fast
+# paths of the non-flexible generator: variable-width values go through the helpers.
+
+
+def _gen_decode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
+    depth = ind
+    for run in _runs(_fields_in(fields, version)):
+        if isinstance(run, list):
+            fmt = "".join(_FIXED[f.type][0] for f in run)
+            name = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
+            targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
+            g.emit(ind, f"({targets},) = {name}(buf, pos)")
+            g.emit(ind, f"pos += {struct.calcsize('>' + fmt)}")
+        else:
+            _gen_decode_field_flex(g, run, version, f"{d}[{run.name!r}]", ind, depth)
+    tagged = _tagged_in(fields, version)
+    t, e = f"t{depth}", f"e{depth}"
+    g.emit(ind, f"{t}, pos = _read_tag_count(buf, pos)")
+    _gen_budget(g, t, ind)
+    if not tagged:
+        g.emit(ind, f"if {t}:")
+        g.emit(ind + 1, f"pos = _skip_tags(buf, pos, {t})")
+        return
+    for f in tagged:
+        default = _default_literal(f, version)
+        # An absent array decodes as a new empty list, as a present empty one does.
+        g.emit(ind, f"{d}[{f.name!r}] = {'[]' if default == '()' else default}")
+    g.emit(ind, f"for _ in range({t}):")
+    g.emit(ind + 1, f"{t}, {e}, pos = _read_tag_header(buf, pos)")
+    for i, f in enumerate(tagged):
+        g.emit(ind + 1, f"{'if' if i == 0 else 'elif'} {t} == {f.tag}:")
+        _gen_decode_field_flex(g, f, version, f"{d}[{f.name!r}]", ind + 2, depth)
+        g.emit(ind + 2, f"if pos > {e}:")
+        g.emit(ind + 3, f"raise ProtocolError(f'tagged field {f.tag} overruns its size')")
+    # Unknown tags are skipped; a known one is read from its start, its size rules.
+    g.emit(ind + 1, f"pos = {e}")
+
+
+def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, depth: int) -> None:
+    nullable = f.nullable_in(version)
+    if isinstance(f.type, Primitive) and f.type in _FIXED:
+        code, size = _FIXED[f.type]
+        name = g.const(struct.Struct(">" + code).unpack_from, "unpack")
+        g.emit(ind, f"({key},) = {name}(buf, pos)")
+        g.emit(ind, f"pos += {size}")
+    elif f.type is Primitive.STRING:
+        g.emit(ind, f"{key}, pos = _read_compact_string(buf, pos, {nullable})")
+    elif f.type is Primitive.BYTES:
+        g.emit(ind, f"{key}, pos = _read_compact_bytes(buf, pos, {nullable})")
+    elif f.type is Primitive.RECORDS:
+        g.emit(ind, f"{key}, pos = _read_compact_bytes_view(buf, pos, {nullable})")
+    else:
+        n, lst = f"n{depth}", f"l{depth}"
+        if isinstance(f.type, ArrayOf):
+            element = f.type.element
+            size = _FIXED[element][1] if element in _FIXED else 1
+        else:
+            size = max(1, _min_size(f.type, version, True))
+        g.emit(ind, f"{n}, pos = _read_compact_count(buf, pos, {nullable}, {size})")
+        g.emit(ind, f"if {n} < 0:")
+        g.emit(ind + 1, f"{key} = None")
+        g.emit(ind, "else:")
+        _gen_budget(g, n, ind + 1)
+        g.emit(ind + 1, f"{key} = {lst} = []")
+        g.emit(ind + 1, f"for _ in range({n}):")
+        if isinstance(f.type, ArrayOf) and f.type.element in _FIXED:
+            code, width = _FIXED[f.type.element]
+            name = g.const(struct.Struct(">" + code).unpack_from, "unpack")
+            g.emit(ind + 2, f"{lst}.append({name}(buf, pos)[0])")
+            g.emit(ind + 2, f"pos += {width}")
+        elif isinstance(f.type, ArrayOf):
+            reader = {
+                Primitive.STRING: "_read_compact_string",
+                Primitive.BYTES: "_read_compact_bytes",
+            }[f.type.element]
+            g.emit(ind + 2, f"v{depth}, pos = {reader}(buf, pos, False)")
+            g.emit(ind + 2, f"{lst}.append(v{depth})")
+        else:
+            item = f"d{depth + 1}"
+            g.emit(ind + 2, f"{item} = {{}}")
+            _gen_decode_struct_flex(g, f.type, version, item, ind + 2)
+            g.emit(ind + 2, f"{lst}.append({item})")
+
+
+def _gen_encode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
+    depth = ind
+    for run in _runs(_fields_in(fields, version)):
+        if isinstance(run, list):
+            st = struct.Struct(">" + "".join(_FIXED[f.type][0] for f in run))
+            name = g.const(st.pack, "pack")
+            args = ", ".join(f"{d}.get({f.name!r}, {_default_literal(f, version)})" for f in run)
+            g.emit(ind, f"out += {name}({args})")
+        else:
+            value = f"{d}.get({run.name!r}, {_default_literal(run, version)})"
+            _gen_encode_field_flex(g, run, version, value, ind, depth)
+    tagged = _tagged_in(fields, version)
+    if not tagged:
+        g.emit(ind, "out += b'\\x00'")
+        return
+    tg, saved, v = f"tg{depth}", f"o{depth}", f"w{depth}"
+    g.emit(ind, f"{tg} = []")
+    for f in tagged:
+        default = _default_literal(f, version)
+        g.emit(ind, f"{v} = {d}.get({f.name!r}, {default})")
+        if isinstance(f.type, Primitive):
+            g.emit(ind, f"if {v} != {default}:")
+        elif default == "None":
+            g.emit(ind, f"if {v} is not None:")
+        else:
+            g.emit(ind, f"if {v}:")
+        # The value is encoded into its own buffer: the section needs its size first.
+        g.emit(ind + 1, f"{saved}, out = out, bytearray()")
+        _gen_encode_field_flex(g, f, version, v, ind + 1, depth + 1)
+        g.emit(ind + 1, f"{tg}.append(({f.tag}, out))")
+        g.emit(ind + 1, f"out = {saved}")
+    g.emit(ind, f"_write_tags(out, {tg})")
+
+
+def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, depth: int) -> None:
+    nullable = f.nullable_in(version)
+    if isinstance(f.type, Primitive) and f.type in _FIXED:
+        name = g.const(struct.Struct(">" + _FIXED[f.type][0]).pack, "pack")
+        g.emit(ind, f"out += {name}({value})")
+    elif f.type is Primitive.STRING:
+        g.emit(ind, f"_write_compact_string(out, {value}, {nullable})")
+    elif f.type is Primitive.BYTES:
+        g.emit(ind, f"_write_compact_bytes(out, {value}, {nullable})")
+    elif f.type is Primitive.RECORDS:
+        g.emit(ind, f"_write_compact_records(out, {value}, {nullable}, cuts)")
+    else:
+        v = f"v{depth}"
+        g.emit(ind, f"{v} = {value}")
+        g.emit(ind, f"if _write_compact_count(out, {v}, {nullable}):")
+        if isinstance(f.type, ArrayOf) and f.type.element in _FIXED:
+            g.consts["_pack"] = struct.pack
+            g.emit(ind + 1, f"out += _pack('>%d{_FIXED[f.type.element][0]}' % len({v}), *{v})")
+        elif isinstance(f.type, ArrayOf):
+            writer = {
+                Primitive.STRING: "_write_compact_string",
+                Primitive.BYTES: "_write_compact_bytes",
+            }[f.type.element]
+            g.emit(ind + 1, f"for e{depth} in {v}:")
+            g.emit(ind + 2, f"{writer}(out, e{depth}, False)")
+        else:
+            item = f"d{depth + 1}"
+            g.emit(ind + 1, f"for {item} in {v}:")
+            _gen_encode_struct_flex(g, f.type, version, item, ind + 2)
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledMessage:
     """The generated codec of one message in one version (``source`` kept for debugging)."""
@@ -478,18 +680,24 @@ class CompiledMessage:
     source: str
 
 
-def compile_message(fields: tuple[F, ...], version: int, label: str) -> CompiledMessage:
-    """Generate and compile the decoder and encoder of ``fields`` in ``version``."""
+def compile_message(
+    fields: tuple[F, ...], version: int, label: str, flexible: bool = False
+) -> CompiledMessage:
+    """Generate and compile the decoder and encoder of ``fields`` in ``version`` (in the
+    compact encodings with tagged fields if ``flexible``)."""
+    for f in fields:
+        if f.tag is not None and f.type is Primitive.RECORDS:
+            raise ValueError(f"{label}: records field {f.name} cannot be tagged")
     g = _Gen()
     g.emit(0, "def decode(buf, pos, budget):")
     g.emit(1, "blen = len(buf)")
     g.emit(1, "d0 = {}")
-    _gen_decode_struct(g, fields, version, "d0", 1)
+    (_gen_decode_struct_flex if flexible else _gen_decode_struct)(g, fields, version, "d0", 1)
     g.emit(1, "return d0, pos")
     g.emit(0, "")
     g.emit(0, "def encode(out, d0, cuts):")
     g.emit(1, "pass")
-    _gen_encode_struct(g, fields, version, "d0", 1)
+    (_gen_encode_struct_flex if flexible else _gen_encode_struct)(g, fields, version, "d0", 1)
     source = "\n".join(g.lines) + "\n"
     namespace: dict[str, Any] = {**_RUNTIME, **g.consts}
     # Source generated from our own schema tables only, never from peer input.

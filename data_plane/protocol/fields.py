@@ -4,8 +4,10 @@ A message is a tuple of :class:`F` (field) entries. A field exists in versions
 ``since..until`` (``until=None``: every later version); it may hold null from version
 ``nullable`` on. Its type is a :class:`Primitive`, an :class:`ArrayOf` a primitive, or a list of
 ``F`` entries, meaning an array of structs with those fields (Kafka's ``[]SomeStruct``).
-The tables are data only; :mod:`data_plane.protocol.compiler` turns each (message, version)
-into encode/decode functions once, at import.
+A field with a ``tag`` is a tagged field (KIP-482): it exists only in flexible versions,
+travels in the tagged-field section at the end of its struct, and is sent only when its value
+differs from its default. The tables are data only; :mod:`data_plane.protocol.compiler` turns
+each (message, version) into encode/decode functions once, on first use.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 
 
 class Primitive(Enum):
-    """Kafka's non-flexible wire types (all big-endian)."""
+    """Kafka's wire types (integers big-endian). The variable-width ones are written with an
+    int16/int32 length in non-flexible versions and a compact unsigned-varint length (length + 1,
+    0 = null) in flexible versions."""
 
     INT8 = "int8"
     INT16 = "int16"
@@ -58,11 +62,12 @@ FieldType = Primitive | ArrayOf | tuple["F", ...]
 
 @dataclass(frozen=True, slots=True)
 class F:
-    """One field: ``F(name, type, since=0, until=None, nullable=None, default=None)``.
+    """One field: ``F(name, type, since=0, until=None, nullable=None, default=None, tag=None)``.
 
     ``name`` is the snake_case form of the Kafka schema's field name. ``default`` is used on
     encode when a body dict lacks the field; None means the type's zero (0, False, "", [] or,
-    for a field nullable in that version, null).
+    for a field nullable in that version, null). ``tag`` makes it a tagged field, present only
+    in the flexible versions among ``since..until``.
     """
 
     name: str
@@ -71,6 +76,7 @@ class F:
     until: int | None = None
     nullable: int | None = None
     default: Any = None
+    tag: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.type, list):

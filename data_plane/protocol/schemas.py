@@ -1,11 +1,12 @@
-"""Declarative schema tables: every supported request and response, all non-flexible versions.
+"""Declarative schema tables: every supported request and response, in every supported version.
 
 Facts transcribed from Apache Kafka's message schemas (``clients/src/main/resources/common/
 message/*.json``, as shipped with kafka-python under ``kafka/protocol/schemas/resources``):
 field names (CamelCase turned into snake_case), types, the versions each field exists in, the
-versions it is nullable in and non-zero defaults. Tagged fields exist only in flexible versions
-and are therefore absent. Fields are listed in wire order. Version bounds above the highest
-version this codec supports are dropped (``until=None``).
+versions it is nullable in, non-zero defaults and tags. ``FLEXIBLE_SINCE`` is each API's first
+flexible version (compact encodings and tagged fields, KIP-482). Fields are listed in wire
+order. Version bounds above the highest version this codec supports are dropped
+(``until=None``).
 """
 
 from __future__ import annotations
@@ -740,7 +741,124 @@ ELECT_LEADERS_RESPONSE = (
         ]),
     ]),
 )
+# DescribeProducersRequest: Kafka schema flexibleVersions 0+
+DESCRIBE_PRODUCERS_REQUEST = (
+    F("topics", [
+        F("name", STRING),
+        F("partition_indexes", ARRAY(INT32)),
+    ]),
+)
+
+# DescribeProducersResponse: Kafka schema flexibleVersions 0+
+DESCRIBE_PRODUCERS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+            F("error_message", STRING, nullable=0),
+            F("active_producers", [
+                F("producer_id", INT64),
+                F("producer_epoch", INT32),
+                F("last_sequence", INT32, default=-1),
+                F("last_timestamp", INT64, default=-1),
+                F("coordinator_epoch", INT32),
+                F("current_txn_start_offset", INT64, default=-1),
+            ]),
+        ]),
+    ]),
+)
+
+# DescribeTransactionsRequest: Kafka schema flexibleVersions 0+
+DESCRIBE_TRANSACTIONS_REQUEST = (
+    F("transactional_ids", ARRAY(STRING)),
+)
+
+# DescribeTransactionsResponse: Kafka schema flexibleVersions 0+
+DESCRIBE_TRANSACTIONS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("transaction_states", [
+        F("error_code", INT16),
+        F("transactional_id", STRING),
+        F("transaction_state", STRING),
+        F("transaction_timeout_ms", INT32),
+        F("transaction_start_time_ms", INT64),
+        F("producer_id", INT64),
+        F("producer_epoch", INT16),
+        F("topics", [
+            F("topic", STRING),
+            F("partitions", ARRAY(INT32)),
+        ]),
+    ]),
+)
+
+# ListTransactionsRequest: Kafka schema flexibleVersions 0+
+LIST_TRANSACTIONS_REQUEST = (
+    F("state_filters", ARRAY(STRING)),
+    F("producer_id_filters", ARRAY(INT64)),
+    F("duration_filter", INT64, 1, default=-1),
+    F("transactional_id_pattern", STRING, 2, nullable=2),
+)
+
+# ListTransactionsResponse: Kafka schema flexibleVersions 0+
+LIST_TRANSACTIONS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("unknown_state_filters", ARRAY(STRING)),
+    F("transaction_states", [
+        F("transactional_id", STRING),
+        F("producer_id", INT64),
+        F("transaction_state", STRING),
+    ]),
+)
 # fmt: on
+
+# ApiKey -> first flexible version (None: no version is flexible), from each schema's
+# flexibleVersions (the same for its request and response).
+FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
+    ApiKey.PRODUCE: 9,
+    ApiKey.FETCH: 12,
+    ApiKey.LIST_OFFSETS: 6,
+    ApiKey.METADATA: 9,
+    ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.OFFSET_FETCH: 6,
+    ApiKey.FIND_COORDINATOR: 3,
+    ApiKey.JOIN_GROUP: 6,
+    ApiKey.HEARTBEAT: 4,
+    ApiKey.LEAVE_GROUP: 4,
+    ApiKey.SYNC_GROUP: 4,
+    ApiKey.DESCRIBE_GROUPS: 5,
+    ApiKey.LIST_GROUPS: 3,
+    ApiKey.DELETE_GROUPS: 2,
+    ApiKey.API_VERSIONS: 3,
+    ApiKey.CREATE_TOPICS: 5,
+    ApiKey.DELETE_TOPICS: 4,
+    ApiKey.DELETE_RECORDS: 2,
+    ApiKey.INIT_PRODUCER_ID: 2,
+    ApiKey.ADD_PARTITIONS_TO_TXN: 3,
+    ApiKey.ADD_OFFSETS_TO_TXN: 3,
+    ApiKey.END_TXN: 3,
+    ApiKey.WRITE_TXN_MARKERS: 1,
+    ApiKey.TXN_OFFSET_COMMIT: 3,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: 4,
+    ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.ALTER_CONFIGS: 2,
+    ApiKey.CREATE_PARTITIONS: 2,
+    ApiKey.SASL_HANDSHAKE: None,
+    ApiKey.SASL_AUTHENTICATE: 2,
+    ApiKey.ELECT_LEADERS: 2,
+    ApiKey.DESCRIBE_PRODUCERS: 0,
+    ApiKey.DESCRIBE_TRANSACTIONS: 0,
+    ApiKey.LIST_TRANSACTIONS: 0,
+}
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    """Whether ``version`` of ``api_key`` uses the flexible encodings (False for unknown keys)."""
+    since = FLEXIBLE_SINCE.get(api_key)  # type: ignore[call-overload]
+    return since is not None and version >= since
+
 
 # ApiKey -> (request fields, response fields).
 MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
@@ -778,4 +896,10 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
     ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
+    ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
+    ApiKey.DESCRIBE_TRANSACTIONS: (
+        DESCRIBE_TRANSACTIONS_REQUEST,
+        DESCRIBE_TRANSACTIONS_RESPONSE,
+    ),
+    ApiKey.LIST_TRANSACTIONS: (LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE),
 }

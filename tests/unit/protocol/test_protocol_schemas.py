@@ -1,6 +1,7 @@
 """Our schema tables against Apache Kafka's JSON message schemas (the copies kafka-python ships,
 read here as test data only): for every supported version, the same fields in the same order
-with the same types and nullability, and every supported version below the first flexible one."""
+with the same types, nullability and tags; the same first flexible version; and, for an API
+that also has non-flexible versions, every supported version below the first flexible one."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.protocol.fields import ArrayOf, F, Primitive
-from data_plane.protocol.schemas import MESSAGES
+from data_plane.protocol.schemas import FLEXIBLE_SINCE, MESSAGES
 from tests.unit.protocol import kafka_oracle
 
 # kafka-python's copy of the Apache Kafka schemas: kafka/protocol/schemas/resources.
@@ -45,17 +46,21 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def _theirs(fields: list[dict], version: int, common: dict[str, list[dict]]) -> list:
-    """Their fields of ``version``; a struct array's fields are inline or, for a
-    ``commonStructs`` type, looked up in ``common``."""
+def _theirs(
+    fields: list[dict], version: int, flexible: bool, common: dict[str, list[dict]]
+) -> list:
+    """Their fields of ``version`` (tagged ones only in flexible versions); a struct array's
+    fields are inline or, for a ``commonStructs`` type, looked up in ``common``."""
     out = []
     for f in fields:
-        if not _in(f["versions"], version) or _in(f.get("taggedVersions"), version):
+        tagged = _in(f.get("taggedVersions"), version)
+        if not _in(f["versions"], version) or (tagged and not flexible):
             continue
         kind = f["type"]
         if kind.startswith("[]") and kind[2:3].isupper():
-            kind = _theirs(f.get("fields") or common[kind[2:]], version, common)
-        out.append((_snake(f["name"]), kind, _in(f.get("nullableVersions"), version)))
+            kind = _theirs(f.get("fields") or common[kind[2:]], version, flexible, common)
+        tag = f["tag"] if tagged else None
+        out.append((_snake(f["name"]), kind, _in(f.get("nullableVersions"), version), tag))
     return out
 
 
@@ -75,7 +80,7 @@ def _ours(fields: tuple[F, ...], version: int) -> list:
         kind = _type_name(f.type)
         if kind is None:
             kind = _ours(f.type, version)
-        out.append((f.name, kind, f.nullable_in(version)))
+        out.append((f.name, kind, f.nullable_in(version), f.tag))
     return out
 
 
@@ -90,10 +95,12 @@ def test_tables_match_kafka_json_schemas(api_key: ApiKey, kind: str):
     assert schema["apiKey"] == api_key
     low, high = SUPPORTED_VERSIONS[api_key]
     flexible = _versions(schema["flexibleVersions"])
-    if flexible is not None:
-        assert high < flexible[0]
+    assert FLEXIBLE_SINCE[api_key] == (None if flexible is None else flexible[0])
+    if flexible is not None and flexible[0] > low:
         assert high == STOPS_EARLY.get(api_key, flexible[0]) - 1
     fields = MESSAGES[api_key][0 if kind == "Request" else 1]
+    common = {s["name"]: s["fields"] for s in schema.get("commonStructs", ())}
     for version in range(low, high + 1):
-        common = {s["name"]: s["fields"] for s in schema.get("commonStructs", ())}
-        assert _ours(fields, version) == _theirs(schema["fields"], version, common), version
+        is_flexible = flexible is not None and version >= flexible[0]
+        theirs = _theirs(schema["fields"], version, is_flexible, common)
+        assert _ours(fields, version) == theirs, version
