@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "deploy.cmd_produce",
     "deploy.cmd_consume",
     "deploy.cmd_groups",
+    "deploy.cmd_transactions",
     "deploy.cmd_users",
     "deploy.cmd_acls",
     "deploy.cmd_quotas",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from deploy.text_table import format_table
 from metadata.client import ControllerClient
 from metadata.messages import ClusterDescription
 
@@ -191,6 +192,4 @@ def _opt(value: Any) -> str:
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+    return format_table([header, *rows])

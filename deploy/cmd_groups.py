@@ -27,28 +27,29 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from common.configdef import ConfigError
 from common.error_codes import ErrorCode
 from data_plane.client import Admin, KafkaError, TopicPartition
 from data_plane.client.group_admin import GroupDescription
-from deploy.cmd_produce import CommandError, add_bootstrap_args, resolve_bootstrap
+from deploy.admin import print_usage_of
+from deploy.broker_admin_command import add_broker_admin_command
+from deploy.cmd_produce import CommandError
+from deploy.text_table import format_table
 
-DEFAULT_TIMEOUT_MS = 30_000
 NONE = "-"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("groups", help="list, describe and reset consumer groups")
     groups_sub = parser.add_subparsers(dest="groups_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    parser.set_defaults(func=lambda _args: print_usage_of(parser))
 
     p = groups_sub.add_parser("list", help="every consumer group of the cluster")
-    _common(p, _list)
+    add_broker_admin_command(p, _list)
 
     p = groups_sub.add_parser("describe", help="offsets, log end offsets, lag and owners")
     p.add_argument("group")
     p.add_argument("--members", action="store_true", help="list members and their partitions")
-    _common(p, _describe)
+    add_broker_admin_command(p, _describe)
 
     p = groups_sub.add_parser("reset-offsets", help="move a stopped group's committed offsets")
     p.add_argument("group")
@@ -66,39 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run = p.add_mutually_exclusive_group()
     run.add_argument("--dry-run", action="store_true", help="only print the plan (default)")
     run.add_argument("--execute", action="store_true", help="commit the new offsets")
-    _common(p, _reset)
-
-
-def _common(p: argparse.ArgumentParser, func: Any) -> None:
-    add_bootstrap_args(p)
-    p.add_argument("--timeout-ms", type=int, default=DEFAULT_TIMEOUT_MS)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=lambda args: _run(func, args))
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
-
-
-def _run(func: Any, args: argparse.Namespace) -> int:
-    try:
-        bootstrap = resolve_bootstrap(args)
-        with Admin({"bootstrap.servers": bootstrap,
-                    "default.api.timeout.ms": args.timeout_ms}) as admin:
-            return int(func(admin, args))
-    except (CommandError, ConfigError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KafkaError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    add_broker_admin_command(p, _reset)
 
 
 def _table(rows: list[list[str]]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for line in format_table(rows):
+        print(line)
 
 
 # -- list ------------------------------------------------------------------------------------

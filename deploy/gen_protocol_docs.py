@@ -63,6 +63,12 @@ NOTES: dict[ApiKey, str] = {
     ApiKey.DESCRIBE_GROUPS: "docs/groups.md",
     ApiKey.LIST_GROUPS: "docs/groups.md",
     ApiKey.DELETE_GROUPS: "empty groups only (docs/groups.md)",
+    ApiKey.DESCRIBE_PRODUCERS: "producer state of partitions this broker leads "
+    "(docs/transactions.md)",
+    ApiKey.DESCRIBE_TRANSACTIONS: "transactional ids this broker coordinates "
+    "(docs/transactions.md)",
+    ApiKey.LIST_TRANSACTIONS: "transactional ids this broker coordinates; a tool asks every "
+    "broker (docs/transactions.md)",
     ApiKey.SASL_HANDSHAKE: "answered by the SASL layer on SASL listeners (docs/security.md); "
     "ILLEGAL_SASL_STATE elsewhere",
     ApiKey.SASL_AUTHENTICATE: "answered by the SASL layer on SASL listeners (docs/security.md); "

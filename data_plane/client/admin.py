@@ -9,6 +9,8 @@
     admin.list_groups(); admin.describe_groups(["billing"])      # consumer groups
     admin.list_consumer_group_offsets("billing")                 # {TopicPartition: offset}
     admin.alter_consumer_group_offsets("billing", {tp: 0})       # only while the group is empty
+    admin.list_transactions(); admin.describe_transaction("etl-1")  # transactions
+    admin.describe_producers(tp); admin.abort_transaction(tp, pid, epoch, coordinator_epoch)
     admin.close()
 
 CreateTopics, DeleteTopics and DescribeConfigs go to any broker, which forwards them to the
@@ -42,6 +44,15 @@ from data_plane.client.metadata import BrokerInfo, TopicInfo
 from data_plane.client.network_client import NetworkClient
 from data_plane.client.offsets import OffsetAndTimestamp, list_offsets
 from data_plane.client.subscription import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from data_plane.client.transaction_admin import (
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+    abort_transaction,
+    describe_producers,
+    describe_transaction,
+    list_transactions,
+)
 from data_plane.protocol.api_keys import ApiKey
 
 _TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
@@ -291,6 +302,56 @@ class Admin:
         deadline = self._deadline(timeout_ms)
         for g in group_ids:
             delete_group(self._client, g, deadline, self.config.retry_backoff_ms)
+
+    # -- transactions --------------------------------------------------------------------
+
+    def list_transactions(
+        self,
+        *,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        min_duration_ms: int = -1,
+        timeout_ms: float | None = None,
+    ) -> list[TransactionListing]:
+        """Every transactional id of the cluster matching the filters (empty: all; a
+        duration keeps transactions running longer than it)."""
+        return list_transactions(
+            self._client, self._deadline(timeout_ms), float(self.config.request_timeout_ms),
+            states=states, producer_ids=producer_ids, min_duration_ms=min_duration_ms,
+        )
+
+    def describe_transaction(
+        self, transactional_id: str, *, timeout_ms: float | None = None
+    ) -> TransactionDescription:
+        """State, producer id and epoch, timeout, start time and partitions of one id."""
+        return describe_transaction(
+            self._client, transactional_id, self._deadline(timeout_ms),
+            self.config.retry_backoff_ms,
+        )
+
+    def describe_producers(
+        self, tp: TopicPartition, *, timeout_ms: float | None = None
+    ) -> list[ProducerState]:
+        """The producers ``tp``'s leader keeps state for (open transactions included)."""
+        return describe_producers(
+            self._client, tp, self._deadline(timeout_ms), self.config.retry_backoff_ms
+        )
+
+    def abort_transaction(
+        self,
+        tp: TopicPartition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        *,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Abort ``producer_id``'s open transaction on ``tp`` by writing an ABORT marker there
+        (for a hanging transaction its coordinator no longer knows)."""
+        abort_transaction(
+            self._client, tp, producer_id, producer_epoch, coordinator_epoch,
+            self._deadline(timeout_ms), self.config.retry_backoff_ms,
+        )
 
     def close(self) -> None:
         if not self._closed:

@@ -84,6 +84,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
     ApiKey.END_TXN: (0, 2),
     ApiKey.TXN_OFFSET_COMMIT: (0, 2),
+    # Transaction tools (Admin): flexible-only APIs, and the marker an abort writes.
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.WRITE_TXN_MARKERS: (0, 0),
     # Consumer groups. JoinGroup 1 is the first with a rebalance timeout, OffsetCommit 2 the
     # first without a per-partition timestamp, OffsetFetch 2 the first with "all topics".
     ApiKey.FIND_COORDINATOR: (0, 2),

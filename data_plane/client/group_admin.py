@@ -8,37 +8,30 @@ running consumers would be overwritten by their next commit, so it is refused he
 NON_EMPTY_GROUP, as kafka-consumer-groups does.
 
 Functions block on the calling thread up to their deadline; coordinator moves and loading
-(NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) are retried.
+are retried (:mod:`data_plane.client.coordinator_lookup`).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
-from data_plane.client.consumer_coordinator import GROUP_KEY_TYPE, error_code
+from data_plane.client.consumer_coordinator import error_code
 from data_plane.client.consumer_protocol import (
     PROTOCOL_TYPE,
     ConsumerProtocolError,
     decode_assignment,
 )
-from data_plane.client.errors import KafkaError, KafkaTimeoutError
+from data_plane.client.coordinator_lookup import remaining_ms, with_coordinator
+from data_plane.client.errors import KafkaError
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
 
 logger = logging.getLogger(__name__)
 
-_RETRIABLE = frozenset(
-    {
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NOT_COORDINATOR,
-    }
-)
 EMPTY_STATES = frozenset({"Empty", "Dead"})
 
 
@@ -69,78 +62,18 @@ class GroupDescription(NamedTuple):
         return self.state in EMPTY_STATES
 
 
-def _sleep_until_retry(deadline: float, backoff_ms: int) -> None:
-    time.sleep(min(backoff_ms / 1000.0, max(0.0, deadline - time.monotonic())))
-
-
-def _remaining_ms(deadline: float, what: str) -> float:
-    remaining = (deadline - time.monotonic()) * 1000.0
-    if remaining <= 0:
-        raise KafkaTimeoutError(f"{what} did not finish in time")
-    return remaining
-
-
-def find_coordinator(
-    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
-) -> int:
-    """The node id of ``group_id``'s coordinator (its address learnt from metadata)."""
-    while True:
-        remaining = _remaining_ms(deadline, f"FindCoordinator({group_id})")
-        response = client.request(
-            None, ApiKey.FIND_COORDINATOR, {"key": group_id, "key_type": GROUP_KEY_TYPE},
-            remaining,
-        )
-        code = error_code(response.get("error_code", 0))
-        if code == ErrorCode.NO_ERROR:
-            node = response["node_id"]
-            if client.metadata.broker(node) is None:
-                client.fetch_metadata([], _remaining_ms(deadline, "Metadata"))
-            return node
-        if code not in _RETRIABLE:
-            raise KafkaError(code, f"FindCoordinator({group_id})")
-        _sleep_until_retry(deadline, backoff_ms)
-
-
-def _with_coordinator(
-    client: NetworkClient,
-    group_id: str,
-    api_key: ApiKey,
-    body: dict[str, Any],
-    deadline: float,
-    backoff_ms: int,
-    error_of: Any,
-) -> tuple[int, dict[str, Any]]:
-    """Send ``body`` to the group's coordinator; retry while ``error_of(response)`` is a
-    coordinator-moving error. Returns (coordinator, response)."""
-    while True:
-        node = find_coordinator(client, group_id, deadline, backoff_ms)
-        try:
-            response = client.request(node, api_key, body, _remaining_ms(deadline, api_key.name))
-        except KafkaTimeoutError:
-            raise
-        except KafkaError as e:
-            if not e.retriable:
-                raise
-            _sleep_until_retry(deadline, backoff_ms)
-            continue
-        code = error_of(response)
-        if code not in _RETRIABLE:
-            return node, response
-        _sleep_until_retry(deadline, backoff_ms)
-
-
 def list_groups(
     client: NetworkClient, deadline: float, per_broker_timeout_ms: float
 ) -> list[GroupListing]:
     """Every broker's groups. A broker that does not answer within ``per_broker_timeout_ms``
     is skipped (its groups move to the new leaders of its offsets partitions, which list
     them); if none answers, the last error is raised."""
-    client.fetch_metadata([], _remaining_ms(deadline, "Metadata"))
+    client.fetch_metadata([], remaining_ms(deadline, "Metadata"))
     out: dict[str, GroupListing] = {}
     answered = 0
     last_error: KafkaError | None = None
     for node in sorted(client.metadata.brokers):
-        timeout = min(per_broker_timeout_ms, _remaining_ms(deadline, "ListGroups"))
+        timeout = min(per_broker_timeout_ms, remaining_ms(deadline, "ListGroups"))
         try:
             response = client.request(node, ApiKey.LIST_GROUPS, {}, timeout)
         except KafkaError as e:
@@ -163,7 +96,7 @@ def list_groups(
 def describe_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> GroupDescription:
-    node, response = _with_coordinator(
+    node, response = with_coordinator(
         client, group_id, ApiKey.DESCRIBE_GROUPS,
         {"groups": [group_id], "include_authorized_operations": False},
         deadline, backoff_ms,
@@ -222,7 +155,7 @@ def fetch_offsets(
                     return error_code(p["error_code"])
         return 0
 
-    _node, response = _with_coordinator(
+    _node, response = with_coordinator(
         client, group_id, ApiKey.OFFSET_FETCH, {"group_id": group_id, "topics": topics},
         deadline, backoff_ms, first_error,
     )
@@ -274,7 +207,7 @@ def commit_offsets_while_empty(
                     return error_code(p["error_code"])
         return 0
 
-    _node, response = _with_coordinator(
+    _node, response = with_coordinator(
         client, group_id, ApiKey.OFFSET_COMMIT, body, deadline, backoff_ms, first_error
     )
     code = first_error(response)
@@ -294,7 +227,7 @@ def delete_group(
         results = r.get("results", [])
         return error_code(results[0]["error_code"]) if results else 0
 
-    _node, response = _with_coordinator(
+    _node, response = with_coordinator(
         client, group_id, ApiKey.DELETE_GROUPS, {"groups_names": [group_id]},
         deadline, backoff_ms, first_error,
     )

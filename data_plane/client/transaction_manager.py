@@ -40,12 +40,12 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
-from data_plane.client.consumer_coordinator import commit_topics
+from data_plane.client.consumer_coordinator import GROUP_KEY_TYPE, commit_topics
 from data_plane.client.errors import KafkaError, KafkaTimeoutError
 from data_plane.protocol.api_keys import ApiKey
 
+# FindCoordinator key type of a transactional id (0 is a group).
 TRANSACTION_KEY_TYPE = 1
-GROUP_KEY_TYPE = 0
 
 _FATAL = frozenset(
     {

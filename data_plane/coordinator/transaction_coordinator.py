@@ -676,3 +676,46 @@ class TransactionCoordinator:
         """The metadata of a loaded transactional id (do not mutate)."""
         _error, _p, md = self._lookup(transactional_id)
         return md
+
+    def describe(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
+        """(error, metadata) for DescribeTransactions: NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND (unknown or Dead) or
+        NO_ERROR with the metadata (do not mutate)."""
+        error, _p, md = self._lookup(transactional_id)
+        if error != ErrorCode.NO_ERROR:
+            return error, None
+        if md is None or md.state is _S.DEAD:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NO_ERROR, md
+
+    def list_transactions(
+        self,
+        state_filters: set[str],
+        producer_id_filters: set[int],
+        min_duration_ms: int,
+        id_matches: Callable[[str], bool],
+    ) -> tuple[int, list[str], list[TransactionMetadata]]:
+        """(error, unknown state filters, matching transactions) for ListTransactions over the
+        partitions this broker coordinates. Filters are empty for "all"; ``min_duration_ms``
+        < 0 for no duration filter, else only transactions started more than that long ago.
+        COORDINATOR_LOAD_IN_PROGRESS while a partition is loading (the answer would be
+        partial). Dead transactional ids are never listed."""
+        known = {s.display_name for s in TransactionState}
+        unknown = sorted(state_filters - known)
+        if any(p.loading for p in self._partitions.values()):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown, []
+        now = self._clock_ms()
+        found = []
+        for _p, md in self._loaded():
+            if md.state is _S.DEAD:
+                continue
+            if state_filters and md.state.display_name not in state_filters:
+                continue
+            if producer_id_filters and md.producer_id not in producer_id_filters:
+                continue
+            if min_duration_ms >= 0 and now - md.txn_start_timestamp_ms <= min_duration_ms:
+                continue
+            if not id_matches(md.transactional_id):
+                continue
+            found.append(md)
+        return ErrorCode.NO_ERROR, unknown, found

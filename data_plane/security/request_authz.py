@@ -31,7 +31,10 @@ Operations checked, as in Kafka's KafkaApis:
     AddOffsetsToTxn       Write on the transactional id, Read on the group
     EndTxn                Write on the transactional id
     TxnOffsetCommit       Write on the transactional id, Read on the group and the topics
-    WriteTxnMarkers       ClusterAction on the cluster (coordinators only)
+    WriteTxnMarkers       ClusterAction on the cluster (coordinators and the abort tool)
+    DescribeTransactions  Describe on each transactional id
+    ListTransactions      only transactional ids it may describe
+    DescribeProducers     Read on topic
     JoinGroup, SyncGroup, Heartbeat, LeaveGroup   Read on group
     OffsetCommit          Read on group, Read on topic
     OffsetFetch           Describe on group, Describe on topic
@@ -115,6 +118,9 @@ class RequestAuthorizer:
             ApiKey.END_TXN: self._end_txn,
             ApiKey.TXN_OFFSET_COMMIT: self._txn_offset_commit,
             ApiKey.WRITE_TXN_MARKERS: self._write_txn_markers,
+            ApiKey.DESCRIBE_TRANSACTIONS: self._describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: self._list_transactions,
+            ApiKey.DESCRIBE_PRODUCERS: self._describe_producers,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read,
@@ -698,6 +704,59 @@ class RequestAuthorizer:
             return response
 
         v.finish = hide
+        return v
+
+    def _describe_transactions(self, s: Session, version: int, body: Body) -> Verdict:
+        ids = body.get("transactional_ids") or []
+        allowed = [t for t in ids if self._may_describe_txn(s, t)]
+        if len(allowed) == len(ids):
+            return Verdict(body)
+        entries = [
+            {"error_code": TXN_DENIED, "transactional_id": t, "transaction_state": ""}
+            for t in ids
+            if t not in allowed
+        ]
+        v = Verdict({**body, "transactional_ids": allowed})
+        v.note(ResourceType.TRANSACTIONAL_ID, len(entries))
+        v.finish = lambda r: self._append(r, "transaction_states", entries)
+        return v
+
+    def _list_transactions(self, s: Session, version: int, body: Body) -> Verdict:
+        v = Verdict(body)
+
+        def hide(response: Body) -> Body:
+            response["transaction_states"] = [
+                t
+                for t in response.get("transaction_states") or []
+                if self._may_describe_txn(s, t.get("transactional_id", ""))
+            ]
+            return response
+
+        v.finish = hide
+        return v
+
+    def _may_describe_txn(self, s: Session, transactional_id: str) -> bool:
+        return self._allowed(
+            s, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        )
+
+    def _describe_producers(self, s: Session, version: int, body: Body) -> Verdict:
+        new, denied = self._split_topics(s, body, AclOperation.READ)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "partitions": [
+                    {"partition_index": i, "error_code": TOPIC_DENIED, "active_producers": []}
+                    for i in t.get("partition_indexes") or []
+                ],
+            }
+            for t in denied
+        ]
+        v = Verdict(new)
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "topics", entries)
         return v
 
 

@@ -82,6 +82,7 @@ from data_plane.storage.producer_state import (
     AppendOrigin,
     CompletedTxn,
     MarkerReader,
+    ProducerStateEntry,
     ProducerStateManager,
 )
 from data_plane.storage.record_codec import build_end_txn_marker, read_end_txn_marker
@@ -247,6 +248,11 @@ class Log:
     @property
     def log_end_offset(self) -> int:
         return self._local.next_offset
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """A copy of every producer's state on this partition (DescribeProducers)."""
+        with self._lock:
+            return [e.copy() for e in self.producer_state.producers.values()]
 
     @property
     def log_start_offset(self) -> int:

@@ -315,3 +315,39 @@ def test_next_transaction_waits_for_the_previous_ones_markers() -> None:
     h.now += MAX_PARK_MS + 1
     h.take(h.coordinator.tick())
     assert h.responses["late"] == ErrorCode.CONCURRENT_TRANSACTIONS
+
+
+def test_describe_and_list_transactions(h) -> None:
+    c = h.coordinator
+    assert c.describe("nobody") == (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None)
+    a = h.init("a")
+    b = h.init("b")
+    h.add(a, ("t", 0), ("t", 1), ("u", 0), tid="a")
+    h.add(b, ("t", 2), tid="b")
+    h.end(b, True, tid="b")
+    h.flush_markers()
+    error, md = c.describe("a")
+    assert error == ErrorCode.NO_ERROR and md is not None
+    assert (md.state, md.partitions) == (TransactionState.ONGOING, {("t", 0), ("t", 1), ("u", 0)})
+    assert md.txn_start_timestamp_ms == NOW
+
+    def listed(**kw: Any) -> tuple[int, list[str], list[str]]:
+        args = {"states": set(), "pids": set(), "duration": -1, "match": lambda _t: True, **kw}
+        code, unknown, found = c.list_transactions(
+            args["states"], args["pids"], args["duration"], args["match"]
+        )
+        return code, unknown, sorted(m.transactional_id for m in found)
+
+    assert listed() == (0, [], ["a", "b"])
+    assert listed(states={"Ongoing", "Napping"}) == (0, ["Napping"], ["a"])
+    assert listed(pids={b.producer_id}) == (0, [], ["b"])
+    assert listed(match=lambda t: t == "b") == (0, [], ["b"])
+    h.now += 5_000
+    assert listed(states={"Ongoing"}, duration=4_999) == (0, [], ["a"])
+    assert listed(states={"Ongoing"}, duration=5_000) == (0, [], [])
+    # A loading partition makes any listing partial: COORDINATOR_LOAD_IN_PROGRESS.
+    h.take(c.begin_loading(c.partition_for("a"), 4))
+    assert listed()[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert c.describe("a") == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)
+    h.take(c.unload(c.partition_for("a")))
+    assert c.describe("a") == (ErrorCode.NOT_COORDINATOR, None)

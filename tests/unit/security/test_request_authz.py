@@ -346,3 +346,52 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
     v = a.check(READER, ApiKey.WRITE_TXN_MARKERS, 0, markers)
     assert v.respond_now["markers"][0]["topics"][0]["partitions"][0]["error_code"] == CLUSTER_DENIED
     encodes(ApiKey.WRITE_TXN_MARKERS, 0, v.respond_now)
+
+
+def test_transaction_tools_see_only_what_the_principal_may_describe_or_read() -> None:
+    X = ResourceType.TRANSACTIONAL_ID
+    TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    a = authz([*BINDINGS, acl(X, "mine", Op.DESCRIBE)])
+    v = a.check(READER, ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["mine", "theirs"]})
+    assert v.body == {"transactional_ids": ["mine"]}
+    handler = {
+        "throttle_time_ms": 0,
+        "transaction_states": [
+            {"error_code": 0, "transactional_id": "mine", "transaction_state": "Ongoing"}
+        ],
+    }
+    merged = v.finish(handler)
+    assert [(s["transactional_id"], s["error_code"]) for s in merged["transaction_states"]] == [
+        ("mine", 0),
+        ("theirs", TXN_DENIED),
+    ]
+    encodes(ApiKey.DESCRIBE_TRANSACTIONS, 0, merged)
+
+    v = a.check(READER, ApiKey.LIST_TRANSACTIONS, 1, {"state_filters": []})
+    listed = v.finish(
+        {
+            "error_code": 0,
+            "transaction_states": [
+                {"transactional_id": t, "producer_id": 1, "transaction_state": "Empty"}
+                for t in ("mine", "theirs")
+            ],
+        }
+    )
+    assert [t["transactional_id"] for t in listed["transaction_states"]] == ["mine"]
+    encodes(ApiKey.LIST_TRANSACTIONS, 1, listed)
+
+    body = {
+        "topics": [
+            {"name": "readable", "partition_indexes": [0]},
+            {"name": "secret", "partition_indexes": [0, 1]},
+        ]
+    }
+    v = a.check(READER, ApiKey.DESCRIBE_PRODUCERS, 0, body)
+    assert [t["name"] for t in v.body["topics"]] == ["readable"]
+    merged = v.finish({"topics": [{"name": "readable", "partitions": []}]})
+    assert [
+        (t["name"], p["partition_index"], p["error_code"])
+        for t in merged["topics"]
+        for p in t["partitions"]
+    ] == [("secret", 0, TOPIC_DENIED), ("secret", 1, TOPIC_DENIED)]
+    encodes(ApiKey.DESCRIBE_PRODUCERS, 0, merged)

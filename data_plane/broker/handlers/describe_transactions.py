@@ -1,0 +1,44 @@
+"""DescribeTransactions (65), v0 (flexible only): the state of transactional ids this broker
+coordinates (``kraftlog transactions describe``, kafka-transactions.sh). Per id: NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND, or the state name (Kafka's: Empty,
+Ongoing, PrepareCommit, ...), timeout, start time, producer id and epoch, and the partitions
+of the current transaction grouped by topic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.error_codes import ErrorCode
+from data_plane.broker.apis import Body, KafkaApis, Request
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    coordinator = apis.transaction_coordinator.coordinator
+    states = []
+    for tid in request.body.get("transactional_ids") or []:
+        error, md = coordinator.describe(tid)
+        entry: dict[str, Any] = {
+            "error_code": error,
+            "transactional_id": tid,
+            "transaction_state": "",
+            "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": -1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
+        if error == ErrorCode.NO_ERROR and md is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(md.partitions):
+                by_topic.setdefault(topic, []).append(partition)
+            entry.update(
+                transaction_state=md.state.display_name,
+                transaction_timeout_ms=md.txn_timeout_ms,
+                transaction_start_time_ms=md.txn_start_timestamp_ms,
+                producer_id=md.producer_id,
+                producer_epoch=md.producer_epoch,
+                topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            )
+        states.append(entry)
+    return {"throttle_time_ms": 0, "transaction_states": states}
