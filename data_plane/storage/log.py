@@ -792,7 +792,6 @@ class Log:
             local = self._local
             local.check_open()
             lso = self._last_stable_offset_locked()
-            closed = local.segments[:-1]
             return CleaningSnapshot(
                 segments=tuple(local.segments),
                 sizes=tuple(s.size_in_bytes for s in local.segments),
@@ -804,8 +803,14 @@ class Log:
                 producer_last_offsets={
                     pid: e.last_data_offset for pid, e in self.producer_state.producers.items()
                 },
+                # Every segment's entries, the active one's too: an ABORT marker written
+                # there may close a transaction whose data lies in a closed segment. Entries
+                # added after this snapshot cover offsets above its last stable offset.
                 aborted_transactions=tuple(
-                    t for seg in closed if seg.files_created for t in seg.txn_index.entries
+                    t
+                    for seg in local.segments
+                    if seg.files_created
+                    for t in seg.txn_index.entries
                 ),
             )
 

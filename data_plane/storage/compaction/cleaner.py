@@ -16,11 +16,15 @@
    - a record without a key is removed (a compacted log cannot keep one);
    - a batch of an aborted transaction (the sources' transaction indexes name them) is
      removed whole, and is never indexed into the map, so an aborted write cannot supersede
-     a committed one; end markers (control batches) are kept, and so are the aborted
-     transactions' index entries, copied into the cleaned segment's ``.txnindex``;
+     a committed one;
    - a tombstone (null value) is kept, and its batch gets a delete horizon of now +
      ``delete.retention.ms`` the first time a cleaning keeps it; once a cleaning runs at or
      after the horizon the tombstone is removed (record_filter.py, Kafka's KIP-534);
+   - an end marker (a control batch holding one COMMIT or ABORT record) is kept while its
+     transaction may still be seen without it, and otherwise goes through the same delete
+     horizon as a tombstone (see "Transaction markers" below); the aborted transactions'
+     index entries are copied into the cleaned segment's ``.txnindex``, except the entry of
+     a marker removed;
    - everything else is kept at its original offset.
 
    A batch keeping all its records (and needing no new horizon) is copied byte for byte;
@@ -33,6 +37,31 @@
 4. Flush the cleaned segment, give it its sources' newest modification time, and swap it in
    (:meth:`Log.replace_segments`, which holds the log lock only for the renames). A group
    left unchanged (one source, every batch copied) is discarded instead of swapped.
+
+Transaction markers (:class:`TransactionTracker`; (a) and the horizon are Kafka's
+CleanedTransactionMetadata, (b) is not: Kafka fsyncs its producer snapshots). A
+cleaning reads every batch from the log start to its end offset in offset order, so it sees
+each transaction whole: a transactional data batch of producer P belongs to P's current
+transaction, and P's next end marker closes it (as producer state replay decides, from
+headers). A marker is *removable* when
+
+  (a) no data batch of its transaction is written to the cleaned log by this cleaning (a
+      batch kept empty for sequence continuity counts as written): producer state replayed
+      over a kept batch without its marker would hold the transaction open for ever, and the
+      last stable offset would stay at its first offset; and
+  (b) no producer snapshot file at or above the log start offset, in (P's previous marker,
+      this marker], records P's transaction as open. Snapshots are written without fsync at
+      every roll and kept (producer_state.py), so a restart after a crash or a truncation may
+      load an older one and replay from it: one taken inside the transaction would then
+      replay to no marker. Such a marker stays as long as that snapshot file does.
+
+The first cleaning to find a marker removable rewrites its batch with a delete horizon of now
++ ``delete.retention.ms`` (the tombstones' bit 6 and baseTimestamp), so that a read_committed
+consumer that read the transaction's data before it was removed still meets the marker; a
+cleaning at or after the horizon that finds it removable again removes it, and drops its
+aborted-transaction index entry with it (a consumer handed the entry without the marker would
+skip that producer's later transactional batches). A transaction found empty stays empty:
+a cleaning only removes batches, and nothing is appended below the last stable offset.
 
 The log lock is not held while reading or writing: closed segments below the high
 watermark do not change. Anything that changed them meanwhile (retention, truncation,
@@ -51,6 +80,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from common.control_records import decode_control_type
 from common.errors import ApiError
 from common.record_batch import (
     DELETE_HORIZON_MASK,
@@ -67,6 +97,10 @@ from data_plane.storage.compaction.cleanable import (
 )
 from data_plane.storage.compaction.offset_map import OffsetMap, OffsetMapFullError
 from data_plane.storage.compaction.throttler import Throttler
+from data_plane.storage.compaction.transaction_tracker import (
+    SnapshotOpenTransactions,
+    TransactionTracker,
+)
 from data_plane.storage.errors import LogClosedError, StorageError
 from data_plane.storage.log import CleaningSnapshot, Log
 from data_plane.storage.record_filter import (
@@ -104,6 +138,8 @@ class CleanerStats:
     records_retained: int = 0
     tombstones_removed: int = 0
     aborted_batches_removed: int = 0
+    marker_horizons_set: int = 0
+    markers_removed: int = 0
     keyless_removed: int = 0
     batches_copied: int = 0
     batches_rebuilt: int = 0
@@ -254,10 +290,15 @@ class Cleaner:
         groups = group_segments_by_size(
             bases, ends, sizes, max_size_bytes=snap.config.segment_bytes
         )
+        # One tracker for the whole cleaning: groups are cleaned in offset order, and a
+        # transaction may start in an earlier group than its marker.
+        txns = TransactionTracker(SnapshotOpenTransactions(log.dir_path, snap.log_start_offset))
         for group in groups:
             sources = [segments[chosen[k]] for k in group]
             source_sizes = [sizes[k] for k in group]
-            if not self._clean_group(log, snap, sources, source_sizes, now_ms, aborted, stats):
+            if not self._clean_group(
+                log, snap, sources, source_sizes, now_ms, aborted, txns, stats
+            ):
                 return False
         return True
 
@@ -269,6 +310,7 @@ class Cleaner:
         source_sizes: list[int],
         now_ms: int,
         aborted: AbortedBatches,
+        txns: TransactionTracker,
         stats: CleanerStats,
     ) -> bool:
         """Write the cleaned segment of ``sources`` and swap it in; False if the log
@@ -280,16 +322,23 @@ class Cleaner:
             changed = len(sources) > 1
             for seg, size in zip(sources, source_sizes, strict=True):
                 for header, data in self._batches(seg, size, stats):
-                    out, batch_changed = self._filter_batch(
-                        header, data, snap, now_ms, stats, aborted
-                    )
+                    if header.is_control:
+                        out, batch_changed = self._filter_control(
+                            header, data, snap, now_ms, stats, txns
+                        )
+                    else:
+                        out, batch_changed = self._filter_batch(
+                            header, data, snap, now_ms, stats, aborted
+                        )
+                        txns.on_data_batch(header, written=out is not None)
                     changed = changed or batch_changed
                     if out is not None:
                         writer.append(out, header.last_offset)
             writer.finish()
             for seg in sources:
                 for txn in seg.txn_index.entries:
-                    cleaned.txn_index.append(txn)
+                    if not txns.marker_removed(txn.last_offset):
+                        cleaned.txn_index.append(txn)
             if not changed:
                 stats.groups_unchanged += 1
                 return True
@@ -313,11 +362,8 @@ class Cleaner:
         stats: CleanerStats,
         aborted: AbortedBatches,
     ) -> tuple[memoryview | bytes | bytearray | None, bool]:
-        """The bytes to write for one source batch (None: drop it) and whether they differ
-        from the source's."""
-        if header.is_control:
-            stats.batches_copied += 1
-            return data, False
+        """The bytes to write for one source data batch (None: drop it) and whether they
+        differ from the source's."""
         if aborted.holds(header):
             stats.aborted_batches_removed += 1
             if self._keep_empty(header, snap):
@@ -364,6 +410,42 @@ class Cleaner:
                 new_horizon = now_ms + snap.config.delete_retention_ms
         stats.batches_rebuilt += 1
         return rebuild_batch(data, header, block, kept, delete_horizon_ms=new_horizon), True
+
+    def _filter_control(
+        self,
+        header: RecordBatchHeader,
+        data: memoryview | bytes,
+        snap: CleaningSnapshot,
+        now_ms: int,
+        stats: CleanerStats,
+        txns: TransactionTracker,
+    ) -> tuple[memoryview | bytes | bytearray | None, bool]:
+        """The bytes to write for one source control batch (None: drop it) and whether they
+        differ from the source's. A control batch that is not one end marker (an unknown
+        control type) is kept and closes no transaction, as producer state replay does."""
+        if header.records_count != 1:
+            stats.batches_copied += 1
+            return data, False
+        block = records_block(data, header)
+        spans = scan_records(header, block)
+        if decode_control_type(spans[0].key) is None:
+            stats.batches_copied += 1
+            return data, False
+        if not txns.on_end_marker(header):
+            stats.batches_copied += 1
+            return data, False
+        if header.attributes & DELETE_HORIZON_MASK:
+            if header.base_timestamp <= now_ms:
+                txns.record_removed(header.base_offset)
+                stats.markers_removed += 1
+                stats.batches_dropped += 1
+                return None, True
+            stats.batches_copied += 1
+            return data, False
+        stats.marker_horizons_set += 1
+        stats.batches_rebuilt += 1
+        horizon = now_ms + snap.config.delete_retention_ms
+        return rebuild_batch(data, header, block, spans, delete_horizon_ms=horizon), True
 
     @staticmethod
     def _keep_empty(header: RecordBatchHeader, snap: CleaningSnapshot) -> bool:
