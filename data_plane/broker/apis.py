@@ -26,6 +26,7 @@ from data_plane.broker.producer_ids import ProducerIdManager
 from data_plane.broker.purgatory import DelayedOperationPurgatory
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.broker.txn_marker_sender import TransactionMarkerSender
+from data_plane.broker.txn_verifier import TransactionVerifier
 from data_plane.coordinator import (
     OFFSETS_TOPIC,
     GroupCoordinator,
@@ -135,6 +136,13 @@ class KafkaApis:
             retry_backoff_ms=config.transaction_marker_retry_backoff_ms,
             request_timeout_ms=config.request_timeout_ms,
         )
+        # Leaders verify a transaction's first batch on a partition with its coordinator.
+        self.transaction_verifier = TransactionVerifier(
+            broker_id,
+            lambda: self.image,
+            lambda *args: self.transaction_coordinator.coordinator.verify_partitions(*args),
+            request_timeout_ms=config.request_timeout_ms,
+        )
         # End markers written here as partition leader, by result (a metric's running count).
         self.transaction_markers_written: dict[str, int] = {"commit": 0, "abort": 0}
         self.transaction_coordinator = TransactionCoordinatorRuntime(
@@ -217,6 +225,7 @@ class KafkaApis:
     def close(self) -> None:
         self.group_coordinator.close()
         self.transaction_coordinator.close()
+        self.transaction_verifier.close()
         self.transaction_markers.close()
         self.producer_id_manager.close()
         self.fetch_purgatory.cancel_all()

@@ -314,6 +314,15 @@ class BrokerConfig:
             doc="How often the coordinator removes expired transactional ids.",
         ),
     )
+    transaction_partition_verification_enable: bool = field(
+        default=True,
+        metadata=prop(
+            "transaction.partition.verification.enable",
+            doc="Partition leaders ask the transaction coordinator whether a partition is in "
+            "the producer's transaction before appending the transaction's first batch there "
+            "(KIP-890); a batch it does not confirm gets INVALID_TXN_STATE.",
+        ),
+    )
     transaction_marker_retry_backoff_ms: int = field(
         default=100,
         metadata=prop(

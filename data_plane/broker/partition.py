@@ -52,6 +52,7 @@ from data_plane.storage import (
     Log,
     LogAppendInfo,
     PayloadInfo,
+    VerificationGuard,
 )
 from data_plane.storage.leader_epoch_cache import EpochEndOffset
 from metadata.image import PartitionRegistration
@@ -215,16 +216,27 @@ class Partition:
         required_acks: int,
         validated: PayloadInfo,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        *,
+        verify_transactions: bool = False,
+        verification: VerificationGuard | None = None,
     ) -> LogAppendInfo:
         """Append a producer's validated batches, stamped with our leader epoch. acks=all
-        requires at least ``min.insync.replicas`` in the ISR (NOT_ENOUGH_REPLICAS)."""
+        requires at least ``min.insync.replicas`` in the ISR (NOT_ENOUGH_REPLICAS).
+        ``verify_transactions`` / ``verification``: see :meth:`Log.append`."""
         self._require_leader()
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"{self.topic}-{self.partition}: ISR {list(self.isr)} is smaller than "
                 f"min.insync.replicas={self.min_insync_replicas}"
             )
-        info = self.log.append(payload, self.leader_epoch, validated=validated, origin=origin)
+        info = self.log.append(
+            payload,
+            self.leader_epoch,
+            validated=validated,
+            origin=origin,
+            verify_transactions=verify_transactions,
+            verification=verification,
+        )
         self.maybe_increment_high_watermark()
         return info
 

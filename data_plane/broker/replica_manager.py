@@ -51,6 +51,7 @@ from data_plane.storage import (
     Log,
     LogAppendInfo,
     LogManager,
+    VerificationGuard,
     validate_produce_payload,
 )
 from metadata.delta import MetadataDelta
@@ -225,11 +226,14 @@ class ReplicaManager:
         payload: memoryview | bytearray | None,
         required_acks: int,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        *,
+        verify_transactions: bool = False,
+        verification: VerificationGuard | None = None,
     ) -> AppendResult:
         """Validate (header + CRC only, never decoding a record) and append one partition's
         batches: a producer's (CLIENT) or a coordinator's own (COORDINATOR: its transactional
         offset commits are checked by producer epoch only). Any failure appends nothing for
-        that partition."""
+        that partition. ``verify_transactions`` / ``verification``: see :meth:`Log.append`."""
         try:
             part = self.leader_partition(tp)
             if payload is None:
@@ -237,7 +241,14 @@ class ReplicaManager:
             info = validate_produce_payload(
                 payload, max_batch_bytes=part.log.config.max_message_bytes
             )
-            appended = part.append_records_to_leader(payload, required_acks, info, origin)
+            appended = part.append_records_to_leader(
+                payload,
+                required_acks,
+                info,
+                origin,
+                verify_transactions=verify_transactions,
+                verification=verification,
+            )
         except (BrokerRequestError, ApiError) as e:
             return AppendResult(e.error_code, error_message=str(e))
         return self._appended(tp, appended)

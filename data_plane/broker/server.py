@@ -179,6 +179,7 @@ class KafkaServer:
 
         listener_name, tls = self._inter_broker_listener()
         apis.transaction_markers.configure_inter_broker(endpoint, listener_name, tls)
+        apis.transaction_verifier.configure_inter_broker(endpoint, listener_name, tls)
         self.fetcher_manager = ReplicaFetcherManager(
             ReplicaFetcherConfig(
                 broker_id=broker_id,

@@ -9,7 +9,8 @@ For one :class:`MarkerRequest` a task loops until every partition is done:
    leader waits for the next round.
 2. Send one WriteTxnMarkers v0 per leader: to another broker over an
    :class:`InterBrokerConnection` on the inter-broker listener (one connection per
-   destination, requests on it one at a time); to this broker through the handler's own
+   destination, requests on it one at a time: :class:`InterBrokerClients`); to this broker
+   through the handler's own
    :func:`write_markers`, without a socket.
 3. NO_ERROR marks a partition done. INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED
    means a newer coordinator or producer epoch already took over: the request is abandoned
@@ -34,10 +35,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from common.error_codes import ErrorCode
+from data_plane.broker.inter_broker_clients import InterBrokerClients
 from data_plane.coordinator.transaction_coordinator import MarkerRequest
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ProtocolError
-from data_plane.replication.inter_broker_connection import EndpointLookup, InterBrokerConnection
+from data_plane.replication.inter_broker_connection import EndpointLookup
 from metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
@@ -64,11 +66,7 @@ class TransactionMarkerSender:
         self._local_write = local_write
         self._backoff_s = retry_backoff_ms / 1000
         self._timeout_s = request_timeout_ms / 1000
-        self._endpoint: EndpointLookup | None = None
-        self._listener_name = ""
-        self._tls: ssl.SSLContext | None = None
-        self._connections: dict[int, InterBrokerConnection] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._brokers = InterBrokerClients(broker_id, "txn-marker-sender", request_timeout_ms)
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -77,9 +75,7 @@ class TransactionMarkerSender:
     ) -> None:
         """How to reach other brokers (the server knows its inter-broker listener once it
         starts); until then only partitions this broker leads are written."""
-        self._endpoint = endpoint
-        self._listener_name = listener_name
-        self._tls = tls
+        self._brokers.configure(endpoint, listener_name, tls)
 
     def send(
         self,
@@ -180,33 +176,14 @@ class TransactionMarkerSender:
     async def _remote_write(
         self, leader: int, markers: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        if self._endpoint is None:
-            raise ConnectionError("the inter-broker listener is not known yet")
-        lock = self._locks.setdefault(leader, asyncio.Lock())
-        async with lock:
-            conn = self._connections.get(leader)
-            if conn is None:
-                conn = InterBrokerConnection(
-                    leader,
-                    self._endpoint,
-                    listener_name=self._listener_name,
-                    client_id=f"txn-marker-sender-{self.broker_id}",
-                    ssl_context=self._tls,
-                    connect_timeout_ms=int(self._timeout_s * 1000),
-                )
-                self._connections[leader] = conn
-            try:
-                await conn.connect()
-                # The leader waits up to request.timeout.ms for replication before answering.
-                body = await conn.call(
-                    ApiKey.WRITE_TXN_MARKERS,
-                    WRITE_TXN_MARKERS_VERSION,
-                    {"markers": markers},
-                    2 * self._timeout_s,
-                )
-            except BaseException:
-                conn.close()
-                raise
+        # The leader waits up to request.timeout.ms for replication before answering.
+        body = await self._brokers.call(
+            leader,
+            ApiKey.WRITE_TXN_MARKERS,
+            WRITE_TXN_MARKERS_VERSION,
+            {"markers": markers},
+            2 * self._timeout_s,
+        )
         markers_out: list[dict[str, Any]] = body.get("markers") or []
         return markers_out
 
@@ -214,6 +191,4 @@ class TransactionMarkerSender:
         self._closed = True
         for task in self._tasks:
             task.cancel()
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
+        self._brokers.close()

@@ -468,6 +468,33 @@ class TransactionCoordinator:
         self._write(out, p, md, transit, lambda o, code: o.respond(waiter, int(code)))
         return out
 
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartitionKey],
+    ) -> dict[TopicPartitionKey, int]:
+        """A partition leader asks, before the first transactional batch of a transaction on
+        a partition, whether that partition is in the producer's ongoing transaction (KIP-890
+        verification; a read, nothing is written). Per partition: NO_ERROR if it is,
+        INVALID_TXN_STATE if not; for all of them the lookup's error (NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED) or
+        CONCURRENT_TRANSACTIONS while the transaction is being decided."""
+        error, _p, md = self._lookup_producer(transactional_id, producer_id, producer_epoch)
+        deciding = md is not None and (
+            md.state.is_prepare or md.pending_state not in (None, _S.ONGOING)
+        )
+        if error == ErrorCode.NO_ERROR and deciding:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error != ErrorCode.NO_ERROR or md is None:
+            return {tp: int(error) for tp in partitions}
+        ongoing = md.partitions if md.state is _S.ONGOING else set()
+        return {
+            tp: int(ErrorCode.NO_ERROR if tp in ongoing else ErrorCode.INVALID_TXN_STATE)
+            for tp in partitions
+        }
+
     def _lookup_producer(
         self, transactional_id: str, producer_id: int, producer_epoch: int
     ) -> tuple[int, _Partition | None, TransactionMetadata | None]:

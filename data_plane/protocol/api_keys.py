@@ -114,7 +114,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
+    # v3 is flexible; v4 batches transactions and verifies (KIP-890), between brokers.
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
     ApiKey.END_TXN: (0, 2),
     ApiKey.WRITE_TXN_MARKERS: (0, 0),

@@ -476,26 +476,40 @@ INIT_PRODUCER_ID_RESPONSE = (
 
 # AddPartitionsToTxnRequest: Kafka schema flexibleVersions 3+ (v4+ batch transactions;
 # Kafka names the v0-3 fields "V3AndBelow...")
+_ADD_PARTITIONS_TO_TXN_TOPIC = (
+    F("name", STRING),
+    F("partitions", ARRAY(INT32)),
+)
 ADD_PARTITIONS_TO_TXN_REQUEST = (
-    F("v3_and_below_transactional_id", STRING),
-    F("v3_and_below_producer_id", INT64),
-    F("v3_and_below_producer_epoch", INT16),
-    F("v3_and_below_topics", [
-        F("name", STRING),
-        F("partitions", ARRAY(INT32)),
-    ]),
+    F("transactions", [
+        F("transactional_id", STRING, 4),
+        F("producer_id", INT64, 4),
+        F("producer_epoch", INT16, 4),
+        F("verify_only", BOOL, 4),
+        F("topics", _ADD_PARTITIONS_TO_TXN_TOPIC, 4),
+    ], 4),
+    F("v3_and_below_transactional_id", STRING, 0, 3),
+    F("v3_and_below_producer_id", INT64, 0, 3),
+    F("v3_and_below_producer_epoch", INT16, 0, 3),
+    F("v3_and_below_topics", _ADD_PARTITIONS_TO_TXN_TOPIC, 0, 3),
 )
 
 # AddPartitionsToTxnResponse: Kafka schema flexibleVersions 3+
+_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT = (
+    F("name", STRING),
+    F("results_by_partition", [
+        F("partition_index", INT32),
+        F("partition_error_code", INT16),
+    ]),
+)
 ADD_PARTITIONS_TO_TXN_RESPONSE = (
     F("throttle_time_ms", INT32),
-    F("results_by_topic_v3_and_below", [
-        F("name", STRING),
-        F("results_by_partition", [
-            F("partition_index", INT32),
-            F("partition_error_code", INT16),
-        ]),
-    ]),
+    F("error_code", INT16, 4),
+    F("results_by_transaction", [
+        F("transactional_id", STRING, 4),
+        F("topic_results", _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT, 4),
+    ], 4),
+    F("results_by_topic_v3_and_below", _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT, 0, 3),
 )
 
 # AddOffsetsToTxnRequest: Kafka schema flexibleVersions 3+

@@ -27,7 +27,8 @@ Operations checked, as in Kafka's KafkaApis:
     InitProducerId        IdempotentWrite on cluster or Write on some topic (KIP-679);
                           Write on the transactional id when one is given
     FindCoordinator       Describe on group / transactional id
-    AddPartitionsToTxn    Write on the transactional id, Write on each topic
+    AddPartitionsToTxn    Write on the transactional id, Write on each topic; v4+ (partition
+                          leaders verifying a transaction) ClusterAction on the cluster
     AddOffsetsToTxn       Write on the transactional id, Read on the group
     EndTxn                Write on the transactional id
     TxnOffsetCommit       Write on the transactional id, Read on the group and the topics
@@ -65,6 +66,8 @@ TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 TXN_DENIED = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+# AddPartitionsToTxn v4+ batches transactions and verifies partitions: broker to broker.
+FIRST_BROKER_ADD_PARTITIONS_VERSION = 4
 # DescribeConfigs resource types (Kafka's ConfigResource.Type).
 CONFIG_TOPIC = 2
 CONFIG_BROKER = 4
@@ -473,6 +476,20 @@ class RequestAuthorizer:
         return self._allowed(s, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn)
 
     def _add_partitions_to_txn(self, s: Session, version: int, body: Body) -> Verdict:
+        if version >= FIRST_BROKER_ADD_PARTITIONS_VERSION:
+            # Sent by partition leaders (verification): brokers only.
+            if self._cluster(s, AclOperation.CLUSTER_ACTION):
+                return Verdict(body)
+            v = Verdict(
+                body,
+                respond_now={
+                    "throttle_time_ms": 0,
+                    "error_code": CLUSTER_DENIED,
+                    "results_by_transaction": [],
+                },
+            )
+            v.note(ResourceType.CLUSTER)
+            return v
         topics = body.get("v3_and_below_topics") or []
         txn_ok = self._txn_write(s, body.get("v3_and_below_transactional_id", ""))
         denied_topics = {

@@ -41,7 +41,7 @@ from data_plane.storage.errors import (
 from data_plane.storage.file_records import FileSlice
 from data_plane.storage.log import FetchIsolation, Log, LogAppendInfo, LogOffsetMetadata
 from data_plane.storage.log_manager import LogManager, MaintenanceReport
-from data_plane.storage.producer_state import AppendOrigin
+from data_plane.storage.producer_state import AppendOrigin, VerificationGuard
 from data_plane.storage.record_codec import DecodedRecord, Record, build_batch, decode_records
 from data_plane.storage.transaction_index import AbortedTxn
 
@@ -72,6 +72,7 @@ __all__ = [
     "RecordTooLargeError",
     "StorageError",
     "UnsupportedCompressionTypeError",
+    "VerificationGuard",
     "build_batch",
     "decode_records",
     "validate_produce_payload",

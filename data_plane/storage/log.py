@@ -84,6 +84,7 @@ from data_plane.storage.producer_state import (
     MarkerReader,
     ProducerStateEntry,
     ProducerStateManager,
+    VerificationGuard,
 )
 from data_plane.storage.record_codec import build_end_txn_marker, read_end_txn_marker
 from data_plane.storage.record_filter import check_keys_present
@@ -249,6 +250,18 @@ class Log:
     def log_end_offset(self) -> int:
         return self._local.next_offset
 
+    def start_txn_verification(self, producer_id: int) -> VerificationGuard | None:
+        """A guard to append ``producer_id``'s first transactional batch with once its
+        coordinator confirmed the partition is in the transaction; None when the producer has
+        a transaction open here (nothing to verify). See producer_state.py."""
+        with self._lock:
+            return self.producer_state.start_verification(producer_id)
+
+    def end_txn_verification(self, guard: VerificationGuard) -> None:
+        """The verification failed: drop its guard."""
+        with self._lock:
+            self.producer_state.end_verification(guard)
+
     def active_producers(self) -> list[ProducerStateEntry]:
         """A copy of every producer's state on this partition (DescribeProducers)."""
         with self._lock:
@@ -292,8 +305,12 @@ class Log:
         *,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         validated: PayloadInfo | None = None,
+        verify_transactions: bool = False,
+        verification: VerificationGuard | None = None,
     ) -> LogAppendInfo:
         """Append batches; ``origin`` says whose they are (Kafka's UnifiedLog.append).
+        ``verify_transactions``: a client batch opening a transaction needs ``verification``,
+        the guard of a successful verification (:meth:`start_txn_verification`).
 
         - CLIENT (a producer's batches on the leader): validate the payload (unless
           ``validated``, the result of :func:`validate_produce_payload` on these bytes), check
@@ -354,6 +371,8 @@ class Log:
                 # A producer's payload holds no control batch (validation refused it): no
                 # marker reader on the produce path.
                 None if origin is AppendOrigin.CLIENT else _payload_marker_reader(buf),
+                verify_transactions=verify_transactions,
+                verification=verification,
             )
             if plan.duplicate is not None:
                 dup = plan.duplicate

@@ -37,6 +37,13 @@ Appends from a leader (:attr:`AppendOrigin.REPLICATION`) and batches replayed fr
 (:attr:`AppendOrigin.LOG`) are not checked: the leader already did, and followers must hold
 exactly what the leader held so that a new leader answers retries the same way.
 
+Transaction verification (KIP-890): a leader that verifies with the coordinator that a
+partition is in a producer's transaction before appending the transaction's first batch
+there takes a :class:`VerificationGuard` (:meth:`ProducerStateManager.start_verification`)
+before asking, and passes it with the append. Any marker for that producer in between drops
+the guard, so the append is refused (INVALID_TXN_STATE) instead of opening a transaction the
+coordinator has already ended: a late batch cannot start a transaction no marker will close.
+
 A check never changes state: :meth:`ProducerStateManager.prepare_append` returns an
 :class:`AppendPlan` (the producers' would-be entries) and :meth:`ProducerStateManager.apply`
 installs it once the bytes are written; a failed write leaves the state untouched.
@@ -163,6 +170,19 @@ class BatchMetadata:
         return self.last_offset - self.first_offset
 
 
+class VerificationGuard:
+    """One verification of a producer's next transaction on a partition (compared by
+    identity: a guard dropped and re-created is another guard)."""
+
+    __slots__ = ("producer_id",)
+
+    def __init__(self, producer_id: int) -> None:
+        self.producer_id = producer_id
+
+    def __repr__(self) -> str:
+        return f"VerificationGuard(producer {self.producer_id})"
+
+
 @dataclass(slots=True)
 class ProducerStateEntry:
     """A producer's epoch and its last batches, oldest first (at most 5)."""
@@ -275,6 +295,9 @@ class ProducerStateManager:
         self._unreplicated: dict[int, CompletedTxn] = {}
         # The offset the state is up to date with (every batch below it is applied).
         self.map_end_offset = 0
+        # Verifications in flight: producer id -> its guard (dropped by a marker, by the
+        # transaction's first batch, or when the verification fails).
+        self._verifications: dict[int, VerificationGuard] = {}
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -307,6 +330,23 @@ class ProducerStateManager:
                 f: t for f, t in self._unreplicated.items() if t.last_offset >= high_watermark
             }
 
+    # -- verification ------------------------------------------------------------------------
+
+    def start_verification(self, producer_id: int) -> VerificationGuard | None:
+        """The guard of the producer's pending verification (new if none), or None when it
+        has a transaction open here already (its batches need no verification)."""
+        if producer_id in self._ongoing:
+            return None
+        guard = self._verifications.get(producer_id)
+        if guard is None:
+            guard = self._verifications[producer_id] = VerificationGuard(producer_id)
+        return guard
+
+    def end_verification(self, guard: VerificationGuard) -> None:
+        """Drop ``guard`` (its verification failed) unless another took its place."""
+        if self._verifications.get(guard.producer_id) is guard:
+            del self._verifications[guard.producer_id]
+
     # -- appends -----------------------------------------------------------------------------
 
     def prepare_append(
@@ -315,8 +355,15 @@ class ProducerStateManager:
         first_offset: int | None,
         origin: AppendOrigin,
         read_marker: MarkerReader | None = None,
+        *,
+        verify_transactions: bool = False,
+        verification: VerificationGuard | None = None,
     ) -> AppendPlan:
         """Check ``batches`` (in payload order) and compute the entries they would leave.
+
+        With ``verify_transactions`` a client's transactional batch that would open a
+        transaction must come with the producer's current ``verification`` guard, else
+        :class:`InvalidTxnStateError`.
 
         ``first_offset`` is the offset the first batch will get (a leader append, whose
         headers still hold the producer's offsets); None means the headers carry their final
@@ -363,6 +410,17 @@ class ProducerStateManager:
                         f"producer {pid}: non-transactional batch at offset {base} while its "
                         f"transaction from offset {entry.current_txn_first_offset} is open"
                     )
+                if (
+                    verify_transactions
+                    and h.is_transactional
+                    and entry.current_txn_first_offset == NO_TXN
+                    and (verification is None or self._verifications.get(pid) is not verification)
+                ):
+                    raise InvalidTxnStateError(
+                        f"producer {pid}: transactional batch at offset {base} opens a "
+                        "transaction its coordinator has not verified on this partition (or "
+                        "one that ended meanwhile)"
+                    )
             entry.add_batch(
                 h.producer_epoch,
                 BatchMetadata(
@@ -390,6 +448,9 @@ class ProducerStateManager:
                 self._ongoing[pid] = entry.current_txn_first_offset
             else:
                 self._ongoing.pop(pid, None)
+            # The transaction opened (verification done) or a marker ended it (a
+            # verification in flight is void).
+            self._verifications.pop(pid, None)
         self.map_end_offset = max(self.map_end_offset, end_offset)
         out = []
         for txn in plan.completed:
@@ -448,6 +509,7 @@ class ProducerStateManager:
         self._producers.clear()
         self._ongoing.clear()
         self._unreplicated.clear()
+        self._verifications.clear()
         self.map_end_offset = offset
         for off in self.snapshot_offsets():
             self._delete_snapshot(off)

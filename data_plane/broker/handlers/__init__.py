@@ -59,7 +59,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 3),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.handle, 1),
     # Transactions (data_plane.coordinator.transaction_*, docs/transactions.md).
-    ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 2),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (add_partitions_to_txn.handle, 4),
     ApiKey.ADD_OFFSETS_TO_TXN: (add_offsets_to_txn.handle, 2),
     ApiKey.END_TXN: (end_txn.handle, 2),
     ApiKey.WRITE_TXN_MARKERS: (write_txn_markers.handle, 0),

@@ -1,6 +1,8 @@
-"""AddPartitionsToTxn (24), v0-2: a transactional producer names the partitions it is about to
-write in its transaction, before its first Produce to each (the coordinator must know them to
-write their end markers).
+"""AddPartitionsToTxn (24), v0-4.
+
+v0-3 (clients): a transactional producer names the partitions it is about to write in its
+transaction, before its first Produce to each (the coordinator must know them to write their
+end markers).
 
 - Partitions of topics that do not exist get UNKNOWN_TOPIC_OR_PARTITION and the others
   OPERATION_NOT_ATTEMPTED, with nothing added (as Kafka); so do internal topics (INVALID_
@@ -9,50 +11,65 @@ write their end markers).
   Ongoing state with the partitions is written to ``__transaction_state``; NOT_COORDINATOR,
   COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS (retriable), INVALID_PRODUCER_ID_MAPPING,
   PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), INVALID_TXN_STATE.
+
+v4 (brokers, ClusterAction): several transactions per request. With ``verify_only`` a
+partition leader asks whether partitions are in the producer's ongoing transaction before it
+appends the transaction's first batch there (KIP-890): per partition NO_ERROR or
+INVALID_TXN_STATE, or the lookup's error for all (nothing is written). Without it the
+partitions are added as in v3.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.handlers.transaction_errors import for_version
 from metadata.topics import INTERNAL_TOPICS
 
+Partition = tuple[str, int]
 
-def _body(errors: dict[tuple[str, int], int]) -> Body:
+
+def _topic_results(errors: dict[Partition, int]) -> list[dict[str, Any]]:
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, partition), code in errors.items():
         by_topic.setdefault(topic, []).append(
             {"partition_index": partition, "partition_error_code": code}
         )
-    return {
-        "throttle_time_ms": 0,
-        "results_by_topic_v3_and_below": [
-            {"name": t, "results_by_partition": ps} for t, ps in by_topic.items()
-        ],
-    }
+    return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
+
+
+def _partitions(topics: list[dict[str, Any]] | None) -> list[Partition]:
+    return [(t["name"], p) for t in topics or () for p in t.get("partitions") or ()]
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
     body = request.body
-    partitions = [
-        (t["name"], p)
-        for t in body.get("v3_and_below_topics") or ()
-        for p in t.get("partitions") or ()
-    ]
+    if request.header.api_version >= 4:
+        return _transactions(apis, request)
+    partitions = _partitions(body.get("v3_and_below_topics"))
+    bad = _refused(apis, partitions)
+    if bad is not None:
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(bad)}
+    return _add_v3(apis, request, partitions)
+
+
+def _refused(apis: KafkaApis, partitions: list[Partition]) -> dict[Partition, int] | None:
+    """The per-partition answer when some partition cannot join a transaction, else None."""
     image = apis.image
-    bad: dict[tuple[str, int], int] = {}
+    bad: dict[Partition, int] = {}
     for topic, p in partitions:
         if topic in INTERNAL_TOPICS:
             bad[(topic, p)] = ErrorCode.INVALID_TOPIC_EXCEPTION
         elif image.partition(topic, p) is None:
             bad[(topic, p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if bad:
-        return _body({tp: bad.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions})
-    return _add(apis, request, partitions)
+    if not bad:
+        return None
+    return {tp: bad.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
 
 
-async def _add(apis: KafkaApis, request: Request, partitions: list[tuple[str, int]]) -> Body:
+async def _add_v3(apis: KafkaApis, request: Request, partitions: list[Partition]) -> Body:
     body = request.body
     code = await apis.transaction_coordinator.add_partitions(
         body["v3_and_below_transactional_id"],
@@ -61,4 +78,26 @@ async def _add(apis: KafkaApis, request: Request, partitions: list[tuple[str, in
         partitions,
     )
     code = for_version(code, request.header.api_version)
-    return _body({tp: code for tp in partitions})
+    return {
+        "throttle_time_ms": 0,
+        "results_by_topic_v3_and_below": _topic_results({tp: code for tp in partitions}),
+    }
+
+
+async def _transactions(apis: KafkaApis, request: Request) -> Body:
+    runtime = apis.transaction_coordinator
+    results = []
+    for txn in request.body.get("transactions") or ():
+        partitions = _partitions(txn.get("topics"))
+        tid, pid, epoch = txn["transactional_id"], txn["producer_id"], txn["producer_epoch"]
+        if txn.get("verify_only"):
+            errors = runtime.coordinator.verify_partitions(tid, pid, epoch, partitions)
+        else:
+            refused = _refused(apis, partitions)
+            if refused is not None:
+                errors = refused
+            else:
+                code = await runtime.add_partitions(tid, pid, epoch, partitions)
+                errors = {tp: code for tp in partitions}
+        results.append({"transactional_id": tid, "topic_results": _topic_results(errors)})
+    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}

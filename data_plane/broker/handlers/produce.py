@@ -9,9 +9,15 @@ and CRC-32C only and appended as is (offsets and leader epoch stamped in place).
 - acks=all (-1): parked in the produce purgatory until the high watermark passes every
   appended batch (immediate with an ISR of one), or ``min(timeout_ms, request.timeout.ms)``
   passes (REQUEST_TIMED_OUT for partitions still waiting).
-- Transactional batches are appended like any other; the log tracks the producer's open
-  transaction (a non-transactional batch while one is open: INVALID_TXN_STATE) until the
-  coordinator's end marker closes it (WriteTxnMarkers).
+- Transactional batches: the log tracks the producer's open transaction (a non-
+  transactional batch while one is open: INVALID_TXN_STATE) until the coordinator's end
+  marker closes it (WriteTxnMarkers). With ``transaction.partition.verification.enable`` a
+  batch that would open the producer's transaction on a partition is appended only once the
+  transaction coordinator confirms the partition is in the transaction
+  (:mod:`data_plane.broker.txn_verifier`); the whole request then waits for that answer.
+  Unconfirmed: INVALID_TXN_STATE; a coordinator moving, loading or deciding:
+  NOT_ENOUGH_REPLICAS, which every client retries (as Kafka answers produce versions that
+  predate the coordinator errors); PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
 - Internal topics (``__consumer_offsets``, ``__transaction_state``) get
   INVALID_TOPIC_EXCEPTION, as in Kafka: only the coordinators write them, through the
   ReplicaManager directly.
@@ -19,13 +25,18 @@ and CRC-32C only and appended as is (offsets and leader epoch stamped in place).
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.errors import ApiError
+from common.record_batch import parse_header
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import await_replication
 from data_plane.broker.replica_manager import AppendResult
+from data_plane.storage import VerificationGuard
 from metadata.topics import INTERNAL_TOPICS
 
 _INTERNAL_TOPIC_REFUSED = AppendResult(
@@ -53,6 +64,28 @@ def _body(results: dict[TopicPartition, AppendResult], order: list[tuple[str, li
     return {"responses": responses, "throttle_time_ms": 0}
 
 
+# Verification errors a produce client may not know, as Kafka maps them: retriable ones become
+# NOT_ENOUGH_REPLICAS, a fenced producer INVALID_PRODUCER_EPOCH.
+_VERIFICATION_ERRORS = {
+    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+}
+
+
+@dataclass(slots=True)
+class _Unverified:
+    """A partition whose batch opens the producer's transaction there: appended once the
+    coordinator confirms the partition (``guard`` from its log)."""
+
+    records: Any
+    producer_id: int
+    producer_epoch: int
+    guard: VerificationGuard
+
+
 def handle(apis: KafkaApis, request: Request) -> Response:
     body = request.body
     acks = body.get("acks", 1)
@@ -62,24 +95,110 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     if acks not in (0, 1, -1):
         refuse = AppendResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=f"acks={acks}")
     rm = apis.replica_manager
+    verify = bool(apis.config.transaction_partition_verification_enable)
+    unverified: dict[TopicPartition, _Unverified] = {}
     for topic in body.get("topic_data") or ():
         name = topic["name"]
         indexes = []
         for pdata in topic.get("partition_data") or ():
             tp = TopicPartition(name, pdata["index"])
             indexes.append(tp.partition)
-            if tp in results:  # the same partition twice in one request
+            if tp in results or tp in unverified:  # the same partition twice in one request
+                unverified.pop(tp, None)
                 results[tp] = AppendResult(ErrorCode.INVALID_REQUEST, error_message="duplicate")
                 continue
             if name in INTERNAL_TOPICS:
                 results[tp] = refuse or _INTERNAL_TOPIC_REFUSED
                 continue
-            results[tp] = refuse or rm.append_records(tp, pdata.get("records"), acks)
+            if refuse is not None:
+                results[tp] = refuse
+                continue
+            records = pdata.get("records")
+            pending = _needs_verification(apis, tp, records) if verify else None
+            if pending is not None:
+                unverified[tp] = pending
+                continue
+            results[tp] = rm.append_records(tp, records, acks, verify_transactions=verify)
         order.append((name, indexes))
+    if unverified:
+        return _verify_then_append(apis, body, results, order, unverified)
+    return _finish(apis, body, results, order)
+
+
+def _needs_verification(apis: KafkaApis, tp: TopicPartition, records: Any) -> _Unverified | None:
+    """The pending verification of a payload whose first batch would open its producer's
+    transaction on ``tp`` (led here); None for anything else, which the append checks."""
+    try:
+        header = parse_header(records)
+    except (ApiError, TypeError):
+        return None  # the append reports the bad payload
+    if not header.is_transactional or header.is_control or header.producer_id < 0:
+        return None  # control batches are refused by the append (INVALID_RECORD)
+    part = apis.replica_manager.get_partition(tp)
+    if part is None or not part.is_leader:
+        return None
+    guard = part.log.start_txn_verification(header.producer_id)
+    if guard is None:
+        return None
+    return _Unverified(records, header.producer_id, header.producer_epoch, guard)
+
+
+async def _verify_then_append(
+    apis: KafkaApis,
+    body: dict[str, Any],
+    results: dict[TopicPartition, AppendResult],
+    order: list[tuple[str, list[int]]],
+    unverified: dict[TopicPartition, _Unverified],
+) -> Body | object:
+    txn_id = body.get("transactional_id")
+    by_producer: dict[tuple[int, int], list[TopicPartition]] = {}
+    for tp, u in unverified.items():
+        by_producer.setdefault((u.producer_id, u.producer_epoch), []).append(tp)
+    codes: dict[TopicPartition, int] = {}
+    for (pid, epoch), tps in by_producer.items():
+        if not txn_id:
+            codes.update(dict.fromkeys(tps, int(ErrorCode.INVALID_TXN_STATE)))
+            continue
+        answer = await apis.transaction_verifier.verify(
+            txn_id, pid, epoch, [(tp.topic, tp.partition) for tp in tps]
+        )
+        for tp in tps:
+            codes[tp] = answer.get((tp.topic, tp.partition), int(ErrorCode.UNKNOWN_SERVER_ERROR))
+    rm = apis.replica_manager
+    acks = body.get("acks", 1)
+    for tp, u in unverified.items():
+        code = codes[tp]
+        if code != ErrorCode.NO_ERROR:
+            part = rm.get_partition(tp)
+            if part is not None:
+                part.log.end_txn_verification(u.guard)
+            code = _VERIFICATION_ERRORS.get(ErrorCode(code), code)
+            results[tp] = AppendResult(
+                code, error_message="the transaction coordinator did not confirm the partition"
+            )
+            continue
+        results[tp] = rm.append_records(
+            tp, u.records, acks, verify_transactions=True, verification=u.guard
+        )
+    outcome = _finish(apis, body, results, order)
+    if isinstance(outcome, Coroutine):
+        return await outcome
+    return outcome
+
+
+def _finish(
+    apis: KafkaApis,
+    body: dict[str, Any],
+    results: dict[TopicPartition, AppendResult],
+    order: list[tuple[str, list[int]]],
+) -> Response:
+    """The answer once every partition is appended (or refused): by ``acks``."""
+    acks = body.get("acks", 1)
+    refuse = acks not in (0, 1, -1)
     if acks == 0:
         failed = any(r.error_code != ErrorCode.NO_ERROR for r in results.values())
         return CLOSE_CONNECTION if failed else NO_RESPONSE
-    if acks == 1 or refuse is not None:
+    if acks == 1 or refuse:
         return _body(results, order)
     required = {
         tp: r.last_offset + 1 for tp, r in results.items() if r.error_code == ErrorCode.NO_ERROR

@@ -1,11 +1,16 @@
 """``kraftlog transactions`` against 3 real brokers: list and describe an ongoing transaction,
 find a hanging one with describe-producers, and abort it so that read_committed readers move
-past it."""
+past it.
+
+A hanging transaction needs a partition leader that does not verify transactions with their
+coordinator (``transaction.partition.verification.enable=false``, as brokers before KIP-890
+were): these tests run on a cluster of their own configured so."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,7 +18,9 @@ from data_plane.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster
+from tests.integration.clusters import running_cluster
 from tests.integration.replication.helpers import wait_for
+from tests.integration.transactions.conftest import TXN_OVERRIDES
 from tests.integration.transactions.test_transactions_clients import read_all
 from tests.integration.transactions.test_transactions_wire import (
     find_coordinator,
@@ -24,6 +31,14 @@ from tests.integration.transactions.test_transactions_wire import (
 )
 
 pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    path = tmp_path_factory.mktemp("transaction-tools") / "cluster"
+    overrides = {**TXN_OVERRIDES, "transaction.partition.verification.enable": "false"}
+    with running_cluster(path, brokers=3, overrides=overrides) as c:
+        yield c
 
 
 def kraftlog(cluster: LocalCluster, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -67,7 +82,8 @@ def test_list_describe_and_abort_a_hanging_transaction(
         assert described["start_time_ms"] > 0
 
         # A hanging transaction: a transactional batch its coordinator never heard of (the
-        # id was initialised but never added the partition), so no timeout will end it.
+        # id was initialised but never added the partition; this cluster's leaders do not
+        # verify), so no timeout will end it.
         hanging_id = f"hang-{uuid.uuid4().hex[:6]}"
         hanging_coordinator = find_coordinator(cluster, hanging_id)
         try:

@@ -79,18 +79,7 @@ def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalClust
         pid, epoch = ids["producer_id"], ids["producer_epoch"]
         plain = produce(leader, topic, build_batch([Record(None, b"before", 1)]), None)
         assert plain["error_code"] == 0
-        added = coordinator.call(
-            ApiKey.ADD_PARTITIONS_TO_TXN,
-            2,
-            {
-                "v3_and_below_transactional_id": txn_id,
-                "v3_and_below_producer_id": pid,
-                "v3_and_below_producer_epoch": epoch,
-                "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-            },
-        )
-        result = added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]
-        assert result["partition_error_code"] == 0, added
+        add_partition(coordinator, txn_id, pid, epoch, topic)
         txn_batch = build_batch(
             [Record(None, b"hanging", 1)],
             producer_id=pid,
@@ -119,6 +108,22 @@ def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalClust
         b"after",
         b"before",
     ]
+
+
+def add_partition(client: WireClient, txn_id: str, pid: int, epoch: int, topic: str) -> None:
+    """AddPartitionsToTxn of ``topic``-0 (v2); asserts NO_ERROR."""
+    added = client.call(
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        2,
+        {
+            "v3_and_below_transactional_id": txn_id,
+            "v3_and_below_producer_id": pid,
+            "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
+        },
+    )
+    result = added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]
+    assert result["partition_error_code"] == 0, added
 
 
 def end_txn(client: WireClient, txn_id: str, pid: int, epoch: int, *, version: int = 2) -> int:
@@ -153,7 +158,8 @@ def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> Non
         )
         refused = produce(leader, topic, marker, txn_id)
         assert refused["error_code"] == ErrorCode.INVALID_RECORD
-        # A transactional batch, then a plain one from the same producer: INVALID_TXN_STATE.
+        # A transactional batch for a partition its transaction never added: the leader asks
+        # the coordinator, which does not confirm it (nothing is written).
         txn_batch = build_batch(
             [Record(None, b"t", 1)],
             producer_id=pid,
@@ -161,6 +167,12 @@ def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> Non
             base_sequence=0,
             is_transactional=True,
         )
+        unverified = produce(leader, topic, txn_batch, txn_id)
+        assert unverified["error_code"] == ErrorCode.INVALID_TXN_STATE, unverified
+        assert latest(leader, topic, 0) == 0
+        add_partition(coordinator, txn_id, pid, epoch, topic)
+        # Added: the same batch is appended; then a plain one from the same producer while
+        # its transaction is open: INVALID_TXN_STATE.
         assert produce(leader, topic, txn_batch, txn_id)["error_code"] == 0
         plain = build_batch(
             [Record(None, b"p", 1)], producer_id=pid, producer_epoch=epoch, base_sequence=1

@@ -351,3 +351,35 @@ def test_describe_and_list_transactions(h) -> None:
     assert c.describe("a") == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)
     h.take(c.unload(c.partition_for("a")))
     assert c.describe("a") == (ErrorCode.NOT_COORDINATOR, None)
+
+
+def test_verify_partitions_confirms_only_partitions_of_the_ongoing_transaction(h) -> None:
+    c = h.coordinator
+    r = h.init()
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert c.verify_partitions(TID, pid, epoch, [("t", 0)]) == {
+        ("t", 0): ErrorCode.INVALID_TXN_STATE  # Empty: no transaction yet
+    }
+    h.add(r, ("t", 0))
+    assert c.verify_partitions(TID, pid, epoch, [("t", 0), ("t", 1)]) == {
+        ("t", 0): ErrorCode.NO_ERROR,
+        ("t", 1): ErrorCode.INVALID_TXN_STATE,
+    }
+    assert c.verify_partitions(TID, pid, epoch + 1, [("t", 0)]) == {
+        ("t", 0): ErrorCode.PRODUCER_FENCED
+    }
+    assert c.verify_partitions(TID, pid + 1, epoch, [("t", 0)]) == {
+        ("t", 0): ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    }
+    # Deciding (PrepareCommit written, markers pending): retry later.
+    h.end(r, True)
+    assert c.verify_partitions(TID, pid, epoch, [("t", 0)]) == {
+        ("t", 0): ErrorCode.CONCURRENT_TRANSACTIONS
+    }
+    h.flush_markers()
+    assert c.verify_partitions(TID, pid, epoch, [("t", 0)]) == {
+        ("t", 0): ErrorCode.INVALID_TXN_STATE  # CompleteCommit: the transaction ended
+    }
+    assert c.verify_partitions("nobody", 1, 0, [("t", 0)]) == {
+        ("t", 0): ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    }

@@ -395,3 +395,22 @@ def test_transaction_tools_see_only_what_the_principal_may_describe_or_read() ->
         for p in t["partitions"]
     ] == [("secret", 0, TOPIC_DENIED), ("secret", 1, TOPIC_DENIED)]
     encodes(ApiKey.DESCRIBE_PRODUCERS, 0, merged)
+
+
+def test_add_partitions_to_txn_v4_is_for_brokers_only() -> None:
+    body = {
+        "transactions": [
+            {
+                "transactional_id": "mine",
+                "producer_id": 1,
+                "producer_epoch": 0,
+                "verify_only": True,
+                "topics": [{"name": "writable", "partitions": [0]}],
+            }
+        ]
+    }
+    v = authz().check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 4, body)
+    assert v.respond_now is not None and v.respond_now["error_code"] == CLUSTER_DENIED
+    encodes(ApiKey.ADD_PARTITIONS_TO_TXN, 4, v.respond_now)
+    broker = authz([*BINDINGS, acl(C, "kafka-cluster", Op.CLUSTER_ACTION)])
+    assert broker.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 4, body).respond_now is None

@@ -151,6 +151,37 @@ def test_non_transactional_batch_while_a_transaction_is_open_is_refused(log) -> 
     assert log.log_end_offset == 2
 
 
+def test_verified_appends_need_the_current_guard(log) -> None:
+    """With verification a batch opening a transaction needs the guard of a verification
+    taken before any marker of its producer; later batches of the open transaction do not."""
+    p = Producer(1)
+    with pytest.raises(InvalidTxnStateError):
+        log.append(p.batch(), 0, verify_transactions=True)  # never verified
+    p.seq = 0
+    guard = log.start_txn_verification(1)
+    assert guard is not None and log.start_txn_verification(1) is guard  # one per producer
+    first = log.append(p.batch(), 0, verify_transactions=True, verification=guard).first_offset
+    assert log.start_txn_verification(1) is None  # open here: nothing to verify
+    log.append(p.batch(), 0, verify_transactions=True)
+    end(log, p, committed=True)
+
+    # A marker between the verification and the append voids the guard: a late batch of an
+    # ended transaction must not open a new one that no marker would close.
+    guard = log.start_txn_verification(1)
+    end(log, p, committed=False)
+    late = p.batch()
+    with pytest.raises(InvalidTxnStateError):
+        log.append(late, 0, verify_transactions=True, verification=guard)
+    # A failed verification drops its guard; a new one is another guard.
+    again = log.start_txn_verification(1)
+    assert again is not None and again is not guard
+    log.end_txn_verification(again)
+    assert log.start_txn_verification(1) is not again
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == log.high_watermark
+    assert first == 0
+
+
 def test_stale_markers_are_fenced(log) -> None:
     p = Producer(1, epoch=3)
     log.append(p.batch(), 0)
