@@ -9,7 +9,8 @@ The document (``--json``)::
                 "snapshot_last_offset", "voters": [{"node_id", "address", "connected",
                 "is_leader", "match_offset", "lag_records"}]} | null,
      "nodes": [{"id", "roles", "pid", "state", "listeners": {"CONTROLLER": "h:p", ...},
-                "raft_address"?, "broker_epoch"?, "fenced"?}, ...],
+                "raft_address"?, "metrics"? ("http://h:p/metrics"), "broker_epoch"?,
+                "fenced"?}, ...],
      "error": str|null}
 
 With a local cluster directory every node has its pid and state; with only
@@ -126,6 +127,8 @@ def render_cluster(doc: dict[str, Any]) -> str:
         details = []
         if n.get("raft_address"):
             details.append(f"raft={n['raft_address']}")
+        if n.get("metrics"):
+            details.append(f"metrics={n['metrics']}")
         if leader is not None and n["id"] == leader:
             details.append("active-controller")
         if n.get("broker_epoch") is not None:

@@ -15,7 +15,11 @@
 
     {"format": 1, "cluster_id": "...", "host": "127.0.0.1",
      "nodes": [{"node_id": 1, "roles": ["controller"], "raft_port": 20001,
-                "controller_port": 20002, "broker_port": null}, ...]}
+                "controller_port": 20002, "broker_port": null,
+                "metrics_port": 20003}, ...]}
+
+Every node serves its Prometheus metrics on ``metrics_port`` (absent in clusters made before
+metrics were on by default: those nodes serve none unless configured).
 
 Node ids: controllers are 1, 2, 3, ...; brokers are 101, 102, 103, ... (so an id says the role).
 """
@@ -50,6 +54,7 @@ class NodeLayout:
     raft_port: int | None = None
     controller_port: int | None = None
     broker_port: int | None = None
+    metrics_port: int | None = None
 
     @property
     def is_controller(self) -> bool:
@@ -132,6 +137,7 @@ class ClusterLayout:
                     "raft_port": n.raft_port,
                     "controller_port": n.controller_port,
                     "broker_port": n.broker_port,
+                    "metrics_port": n.metrics_port,
                 }
                 for n in self.nodes
             ],
@@ -166,6 +172,7 @@ class ClusterLayout:
                     raft_port=n.get("raft_port"),
                     controller_port=n.get("controller_port"),
                     broker_port=n.get("broker_port"),
+                    metrics_port=n.get("metrics_port"),
                 )
                 for n in doc["nodes"]
             )
@@ -192,7 +199,8 @@ def plan_layout(
     if not 0 <= brokers <= MAX_BROKERS:
         raise ValueError(f"brokers must be 0..{MAX_BROKERS}, got {brokers}")
     root = Path(directory).resolve()
-    ports = iter(free_ports(2 * controllers + brokers, host=host))
+    # Per controller: raft, controller listener, metrics; per broker: Kafka listener, metrics.
+    ports = iter(free_ports(3 * controllers + 2 * brokers, host=host))
     nodes: list[NodeLayout] = []
     for i in range(controllers):
         node_id = CONTROLLER_ID_BASE + i
@@ -203,11 +211,18 @@ def plan_layout(
                 root / f"node-{node_id}",
                 raft_port=next(ports),
                 controller_port=next(ports),
+                metrics_port=next(ports),
             )
         )
     for i in range(brokers):
         node_id = BROKER_ID_BASE + i
         nodes.append(
-            NodeLayout(node_id, ("broker",), root / f"node-{node_id}", broker_port=next(ports))
+            NodeLayout(
+                node_id,
+                ("broker",),
+                root / f"node-{node_id}",
+                broker_port=next(ports),
+                metrics_port=next(ports),
+            )
         )
     return ClusterLayout(root, cluster_id, host, tuple(nodes))

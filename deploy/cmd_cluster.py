@@ -1,6 +1,7 @@
 """``kraftlog cluster``: a local cluster on 127.0.0.1 (what ``make run`` starts).
 
     kraftlog cluster up [--dir D] [--controllers 3] [--brokers 3] [--detach] [--override k=v]
+        [--monitoring]
     kraftlog cluster down [--dir D] [--grace SECONDS]
     kraftlog cluster status [--dir D | --bootstrap-controller HOST:PORT,...] [--json]
 
@@ -9,7 +10,9 @@ node that is not running, waits until the quorum has an active controller and ev
 registered and unfenced, and prints the bootstrap servers. Without ``--detach`` it then stays
 in the foreground and stops the cluster on Ctrl-C / SIGTERM. If the cluster does not come up
 in ``--timeout`` seconds it prints the failing node's log tail, stops what it started and
-exits 1. The logic lives in :class:`deploy.local_cluster.LocalCluster`.
+exits 1. Every node serves Prometheus metrics on a port of its own (``status`` shows each
+endpoint); ``--monitoring`` also writes a scrape config and Grafana provisioning for them
+(:mod:`deploy.monitoring_files`). The logic lives in :class:`deploy.local_cluster.LocalCluster`.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from deploy.local_cluster import (
     LocalCluster,
 )
 from deploy.meta_properties import MetaPropertiesError
+from deploy.monitoring_files import write_monitoring_files
 
 # Status asks questions a live cluster answers at once; do not hang on a dead one.
 STATUS_TIMEOUT_S = 3.0
@@ -70,6 +74,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=[],
         metavar="KEY=VALUE",
         help="a config key for every node of a NEW cluster (repeatable)",
+    )
+    p.add_argument(
+        "--monitoring",
+        action="store_true",
+        help="also write a Prometheus scrape config and Grafana provisioning to D/monitoring",
     )
     p.add_argument("--json", action="store_true", help="print the cluster status as JSON")
     p.set_defaults(func=_up)
@@ -127,6 +136,15 @@ def _up(args: argparse.Namespace) -> int:
             cluster.stop_node(node_id, grace_s=5.0)
         return 1
     doc = cluster.status()
+    monitoring = None
+    if args.monitoring:
+        ports = {}
+        for node_id in cluster.node_ids:
+            endpoint = cluster.metrics_endpoint(node_id)
+            if endpoint is not None:
+                ports[node_id] = endpoint[1]
+        monitoring = write_monitoring_files(cluster.layout, ports)
+        doc["monitoring"] = str(monitoring)
     if args.json:
         print_json(doc)
     else:
@@ -136,6 +154,16 @@ def _up(args: argparse.Namespace) -> int:
         )
         print(f"Bootstrap servers:     {','.join(cluster.bootstrap_servers())}")
         print(f"Bootstrap controllers: {','.join(cluster.bootstrap_controllers())}")
+        metrics = [u for u in (cluster.metrics_url(i) for i in cluster.node_ids) if u]
+        if metrics:
+            print(f"Metrics:               {' '.join(metrics)}")
+        if monitoring is not None:
+            print(f"Monitoring files:      {monitoring}")
+            print(f"  prometheus --config.file={monitoring / 'prometheus.yml'}")
+            print(
+                f"  GF_PATHS_PROVISIONING={monitoring / 'grafana' / 'provisioning'} "
+                "grafana-server"
+            )
     sys.stdout.flush()
     if args.detach:
         return 0

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from common.configdef import load_properties
+from common.configdef import ConfigError, load_properties
 from deploy import processes
 from deploy.cluster_info import ControllerView, probe_controllers
 from deploy.cluster_layout import (
@@ -548,6 +548,23 @@ class LocalCluster:
                 return False, f"broker {broker_id} is fenced", broker_id
         return True, "ready", None
 
+    def metrics_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """The node's Prometheus endpoint (host, port) as its config sets it
+        (``metrics.port``, which may have been changed since the cluster was made), None
+        when it serves none."""
+        try:
+            props = load_properties(str(self.node(node_id).config_path))
+            port = int(props.get("metrics.port", "-1"))
+        except (OSError, ConfigError, ValueError):
+            return None
+        if port < 0:
+            return None
+        return props.get("metrics.host", self.layout.host), port
+
+    def metrics_url(self, node_id: int) -> str | None:
+        endpoint = self.metrics_endpoint(node_id)
+        return None if endpoint is None else f"http://{endpoint[0]}:{endpoint[1]}/metrics"
+
     def status(self, timeout_s: float = _PROBE_TIMEOUT_S) -> dict[str, Any]:
         """Every node (id, roles, pid, state, listeners) plus what the controllers say: the
         quorum leader and epoch, and each broker's epoch and fencing. JSON-serialisable."""
@@ -581,6 +598,9 @@ class LocalCluster:
             }
             if node.raft_port is not None:
                 entry["raft_address"] = f"{self.layout.host}:{node.raft_port}"
+            metrics = self.metrics_url(node.node_id)
+            if metrics is not None:
+                entry["metrics"] = metrics
             b = brokers.get(node.node_id)
             if node.is_broker:
                 entry["broker_epoch"] = b.epoch if b is not None else None
@@ -621,6 +641,8 @@ def node_properties(
         props["controller.quorum.secret"] = secret
         props["metadata.log.dir"] = str(node.metadata_dir)
     props["log.dirs"] = str(node.data_dir)
+    if node.metrics_port is not None:
+        props["metrics.port"] = str(node.metrics_port)
     # Kafka's default of 3 replicas for __consumer_offsets would leave groups without a
     # coordinator (COORDINATOR_NOT_AVAILABLE) in a cluster of fewer brokers.
     props["offsets.topic.replication.factor"] = str(

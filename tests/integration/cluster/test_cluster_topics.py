@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,10 @@ def test_status_commands_print_every_node_as_json(cluster: LocalCluster) -> None
         assert sorted(nodes) == [1, 2, 3, 101, 102, 103]
         for node_id, n in nodes.items():
             assert n["pid"] == cluster.pid(node_id) and n["state"] == "running"
+            # Metrics are on by default: every node's endpoint answers a scrape.
+            assert n["metrics"] == cluster.metrics_url(node_id)
+            with urllib.request.urlopen(n["metrics"], timeout=10) as scrape:
+                assert b"kraftlog_" in scrape.read()
             if node_id < 100:
                 assert n["roles"] == ["controller"]
                 assert n["listeners"] == {"CONTROLLER": cluster.controller_address(node_id)}
@@ -148,12 +153,18 @@ def test_cluster_up_and_down_commands(tmp_path: Path) -> None:
         "1",
         "--timeout",
         "60",
+        "--monitoring",
     )
     try:
         assert up.returncode == 0, up.stderr
         cluster = LocalCluster.open(d)
         assert cluster.running_ids() == [1, 101]
         assert f"Bootstrap servers:     {cluster.bootstrap_servers()[0]}" in up.stdout
+        scrape_config = (Path(d) / "monitoring" / "prometheus.yml").read_text()
+        for node_id in (1, 101):
+            host_port = cluster.metrics_url(node_id).split("/")[2]  # type: ignore[union-attr]
+            assert f'["{host_port}"]' in scrape_config
+            assert host_port in up.stdout
         again = kraftlog("cluster", "up", "--dir", d, "--detach")
         assert again.returncode == 0 and "already running" in again.stderr
         down = kraftlog("cluster", "down", "--dir", d)

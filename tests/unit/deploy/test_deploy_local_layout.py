@@ -1,7 +1,9 @@
-"""deploy.cluster_layout, deploy.ports, deploy.listeners and generated local-cluster configs."""
+"""deploy.cluster_layout, deploy.ports, deploy.listeners, generated local-cluster configs and
+monitoring files."""
 
 from __future__ import annotations
 
+import json
 import socket
 import stat
 from pathlib import Path
@@ -13,6 +15,7 @@ from deploy.cluster_layout import ClusterLayout, ClusterLayoutError, plan_layout
 from deploy.listeners import parse_listener, parse_server_list
 from deploy.local_cluster import LocalCluster
 from deploy.meta_properties import check_directories
+from deploy.monitoring_files import write_monitoring_files
 from deploy.node_config import load_node_config
 from deploy.ports import free_ports
 
@@ -38,8 +41,14 @@ def test_plan_layout_ids_and_roles(tmp_path: Path) -> None:
     layout = plan_layout(tmp_path, cluster_id="x", controllers=3, brokers=2)
     assert [n.node_id for n in layout.controllers] == [1, 2, 3]
     assert [n.node_id for n in layout.brokers] == [101, 102]
-    ports = [p for n in layout.nodes for p in (n.raft_port, n.controller_port, n.broker_port) if p]
-    assert len(ports) == len(set(ports)) == 8
+    ports = [
+        p
+        for n in layout.nodes
+        for p in (n.raft_port, n.controller_port, n.broker_port, n.metrics_port)
+        if p
+    ]
+    # Every node also serves metrics on a port of its own.
+    assert len(ports) == len(set(ports)) == 13
     assert layout.voters().count("@127.0.0.1:") == 3
     with pytest.raises(ValueError):
         plan_layout(tmp_path, cluster_id="x", controllers=0, brokers=1)
@@ -81,3 +90,29 @@ def test_listener_parsing() -> None:
     assert parse_server_list(["a:1", "[::1]:2"], key="k") == ("a:1", "[::1]:2")
     with pytest.raises(ConfigError, match="needs a real port"):
         parse_server_list(["a:0"], key="k")
+
+
+def test_nodes_serve_metrics_and_monitoring_files_name_them(tmp_path: Path) -> None:
+    cluster = LocalCluster.create(tmp_path / "c", controllers=1, brokers=2)
+    ports = {}
+    for node in cluster.layout.nodes:
+        assert node.metrics_port is not None
+        props = load_node_config(str(node.config_path)).props
+        assert props["metrics.port"] == str(node.metrics_port)
+        assert cluster.metrics_url(node.node_id) == (
+            f"http://127.0.0.1:{node.metrics_port}/metrics"
+        )
+        ports[node.node_id] = node.metrics_port
+    cluster.update_config(102, {"metrics.port": "-1"})
+    assert cluster.metrics_url(102) is None
+    root = write_monitoring_files(cluster.layout, ports)
+    scrape = (root / "prometheus.yml").read_text()
+    for node_id, port in ports.items():
+        assert f'["127.0.0.1:{port}"]' in scrape
+        assert f'node_id: "{node_id}"' in scrape
+    provider = (root / "grafana" / "provisioning" / "dashboards" / "kraftlog.yml").read_text()
+    dashboards = root / "grafana" / "dashboards"
+    assert json.dumps(str(dashboards)) in provider
+    assert json.loads((dashboards / "kraftlog.json").read_text())["uid"] == "kraftlog-overview"
+    datasource = (root / "grafana" / "provisioning" / "datasources" / "kraftlog.yml").read_text()
+    assert "type: prometheus" in datasource
