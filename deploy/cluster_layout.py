@@ -13,11 +13,13 @@
 
 ``cluster.json``::
 
-    {"format": 1, "cluster_id": "...", "host": "127.0.0.1",
+    {"format": 1, "cluster_id": "...", "host": "127.0.0.1", "security": "plaintext",
      "nodes": [{"node_id": 1, "roles": ["controller"], "raft_port": 20001,
                 "controller_port": 20002, "broker_port": null,
                 "metrics_port": 20003}, ...]}
 
+``security`` is the mode of ``cluster up --security`` (deploy/secure_cluster.py; absent means
+plaintext); with SASL, brokers also have an ``internal_port`` (their replication listener).
 Every node serves its Prometheus metrics on ``metrics_port`` (absent in clusters made before
 metrics were on by default: those nodes serve none unless configured).
 
@@ -55,6 +57,7 @@ class NodeLayout:
     controller_port: int | None = None
     broker_port: int | None = None
     metrics_port: int | None = None
+    internal_port: int | None = None
 
     @property
     def is_controller(self) -> bool:
@@ -95,6 +98,7 @@ class ClusterLayout:
     cluster_id: str
     host: str
     nodes: tuple[NodeLayout, ...]
+    security: str = "plaintext"
 
     @property
     def controllers(self) -> tuple[NodeLayout, ...]:
@@ -119,7 +123,8 @@ class ClusterLayout:
         return [f"{self.host}:{n.controller_port}" for n in self.controllers]
 
     def bootstrap_servers(self) -> list[str]:
-        """The brokers' PLAINTEXT listeners (what Kafka clients bootstrap from)."""
+        """The brokers' client listeners (what Kafka clients bootstrap from: PLAINTEXT, or
+        the protocol of the security mode)."""
         return [f"{self.host}:{n.broker_port}" for n in self.brokers]
 
     def secret_path(self) -> Path:
@@ -130,6 +135,7 @@ class ClusterLayout:
             "format": LAYOUT_FORMAT,
             "cluster_id": self.cluster_id,
             "host": self.host,
+            "security": self.security,
             "nodes": [
                 {
                     "node_id": n.node_id,
@@ -138,6 +144,7 @@ class ClusterLayout:
                     "controller_port": n.controller_port,
                     "broker_port": n.broker_port,
                     "metrics_port": n.metrics_port,
+                    "internal_port": n.internal_port,
                 }
                 for n in self.nodes
             ],
@@ -173,10 +180,12 @@ class ClusterLayout:
                     controller_port=n.get("controller_port"),
                     broker_port=n.get("broker_port"),
                     metrics_port=n.get("metrics_port"),
+                    internal_port=n.get("internal_port"),
                 )
                 for n in doc["nodes"]
             )
-            return cls(root, str(doc["cluster_id"]), str(doc["host"]), nodes)
+            security = str(doc.get("security", "plaintext"))
+            return cls(root, str(doc["cluster_id"]), str(doc["host"]), nodes, security)
         except (KeyError, TypeError, ValueError) as e:
             raise ClusterLayoutError(f"{path}: malformed ({e!r})") from None
 
@@ -192,15 +201,20 @@ def plan_layout(
     controllers: int,
     brokers: int,
     host: str = "127.0.0.1",
+    security: str = "plaintext",
+    internal_listener: bool = False,
 ) -> ClusterLayout:
-    """Choose node ids and free ports for a new cluster (nothing is written)."""
+    """Choose node ids and free ports for a new cluster (nothing is written); with
+    ``internal_listener`` every broker gets a second port for its replication listener."""
     if not 1 <= controllers <= MAX_CONTROLLERS:
         raise ValueError(f"controllers must be 1..{MAX_CONTROLLERS}, got {controllers}")
     if not 0 <= brokers <= MAX_BROKERS:
         raise ValueError(f"brokers must be 0..{MAX_BROKERS}, got {brokers}")
     root = Path(directory).resolve()
-    # Per controller: raft, controller listener, metrics; per broker: Kafka listener, metrics.
-    ports = iter(free_ports(3 * controllers + 2 * brokers, host=host))
+    # Per controller: raft, controller listener, metrics; per broker: Kafka listener, metrics
+    # (and the internal listener).
+    per_broker = 3 if internal_listener else 2
+    ports = iter(free_ports(3 * controllers + per_broker * brokers, host=host))
     nodes: list[NodeLayout] = []
     for i in range(controllers):
         node_id = CONTROLLER_ID_BASE + i
@@ -223,6 +237,7 @@ def plan_layout(
                 root / f"node-{node_id}",
                 broker_port=next(ports),
                 metrics_port=next(ports),
+                internal_port=next(ports) if internal_listener else None,
             )
         )
-    return ClusterLayout(root, cluster_id, host, tuple(nodes))
+    return ClusterLayout(root, cluster_id, host, tuple(nodes), security)

@@ -1,7 +1,7 @@
 """``kraftlog cluster``: a local cluster on 127.0.0.1 (what ``make run`` starts).
 
     kraftlog cluster up [--dir D] [--controllers 3] [--brokers 3] [--detach] [--override k=v]
-        [--monitoring]
+        [--security plaintext|ssl|sasl_ssl|sasl_plaintext] [--monitoring]
     kraftlog cluster down [--dir D] [--grace SECONDS]
     kraftlog cluster status [--dir D | --bootstrap-controller HOST:PORT,...] [--json]
 
@@ -12,15 +12,19 @@ in the foreground and stops the cluster on Ctrl-C / SIGTERM. If the cluster does
 in ``--timeout`` seconds it prints the failing node's log tail, stops what it started and
 exits 1. Every node serves Prometheus metrics on a port of its own (``status`` shows each
 endpoint); ``--monitoring`` also writes a scrape config and Grafana provisioning for them
-(:mod:`deploy.monitoring_files`). The logic lives in :class:`deploy.local_cluster.LocalCluster`.
+(:mod:`deploy.monitoring_files`). ``--security`` makes a new cluster secure and writes the
+client settings of its admin identity (:mod:`deploy.secure_cluster`). The logic lives in
+:class:`deploy.local_cluster.LocalCluster`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 
 from common.configdef import ConfigError
@@ -44,6 +48,7 @@ from deploy.local_cluster import (
 )
 from deploy.meta_properties import MetaPropertiesError
 from deploy.monitoring_files import write_monitoring_files
+from deploy.secure_cluster import SecurityMode
 
 # Status asks questions a live cluster answers at once; do not hang on a dead one.
 STATUS_TIMEOUT_S = 3.0
@@ -76,6 +81,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="a config key for every node of a NEW cluster (repeatable)",
     )
     p.add_argument(
+        "--security",
+        choices=[m.value for m in SecurityMode],
+        default=SecurityMode.PLAINTEXT.value,
+        help="a NEW cluster with TLS / SASL (SCRAM-SHA-512), the authorizer and mutual TLS "
+        "on the control plane; client settings are written next to it (default plaintext)",
+    )
+    p.add_argument(
         "--monitoring",
         action="store_true",
         help="also write a Prometheus scrape config and Grafana provisioning to D/monitoring",
@@ -99,6 +111,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=_status, timeout=STATUS_TIMEOUT_S)
 
 
+def _print_client_settings(cluster: LocalCluster, files: dict[str, Path]) -> None:
+    print(f"Security:              {cluster.layout.security} (admin identity below)")
+    for name, path in files.items():
+        print(f"  {name + ':':<14} {path}")
+    print("confluent-kafka / librdkafka:")
+    for line in files["librdkafka"].read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            print(f"  {line}")
+    kwargs = json.loads(files["kafka-python"].read_text(encoding="utf-8"))
+    print("kafka-python:")
+    print(f"  KafkaProducer(**{kwargs!r})")
+    print(f"kraftlog admin commands: --command-config {files['admin']}")
+
+
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return 2
@@ -111,6 +137,12 @@ def _up(args: argparse.Namespace) -> int:
             cluster = LocalCluster.open(args.dir)
             if overrides:
                 print("note: --override applies to new clusters only; ignored", file=sys.stderr)
+            if args.security != cluster.layout.security:
+                print(
+                    f"note: this cluster was made with --security {cluster.layout.security}; "
+                    f"--security {args.security} applies to new clusters only",
+                    file=sys.stderr,
+                )
             already = cluster.running_ids()
             if len(already) == len(cluster.node_ids):
                 print(f"The cluster in {args.dir} is already running.", file=sys.stderr)
@@ -120,6 +152,7 @@ def _up(args: argparse.Namespace) -> int:
                 controllers=args.controllers,
                 brokers=args.brokers,
                 overrides=overrides,
+                security=SecurityMode(args.security),
             )
             already = []
     except (ClusterError, ClusterLayoutError, ConfigError, MetaPropertiesError, ValueError) as e:
@@ -129,6 +162,7 @@ def _up(args: argparse.Namespace) -> int:
     try:
         cluster.start()
         cluster.wait_ready(args.timeout)
+        client_files = cluster.finish_security(args.timeout)
     except (ClusterError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         started = [i for i in cluster.running_ids() if i not in already]
@@ -136,6 +170,9 @@ def _up(args: argparse.Namespace) -> int:
             cluster.stop_node(node_id, grace_s=5.0)
         return 1
     doc = cluster.status()
+    if client_files:
+        doc["security"] = cluster.layout.security
+        doc["client_settings"] = {name: str(path) for name, path in client_files.items()}
     monitoring = None
     if args.monitoring:
         ports = {}
@@ -157,6 +194,8 @@ def _up(args: argparse.Namespace) -> int:
         metrics = [u for u in (cluster.metrics_url(i) for i in cluster.node_ids) if u]
         if metrics:
             print(f"Metrics:               {' '.join(metrics)}")
+        if client_files:
+            _print_client_settings(cluster, client_files)
         if monitoring is not None:
             print(f"Monitoring files:      {monitoring}")
             print(f"  prometheus --config.file={monitoring / 'prometheus.yml'}")

@@ -37,7 +37,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from common.configdef import ConfigError, load_properties
+from common.configdef import ConfigError, from_props, load_properties
+from common.security.config import SecurityConfig
+from common.security.scram import ScramMechanism
+from data_plane.security.grpc_tls import channel_credentials
 from deploy import processes
 from deploy.cluster_info import ControllerView, probe_controllers
 from deploy.cluster_layout import (
@@ -51,7 +54,19 @@ from deploy.meta_properties import format_directories, random_uuid
 from deploy.node_config import load_node_config
 from deploy.node_status import read_status
 from deploy.ports import free_ports
+from deploy.secure_cluster import (
+    ADMIN_USER,
+    SCRAM_ITERATIONS,
+    SecurityMode,
+    admin_control_plane_properties,
+    client_files,
+    create_certificates,
+    new_admin_password,
+    node_security_properties,
+    write_client_files,
+)
 from metadata.client import ControllerClient
+from metadata.security_client import set_scram_password
 
 T = TypeVar("T")
 
@@ -173,10 +188,13 @@ class LocalCluster:
         overrides: Mapping[str, str] | None = None,
         cluster_id: str | None = None,
         placement: PlacementFactory | None = None,
+        security: SecurityMode = SecurityMode.PLAINTEXT,
     ) -> LocalCluster:
         """Write a new cluster into ``directory`` (which must not hold one) and format it.
         With ``placement``, the factory makes the :class:`NodePlacement` of the new layout's
-        nodes (destroyed again if the cluster cannot be written)."""
+        nodes (destroyed again if the cluster cannot be written). ``security``: see
+        deploy/secure_cluster.py (certificates are made here; the admin user once it runs,
+        :meth:`finish_security`)."""
         if ClusterLayout.exists(directory):
             raise ClusterError(f"{directory} already holds a cluster; use LocalCluster.open")
         layout = plan_layout(
@@ -185,6 +203,8 @@ class LocalCluster:
             controllers=controllers,
             brokers=brokers,
             host=host,
+            security=security.value,
+            internal_listener=security.sasl,
         )
         layout.directory.mkdir(parents=True, exist_ok=True)
         made = None
@@ -206,9 +226,13 @@ class LocalCluster:
     ) -> None:
         secret = secrets.token_urlsafe(32)
         _write_private(layout.secret_path(), secret + "\n")
+        mode = SecurityMode(layout.security)
+        if mode is not SecurityMode.PLAINTEXT:
+            create_certificates(layout)
         for node in layout.nodes:
             node.directory.mkdir(parents=True, exist_ok=True)
-            props = node_properties(layout, node, secret, overrides)
+            secured = {**node_security_properties(layout, node, mode), **overrides}
+            props = node_properties(layout, node, secret, secured)
             if placement is not None:
                 props = placement.rewrite_addresses(props, layout)
             _write_private(node.config_path, render_properties(props, node))
@@ -282,7 +306,13 @@ class LocalCluster:
             bootstrap = self.bootstrap_controllers()
         else:
             bootstrap = [self.controller_address(i) for i in controllers]
-        return ControllerClient(",".join(bootstrap), timeout_s)
+        credentials = None
+        if self.layout.security != SecurityMode.PLAINTEXT.value:
+            # The control plane requires mutual TLS: present the admin certificate.
+            credentials = channel_credentials(
+                from_props(SecurityConfig, admin_control_plane_properties(self.layout))
+            )
+        return ControllerClient(",".join(bootstrap), timeout_s, credentials=credentials)
 
     # --- processes ------------------------------------------------------------------------------
 
@@ -502,6 +532,42 @@ class LocalCluster:
                 return client.describe_cluster().controller_id
 
         return wait_until(probe, timeout_s, "an active controller")
+
+    def finish_security(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> dict[str, Path]:
+        """For a secure cluster that is up: create the SCRAM user ``admin`` (SASL modes),
+        wait until every broker has applied it, and write the client settings files
+        (deploy/secure_cluster.py); their paths by name. Once done the files are kept and
+        returned as they are (the password lives in them). Nothing for a plaintext cluster."""
+        mode = SecurityMode(self.layout.security)
+        if mode is SecurityMode.PLAINTEXT:
+            return {}
+        existing = client_files(self.layout)
+        if all(p.exists() for p in existing.values()):
+            return existing
+        password = new_admin_password() if mode.sasl else None
+        with self.client(timeout_s) as client:
+            if password is not None:
+                results = set_scram_password(
+                    client,
+                    ADMIN_USER,
+                    password,
+                    [ScramMechanism.SCRAM_SHA_512],
+                    iterations=SCRAM_ITERATIONS,
+                )
+                failed = [r for r in results if r.error_code]
+                if failed:
+                    raise ClusterError(f"creating the admin user failed: {failed}")
+            target = client.describe_cluster().metadata_offset
+
+        def applied() -> bool:
+            for broker_id in self.broker_ids:
+                broker = (self.node_status(broker_id) or {}).get("components", {}).get("broker")
+                if not broker or broker.get("metadata_offset", -1) < target:
+                    return False
+            return True
+
+        wait_until(applied, timeout_s, "every broker to apply the admin user")
+        return write_client_files(self.layout, mode, password)
 
     def wait_ready(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
         """Wait until every node runs, the quorum has an active controller, and every broker is

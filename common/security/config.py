@@ -53,12 +53,13 @@ class SecurityConfig:
             "user's SCRAM credential (no password is stored).",
         ),
     )
-    super_users: tuple[str, ...] = field(
-        default=(),
+    super_users: str = field(
+        default="",
         metadata=prop(
             "super.users",
-            doc="Principals allowed everything (User:admin,...). Kafka separates them with ';'; "
-            "',' is accepted too.",
+            doc="Principals allowed everything, separated by ';' as in Kafka "
+            "(User:admin;User:CN=node-1,O=example: a certificate's principal holds commas). "
+            "A list without ';' and without a distinguished name may use ',' instead.",
         ),
     )
     authorizer_enabled: bool = field(
@@ -163,10 +164,10 @@ class SecurityConfig:
         return protocol
 
     def super_user_names(self) -> tuple[str, ...]:
-        out: list[str] = []
-        for item in self.super_users:
-            out.extend(p.strip() for p in item.split(";") if p.strip())
-        return tuple(out)
+        text = self.super_users
+        # A distinguished name (User:CN=x,O=y) holds commas: only ';' separates then.
+        separator = ";" if ";" in text or "=" in text else ","
+        return tuple(p.strip() for p in text.split(separator) if p.strip())
 
 
 def uses_ssl(protocol: str) -> bool:

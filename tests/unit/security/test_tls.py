@@ -158,3 +158,12 @@ def test_protocol_map() -> None:
         from_props(SecurityConfig, {"listener.security.protocol.map": "A:TLS"}).protocol_map()
     su = from_props(SecurityConfig, {"super.users": "User:admin;User:ops"})
     assert su.super_user_names() == ("User:admin", "User:ops")
+    assert from_props(SecurityConfig, {"super.users": "User:a,User:b"}).super_user_names() == (
+        "User:a",
+        "User:b",
+    )
+    # A certificate's principal holds commas: ';' separates, as in Kafka.
+    dn = from_props(SecurityConfig, {"super.users": "User:CN=node-1,O=dev;User:admin"})
+    assert dn.super_user_names() == ("User:CN=node-1,O=dev", "User:admin")
+    alone = from_props(SecurityConfig, {"super.users": "User:CN=node-1,O=dev"})
+    assert alone.super_user_names() == ("User:CN=node-1,O=dev",)
