@@ -3,6 +3,7 @@
     kraftlog cluster up [--dir D] [--controllers 3] [--brokers 3] [--detach] [--override k=v]
         [--security plaintext|ssl|sasl_ssl|sasl_plaintext] [--monitoring]
     kraftlog cluster down [--dir D] [--grace SECONDS]
+    kraftlog cluster start-node | stop-node | restart-node ID [--dir D] [--grace SECONDS]
     kraftlog cluster status [--dir D | --bootstrap-controller HOST:PORT,...] [--json]
 
 ``up`` creates the cluster in D (default ``.cluster``) unless one is there already, starts every
@@ -105,6 +106,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.set_defaults(func=_down)
 
+    for name, helptext, func in (
+        ("start-node", "start one node of a local cluster", _start_node),
+        ("stop-node", "stop one node (SIGTERM: controlled shutdown)", _stop_node),
+        ("restart-node", "stop, then start one node", _restart_node),
+    ):
+        p = cluster_sub.add_parser(name, help=helptext)
+        p.add_argument("node_id", type=int, metavar="ID")
+        p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
+        p.add_argument(
+            "--grace",
+            type=float,
+            default=DEFAULT_STOP_GRACE_S,
+            help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_GRACE_S:.0f})",
+        )
+        p.set_defaults(func=func)
+
     p = cluster_sub.add_parser("status", help="nodes, pids, listeners, quorum leader")
     add_target_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -123,6 +140,46 @@ def _print_client_settings(cluster: LocalCluster, files: dict[str, Path]) -> Non
     print("kafka-python:")
     print(f"  KafkaProducer(**{kwargs!r})")
     print(f"kraftlog admin commands: --command-config {files['admin']}")
+
+
+def _one_node(args: argparse.Namespace) -> LocalCluster:
+    cluster = LocalCluster.open(args.dir)
+    if args.node_id not in cluster.node_ids:
+        known = ", ".join(map(str, cluster.node_ids))
+        raise ClusterError(f"no node {args.node_id} in {args.dir} (nodes: {known})")
+    return cluster
+
+
+def _start_node(args: argparse.Namespace) -> int:
+    try:
+        cluster = _one_node(args)
+        was = cluster.pid(args.node_id)
+        pid = cluster.start_node(args.node_id)
+    except (ClusterError, ClusterLayoutError, OSError) as e:
+        return fail(str(e))
+    verb = "is already running" if was == pid else "started"
+    print(f"Node {args.node_id} {verb} (pid {pid}).")
+    return 0
+
+
+def _stop_node(args: argparse.Namespace) -> int:
+    try:
+        cluster = _one_node(args)
+        pid = cluster.pid(args.node_id)
+        clean = cluster.stop_node(args.node_id, grace_s=args.grace)
+    except (ClusterError, ClusterLayoutError, OSError) as e:
+        return fail(str(e))
+    if pid is None:
+        print(f"Node {args.node_id} is not running.")
+    else:
+        how = "stopped" if clean else f"killed after {args.grace:.0f} s"
+        print(f"Node {args.node_id} (pid {pid}) {how}.")
+    return 0
+
+
+def _restart_node(args: argparse.Namespace) -> int:
+    code = _stop_node(args)
+    return code if code else _start_node(args)
 
 
 def _help(parser: argparse.ArgumentParser) -> int:

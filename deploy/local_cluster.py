@@ -317,17 +317,25 @@ class LocalCluster:
     # --- processes ------------------------------------------------------------------------------
 
     def pid(self, node_id: int) -> int | None:
-        """The pid of the running node process, or None if it is not running."""
+        """The pid of the running node process, or None if it is not running: a process this
+        object started, else the pid the node reports about itself in its status file (so a
+        node restarted by hand with its own command line counts), else the pid file; each
+        only if that process is alive and runs this node's config."""
         node = self.node(node_id)
         child = self._children.get(node_id)
         if child is not None:
             if child.poll() is None:
                 return child.pid
             del self._children[node_id]
-            return None
-        pid = processes.read_pid(str(node.pid_path))
-        if pid is not None and processes.is_node_process(pid, str(node.config_path)):
-            return pid
+        config = str(node.config_path)
+        reported = read_status(str(node.status_path)) or {}
+        candidates = []
+        if reported.get("state") in ("running", "stopping"):
+            candidates.append(reported.get("pid"))
+        candidates.append(processes.read_pid(str(node.pid_path)))
+        for pid in candidates:
+            if isinstance(pid, int) and processes.is_node_process(pid, config):
+                return pid
         return None
 
     def is_running(self, node_id: int) -> bool:
@@ -647,7 +655,13 @@ class LocalCluster:
             pid = self.pid(node.node_id)
             state = "stopped"
             if pid is not None:
-                state = "paused" if processes.process_state(pid) == "T" else "running"
+                reported = read_status(str(node.status_path)) or {}
+                if processes.process_state(pid) == "T":
+                    state = "paused"
+                elif reported.get("pid") == pid and reported.get("state") == "stopping":
+                    state = "stopping"
+                else:
+                    state = "running"
             listeners: dict[str, str] = {}
             if node.controller_port is not None:
                 listeners["CONTROLLER"] = f"{self.layout.host}:{node.controller_port}"

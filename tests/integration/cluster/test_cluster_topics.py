@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from deploy import processes
 from deploy.local_cluster import ClusterError, LocalCluster, wait_until
 from metadata.messages import NewTopic
 
@@ -167,11 +168,39 @@ def test_cluster_up_and_down_commands(tmp_path: Path) -> None:
             assert host_port in up.stdout
         again = kraftlog("cluster", "up", "--dir", d, "--detach")
         assert again.returncode == 0 and "already running" in again.stderr
+
+        # One node at a time, and a node restarted by hand with its own command line.
+        stopped = kraftlog("cluster", "stop-node", "101", "--dir", d)
+        assert stopped.returncode == 0 and "Node 101" in stopped.stdout, stopped.stderr
+        assert node_state(d, 101) == (None, "stopped")
+        node = cluster.node(101)
+        with open(node.log_path, "ab") as log:
+            by_hand = subprocess.Popen(
+                processes.node_command(str(node.config_path), str(node.status_path)),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_until(lambda: node_state(d, 101) == (by_hand.pid, "running"), 60, "node 101 up")
+        restarted = kraftlog("cluster", "restart-node", "101", "--dir", d)
+        assert restarted.returncode == 0, restarted.stderr
+        assert by_hand.wait(timeout=60) is not None  # the hand-started process was stopped
+        pid, state = node_state(d, 101)
+        assert state == "running" and pid not in (None, by_hand.pid)
+        assert kraftlog("cluster", "start-node", "7", "--dir", d).returncode == 1
         down = kraftlog("cluster", "down", "--dir", d)
         assert down.returncode == 0, down.stderr
         assert cluster.running_ids() == []
     finally:
         LocalCluster.open(d).close()
+
+
+def node_state(directory: str, node_id: int) -> tuple[int | None, str]:
+    """(pid, state) of a node as `cluster status --json` shows it."""
+    out = kraftlog("cluster", "status", "--dir", directory, "--json")
+    assert out.returncode == 0, out.stderr
+    (node,) = [n for n in json.loads(out.stdout)["nodes"] if n["id"] == node_id]
+    return node["pid"], node["state"]
 
 
 def test_a_node_that_cannot_start_fails_cluster_up_with_its_log(tmp_path: Path) -> None:
