@@ -3,6 +3,7 @@
     kraftlog cluster up [--dir D] [--controllers 3] [--brokers 3] [--detach] [--override k=v]
         [--security plaintext|ssl|sasl_ssl|sasl_plaintext] [--monitoring]
     kraftlog cluster down [--dir D] [--grace SECONDS]
+    kraftlog cluster restart [--rolling] [--dir D] [--grace SECONDS] [--timeout SECONDS]
     kraftlog cluster start-node | stop-node | restart-node ID [--dir D] [--grace SECONDS]
     kraftlog cluster status [--dir D | --bootstrap-controller HOST:PORT,...] [--json]
 
@@ -49,6 +50,7 @@ from deploy.local_cluster import (
 )
 from deploy.meta_properties import MetaPropertiesError
 from deploy.monitoring_files import write_monitoring_files
+from deploy.rolling_restart import rolling_restart
 from deploy.secure_cluster import SecurityMode
 
 # Status asks questions a live cluster answers at once; do not hang on a dead one.
@@ -106,6 +108,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.set_defaults(func=_down)
 
+    p = cluster_sub.add_parser("restart", help="restart every node (--rolling: one at a time)")
+    p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
+    p.add_argument(
+        "--rolling",
+        action="store_true",
+        help="one node at a time, each once the cluster is healthy again (no downtime)",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=DEFAULT_STOP_GRACE_S,
+        help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_GRACE_S:.0f})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_READY_TIMEOUT_S,
+        help="seconds to wait for the cluster to be healthy after each node "
+        f"(default {DEFAULT_READY_TIMEOUT_S:.0f})",
+    )
+    p.set_defaults(func=_restart)
+
     for name, helptext, func in (
         ("start-node", "start one node of a local cluster", _start_node),
         ("stop-node", "stop one node (SIGTERM: controlled shutdown)", _stop_node),
@@ -140,6 +164,27 @@ def _print_client_settings(cluster: LocalCluster, files: dict[str, Path]) -> Non
     print("kafka-python:")
     print(f"  KafkaProducer(**{kwargs!r})")
     print(f"kraftlog admin commands: --command-config {files['admin']}")
+
+
+def _restart(args: argparse.Namespace) -> int:
+    try:
+        cluster = LocalCluster.open(args.dir)
+        if args.rolling:
+            steps = rolling_restart(
+                cluster,
+                grace_s=args.grace,
+                timeout_s=args.timeout,
+                progress=lambda line: print(line, flush=True),
+            )
+            print(f"Rolling restart of {len(steps)} nodes done; the cluster is healthy.")
+            return 0
+        cluster.down(args.grace)
+        cluster.start()
+        cluster.wait_ready(args.timeout)
+    except (ClusterError, ClusterLayoutError, OSError) as e:
+        return fail(str(e))
+    print(f"Restarted every node of the cluster in {args.dir}.")
+    return 0
 
 
 def _one_node(args: argparse.Namespace) -> LocalCluster:
