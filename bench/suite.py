@@ -70,6 +70,7 @@ SECTIONS = [
     Section("cleaner", 60, 300, external=True, full_args=("--size-mb", "16")),
     Section("spark_read", 120, 420, external=True),
     Section("transactions", 120, 420, external=True),
+    Section("rolling_restart", 90, 420, external=True),
 ]
 
 
