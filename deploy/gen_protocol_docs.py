@@ -43,7 +43,8 @@ NOTES: dict[ApiKey, str] = {
     ApiKey.LIST_OFFSETS: "-2 earliest = log start offset, -1 latest = HW (replicas: LEO), else "
     "by timestamp; leader only; `leader_epoch` answered -1",
     ApiKey.METADATA: "see below",
-    ApiKey.API_VERSIONS: "newer probes get the v0 fallback",
+    ApiKey.API_VERSIONS: "v3+ answered in kind (client software recorded per connection); "
+    "newer probes get the v0 fallback",
     ApiKey.CREATE_TOPICS: "forwarded to the active controller",
     ApiKey.DELETE_TOPICS: "forwarded",
     ApiKey.DELETE_RECORDS: "leader moves its log start offset; answers the low watermark",

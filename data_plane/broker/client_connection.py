@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Request
 from data_plane.broker.handlers import advertised, handler_for
+from data_plane.broker.handlers.api_versions import valid_software
 from data_plane.broker.request_pipeline import RequestPipeline, ResponseSlot
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import (
@@ -114,6 +115,8 @@ class Connection:
         self.listener_name = listener_name
         self.peer = peer
         self.client_host = "/" + peer.rsplit(":", 1)[0]
+        # (name, version) the client gave in ApiVersions v3+, None before (or never).
+        self.client_software: tuple[str, str] | None = None
         # Security (SASL, ACLs, quotas) and metrics around each request (docs/security.md).
         self._hooks = hooks
         if hooks is not None:
@@ -271,6 +274,10 @@ class Connection:
         if handler is None:
             self._unsupported(slot, header)
             return
+        if header.api_key == ApiKey.API_VERSIONS and valid_software(body):
+            self._server.note_client_software(
+                self, body["client_software_name"], body["client_software_version"]
+            )
         try:
             request = Request(header, body, self.listener_name, self.client_host)
             result = handler(self._apis, request)

@@ -275,6 +275,24 @@ class KafkaServer:
             self.connections.discard(conn)
             if self.metrics is not None:
                 self.metrics.connections.inc(-1, conn.listener_name)
+                if conn.client_software is not None:
+                    self.metrics.connections_by_software.inc(
+                        -1, conn.listener_name, *conn.client_software
+                    )
+
+    def note_client_software(self, conn: Connection, name: str, version: str) -> None:
+        """The client of ``conn`` named its software (ApiVersions v3+; a client may ask again,
+        the last answer counts)."""
+        if conn.client_software == (name, version):
+            return
+        if self.metrics is not None:
+            if conn.client_software is not None:
+                self.metrics.connections_by_software.inc(
+                    -1, conn.listener_name, *conn.client_software
+                )
+            self.metrics.connections_by_software.inc(1, conn.listener_name, name, version)
+        conn.client_software = (name, version)
+        logger.debug("connection %s: client software %s %s", conn.peer, name, version)
 
     # --- accepting ----------------------------------------------------------------------------
 

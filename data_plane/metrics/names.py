@@ -61,6 +61,12 @@ class NodeMetrics:
         self.connections: Gauge = r.gauge(
             "kraftlog_connections", "Open client connections, by listener.", ("listener",)
         )
+        self.connections_by_software: Gauge = r.gauge(
+            "kraftlog_connections_by_client_software",
+            "Open client connections that named their software (ApiVersions v3+), by listener "
+            "and the client's software name and version.",
+            ("listener", "client_software_name", "client_software_version"),
+        )
         self.authentication_failures: Counter = r.counter(
             "kraftlog_authentication_failures_total",
             "Failed SASL authentications and TLS handshakes, by listener.",

@@ -108,7 +108,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_GROUPS: (0, 2),
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.SASL_HANDSHAKE: (0, 1),
-    ApiKey.API_VERSIONS: (0, 2),
+    # v3+ is flexible (client software name and version; feature levels as tagged fields).
+    ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (0, 4),
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 1),

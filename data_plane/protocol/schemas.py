@@ -378,9 +378,11 @@ DELETE_GROUPS_RESPONSE = (
 
 # ApiVersionsRequest: Kafka schema flexibleVersions 3+
 API_VERSIONS_REQUEST = (
+    F("client_software_name", STRING, 3),
+    F("client_software_version", STRING, 3),
 )
 
-# ApiVersionsResponse: Kafka schema flexibleVersions 3+
+# ApiVersionsResponse: Kafka schema flexibleVersions 3+ (the response header stays v0)
 API_VERSIONS_RESPONSE = (
     F("error_code", INT16),
     F("api_keys", [
@@ -389,6 +391,18 @@ API_VERSIONS_RESPONSE = (
         F("max_version", INT16),
     ]),
     F("throttle_time_ms", INT32, 1),
+    F("supported_features", [
+        F("name", STRING, 3),
+        F("min_version", INT16, 3),
+        F("max_version", INT16, 3),
+    ], 3, tag=0),
+    F("finalized_features_epoch", INT64, 3, default=-1, tag=1),
+    F("finalized_features", [
+        F("name", STRING, 3),
+        F("max_version_level", INT16, 3),
+        F("min_version_level", INT16, 3),
+    ], 3, tag=2),
+    F("zk_migration_ready", BOOL, 3, tag=3),
 )
 
 # CreateTopicsRequest: Kafka schema flexibleVersions 5+

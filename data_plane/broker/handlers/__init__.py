@@ -50,7 +50,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.FETCH: (fetch.handle, 11),
     ApiKey.LIST_OFFSETS: (list_offsets.handle, 5),
     ApiKey.METADATA: (metadata.handle, 8),
-    ApiKey.API_VERSIONS: (api_versions.handle, 2),
+    ApiKey.API_VERSIONS: (api_versions.handle, 4),
     ApiKey.CREATE_TOPICS: (create_topics.handle, 4),
     ApiKey.DELETE_TOPICS: (delete_topics.handle, 3),
     ApiKey.DELETE_RECORDS: (delete_records.handle, 1),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import time
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -136,8 +138,38 @@ def test_auto_create_topics(make_cluster: ClusterFactory) -> None:
     try:
         meta = producer.send("auto-3", b"hello").get(timeout=DEADLINE_S)
         assert meta.offset == 0
+        # Its ApiVersions v4 named the client software; the broker counts the connection.
+        url = cluster.metrics_url(cluster.broker_ids[0])
+        assert url is not None
+        with urllib.request.urlopen(url, timeout=10) as scrape:
+            text = scrape.read().decode()
+        assert re.search(
+            r'kraftlog_connections_by_client_software\{[^}]*client_software_name="kafka-python"'
+            r"[^}]*\} [1-9]",
+            text,
+        ), text[:2000]
     finally:
         producer.close(timeout=10)
+    # A software name outside Kafka's pattern is refused with INVALID_REQUEST.
+    client = WireClient(port_of(cluster, cluster.broker_ids[0]))
+    try:
+        bad = client.call(
+            ApiKey.API_VERSIONS,
+            3,
+            {"client_software_name": "bad name!", "client_software_version": "1"},
+        )
+        assert bad["error_code"] == ErrorCode.INVALID_REQUEST and bad["api_keys"] == []
+        good = client.call(
+            ApiKey.API_VERSIONS,
+            4,
+            {"client_software_name": "kraftlog-test", "client_software_version": "1.0"},
+        )
+        assert good["error_code"] == 0
+        assert (18, 0, 4) in {
+            (k["api_key"], k["min_version"], k["max_version"]) for k in good["api_keys"]
+        }
+    finally:
+        client.close()
 
 
 def test_restart_keeps_data_and_limits_apply(make_cluster: ClusterFactory) -> None:

@@ -36,13 +36,48 @@ def kafka_python_probe(correlation_id: int) -> bytes:
     return bytes(request.encode(header=True))
 
 
-def _expect_fallback(frame: bytes, correlation_id: int) -> None:
+def test_librdkafka_v3_probe_is_answered_in_kind():
+    header, body = codec.decode_request(librdkafka_probe(1234))
+    assert header == RequestHeader(ApiKey.API_VERSIONS, 3, 1234, "rdkafka")
+    assert body == {"client_software_name": "librdkafka", "client_software_version": "2.16.0"}
+    response = codec.encode_response(
+        header, {"error_code": 0, "api_keys": codec.api_versions_entries()}
+    ).to_bytes()
+    # Response header v0 even in a flexible version, then the compact body.
+    assert struct.unpack_from(">i", response, 4)[0] == 1234
+    _, decoded = codec.decode_response(ApiKey.API_VERSIONS, 3, response[4:])
+    assert decoded["api_keys"] == codec.api_versions_entries()
+    assert decoded["finalized_features_epoch"] == -1 and decoded["supported_features"] == []
+
+
+def test_kafka_python_v4_probe_is_answered_in_kind():
+    header, body = codec.decode_request(kafka_python_probe(-5))
+    assert (header.api_version, header.correlation_id) == (4, -5)
+    assert body["client_software_name"] == "kafka-python"
+    features = [{"name": "metadata.version", "min_version": 1, "max_version": 1}]
+    response = codec.encode_response(
+        header,
+        {"error_code": 0, "api_keys": codec.api_versions_entries(), "supported_features": features},
+    ).to_bytes()
+    _, obj = kafka_oracle.decode_response(ApiKey.API_VERSIONS, 4, response[4:])
+    assert obj.error_code == 0
+    assert {k.api_key: k.max_version for k in obj.api_keys}[18] == 4
+
+
+def newer_probe(correlation_id: int) -> bytes:
+    """ApiVersions v5 (a version this codec does not know), flexible header and body."""
+    header = struct.pack(">hhih", 18, 5, correlation_id, 3) + b"cli" + b"\x00"
+    return header + _compact_string("future") + _compact_string("9.9") + b"\x00"
+
+
+def test_newer_probe_gets_v0_fallback():
+    correlation_id = 77
     try:
-        codec.decode_request(frame)
+        codec.decode_request(newer_probe(correlation_id))
     except UnsupportedVersionError as exc:
         header = exc.header
     else:
-        raise AssertionError("flexible ApiVersions was accepted")
+        raise AssertionError("ApiVersions v5 was accepted")
     assert header.api_key == ApiKey.API_VERSIONS and header.correlation_id == correlation_id
     response = codec.unsupported_version_response(header).to_bytes()
     size, got_correlation_id, error_code = struct.unpack_from(">iih", response)
@@ -54,18 +89,10 @@ def _expect_fallback(frame: bytes, correlation_id: int) -> None:
     assert {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]} == {
         int(k): v for k, v in SUPPORTED_VERSIONS.items()
     }
-    # kafka-python reads it as the v0 fallback and would retry with our highest version.
-    _, obj = kafka_oracle.decode_response(ApiKey.API_VERSIONS, header.api_version, response[4:])
+    # A client reads it as the v0 fallback and retries with our highest version.
+    _, obj = kafka_oracle.decode_response(ApiKey.API_VERSIONS, 3, response[4:])
     assert obj.error_code == 35
-    assert {k.api_key: k.max_version for k in obj.api_keys}[18] == 2
-
-
-def test_librdkafka_v3_probe_gets_v0_fallback():
-    _expect_fallback(librdkafka_probe(1234), 1234)
-
-
-def test_kafka_python_v4_probe_gets_v0_fallback():
-    _expect_fallback(kafka_python_probe(-5), -5)
+    assert {k.api_key: k.max_version for k in obj.api_keys}[18] == 4
 
 
 def test_fallback_lists_the_brokers_filtered_apis():
@@ -80,10 +107,10 @@ def test_fallback_lists_the_brokers_filtered_apis():
 
 
 def test_supported_api_versions_answer_round_trips():
-    for version in range(3):
+    for version in range(5):
         frame = codec.encode_request(18, version, 3, "c", {})
-        header, body = codec.decode_request(frame[4:])
-        assert header == RequestHeader(18, version, 3, "c") and body == {}
+        header, _body = codec.decode_request(frame[4:])
+        assert header == RequestHeader(18, version, 3, "c")
         response = codec.encode_response(
             header, {"error_code": 0, "api_keys": codec.api_versions_entries()}
         )
