@@ -90,7 +90,7 @@ LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = {
 
 # Keys of a node's config that name the node itself (not copied by add_broker).
 _NODE_SPECIFIC_KEYS = frozenset(
-    {"node.id", "process.roles", "listeners", "advertised.listeners", "log.dirs"}
+    {"node.id", "process.roles", "listeners", "advertised.listeners", "log.dirs", "metrics.port"}
 )
 
 # Order of keys in generated config files (others follow, sorted).
@@ -453,17 +453,29 @@ class LocalCluster:
         Not available with a placement (it was made for the nodes of the creation)."""
         if self.placement is not None:
             raise ClusterError("add_broker is not supported for a cluster with a placement")
+        if self.layout.security != SecurityMode.PLAINTEXT.value:
+            # Every node's super.users names the brokers' certificates as they were made.
+            raise ClusterError("add_broker is not supported for a secure cluster")
         layout = self.layout
         brokers = layout.brokers
         if len(brokers) >= MAX_BROKERS:
             raise ClusterError(f"a local cluster has at most {MAX_BROKERS} brokers")
         node_id = max((n.node_id for n in brokers), default=BROKER_ID_BASE - 1) + 1
         used = {
-            p for n in layout.nodes for p in (n.raft_port, n.controller_port, n.broker_port) if p
+            p
+            for n in layout.nodes
+            for p in (n.raft_port, n.controller_port, n.broker_port, n.metrics_port)
+            if p
         }
-        port = next(p for p in free_ports(len(used) + 1, host=layout.host) if p not in used)
+        port, metrics_port = [
+            p for p in free_ports(len(used) + 2, host=layout.host) if p not in used
+        ][:2]
         node = NodeLayout(
-            node_id, ("broker",), layout.directory / f"node-{node_id}", broker_port=port
+            node_id,
+            ("broker",),
+            layout.directory / f"node-{node_id}",
+            broker_port=port,
+            metrics_port=metrics_port,
         )
         if brokers:
             template = load_properties(str(brokers[0].config_path))
@@ -477,7 +489,7 @@ class LocalCluster:
         settings = load_node_config(str(node.config_path))
         format_directories(settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node_id)
         self.layout = ClusterLayout(
-            layout.directory, layout.cluster_id, layout.host, (*layout.nodes, node)
+            layout.directory, layout.cluster_id, layout.host, (*layout.nodes, node), layout.security
         )
         self.layout.save()
         return node_id

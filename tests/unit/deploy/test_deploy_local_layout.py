@@ -116,3 +116,18 @@ def test_nodes_serve_metrics_and_monitoring_files_name_them(tmp_path: Path) -> N
     assert json.loads((dashboards / "kraftlog.json").read_text())["uid"] == "kraftlog-overview"
     datasource = (root / "grafana" / "provisioning" / "datasources" / "kraftlog.yml").read_text()
     assert "type: prometheus" in datasource
+
+
+def test_an_added_broker_gets_ports_of_its_own(tmp_path: Path) -> None:
+    cluster = LocalCluster.create(tmp_path / "c", controllers=1, brokers=1)
+    new_id = cluster.add_broker()
+    ports = [
+        p
+        for n in cluster.layout.nodes
+        for p in (n.raft_port, n.controller_port, n.broker_port, n.metrics_port)
+        if p
+    ]
+    assert len(ports) == len(set(ports))
+    props = load_node_config(str(cluster.node(new_id).config_path)).props
+    assert props["metrics.port"] == str(cluster.node(new_id).metrics_port)
+    assert ClusterLayout.load(tmp_path / "c") == cluster.layout
