@@ -24,6 +24,7 @@ from deploy import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "deploy.cmd_cluster",
     "deploy.cmd_topics",
+    "deploy.cmd_configs",
     "deploy.cmd_quorum",
     "deploy.cmd_storage",
     "deploy.cmd_start",

@@ -5,17 +5,28 @@
         [--max-messages N] [--timeout-ms MS]
         [--format value|kv|json] [--print-key] [--print-headers] [--print-partition]
         [--print-offset] [--print-timestamp] [--key-separator SEP]
-        [--consumer-property KEY=VALUE ...]
+        [--isolation-level read_uncommitted|read_committed]
+        [--property KEY=VALUE ...] [--consumer-property KEY=VALUE ...]
 
 Without ``--partition`` every partition of the topic is read, from the end unless
 ``--from-beginning``; with ``--group G`` as a member of consumer group G (the partitions are
 shared with the group's other members, reading starts at the group's committed offsets, and
 offsets are committed automatically and on exit), as kafka-console-consumer does.
 ``--format value`` prints the value (plus the fields the
-``--print-*`` flags select, tab separated, in the order timestamp, partition, offset, headers,
-key); ``kv`` is ``key SEP value``; ``json`` prints one object per record with every field
-(UTF-8 text, or ``*_base64`` for bytes that are not UTF-8). Stops after ``--max-messages``
-records or ``--timeout-ms`` without a record; exits 0 then, 1 on errors.
+``--print-*`` flags select, in the order timestamp, partition, offset, headers, key, separated
+by ``--key-separator``, a tab by default); ``kv`` is ``key SEP value``; ``json`` prints one
+object per record with every field (UTF-8 text, or ``*_base64`` for bytes that are not UTF-8).
+Stops after ``--max-messages`` records or ``--timeout-ms`` without a record; exits 0 then, 1 on
+errors.
+
+``--property`` takes kafka-console-consumer.sh's formatter properties: ``print.key``,
+``print.value``, ``print.timestamp``, ``print.partition``, ``print.offset``, ``print.headers``
+(true/false, for the ``value`` format) and ``key.separator`` (``value`` and ``kv``); they
+override the matching flags. ``--consumer-property`` goes into the consumer's configuration
+(Kafka property names). Contradictions are usage errors (exit 2): an unknown ``--property``, a
+``--property`` the format does not use, ``--group`` and a different ``group.id``,
+``--from-beginning`` with ``auto.offset.reset`` other than earliest, ``--isolation-level`` and a
+different ``isolation.level``.
 """
 
 from __future__ import annotations
@@ -31,8 +42,25 @@ from common.configdef import ConfigError
 from data_plane.client import ConsumerRecord, KafkaError, TopicPartition
 from data_plane.client.consumer import Consumer
 from deploy.cmd_produce import CommandError, add_bootstrap_args, parse_pairs, resolve_bootstrap
+from deploy.kafka_style_args import parse_bool, property_pair, usage_error
 
 _POLL_MS = 200
+PROG = "kraftlog consume"
+
+# kafka-console-consumer.sh's formatter properties and the attributes they set.
+_PRINT_PROPERTIES = {
+    "print.key": "print_key",
+    "print.value": "print_value",
+    "print.timestamp": "print_timestamp",
+    "print.partition": "print_partition",
+    "print.offset": "print_offset",
+    "print.headers": "print_headers",
+}
+PROPERTIES = (*_PRINT_PROPERTIES, "key.separator")
+
+
+class UsageError(Exception):
+    """Contradictory arguments: exit status 2."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -52,12 +80,50 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--key-separator", default="\t", metavar="SEP")
     p.add_argument(
         "--isolation-level",
-        default="read_uncommitted",
+        default=None,
         choices=("read_uncommitted", "read_committed"),
-        help="read_committed: stop at the last stable offset, skip aborted transactions",
+        help="read_committed: stop at the last stable offset, skip aborted transactions "
+        "(default read_uncommitted)",
     )
-    p.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE")
-    p.set_defaults(func=run)
+    p.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE",
+        type=property_pair(PROPERTIES, booleans=_PRINT_PROPERTIES),
+        help=f"kafka-console-consumer.sh formatter property: {', '.join(PROPERTIES)}",
+    )
+    p.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="a consumer configuration property (repeatable)")
+    p.set_defaults(func=run, print_value=True)
+
+
+def apply_properties(args: argparse.Namespace) -> None:
+    """Fold the ``--property`` pairs into the formatting attributes they name."""
+    for key, value in args.property:
+        # The json format prints every field, kv only key and value: a property these
+        # formats would not honour is refused rather than ignored.
+        if args.format == "json" or (args.format == "kv" and key != "key.separator"):
+            raise UsageError(f"--property {key} does not apply to --format {args.format}")
+        if key == "key.separator":
+            args.key_separator = value
+        else:
+            setattr(args, _PRINT_PROPERTIES[key], parse_bool(key, value))
+
+
+def consumer_config(args: argparse.Namespace, bootstrap: str) -> dict[str, str]:
+    """The consumer's configuration: ``--consumer-property`` plus what the flags say."""
+    props = parse_pairs(args.consumer_property, "--consumer-property")
+    props["bootstrap.servers"] = bootstrap
+    reset = props.setdefault("auto.offset.reset",
+                             "earliest" if args.from_beginning else "latest")
+    if args.from_beginning and reset != "earliest":
+        raise UsageError(f"--from-beginning contradicts auto.offset.reset={reset}")
+    props.setdefault("client.id", "kraftlog-consume")
+    isolation = props.setdefault("isolation.level", args.isolation_level or "read_uncommitted")
+    if args.isolation_level is not None and isolation != args.isolation_level:
+        raise UsageError(f"--isolation-level {args.isolation_level} contradicts "
+                         f"isolation.level={isolation}")
+    if args.group is not None and props.setdefault("group.id", args.group) != args.group:
+        raise UsageError(f"--group {args.group} contradicts group.id={props['group.id']}")
+    return props
 
 
 def _text(data: bytes | None) -> str:
@@ -108,8 +174,10 @@ def format_record(record: ConsumerRecord, args: argparse.Namespace) -> str:
         fields.append(",".join(f"{k}:{_text(v)}" for k, v in record.headers) or "NO_HEADERS")
     if args.print_key:
         fields.append(_text(record.key))
-    fields.append(_text(record.value))
-    return "\t".join(fields)
+    if args.print_value:
+        fields.append(_text(record.value))
+    # As Kafka's DefaultMessageFormatter: key.separator separates every printed field.
+    return args.key_separator.join(fields)
 
 
 def _setup(consumer: Consumer, args: argparse.Namespace) -> None:
@@ -138,14 +206,10 @@ def _setup(consumer: Consumer, args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        props = parse_pairs(args.consumer_property, "--consumer-property")
-        props["bootstrap.servers"] = resolve_bootstrap(args)
-        props.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
-        props.setdefault("client.id", "kraftlog-consume")
-        props.setdefault("isolation.level", args.isolation_level)
-        if args.group is not None:
-            props["group.id"] = args.group
-        consumer = Consumer(props)
+        apply_properties(args)
+        consumer = Consumer(consumer_config(args, resolve_bootstrap(args)))
+    except UsageError as e:
+        return usage_error(PROG, str(e))
     except (CommandError, ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

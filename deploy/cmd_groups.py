@@ -1,10 +1,12 @@
-"""``kraftlog groups``: list, describe and reset consumer groups (cf. kafka-consumer-groups.sh).
+"""``kraftlog groups``: list, describe, reset and delete consumer groups
+(cf. kafka-consumer-groups.sh).
 
     kraftlog groups list [--bootstrap-server HOST:PORT | --dir D] [--json]
     kraftlog groups describe GROUP [--members] [--json]
     kraftlog groups reset-offsets GROUP (--topic T[:P,P...] ... | --all-topics)
         (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime ISO)
         [--dry-run | --execute] [--json]
+    kraftlog groups delete GROUP [--json]
 
 ``describe`` prints one row per partition the group has a committed offset for or a member
 owns: CURRENT-OFFSET (committed), LOG-END-OFFSET (the high watermark: the end of what
@@ -15,7 +17,11 @@ consumers can read), LAG (their difference), and the owner's CONSUMER-ID, HOST, 
 Kafka does, and prints them; only with ``--execute`` are they committed, and only while the
 group has no active members (stop its consumers first: they would overwrite the reset).
 ``--to-datetime`` takes ISO 8601 (``2026-11-22T10:00:00``, UTC unless an offset is given) and
-picks the first offset at or after it (the end when none). Exit 0 on success, 1 on errors.
+picks the first offset at or after it (the end when none). ``delete`` removes a group without
+active members and its committed offsets (DeleteGroups). Exit 0 on success, 1 on errors.
+
+The command also takes kafka-consumer-groups.sh's flags instead of a subcommand word
+(``--describe --group G ...``, see :data:`KAFKA_STYLE`).
 """
 
 from __future__ import annotations
@@ -30,18 +36,55 @@ from typing import Any
 from common.error_codes import ErrorCode
 from data_plane.client import Admin, KafkaError, TopicPartition
 from data_plane.client.group_admin import GroupDescription
-from deploy.admin import print_usage_of
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
+from deploy.kafka_style_args import APPEND, SWITCH, Action, KafkaStyle, Option, add_kafka_style
 from deploy.text_table import format_table
 
 NONE = "-"
 
+_TARGETS = frozenset({"--bootstrap-server", "--dir", "--timeout-ms", "--json"})
+_RESET = frozenset({"--topic", "--all-topics", "--to-earliest", "--to-latest", "--to-offset",
+                    "--shift-by", "--to-datetime", "--dry-run", "--execute"})
+# kafka-consumer-groups.sh's flags, translated into the subcommands below.
+KAFKA_STYLE = KafkaStyle(
+    tool="kafka-consumer-groups.sh",
+    actions=(
+        Action("--list", "list", "list the groups", options=_TARGETS),
+        Action("--describe", "describe", "offsets, lag and owners of --group", "--group", True,
+               _TARGETS | {"--members"}),
+        Action("--reset-offsets", "reset-offsets", "move --group's committed offsets",
+               "--group", True, _TARGETS | _RESET),
+        Action("--delete", "delete", "delete --group and its offsets", "--group", True,
+               _TARGETS),
+    ),
+    options=(
+        Option("--group", metavar="G"),
+        Option("--members", SWITCH),
+        Option("--topic", APPEND, "TOPIC[:P,P...]"),
+        Option("--all-topics", SWITCH),
+        Option("--to-earliest", SWITCH),
+        Option("--to-latest", SWITCH),
+        Option("--to-offset", metavar="N"),
+        Option("--shift-by", metavar="N"),
+        Option("--to-datetime", metavar="ISO"),
+        Option("--dry-run", SWITCH),
+        Option("--execute", SWITCH),
+        Option("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers' Kafka listeners"),
+        Option("--dir", metavar="D", help="a local cluster directory (its brokers)"),
+        Option("--timeout-ms", metavar="MS"),
+        Option("--json", SWITCH),
+    ),
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("groups", help="list, describe and reset consumer groups")
+    parser = sub.add_parser(
+        "groups", help="list, describe, reset and delete consumer groups",
+        description="List, describe, reset and delete consumer groups: with a SUBCOMMAND, or "
+        "with kafka-consumer-groups.sh's flags (kraftlog groups --describe --group G ...).",
+    )
     groups_sub = parser.add_subparsers(dest="groups_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: print_usage_of(parser))
 
     p = groups_sub.add_parser("list", help="every consumer group of the cluster")
     add_broker_admin_command(p, _list)
@@ -68,6 +111,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--dry-run", action="store_true", help="only print the plan (default)")
     run.add_argument("--execute", action="store_true", help="commit the new offsets")
     add_broker_admin_command(p, _reset)
+
+    p = groups_sub.add_parser("delete", help="delete a group without members, with its offsets")
+    p.add_argument("group")
+    add_broker_admin_command(p, _delete)
+
+    add_kafka_style(parser, groups_sub, KAFKA_STYLE)
 
 
 def _table(rows: list[list[str]]) -> None:
@@ -255,4 +304,17 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
     _table(table)
     if not args.execute:
         print("(dry run: nothing changed; add --execute to commit these offsets)")
+    return 0
+
+
+# -- delete ----------------------------------------------------------------------------------
+
+
+def _delete(admin: Admin, args: argparse.Namespace) -> int:
+    # NON_EMPTY_GROUP (members still active) and GROUP_ID_NOT_FOUND raise KafkaError: exit 1.
+    admin.delete_groups([args.group])
+    if args.json:
+        print(json.dumps({"group": args.group, "deleted": True}, indent=2))
+    else:
+        print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
     return 0

@@ -3,7 +3,7 @@
     kraftlog produce --topic T [--bootstrap-server HOST:PORT | --dir D]
         [--key-separator SEP] [--parse-headers] [--header KEY=VALUE ...]
         [--partition N] [--acks all|1|0] [--compression-type none|gzip|zstd]
-        [--producer-property KEY=VALUE ...]
+        [--property KEY=VALUE ...] [--producer-property KEY=VALUE ...]
 
 Each stdin line (without its newline) is one record value. With ``--key-separator SEP`` a
 line is ``key SEP value`` (a line without SEP is an error, as in Kafka). With
@@ -11,6 +11,14 @@ line is ``key SEP value`` (a line without SEP is an error, as in Kafka). With
 ``--headers-separator`` and ``--headers-key-separator`` change the three separators);
 ``--header K=V`` adds a header to every record. Exits 0 when every record was acknowledged,
 1 on the first failure (the error is printed).
+
+``--property`` takes kafka-console-producer.sh's line reader properties, which override the
+matching flags: ``parse.key`` (true: lines are ``key SEP value``), ``key.separator`` (SEP,
+default a tab), ``parse.headers`` and ``headers.delimiter``, ``headers.separator``,
+``headers.key.separator``. ``--producer-property`` goes into the producer's configuration;
+``--acks`` and ``--compression-type`` win over it when given, and a different value in both is
+a usage error (exit 2), as are unknown properties and separators given without
+``parse.key``/``parse.headers`` (Kafka would ignore them).
 """
 
 from __future__ import annotations
@@ -22,8 +30,20 @@ from collections.abc import Iterable
 from common.configdef import ConfigError
 from data_plane.client import KafkaError, Producer
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
+from deploy.kafka_style_args import parse_bool, property_pair, usage_error
 
 DEFAULT_CLUSTER_DIR = ".cluster"
+PROG = "kraftlog produce"
+# kafka-console-producer.sh's LineMessageReader properties.
+_BOOLEAN_PROPERTIES = ("parse.key", "parse.headers")
+_HEADER_PROPERTIES = {
+    "headers.delimiter": "headers_delimiter",
+    "headers.separator": "headers_separator",
+    "headers.key.separator": "headers_key_separator",
+}
+PROPERTIES = (*_BOOLEAN_PROPERTIES, "key.separator", *_HEADER_PROPERTIES)
+# Kafka's default key.separator.
+DEFAULT_KEY_SEPARATOR = "\t"
 # Records in flight before produce waits for the oldest acknowledgement (bounds memory of
 # futures; the producer's own buffer.memory bounds the bytes).
 _MAX_PENDING_FUTURES = 100_000
@@ -31,6 +51,10 @@ _MAX_PENDING_FUTURES = 100_000
 
 class CommandError(Exception):
     """Bad arguments or input; printed without a traceback."""
+
+
+class UsageError(CommandError):
+    """Contradictory arguments: exit status 2."""
 
 
 def add_bootstrap_args(parser: argparse.ArgumentParser) -> None:
@@ -75,12 +99,59 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                    help="a header for every record (repeatable)")
     p.add_argument("--partition", type=int, help="default: the partitioner decides")
-    p.add_argument("--acks", default="all", choices=("all", "-1", "0", "1"))
-    p.add_argument("--compression-type", default="none", choices=("none", "gzip", "zstd"))
-    p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--acks", default=None, choices=("all", "-1", "0", "1"),
+                   help="default: all (or acks from --producer-property)")
+    p.add_argument("--compression-type", default=None, choices=("none", "gzip", "zstd"),
+                   help="default: none (or compression.type from --producer-property)")
+    p.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE",
+        type=property_pair(PROPERTIES, booleans=_BOOLEAN_PROPERTIES),
+        help=f"kafka-console-producer.sh line reader property: {', '.join(PROPERTIES)}",
+    )
+    p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="a producer configuration property (repeatable)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="wait this long for the last acknowledgements (default 60)")
     p.set_defaults(func=run)
+
+
+def apply_properties(args: argparse.Namespace) -> None:
+    """Fold the ``--property`` pairs into the line parsing attributes they name."""
+    props = dict(args.property)
+    parse_key = (parse_bool("parse.key", props["parse.key"]) if "parse.key" in props
+                 else args.key_separator is not None)
+    if parse_key:
+        args.key_separator = props.get("key.separator",
+                                       args.key_separator or DEFAULT_KEY_SEPARATOR)
+    elif "key.separator" in props:
+        raise UsageError("key.separator needs parse.key=true")
+    else:
+        args.key_separator = None
+    if "parse.headers" in props:
+        args.parse_headers = parse_bool("parse.headers", props["parse.headers"])
+    for key, attr in _HEADER_PROPERTIES.items():
+        if key in props:
+            if not args.parse_headers:
+                raise UsageError(f"{key} needs parse.headers=true")
+            setattr(args, attr, props[key])
+
+
+def _normal(value: str) -> str:
+    return "all" if value == "-1" else value  # acks: -1 and all are the same
+
+
+def producer_config(args: argparse.Namespace, bootstrap: str) -> dict[str, str]:
+    """The producer's configuration: ``--producer-property`` plus what the flags say."""
+    props = parse_pairs(args.producer_property, "--producer-property")
+    for flag, key, value, default in (("--acks", "acks", args.acks, "all"),
+                                      ("--compression-type", "compression.type",
+                                       args.compression_type, "none")):
+        if value is not None and _normal(props.get(key, value)) != _normal(value):
+            raise UsageError(f"{flag} {value} contradicts {key}={props[key]}")
+        props[key] = value or props.get(key, default)
+    props["bootstrap.servers"] = bootstrap
+    props.setdefault("client.id", "kraftlog-produce")
+    return props
 
 
 def parse_line(
@@ -106,15 +177,12 @@ def parse_line(
 
 def run(args: argparse.Namespace) -> int:
     try:
-        props = parse_pairs(args.producer_property, "--producer-property")
-        props.update({
-            "bootstrap.servers": resolve_bootstrap(args),
-            "acks": args.acks,
-            "compression.type": args.compression_type,
-            "client.id": props.get("client.id", "kraftlog-produce"),
-        })
+        apply_properties(args)
+        props = producer_config(args, resolve_bootstrap(args))
         common_headers = [(k, v.encode()) for k, v in parse_pairs(args.header, "--header").items()]
         producer = Producer(props)
+    except UsageError as e:
+        return usage_error(PROG, str(e))
     except (CommandError, ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -17,25 +17,47 @@ each partition's preferred (first) replica, or with ``--unclean`` elects leaders
 leaderless partitions from any live replica.
 
 Every subcommand takes ``--bootstrap-controller host:port,...`` or ``--dir D`` (see
-:mod:`deploy.admin`) and ``--json``. A request the controller rejects prints the Kafka error
-name and message (``INVALID_REPLICATION_FACTOR: ...``) and exits 1.
+:mod:`deploy.admin`) and ``--json``. ``create``, ``list``, ``describe`` and ``delete`` also take
+``--bootstrap-server host:port,...`` instead: they then go through a broker with the Kafka
+protocol (:class:`data_plane.client.Admin`; the broker forwards to the active controller).
+``alter`` needs the controllers: the native client does not speak CreatePartitions and the
+brokers do not serve AlterConfigs or IncrementalAlterConfigs, so with ``--bootstrap-server`` it
+is a usage error (exit 2). A request the cluster rejects prints the Kafka error name and
+message (``INVALID_REPLICATION_FACTOR: ...``) and exits 1.
+
+The command also takes kafka-topics.sh's flags instead of a subcommand word
+(``--create --topic T --partitions 3 ...``, see :data:`KAFKA_STYLE`).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from typing import Any
 
+from common.configdef import ConfigError
 from common.error_codes import ErrorCode
+from data_plane.client import Admin, KafkaError, TopicOperationError
+from data_plane.client import NewTopic as KafkaNewTopic
 from deploy.admin import (
+    AdminCommand,
     AdminError,
     add_admin_command,
     error_text,
     fail,
     fetch_image,
     print_json,
-    print_usage_of,
+    run_admin_command,
+)
+from deploy.kafka_style_args import (
+    APPEND,
+    SWITCH,
+    Action,
+    KafkaStyle,
+    Option,
+    add_kafka_style,
+    usage_error,
 )
 from metadata.image import MetadataImage
 from metadata.messages import OP_DELETE, OP_SET, AlterableConfig, NewTopic
@@ -45,11 +67,62 @@ DEFAULT_REASSIGN_WAIT_S = 300.0
 # Poll interval of `reassign --wait`.
 REASSIGN_POLL_INTERVAL_S = 0.5
 
+# DescribeConfigs resource types.
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+# Why `topics alter` cannot go through the brokers.
+ALTER_NEEDS_CONTROLLERS = (
+    "altering a topic needs the controllers (--bootstrap-controller or --dir): the native "
+    "client does not speak CreatePartitions and the brokers do not serve AlterConfigs or "
+    "IncrementalAlterConfigs"
+)
+
+_TARGETS = frozenset(
+    {"--bootstrap-server", "--bootstrap-controller", "--dir", "--command-config", "--timeout",
+     "--json"}
+)
+# kafka-topics.sh's flags, translated into the subcommands below.
+KAFKA_STYLE = KafkaStyle(
+    tool="kafka-topics.sh",
+    actions=(
+        Action("--create", "create", "create the topic --topic", "--topic", True,
+               _TARGETS | {"--partitions", "--replication-factor", "--config",
+                           "--if-not-exists"}),
+        Action("--list", "list", "list topic names", options=_TARGETS),
+        Action("--describe", "describe", "describe --topic (default: every topic)", "--topic",
+               False, _TARGETS),
+        Action("--delete", "delete", "delete the topic --topic", "--topic", True, _TARGETS),
+        Action("--alter", "alter", "add partitions or change configs of --topic (needs the "
+               "controllers)", "--topic", True,
+               _TARGETS | {"--partitions", "--config", "--delete-config"}),
+    ),
+    options=(
+        Option("--topic", metavar="T"),
+        Option("--partitions", metavar="N"),
+        Option("--replication-factor", metavar="R"),
+        Option("--config", APPEND, "KEY=VALUE"),
+        Option("--delete-config", APPEND, "KEY"),
+        Option("--if-not-exists", SWITCH),
+        Option("--bootstrap-server", metavar="HOST:PORT[,...]",
+               help="brokers' Kafka listeners (not with --alter)"),
+        Option("--bootstrap-controller", metavar="HOST:PORT[,...]",
+               help="controllers' CONTROLLER listeners"),
+        Option("--dir", metavar="D", help="a local cluster directory (its controllers)"),
+        Option("--command-config", metavar="FILE", help="control plane TLS properties"),
+        Option("--timeout", metavar="SECONDS"),
+        Option("--json", SWITCH),
+    ),
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("topics", help="create, list, describe, delete and alter topics")
+    parser = sub.add_parser(
+        "topics", help="create, list, describe, delete and alter topics",
+        description="Create, list, describe, delete and alter topics: with a SUBCOMMAND, or "
+        "with kafka-topics.sh's flags (kraftlog topics --create --topic T ...).",
+    )
     topics_sub = parser.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: print_usage_of(parser))
 
     p = topics_sub.add_parser("create", help="create a topic")
     p.add_argument("name")
@@ -59,25 +132,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--if-not-exists", action="store_true", help="succeed if it exists already")
-    add_admin_command(p, _create)
+    _add_topic_command(p, _create, _create_via_brokers)
 
     p = topics_sub.add_parser("list", help="list topic names")
-    add_admin_command(p, _list)
+    _add_topic_command(p, _list, _list_via_brokers)
 
     p = topics_sub.add_parser("describe", help="partitions, leaders, replicas, ISR, epochs")
     p.add_argument("name", nargs="?", help="one topic (default: all)")
-    add_admin_command(p, _describe)
+    _add_topic_command(p, _describe, _describe_via_brokers)
 
     p = topics_sub.add_parser("delete", help="delete a topic and its data")
     p.add_argument("name")
-    add_admin_command(p, _delete)
+    _add_topic_command(p, _delete, _delete_via_brokers)
 
     p = topics_sub.add_parser("alter", help="add partitions or change topic configs")
     p.add_argument("name")
     p.add_argument("--partitions", type=int, help="the new (larger) partition count")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--delete-config", action="append", default=[], metavar="KEY")
-    add_admin_command(p, _alter)
+    _add_topic_command(p, _alter, None)
 
     p = topics_sub.add_parser("reassign", help="move a partition's replicas to other brokers")
     p.add_argument("name", nargs="?", help="the topic (optional with --list)")
@@ -99,6 +172,47 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--partition", type=int, action="append", help="partition id (repeatable)")
     p.add_argument("--unclean", action="store_true", help="elect leaderless partitions' leaders")
     add_admin_command(p, _elect_leaders)
+
+    add_kafka_style(parser, topics_sub, KAFKA_STYLE)
+
+
+def _add_topic_command(
+    p: argparse.ArgumentParser, on_controllers: AdminCommand, on_brokers: BrokerCommand | None
+) -> None:
+    """The controller target options of :func:`add_admin_command` plus ``--bootstrap-server``;
+    ``on_brokers`` runs with an Admin on the brokers (None: the subcommand needs the
+    controllers)."""
+    add_admin_command(p, on_controllers, run=lambda func, args: _run(func, on_brokers, args))
+    group = p.add_argument_group("or where the brokers are (Kafka protocol)")
+    group.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,...]",
+        help="brokers' Kafka listeners (bootstrap.servers)"
+        + ("" if on_brokers else "; not served for this subcommand: a usage error"),
+    )
+
+
+def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand | None,
+         args: argparse.Namespace) -> int:
+    if not args.bootstrap_server:
+        return run_admin_command(on_controllers, args)
+    prog = f"kraftlog topics {args.topics_command}"
+    for flag, value in (("--bootstrap-controller", args.bootstrap_controller),
+                        ("--dir", args.dir), ("--command-config", args.command_config)):
+        if value:
+            return usage_error(prog, f"--bootstrap-server and {flag} both name the target: "
+                                     "give one")
+    if on_brokers is None:
+        return usage_error(prog, ALTER_NEEDS_CONTROLLERS)
+    try:
+        config = {"bootstrap.servers": args.bootstrap_server,
+                  "default.api.timeout.ms": int(args.timeout * 1000)}
+        with Admin(config) as admin:
+            return int(on_brokers(admin, args))
+    except (AdminError, ConfigError, KafkaError, ValueError) as e:
+        return fail(str(e))
+
+
+BrokerCommand = Callable[[Admin, argparse.Namespace], int]
 
 
 def parse_configs(items: list[str]) -> dict[str, str]:
@@ -196,14 +310,18 @@ def _describe(client: Any, args: argparse.Namespace) -> int:
     else:
         names = sorted(image.topics_by_name)
     configs = {name: dict(image.topic_config(name)) for name in names}
-    topics = describe_topics(image, names, configs)
+    return _print_topics(describe_topics(image, names, configs), args)
+
+
+def _print_topics(topics: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """``describe``'s output (kafka-topics.sh's layout, or JSON)."""
     if args.json:
         print_json(topics)
         return 0
     for t in topics:
         conf = ",".join(f"{k}={v}" for k, v in sorted(t["configs"].items()))
         print(
-            f"Topic: {t['name']}\tTopicId: {t['topic_id']}\tPartitionCount: "
+            f"Topic: {t['name']}\tTopicId: {t['topic_id'] or '-'}\tPartitionCount: "
             f"{t['partition_count']}\tReplicationFactor: {t['replication_factor']}\t"
             f"Configs: {conf}"
         )
@@ -270,6 +388,88 @@ def _alter(client: Any, args: argparse.Namespace) -> int:
         print_json(done)
     else:
         print(f"Altered topic {args.name}.")
+    return 0
+
+
+# -- the same subcommands through a broker (--bootstrap-server) ------------------------------
+
+
+def _topic_error(e: TopicOperationError, name: str) -> KafkaError:
+    return e.errors.get(name) or next(iter(e.errors.values()))
+
+
+def _create_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
+    topic = KafkaNewTopic(args.name, args.partitions, args.replication_factor,
+                          parse_configs(args.config))
+    exists = False
+    try:
+        admin.create_topics([topic])
+    except TopicOperationError as e:
+        error = _topic_error(e, args.name)
+        exists = error.code == ErrorCode.TOPIC_ALREADY_EXISTS
+        if not (exists and args.if_not_exists):
+            return fail(f"cannot create topic {args.name}: {error_text(error.code, error.message)}")
+    if args.json:
+        # CreateTopics v4 answers carry neither the topic id nor the chosen counts.
+        print_json({"name": args.name, "created": not exists})
+    elif exists:
+        print(f"Topic {args.name} already exists.")
+    else:
+        print(f"Created topic {args.name}.")
+    return 0
+
+
+def _list_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
+    # Every topic, internal ones included, as the controllers' list shows them.
+    names = sorted(admin.describe_topics())
+    if args.json:
+        print_json(names)
+    else:
+        for name in names:
+            print(name)
+    return 0
+
+
+def _describe_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
+    try:
+        infos = admin.describe_topics(None if args.name is None else [args.name])
+    except TopicOperationError as e:
+        error = _topic_error(e, args.name or "")
+        if error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            return fail(f"topic {args.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+        return fail(f"cannot describe topics: {error_text(error.code, error.message)}")
+    names = sorted(infos)
+    entries = admin.describe_config_entries(RESOURCE_TOPIC, names) if names else {}
+    topics = []
+    for name in names:
+        parts = sorted(infos[name].partitions, key=lambda p: p.partition)
+        topics.append({
+            "name": name,
+            "topic_id": None,  # not in Metadata v8 answers
+            "partition_count": len(parts),
+            "replication_factor": len(parts[0].replicas) if parts else 0,
+            "configs": {c["name"]: c["value"] for c in entries.get(name, [])
+                        if not c.get("is_default")},
+            "partitions": [
+                {"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
+                 "replicas": list(p.replicas), "isr": list(p.isr),
+                 "adding_replicas": [], "removing_replicas": []}
+                for p in parts
+            ],
+        })
+    return _print_topics(topics, args)
+
+
+def _delete_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
+    try:
+        admin.delete_topics([args.name])
+    except TopicOperationError as e:
+        error = _topic_error(e, args.name)
+        return fail(f"cannot delete topic {args.name}: {error_text(error.code, error.message)}")
+    if args.json:
+        print_json({"name": args.name, "deleted": True})
+    else:
+        print(f"Deleted topic {args.name}.")
     return 0
 
 

@@ -57,6 +57,8 @@ from data_plane.protocol.api_keys import ApiKey
 
 _TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
 _BROKER_RESOURCE = 4
+# DescribeConfigs config_source of a default value (Kafka's DEFAULT_CONFIG).
+_CONFIG_SOURCE_DEFAULT = 5
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,47 @@ class Admin:
                 raise KafkaError(result["error_code"], result.get("error_message") or topic)
             for entry in result.get("configs", []):
                 out[entry["name"]] = entry.get("value")
+        return out
+
+    def describe_config_entries(
+        self,
+        resource_type: int,
+        names: Sequence[str],
+        *,
+        node_id: int | None = None,
+        timeout_ms: float | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """DescribeConfigs of ``names`` (``resource_type`` 2 = topic, 4 = broker), every
+        entry with its flags (``name``, ``value``, ``is_default``, ``read_only``, ...); sent
+        to broker ``node_id`` if given (a broker describes only its own configuration). A
+        resource the broker refuses raises its KafkaError."""
+        timeout = self._timeout(timeout_ms)
+        if node_id is not None:
+            self._client.fetch_metadata([], timeout)  # learns the brokers' addresses
+            if node_id not in self._client.metadata.brokers:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
+        body = {
+            "resources": [
+                {"resource_type": resource_type, "resource_name": name,
+                 "configuration_keys": None}
+                for name in names
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        }
+        response = self._client.request(node_id, ApiKey.DESCRIBE_CONFIGS, body, timeout)
+        out: dict[str, list[dict[str, Any]]] = {}
+        for result in response.get("results", []):
+            if result.get("error_code", 0):
+                raise KafkaError(
+                    result["error_code"], result.get("error_message") or result["resource_name"]
+                )
+            out[result["resource_name"]] = [
+                # v0 flags defaults with is_default; v1+ replaced it by config_source.
+                {**entry, "is_default": bool(entry.get("is_default"))
+                 or entry.get("config_source") == _CONFIG_SOURCE_DEFAULT}
+                for entry in result.get("configs", [])
+            ]
         return out
 
     # -- offsets and cluster -------------------------------------------------------------
