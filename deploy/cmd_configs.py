@@ -4,14 +4,14 @@
         | --broker ID) [--all] (--bootstrap-server B | --bootstrap-controller C | --dir D) [--json]
     kraftlog configs --alter (--entity-type topics --entity-name T | --topic T)
         [--add-config K=V[,K=V...]] [--delete-config K[,K...]]
-        (--bootstrap-controller C | --dir D) [--json]
+        (--bootstrap-server B | --bootstrap-controller C | --dir D) [--json]
 
 Which target each form needs:
 
-- ``--alter`` changes a topic's overrides through the controllers: it runs
-  ``kraftlog topics alter T --config K=V ... --delete-config K ...``. The brokers do not serve
-  AlterConfigs or IncrementalAlterConfigs, so ``--bootstrap-server`` is a usage error. Broker
-  configs are static (server.properties) and cannot be altered.
+- ``--alter`` changes a topic's overrides: it runs
+  ``kraftlog topics alter T --config K=V ... --delete-config K ...`` with either target (through
+  a broker: IncrementalAlterConfigs, which the broker forwards to the active controller).
+  Broker configs are static (server.properties) and cannot be altered.
 - ``--describe`` of a topic works with either target (DescribeConfigs through a broker, which
   asks the active controller, or the controllers directly). It prints the topic's overrides,
   ``--all`` every config with the defaults.
@@ -132,13 +132,17 @@ class Plan:
     topics_argv: tuple[str, ...] = ()
 
 
+def _common(args: argparse.Namespace) -> list[str]:
+    return ["--timeout", str(args.timeout)] + (["--json"] if args.json else [])
+
+
 def _controller_target(args: argparse.Namespace) -> list[str]:
     argv = []
     for flag, value in (("--bootstrap-controller", args.bootstrap_controller),
                         ("--dir", args.dir), ("--command-config", args.command_config)):
         if value:
             argv += [flag, value]
-    return [*argv, "--timeout", str(args.timeout)] + (["--json"] if args.json else [])
+    return [*argv, *_common(args)]
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -163,8 +167,6 @@ def plan(args: argparse.Namespace) -> Plan:
                          "alter them")
     if args.all:
         raise UsageError("--all goes with --describe")
-    if args.bootstrap_server:
-        raise UsageError(cmd_topics.ALTER_NEEDS_CONTROLLERS)
     sets = [item for text in args.add_config for item in split_list(text)]
     deletes = [item for text in args.delete_config for item in split_list(text)]
     if not sets and not deletes:
@@ -174,6 +176,9 @@ def plan(args: argparse.Namespace) -> Plan:
         argv += ["--config", item]
     for item in deletes:
         argv += ["--delete-config", item]
+    if args.bootstrap_server:
+        target = ["--bootstrap-server", args.bootstrap_server]
+        return Plan(kind, name, "brokers", tuple(argv + target + _common(args)))
     return Plan(kind, name, "controllers", tuple(argv + _controller_target(args)))
 
 

@@ -17,12 +17,11 @@ each partition's preferred (first) replica, or with ``--unclean`` elects leaders
 leaderless partitions from any live replica.
 
 Every subcommand takes ``--bootstrap-controller host:port,...`` or ``--dir D`` (see
-:mod:`deploy.admin`) and ``--json``. ``create``, ``list``, ``describe`` and ``delete`` also take
-``--bootstrap-server host:port,...`` instead: they then go through a broker with the Kafka
-protocol (:class:`data_plane.client.Admin`; the broker forwards to the active controller).
-``alter`` needs the controllers: the native client does not speak CreatePartitions and the
-brokers do not serve AlterConfigs or IncrementalAlterConfigs, so with ``--bootstrap-server`` it
-is a usage error (exit 2). A request the cluster rejects prints the Kafka error name and
+:mod:`deploy.admin`) and ``--json``, or ``--bootstrap-server host:port,...`` instead: it then
+goes through a broker with the Kafka protocol (:class:`data_plane.client.Admin`; the broker
+forwards to the active controller).
+``alter`` through a broker uses CreatePartitions and IncrementalAlterConfigs, which the broker
+forwards. A request the cluster rejects prints the Kafka error name and
 message (``INVALID_REPLICATION_FACTOR: ...``) and exits 1.
 
 The command also takes kafka-topics.sh's flags instead of a subcommand word
@@ -72,11 +71,6 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 
 # Why `topics alter` cannot go through the brokers.
-ALTER_NEEDS_CONTROLLERS = (
-    "altering a topic needs the controllers (--bootstrap-controller or --dir): the native "
-    "client does not speak CreatePartitions and the brokers do not serve AlterConfigs or "
-    "IncrementalAlterConfigs"
-)
 
 _TARGETS = frozenset(
     {"--bootstrap-server", "--bootstrap-controller", "--dir", "--command-config", "--timeout",
@@ -150,7 +144,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--partitions", type=int, help="the new (larger) partition count")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--delete-config", action="append", default=[], metavar="KEY")
-    _add_topic_command(p, _alter, None)
+    _add_topic_command(p, _alter, _alter_via_brokers)
 
     p = topics_sub.add_parser("reassign", help="move a partition's replicas to other brokers")
     p.add_argument("name", nargs="?", help="the topic (optional with --list)")
@@ -177,21 +171,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _add_topic_command(
-    p: argparse.ArgumentParser, on_controllers: AdminCommand, on_brokers: BrokerCommand | None
+    p: argparse.ArgumentParser, on_controllers: AdminCommand, on_brokers: BrokerCommand
 ) -> None:
     """The controller target options of :func:`add_admin_command` plus ``--bootstrap-server``;
-    ``on_brokers`` runs with an Admin on the brokers (None: the subcommand needs the
-    controllers)."""
+    ``on_brokers`` runs with an Admin on the brokers."""
     add_admin_command(p, on_controllers, run=lambda func, args: _run(func, on_brokers, args))
     group = p.add_argument_group("or where the brokers are (Kafka protocol)")
     group.add_argument(
         "--bootstrap-server", metavar="HOST:PORT[,...]",
-        help="brokers' Kafka listeners (bootstrap.servers)"
-        + ("" if on_brokers else "; not served for this subcommand: a usage error"),
+        help="brokers' Kafka listeners (bootstrap.servers)",
     )
 
 
-def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand | None,
+def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand,
          args: argparse.Namespace) -> int:
     if not args.bootstrap_server:
         return run_admin_command(on_controllers, args)
@@ -201,8 +193,6 @@ def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand | None,
         if value:
             return usage_error(prog, f"--bootstrap-server and {flag} both name the target: "
                                      "give one")
-    if on_brokers is None:
-        return usage_error(prog, ALTER_NEEDS_CONTROLLERS)
     try:
         config = {"bootstrap.servers": args.bootstrap_server,
                   "default.api.timeout.ms": int(args.timeout * 1000)}
@@ -392,6 +382,32 @@ def _alter(client: Any, args: argparse.Namespace) -> int:
 
 
 # -- the same subcommands through a broker (--bootstrap-server) ------------------------------
+
+
+def _alter_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
+    sets = parse_configs(args.config)
+    if args.partitions is None and not sets and not args.delete_config:
+        raise AdminError("nothing to alter: give --partitions, --config or --delete-config")
+    done: dict[str, Any] = {"name": args.name}
+    if args.partitions is not None:
+        try:
+            admin.create_partitions({args.name: args.partitions})
+        except TopicOperationError as e:
+            error = _topic_error(e, args.name)
+            return fail(f"cannot alter partitions of {args.name}: {error}")
+        done["partitions"] = args.partitions
+    if sets or args.delete_config:
+        try:
+            admin.incremental_alter_configs(args.name, sets, args.delete_config)
+        except KafkaError as e:
+            return fail(f"cannot alter configs of {args.name}: {e}")
+        done["configs_set"] = sets
+        done["configs_deleted"] = list(args.delete_config)
+    if args.json:
+        print_json(done)
+    else:
+        print(f"Altered topic {args.name}.")
+    return 0
 
 
 def _topic_error(e: TopicOperationError, name: str) -> KafkaError:

@@ -53,6 +53,10 @@ NOTES: dict[ApiKey, str] = {
     ApiKey.DESCRIBE_CONFIGS: "topics from the controller; the broker resource (this broker's id) "
     "from its own settings",
     ApiKey.CREATE_PARTITIONS: "forwarded",
+    ApiKey.ALTER_CONFIGS: "topics: forwarded (the whole set of overrides); brokers: "
+    "INVALID_REQUEST (static configs)",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "topics: forwarded (SET, DELETE, APPEND, SUBTRACT); "
+    "brokers: INVALID_REQUEST (static configs)",
     ApiKey.INIT_PRODUCER_ID: "idempotent producers (docs/idempotence.md)",
     ApiKey.FIND_COORDINATOR: "group coordinators only (docs/groups.md)",
     ApiKey.JOIN_GROUP: "docs/groups.md",

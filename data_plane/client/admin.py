@@ -59,6 +59,9 @@ _TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
 _BROKER_RESOURCE = 4
 # DescribeConfigs config_source of a default value (Kafka's DEFAULT_CONFIG).
 _CONFIG_SOURCE_DEFAULT = 5
+# IncrementalAlterConfigs operations.
+_OP_SET = 0
+_OP_DELETE = 1
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,49 @@ class Admin:
             for entry in result.get("configs", []):
                 out[entry["name"]] = entry.get("value")
         return out
+
+    def create_partitions(
+        self, totals: Mapping[str, int], *, timeout_ms: float | None = None
+    ) -> None:
+        """Grow each topic to ``totals[topic]`` partitions (CreatePartitions); raises
+        :class:`TopicOperationError` for the topics that failed."""
+        timeout = self._timeout(timeout_ms)
+        body = {
+            "topics": [
+                {"name": name, "count": count, "assignments": None}
+                for name, count in totals.items()
+            ],
+            "timeout_ms": int(timeout),
+            "validate_only": False,
+        }
+        response = self._request(ApiKey.CREATE_PARTITIONS, body, timeout)
+        self._raise_topic_errors("CreatePartitions", response.get("results", []))
+
+    def incremental_alter_configs(
+        self,
+        topic: str,
+        sets: Mapping[str, str],
+        deletes: Iterable[str] = (),
+        *,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Set and delete overrides of ``topic`` (IncrementalAlterConfigs); raises
+        :class:`KafkaError` if the cluster refuses."""
+        timeout = self._timeout(timeout_ms)
+        configs = [
+            {"name": k, "config_operation": _OP_SET, "value": v} for k, v in sets.items()
+        ]
+        configs += [{"name": k, "config_operation": _OP_DELETE, "value": None} for k in deletes]
+        body = {
+            "resources": [
+                {"resource_type": _TOPIC_RESOURCE, "resource_name": topic, "configs": configs}
+            ],
+            "validate_only": False,
+        }
+        response = self._request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, timeout)
+        for r in response.get("responses", []):
+            if r.get("error_code", 0):
+                raise KafkaError(r["error_code"], r.get("error_message") or topic)
 
     def describe_config_entries(
         self,

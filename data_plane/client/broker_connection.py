@@ -78,6 +78,8 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (0, 4),
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
+    ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     # Transactions (FindCoordinator 1 is the first with key_type).
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),

@@ -699,6 +699,31 @@ ALTER_CONFIGS_RESPONSE = (
     ]),
 )
 
+# IncrementalAlterConfigsRequest: Kafka schema flexibleVersions 1+
+INCREMENTAL_ALTER_CONFIGS_REQUEST = (
+    F("resources", [
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+        F("configs", [
+            F("name", STRING),
+            F("config_operation", INT8),
+            F("value", STRING, nullable=0),
+        ]),
+    ]),
+    F("validate_only", BOOL),
+)
+
+# IncrementalAlterConfigsResponse: Kafka schema flexibleVersions 1+
+INCREMENTAL_ALTER_CONFIGS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("responses", [
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+    ]),
+)
+
 # CreatePartitionsRequest: Kafka schema flexibleVersions 2+
 CREATE_PARTITIONS_REQUEST = (
     F("topics", [
@@ -873,6 +898,7 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.DESCRIBE_CONFIGS: 4,
     ApiKey.ALTER_CONFIGS: 2,
     ApiKey.CREATE_PARTITIONS: 2,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
     ApiKey.SASL_HANDSHAKE: None,
     ApiKey.SASL_AUTHENTICATE: 2,
     ApiKey.ELECT_LEADERS: 2,
@@ -921,6 +947,10 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.ALTER_CONFIGS: (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
     ApiKey.CREATE_PARTITIONS: (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (
+        INCREMENTAL_ALTER_CONFIGS_REQUEST,
+        INCREMENTAL_ALTER_CONFIGS_RESPONSE,
+    ),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
     ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),

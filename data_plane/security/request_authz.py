@@ -24,6 +24,7 @@ Operations checked, as in Kafka's KafkaApis:
     DeleteTopics, DeleteRecords   Delete on topic
     CreatePartitions      Alter on topic
     DescribeConfigs       DescribeConfigs on topic / cluster (broker resources)
+    AlterConfigs, IncrementalAlterConfigs   AlterConfigs on topic / cluster (broker resources)
     InitProducerId        IdempotentWrite on cluster or Write on some topic (KIP-679);
                           Write on the transactional id when one is given
     FindCoordinator       Describe on group / transactional id
@@ -114,6 +115,8 @@ class RequestAuthorizer:
             ApiKey.DELETE_RECORDS: self._delete_records,
             ApiKey.CREATE_PARTITIONS: self._create_partitions,
             ApiKey.DESCRIBE_CONFIGS: self._describe_configs,
+            ApiKey.ALTER_CONFIGS: self._alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self._alter_configs,
             ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
             ApiKey.FIND_COORDINATOR: self._find_coordinator,
             ApiKey.ADD_PARTITIONS_TO_TXN: self._add_partitions_to_txn,
@@ -419,6 +422,34 @@ class RequestAuthorizer:
             for t in denied
         ]
         return self._with_denied_topics(new, len(denied), "results", entries)
+
+    def _alter_configs(self, s: Session, version: int, body: Body) -> Verdict:
+        """AlterConfigs and IncrementalAlterConfigs: AlterConfigs on each topic, or on the
+        cluster for broker resources; refused resources are answered, the rest forwarded."""
+        allowed, denied = [], []
+        for res in body.get("resources") or []:
+            if res.get("resource_type") == CONFIG_TOPIC:
+                ok = self._topic(s, AclOperation.ALTER_CONFIGS, res.get("resource_name", ""))
+                code = TOPIC_DENIED
+            else:
+                ok = self._cluster(s, AclOperation.ALTER_CONFIGS)
+                code = CLUSTER_DENIED
+            (allowed if ok else denied).append((res, code))
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "error_code": code,
+                "error_message": "Authorization failed.",
+                "resource_type": res.get("resource_type"),
+                "resource_name": res.get("resource_name", ""),
+            }
+            for res, code in denied
+        ]
+        v = Verdict({**body, "resources": [res for res, _ in allowed]})
+        v.note(ResourceType.TOPIC, len(denied))
+        v.finish = lambda r: self._append(r, "responses", entries)
+        return v
 
     def _describe_configs(self, s: Session, version: int, body: Body) -> Verdict:
         resources = body.get("resources") or []

@@ -12,6 +12,7 @@ from data_plane.broker.apis import Handler
 from data_plane.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -26,6 +27,7 @@ from data_plane.broker.handlers import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -56,6 +58,8 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.DELETE_RECORDS: (delete_records.handle, 1),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 2),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 1),
+    ApiKey.ALTER_CONFIGS: (alter_configs.handle, 1),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (incremental_alter_configs.handle, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.handle, 3),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.handle, 1),
     # Transactions (data_plane.coordinator.transaction_*, docs/transactions.md).

@@ -90,9 +90,11 @@ def test_topics_create_list_describe_alter_delete(
     text = cli.ok("topics", "--describe", "--topic", "orders", *brokers)
     assert "PartitionCount: 3" in text and "Configs: retention.ms=86400000" in text
 
-    # Adding partitions needs the controllers; through the brokers it is a usage error.
-    code, _, err = cli("topics", "--alter", "--topic", "orders", "--partitions", "6", *brokers)
-    assert code == 2 and "needs the controllers" in err
+    # Adding partitions: through the brokers (CreatePartitions), then the controllers.
+    assert "Altered topic orders." in cli.ok(
+        "topics", "--alter", "--topic", "orders", "--partitions", "4", *brokers)
+    cli.until("4 partitions with leaders", described(4),
+              "topics", "--describe", "--topic", "orders", "--json", *brokers)
     assert "Altered topic orders." in cli.ok(
         "topics", "--alter", "--topic", "orders", "--partitions", "6", *controllers)
     cli.until("6 partitions with leaders", described(6),
@@ -158,9 +160,11 @@ def test_configs_alter_then_describe(
            "--replication-factor", "1", *brokers)
     topic = ("--entity-type", "topics", "--entity-name", "audit")
 
-    code, _, err = cli("configs", "--alter", *topic, "--add-config", "retention.ms=1000",
-                       *brokers)
-    assert code == 2 and "needs the controllers" in err
+    # Through a broker (IncrementalAlterConfigs), then the controllers.
+    cli.ok("configs", "--alter", *topic, "--add-config", "retention.ms=5", *brokers)
+    cli.until("retention.ms=5 through the broker",
+              lambda out: out.splitlines()[1:] == ["  retention.ms=5"],
+              "configs", "--describe", *topic, *brokers)
     cli.ok("configs", "--alter", *topic,
            "--add-config", "retention.ms=1000,cleanup.policy=[compact,delete]", *controllers)
 
@@ -186,3 +190,50 @@ def test_configs_alter_then_describe(
     assert entries and all(line.startswith("  ") and "=" in line for line in entries)
     code, _, err = cli("configs", "--describe", "--broker", broker_id, *controllers)
     assert code == 2 and "--bootstrap-server" in err
+
+
+def test_real_clients_alter_configs(cli: Cli, cluster: LocalCluster, brokers: tuple[str, str]):
+    """kafka-python's admin (AlterConfigs: the whole set of overrides) and confluent-kafka's
+    incremental_alter_configs (IncrementalAlterConfigs) against the broker."""
+    import warnings
+
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    warnings.simplefilter("ignore")
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    cli.ok("topics", "--create", "--topic", "tuned", "--partitions", "1",
+           "--replication-factor", "1", *brokers)
+    topic = ("--entity-type", "topics", "--entity-name", "tuned")
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
+    try:
+        kp.alter_configs([KpResource(ConfigResourceType.TOPIC, "tuned",
+                                     configs={"retention.ms": "7000"})])
+    finally:
+        kp.close()
+    cli.until("kafka-python's change", lambda out: out.splitlines()[1:] == ["  retention.ms=7000"],
+              "configs", "--describe", *topic, *brokers)
+    admin = AdminClient({"bootstrap.servers": ",".join(cluster.bootstrap_servers())})
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC, "tuned",
+        incremental_configs=[
+            ConfigEntry("max.message.bytes", "65536",
+                        incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(DEADLINE_S)
+    cli.until("confluent-kafka's change",
+              lambda out: out.splitlines()[1:] == ["  max.message.bytes=65536"],
+              "configs", "--describe", *topic, *brokers)
+    # A broker's configs are static: refused with INVALID_REQUEST, the broker keeps serving.
+    broker = ConfigResource(
+        ConfigResource.Type.BROKER, str(cluster.broker_ids[0]),
+        incremental_configs=[ConfigEntry("log.retention.ms", "1",
+                                         incremental_operation=AlterConfigOpType.SET)],
+    )
+    (future,) = admin.incremental_alter_configs([broker]).values()
+    with pytest.raises(Exception, match="static"):
+        future.result(DEADLINE_S)

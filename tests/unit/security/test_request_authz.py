@@ -414,3 +414,40 @@ def test_add_partitions_to_txn_v4_is_for_brokers_only() -> None:
     encodes(ApiKey.ADD_PARTITIONS_TO_TXN, 4, v.respond_now)
     broker = authz([*BINDINGS, acl(C, "kafka-cluster", Op.CLUSTER_ACTION)])
     assert broker.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 4, body).respond_now is None
+
+
+def test_alter_configs_need_alter_configs_on_the_topic_or_cluster() -> None:
+    a = authz([*BINDINGS, acl(T, "tunable", Op.ALTER_CONFIGS)])
+    for api, version, configs in (
+        (ApiKey.ALTER_CONFIGS, 1, [{"name": "retention.ms", "value": "1"}]),
+        (
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            0,
+            [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
+        ),
+    ):
+        body = {
+            "resources": [
+                {"resource_type": 2, "resource_name": "tunable", "configs": configs},
+                {"resource_type": 2, "resource_name": "secret", "configs": configs},
+                {"resource_type": 4, "resource_name": "101", "configs": configs},
+            ],
+            "validate_only": False,
+        }
+        v = a.check(READER, api, version, body)
+        assert [r["resource_name"] for r in v.body["resources"]] == ["tunable"]
+        merged = v.finish(
+            {
+                "throttle_time_ms": 0,
+                "responses": [
+                    {"error_code": 0, "error_message": None, "resource_type": 2,
+                     "resource_name": "tunable"}
+                ],
+            }
+        )  # fmt: skip
+        assert [(r["resource_name"], r["error_code"]) for r in merged["responses"]] == [
+            ("tunable", 0),
+            ("secret", TOPIC_DENIED),
+            ("101", CLUSTER_DENIED),
+        ]
+        encodes(api, version, merged)

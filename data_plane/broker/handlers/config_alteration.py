@@ -1,0 +1,86 @@
+"""What AlterConfigs and IncrementalAlterConfigs share: topic resources are forwarded to the
+active controller, which validates and commits them; broker resources are refused (a broker's
+settings are its server.properties: kraftlog has no dynamic broker configs); the answer goes
+out once this broker's metadata shows what was set and deleted (bounded by request.timeout.ms),
+so a DescribeConfigs right after it sees the change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from common.error_codes import ErrorCode
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.forwarding import forward
+from metadata.client import ControllerError
+from metadata.image import MetadataImage
+
+CONFIG_TOPIC = 2
+CONFIG_BROKER = 4
+CONFIG_BROKER_LOGGER = 8
+STATIC_BROKER_CONFIG = (
+    "broker configs are static in kraftlog (server.properties); restart the broker to change them"
+)
+
+# Per topic: key -> value expected in the image (None: expected absent). Keys whose outcome
+# cannot be predicted from the request (APPEND / SUBTRACT) are left out.
+Expected = dict[str, dict[str, str | None]]
+
+
+def refused(resource: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The error of a resource this broker does not forward, None for a topic."""
+    rtype = resource.get("resource_type")
+    if rtype == CONFIG_TOPIC:
+        return None
+    if rtype in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
+        return int(ErrorCode.INVALID_REQUEST), STATIC_BROKER_CONFIG
+    return int(ErrorCode.INVALID_REQUEST), f"unknown resource type {rtype}"
+
+
+async def alter(
+    apis: KafkaApis,
+    request: Request,
+    method: str,
+    changes: Mapping[str, Any],
+    expected: Expected,
+) -> Body:
+    """Forward ``changes`` (topic -> what ``apis.controller.<method>`` takes) and answer every
+    resource of the request in order."""
+    body = request.body
+    validate_only = bool(body.get("validate_only", False))
+    results: dict[str, tuple[int, str | None]] = {}
+    if changes:
+        try:
+            for r in await forward(apis, method, dict(changes), validate_only):
+                results[r.resource_name] = (r.error_code, r.error_message)
+        except ControllerError as e:
+            results = {name: (e.error_code, e.message) for name in changes}
+    done = {n for n, (code, _) in results.items() if code == ErrorCode.NO_ERROR}
+    if done and not validate_only:
+        await apis.wait_for_image(_shows(expected, done), apis.config.request_timeout_ms)
+    out = []
+    for res in body.get("resources") or ():
+        error = refused(res)
+        if error is None:
+            error = results.get(res["resource_name"], (ErrorCode.UNKNOWN_SERVER_ERROR, None))
+        out.append(
+            {
+                "error_code": error[0],
+                "error_message": error[1],
+                "resource_type": res.get("resource_type"),
+                "resource_name": res.get("resource_name", ""),
+            }
+        )
+    return {"throttle_time_ms": 0, "responses": out}
+
+
+def _shows(expected: Expected, topics: set[str]) -> Callable[[MetadataImage], bool]:
+    def visible(image: MetadataImage) -> bool:
+        for name in topics:
+            current = image.topic_config(name)
+            for key, value in expected.get(name, {}).items():
+                if current.get(key) != value:
+                    return False
+        return True
+
+    return visible
