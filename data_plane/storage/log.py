@@ -62,12 +62,14 @@ from common.errors import InvalidRecordError
 from common.log_config import LogConfig
 from common.record_batch import (
     NO_PARTITION_LEADER_EPOCH,
+    NO_TIMESTAMP,
     Buffer,
     PayloadInfo,
     assign_offsets,
     validate_produce_payload,
     validate_stored_payload,
 )
+from common.record_timestamps import fill_unset_max_timestamps
 from data_plane.storage.errors import (
     InvalidAppendOffsetError,
     KafkaStorageError,
@@ -339,9 +341,13 @@ class Log:
                 # Only compacted topics pay for decoding keys; the delete path stays
                 # header-only.
                 check_keys_present(payload, info)
+            buf = payload if _is_writable(payload) else bytearray(payload)
+            if any(h.max_timestamp == NO_TIMESTAMP for h in info.batches):
+                # A producer that leaves maxTimestamp unset (Sarama): computed from the
+                # records, only for such batches.
+                info = fill_unset_max_timestamps(buf, info)
             headers = info.batches
             size = info.size_in_bytes
-            buf = payload if _is_writable(payload) else bytearray(payload)
         else:
             headers = validate_stored_payload(payload)
             if not headers:

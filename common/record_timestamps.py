@@ -1,0 +1,105 @@
+"""A producer's batches whose header leaves maxTimestamp unset (-1: Sarama never sets it) get
+it from their records, as Kafka's LogValidator computes it on the leader: the largest
+``baseTimestamp + timestampDelta`` over the batch's records. Without it the time index, the
+time-based retention of the segment and ListOffsets by timestamp could not judge the batch.
+
+Only such batches pay for reading records (decompressed if needed; each record is skipped by
+its length, only its timestampDelta is decoded); every other batch stays on the faceless path.
+The header is rewritten in place and its CRC-32C recomputed (maxTimestamp is covered by it).
+
+Record layout inside the records block (Kafka's v2 record)::
+
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint | ...
+
+Pure functions; thread-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from common.compression import decompress
+from common.errors import CorruptRecordError
+from common.record_batch import (
+    CRC_POS,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP_POS,
+    NO_TIMESTAMP,
+    Buffer,
+    PayloadInfo,
+    RecordBatchHeader,
+    compute_crc,
+    parse_header,
+)
+
+# A varint of a 64-bit quantity takes at most 10 bytes.
+MAX_VARINT_BYTES = 10
+
+
+def _zigzag(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """A zig-zag varint at ``pos`` (before ``end``) and the position after it."""
+    value = 0
+    shift = 0
+    for _ in range(MAX_VARINT_BYTES):
+        if pos >= end:
+            raise CorruptRecordError(f"truncated varint at record offset {pos}")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+    raise CorruptRecordError(f"varint longer than {MAX_VARINT_BYTES} bytes at offset {pos}")
+
+
+def max_record_timestamp(view: memoryview, header: RecordBatchHeader) -> int:
+    """The largest record timestamp of the batch at ``header.position`` of ``view``."""
+    start = header.position + HEADER_SIZE
+    end = header.position + header.batch_length + LOG_OVERHEAD
+    block: Buffer = view[start:end]
+    if header.compression:
+        block = decompress(header.compression, block)
+    pos, limit = 0, len(block)
+    best = NO_TIMESTAMP
+    for _ in range(header.records_count):
+        length, pos = _zigzag(block, pos, limit)
+        record_end = pos + length
+        if length < 2 or record_end > limit:
+            raise CorruptRecordError(f"record of {length} bytes overruns its batch")
+        delta, _after = _zigzag(block, pos + 1, record_end)  # after the attributes byte
+        best = max(best, header.base_timestamp + delta)
+        pos = record_end
+    return best
+
+
+def fill_unset_max_timestamps(buf: bytearray | memoryview, info: PayloadInfo) -> PayloadInfo:
+    """Give every data batch of ``buf`` whose maxTimestamp is unset the largest timestamp of
+    its records (in place, CRC recomputed); returns ``info`` with the headers and the
+    payload's max timestamp as they now are. ``info`` must describe ``buf``."""
+    unset = [h for h in info.batches if h.max_timestamp == NO_TIMESTAMP and not h.is_control]
+    if not unset:
+        return info
+    with memoryview(buf) as view:
+        if view.readonly:
+            raise TypeError("fill_unset_max_timestamps needs a writable buffer")
+        for h in unset:
+            ts = max_record_timestamp(view, h)
+            view[h.position + MAX_TIMESTAMP_POS : h.position + MAX_TIMESTAMP_POS + 8] = (
+                ts.to_bytes(8, "big", signed=True)
+            )
+            crc = compute_crc(view, h.position, h.batch_length + LOG_OVERHEAD)
+            view[h.position + CRC_POS : h.position + CRC_POS + 4] = crc.to_bytes(4, "big")
+        headers = tuple(parse_header(view, h.position) for h in info.batches)
+    max_ts, delta_of_max, offset_count = NO_TIMESTAMP, -1, 0
+    for h in headers:
+        if h.max_timestamp > max_ts:
+            max_ts = h.max_timestamp
+            delta_of_max = offset_count + h.last_offset_delta
+        offset_count += h.last_offset_delta + 1
+    return dataclasses.replace(
+        info,
+        batches=headers,
+        max_timestamp=max_ts,
+        offset_delta_of_max_timestamp=max(delta_of_max, 0),
+    )
