@@ -1,8 +1,9 @@
 """Request handlers, one module per API, and the table the server dispatches on.
 
-``HANDLERS`` maps an API key to its handler and the highest version the handler implements;
-:func:`advertised` intersects that with the codec's SUPPORTED_VERSIONS, which is exactly what
-ApiVersions advertises. Any other API (or version) gets UNSUPPORTED_VERSION and a closed
+``HANDLERS`` maps an API key to its handler and the highest version the handler implements
+(``HANDLER_MIN_VERSIONS`` the lowest, where it is above the codec's); :func:`advertised`
+intersects that with the codec's SUPPORTED_VERSIONS, which is exactly what ApiVersions
+advertises. Any other API (or version) gets UNSUPPORTED_VERSION and a closed
 connection from the server.
 """
 
@@ -88,13 +89,22 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
 }
 
 
+# Lowest version served where it is above the codec's: Produce v0-2 carry message formats
+# v0/v1, which kraftlog does not store; Kafka 4 no longer serves them either (KIP-896), so an
+# old client gets a clean UNSUPPORTED_VERSION instead of CORRUPT_MESSAGE.
+HANDLER_MIN_VERSIONS: dict[ApiKey, int] = {ApiKey.PRODUCE: 3}
+
+
 def advertised() -> dict[ApiKey, tuple[int, int]]:
     """api key -> (min, max) version this broker answers."""
     out = {}
     for key, (_, hi) in HANDLERS.items():
         supported = SUPPORTED_VERSIONS.get(key)
-        if supported is not None and supported[0] <= hi:
-            out[key] = (supported[0], min(hi, supported[1]))
+        if supported is None:
+            continue
+        lo = max(supported[0], HANDLER_MIN_VERSIONS.get(key, 0))
+        if lo <= min(hi, supported[1]):
+            out[key] = (lo, min(hi, supported[1]))
     return out
 
 

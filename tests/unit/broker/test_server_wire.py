@@ -88,10 +88,19 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     _, body = client.recv(ApiKey.API_VERSIONS, 2)
     assert body["error_code"] == 0
     keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
-    assert keys[ApiKey.PRODUCE] == (0, 7) and keys[ApiKey.FETCH] == (0, 11)
+    # Produce v0-2 (message formats v0/v1) are not served, as in Kafka 4.
+    assert keys[ApiKey.PRODUCE] == (3, 7) and keys[ApiKey.FETCH] == (0, 11)
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 1)  # idempotence (REFERENCE.md section 1)
     assert keys[ApiKey.JOIN_GROUP] == (0, 5)
     assert ApiKey.ELECT_LEADERS not in keys
+    # An old client's Produce v2 gets a clean UNSUPPORTED_VERSION, not CORRUPT_MESSAGE.
+    old = WireClient(client.sock.getpeername()[1])
+    try:
+        raw = struct.pack(">hhih", ApiKey.PRODUCE, 2, 77, -1) + b"\x00\x01" + b"\x00" * 8
+        old.sock.sendall(struct.pack(">i", len(raw)) + raw)
+        assert struct.unpack_from(">ih", old.recv_frame()) == (77, ErrorCode.UNSUPPORTED_VERSION)
+    finally:
+        old.close()
     raw = struct.pack(">hhih", ApiKey.API_VERSIONS, 9, cid + 1, -1)
     client.sock.sendall(struct.pack(">i", len(raw)) + raw)
     frame = client.recv_frame()
