@@ -5,8 +5,9 @@ id   name     here
 ==== ======== =========================================================
 0    none     supported
 1    gzip     supported (RFC 1952; several concatenated members accepted)
-2    snappy   rejected with :class:`UnsupportedCompressionTypeError`
-3    lz4      rejected with :class:`UnsupportedCompressionTypeError`
+2    snappy   supported (xerial framing written, as the Java client; plain raw blocks read
+              too; common/snappy_lz4.py)
+3    lz4      supported (LZ4 frame format; common/snappy_lz4.py)
 4    zstd     supported (package ``zstandard``; frames with or without a content size,
               several frames accepted, as Kafka's streaming zstd-jni writes them)
 ==== ======== =========================================================
@@ -23,6 +24,7 @@ import zlib
 import zstandard
 
 from common.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from common.snappy_lz4 import lz4_compress, lz4_decompress, snappy_compress, snappy_decompress
 
 # Bound on one batch's decompressed records: larger than any batch a sane producer builds
 # (message.max.bytes is about 1 MiB compressed), small enough to never exhaust memory.
@@ -44,7 +46,7 @@ class Compression(enum.IntEnum):
         return self.name.lower()
 
 
-SUPPORTED_CODECS = frozenset({Compression.NONE, Compression.GZIP, Compression.ZSTD})
+SUPPORTED_CODECS = frozenset(Compression)
 
 
 def codec_name(codec_id: int) -> str:
@@ -64,7 +66,7 @@ def check_supported(codec_id: int) -> Compression:
     if codec not in SUPPORTED_CODECS:
         raise UnsupportedCompressionTypeError(
             f"compression codec {codec.label} is not supported by this broker "
-            "(supported: none, gzip, zstd)"
+            "(supported: none, gzip, snappy, lz4, zstd)"
         )
     return codec
 
@@ -76,6 +78,10 @@ def compress(codec_id: int, data: bytes | bytearray | memoryview) -> bytes:
     if codec is Compression.GZIP:
         c = zlib.compressobj(6, zlib.DEFLATED, _GZIP_WBITS)
         return c.compress(data) + c.flush()
+    if codec is Compression.SNAPPY:
+        return snappy_compress(data)
+    if codec is Compression.LZ4:
+        return lz4_compress(data)
     return zstandard.ZstdCompressor(level=3).compress(data)
 
 
@@ -91,6 +97,10 @@ def decompress(
         return bytes(data)
     if codec is Compression.GZIP:
         return _gunzip(data, max_bytes)
+    if codec is Compression.SNAPPY:
+        return snappy_decompress(data, max_bytes)
+    if codec is Compression.LZ4:
+        return lz4_decompress(data, max_bytes)
     return _unzstd(data, max_bytes)
 
 

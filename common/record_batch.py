@@ -315,7 +315,7 @@ def validate_produce_payload(
 
     - framing, magic 2, CRC-32C: :class:`CorruptRecordError` (CORRUPT_MESSAGE)
     - a batch larger than ``max_batch_bytes`` (``max.message.bytes``): :class:`RecordTooLargeError`
-    - codec other than none/gzip/zstd: :class:`UnsupportedCompressionTypeError`
+    - a codec id other than none/gzip/snappy/lz4/zstd: :class:`UnsupportedCompressionTypeError`
     - ``lastOffsetDelta + 1 != recordsCount``, an empty batch, a control batch (unless
       ``allow_control``: a leader writing a coordinator's end markers), a producer id without
       a sequence (control batches have none), more than ``max_batches`` batches:

@@ -2,7 +2,7 @@
 
     kraftlog produce --topic T [--bootstrap-server HOST:PORT | --dir D]
         [--key-separator SEP] [--parse-headers] [--header KEY=VALUE ...]
-        [--partition N] [--acks all|1|0] [--compression-type none|gzip|zstd]
+        [--partition N] [--acks all|1|0] [--compression-type none|gzip|snappy|lz4|zstd]
         [--property KEY=VALUE ...] [--producer-property KEY=VALUE ...]
 
 Each stdin line (without its newline) is one record value. With ``--key-separator SEP`` a
@@ -29,6 +29,7 @@ from collections.abc import Iterable
 
 from common.configdef import ConfigError
 from data_plane.client import KafkaError, Producer
+from data_plane.client.config import COMPRESSION_TYPES
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
 from deploy.kafka_style_args import parse_bool, property_pair, usage_error
 
@@ -101,7 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--partition", type=int, help="default: the partitioner decides")
     p.add_argument("--acks", default=None, choices=("all", "-1", "0", "1"),
                    help="default: all (or acks from --producer-property)")
-    p.add_argument("--compression-type", default=None, choices=("none", "gzip", "zstd"),
+    p.add_argument("--compression-type", default=None, choices=COMPRESSION_TYPES,
                    help="default: none (or compression.type from --producer-property)")
     p.add_argument(
         "--property", action="append", default=[], metavar="KEY=VALUE",

@@ -22,7 +22,7 @@ from common.security.config import PLAINTEXT, SASL_MECHANISMS, SECURITY_PROTOCOL
 T = TypeVar("T")
 
 _MIB = 1024 * 1024
-COMPRESSION_TYPES = ("none", "gzip", "zstd")
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 ACKS_CHOICES = ("all", "-1", "0", "1")
 OFFSET_RESET_CHOICES = ("earliest", "latest", "none")
 PARTITIONERS = ("default", "murmur2_random")

@@ -52,7 +52,7 @@ _TXN_POLL_S = 0.01
 _EXPIRY_CHECK_INTERVAL_MS = 100.0
 # Kafka's transaction.timeout.ms default; InitProducerId carries it even without transactions.
 TRANSACTION_TIMEOUT_MS = 60000
-_CODECS = {"none": Compression.NONE, "gzip": Compression.GZIP, "zstd": Compression.ZSTD}
+_CODECS = {c.label: c for c in Compression}
 
 
 class Sender(threading.Thread):

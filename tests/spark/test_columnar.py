@@ -74,7 +74,7 @@ def _fixed(n: int, key_len: int | None = 8, value_len: int = 100, ts_step: int =
     ],
     ids=["fixed", "null-keys", "ts-deltas", "short", "varied", "headers-and-null-values"],
 )
-@pytest.mark.parametrize("compression", [Compression.NONE, Compression.ZSTD, Compression.GZIP])
+@pytest.mark.parametrize("compression", list(Compression))
 def test_same_records_as_the_storage_decoder(records: list[Record], compression: int) -> None:
     payload = _payload([records, records[: len(records) // 2 + 1]], compression=compression)
     got = decode_columns(payload, 0, 1 << 40, with_headers=True)

@@ -182,3 +182,33 @@ def test_same_key_same_partition_from_every_client(
 
     assert placements["native"] == placements["kafka-python"] == placements["confluent"]
     assert len(set(placements["native"].values())) > 1
+
+
+@pytest.mark.parametrize("codec", ["lz4", "snappy"])
+def test_lz4_and_snappy_between_native_and_confluent(
+    bootstrap: str, new_topic: Callable[..., str], codec: str
+) -> None:
+    """librdkafka's lz4 frames and snappy blocks are stored and read back by the native client,
+    and the native client's (snappy with the Java client's xerial framing) by librdkafka."""
+    records = _records(300)
+    from_confluent = new_topic(partitions=3)
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
+        "compression.type": codec, "linger.ms": 5,
+    })  # fmt: skip
+    for key, value, headers, ts in records:
+        producer.produce(from_confluent, value=value, key=key, headers=headers, timestamp=ts)
+    assert producer.flush(60) == 0
+    native = _native_read(bootstrap, from_confluent, 3, 300)
+    assert len(native) == 300
+    assert native == _confluent_read(bootstrap, from_confluent, 3, 300)
+
+    from_native = new_topic(partitions=3)
+    with Producer({"bootstrap.servers": bootstrap, "compression.type": codec}) as p:
+        for key, value, headers, ts in records:
+            p.send(from_native, value, key=key, headers=headers, timestamp_ms=ts)
+        p.flush(60)
+    read_back = _confluent_read(bootstrap, from_native, 3, 300)
+    assert sorted((r[3], r[4], r[5]) for r in read_back) == sorted(
+        (v, tuple(h), ts) for _k, v, h, ts in records
+    )
