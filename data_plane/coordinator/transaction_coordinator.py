@@ -63,6 +63,7 @@ from data_plane.coordinator.transaction_log_records import (
 )
 from data_plane.coordinator.transaction_state import (
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
@@ -346,9 +347,17 @@ class TransactionCoordinator:
         transactional_id: str,
         transaction_timeout_ms: int,
         new_producer_id: int | None,
+        expected_producer_id: int = NO_PRODUCER_ID,
+        expected_producer_epoch: int = NO_PRODUCER_EPOCH,
     ) -> TxnCoordinatorOutputs:
         """Answer ``waiter`` with an :class:`InitProducerIdResult`. ``new_producer_id`` is a
-        fresh id from the controller's blocks when :meth:`needs_producer_id` said so."""
+        fresh id from the controller's blocks when :meth:`needs_producer_id` said so.
+
+        ``expected_producer_id`` / ``expected_producer_epoch`` (InitProducerId v3+, KIP-360):
+        the producer bumps its own epoch after an abortable error. It gets the next epoch
+        only if it names the current one; a retry of a bump that was already written (it
+        names the previous epoch) gets the current one again; anything else is
+        PRODUCER_FENCED (a newer instance took over)."""
         out = TxnCoordinatorOutputs()
 
         def answer(error: int, pid: int = -1, epoch: int = -1) -> TxnCoordinatorOutputs:
@@ -377,6 +386,22 @@ class TransactionCoordinator:
             p.transactions[transactional_id] = md
         if md.pending_state is not None or md.state.is_prepare:
             return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+        expected = expected_producer_id != NO_PRODUCER_ID
+        if expected:
+            current = (md.producer_id, md.producer_epoch)
+            # The epoch a KIP-360 bump came from (recorded only by such bumps: an init
+            # without an expected epoch fences, and a zombie must not get its result).
+            previous = (md.producer_id, md.last_producer_epoch)
+            named = (expected_producer_id, expected_producer_epoch)
+            fresh = md.producer_epoch == NO_PRODUCER_EPOCH
+            if (
+                named == previous
+                and md.last_producer_epoch != NO_PRODUCER_EPOCH
+                and md.state is not _S.ONGOING
+            ):
+                return answer(ErrorCode.NO_ERROR, *current)  # a retry of a done bump
+            if named != current and not fresh:
+                return answer(ErrorCode.PRODUCER_FENCED)
         if md.state is _S.ONGOING:
             # Fence the current producer at once (its requests now carry an old epoch), then
             # abort its transaction; the new producer retries until that is complete.
@@ -395,7 +420,9 @@ class TransactionCoordinator:
             now,
             producer_id=pid,
             producer_epoch=epoch,
-            last_producer_epoch=md.producer_epoch if pid == md.producer_id else NO_PRODUCER_EPOCH,
+            last_producer_epoch=(
+                md.producer_epoch if expected and pid == md.producer_id else NO_PRODUCER_EPOCH
+            ),
             txn_timeout_ms=transaction_timeout_ms,
             txn_start_timestamp_ms=-1,
         )

@@ -87,16 +87,26 @@ class TransactionCoordinatorRuntime(CoordinatorRuntimeBase):
     # --- requests -----------------------------------------------------------------------------
 
     async def init_producer_id(
-        self, transactional_id: str, transaction_timeout_ms: int
+        self,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        expected_producer_id: int = -1,
+        expected_producer_epoch: int = -1,
     ) -> InitProducerIdResult:
-        """Raises :class:`ApiError` (from the producer id blocks) when no id is available."""
+        """Raises :class:`ApiError` (from the producer id blocks) when no id is available.
+        ``expected_*``: the producer's own id and epoch (InitProducerId v3+)."""
         self._refresh_partition_count()
         new_pid = None
         if self.coordinator.needs_producer_id(transactional_id):
             new_pid = await self._allocate_producer_id()
         result: InitProducerIdResult = await self._call(
             lambda w: self.coordinator.init_producer_id(
-                w, transactional_id, transaction_timeout_ms, new_pid
+                w,
+                transactional_id,
+                transaction_timeout_ms,
+                new_pid,
+                expected_producer_id,
+                expected_producer_epoch,
             )
         )
         return result

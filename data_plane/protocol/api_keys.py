@@ -113,14 +113,17 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (0, 4),
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 1),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    # v2+ flexible; v3 carries the producer id and epoch to bump (KIP-360); v4 answers
+    # PRODUCER_FENCED.
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
     # v3 is flexible; v4 batches transactions and verifies (KIP-890), between brokers.
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
-    ApiKey.END_TXN: (0, 2),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
     ApiKey.WRITE_TXN_MARKERS: (0, 0),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 2),
+    # v3: flexible, with the consumer group generation and member (KIP-447).
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 1),

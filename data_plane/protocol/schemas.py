@@ -478,6 +478,8 @@ DELETE_RECORDS_RESPONSE = (
 INIT_PRODUCER_ID_REQUEST = (
     F("transactional_id", STRING, nullable=0),
     F("transaction_timeout_ms", INT32),
+    F("producer_id", INT64, 3, default=-1),
+    F("producer_epoch", INT16, 3, default=-1),
 )
 
 # InitProducerIdResponse: Kafka schema flexibleVersions 2+
@@ -588,6 +590,9 @@ TXN_OFFSET_COMMIT_REQUEST = (
     F("group_id", STRING),
     F("producer_id", INT64),
     F("producer_epoch", INT16),
+    F("generation_id", INT32, 3, default=-1),
+    F("member_id", STRING, 3),
+    F("group_instance_id", STRING, 3, nullable=3),
     F("topics", [
         F("name", STRING),
         F("partitions", [

@@ -1,6 +1,6 @@
-"""AddOffsetsToTxn (25), v0-2: a transactional producer will commit a consumer group's offsets
-in its transaction (``send_offsets_to_transaction``). The coordinator adds the group's
-``__consumer_offsets`` partition to the transaction, so that its end marker makes the
+"""AddOffsetsToTxn (25), v0-3 (v3 flexible): a transactional producer will commit a consumer
+group's offsets in its transaction (``send_offsets_to_transaction``). The coordinator adds the
+group's ``__consumer_offsets`` partition to the transaction, so that its end marker makes the
 TxnOffsetCommit offsets count (or not). Errors as AddPartitionsToTxn's. Before
 ``__consumer_offsets`` exists the partition is computed from ``offsets.topic.num.partitions``,
 the count it will be created with (the client's FindCoordinator for the group creates it).

@@ -1,9 +1,9 @@
-"""EndTxn (26), v0-2: commit (``committed`` true) or abort the producer's transaction. Answered
-once the coordinator wrote PrepareCommit/PrepareAbort to ``__transaction_state``; it then
-writes the end markers to every partition of the transaction (WriteTxnMarkers) and, once all
-are written, CompleteCommit/CompleteAbort. A retry while markers are in flight gets
-CONCURRENT_TRANSACTIONS; a retry after they are done NO_ERROR; the opposite decision, or no
-transaction, INVALID_TXN_STATE.
+"""EndTxn (26), v0-3 (v3 flexible): commit (``committed`` true) or abort the producer's
+transaction. Answered once the coordinator wrote PrepareCommit/PrepareAbort to
+``__transaction_state``; it then writes the end markers to every partition of the transaction
+(WriteTxnMarkers) and, once all are written, CompleteCommit/CompleteAbort. A retry while markers
+are in flight gets CONCURRENT_TRANSACTIONS; a retry after they are done NO_ERROR; the opposite
+decision, or no transaction, INVALID_TXN_STATE.
 """
 
 from __future__ import annotations

@@ -1,16 +1,20 @@
-"""InitProducerId (22), versions 0-1: a producer id and epoch for an idempotent or a
-transactional producer.
+"""InitProducerId (22), versions 0-4: a producer id and epoch for an idempotent or a
+transactional producer (v2+ flexible; v3+ the producer may name its current id and epoch).
 
 - No ``transactional_id``: a fresh producer id with epoch 0 from the broker's
   controller-allocated block (:mod:`data_plane.broker.producer_ids`); any broker answers (an
   idempotent producer does not look up a coordinator). ``transaction_timeout_ms`` is ignored,
   as in Kafka. A producer that needs a new epoch (after OUT_OF_ORDER_SEQUENCE_NUMBER or
-  UNKNOWN_PRODUCER_ID) asks again and gets a new id (v0-1 carry no producer id to bump).
+  UNKNOWN_PRODUCER_ID) asks again and gets a new id (the id and epoch it names from v3 on are
+  not needed: a new id fences nothing for an idempotent producer).
 - A ``transactional_id``: sent to its transaction coordinator (FindCoordinator key_type 1),
   which returns the id's producer id with its epoch bumped (fencing older instances), aborting
   a transaction left open by a previous instance first (CONCURRENT_TRANSACTIONS until that is
   done; the client retries). NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as for groups;
-  INVALID_TRANSACTION_TIMEOUT above ``transaction.max.timeout.ms``.
+  INVALID_TRANSACTION_TIMEOUT above ``transaction.max.timeout.ms``. From v3 the producer may
+  name its current id and epoch to bump its own epoch after an abortable error (KIP-360):
+  it gets the next epoch if it named the current one, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+  before v4) if another instance took over.
 - No id block from the controller within ``request.timeout.ms``: COORDINATOR_LOAD_IN_PROGRESS
   (14, retriable), what Kafka answers while its id manager waits for a block.
 """
@@ -19,6 +23,10 @@ from __future__ import annotations
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
+from data_plane.broker.handlers.transaction_errors import (
+    INIT_PRODUCER_ID_FIRST_PRODUCER_FENCED_VERSION,
+    for_version,
+)
 from data_plane.broker.producer_ids import ProducerIdsUnavailableError
 
 FIRST_PRODUCER_EPOCH = 0
@@ -34,9 +42,10 @@ def _answer(error_code: int, producer_id: int = -1, producer_epoch: int = -1) ->
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
-    transactional_id = request.body.get("transactional_id")
+    body = request.body
+    transactional_id = body.get("transactional_id")
     if transactional_id is not None:
-        return _init_transactional(apis, transactional_id, request.body["transaction_timeout_ms"])
+        return _init_transactional(apis, request, transactional_id)
     return _allocate(apis)
 
 
@@ -48,9 +57,20 @@ async def _allocate(apis: KafkaApis) -> Body:
     return _answer(ErrorCode.NO_ERROR, pid, FIRST_PRODUCER_EPOCH)
 
 
-async def _init_transactional(apis: KafkaApis, transactional_id: str, timeout_ms: int) -> Body:
+async def _init_transactional(apis: KafkaApis, request: Request, transactional_id: str) -> Body:
+    body = request.body
     try:
-        result = await apis.transaction_coordinator.init_producer_id(transactional_id, timeout_ms)
+        result = await apis.transaction_coordinator.init_producer_id(
+            transactional_id,
+            body["transaction_timeout_ms"],
+            body.get("producer_id", -1),
+            body.get("producer_epoch", -1),
+        )
     except ProducerIdsUnavailableError as e:
         return _answer(e.error_code)
-    return _answer(result.error_code, result.producer_id, result.producer_epoch)
+    code = for_version(
+        result.error_code,
+        request.header.api_version,
+        INIT_PRODUCER_ID_FIRST_PRODUCER_FENCED_VERSION,
+    )
+    return _answer(code, result.producer_id, result.producer_epoch)

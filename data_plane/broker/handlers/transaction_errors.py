@@ -13,9 +13,15 @@ from common.error_codes import ErrorCode
 FIRST_PRODUCER_FENCED_VERSION = 2
 
 
-def for_version(code: int, api_version: int) -> int:
+# InitProducerId learned PRODUCER_FENCED later, in v4.
+INIT_PRODUCER_ID_FIRST_PRODUCER_FENCED_VERSION = 4
+
+
+def for_version(
+    code: int, api_version: int, first_fenced_version: int = FIRST_PRODUCER_FENCED_VERSION
+) -> int:
     """``code`` as a client of ``api_version`` of AddPartitionsToTxn, AddOffsetsToTxn or
-    EndTxn expects it."""
-    if code == ErrorCode.PRODUCER_FENCED and api_version < FIRST_PRODUCER_FENCED_VERSION:
+    EndTxn expects it (InitProducerId: pass its own first version)."""
+    if code == ErrorCode.PRODUCER_FENCED and api_version < first_fenced_version:
         return int(ErrorCode.INVALID_PRODUCER_EPOCH)
     return int(code)

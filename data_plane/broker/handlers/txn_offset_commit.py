@@ -1,10 +1,12 @@
-"""TxnOffsetCommit (28), v0-2: a transactional producer commits a consumer group's offsets in
+"""TxnOffsetCommit (28), v0-3: a transactional producer commits a consumer group's offsets in
 its transaction (after AddOffsetsToTxn). Sent to the group's coordinator; the offsets are
 written to ``__consumer_offsets`` in the producer's transaction and count only once its
 COMMIT marker is written there (an ABORT drops them); OffsetFetch does not see them before.
 Errors as OffsetCommit's (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-OFFSET_METADATA_TOO_LARGE...), plus INVALID_PRODUCER_EPOCH for a fenced producer. Versions
-0-2 carry no group generation or member id (KIP-447's fencing by them needs v3).
+OFFSET_METADATA_TOO_LARGE...), plus INVALID_PRODUCER_EPOCH for a fenced producer. v3
+(flexible) carries the consumer's group generation, member id and instance id (KIP-447): the
+group coordinator checks them as for OffsetCommit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+FENCED_INSTANCE_ID), so a zombie consumer's producer cannot commit; v0-2 carry none.
 """
 
 from __future__ import annotations

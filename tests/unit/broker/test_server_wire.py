@@ -90,7 +90,7 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     # Produce v0-2 (message formats v0/v1) are not served, as in Kafka 4.
     assert keys[ApiKey.PRODUCE] == (3, 7) and keys[ApiKey.FETCH] == (0, 11)
-    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 1)  # idempotence (REFERENCE.md section 1)
+    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 4)  # idempotence (REFERENCE.md section 1), KIP-360
     assert keys[ApiKey.JOIN_GROUP] == (0, 5)
     assert ApiKey.ELECT_LEADERS not in keys
     # An old client's Produce v2 gets a clean UNSUPPORTED_VERSION, not CORRUPT_MESSAGE.

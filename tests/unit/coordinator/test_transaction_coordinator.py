@@ -383,3 +383,28 @@ def test_verify_partitions_confirms_only_partitions_of_the_ongoing_transaction(h
     assert c.verify_partitions("nobody", 1, 0, [("t", 0)]) == {
         ("t", 0): ErrorCode.INVALID_PRODUCER_ID_MAPPING
     }
+
+
+def test_a_producer_bumps_its_own_epoch_and_a_zombie_is_fenced(h) -> None:
+    """InitProducerId v3+ (KIP-360): naming the current id and epoch bumps it; a retry of that
+    bump gets the same answer; a zombie naming an older epoch, or any epoch after another
+    instance re-initialised, is fenced."""
+    c = h.coordinator
+
+    def bump(pid: int, epoch: int) -> InitProducerIdResult:
+        return h.call(c.init_producer_id, TID, 60_000, None, pid, epoch)
+
+    first = h.init()
+    r = bump(first.producer_id, first.producer_epoch)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (0, first.producer_id, 1)
+    again = bump(first.producer_id, first.producer_epoch)  # the bump's retry
+    assert (again.error_code, again.producer_epoch) == (0, 1)
+    h.add(r, ("t", 0))
+    h.end(r, False)
+    h.flush_markers()
+    assert bump(first.producer_id, 1).producer_epoch == 2  # after an aborted transaction
+    assert bump(first.producer_id, 0).error_code == ErrorCode.PRODUCER_FENCED  # a zombie
+    assert bump(first.producer_id + 7, 2).error_code == ErrorCode.PRODUCER_FENCED
+    fresh = h.init()  # another instance, without naming an epoch: fences the others
+    assert fresh.producer_epoch == 3
+    assert bump(first.producer_id, 2).error_code == ErrorCode.PRODUCER_FENCED
