@@ -1,3 +1,5 @@
 """The kraftlog command line, node processes, the local cluster and deployment files."""
 
-__version__ = "0.1.0"
+from common.version import KRAFTLOG_VERSION
+
+__version__ = KRAFTLOG_VERSION

@@ -40,6 +40,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.version import KRAFTLOG_VERSION
 from data_plane.client.client_security import (
     AuthenticationFailedError,
     ClientSecurity,
@@ -74,7 +75,8 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 5),
     ApiKey.METADATA: (1, 8),
-    ApiKey.API_VERSIONS: (0, 2),
+    # v3: flexible, names the client's software (kraftlog-python and its version).
+    ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (0, 4),
     ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
@@ -107,7 +109,14 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 1),
 }
-API_VERSIONS_PROBE = 2
+API_VERSIONS_PROBE = 3
+CLIENT_SOFTWARE_NAME = "kraftlog-python"
+# What the probe says about us (a broker without v3 answers in the v0 format, which lists its
+# versions all the same: no second probe is needed).
+_PROBE_BODY = {
+    "client_software_name": CLIENT_SOFTWARE_NAME,
+    "client_software_version": KRAFTLOG_VERSION,
+}
 
 # A response bigger than this is refused (fetch.max.bytes is 50 MiB by default; Kafka lets a
 # first oversized batch through, hence the margin).
@@ -241,7 +250,7 @@ class BrokerConnection:
     def _negotiate(self, now_s: float) -> None:
         self._lifecycle.transition(NEGOTIATING)
         self._send_internal(
-            ApiKey.API_VERSIONS, API_VERSIONS_PROBE, {}, self._on_api_versions, now_s
+            ApiKey.API_VERSIONS, API_VERSIONS_PROBE, _PROBE_BODY, self._on_api_versions, now_s
         )
 
     def _drive_tls_handshake(self, now_s: float) -> None:

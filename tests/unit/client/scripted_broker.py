@@ -90,7 +90,7 @@ class ScriptedBroker:
 
 
 def answer_v0_fallback(header: RequestHeader, body: dict[str, Any]) -> bytes | None:
-    """ApiVersions v2 answered as an old broker would (v0 body, UNSUPPORTED_VERSION)."""
+    """ApiVersions answered as an old broker would (v0 body, UNSUPPORTED_VERSION)."""
     if header.api_key == ApiKey.API_VERSIONS:
         return unsupported_version_response(header).to_bytes()
     if header.api_key == ApiKey.METADATA:

@@ -3,6 +3,7 @@ protocol codec on both sides): ApiVersions negotiation, pipelining, timeouts, ba
 
 from __future__ import annotations
 
+import importlib.metadata
 import socket
 import time
 from collections.abc import Callable
@@ -10,11 +11,17 @@ from typing import Any
 
 import pytest
 
+from common.version import KRAFTLOG_VERSION
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.errors import KafkaConnectionError, KafkaTimeoutError
 from data_plane.client.network_client import NetworkClient
 from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from data_plane.protocol.codec import (
+    RequestHeader,
+    api_versions_entries,
+    encode_response,
+    unsupported_version_response,
+)
 from tests.unit.client.scripted_broker import Handler, ScriptedBroker, answer_v0_fallback
 
 
@@ -34,7 +41,9 @@ def test_negotiates_versions_after_a_v0_fallback_and_reads_metadata(
         assert response["cluster_id"] == "c"
         assert client.metadata.partition_count("t") == 1
         assert client.metadata.broker(7) is not None
-        assert broker.requests[0] == (ApiKey.API_VERSIONS, 2)
+        # The v3 probe (it names the client's software); an old broker's v0 fallback lists its
+        # versions all the same.
+        assert broker.requests[0] == (ApiKey.API_VERSIONS, 3)
         # The highest version both sides speak: Metadata 8 (ours 1-8, the codec's 0-8).
         assert (ApiKey.METADATA, 8) in broker.requests
         assert client.version_for(-1, ApiKey.PRODUCE) == 7
@@ -123,3 +132,33 @@ def test_a_wakeup_before_poll_makes_the_next_poll_return_at_once() -> None:
             assert time.monotonic() - began >= 0.15
         finally:
             client.close()
+
+
+def test_the_probe_names_the_client_software(
+    broker_factory: Callable[[Handler], ScriptedBroker],
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def answer(header: RequestHeader, body: dict[str, Any]) -> bytes | None:
+        if header.api_key == ApiKey.API_VERSIONS:
+            seen.append(body)
+            return encode_response(
+                header,
+                {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0},
+            ).to_bytes()
+        return answer_v0_fallback(header, body)
+
+    broker = broker_factory(answer)
+    client = client_for(broker.port)
+    try:
+        client.fetch_metadata(["t"], 10_000)
+        assert seen == [
+            {"client_software_name": "kraftlog-python", "client_software_version": KRAFTLOG_VERSION}
+        ]
+        assert client.version_for(-1, ApiKey.API_VERSIONS) == 3
+    finally:
+        client.close()
+
+
+def test_the_version_is_the_package_version() -> None:
+    assert importlib.metadata.version("kraftlog") == KRAFTLOG_VERSION
