@@ -74,7 +74,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 7),
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 5),
-    ApiKey.METADATA: (1, 8),
+    ApiKey.METADATA: (1, 9),
     # v3: flexible, names the client's software (kraftlog-python and its version).
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (0, 4),

@@ -2,11 +2,9 @@
 
 Names and numbers are Apache Kafka's ``ApiKeys`` (the ``apiKey`` of each message schema).
 ``SUPPORTED_VERSIONS`` lists what :mod:`data_plane.protocol.codec` can decode and encode: every
-API of docs/protocol.md, from version 0 up to the last version before the API's first flexible
-version for the APIs that also exist in non-flexible form, and the flexible versions of the
-APIs that exist only in flexible form (the codec speaks both encodings; see
-``data_plane.protocol.schemas.FLEXIBLE_SINCE``). A broker advertises the subset it has
-handlers for (it filters this table); a client may use any listed version.
+API of docs/protocol.md, from version 0 up to the version given below, in the non-flexible and
+the flexible encodings (``data_plane.protocol.schemas.FLEXIBLE_SINCE``). A broker advertises
+the subset it has handlers for (it filters this table); a client may use any listed version.
 """
 
 from __future__ import annotations
@@ -88,15 +86,15 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
 
 
-# (min, max) version per API; for APIs with non-flexible versions, max is one below the first
-# flexible version of the schema, or lower where REFERENCE.md section 1 says real clients need
-# no more (Produce stops at 7 because v8 adds per-record errors; LeaveGroup at 2 because v3
-# batches members).
+# (min, max) version per API. An API not yet served in flexible form stops one below its first
+# flexible version, or lower where REFERENCE.md section 1 says real clients need no more
+# (Produce stops at 7 because v8 adds per-record errors; LeaveGroup at 2 because v3 batches
+# members); the others go as far as their entries say.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 7),
     ApiKey.FETCH: (0, 11),
     ApiKey.LIST_OFFSETS: (0, 5),
-    ApiKey.METADATA: (0, 8),
+    ApiKey.METADATA: (0, 9),
     ApiKey.OFFSET_COMMIT: (0, 7),
     ApiKey.OFFSET_FETCH: (0, 5),
     ApiKey.FIND_COORDINATOR: (0, 2),

@@ -52,7 +52,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.PRODUCE: (produce.handle, 7),
     ApiKey.FETCH: (fetch.handle, 11),
     ApiKey.LIST_OFFSETS: (list_offsets.handle, 5),
-    ApiKey.METADATA: (metadata.handle, 8),
+    ApiKey.METADATA: (metadata.handle, 9),
     ApiKey.API_VERSIONS: (api_versions.handle, 4),
     ApiKey.CREATE_TOPICS: (create_topics.handle, 4),
     ApiKey.DELETE_TOPICS: (delete_topics.handle, 3),

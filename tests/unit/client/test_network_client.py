@@ -44,8 +44,8 @@ def test_negotiates_versions_after_a_v0_fallback_and_reads_metadata(
         # The v3 probe (it names the client's software); an old broker's v0 fallback lists its
         # versions all the same.
         assert broker.requests[0] == (ApiKey.API_VERSIONS, 3)
-        # The highest version both sides speak: Metadata 8 (ours 1-8, the codec's 0-8).
-        assert (ApiKey.METADATA, 8) in broker.requests
+        # The highest version both sides speak: Metadata 9, flexible (ours 1-9, the codec's).
+        assert (ApiKey.METADATA, 9) in broker.requests
         assert client.version_for(-1, ApiKey.PRODUCE) == 7
         assert client.version_for(-1, ApiKey.FETCH) == 11
     finally:
