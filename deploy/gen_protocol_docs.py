@@ -58,7 +58,8 @@ NOTES: dict[ApiKey, str] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: "topics: forwarded (SET, DELETE, APPEND, SUBTRACT); "
     "brokers: INVALID_REQUEST (static configs)",
     ApiKey.INIT_PRODUCER_ID: "idempotent producers (docs/idempotence.md)",
-    ApiKey.FIND_COORDINATOR: "group coordinators only (docs/groups.md)",
+    ApiKey.FIND_COORDINATOR: "group and transaction coordinators (docs/groups.md, "
+    "docs/transactions.md)",
     ApiKey.JOIN_GROUP: "docs/groups.md",
     ApiKey.SYNC_GROUP: "docs/groups.md",
     ApiKey.HEARTBEAT: "docs/groups.md",
