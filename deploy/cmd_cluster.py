@@ -99,27 +99,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=_up)
 
     p = cluster_sub.add_parser("down", help="stop every node of a local cluster")
-    p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
-    p.add_argument(
-        "--grace",
-        type=float,
-        default=DEFAULT_STOP_GRACE_S,
-        help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_GRACE_S:.0f})",
-    )
+    _dir_and_grace(p)
     p.set_defaults(func=_down)
 
     p = cluster_sub.add_parser("restart", help="restart every node (--rolling: one at a time)")
-    p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
+    _dir_and_grace(p)
     p.add_argument(
         "--rolling",
         action="store_true",
         help="one node at a time, each once the cluster is healthy again (no downtime)",
-    )
-    p.add_argument(
-        "--grace",
-        type=float,
-        default=DEFAULT_STOP_GRACE_S,
-        help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_GRACE_S:.0f})",
     )
     p.add_argument(
         "--timeout",
@@ -137,13 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ):
         p = cluster_sub.add_parser(name, help=helptext)
         p.add_argument("node_id", type=int, metavar="ID")
-        p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
-        p.add_argument(
-            "--grace",
-            type=float,
-            default=DEFAULT_STOP_GRACE_S,
-            help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_GRACE_S:.0f})",
-        )
+        _dir_and_grace(p)
         p.set_defaults(func=func)
 
     p = cluster_sub.add_parser("status", help="nodes, pids, listeners, quorum leader")
@@ -164,6 +146,17 @@ def _print_client_settings(cluster: LocalCluster, files: dict[str, Path]) -> Non
     print("kafka-python:")
     print(f"  KafkaProducer(**{kwargs!r})")
     print(f"kraftlog admin commands: --command-config {files['admin']}")
+
+
+def _dir_and_grace(p: argparse.ArgumentParser) -> None:
+    """The cluster directory and the stop grace, for the commands that stop nodes."""
+    p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=DEFAULT_STOP_GRACE_S,
+        help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_GRACE_S:.0f})",
+    )
 
 
 def _restart(args: argparse.Namespace) -> int:

@@ -423,44 +423,20 @@ class RequestAuthorizer:
         ]
         return self._with_denied_topics(new, len(denied), "results", entries)
 
-    def _alter_configs(self, s: Session, version: int, body: Body) -> Verdict:
-        """AlterConfigs and IncrementalAlterConfigs: AlterConfigs on each topic, or on the
-        cluster for broker resources; refused resources are answered, the rest forwarded."""
+    def _config_resources(
+        self, s: Session, body: Body, op: AclOperation, others_allowed: bool
+    ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], int]]]:
+        """(allowed resources, denied ones with their error) of a configs request: ``op`` on
+        each topic, or on the cluster for broker resources; other resource types pass when
+        ``others_allowed`` (the handler answers them), else they need the cluster too."""
         allowed, denied = [], []
         for res in body.get("resources") or []:
-            if res.get("resource_type") == CONFIG_TOPIC:
-                ok = self._topic(s, AclOperation.ALTER_CONFIGS, res.get("resource_name", ""))
-                code = TOPIC_DENIED
-            else:
-                ok = self._cluster(s, AclOperation.ALTER_CONFIGS)
-                code = CLUSTER_DENIED
-            (allowed if ok else denied).append((res, code))
-        if not denied:
-            return Verdict(body)
-        entries = [
-            {
-                "error_code": code,
-                "error_message": "Authorization failed.",
-                "resource_type": res.get("resource_type"),
-                "resource_name": res.get("resource_name", ""),
-            }
-            for res, code in denied
-        ]
-        v = Verdict({**body, "resources": [res for res, _ in allowed]})
-        v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "responses", entries)
-        return v
-
-    def _describe_configs(self, s: Session, version: int, body: Body) -> Verdict:
-        resources = body.get("resources") or []
-        allowed, denied = [], []
-        for res in resources:
             rtype = res.get("resource_type")
             if rtype == CONFIG_TOPIC:
-                ok = self._topic(s, AclOperation.DESCRIBE_CONFIGS, res.get("resource_name", ""))
+                ok = self._topic(s, op, res.get("resource_name", ""))
                 code = TOPIC_DENIED
-            elif rtype in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
-                ok = self._cluster(s, AclOperation.DESCRIBE_CONFIGS)
+            elif rtype in (CONFIG_BROKER, CONFIG_BROKER_LOGGER) or not others_allowed:
+                ok = self._cluster(s, op)
                 code = CLUSTER_DENIED
             else:
                 ok, code = True, 0
@@ -468,22 +444,45 @@ class RequestAuthorizer:
                 allowed.append(res)
             else:
                 denied.append((res, code))
-        if not denied:
-            return Verdict(body)
+        return allowed, denied
+
+    def _configs_refused(
+        self,
+        body: Body,
+        allowed: list[dict[str, Any]],
+        denied: list[tuple[dict[str, Any], int]],
+        list_key: str,
+        extra: dict[str, Any],
+    ) -> Verdict:
+        """The verdict that forwards ``allowed`` and answers ``denied`` in ``list_key``."""
         entries = [
             {
                 "error_code": code,
                 "error_message": "Authorization failed.",
                 "resource_type": res.get("resource_type"),
                 "resource_name": res.get("resource_name", ""),
-                "configs": [],
+                **extra,
             }
             for res, code in denied
         ]
         v = Verdict({**body, "resources": allowed})
         v.note(ResourceType.TOPIC, len(denied))
-        v.finish = lambda r: self._append(r, "results", entries)
+        v.finish = lambda r: self._append(r, list_key, entries)
         return v
+
+    def _alter_configs(self, s: Session, version: int, body: Body) -> Verdict:
+        """AlterConfigs and IncrementalAlterConfigs: AlterConfigs on each topic, or on the
+        cluster for broker resources; refused resources are answered, the rest forwarded."""
+        allowed, denied = self._config_resources(s, body, AclOperation.ALTER_CONFIGS, False)
+        if not denied:
+            return Verdict(body)
+        return self._configs_refused(body, allowed, denied, "responses", {})
+
+    def _describe_configs(self, s: Session, version: int, body: Body) -> Verdict:
+        allowed, denied = self._config_resources(s, body, AclOperation.DESCRIBE_CONFIGS, True)
+        if not denied:
+            return Verdict(body)
+        return self._configs_refused(body, allowed, denied, "results", {"configs": []})
 
     def _init_producer_id(self, s: Session, version: int, body: Body) -> Verdict:
         txn = body.get("transactional_id")
