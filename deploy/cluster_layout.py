@@ -241,3 +241,13 @@ def plan_layout(
             )
         )
     return ClusterLayout(root, cluster_id, host, tuple(nodes), security)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, readable by the owner only (node configs, the cluster
+    secret and client settings hold secrets): written to ``<path>.tmp`` and renamed."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)

@@ -39,7 +39,7 @@ from data_plane.client.group_admin import GroupDescription
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
 from deploy.kafka_style_args import APPEND, SWITCH, Action, KafkaStyle, Option, add_kafka_style
-from deploy.text_table import format_table
+from deploy.text_table import print_table
 
 NONE = "-"
 
@@ -119,11 +119,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_kafka_style(parser, groups_sub, KAFKA_STYLE)
 
 
-def _table(rows: list[list[str]]) -> None:
-    for line in format_table(rows):
-        print(line)
-
-
 # -- list ------------------------------------------------------------------------------------
 
 
@@ -193,7 +188,7 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
             table = [["CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
             table += [[m["consumer_id"], m["host"], m["client_id"], str(len(m["partitions"])),
                        ",".join(m["partitions"]) or NONE] for m in members]
-            _table(table)
+            print_table(table)
         return 0
     if args.json:
         print(json.dumps({"group": args.group, "state": description.state,
@@ -209,7 +204,7 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
     table += [[r["group"], r["topic"], str(r["partition"]), _cell(r["current_offset"]),
                _cell(r["log_end_offset"]), _cell(r["lag"]), _cell(r["consumer_id"]),
                _cell(r["host"]), _cell(r["client_id"])] for r in rows]
-    _table(table)
+    print_table(table)
     return 0
 
 
@@ -301,7 +296,7 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
         return 0
     table = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]]
     table += [[args.group, tp.topic, str(tp.partition), str(o)] for tp, o in sorted(plan.items())]
-    _table(table)
+    print_table(table)
     if not args.execute:
         print("(dry run: nothing changed; add --execute to commit these offsets)")
     return 0

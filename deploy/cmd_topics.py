@@ -229,16 +229,22 @@ def _create(client: Any, args: argparse.Namespace) -> int:
             f"cannot create topic {args.name}: "
             f"{error_text(result.error_code, result.error_message)}"
         )
+    return _report_created(
+        args,
+        exists,
+        {
+            "name": result.name,
+            "topic_id": str(result.topic_id) if result.topic_id else None,
+            "partitions": result.num_partitions,
+            "replication_factor": result.replication_factor,
+            "created": not exists,
+        },
+    )
+
+
+def _report_created(args: argparse.Namespace, exists: bool, doc: dict[str, Any]) -> int:
     if args.json:
-        print_json(
-            {
-                "name": result.name,
-                "topic_id": str(result.topic_id) if result.topic_id else None,
-                "partitions": result.num_partitions,
-                "replication_factor": result.replication_factor,
-                "created": not exists,
-            }
-        )
+        print_json(doc)
     elif exists:
         print(f"Topic {args.name} already exists.")
     else:
@@ -246,15 +252,18 @@ def _create(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(client: Any, args: argparse.Namespace) -> int:
-    image = fetch_image(client, args.timeout)
-    names = sorted(image.topics_by_name)
+def _print_names(args: argparse.Namespace, names: list[str]) -> int:
     if args.json:
         print_json(names)
     else:
         for name in names:
             print(name)
     return 0
+
+
+def _list(client: Any, args: argparse.Namespace) -> int:
+    image = fetch_image(client, args.timeout)
+    return _print_names(args, sorted(image.topics_by_name))
 
 
 def describe_topics(
@@ -351,27 +360,39 @@ def _delete(client: Any, args: argparse.Namespace) -> int:
 
 
 def _alter(client: Any, args: argparse.Namespace) -> int:
+    def grow(count: int) -> str | None:
+        (result,) = client.create_partitions({args.name: count})
+        return error_text(result.error_code, result.error_message) if result.error_code else None
+
+    def set_configs(sets: dict[str, str], deletes: list[str]) -> str | None:
+        ops = [AlterableConfig(k, OP_SET, v) for k, v in sets.items()]
+        ops += [AlterableConfig(k, OP_DELETE, None) for k in deletes]
+        (result,) = client.incremental_alter_configs({args.name: ops})
+        return error_text(result.error_code, result.error_message) if result.error_code else None
+
+    return _alter_with(args, grow, set_configs)
+
+
+def _alter_with(
+    args: argparse.Namespace,
+    grow: Callable[[int], str | None],
+    set_configs: Callable[[dict[str, str], list[str]], str | None],
+) -> int:
+    """``topics alter`` on either target: ``grow`` and ``set_configs`` return an error text
+    (None when it worked)."""
     sets = parse_configs(args.config)
     if args.partitions is None and not sets and not args.delete_config:
         raise AdminError("nothing to alter: give --partitions, --config or --delete-config")
     done: dict[str, Any] = {"name": args.name}
     if args.partitions is not None:
-        (result,) = client.create_partitions({args.name: args.partitions})
-        if result.error_code:
-            return fail(
-                f"cannot alter partitions of {args.name}: "
-                f"{error_text(result.error_code, result.error_message)}"
-            )
+        error = grow(args.partitions)
+        if error is not None:
+            return fail(f"cannot alter partitions of {args.name}: {error}")
         done["partitions"] = args.partitions
     if sets or args.delete_config:
-        ops = [AlterableConfig(k, OP_SET, v) for k, v in sets.items()]
-        ops += [AlterableConfig(k, OP_DELETE, None) for k in args.delete_config]
-        (result,) = client.incremental_alter_configs({args.name: ops})
-        if result.error_code:
-            return fail(
-                f"cannot alter configs of {args.name}: "
-                f"{error_text(result.error_code, result.error_message)}"
-            )
+        error = set_configs(sets, list(args.delete_config))
+        if error is not None:
+            return fail(f"cannot alter configs of {args.name}: {error}")
         done["configs_set"] = sets
         done["configs_deleted"] = list(args.delete_config)
     if args.json:
@@ -385,29 +406,21 @@ def _alter(client: Any, args: argparse.Namespace) -> int:
 
 
 def _alter_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
-    sets = parse_configs(args.config)
-    if args.partitions is None and not sets and not args.delete_config:
-        raise AdminError("nothing to alter: give --partitions, --config or --delete-config")
-    done: dict[str, Any] = {"name": args.name}
-    if args.partitions is not None:
+    def grow(count: int) -> str | None:
         try:
-            admin.create_partitions({args.name: args.partitions})
+            admin.create_partitions({args.name: count})
         except TopicOperationError as e:
-            error = _topic_error(e, args.name)
-            return fail(f"cannot alter partitions of {args.name}: {error}")
-        done["partitions"] = args.partitions
-    if sets or args.delete_config:
+            return str(_topic_error(e, args.name))
+        return None
+
+    def set_configs(sets: dict[str, str], deletes: list[str]) -> str | None:
         try:
-            admin.incremental_alter_configs(args.name, sets, args.delete_config)
+            admin.incremental_alter_configs(args.name, sets, deletes)
         except KafkaError as e:
-            return fail(f"cannot alter configs of {args.name}: {e}")
-        done["configs_set"] = sets
-        done["configs_deleted"] = list(args.delete_config)
-    if args.json:
-        print_json(done)
-    else:
-        print(f"Altered topic {args.name}.")
-    return 0
+            return str(e)
+        return None
+
+    return _alter_with(args, grow, set_configs)
 
 
 def _topic_error(e: TopicOperationError, name: str) -> KafkaError:
@@ -425,25 +438,13 @@ def _create_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
         exists = error.code == ErrorCode.TOPIC_ALREADY_EXISTS
         if not (exists and args.if_not_exists):
             return fail(f"cannot create topic {args.name}: {error_text(error.code, error.message)}")
-    if args.json:
-        # CreateTopics v4 answers carry neither the topic id nor the chosen counts.
-        print_json({"name": args.name, "created": not exists})
-    elif exists:
-        print(f"Topic {args.name} already exists.")
-    else:
-        print(f"Created topic {args.name}.")
-    return 0
+    # CreateTopics v4 answers carry neither the topic id nor the chosen counts.
+    return _report_created(args, exists, {"name": args.name, "created": not exists})
 
 
 def _list_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
     # Every topic, internal ones included, as the controllers' list shows them.
-    names = sorted(admin.describe_topics())
-    if args.json:
-        print_json(names)
-    else:
-        for name in names:
-            print(name)
-    return 0
+    return _print_names(args, sorted(admin.describe_topics()))
 
 
 def _describe_via_brokers(admin: Admin, args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from data_plane.client import Admin, KafkaError, TopicPartition
 from deploy.admin import print_usage_of
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
-from deploy.text_table import format_table
+from deploy.text_table import print_table
 
 NONE = "-"
 
@@ -70,11 +70,6 @@ def _partition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partition", type=int, required=True)
 
 
-def _print(rows: list[list[str]]) -> None:
-    for line in format_table(rows):
-        print(line)
-
-
 def _list(admin: Admin, args: argparse.Namespace) -> int:
     found = admin.list_transactions(
         states=args.state, producer_ids=args.producer_id, min_duration_ms=args.duration_ms
@@ -84,7 +79,7 @@ def _list(admin: Admin, args: argparse.Namespace) -> int:
         return 0
     rows = [["TRANSACTIONAL-ID", "COORDINATOR", "PRODUCER-ID", "STATE"]]
     rows += [[t.transactional_id, str(t.coordinator), str(t.producer_id), t.state] for t in found]
-    _print(rows)
+    print_table(rows)
     return 0
 
 
@@ -98,7 +93,7 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
     now_ms = int(time.time() * 1000)
     duration = str(now_ms - d.start_time_ms) if d.start_time_ms >= 0 else NONE
     partitions = ",".join(f"{tp.topic}-{tp.partition}" for tp in d.partitions) or NONE
-    _print([
+    print_table([
         ["COORDINATOR", "TRANSACTIONAL-ID", "PRODUCER-ID", "PRODUCER-EPOCH", "STATE",
          "TIMEOUT-MS", "START-TIME-MS", "DURATION-MS", "PARTITIONS"],
         [str(d.coordinator), d.transactional_id, str(d.producer_id), str(d.producer_epoch),
@@ -121,7 +116,7 @@ def _describe_producers(admin: Admin, args: argparse.Namespace) -> int:
             str(p.last_sequence), str(p.last_timestamp),
             str(p.current_txn_start_offset) if p.current_txn_start_offset >= 0 else NONE,
         ])  # fmt: skip
-    _print(rows)
+    print_table(rows)
     return 0
 
 

@@ -49,6 +49,7 @@ from deploy.cluster_layout import (
     ClusterLayout,
     NodeLayout,
     plan_layout,
+    write_private,
 )
 from deploy.meta_properties import format_directories, random_uuid
 from deploy.node_config import load_node_config
@@ -225,7 +226,7 @@ class LocalCluster:
         layout: ClusterLayout, overrides: Mapping[str, str], placement: NodePlacement | None
     ) -> None:
         secret = secrets.token_urlsafe(32)
-        _write_private(layout.secret_path(), secret + "\n")
+        write_private(layout.secret_path(), secret + "\n")
         mode = SecurityMode(layout.security)
         if mode is not SecurityMode.PLAINTEXT:
             create_certificates(layout)
@@ -235,7 +236,7 @@ class LocalCluster:
             props = node_properties(layout, node, secret, secured)
             if placement is not None:
                 props = placement.rewrite_addresses(props, layout)
-            _write_private(node.config_path, render_properties(props, node))
+            write_private(node.config_path, render_properties(props, node))
             settings = load_node_config(str(node.config_path))
             format_directories(
                 settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node.node_id
@@ -485,7 +486,7 @@ class LocalCluster:
         secret = layout.secret_path().read_text(encoding="utf-8").strip()
         props = {**node_properties(layout, node, secret, props), **(overrides or {})}
         node.directory.mkdir(parents=True, exist_ok=True)
-        _write_private(node.config_path, render_properties(props, node))
+        write_private(node.config_path, render_properties(props, node))
         settings = load_node_config(str(node.config_path))
         format_directories(settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node_id)
         self.layout = ClusterLayout(
@@ -505,7 +506,7 @@ class LocalCluster:
                 props.pop(key, None)
             else:
                 props[key] = value
-        _write_private(node.config_path, render_properties(props, node))
+        write_private(node.config_path, render_properties(props, node))
 
     def node_status(self, node_id: int) -> dict[str, Any] | None:
         """The status the running node last wrote (see deploy.node_status), or None."""
@@ -754,12 +755,3 @@ def render_properties(props: Mapping[str, str], node: NodeLayout) -> str:
     ]
     lines += [f"{k}={props[k]}" for k in keys]
     return "\n".join(lines) + "\n"
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by the owner only (it may hold the secret)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)

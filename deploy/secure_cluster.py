@@ -27,14 +27,13 @@ controllers with the admin certificate.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 
 from data_plane.security import certs
-from deploy.cluster_layout import ClusterLayout, NodeLayout
+from deploy.cluster_layout import ClusterLayout, NodeLayout, write_private
 
 CERTS_DIR = "certs"
 ADMIN_CERT = "admin"
@@ -180,12 +179,6 @@ def _properties_text(props: Mapping[str, str], title: str) -> str:
     return "\n".join([*lines, *(f"{k}={v}" for k, v in props.items())]) + "\n"
 
 
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def client_files(layout: ClusterLayout) -> dict[str, Path]:
     """Where :func:`write_client_files` puts each file, by name."""
     d = layout.directory
@@ -203,13 +196,13 @@ def write_client_files(
     """Write the client settings files (see the module docstring); their paths by name."""
     settings = client_settings(layout, mode, password)
     paths = client_files(layout)
-    _write_private(paths["kraftlog"], _properties_text(settings["kraftlog"], "kraftlog clients"))
-    _write_private(
+    write_private(paths["kraftlog"], _properties_text(settings["kraftlog"], "kraftlog clients"))
+    write_private(
         paths["librdkafka"],
         _properties_text(settings["librdkafka"], "confluent-kafka / librdkafka clients"),
     )
-    _write_private(paths["kafka-python"], json.dumps(settings["kafka-python"], indent=2) + "\n")
-    _write_private(
+    write_private(paths["kafka-python"], json.dumps(settings["kafka-python"], indent=2) + "\n")
+    write_private(
         paths["admin"],
         _properties_text(admin_control_plane_properties(layout), "kraftlog admin commands"),
     )

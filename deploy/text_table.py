@@ -15,3 +15,9 @@ def format_table(rows: Sequence[Sequence[str]]) -> list[str]:
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
+
+
+def print_table(rows: Sequence[Sequence[str]]) -> None:
+    """Print ``format_table(rows)``, one line each, to standard output."""
+    for line in format_table(rows):
+        print(line)

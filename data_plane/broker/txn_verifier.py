@@ -26,8 +26,8 @@ import ssl
 from collections.abc import Callable
 
 from common.error_codes import ErrorCode
+from data_plane.broker.coordinator_location import coordinator_broker
 from data_plane.broker.inter_broker_clients import InterBrokerClients
-from data_plane.coordinator.hashing import partition_for
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ProtocolError
 from data_plane.replication.inter_broker_connection import EndpointLookup
@@ -65,17 +65,8 @@ class TransactionVerifier:
     def coordinator_of(self, transactional_id: str) -> int | None:
         """The broker id leading the transactional id's ``__transaction_state`` partition,
         None if there is none (the topic does not exist, no live leader)."""
-        image = self._image()
-        topic = image.topic(TRANSACTION_STATE_TOPIC)
-        if topic is None or not topic.partitions:
-            return None
-        reg = image.partition(
-            TRANSACTION_STATE_TOPIC, partition_for(transactional_id, len(topic.partitions))
-        )
-        if reg is None or reg.leader < 0:
-            return None
-        broker = image.brokers.get(reg.leader)
-        return None if broker is None or broker.fenced else reg.leader
+        broker = coordinator_broker(self._image(), TRANSACTION_STATE_TOPIC, transactional_id)
+        return None if broker is None else broker.broker_id
 
     async def verify(
         self,

@@ -718,16 +718,9 @@ INCREMENTAL_ALTER_CONFIGS_REQUEST = (
     F("validate_only", BOOL),
 )
 
-# IncrementalAlterConfigsResponse: Kafka schema flexibleVersions 1+
-INCREMENTAL_ALTER_CONFIGS_RESPONSE = (
-    F("throttle_time_ms", INT32),
-    F("responses", [
-        F("error_code", INT16),
-        F("error_message", STRING, nullable=0),
-        F("resource_type", INT8),
-        F("resource_name", STRING),
-    ]),
-)
+# IncrementalAlterConfigsResponse: Kafka schema flexibleVersions 1+; the same fields as
+# AlterConfigsResponse in every version.
+INCREMENTAL_ALTER_CONFIGS_RESPONSE = ALTER_CONFIGS_RESPONSE
 
 # CreatePartitionsRequest: Kafka schema flexibleVersions 2+
 CREATE_PARTITIONS_REQUEST = (

@@ -62,7 +62,6 @@ from common.errors import InvalidRecordError
 from common.log_config import LogConfig
 from common.record_batch import (
     NO_PARTITION_LEADER_EPOCH,
-    NO_TIMESTAMP,
     Buffer,
     PayloadInfo,
     assign_offsets,
@@ -342,10 +341,9 @@ class Log:
                 # header-only.
                 check_keys_present(payload, info)
             buf = payload if _is_writable(payload) else bytearray(payload)
-            if any(h.max_timestamp == NO_TIMESTAMP for h in info.batches):
-                # A producer that leaves maxTimestamp unset (Sarama): computed from the
-                # records, only for such batches.
-                info = fill_unset_max_timestamps(buf, info)
+            # A producer that leaves maxTimestamp unset (Sarama): computed from the records,
+            # only for such batches (``info`` itself when there are none).
+            info = fill_unset_max_timestamps(buf, info)
             headers = info.batches
             size = info.size_in_bytes
         else:

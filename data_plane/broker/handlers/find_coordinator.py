@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.coordinator import OFFSETS_TOPIC, partition_for
+from data_plane.broker.coordinator_location import coordinator_broker
+from data_plane.coordinator import OFFSETS_TOPIC
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
 from metadata.topics import TRANSACTION_STATE_TOPIC
@@ -92,9 +93,8 @@ def handle(apis: KafkaApis, request: Request) -> Body:
     topic = image.topic(internal.name)
     if topic is None or not topic.partitions:
         return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, _create_internal_topic(apis, internal))
-    reg = topic.partition(partition_for(key, len(topic.partitions)))
-    broker = image.brokers.get(reg.leader) if reg is not None else None
-    if broker is None or broker.fenced:
+    broker = coordinator_broker(image, internal.name, key)
+    if broker is None:
         return _answer(
             ErrorCode.COORDINATOR_NOT_AVAILABLE,
             f"the key's {internal.name} partition has no leader",

@@ -96,6 +96,10 @@ def handle(apis: KafkaApis, request: Request) -> Response:
         refuse = AppendResult(ErrorCode.INVALID_REQUIRED_ACKS, error_message=f"acks={acks}")
     rm = apis.replica_manager
     verify = bool(apis.config.transaction_partition_verification_enable)
+    # Only a transactional request can hold a batch to verify (its transactional id names
+    # the coordinator); a transactional batch in any other request fails the append's own
+    # check (INVALID_TXN_STATE), so plain produce requests never look at a header here.
+    txn_id = body.get("transactional_id") if verify else None
     unverified: dict[TopicPartition, _Unverified] = {}
     for topic in body.get("topic_data") or ():
         name = topic["name"]
@@ -114,14 +118,14 @@ def handle(apis: KafkaApis, request: Request) -> Response:
                 results[tp] = refuse
                 continue
             records = pdata.get("records")
-            pending = _needs_verification(apis, tp, records) if verify else None
+            pending = _needs_verification(apis, tp, records) if txn_id else None
             if pending is not None:
                 unverified[tp] = pending
                 continue
             results[tp] = rm.append_records(tp, records, acks, verify_transactions=verify)
         order.append((name, indexes))
     if unverified:
-        return _verify_then_append(apis, body, results, order, unverified)
+        return _verify_then_append(apis, body, txn_id, results, order, unverified)
     return _finish(apis, body, results, order)
 
 
@@ -146,19 +150,16 @@ def _needs_verification(apis: KafkaApis, tp: TopicPartition, records: Any) -> _U
 async def _verify_then_append(
     apis: KafkaApis,
     body: dict[str, Any],
+    txn_id: str,
     results: dict[TopicPartition, AppendResult],
     order: list[tuple[str, list[int]]],
     unverified: dict[TopicPartition, _Unverified],
 ) -> Body | object:
-    txn_id = body.get("transactional_id")
     by_producer: dict[tuple[int, int], list[TopicPartition]] = {}
     for tp, u in unverified.items():
         by_producer.setdefault((u.producer_id, u.producer_epoch), []).append(tp)
     codes: dict[TopicPartition, int] = {}
     for (pid, epoch), tps in by_producer.items():
-        if not txn_id:
-            codes.update(dict.fromkeys(tps, int(ErrorCode.INVALID_TXN_STATE)))
-            continue
         answer = await apis.transaction_verifier.verify(
             txn_id, pid, epoch, [(tp.topic, tp.partition) for tp in tps]
         )
