@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "deploy.cmd_topics",
     "deploy.cmd_configs",
     "deploy.cmd_quorum",
+    "deploy.cmd_features",
     "deploy.cmd_storage",
     "deploy.cmd_start",
     "deploy.cmd_log",

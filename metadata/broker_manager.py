@@ -243,7 +243,16 @@ class BrokerMetadataManager:
                     backoff = RETRY_BACKOFF_MIN_S
                     continue
                 if reg is not None:
-                    logger.info(
+                    # A refusal only an operator can fix (this software cannot read the
+                    # cluster's metadata.version, or the wrong cluster) is an error.
+                    level = (
+                        logging.ERROR
+                        if reg.error_code
+                        in (ErrorCode.UNSUPPORTED_VERSION, ErrorCode.INCONSISTENT_CLUSTER_ID)
+                        else logging.INFO
+                    )
+                    logger.log(
+                        level,
                         "broker %d: registration refused: %s %s",
                         self.broker_id,
                         error_name(reg.error_code),

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from common.error_codes import ErrorCode
+from metadata import features
 from metadata.controller_config import ControllerConfig
 from metadata.delta import apply_records, merge_partition_change
 from metadata.election import (
@@ -40,6 +41,7 @@ from metadata.election import (
     remove_broker_from_partition,
 )
 from metadata.election_log import log_leader_moves
+from metadata.features import SupportedRange
 from metadata.image import MetadataImage
 from metadata.messages import (
     BrokerHeartbeatRequest,
@@ -80,6 +82,8 @@ class BrokerHeartbeatManager:
     def __init__(self, session_timeout_ms: int) -> None:
         self.session_timeout_ms = session_timeout_ms
         self._sessions: dict[int, _Session] = {}
+        # broker id -> metadata.version range it reported (metadata.features).
+        self._supported: dict[int, SupportedRange] = {}
 
     def reset(self, broker_ids: Iterable[int], now_ms: int) -> None:
         """A new controller: every broker gets a full session from ``now_ms``."""
@@ -94,6 +98,15 @@ class BrokerHeartbeatManager:
 
     def forget(self, broker_id: int) -> None:
         self._sessions.pop(broker_id, None)
+        self._supported.pop(broker_id, None)
+
+    def report_supported(self, broker_id: int, supported: SupportedRange) -> None:
+        """The metadata.version range the broker reported (registration, heartbeat)."""
+        self._supported[broker_id] = supported
+
+    def supported(self, broker_id: int) -> SupportedRange | None:
+        """The range ``broker_id`` reported to this controller; None when not yet."""
+        return self._supported.get(broker_id)
 
     def report_log_ends(self, broker_id: int, reports: Iterable[ReplicaLogEnd]) -> None:
         """Replace the broker's reported log ends (a heartbeat carries them all)."""
@@ -292,6 +305,15 @@ def register_broker(
             return fail(ErrorCode.INVALID_REGISTRATION, "listener name or host too long")
     if request.rack is not None and len(request.rack) > MAX_NAME_CHARS:
         return fail(ErrorCode.INVALID_REGISTRATION, "rack too long")
+    supported = features.reported_range(request.min_metadata_version, request.max_metadata_version)
+    level = features.finalized_level(image)
+    if level not in supported:
+        return fail(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"Unable to register because the broker does not support the finalized "
+            f"metadata.version {features.level_name(level)}: it supports {supported}",
+        )
+    sessions.report_supported(request.broker_id, supported)
     response = RegisterBrokerResponse(
         heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
         session_timeout_ms=config.broker_session_timeout_ms,
@@ -364,6 +386,10 @@ def broker_heartbeat(
             ),
         )
     sessions.touch(b.broker_id, now_ms)
+    sessions.report_supported(
+        b.broker_id,
+        features.reported_range(request.min_metadata_version, request.max_metadata_version),
+    )
     if len(request.replica_log_ends) > MAX_LOG_END_REPORTS:
         return ControllerResult.of(
             [],

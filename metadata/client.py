@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 import grpc
 
 from common.error_codes import ErrorCode, error_name, is_retriable
+from metadata import features
 from metadata import messages as m
 from metadata.messages import (
     AlterableConfig,
@@ -312,6 +313,16 @@ class ControllerClient:
     def describe_cluster(self) -> ClusterDescription:
         return self.call("DescribeCluster", m.DescribeClusterRequest())
 
+    def describe_features(self) -> m.DescribeFeaturesResponse:
+        return self.call("DescribeFeatures", m.DescribeFeaturesRequest())
+
+    def update_features(
+        self, feature: str, level: int, *, validate_only: bool = False
+    ) -> m.UpdateFeaturesResponse:
+        """Raise ``feature`` to ``level`` (the response carries the per-request error)."""
+        request = m.UpdateFeaturesRequest(feature, level, validate_only)
+        return self.call("UpdateFeatures", request)
+
     def quorum_status(self, address: str | None = None) -> dict[str, Any]:
         """MetadataLog.status() of the voter that answers (``address``, else any voter)."""
         return self.call("QuorumStatus", m.QuorumStatusRequest(), address=address).status
@@ -377,7 +388,14 @@ class ControllerClient:
     ) -> m.RegisterBrokerResponse:
         endpoints = [m.Endpoint(name, host, port) for name, (host, port) in listeners.items()]
         request = m.RegisterBrokerRequest(
-            broker_id, incarnation_id, endpoints, rack, cluster_id, clean_shutdown
+            broker_id,
+            incarnation_id,
+            endpoints,
+            rack,
+            cluster_id,
+            clean_shutdown,
+            features.SUPPORTED.min_level,
+            features.SUPPORTED.max_level,
         )
         return self.call("RegisterBroker", request, timeout_s=timeout_s)
 
@@ -398,6 +416,8 @@ class ControllerClient:
             want_fence,
             want_shutdown,
             list(replica_log_ends),
+            features.SUPPORTED.min_level,
+            features.SUPPORTED.max_level,
         )
         return self.call("BrokerHeartbeat", request, timeout_s=timeout_s)
 

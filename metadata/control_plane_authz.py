@@ -17,11 +17,12 @@ CreatePartitions                                   Alter on each topic
 AlterConfigs, IncrementalAlterConfigs              AlterConfigs on each topic / the cluster
 DescribeConfigs                                    DescribeConfigs on each topic / the cluster
 ElectLeaders, AlterPartitionReassignments,         Alter on the cluster
-CreateAcls, DeleteAcls, AlterUserScramCredentials
+CreateAcls, DeleteAcls, AlterUserScramCredentials,
+UpdateFeatures
 AlterClientQuotas                                  AlterConfigs on the cluster
 DescribeCluster, QuorumStatus, DescribeAcls,       Describe on the cluster
 DescribeUserScramCredentials,
-ListPartitionReassignments
+ListPartitionReassignments, DescribeFeatures
 DescribeClientQuotas                               DescribeConfigs on the cluster
 =================================================  ===========================================
 
@@ -67,11 +68,11 @@ _CLUSTER_ACTION = frozenset(
 )
 _ALTER_CLUSTER = frozenset(
     {"ElectLeaders", "AlterPartitionReassignments", "CreateAcls", "DeleteAcls",
-     "AlterUserScramCredentials"}
+     "AlterUserScramCredentials", "UpdateFeatures"}
 )
 _DESCRIBE_CLUSTER = frozenset(
     {"DescribeCluster", "QuorumStatus", "DescribeAcls", "DescribeUserScramCredentials",
-     "ListPartitionReassignments"}
+     "ListPartitionReassignments", "DescribeFeatures"}
 )
 
 # The short names cryptography gives RDN attributes, as Java's X500Principal writes them.

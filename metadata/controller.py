@@ -21,13 +21,15 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from metadata import brokers, partitions, producer_ids, reassignment, topics
+from common.error_codes import ErrorCode
+from metadata import brokers, features, partitions, producer_ids, reassignment, topics
 from metadata import topic_configs as configs
 from metadata.controller_config import ControllerConfig
 from metadata.delta import MetadataDelta
 from metadata.election import TopicRules
+from metadata.features import SupportedRange
 from metadata.image import MetadataImage
 from metadata.messages import (
     AllocateProducerIdsRequest,
@@ -50,15 +52,20 @@ from metadata.messages import (
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeFeaturesResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     Endpoint,
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
+    NodeFeatures,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 )
+from metadata.records import FeatureLevelRecord
 from metadata.result import ControllerResult, RecordBudget
 from metadata.snapshot import replay_entries
 from raft.api import LogEntry
@@ -68,6 +75,24 @@ logger = logging.getLogger(__name__)
 # Default bound on one append's record bytes; keep it <= the raft log's
 # ``metadata.log.max.batch.bytes`` (1 MiB by default).
 DEFAULT_MAX_APPEND_BYTES = 1024 * 1024
+
+
+def _is_new_cluster(image: MetadataImage) -> bool:
+    """Nothing but Raft control entries has been written (no broker, topic, config or
+    security record)."""
+    return (
+        not image.brokers
+        and not image.topics_by_id
+        and not image.configs
+        and image.next_producer_id == 0
+        and image.security.is_empty()
+    )
+
+
+def _node_features(node_id: int, role: str, supported: SupportedRange | None) -> NodeFeatures:
+    if supported is None:
+        return NodeFeatures(node_id, role, 0, 0)
+    return NodeFeatures(node_id, role, supported.min_level, supported.max_level)
 
 
 def random_topic_id(rng: random.Random) -> uuid.UUID:
@@ -98,6 +123,7 @@ class QuorumController:
         self.sessions = brokers.BrokerHeartbeatManager(config.broker_session_timeout_ms)
         self._next_rebalance_ms = 0
         self._cleanup_needed = False
+        self._bootstrap_features = False
         # (topic id, partition) of every partition with a reassignment in progress in ``image``
         # (kept up to date on replay, so the tick need not scan every partition).
         self.reassigning: set[tuple[uuid.UUID, int]] = set()
@@ -141,6 +167,8 @@ class QuorumController:
         )
         # A previous controller may have fenced a broker without finishing its elections.
         self._cleanup_needed = True
+        # A new cluster's log: finalize the bootstrap metadata.version before anything else.
+        self._bootstrap_features = not self.image.features and _is_new_cluster(self.image)
         logger.info("controller active at epoch %d (metadata offset %d)", epoch, self.image.offset)
 
     def deactivate(self) -> None:
@@ -151,7 +179,8 @@ class QuorumController:
     # --- requests -------------------------------------------------------------------------------
 
     def _rules(self, topic: str) -> TopicRules:
-        return configs.election_rules(self.image.topic_config(topic), self.config)
+        elr = features.eligible_leader_replicas_enabled(features.finalized_level(self.image))
+        return configs.election_rules(self.image.topic_config(topic), self.config, elr=elr)
 
     def register_broker(
         self, request: RegisterBrokerRequest, now_ms: int
@@ -239,6 +268,56 @@ class QuorumController:
             metadata_offset=image.offset,
         )
 
+    # --- feature levels (metadata.features) -------------------------------------------------
+
+    def describe_features(
+        self, controllers: Mapping[int, SupportedRange | None]
+    ) -> DescribeFeaturesResponse:
+        """Finalized levels and every node's reported range; ``controllers``: every voter's."""
+        nodes = [
+            _node_features(node_id, "controller", supported)
+            for node_id, supported in sorted(controllers.items())
+        ]
+        nodes.extend(
+            _node_features(broker_id, "broker", self.sessions.supported(broker_id))
+            for broker_id in sorted(self.image.brokers)
+        )
+        return DescribeFeaturesResponse(
+            finalized={features.METADATA_VERSION: features.finalized_level(self.image)},
+            metadata_offset=self.image.offset,
+            nodes=nodes,
+            levels=[
+                [level, name, doc]
+                for level, (name, doc) in sorted(features.METADATA_VERSIONS.items())
+            ],
+        )
+
+    def update_features(
+        self, request: UpdateFeaturesRequest, controllers: Mapping[int, SupportedRange | None]
+    ) -> ControllerResult[UpdateFeaturesResponse]:
+        """Raise a finalized level once every registered broker and every voter supports it;
+        ``controllers``: every voter with the range it reported (None: not yet)."""
+        current = features.finalized_level(self.image)
+        outcome = features.validate_upgrade(
+            request.feature,
+            current,
+            request.level,
+            {b: self.sessions.supported(b) for b in self.image.brokers},
+            controllers,
+        )
+        if outcome.error_code != ErrorCode.NO_ERROR:
+            response = UpdateFeaturesResponse(outcome.error_code, outcome.message, current)
+            return ControllerResult.of([], response)
+        if request.validate_only or request.level == current:
+            return ControllerResult.of([], UpdateFeaturesResponse(0, None, current))
+        logger.info(
+            "finalizing metadata.version %s (was %s)",
+            features.level_name(request.level),
+            features.level_name(current),
+        )
+        record = FeatureLevelRecord(request.feature, request.level)
+        return ControllerResult.of([record], UpdateFeaturesResponse(0, None, request.level))
+
     # --- time -----------------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> ControllerResult[None] | None:
@@ -250,6 +329,15 @@ class QuorumController:
         Returns one batch to append, or None."""
         if not self.is_active:
             return None
+        if self._bootstrap_features:
+            self._bootstrap_features = False
+            if not self.image.features:
+                level = self.config.bootstrap_metadata_version
+                logger.info(
+                    "new cluster: finalizing metadata.version %s", features.level_name(level)
+                )
+                record = FeatureLevelRecord(features.METADATA_VERSION, level)
+                return ControllerResult.of([record], None)
         budget = RecordBudget(self.max_append_bytes, self.config.max_records_per_user_op)
         if not brokers.expire_sessions(self.image, self.sessions, self._rules, now_ms, budget):
             self._cleanup_needed = True

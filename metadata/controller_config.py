@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from common.configdef import prop
+from metadata.features import LATEST_LEVEL, SUPPORTED
 
 # Kafka's PRODUCER_ID_BLOCK_SIZE: ids handed to a broker per AllocateProducerIds call.
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -15,6 +16,17 @@ class ControllerConfig:
     """Settings of the active controller. Every voter should use the same values: a new active
     controller applies its own, and topics keep what their records say."""
 
+    bootstrap_metadata_version: int = field(
+        default=LATEST_LEVEL,
+        metadata=prop(
+            "bootstrap.metadata.version",
+            min=SUPPORTED.min_level,
+            max=SUPPORTED.max_level,
+            doc="The metadata.version level the first active controller of a new cluster "
+            "finalizes (kraftlog features describe lists the levels; later changes go through "
+            "kraftlog features upgrade).",
+        ),
+    )
     broker_session_timeout_ms: int = field(
         default=9000,
         metadata=prop(

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from common.topic_partition import TopicPartition
+from metadata import features
 from metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
 from metadata.records import (
     CONFIG_RESOURCE_TOPIC,
@@ -25,6 +26,7 @@ from metadata.records import (
     SECURITY_RECORD_CLASSES,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
+    FeatureLevelRecord,
     MetadataRecord,
     NoOpRecord,
     PartitionChangeRecord,
@@ -121,6 +123,7 @@ class MetadataDelta:
         self._replacement: MetadataImage | None = None
         self.skipped_records = 0
         self.security = SecurityDelta(image.security)
+        self._features: dict[str, int] | None = None  # None: unchanged
 
     # --- building -------------------------------------------------------------------------------
 
@@ -146,6 +149,8 @@ class MetadataDelta:
         for bid in set(old.brokers) | set(new.brokers):
             if old.brokers.get(bid) != new.brokers.get(bid):
                 delta._brokers[bid] = new.brokers.get(bid)
+        if old.features != new.features:
+            delta._features = dict(new.features)
         for key in set(old.configs) | set(new.configs):
             if old.configs.get(key) != new.configs.get(key):
                 delta._configs[key] = dict(new.configs.get(key, {}))
@@ -255,6 +260,12 @@ class MetadataDelta:
             return True
         if isinstance(record, NoOpRecord):
             return True
+        if isinstance(record, FeatureLevelRecord):
+            if self._features is None:
+                self._features = dict(self.image.features)
+            self._features[record.name] = record.feature_level
+            features.warn_if_unsupported(record.name, record.feature_level, offset)
+            return True
         if isinstance(record, SECURITY_RECORD_CLASSES):
             return self.security.replay(record)
         return _skip(record, "record type not handled by the image")
@@ -296,6 +307,11 @@ class MetadataDelta:
         return [
             (tid, pid, reg) for tid, td in self._topics.items() for pid, reg in td.changes.items()
         ]
+
+    @property
+    def features_changed(self) -> bool:
+        """A FeatureLevelRecord was replayed (or a snapshot changed the finalized levels)."""
+        return self._features is not None
 
     def changed_topic_configs(self) -> list[str]:
         """Names of topics whose config overrides this delta touched (set, removed, or dropped
@@ -350,6 +366,7 @@ class MetadataDelta:
             configs=configs,
             next_producer_id=self._next_producer_id,
             security=self.security.apply(),
+            features=image.features if self._features is None else self._features,
         )
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:

@@ -14,7 +14,8 @@ Rules:
   and while the ISR stays below the minimum nothing more commits (acks=all produce is refused
   and the leader's high watermark does not move: data_plane.broker.partition), so it may
   still lead. The ELR is cleared as soon as the ISR is back at the minimum, and loses a
-  member that rejoins the ISR.
+  member that rejoins the ISR. Replicas join the ELR only when the finalized metadata.version
+  allows it (``TopicRules.elr``; metadata.features); below that the ISR rules alone apply.
 - A leaderless partition's *candidates* are its ISR and ELR members. A broker whose current
   registration says its previous process did not close its logs cleanly (kill -9, power loss)
   may have lost the unflushed tail of its log, committed records included. So: the first
@@ -67,11 +68,17 @@ class TopicRules:
 
     unclean: bool = False  # unclean.leader.election.enable
     min_isr: int = 1  # min.insync.replicas
+    # Eligible leader replicas are kept (metadata.version allows them: metadata.features).
+    elr: bool = True
 
     def below_min_isr(self, isr_size: int, replica_count: int) -> bool:
         # A minimum above the replication factor can never be met; count it as the factor
         # (the broker's high-watermark rule uses the same effective minimum).
         return isr_size < min(self.min_isr, replica_count)
+
+    def keeps_elr(self, isr_size: int, replica_count: int) -> bool:
+        """Replicas leaving an ISR of ``isr_size`` join the ELR."""
+        return self.elr and self.below_min_isr(isr_size, replica_count)
 
 
 class InvariantViolation(RuntimeError):
@@ -203,7 +210,7 @@ def _leaderless_outcome(
         return reg.isr, NO_LEADER, reg.elr
     doubtful = {r for r in electorate.active if r not in electorate.clean}
     keep = tuple(r for r in candidates if r != leader and r not in doubtful)
-    elr = keep if rules.below_min_isr(1, len(reg.replicas)) else ()
+    elr = keep if rules.keeps_elr(1, len(reg.replicas)) else ()
     return (leader,), leader, elr
 
 
@@ -226,7 +233,7 @@ def remove_broker_from_partition(
         return None
     isr = tuple(r for r in reg.isr if r != broker_id) or reg.isr
     elr = reg.elr
-    if eligible and isr != reg.isr and rules.below_min_isr(len(isr), len(reg.replicas)):
+    if eligible and isr != reg.isr and rules.keeps_elr(len(isr), len(reg.replicas)):
         elr = _in_replica_order(reg, {*reg.elr, broker_id})
     if reg.leader != broker_id and reg.leader != NO_LEADER and reg.leader in electorate.active:
         return _change(topic_id, partition_id, reg, isr, reg.leader, elr)
@@ -283,7 +290,7 @@ def change_isr(
     while they were in the ISR, and stops moving now) and members that rejoin leave it; at the
     minimum the ELR empties."""
     check_partition(reg, ("partition", topic_id, partition_id))
-    if rules.below_min_isr(len(new_isr), len(reg.replicas)):
+    if rules.keeps_elr(len(new_isr), len(reg.replicas)):
         dropped = {r for r in reg.isr if r not in new_isr}
         elr = _in_replica_order(reg, {r for r in (*reg.elr, *dropped) if r not in new_isr})
     else:

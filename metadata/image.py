@@ -25,6 +25,9 @@ Format 1 (written before partition reassignment existed) is the same without the
 partition items; it still decodes (no reassignment in progress). Format 3 appends a seventh
 item, the security state (metadata.security_image: SCRAM credentials, ACLs, client quotas); it
 is written only when that state is not empty, so images without it keep format 2's bytes.
+Format 4 appends an eighth item after the security state (written even when empty), the
+finalized feature levels ``[[name, level], ...]`` (metadata.features); it is written only when
+a level is finalized.
 
 Thread-safety: immutable, so any thread may read an image.
 """
@@ -44,8 +47,11 @@ from metadata.security_image import SecurityImage
 SNAPSHOT_FORMAT_VERSION = 2
 # With a non-empty security state (the 7th item).
 SNAPSHOT_FORMAT_WITH_SECURITY = 3
+# With finalized feature levels (the 8th item; the 7th is then always present).
+SNAPSHOT_FORMAT_WITH_FEATURES = 4
 # Older formats this code still reads.
-READABLE_SNAPSHOT_FORMATS = (1, 2, 3)
+READABLE_SNAPSHOT_FORMATS = (1, 2, 3, 4)
+_FORMAT_ITEMS = {1: 6, 2: 6, 3: 7, 4: 8}
 
 
 class SnapshotDecodeError(ValueError):
@@ -148,6 +154,8 @@ class MetadataImage:
     next_producer_id: int = 0
     # SCRAM credentials, ACL bindings, client quotas.
     security: SecurityImage = field(default_factory=SecurityImage)
+    # Finalized feature levels by feature name (FeatureLevelRecord; metadata.features).
+    features: Mapping[str, int] = field(default_factory=dict)
 
     # --- queries --------------------------------------------------------------------------------
 
@@ -228,7 +236,11 @@ class MetadataImage:
             topics,
             configs,
         ]
-        if not self.security.is_empty():
+        if self.features:
+            doc[0] = SNAPSHOT_FORMAT_WITH_FEATURES
+            doc.append(self.security.encode_doc())
+            doc.append([[name, level] for name, level in sorted(self.features.items())])
+        elif not self.security.is_empty():
             doc[0] = SNAPSHOT_FORMAT_WITH_SECURITY
             doc.append(self.security.encode_doc())
         return msgpack.packb(doc, use_bin_type=True)
@@ -248,11 +260,12 @@ class MetadataImage:
 def _decode_doc(doc: Any) -> MetadataImage:
     if not isinstance(doc, list) or not doc or doc[0] not in READABLE_SNAPSHOT_FORMATS:
         raise SnapshotDecodeError("unknown snapshot format")
-    if len(doc) != (7 if doc[0] == SNAPSHOT_FORMAT_WITH_SECURITY else 6):
+    if len(doc) != _FORMAT_ITEMS[doc[0]]:
         raise SnapshotDecodeError(f"format {doc[0]}: {len(doc)} items")
     partition_items = 6 if doc[0] == 1 else 8
     fmt, offset, next_pid, raw_brokers, raw_topics, raw_configs = doc[:6]
-    security = SecurityImage.decode_doc(doc[6]) if len(doc) == 7 else SecurityImage()
+    security = SecurityImage.decode_doc(doc[6]) if len(doc) >= 7 else SecurityImage()
+    features = {str(name): int(level) for name, level in doc[7]} if len(doc) == 8 else {}
     brokers: dict[int, BrokerRegistration] = {}
     for raw_broker in raw_brokers:
         if len(raw_broker) not in (8, 9):
@@ -296,4 +309,6 @@ def _decode_doc(doc: Any) -> MetadataImage:
         (int(rtype), str(rname)): {str(k): str(v) for k, v in values}
         for rtype, rname, values in raw_configs
     }
-    return MetadataImage(int(offset), brokers, by_name, by_id, configs, int(next_pid), security)
+    return MetadataImage(
+        int(offset), brokers, by_name, by_id, configs, int(next_pid), security, features
+    )

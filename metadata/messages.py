@@ -41,6 +41,9 @@ class RegisterBrokerRequest:
     cluster_id: str | None = None
     # The broker found every log directory closed cleanly (its logs hold all they acknowledged).
     clean_shutdown: bool = False
+    # The metadata.version levels the broker supports (0, 0: not reported; metadata.features).
+    min_metadata_version: int = 0
+    max_metadata_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,9 @@ class BrokerHeartbeatRequest:
     # Every local replica of a partition that, in the broker's metadata, has no leader and
     # lists the broker in its ISR or ELR (empty otherwise); each heartbeat replaces the last.
     replica_log_ends: list[ReplicaLogEnd] = field(default_factory=list)
+    # As in RegisterBrokerRequest (a newly active controller learns them from heartbeats).
+    min_metadata_version: int = 0
+    max_metadata_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +401,51 @@ class ClusterDescription:
     controller_id: int | None
     brokers: list[BrokerDescription]
     metadata_offset: int = -1
+
+
+# --- feature levels (metadata.features) --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateFeaturesRequest:
+    """Raise a finalized feature level (Kafka's UpdateFeatures, upgrade only)."""
+
+    feature: str
+    level: int
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateFeaturesResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    finalized_level: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeFeaturesRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFeatures:
+    """The metadata.version range a node reported (0, 0: not reported since this controller
+    became active)."""
+
+    node_id: int
+    role: str  # "controller" or "broker"
+    min_metadata_version: int
+    max_metadata_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeFeaturesResponse:
+    finalized: dict[str, int]
+    # The offset of the metadata image the answer was computed from (Kafka's features epoch).
+    metadata_offset: int
+    nodes: list[NodeFeatures]
+    # Every metadata.version level: [level, name, what it adds].
+    levels: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,16 @@ new field means a new version, and new fields are only ever appended, with a def
 every released version (the missing fields take their defaults); the encoder writes the LOWEST
 version that still carries every non-default field, so a record without the newer fields stays
 readable by an older reader (as Kafka's tagged fields are invisible to one). A reader that meets
-a type or version it does not know raises :class:`UnknownRecordError`; replay code skips such
-records with a logged warning instead of crashing (a newer controller may write records an older
-broker cannot read yet).
+a type or version it does not know raises :class:`UnknownRecordError`; replay code refuses such
+records with a logged error instead of crashing (the finalized metadata.version keeps them away
+from nodes that support it: metadata.features).
 
 Security records (docs/security.md): UserScramCredentialRecord (11), ClientQuotaRecord (14),
 RemoveUserScramCredentialRecord (22), AccessControlEntryRecord (23) and
 RemoveAccessControlEntryRecord (24), Kafka's type ids.
+
+FeatureLevelRecord (12) finalizes a feature level (metadata.features): which record versions
+the controller may write is decided by the finalized ``metadata.version``.
 
 Versions so far: ``PartitionRecord`` and ``PartitionChangeRecord`` v1 add KRaft's
 ``removing_replicas`` and ``adding_replicas`` (partition reassignment, docs/reassignment.md);
@@ -220,6 +223,17 @@ class NoOpRecord(MetadataRecord):
 
 
 @dataclass(frozen=True, slots=True)
+class FeatureLevelRecord(MetadataRecord):
+    """Finalizes ``feature_level`` of the cluster-wide feature ``name`` (``metadata.version``,
+    metadata.features); the latest record of a name wins."""
+
+    TYPE_ID: ClassVar[int] = 12
+    VERSION: ClassVar[int] = 0
+    name: str
+    feature_level: int
+
+
+@dataclass(frozen=True, slots=True)
 class UserScramCredentialRecord(MetadataRecord):
     """Sets the SCRAM credential of ``name`` for ``mechanism`` (1 = SCRAM-SHA-256,
     2 = SCRAM-SHA-512), replacing any previous one. Holds the salt and the derived keys only;
@@ -303,6 +317,7 @@ _RECORD_CLASSES: tuple[type[MetadataRecord], ...] = (
     ProducerIdsRecord,
     BrokerRegistrationChangeRecord,
     NoOpRecord,
+    FeatureLevelRecord,
     *SECURITY_RECORD_CLASSES,
 )
 
@@ -378,6 +393,11 @@ _DEFAULTS: dict[type, list[Any]] = {
     ]
     for cls in _RECORD_CLASSES
 }
+
+
+def encoded_version(record: MetadataRecord) -> int:
+    """The version :func:`encode_record` writes for ``record``."""
+    return _encode_version(record)[0]
 
 
 def _encode_version(record: MetadataRecord) -> tuple[int, int]:

@@ -61,6 +61,8 @@ METHODS: dict[str, tuple[type, type, bool]] = {
     "DescribeConfigs": (m.DescribeConfigsRequest, m.DescribeConfigsResponse, True),
     "DescribeCluster": (m.DescribeClusterRequest, m.ClusterDescription, True),
     "QuorumStatus": (m.QuorumStatusRequest, m.QuorumStatusResponse, False),
+    "UpdateFeatures": (m.UpdateFeaturesRequest, m.UpdateFeaturesResponse, True),
+    "DescribeFeatures": (m.DescribeFeaturesRequest, m.DescribeFeaturesResponse, True),
     "FetchMetadata": (m.FetchMetadataRequest, m.FetchMetadataResponse, False),
     # Security state (metadata.security_control, docs/security.md).
     "AlterUserScramCredentials": (

@@ -49,8 +49,8 @@ from typing import Any
 import grpc
 
 from common.error_codes import ErrorCode
+from metadata import features, security_control
 from metadata import messages as m
-from metadata import security_control
 from metadata.control_plane_authz import (
     ControlPlaneAuthorizer,
     host_of_peer,
@@ -208,6 +208,9 @@ class ControllerServer:
         set_info = getattr(self._log, "set_leader_info", None)
         if callable(set_info):
             set_info(self.leader_info_for(self._advertised_host, port))
+        set_node_info = getattr(self._log, "set_node_info", None)
+        if callable(set_node_info):
+            set_node_info(features.encode_node_info())
         self._log.add_leadership_listener(self._on_leadership)
         self._log.add_commit_listener(self._on_commit)
         self._thread = threading.Thread(
@@ -318,6 +321,9 @@ class ControllerServer:
             return  # already deposed again; the (False, epoch) event follows
         self.controller.activate(epoch, self._clock_ms())
         self._needs_barrier = False
+        # At once rather than on the next periodic tick: a new cluster's first records then
+        # come after its finalized metadata.version.
+        self._tick()
 
     def _catch_up(self, target: int) -> None:
         """Replay committed entries into the controller's image up to at least ``target``."""
@@ -358,6 +364,10 @@ class ControllerServer:
             return
         result = self.controller.tick(self._clock_ms())
         if result is not None and result.records:
+            problem = self._unwritable(result)
+            if problem is not None:
+                logger.error("controller %d: tick records refused: %s", self.node_id, problem)
+                return
             try:
                 self._commit(result)
             except MetadataLogError as exc:
@@ -416,12 +426,17 @@ class ControllerServer:
             ),
             "DeleteAcls": lambda: security_control.delete_acls(c.image, request),
             "AlterClientQuotas": lambda: security_control.alter_client_quotas(c.image, request),
+            "UpdateFeatures": lambda: c.update_features(request, self._controller_features()),
         }
         try:
             result = handlers[name]()
         except InvariantViolation as exc:
             logger.error("controller %d: %s", self.node_id, exc)
             return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"metadata invariant violated: {exc}")
+        problem = self._unwritable(result)
+        if problem is not None:
+            logger.error("controller %d: %s records refused: %s", self.node_id, name, problem)
+            return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"records refused: {problem}")
         if result.records:
             try:
                 self._commit(result)
@@ -439,6 +454,27 @@ class ControllerServer:
         return Envelope(body=result.response)
 
     # --- gRPC side ------------------------------------------------------------------------------
+
+    def _unwritable(self, result: ControllerResult[Any]) -> str | None:
+        """Why ``result``'s records may not be written at the finalized metadata.version (a
+        bug: the controller's decisions follow the level), or None."""
+        level = features.finalized_level(self.controller.image)
+        return features.check_writable(result.records, level)
+
+    def _controller_features(self) -> dict[int, features.SupportedRange | None]:
+        """Every voter with the metadata.version range it told this one (None: not yet)."""
+        raft_config = getattr(self._log, "config", None)
+        voter_ids = list(getattr(raft_config, "voters", None) or (self.node_id,))
+        infos_fn = getattr(self._log, "peer_infos", None)
+        infos: dict[int, bytes] = infos_fn() if callable(infos_fn) else {}
+        out: dict[int, features.SupportedRange | None] = {}
+        for voter_id in voter_ids:
+            if voter_id == self.node_id:
+                out[voter_id] = features.SUPPORTED
+            else:
+                raw = infos.get(voter_id)
+                out[voter_id] = features.decode_node_info(raw) if raw else None
+        return out
 
     def _not_controller(self) -> Envelope:
         leader_id = self._log.leader_id
@@ -502,11 +538,20 @@ class ControllerServer:
             if not self.controller.is_active:
                 return self._not_controller()
             return Envelope(body=self._describe_security(name, request))
-        if name in ("DescribeCluster", "DescribeConfigs", "ListPartitionReassignments"):
+        if name in (
+            "DescribeCluster",
+            "DescribeConfigs",
+            "ListPartitionReassignments",
+            "DescribeFeatures",
+        ):
             if not self.controller.is_active:
                 return self._not_controller()
             if name == "DescribeCluster":
                 return Envelope(body=self.controller.describe_cluster(self.node_id))
+            if name == "DescribeFeatures":
+                return Envelope(
+                    body=self.controller.describe_features(self._controller_features())
+                )
             if name == "ListPartitionReassignments":
                 return Envelope(body=self.controller.list_partition_reassignments(request))
             return Envelope(body=self.controller.describe_configs(request))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
+from metadata import features
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage, SnapshotDecodeError
 from metadata.records import MetadataRecord, RecordDecodeError, UnknownRecordError, decode_record
@@ -23,14 +24,21 @@ logger = logging.getLogger(__name__)
 
 def decode_entry(entry: LogEntry) -> MetadataRecord | None:
     """The metadata record in ``entry``; None for raft control entries and for records this
-    node cannot read (unknown type/version: skipped with a warning, for forward compatibility;
-    malformed: skipped with an error, identically on every node)."""
+    node cannot read (unknown type/version: refused with an error that names the supported
+    metadata.version range, since the finalized level keeps such records away from nodes that
+    support it; malformed: skipped with an error, identically on every node)."""
     if entry.is_control:
         return None
     try:
         return decode_record(entry.record)
     except UnknownRecordError as exc:
-        logger.warning("offset %d: %s; skipped", entry.offset, exc)
+        logger.error(
+            "offset %d: %s: written at a metadata.version this node cannot read (it supports "
+            "%s); refused, the node's metadata stays without it: upgrade this node's software",
+            entry.offset,
+            exc,
+            features.SUPPORTED,
+        )
     except RecordDecodeError as exc:
         logger.error("offset %d: malformed metadata record (%s); skipped", entry.offset, exc)
     return None

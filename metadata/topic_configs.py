@@ -66,10 +66,13 @@ def unclean_election_enabled(overrides: Mapping[str, str], config: ControllerCon
     return value.strip().lower() == "true"
 
 
-def election_rules(overrides: Mapping[str, str], config: ControllerConfig) -> TopicRules:
+def election_rules(
+    overrides: Mapping[str, str], config: ControllerConfig, *, elr: bool = True
+) -> TopicRules:
     """The topic's election rules: ``unclean.leader.election.enable`` and
-    ``min.insync.replicas`` (overrides, else the controller defaults). Overrides were validated
-    when set; a value that does not parse counts as the default."""
+    ``min.insync.replicas`` (overrides, else the controller defaults); ``elr``: the finalized
+    metadata.version allows eligible leader replicas. Overrides were validated when set; a
+    value that does not parse counts as the default."""
     min_isr = config.min_insync_replicas
     value = overrides.get("min.insync.replicas")
     if value is not None:
@@ -77,7 +80,9 @@ def election_rules(overrides: Mapping[str, str], config: ControllerConfig) -> To
             min_isr = max(1, int(value.strip()))
         except ValueError:
             pass
-    return TopicRules(unclean=unclean_election_enabled(overrides, config), min_isr=min_isr)
+    return TopicRules(
+        unclean=unclean_election_enabled(overrides, config), min_isr=min_isr, elr=elr
+    )
 
 
 def describe_topic_configs(

@@ -108,6 +108,7 @@ class MetadataLog:
         self._state = MetadataLogState(config.max_tail_records, snapshot_builder)
         self._cond = threading.Condition()
         self._leader_info = b""
+        self._node_info = b""
         self._node: RaftNode | None = None
         self._active_epoch: int | None = None
         self._events: collections.deque[tuple[bool, int]] = collections.deque()
@@ -130,6 +131,20 @@ class MetadataLog:
             raise TypeError("leader info must be bytes")
         self._leader_info = info
 
+    def set_node_info(self, info: bytes) -> None:
+        """Opaque bytes this voter tells the other voters about itself (see ``peer_infos``);
+        may be called before or after ``start``."""
+        if not isinstance(info, bytes):
+            raise TypeError("node info must be bytes")
+        self._node_info = info
+        if self._node is not None:
+            self._node.set_node_info(info)
+
+    def peer_infos(self) -> dict[int, bytes]:
+        """The node info most recently received from each other voter, by voter id (a voter
+        not heard from since this one started is absent)."""
+        return self._node.peer_infos() if self._node is not None else {}
+
     def start(self) -> None:
         if self._node is not None:
             raise MetadataLogError("already started")
@@ -140,6 +155,7 @@ class MetadataLog:
             dump_state=self._dump_state,
             load_state=self._load_state,
         )
+        self._node.set_node_info(self._node_info)
         self._dispatcher.start()
         self._node.start()
 

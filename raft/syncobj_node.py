@@ -128,7 +128,12 @@ REJECTION_LOG_INTERVAL_S = 10.0
 # Message types kraftlog adds to pysyncobj's protocol, consumed by the transport (see (e), (f)).
 KEEPALIVE = "kraft_keepalive"
 STALE_TERM = "kraft_stale_term"
+# A voter's own description (opaque bytes set by the metadata layer: the feature levels it
+# supports), sent to every connected voter at the keepalive cadence.
+NODE_INFO = "kraft_node_info"
 _KEEPALIVE_MESSAGE = {"type": KEEPALIVE}
+# Longest node info accepted from a peer (it is a few dozen bytes of msgpack).
+MAX_NODE_INFO_BYTES = 4096
 # Keepalives go out when nothing else was sent to a voter for this share of the connection
 # timeout, so an idle connection gets several of them before the peer's read timeout.
 KEEPALIVE_SHARE_OF_CONNECTION_TIMEOUT = 0.25
@@ -187,6 +192,7 @@ class _DurableAckTransport(TCPTransport):
 
     def __init__(self, syncObj: Any, selfNode: Any, otherNodes: Any) -> None:
         self._kraft_last_send: dict[Any, float] = {}
+        self._kraft_last_info_send: dict[Any, float] = {}
         super().__init__(syncObj, selfNode, otherNodes)
 
     def send(self, node: Any, message: Any) -> bool:
@@ -196,19 +202,33 @@ class _DurableAckTransport(TCPTransport):
         return super().send(node, message)
 
     def kraft_housekeeping(
-        self, now: float, connected: set[Any], keepalive_s: float, connect_timeout_s: float
+        self,
+        now: float,
+        connected: set[Any],
+        keepalive_s: float,
+        connect_timeout_s: float,
+        node_info: bytes,
     ) -> None:
-        """Keep idle voter connections alive and give up on stalled connection attempts.
+        """Keep idle voter connections alive, send this voter's ``node_info`` (when set) to
+        every connected voter once per ``keepalive_s``, and give up on stalled connection
+        attempts.
 
         ``connected`` is pysyncobj's set of voters whose connection finished its handshake;
         only those may carry messages (a frame sent before the key exchange would be taken
         for the peer's key)."""
         for node, conn in list(self._connections.items()):
             if node in connected:
+                if node_info and now - self._kraft_last_info_send.get(node, 0.0) >= keepalive_s:
+                    self._kraft_last_info_send[node] = now
+                    self.send(node, {"type": NODE_INFO, "info": node_info})
                 if now - self._kraft_last_send.get(node, 0.0) >= keepalive_s:
                     self.send(node, _KEEPALIVE_MESSAGE)
-            elif (
-                conn.state != CONNECTION_STATE.DISCONNECTED
+            else:
+                # Re-send at once after a reconnection (the peer may have restarted).
+                self._kraft_last_info_send.pop(node, None)
+            if (
+                node not in connected
+                and conn.state != CONNECTION_STATE.DISCONNECTED
                 and isinstance(conn, _BoundedTcpConnection)
                 and conn.kraft_connect_started
                 and now - conn.kraft_connect_started > connect_timeout_s
@@ -272,6 +292,10 @@ class _KraftSyncObj(SyncObj):
             lease_s=conf.raftMinTimeout * LEASE_SHARE_OF_ELECTION_TIMEOUT,
         )
         self._kraft_keepalive_s = conf.connectionTimeout * KEEPALIVE_SHARE_OF_CONNECTION_TIMEOUT
+        # This voter's node info (see NODE_INFO) and the latest one received per voter address
+        # (written on the tick thread; other threads read a copy).
+        self.kraft_node_info = b""
+        self.kraft_peer_info: dict[str, bytes] = {}
         self._kraft_connect_timeout_s = conf.connectionTimeout
         with _JOURNAL_FACTORY_LOCK:
             original = _pysyncobj_module.createJournal
@@ -291,6 +315,7 @@ class _KraftSyncObj(SyncObj):
             self._SyncObj__connectedNodes,
             self._kraft_keepalive_s,
             self._kraft_connect_timeout_s,
+            self.kraft_node_info,
         )
         self._kraft_maybe_pre_vote(now)
         super()._onTick(timeToWait)
@@ -333,6 +358,11 @@ class _KraftSyncObj(SyncObj):
             self._kraft_on_append_entries(node, message)
             return False
         if kind == KEEPALIVE:
+            return True
+        if kind == NODE_INFO:
+            info = message.get("info")
+            if isinstance(info, bytes) and len(info) <= MAX_NODE_INFO_BYTES:
+                self.kraft_peer_info[getattr(node, "address", str(node))] = info
             return True
         try:
             if kind == PRE_VOTE:
@@ -653,6 +683,17 @@ class RaftNode:
         if leader is None:
             return None
         return self.address_to_id.get(getattr(leader, "address", None))
+
+    def set_node_info(self, info: bytes) -> None:
+        """This voter's node info, sent to the other voters (see NODE_INFO)."""
+        self.sync.kraft_node_info = info
+
+    def peer_infos(self) -> dict[int, bytes]:
+        """The latest node info received from each other voter, by voter id."""
+        received = dict(self.sync.kraft_peer_info)
+        return {
+            self.address_to_id[a]: info for a, info in received.items() if a in self.address_to_id
+        }
 
     def raw_status(self) -> dict[str, Any]:
         """pysyncobj's status dict, read on the tick thread."""

@@ -4,8 +4,10 @@ From v3 (flexible) the client names its software; a name or version that does no
 Kafka's pattern (letters, digits, ``.`` and ``-``, starting and ending with a letter or digit)
 gets INVALID_REQUEST, as Kafka answers. The connection records the name and version
 (:meth:`Connection.note_client_software`, the ``kraftlog_connections_by_client_software``
-metric). kraftlog has no feature flags yet: the feature lists are empty and the finalized
-features epoch is -1 (unknown), which clients read as "none".
+metric). From v3 the answer also carries the feature levels (metadata.features): the
+``metadata.version`` range this broker supports, the cluster's finalized level, and as the
+finalized features epoch the offset of the metadata image it comes from (as a KRaft broker
+answers); ``kafka-features.sh describe`` reads them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
+from metadata import features
 
 # Kafka's ApiVersionsRequest.isValid pattern for the client software name and version.
 SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -40,8 +43,25 @@ def valid_software(body: dict) -> bool:
 def handle(apis: KafkaApis, request: Request) -> Body:
     if request.header.api_version >= FIRST_SOFTWARE_VERSION and not valid_software(request.body):
         return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
+    image = apis.image
+    level = features.finalized_level(image)
     return {
         "error_code": ErrorCode.NO_ERROR,
         "api_keys": advertised_versions(),
         "throttle_time_ms": 0,
+        "supported_features": [
+            {
+                "name": features.METADATA_VERSION,
+                "min_version": features.SUPPORTED.min_level,
+                "max_version": features.SUPPORTED.max_level,
+            }
+        ],
+        "finalized_features_epoch": image.offset,
+        "finalized_features": [
+            {
+                "name": features.METADATA_VERSION,
+                "max_version_level": level,
+                "min_version_level": level,
+            }
+        ],
     }

@@ -8,6 +8,7 @@ from typing import Any
 
 from metadata.controller import QuorumController
 from metadata.controller_config import ControllerConfig
+from metadata.features import SUPPORTED
 from metadata.image import MetadataImage
 from metadata.messages import (
     BrokerHeartbeatRequest,
@@ -30,6 +31,10 @@ class Harness:
         self.entries: list[LogEntry] = []
         self.now = 0
         self.c.activate(1, self.now)
+        # A new cluster's first tick finalizes the bootstrap metadata.version.
+        bootstrap = self.c.tick(self.now)
+        assert bootstrap is not None
+        self.commit(bootstrap)
 
     @property
     def image(self) -> MetadataImage:
@@ -51,6 +56,8 @@ class Harness:
             [Endpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id)],
             rack,
             "c1",
+            min_metadata_version=SUPPORTED.min_level,
+            max_metadata_version=SUPPORTED.max_level,
         )
         return self.commit(self.c.register_broker(req, self.now))
 
@@ -60,6 +67,8 @@ class Harness:
         b = self.image.brokers[broker_id]
         epoch = kw.pop("epoch", b.epoch)
         offset = self.image.offset if offset is None else offset
+        kw.setdefault("min_metadata_version", SUPPORTED.min_level)
+        kw.setdefault("max_metadata_version", SUPPORTED.max_level)
         req = BrokerHeartbeatRequest(broker_id, epoch, offset, **kw)
         return self.commit(self.c.broker_heartbeat(req, self.now))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from harness import Harness
 
 from metadata.controller_config import ControllerConfig
+from metadata.features import SUPPORTED
 from metadata.image import MetadataImage, PartitionRegistration
 from metadata.messages import (
     AlterPartitionItem,
@@ -61,6 +62,8 @@ def restart(h: Harness, bid: int, clean: bool, incarnation: str) -> None:
         None,
         "c1",
         clean_shutdown=clean,
+        min_metadata_version=SUPPORTED.min_level,
+        max_metadata_version=SUPPORTED.max_level,
     )
     assert h.commit(h.c.register_broker(req, h.now)).error_code == 0
     assert h.image.brokers[bid].clean_shutdown is clean
