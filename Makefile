@@ -6,8 +6,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 CLUSTER_DIR ?= .cluster
 # Debian packages the tests use: kcat (compatibility tests), faketime (clock-skew chaos),
-# iptables and iproute2 (network partitions inside a namespace).
-DEB_PACKAGES := kcat faketime iptables iproute2
+# iptables and iproute2 (network partitions inside a namespace), golang-go and
+# golang-github-shopify-sarama-dev (Go + Sarama, for the Sarama compatibility test).
+DEB_PACKAGES := kcat faketime iptables iproute2 golang-go golang-github-shopify-sarama-dev
 
 .PHONY: run test lint bench venv system-deps stop clean chaos
 
