@@ -71,6 +71,7 @@ SECTIONS = [
     Section("spark_read", 120, 420, external=True),
     Section("transactions", 120, 420, external=True),
     Section("rolling_restart", 90, 420, external=True),
+    Section("log_dir_failure", 40, 240, external=True),
 ]
 
 

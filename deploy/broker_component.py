@@ -12,6 +12,10 @@
 The Kafka protocol server is a separate component that reads ``log_manager`` and ``metadata``
 from this one and subscribes to ``partition_logs``.
 
+Log directory failures (storage/log_dir_failure.py): a failed directory is reported to the
+controller in the next heartbeat, sent at once (``offline_replicas``), so that it moves their
+leadership; when the last directory fails the broker asks the node to stop (``on_fatal``).
+
 Shutdown: ``begin_shutdown`` runs the controlled shutdown (the controller moves leadership away
 and answers ``should_shut_down``; bounded by ``controlled.shutdown.timeout.ms``); ``stop`` stops
 the metadata threads, closes the client and closes the logs (clean-shutdown marker).
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
 from common.configdef import from_props
 from common.security.config import SecurityConfig
@@ -33,6 +38,7 @@ from metadata.broker_manager import BrokerMetadataManager
 from metadata.client import ControllerClient
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
+from metadata.messages import OfflineReplica
 from raft.syncobj_node import LOG_DIR_FILES
 
 logger = logging.getLogger(__name__)
@@ -57,6 +63,8 @@ class BrokerComponent:
         self.partition_logs: PartitionLogs | None = None
         self._client: ControllerClient | None = None
         self.controlled_shutdown_succeeded: bool | None = None
+        # Set by the node: called when this broker cannot go on (every log directory failed).
+        self.on_fatal: Callable[[str], None] | None = None
 
     def start(self) -> None:
         s = self.settings
@@ -92,7 +100,9 @@ class BrokerComponent:
                 self._on_change,
                 clean_shutdown=self.log_manager.found_clean_shutdown,
                 log_ends=self.partition_logs.leaderless_log_ends,
+                offline=self._offline_replicas,
             )
+            self.log_manager.add_offline_listener(self._dir_offline)
             self.metadata.start()
         except BaseException:
             self.stop()
@@ -101,6 +111,31 @@ class BrokerComponent:
     def _on_change(self, image: MetadataImage, delta: MetadataDelta) -> None:
         if self.partition_logs is not None:
             self.partition_logs.apply_delta(image, delta)
+
+    def _dir_offline(self, log_dir: str, _partitions: object) -> None:
+        """A log directory failed (log manager's failure thread): tell the controller now;
+        with none left, stop the process as Kafka does (a supervisor restarts it once the disk
+        is repaired, and the replicas then catch up from their leaders)."""
+        if self.metadata is not None:
+            self.metadata.heartbeat_now()
+        manager = self.log_manager
+        if manager is not None and not manager.online_dirs() and self.on_fatal is not None:
+            self.on_fatal(f"every log directory failed (the last: {log_dir})")
+
+    def _offline_replicas(self, image: MetadataImage) -> tuple[list[str], list[OfflineReplica]]:
+        """The offline log directories and the replicas whose logs they held (topic ids from
+        partition.metadata, else from ``image`` by name)."""
+        manager = self.log_manager
+        if manager is None:
+            return [], []
+        replicas = []
+        for (topic, partition), (_dir, topic_id) in manager.offline_partitions().items():
+            if topic_id is None:
+                t = image.topic(topic)
+                topic_id = t.topic_id if t is not None else None
+            if topic_id is not None:
+                replicas.append(OfflineReplica(topic_id, partition))
+        return sorted(manager.failures.offline_dirs()), replicas
 
     def begin_shutdown(self) -> None:
         if self.metadata is None or not self.settings.node.controlled_shutdown_enable:

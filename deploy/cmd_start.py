@@ -141,5 +141,5 @@ def run(args: argparse.Namespace) -> int:
     )
     node.wait_for_stop_request()
     node.shutdown()
-    logger.info("node %d stopped", settings.node_id)
-    return 0
+    logger.info("node %d stopped (exit code %d)", settings.node_id, node.exit_code)
+    return node.exit_code

@@ -15,6 +15,10 @@ the next component still stops.
 
 Signals: SIGTERM and SIGINT start an orderly shutdown (exit code 0); a second one during the
 shutdown is ignored (the supervisor's SIGKILL after its grace period is the hard stop).
+
+A component that cannot go on (a broker whose every log directory failed) calls the
+``on_fatal`` callback the node gives it: the same orderly shutdown, with exit code
+:data:`EXIT_LOG_DIRS_FAILED`, so a supervisor restarts the process once the disk is repaired.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 # How often the main thread wakes while waiting for a stop signal (keeps signals responsive).
 _WAIT_SLICE_S = 0.5
+# Exit code after a fatal component failure (sysexits.h EX_IOERR): every log directory failed.
+EXIT_LOG_DIRS_FAILED = 74
 
 
 class Component(Protocol):
@@ -71,6 +77,10 @@ class Node:
         self._started: list[Component] = []
         self._stop_requested = threading.Event()
         self._status_writer = status_writer
+        self.exit_code = 0
+        for component in self.components:
+            if hasattr(component, "on_fatal"):
+                component.on_fatal = self.request_fatal_stop
 
     def start(self) -> None:
         """Start every component; on failure stop those already started and re-raise."""
@@ -87,6 +97,12 @@ class Node:
             self._status_writer.start(self.snapshot_status)
 
     def request_stop(self) -> None:
+        self._stop_requested.set()
+
+    def request_fatal_stop(self, reason: str) -> None:
+        """A component cannot go on: shut down in order and exit with EXIT_LOG_DIRS_FAILED."""
+        logger.critical("node %d: %s: shutting down", self.node_id, reason)
+        self.exit_code = EXIT_LOG_DIRS_FAILED
         self._stop_requested.set()
 
     @property

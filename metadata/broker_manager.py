@@ -34,7 +34,7 @@ from common.error_codes import ErrorCode, error_name
 from metadata.client import ControllerClient, ControllerError
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
-from metadata.messages import ReplicaLogEnd
+from metadata.messages import OfflineReplica, ReplicaLogEnd
 from metadata.snapshot import image_from_snapshot, replay_entries
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,8 @@ ChangeCallback = Callable[[MetadataImage, MetadataDelta], None]
 # The broker's log ends of leaderless partitions it may lead, as of an image (see
 # PartitionLogs.leaderless_log_ends); sent with every heartbeat.
 LogEndsCallback = Callable[[MetadataImage], list[ReplicaLogEnd]]
+# The failed log directories and the replicas whose logs they held, for the heartbeat.
+OfflineCallback = Callable[[MetadataImage], tuple[list[str], list[OfflineReplica]]]
 
 
 class BrokerMetadataManager:
@@ -67,6 +69,7 @@ class BrokerMetadataManager:
         fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
         clean_shutdown: bool = False,
         log_ends: LogEndsCallback | None = None,
+        offline: OfflineCallback | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._client = client
@@ -79,6 +82,7 @@ class BrokerMetadataManager:
         self._fetch_max_wait_ms = fetch_max_wait_ms
         self._clean_shutdown = clean_shutdown
         self._log_ends = log_ends
+        self._offline = offline
         self._image = MetadataImage()
         # The quorum's commit point as of the last fetch (-1: none yet); for the lag metric.
         self.committed_offset = -1
@@ -142,6 +146,11 @@ class BrokerMetadataManager:
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=self._client.timeout_s + 5)
+
+    def heartbeat_now(self) -> None:
+        """Send the next heartbeat at once (a log directory failed: the controller must move
+        its replicas' leadership without waiting for the interval)."""
+        self._wake.set()
 
     def controlled_shutdown(self, timeout_s: float) -> bool:
         """Ask the controller to move leadership away; wait until it says the broker may shut
@@ -275,6 +284,10 @@ class BrokerMetadataManager:
         except Exception:  # a log closed under us: report nothing this time
             logger.exception("broker %d: reading log ends failed", self.broker_id)
             log_ends = []
+        offline_dirs: list[str] = []
+        offline_replicas: list[OfflineReplica] = []
+        if self._offline is not None:
+            offline_dirs, offline_replicas = self._offline(image)
         try:
             hb = self._client.broker_heartbeat(
                 self.broker_id,
@@ -283,6 +296,8 @@ class BrokerMetadataManager:
                 want_shutdown=self._want_shutdown,
                 timeout_s=max(1.0, interval_s * 2),
                 replica_log_ends=log_ends,
+                offline_log_dirs=offline_dirs,
+                offline_replicas=offline_replicas,
             )
         except ControllerError as exc:
             logger.info("broker %d: heartbeat failed: %s", self.broker_id, exc)

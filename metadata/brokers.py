@@ -74,6 +74,9 @@ class _Session:
     shutdown_offset: int | None = None  # metadata offset a shutting-down broker must reach
     # (topic id, partition) -> log end, from the broker's latest heartbeat.
     log_ends: dict[tuple[uuid.UUID, int], LogEnd] = field(default_factory=dict)
+    # Replicas in failed log directories and those directories, from the latest heartbeat.
+    offline: frozenset[tuple[uuid.UUID, int]] = frozenset()
+    offline_dirs: tuple[str, ...] = ()
 
 
 class BrokerHeartbeatManager:
@@ -115,6 +118,28 @@ class BrokerHeartbeatManager:
             s.log_ends = {
                 (r.topic_id, r.partition): (r.last_epoch, r.log_end_offset) for r in reports
             }
+
+    def report_offline(
+        self, broker_id: int, replicas: Iterable[tuple[uuid.UUID, int]], dirs: Iterable[str]
+    ) -> None:
+        """Replace the broker's offline replicas and directories (a heartbeat carries them
+        all; a new registration clears them)."""
+        s = self._sessions.get(broker_id)
+        if s is not None:
+            s.offline = frozenset(replicas)
+            s.offline_dirs = tuple(dirs)
+
+    def offline_replicas(self) -> dict[tuple[uuid.UUID, int], frozenset[int]]:
+        """(topic id, partition) -> brokers whose replica of it is offline."""
+        out: dict[tuple[uuid.UUID, int], set[int]] = {}
+        for bid, s in self._sessions.items():
+            for key in s.offline:
+                out.setdefault(key, set()).add(bid)
+        return {key: frozenset(bids) for key, bids in out.items()}
+
+    def offline_dirs(self, broker_id: int) -> tuple[str, ...]:
+        s = self._sessions.get(broker_id)
+        return s.offline_dirs if s is not None else ()
 
     def log_ends(self) -> dict[tuple[uuid.UUID, int], dict[int, LogEnd]]:
         """(topic id, partition) -> broker id -> its reported log end."""
@@ -165,7 +190,8 @@ def electorate(
         active.discard(without)
     clean = frozenset(b.broker_id for b in image.brokers.values() if b.clean_shutdown)
     log_ends = sessions.log_ends() if sessions is not None else {}
-    return Electorate(frozenset(active), clean, log_ends)
+    offline = sessions.offline_replicas() if sessions is not None else {}
+    return Electorate(frozenset(active), clean, log_ends, offline)
 
 
 def removal_records(
@@ -188,6 +214,38 @@ def removal_records(
         )
         if change is not None:
             out.append(change)
+    return out
+
+
+def offline_replica_records(
+    image: MetadataImage,
+    broker_id: int,
+    replicas: Iterable[tuple[uuid.UUID, int]],
+    rules: RulesFor,
+    sessions: BrokerHeartbeatManager | None = None,
+) -> list[MetadataRecord]:
+    """Partition changes taking ``broker_id``'s offline ``replicas`` (its log directory
+    failed) out of their ISRs and leadership; they join no ELR (their logs are gone until the
+    disk is repaired). Logged, with the directories, when there are any."""
+    voters = electorate(image, sessions, without=broker_id)
+    out: list[MetadataRecord] = []
+    for topic_id, pid in sorted(replicas):
+        topic = image.topics_by_id.get(topic_id)
+        reg = topic.partitions.get(pid) if topic is not None else None
+        if topic is None or reg is None:
+            continue
+        change = remove_broker_from_partition(
+            topic_id, pid, reg, broker_id, voters, rules(topic.name), eligible=False
+        )
+        if change is not None:
+            out.append(change)
+    if out:
+        dirs = sessions.offline_dirs(broker_id) if sessions is not None else ()
+        log_leader_moves(
+            image,
+            f"broker {broker_id}'s log directories {', '.join(dirs) or '?'} went offline",
+            out,
+        )
     return out
 
 
@@ -355,6 +413,7 @@ def register_broker(
             )
         )
     sessions.touch(request.broker_id, now_ms)
+    sessions.report_offline(request.broker_id, (), ())  # a new process: its disks load anew
     return ControllerResult.of(records, _with_epoch(response, epoch))
 
 
@@ -439,7 +498,13 @@ def broker_heartbeat(
             unfence_records(image, b.broker_id, rules, sessions),
             BrokerHeartbeatResponse(0, None, True, False, False),
         )
-    records = []
+    offline = {(r.topic_id, r.partition) for r in request.offline_replicas}
+    sessions.report_offline(b.broker_id, offline, request.offline_log_dirs)
+    records = offline_replica_records(image, b.broker_id, offline, rules, sessions)
+    if records:
+        return ControllerResult.of(
+            records, BrokerHeartbeatResponse(0, None, caught_up, b.fenced, False)
+        )
     if request.replica_log_ends and b.is_active:
         # A report may complete the unclean recovery of a partition waiting for it.
         reported = {(r.topic_id, r.partition) for r in request.replica_log_ends}

@@ -408,6 +408,8 @@ class ControllerClient:
         want_shutdown: bool = False,
         timeout_s: float | None = None,
         replica_log_ends: Sequence[m.ReplicaLogEnd] = (),
+        offline_log_dirs: Sequence[str] = (),
+        offline_replicas: Sequence[m.OfflineReplica] = (),
     ) -> m.BrokerHeartbeatResponse:
         request = m.BrokerHeartbeatRequest(
             broker_id,
@@ -418,6 +420,8 @@ class ControllerClient:
             list(replica_log_ends),
             features.SUPPORTED.min_level,
             features.SUPPORTED.max_level,
+            list(offline_log_dirs),
+            list(offline_replicas),
         )
         return self.call("BrokerHeartbeat", request, timeout_s=timeout_s)
 

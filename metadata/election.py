@@ -25,6 +25,8 @@ Rules:
   offset) for the partition, and elects the longest log (unclean recovery). The new ISR is the
   leader alone; the other candidates stay in the ELR unless they are active with an unclean
   shutdown (their logs may be short: they rejoin the ISR by catching up).
+- A replica the broker reported offline (its log directory failed) may not lead its
+  partition (``Electorate.offline``), even though the broker is active.
 - A changed leader (including to -1) bumps the leader epoch; any change bumps the partition epoch
   (see :func:`metadata.delta.merge_partition_change`).
 
@@ -54,9 +56,19 @@ class Electorate:
     active: Collection[int]
     clean: Collection[int] = frozenset()
     log_ends: Mapping[tuple[uuid.UUID, int], Mapping[int, LogEnd]] = field(default_factory=dict)
+    # (topic id, partition) -> brokers whose replica of it is offline (a failed log
+    # directory): they may not lead that partition even while active.
+    offline: Mapping[tuple[uuid.UUID, int], Collection[int]] = field(default_factory=dict)
 
     def without(self, broker_id: int) -> Electorate:
         return replace(self, active={b for b in self.active if b != broker_id})
+
+    def for_partition(self, topic_id: uuid.UUID, partition_id: int) -> Electorate:
+        """The electorate of one partition: without the brokers whose replica is offline."""
+        offline = self.offline.get((topic_id, partition_id))
+        if not offline:
+            return self
+        return replace(self, active={b for b in self.active if b not in offline})
 
     def reported(self, topic_id: uuid.UUID, partition_id: int) -> Mapping[int, LogEnd]:
         return self.log_ends.get((topic_id, partition_id), _NO_LOG_ENDS)
@@ -231,6 +243,7 @@ def remove_broker_from_partition(
     check_partition(reg, ("partition", topic_id, partition_id))
     if broker_id not in reg.isr and reg.leader != broker_id:
         return None
+    electorate = electorate.for_partition(topic_id, partition_id)
     isr = tuple(r for r in reg.isr if r != broker_id) or reg.isr
     elr = reg.elr
     if eligible and isr != reg.isr and rules.keeps_elr(len(isr), len(reg.replicas)):
@@ -257,6 +270,7 @@ def elect_if_leaderless(
     check_partition(reg, ("partition", topic_id, partition_id))
     if reg.leader != NO_LEADER:
         return None
+    electorate = electorate.for_partition(topic_id, partition_id)
     isr, leader, elr = _leaderless_outcome(topic_id, partition_id, reg, electorate, rules)
     if leader == NO_LEADER:
         return None

@@ -67,6 +67,14 @@ class ReplicaLogEnd:
 
 
 @dataclass(frozen=True, slots=True)
+class OfflineReplica:
+    """A replica of the reporting broker whose log directory went offline."""
+
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerHeartbeatRequest:
     broker_id: int
     broker_epoch: int
@@ -79,6 +87,10 @@ class BrokerHeartbeatRequest:
     # As in RegisterBrokerRequest (a newly active controller learns them from heartbeats).
     min_metadata_version: int = 0
     max_metadata_version: int = 0
+    # Log directories that failed, and every replica whose log was in one; each heartbeat
+    # replaces the last (the controller moves them out of their ISRs and leadership).
+    offline_log_dirs: list[str] = field(default_factory=list)
+    offline_replicas: list[OfflineReplica] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,11 @@ restarted after an unclean shutdown while another candidate may hold more. Befor
 seeds 2 and 5 of the first campaign lost acknowledged records exactly so (docs/chaos.md).
 
 ``full-disk``: fill the broker's log directory, a small tmpfs (the chaos cluster mounts one on
-the last broker), until ENOSPC; the heal frees it. A broker that died meanwhile is restarted
-by the heal and the history records that it had crashed (a crash is a finding: the broker
-must answer errors, not exit).
+the last broker), until ENOSPC; the heal frees it. The broker takes the directory offline at
+its first failed write (storage/log_dir_failure.py); it is the broker's only one, so the broker
+then stops in order with exit code 74, as Kafka halts a broker whose every log directory
+failed, after the controller moved its leaderships. The heal restarts a broker that is not
+running and records ``crashed`` in the fault's detail.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ class DelayedProduce(DelayedOperation):
                 continue
             part = self._replicas.get_partition(tp)
             if part is None:
-                self.outcome[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                self.outcome[tp] = self._replicas.missing_partition_error(tp)
                 continue
             done, error = part.check_enough_replicas_reach_offset(required)
             if done:

@@ -117,7 +117,11 @@ class PartitionLogs:
             self._applied_overrides.pop(tp.topic, None)
         hosted = list(changes.leaders.items()) + list(changes.followers.items())
         configs: dict[str, LogConfig] = {}
+        # A partition whose log directory failed stays offline until the process restarts.
+        offline = self._log_manager.offline_partitions()
         for tp, local in hosted:
+            if (tp.topic, tp.partition) in offline:
+                continue
             config = configs.get(tp.topic)
             if config is None:
                 config = configs[tp.topic] = self.topic_config(image, tp.topic)

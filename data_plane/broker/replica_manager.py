@@ -12,6 +12,11 @@ with its new log, never the retired one.
 Produce goes through :meth:`append_records` (validated batches only, one Log.append per
 partition); Fetch through :meth:`get_partition` + ``Partition.read_records``.
 
+Offline partitions: when a log directory fails, :meth:`handle_offline_partitions` stops
+hosting the partitions whose logs it held (no fetching, no serving: KAFKA_STORAGE_ERROR to
+clients, so they refresh their metadata and find the leader the controller elects instead)
+until the process restarts; later images never host them again.
+
 Replication, once :meth:`attach_replication` gave it the fetcher manager and the
 AlterPartition manager:
 
@@ -99,6 +104,8 @@ class ReplicaManager:
         self._missing_logs: dict[TopicPartition, PartitionRegistration] = {}
         # Logs of partitions deleted here whose replacement may not exist yet.
         self._retired_logs: dict[TopicPartition, Log] = {}
+        # Partitions whose log directory went offline (never hosted again by this process).
+        self._offline: set[TopicPartition] = set()
         self.image = MetadataImage()
 
     def attach_replication(
@@ -149,7 +156,8 @@ class ReplicaManager:
             fresh = {}
         retry, self._missing_logs = self._missing_logs, {}
         for tp, reg in {**retry, **fresh}.items():
-            self._become_or_miss(tp, reg, changed)
+            if tp not in self._offline:
+                self._become_or_miss(tp, reg, changed)
         if self._on_partition_change is not None:
             for tp in changed:
                 self._on_partition_change(tp)
@@ -188,6 +196,28 @@ class ReplicaManager:
                 fm.add_partition(tp, part.leader_id, part.leader_epoch)
         return True
 
+    def handle_offline_partitions(self, tps: list[TopicPartition]) -> None:
+        """Stop hosting ``tps``: their log directory went offline (their logs are closed)."""
+        for tp in tps:
+            self._offline.add(tp)
+            self._missing_logs.pop(tp, None)
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition(tp)
+            if self._partitions.pop(tp, None) is not None and self._on_partition_change:
+                self._on_partition_change(tp)  # parked requests on it answer now
+        logger.error(
+            "broker %d: %d partitions offline with their log directory", self.broker_id, len(tps)
+        )
+
+    def is_offline(self, tp: TopicPartition) -> bool:
+        return tp in self._offline
+
+    def missing_partition_error(self, tp: TopicPartition) -> int:
+        """The error for a partition this broker does not (or no longer) host."""
+        if tp in self._offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
     def _min_insync_replicas(self, topic: str) -> int:
         value = self.image.topic_config(topic).get(MIN_INSYNC_REPLICAS_KEY)
         if value is not None:
@@ -207,11 +237,18 @@ class ReplicaManager:
 
     def leader_partition(self, tp: TopicPartition) -> Partition:
         """The partition if this broker leads it, else the routing error a client expects:
-        UNKNOWN_TOPIC_OR_PARTITION when the metadata has no such partition,
-        NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not ready yet)."""
+        KAFKA_STORAGE_ERROR when its log directory went offline, UNKNOWN_TOPIC_OR_PARTITION
+        when the metadata has no such partition, NOT_LEADER_OR_FOLLOWER when another broker
+        leads it (or its log is not ready yet)."""
         part = self._partitions.get(tp)
         if part is not None and part.is_leader:
             return part
+        if tp in self._offline:
+            raise BrokerRequestError(
+                f"{tp.topic}-{tp.partition} is in an offline log directory on broker "
+                f"{self.broker_id}",
+                ErrorCode.KAFKA_STORAGE_ERROR,
+            )
         if self.image.partition(tp.topic, tp.partition) is None:
             raise UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} does not exist")
         raise NotLeaderOrFollowerError(

@@ -13,6 +13,9 @@
 - Replication: with a controller client, :meth:`KafkaServer.start` attaches the replica
   fetcher manager (followers fetch from their leaders over the listener named first) and the
   AlterPartition manager to the replica manager; :meth:`stop` cancels both.
+- Log directory failures: the log manager tells the server (on its failure thread) which
+  partitions an offline directory held; the event loop stops hosting them
+  (``ReplicaManager.handle_offline_partitions``).
 
 :func:`run_in_thread` runs a server on its own event loop thread (uvloop when configured and
 installed) for the node process; tests may also drive :class:`KafkaServer` directly.
@@ -33,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from common.configdef import ConfigError
+from common.topic_partition import TopicPartition
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.client_connection import Connection
 from data_plane.broker.config import BrokerConfig
@@ -139,7 +143,23 @@ class KafkaServer:
         self._start_replication()
         if self._metadata_events is not None:
             self._unsubscribe = self._metadata_events.subscribe(self._image_published)
+        if self._log_manager is not None:
+            self._log_manager.add_offline_listener(self._dir_offline)
+            # Directories that failed to load at startup.
+            offline = list(self._log_manager.offline_partitions())
+            if offline:
+                self.apis.replica_manager.handle_offline_partitions(
+                    [TopicPartition(t, p) for t, p in offline]
+                )
         self._tick()
+
+    def _dir_offline(self, log_dir: str, tps: list[tuple[str, int]]) -> None:
+        """A log directory failed (called on the log manager's failure thread): the event
+        loop stops hosting its partitions."""
+        partitions = [TopicPartition(t, p) for t, p in tps]
+        self.loop.call_soon_threadsafe(
+            self.apis.replica_manager.handle_offline_partitions, partitions
+        )
 
     def _inter_broker_listener(self) -> tuple[str, ssl.SSLContext | None]:
         """The listener replica fetchers use (``inter.broker.listener.name``, default the first

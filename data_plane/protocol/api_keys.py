@@ -128,6 +128,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # v2+ flexible, v3 a top-level error, v4 each directory's total and usable bytes.
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     # Flexible-only APIs (transaction tooling).
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),

@@ -792,6 +792,35 @@ ELECT_LEADERS_RESPONSE = (
         ]),
     ]),
 )
+# DescribeLogDirsRequest: Kafka schema flexibleVersions 2+ (null topics: every partition)
+DESCRIBE_LOG_DIRS_REQUEST = (
+    F("topics", [
+        F("topic", STRING),
+        F("partitions", ARRAY(INT32)),
+    ], nullable=0),
+)
+
+# DescribeLogDirsResponse: Kafka schema flexibleVersions 2+
+DESCRIBE_LOG_DIRS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16, 3),
+    F("results", [
+        F("error_code", INT16),
+        F("log_dir", STRING),
+        F("topics", [
+            F("name", STRING),
+            F("partitions", [
+                F("partition_index", INT32),
+                F("partition_size", INT64),
+                F("offset_lag", INT64),
+                F("is_future_key", BOOL),
+            ]),
+        ]),
+        F("total_bytes", INT64, 4, default=-1),
+        F("usable_bytes", INT64, 4, default=-1),
+    ]),
+)
+
 # DescribeProducersRequest: Kafka schema flexibleVersions 0+
 DESCRIBE_PRODUCERS_REQUEST = (
     F("topics", [
@@ -900,6 +929,7 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.SASL_HANDSHAKE: None,
     ApiKey.SASL_AUTHENTICATE: 2,
     ApiKey.ELECT_LEADERS: 2,
+    ApiKey.DESCRIBE_LOG_DIRS: 2,
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
@@ -952,6 +982,7 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
     ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
+    ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
     ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
     ApiKey.DESCRIBE_TRANSACTIONS: (
         DESCRIBE_TRANSACTIONS_REQUEST,

@@ -127,6 +127,7 @@ class RequestAuthorizer:
             ApiKey.DESCRIBE_TRANSACTIONS: self._describe_transactions,
             ApiKey.LIST_TRANSACTIONS: self._list_transactions,
             ApiKey.DESCRIBE_PRODUCERS: self._describe_producers,
+            ApiKey.DESCRIBE_LOG_DIRS: self._describe_log_dirs,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read,
@@ -786,6 +787,14 @@ class RequestAuthorizer:
         return self._allowed(
             s, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
         )
+
+    def _describe_log_dirs(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.DESCRIBE):
+            return Verdict(body)
+        error = CLUSTER_DENIED if version >= 3 else ErrorCode.NO_ERROR
+        v = Verdict(body, respond_now={"throttle_time_ms": 0, "error_code": error, "results": []})
+        v.note(ResourceType.CLUSTER)
+        return v
 
     def _describe_producers(self, s: Session, version: int, body: Body) -> Verdict:
         new, denied = self._split_topics(s, body, AclOperation.READ)

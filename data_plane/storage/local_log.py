@@ -455,6 +455,13 @@ class LocalLog:
         for seg in self._segments:
             seg.close()
 
+    def close_without_writing(self) -> None:
+        """Close every segment's files, ignoring errors (the directory failed)."""
+        with self.lock:
+            self.closed = True
+            for seg in self._segments:
+                seg.close_quietly()
+
     def close_and_delete_dir(self, renamed_dir: str) -> None:
         """Close, rename the directory to ``renamed_dir`` (a ``-delete`` name) and remove it."""
         with self.lock:

@@ -52,11 +52,13 @@ blocked behind the disk. All public methods are safe to call from any thread.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
 
 from common.errors import InvalidRecordError
 from common.log_config import LogConfig
@@ -72,6 +74,7 @@ from common.record_timestamps import fill_unset_max_timestamps
 from data_plane.storage.errors import (
     InvalidAppendOffsetError,
     KafkaStorageError,
+    LogClosedError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
@@ -121,6 +124,34 @@ class FetchIsolation(enum.Enum):
     LOG_END = "log_end"
     HIGH_WATERMARK = "high_watermark"
     TXN_COMMITTED = "txn_committed"
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _reports_io_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A Log method whose I/O errors take the log's directory offline: an OSError (or a
+    KafkaStorageError caused by one) is told to ``io_error_listener`` and raised as
+    KafkaStorageError (KAFKA_STORAGE_ERROR)."""
+
+    @functools.wraps(method)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except LogClosedError:
+            raise
+        except OSError as e:
+            log: Any = args[0]
+            log._io_error(e)
+            raise KafkaStorageError(f"{log.name}: {e}") from e
+        except KafkaStorageError as e:
+            if isinstance(e.__cause__, OSError):
+                log = args[0]
+                log._io_error(e)
+            raise
+
+    return checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +245,9 @@ class Log:
         # Told the new log end offset after a truncation (the log manager moves the
         # cleaner's checkpoint back, so re-written offsets count as dirty again).
         self.truncation_listener: Callable[[int], None] | None = None
+        # Told of an I/O error met by a public method (the log manager takes the log's
+        # directory offline: log_dir_failure.py).
+        self.io_error_listener: Callable[[str], None] | None = None
         self._high_watermark = self._log_start_offset
         self._hw_metadata: LogOffsetMetadata | None = None
         self._lso_metadata: LogOffsetMetadata | None = None
@@ -299,6 +333,7 @@ class Log:
 
     # -- append ------------------------------------------------------------------------------
 
+    @_reports_io_errors
     def append(
         self,
         payload: Buffer,
@@ -445,6 +480,7 @@ class Log:
         """:meth:`append` with origin REPLICATION (the replica fetcher's call)."""
         return self.append(payload, origin=AppendOrigin.REPLICATION)
 
+    @_reports_io_errors
     def append_end_txn_marker(
         self,
         *,
@@ -479,6 +515,7 @@ class Log:
 
     # -- roll --------------------------------------------------------------------------------
 
+    @_reports_io_errors
     def roll(self) -> LogSegment:
         """Start a new active segment at the LEO (no-op if the active one is empty)."""
         with self._lock:
@@ -556,6 +593,7 @@ class Log:
 
     # -- read --------------------------------------------------------------------------------
 
+    @_reports_io_errors
     def read(
         self,
         start_offset: int,
@@ -694,12 +732,14 @@ class Log:
 
     # -- flush -------------------------------------------------------------------------------
 
+    @_reports_io_errors
     def flush(self, up_to_offset: int | None = None, *, indexes: bool = True) -> None:
         """fsync every segment holding offsets in [recovery point, ``up_to_offset``) (default:
         the LEO), with their indexes when ``indexes``, and advance the recovery point. The
         fsyncs run without the lock."""
         self._local.flush(up_to_offset, indexes=indexes)
 
+    @_reports_io_errors
     def maybe_flush(self) -> bool:
         """Flush if the policy says so (a segment was rolled, ``flush.ms`` elapsed or
         ``flush.messages`` are unflushed); return whether it flushed."""
@@ -707,6 +747,7 @@ class Log:
 
     # -- truncation --------------------------------------------------------------------------
 
+    @_reports_io_errors
     def truncate_to(self, target_offset: int) -> bool:
         """Remove every offset >= ``target_offset`` (a follower diverged from its leader);
         return whether anything was removed. A batch straddling the target goes whole."""
@@ -740,6 +781,7 @@ class Log:
                 self.truncation_listener(new_end)
             return True
 
+    @_reports_io_errors
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop every segment and start an empty log at ``new_offset`` (a follower far
         behind a leader whose log start offset moved past it)."""
@@ -760,6 +802,7 @@ class Log:
 
     # -- retention ---------------------------------------------------------------------------
 
+    @_reports_io_errors
     def maybe_increment_log_start_offset(self, new_offset: int) -> bool:
         """Move the log start offset up (DeleteRecords; must not pass the high watermark);
         whole segments below it are deleted by the next :meth:`delete_old_segments`."""
@@ -781,6 +824,7 @@ class Log:
         self.leader_epoch_cache.truncate_from_start(new_offset)
         self.producer_state.truncate_head(new_offset)
 
+    @_reports_io_errors
     def delete_old_segments(self) -> int:
         """Apply retention (time, size, log start offset); return segments deleted."""
         with self._lock:
@@ -837,10 +881,12 @@ class Log:
                 ),
             )
 
+    @_reports_io_errors
     def new_cleaned_segment(self, base_offset: int) -> LogSegment:
         """A segment for the cleaner to write (see :meth:`LocalLog.new_cleaned_segment`)."""
         return self._local.new_cleaned_segment(base_offset)
 
+    @_reports_io_errors
     def replace_segments(
         self, cleaned: LogSegment, sources: list[LogSegment], source_sizes: list[int]
     ) -> bool:
@@ -855,6 +901,7 @@ class Log:
                 self._lso_metadata = None
             return replaced
 
+    @_reports_io_errors
     def delete_pending_files(self, *, force: bool = False) -> int:
         """Unlink ``.deleted`` segments whose delay has passed (all when ``force``)."""
         return self._local.delete_pending_files(force=force)
@@ -873,6 +920,16 @@ class Log:
                 self._take_producer_snapshot_locked(local.next_offset)
             local.close_segments_locked()
         local.delete_pending_files(force=True)
+
+    def close_after_dir_failure(self) -> None:
+        """Close every file without writing anything (its directory failed: a flush or a
+        snapshot would only meet the same error); errors while closing are ignored."""
+        self._local.close_without_writing()
+
+    def _io_error(self, error: Exception) -> None:
+        listener = self.io_error_listener
+        if listener is not None:
+            listener(f"{self.name}: {error}")
 
     def close_and_delete_dir(self, renamed_dir: str) -> None:
         """Close, rename the directory to ``renamed_dir`` (a ``-delete`` name) and remove it."""

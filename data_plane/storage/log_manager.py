@@ -15,9 +15,18 @@ Layout of each log directory::
         <topic>-<partition>.<uuid hex>-delete/ a deleted log being removed
 
 Any other name raises :class:`LogDirLayoutError` naming it when the manager starts (pass
-``extra_allowed_names`` for files another subsystem keeps there). A new log goes to the log
-directory holding the fewest logs (a per-directory count: creating a log costs the same with
-10 or 10,000 logs).
+``extra_allowed_names`` for files another subsystem keeps there). A new log goes to the online
+log directory with the most free space, the fewest logs among about equally free ones
+(log_dir_placement.py).
+
+Directory failures (JBOD): an I/O error met in a log directory (by a log's method, a
+checkpoint write or maintenance) takes the directory offline (log_dir_failure.py). The
+failure-handler thread started by :meth:`start` (or :meth:`handle_pending_failures`) then
+closes its logs without writing, drops them from the table (their partitions are *offline*:
+``get_or_create_log`` refuses them with KAFKA_STORAGE_ERROR rather than creating them in
+another directory), and tells the listeners added with :meth:`add_offline_listener` (the
+broker, which stops serving them and reports them to the controller). Checkpoints, retention
+and the clean-shutdown marker skip offline directories; the other directories keep serving.
 
 Descriptors: each log keeps at most its active segment's ``.log`` open; closed segments of
 all logs share one :class:`OpenSegmentCache` bounded by ``max_open_segments``.
@@ -66,10 +75,13 @@ from data_plane.storage.compaction.log_cleaner import LogCleaner
 from data_plane.storage.compaction.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from data_plane.storage.errors import (
     CorruptCheckpointError,
+    KafkaStorageError,
     LogClosedError,
     LogDirLayoutError,
 )
 from data_plane.storage.log import Clock, Log, wall_clock_ms
+from data_plane.storage.log_dir_failure import LogDirFailureChannel
+from data_plane.storage.log_dir_placement import choose_log_dir, total_bytes, usable_bytes
 from data_plane.storage.log_loader import parse_topic_partition, partition_dir_name
 from data_plane.storage.partition_metadata import PartitionMetadataFile
 from data_plane.storage.segment_cache import DEFAULT_MAX_OPEN_SEGMENTS, OpenSegmentCache
@@ -110,6 +122,30 @@ MAX_PARTITION_METADATA_FLUSHES_PER_ROUND = 200
 # Default pause between two maintenance rounds when run by start() (flushes, checkpoints and
 # unlinking .deleted files; retention runs every log.retention.check.interval.ms).
 DEFAULT_MAINTENANCE_INTERVAL_MS = 1000
+
+
+# How long the failure-handler thread waits for a failed directory before checking for close.
+FAILURE_POLL_S = 1.0
+
+# Told (log directory, partitions whose logs it held) when a directory went offline.
+OfflineListener = Callable[[str, list[TopicPartition]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class LogDescription:
+    topic: str
+    partition: int
+    size_bytes: int
+    offset_lag: int  # how far the log end is behind the high watermark (0 when at it)
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    path: str
+    offline_reason: str | None  # None: online
+    total_bytes: int  # -1 when offline or unknown
+    usable_bytes: int
+    logs: list[LogDescription]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +191,11 @@ class LogManager:
         self.segment_cache = OpenSegmentCache(max_open_segments)
         self._lock_fds: dict[str, int] = {}
         self._closed = False
+        self.failures = LogDirFailureChannel()
+        # Partitions whose log was in a directory that went offline: (directory, topic id).
+        self._offline: dict[TopicPartition, tuple[str, uuid.UUID | None]] = {}
+        self._offline_listeners: list[OfflineListener] = []
+        self._failure_thread: threading.Thread | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.log_dirs = tuple(os.path.abspath(d) for d in config.log_dirs)
@@ -168,17 +209,35 @@ class LogManager:
         self.found_clean_shutdown = True
         try:
             for log_dir in self.log_dirs:
-                self._lock_dir(log_dir)
-            for log_dir in self.log_dirs:
-                self._load_dir(log_dir)
+                try:
+                    self._lock_dir(log_dir)
+                except LogDirLayoutError:
+                    raise  # locked by another process: never start beside it
+                except OSError as e:
+                    self.failures.maybe_add_offline(log_dir, f"locking: {e}")
+            for log_dir in self.online_dirs():
+                try:
+                    self._load_dir(log_dir)
+                except OSError as e:
+                    # A failed disk: start with the other directories, as Kafka does.
+                    self.failures.maybe_add_offline(log_dir, f"loading: {e}")
+            if self.failures.offline_dirs():
+                # Its logs are missing here: their replicas must catch up, not lead.
+                self.found_clean_shutdown = False
+            if not self.online_dirs():
+                raise KafkaStorageError(
+                    f"every log directory failed to load: {self.failures.offline_dirs()}"
+                )
         except BaseException:
             self._abort_startup()
             raise
         self.cleaner = LogCleaner(
-            config, self._logs_with_dirs, self.log_dirs, clock_ms=self._clock_ms
+            config, self._logs_with_dirs, self.online_dirs(), clock_ms=self._clock_ms
         )
         for tp, log in self._logs.items():
             self._watch_truncations(tp, log, self._dir_of[tp])
+        # Logs loaded from a directory before it failed to load are dropped now.
+        self.handle_pending_failures()
 
     def _watch_truncations(self, tp: TopicPartition, log: Log, log_dir: str) -> None:
         manager = self.cleaner.manager
@@ -286,6 +345,8 @@ class LogManager:
         self._logs[tp] = log
         self._dir_of[tp] = log_dir
         self._logs_per_dir[log_dir] += 1
+        failures = self.failures
+        log.io_error_listener = lambda reason: failures.maybe_add_offline(log_dir, reason)
 
     def _remove_locked(self, tp: TopicPartition) -> tuple[Log | None, str | None]:
         log = self._logs.pop(tp, None)
@@ -303,8 +364,9 @@ class LogManager:
         config: LogConfig | None = None,
         topic_id: uuid.UUID | None = None,
     ) -> Log:
-        """The log of ``topic``-``partition``, created (in the least loaded log dir) if
-        missing. ``config`` (the topic's config) is applied to an existing log too.
+        """The log of ``topic``-``partition``, created (in the online log dir chosen by
+        log_dir_placement) if missing; KafkaStorageError for a partition whose directory went
+        offline. ``config`` (the topic's config) is applied to an existing log too.
 
         ``topic_id`` (from the metadata) is recorded in the log's ``partition.metadata``. An
         existing log whose stored topic id differs belongs to a deleted topic of the same
@@ -322,6 +384,11 @@ class LogManager:
         with self._lock:
             if self._closed:
                 raise LogClosedError("log manager is closed")
+            offline = self._offline.get(tp)
+            if offline is not None:
+                raise KafkaStorageError(
+                    f"{topic}-{partition} is in the offline log directory {offline[0]}"
+                )
             log = self._logs.get(tp)
             if log is not None and topic_id is not None:
                 stored = self._stored_topic_id_locked(tp, log)
@@ -341,17 +408,23 @@ class LogManager:
                 if config is not None and config != log.config:
                     log.update_config(config)
                 return log
-            counts = self._logs_per_dir
-            log_dir = min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            online = self.online_dirs()
+            if not online:
+                raise KafkaStorageError("every log directory is offline")
+            log_dir = choose_log_dir(online, self._logs_per_dir)
             path = os.path.join(log_dir, partition_dir_name(topic, partition))
-            log = Log(
-                path,
-                config or self._topic_config(topic),
-                topic=topic,
-                partition=partition,
-                clock_ms=self._clock_ms,
-                segment_cache=self.segment_cache,
-            )
+            try:
+                log = Log(
+                    path,
+                    config or self._topic_config(topic),
+                    topic=topic,
+                    partition=partition,
+                    clock_ms=self._clock_ms,
+                    segment_cache=self.segment_cache,
+                )
+            except OSError as e:
+                self.failures.maybe_add_offline(log_dir, f"creating {path}: {e}")
+                raise KafkaStorageError(f"creating the log {topic}-{partition}: {e}") from e
             self._add_locked(tp, log, log_dir)
             self._watch_truncations(tp, log, log_dir)
             if topic_id is not None:
@@ -450,8 +523,14 @@ class LogManager:
             with self._directory_lock:
                 if self._logs.get(tp) is not log:
                     continue  # deleted (or replaced) since the list was made
-                f.flush()
-                fsync_directory(log.dir_path)
+                try:
+                    f.flush()
+                    fsync_directory(log.dir_path)
+                except OSError as e:
+                    self.failures.maybe_add_offline(
+                        os.path.dirname(log.dir_path), f"{f.path}: {e}"
+                    )
+                    continue
                 flushed += 1
         return flushed
 
@@ -481,7 +560,7 @@ class LogManager:
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         out: dict[TopicPartition, int] = {}
-        for log_dir in self.log_dirs:
+        for log_dir in self.online_dirs():
             out.update(
                 OffsetCheckpointFile(os.path.join(log_dir, HIGH_WATERMARK_CHECKPOINT)).read()
             )
@@ -499,16 +578,21 @@ class LogManager:
         with self._checkpoint_lock:
             with self._lock:
                 dir_of = dict(self._dir_of)
-            by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+            by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.online_dirs()}
             for tp, offset in offsets.items():
                 log_dir = dir_of.get(tp)
-                if log_dir is not None:
+                if log_dir in by_dir:
                     by_dir[log_dir][tp] = offset
             for log_dir, entries in by_dir.items():
                 key = (log_dir, file_name)
                 if not force and self._last_checkpoint.get(key) == entries:
                     continue
-                OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(entries)
+                try:
+                    OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(entries)
+                except OSError as e:
+                    # The other directories' checkpoints are still written.
+                    self.failures.maybe_add_offline(log_dir, f"writing {file_name}: {e}")
+                    continue
                 self._last_checkpoint[key] = entries
 
     # -- maintenance -------------------------------------------------------------------------
@@ -575,6 +659,10 @@ class LogManager:
             if self._thread is not None:
                 return
             self._stop.clear()
+            self._failure_thread = threading.Thread(
+                target=self._handle_failures, name="log-dir-failure-handler", daemon=True
+            )
+            self._failure_thread.start()
             self._thread = threading.Thread(
                 target=self._run,
                 args=(interval_ms / 1000.0,),
@@ -588,13 +676,109 @@ class LogManager:
             self.maintenance()
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop the maintenance thread and the log cleaner threads."""
+        """Stop the maintenance, failure-handler and log cleaner threads."""
         self.cleaner.stop()
         thread = self._thread
         if thread is not None:
             self._stop.set()
+            self.failures.wake()
             thread.join(timeout_s)
             self._thread = None
+        failure_thread = self._failure_thread
+        if failure_thread is not None:
+            failure_thread.join(timeout_s)
+            self._failure_thread = None
+
+    # -- directory failures ------------------------------------------------------------------
+
+    def online_dirs(self) -> tuple[str, ...]:
+        return tuple(d for d in self.log_dirs if not self.failures.is_offline(d))
+
+    def offline_partitions(self) -> dict[TopicPartition, tuple[str, uuid.UUID | None]]:
+        """Partitions whose log was in an offline directory: (directory, topic id)."""
+        with self._lock:
+            return dict(self._offline)
+
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        """The log directory holding the partition's log (None: no log here)."""
+        return self._dir_of.get((topic, partition))
+
+    def describe_dirs(
+        self, wanted: Callable[[str, int], bool] | None = None
+    ) -> list[LogDirDescription]:
+        """Every log directory (online or not) with the size of each log in it that
+        ``wanted(topic, partition)`` selects (all when None), for DescribeLogDirs."""
+        with self._lock:
+            logs = [(tp, log, self._dir_of[tp]) for tp, log in self._logs.items()]
+        offline = self.failures.offline_dirs()
+        by_dir: dict[str, list[LogDescription]] = {d: [] for d in self.log_dirs}
+        for (topic, partition), log, log_dir in logs:
+            if wanted is not None and not wanted(topic, partition):
+                continue
+            try:
+                size = log.size_in_bytes
+                lag = max(0, log.high_watermark - log.log_end_offset)
+            except (OSError, ApiError):
+                continue  # closed by a deletion meanwhile
+            by_dir[log_dir].append(LogDescription(topic, partition, size, lag))
+        out = []
+        for log_dir in self.log_dirs:
+            if log_dir in offline:
+                out.append(LogDirDescription(log_dir, offline[log_dir], -1, -1, []))
+            else:
+                out.append(
+                    LogDirDescription(
+                        log_dir, None, total_bytes(log_dir), usable_bytes(log_dir), by_dir[log_dir]
+                    )
+                )
+        return out
+
+    def add_offline_listener(self, listener: OfflineListener) -> None:
+        """``listener(log_dir, partitions)`` is called on the failure-handler thread each time
+        a directory went offline, after its logs were closed."""
+        self._offline_listeners.append(listener)
+
+    def _handle_failures(self) -> None:
+        while not self._stop.is_set():
+            log_dir = self.failures.take(FAILURE_POLL_S)
+            if log_dir is not None:
+                self._take_dir_offline(log_dir)
+
+    def handle_pending_failures(self) -> int:
+        """Take every directory reported offline since the last call offline now (what the
+        failure-handler thread does); return how many."""
+        handled = 0
+        while (log_dir := self.failures.take(0)) is not None:
+            self._take_dir_offline(log_dir)
+            handled += 1
+        return handled
+
+    def _take_dir_offline(self, log_dir: str) -> None:
+        with self._directory_lock, self._lock:
+            tps = [tp for tp, d in self._dir_of.items() if d == log_dir]
+            logs = []
+            for tp in tps:
+                topic_id = self._topic_ids.get(tp)
+                log, _ = self._remove_locked(tp)
+                self._offline[tp] = (log_dir, topic_id)
+                if log is not None:
+                    logs.append(log)
+        for tp in tps:
+            self.cleaner.abort_cleaning(tp)
+        for log in logs:
+            log.close_after_dir_failure()
+        logger.error(
+            "log directory %s offline: %d partition logs closed (%s); the other directories "
+            "keep serving",
+            log_dir,
+            len(tps),
+            ", ".join(f"{t}-{p}" for t, p in tps[:20]) + (" ..." if len(tps) > 20 else ""),
+        )
+        for listener in self._offline_listeners:
+            try:
+                listener(log_dir, tps)
+            except Exception:  # one listener's bug must not keep the others uninformed
+                logger.exception("log directory failure listener failed")
 
     def close(self) -> None:
         """Stop maintenance, flush and close every log, write all checkpoints (recovery
@@ -605,8 +789,15 @@ class LogManager:
             self._closed = True
         self.stop()
         logs = self._items()
-        for _tp, log in logs:
-            log.close()
+        for tp, log in logs:
+            try:
+                log.close()
+            except (OSError, ApiError) as e:
+                # Its directory failed while closing: no marker there, the rest closes.
+                log_dir = self._dir_of.get(tp)
+                if log_dir is not None:
+                    self.failures.maybe_add_offline(log_dir, f"closing {log.name}: {e}")
+                log.close_after_dir_failure()
         # partition.metadata files maintenance has not fsynced yet are left to the kernel's
         # writeback: fsyncing thousands of them (two fsyncs each) made closing a broker that
         # had just created 10,000 partitions take a minute, and a file lost to a power cut
@@ -614,8 +805,16 @@ class LogManager:
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
-        for log_dir in self.log_dirs:
-            fd = os.open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT)
-            os.fsync(fd)
-            os.close(fd)
+        # An offline directory gets no marker: its logs recover when it is loaded again.
+        for log_dir in self.online_dirs():
+            try:
+                fd = os.open(
+                    os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT
+                )
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                logger.error("log directory %s: no clean-shutdown marker: %s", log_dir, e)
         self._release_locks()

@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from common.errors import CorruptRecordError, InvalidRecordError
+from common.errors import ApiError, CorruptRecordError, InvalidRecordError
 from common.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -619,6 +619,17 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
         self.log.close()
+
+    def close_quietly(self) -> None:
+        """Close the indexes and the log file without writing, ignoring errors (the
+        directory failed: see log_dir_failure.py)."""
+        self._forget()
+        closers = (self.offset_index.close_handler, self.time_index.close_handler, self.log.close)
+        for close in closers:
+            try:
+                close()
+            except (OSError, ValueError, ApiError) as e:
+                logger.debug("closing %s after a directory failure: %s", self.log.path, e)
 
     def rename_to_deleted(self) -> list[str]:
         """Rename the segment's files to ``*.deleted`` and release the index mappings; the

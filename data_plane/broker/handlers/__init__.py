@@ -22,6 +22,7 @@ from data_plane.broker.handlers import (
     delete_topics,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
     end_txn,
@@ -72,6 +73,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (describe_transactions.handle, 0),
     ApiKey.LIST_TRANSACTIONS: (list_transactions.handle, 2),
     ApiKey.DESCRIBE_PRODUCERS: (describe_producers.handle, 0),
+    ApiKey.DESCRIBE_LOG_DIRS: (describe_log_dirs.handle, 4),
     # Consumer groups (data_plane.coordinator, docs/groups.md).
     ApiKey.FIND_COORDINATOR: (find_coordinator.handle, 3),
     ApiKey.JOIN_GROUP: (join_group.handle, 6),

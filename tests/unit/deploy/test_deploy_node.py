@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.node import Node
+from deploy.node import EXIT_LOG_DIRS_FAILED, Node
 from deploy.node_status import NodeStatusWriter, read_status
 
 
@@ -81,3 +81,25 @@ def test_status_writer_rewrites_only_on_change_and_survives_errors(tmp_path: Pat
     assert json.loads(path.read_text())["components"] == {"c": {"n": 2}}
     path.write_text("{torn")
     assert read_status(str(path)) is None
+
+
+class Fatal(Recorder):
+    """A component that can tell the node it cannot go on."""
+
+    def __init__(self, name: str, events: list[str]) -> None:
+        super().__init__(name, events)
+        self.on_fatal = None
+
+
+def test_a_fatal_component_failure_stops_the_node_with_its_exit_code() -> None:
+    events: list[str] = []
+    failing = Fatal("broker", events)
+    node = Node(3, ["broker"], [Recorder("metrics", events), failing])
+    node.start()
+    assert node.exit_code == 0 and not node.stop_requested
+    assert failing.on_fatal is not None
+    failing.on_fatal("every log directory failed")
+    node.wait_for_stop_request()
+    node.shutdown()
+    assert node.exit_code == EXIT_LOG_DIRS_FAILED
+    assert events[-2:] == ["stop broker", "stop metrics"]

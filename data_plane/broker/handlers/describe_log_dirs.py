@@ -1,0 +1,52 @@
+"""DescribeLogDirs (35), v0-4 (v2+ flexible): every log directory of this broker with the size
+of each partition log in it (``kafka-log-dirs.sh --describe``). An offline directory (it
+failed: storage/log_dir_failure.py) answers KAFKA_STORAGE_ERROR and no partitions; v4 adds each
+directory's total and usable bytes (-1 when offline). ``topics`` null means every partition.
+The request needs Describe on the cluster (checked by the authorizer; refused: v3+ answer
+CLUSTER_AUTHORIZATION_FAILED, older versions an empty list, as Kafka).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.error_codes import ErrorCode
+from data_plane.broker.apis import Body, KafkaApis, Request
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    topics = request.body.get("topics")
+    wanted = None
+    if topics is not None:
+        selected = {(t.get("topic", ""), p) for t in topics for p in t.get("partitions") or ()}
+
+        def wanted(topic: str, partition: int) -> bool:
+            return (topic, partition) in selected
+
+    results = []
+    for d in apis.replica_manager.log_manager.describe_dirs(wanted):
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for log in d.logs:
+            by_topic.setdefault(log.topic, []).append(
+                {
+                    "partition_index": log.partition,
+                    "partition_size": log.size_bytes,
+                    "offset_lag": log.offset_lag,
+                    "is_future_key": False,
+                }
+            )
+        results.append(
+            {
+                "error_code": ErrorCode.NO_ERROR
+                if d.offline_reason is None
+                else ErrorCode.KAFKA_STORAGE_ERROR,
+                "log_dir": d.path,
+                "topics": [
+                    {"name": name, "partitions": sorted(parts, key=lambda p: p["partition_index"])}
+                    for name, parts in sorted(by_topic.items())
+                ],
+                "total_bytes": d.total_bytes,
+                "usable_bytes": d.usable_bytes,
+            }
+        )
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NO_ERROR, "results": results}
