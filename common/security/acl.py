@@ -100,6 +100,39 @@ CONCRETE_RESOURCE_TYPES = frozenset(
 CONCRETE_PATTERN_TYPES = frozenset({PatternType.LITERAL, PatternType.PREFIXED})
 CONCRETE_OPERATIONS = frozenset(op for op in AclOperation if op >= AclOperation.ALL)
 CONCRETE_PERMISSIONS = frozenset({AclPermissionType.DENY, AclPermissionType.ALLOW})
+# The operations that apply to the cluster resource (Kafka's ResourceType.CLUSTER), for the
+# authorized-operations bitfields of DescribeCluster and Metadata.
+CLUSTER_OPERATIONS = (
+    AclOperation.CREATE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+    AclOperation.CLUSTER_ACTION,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+    AclOperation.IDEMPOTENT_WRITE,
+)
+
+
+# The operations that apply to a topic (Kafka's ResourceType.TOPIC), for Metadata's
+# topic authorized operations.
+TOPIC_OPERATIONS = (
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.CREATE,
+    AclOperation.DELETE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+)
+
+
+def operations_bitfield(operations: Iterable[AclOperation]) -> int:
+    """Kafka's authorized-operations bitfield: bit ``op`` set for each operation."""
+    bits = 0
+    for op in operations:
+        bits |= 1 << int(op)
+    return bits
 
 
 class InvalidAclError(ValueError):

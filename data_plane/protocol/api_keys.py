@@ -103,7 +103,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LEAVE_GROUP: (0, 2),
     ApiKey.SYNC_GROUP: (0, 4),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
-    ApiKey.LIST_GROUPS: (0, 3),
+    # v4 filters by state, v5 by type (KIP-518, KIP-848).
+    ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     # v3+ is flexible (client software name and version; feature levels as tagged fields).
@@ -130,6 +131,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     # v2+ flexible, v3 a top-level error, v4 each directory's total and usable bytes.
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    # Flexible from v0; v1 names the endpoint type (brokers only here).
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # Flexible-only APIs (transaction tooling).
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),

@@ -350,6 +350,8 @@ DESCRIBE_GROUPS_RESPONSE = (
 
 # ListGroupsRequest: Kafka schema flexibleVersions 3+
 LIST_GROUPS_REQUEST = (
+    F("states_filter", ARRAY(STRING), 4),
+    F("types_filter", ARRAY(STRING), 5),
 )
 
 # ListGroupsResponse: Kafka schema flexibleVersions 3+
@@ -359,6 +361,8 @@ LIST_GROUPS_RESPONSE = (
     F("groups", [
         F("group_id", STRING),
         F("protocol_type", STRING),
+        F("group_state", STRING, 4),
+        F("group_type", STRING, 5),
     ]),
 )
 
@@ -792,6 +796,30 @@ ELECT_LEADERS_RESPONSE = (
         ]),
     ]),
 )
+
+# DescribeClusterRequest: Kafka schema flexibleVersions 0+
+DESCRIBE_CLUSTER_REQUEST = (
+    F("include_cluster_authorized_operations", BOOL),
+    F("endpoint_type", INT8, 1, default=1),
+)
+
+# DescribeClusterResponse: Kafka schema flexibleVersions 0+
+DESCRIBE_CLUSTER_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("endpoint_type", INT8, 1, default=1),
+    F("cluster_id", STRING),
+    F("controller_id", INT32, default=-1),
+    F("brokers", [
+        F("broker_id", INT32),
+        F("host", STRING),
+        F("port", INT32),
+        F("rack", STRING, nullable=0),
+    ]),
+    F("cluster_authorized_operations", INT32, default=-2147483648),
+)
+
 # DescribeLogDirsRequest: Kafka schema flexibleVersions 2+ (null topics: every partition)
 DESCRIBE_LOG_DIRS_REQUEST = (
     F("topics", [
@@ -930,6 +958,7 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.SASL_AUTHENTICATE: 2,
     ApiKey.ELECT_LEADERS: 2,
     ApiKey.DESCRIBE_LOG_DIRS: 2,
+    ApiKey.DESCRIBE_CLUSTER: 0,
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
@@ -983,6 +1012,7 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
     ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
     ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
+    ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
     ApiKey.DESCRIBE_TRANSACTIONS: (
         DESCRIBE_TRANSACTIONS_REQUEST,

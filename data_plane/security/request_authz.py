@@ -54,10 +54,13 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.security.acl import (
+    CLUSTER_OPERATIONS,
     CLUSTER_RESOURCE_NAME,
+    TOPIC_OPERATIONS,
     AclOperation,
     Authorizer,
     ResourceType,
+    operations_bitfield,
 )
 from common.security.principal import KafkaPrincipal
 from data_plane.protocol.api_keys import ApiKey
@@ -128,6 +131,8 @@ class RequestAuthorizer:
             ApiKey.LIST_TRANSACTIONS: self._list_transactions,
             ApiKey.DESCRIBE_PRODUCERS: self._describe_producers,
             ApiKey.DESCRIBE_LOG_DIRS: self._describe_log_dirs,
+            ApiKey.ELECT_LEADERS: self._elect_leaders,
+            ApiKey.DESCRIBE_CLUSTER: self._describe_cluster,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read,
@@ -309,6 +314,40 @@ class RequestAuthorizer:
         return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _metadata(self, s: Session, version: int, body: Body) -> Verdict:
+        return self._with_authorized_operations(s, body, self._metadata_topics(s, version, body))
+
+    def _with_authorized_operations(self, s: Session, body: Body, v: Verdict) -> Verdict:
+        """Metadata v8+ asked for the cluster's or each topic's authorized operations: the
+        bitfields of what this session may do (the handler's are for no authorizer)."""
+        want_cluster = body.get("include_cluster_authorized_operations")
+        want_topics = body.get("include_topic_authorized_operations")
+        if not (want_cluster or want_topics) or v.respond_now is not None:
+            return v
+        first = v.finish
+
+        def authorized(response: Body) -> Body:
+            if first is not None:
+                response = first(response)
+            if want_cluster:
+                response["cluster_authorized_operations"] = self._cluster_operations(s)
+            if want_topics:
+                for t in response.get("topics") or []:
+                    if t.get("error_code", 0) == ErrorCode.NO_ERROR:
+                        name = t.get("name", "")
+                        allowed = [op for op in TOPIC_OPERATIONS if self._topic(s, op, name)]
+                        t["topic_authorized_operations"] = operations_bitfield(allowed)
+            return response
+
+        v.finish = authorized
+        return v
+
+    def _cluster_operations(self, s: Session) -> int:
+        # Kafka: the operations allowed, if Describe on the cluster is; else none.
+        if not self._cluster(s, AclOperation.DESCRIBE):
+            return 0
+        return operations_bitfield(op for op in CLUSTER_OPERATIONS if self._cluster(s, op))
+
+    def _metadata_topics(self, s: Session, version: int, body: Body) -> Verdict:
         requested = body.get("topics")
         all_topics = requested is None or (version == 0 and not requested)
         if all_topics:
@@ -787,6 +826,42 @@ class RequestAuthorizer:
         return self._allowed(
             s, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
         )
+
+    def _describe_cluster(self, s: Session, version: int, body: Body) -> Verdict:
+        v = Verdict(body)
+        if not body.get("include_cluster_authorized_operations"):
+            return v
+
+        def authorized(response: Body) -> Body:
+            response["cluster_authorized_operations"] = self._cluster_operations(s)
+            return response
+
+        v.finish = authorized
+        return v
+
+    def _elect_leaders(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.ALTER):
+            return Verdict(body)
+        results = [
+            {
+                "topic": t.get("topic", ""),
+                "partition_result": [
+                    {"partition_id": p, "error_code": CLUSTER_DENIED, "error_message": None}
+                    for p in t.get("partitions") or ()
+                ],
+            }
+            for t in body.get("topic_partitions") or ()
+        ]
+        v = Verdict(
+            body,
+            respond_now={
+                "throttle_time_ms": 0,
+                "error_code": CLUSTER_DENIED,
+                "replica_election_results": results,
+            },
+        )
+        v.note(ResourceType.CLUSTER)
+        return v
 
     def _describe_log_dirs(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.DESCRIBE):

@@ -1,15 +1,34 @@
-"""ListGroups (16), v0-2: the groups this broker coordinates (a tool asks every broker).
-COORDINATOR_LOAD_IN_PROGRESS while one of its ``__consumer_offsets`` partitions is loading."""
+"""ListGroups (16), v0-5: the groups this broker coordinates (a tool asks every broker).
+COORDINATOR_LOAD_IN_PROGRESS while one of its ``__consumer_offsets`` partitions is loading.
+
+v4 answers each group's state and takes a ``states_filter``, v5 its type and a
+``types_filter`` (both case-insensitive, empty = all, as Kafka). Every group here uses the
+classic protocol, so its type is ``classic``.
+"""
 
 from __future__ import annotations
 
 from data_plane.broker.apis import Body, KafkaApis, Request
 
+CLASSIC_GROUP_TYPE = "classic"
+
 
 def handle(apis: KafkaApis, request: Request) -> Body:
     error, groups = apis.group_coordinator.coordinator.list_groups()
+    states = {s.lower() for s in request.body.get("states_filter") or ()}
+    types = {t.lower() for t in request.body.get("types_filter") or ()}
     return {
         "throttle_time_ms": 0,
         "error_code": error,
-        "groups": [{"group_id": g, "protocol_type": t} for g, t, _ in groups],
+        "groups": [
+            {
+                "group_id": group_id,
+                "protocol_type": protocol_type,
+                "group_state": state,
+                "group_type": CLASSIC_GROUP_TYPE,
+            }
+            for group_id, protocol_type, state in groups
+            if (not states or state.lower() in states)
+            and (not types or CLASSIC_GROUP_TYPE in types)
+        ],
     }

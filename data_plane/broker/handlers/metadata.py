@@ -9,6 +9,9 @@
   it, is created through the controller and answered LEADER_NOT_AVAILABLE meanwhile.
 - Partitions: leader (-1 with LEADER_NOT_AVAILABLE when none), leader epoch, replicas, ISR, and
   offline replicas (replicas on fenced or unregistered brokers).
+- v8+: the cluster's and each topic's authorized operations when asked (every operation
+  without an authorizer; with one, data_plane.security.request_authz fills in what the
+  caller may do). librdkafka's describe_cluster and describe_topics read them here.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import logging
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
 from metadata.client import ControllerError
 from metadata.image import MetadataImage, TopicImage
@@ -27,7 +31,8 @@ from metadata.topics import INTERNAL_TOPICS, topic_name_error
 logger = logging.getLogger(__name__)
 
 
-def _brokers(image: MetadataImage, listener_name: str) -> list[dict[str, Any]]:
+def live_brokers(image: MetadataImage, listener_name: str) -> list[dict[str, Any]]:
+    """Every unfenced broker with its endpoint on ``listener_name`` (else its first one)."""
     out = []
     for b in sorted(image.brokers.values(), key=lambda b: b.broker_id):
         if b.fenced:
@@ -97,14 +102,28 @@ def handle(apis: KafkaApis, request: Request) -> Body:
                 topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
             else:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-    own = image.broker(apis.broker_id)
-    return {
+    if body.get("include_topic_authorized_operations"):
+        every = operations_bitfield(TOPIC_OPERATIONS)
+        for t in topics:
+            if t["error_code"] == ErrorCode.NO_ERROR:
+                t["topic_authorized_operations"] = every
+    response = {
         "throttle_time_ms": 0,
-        "brokers": _brokers(image, request.listener_name),
+        "brokers": live_brokers(image, request.listener_name),
         "cluster_id": apis.cluster_id,
-        "controller_id": apis.broker_id if own is not None and not own.fenced else -1,
+        "controller_id": controller_id(apis, image),
         "topics": topics,
     }
+    if body.get("include_cluster_authorized_operations"):
+        response["cluster_authorized_operations"] = operations_bitfield(CLUSTER_OPERATIONS)
+    return response
+
+
+def controller_id(apis: KafkaApis, image: MetadataImage) -> int:
+    """The id clients are told to send controller-bound requests to: this broker (it
+    forwards them), or -1 while it is fenced."""
+    own = image.broker(apis.broker_id)
+    return apis.broker_id if own is not None and not own.fenced else -1
 
 
 def _auto_create(apis: KafkaApis, name: str) -> None:

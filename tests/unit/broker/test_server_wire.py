@@ -92,7 +92,8 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     assert keys[ApiKey.PRODUCE] == (3, 7) and keys[ApiKey.FETCH] == (0, 11)
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 4)  # idempotence (REFERENCE.md section 1), KIP-360
     assert keys[ApiKey.JOIN_GROUP] == (0, 6)  # v6 is flexible
-    assert ApiKey.ELECT_LEADERS not in keys
+    assert keys[ApiKey.ELECT_LEADERS] == (0, 2)
+    assert ApiKey.CREATE_DELEGATION_TOKEN not in keys
     # An old client's Produce v2 gets a clean UNSUPPORTED_VERSION, not CORRUPT_MESSAGE.
     old = WireClient(client.sock.getpeername()[1])
     try:
@@ -109,7 +110,7 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
 
 
 @pytest.mark.parametrize(
-    "api_key,version", [(ApiKey.PRODUCE, 9), (99, 0), (ApiKey.ELECT_LEADERS, 0)]
+    "api_key,version", [(ApiKey.PRODUCE, 9), (99, 0), (ApiKey.CREATE_DELEGATION_TOKEN, 0)]
 )
 def test_unknown_api_or_version_gets_unsupported_then_close(
     client: WireClient, api_key: int, version: int

@@ -184,6 +184,15 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     assert described[1]["group_state"] == "Dead"
     listed = client.call(ApiKey.LIST_GROUPS, 2, {})
     assert listed["groups"] == [{"group_id": "g", "protocol_type": "consumer"}]
+    # v4 filters by state, v5 by type (case-insensitive).
+    stable = client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["STABLE"]})["groups"]
+    assert stable == [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable"}]
+    assert client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["Empty"]})["groups"] == []
+    typed = client.call(
+        ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Classic"]}
+    )["groups"]
+    assert [(g["group_id"], g["group_type"]) for g in typed] == [("g", "classic")]
+    assert client.call(ApiKey.LIST_GROUPS, 5, {"types_filter": ["consumer"]})["groups"] == []
 
     left = client.call(ApiKey.LEAVE_GROUP, 2, {"group_id": "g", "member_id": member})
     assert left["error_code"] == ErrorCode.NO_ERROR

@@ -451,3 +451,45 @@ def test_alter_configs_need_alter_configs_on_the_topic_or_cluster() -> None:
             ("101", CLUSTER_DENIED),
         ]
         encodes(api, version, merged)
+
+
+def test_authorized_operations_bitfields_follow_the_acls() -> None:
+    bindings = [*BINDINGS, acl(C, "kafka-cluster", Op.DESCRIBE), acl(C, "kafka-cluster", Op.ALTER)]
+    az = authz(bindings)
+    v = az.check(
+        READER, ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True}
+    )
+    out = v.finish({"cluster_authorized_operations": -1})
+    assert out["cluster_authorized_operations"] == (1 << Op.DESCRIBE) | (1 << Op.ALTER)
+    # Without Describe on the cluster: none (Kafka's rule).
+    v = authz().check(
+        READER, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True}
+    )
+    assert v.finish({})["cluster_authorized_operations"] == 0
+    body = {
+        "topics": [{"name": "readable"}],
+        "include_cluster_authorized_operations": True,
+        "include_topic_authorized_operations": True,
+    }
+    v = az.check(READER, ApiKey.METADATA, 9, body)
+    out = v.finish(
+        {"topics": [{"error_code": 0, "name": "readable", "partitions": [], "is_internal": False}]}
+    )
+    # Read implies Describe (Kafka's implied operations).
+    assert out["topics"][0]["topic_authorized_operations"] == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    assert out["cluster_authorized_operations"] == (1 << Op.DESCRIBE) | (1 << Op.ALTER)
+
+
+def test_describe_log_dirs_and_elect_leaders_need_the_cluster() -> None:
+    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
+    assert v.respond_now is not None and v.respond_now["error_code"] == CLUSTER_DENIED
+    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": None})
+    assert v.respond_now == {"throttle_time_ms": 0, "error_code": 0, "results": []}
+    body = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0, 1]}]}
+    v = authz().check(READER, ApiKey.ELECT_LEADERS, 2, body)
+    assert v.respond_now is not None
+    results = v.respond_now["replica_election_results"][0]["partition_result"]
+    assert [r["error_code"] for r in results] == [CLUSTER_DENIED, CLUSTER_DENIED]
+    encodes(ApiKey.ELECT_LEADERS, 2, v.respond_now)
+    admin = Session(KafkaPrincipal("User", "admin"), "127.0.0.1")
+    assert authz().check(admin, ApiKey.ELECT_LEADERS, 2, body).respond_now is None

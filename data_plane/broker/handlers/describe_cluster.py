@@ -1,0 +1,52 @@
+"""DescribeCluster (60), v0-1 (flexible): the cluster id, the live brokers with their endpoint
+on the listener the client connected to, and as controller this broker (it forwards
+controller-bound requests, as Metadata says too). Endpoint type 2 (controllers) is not served
+by brokers: UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers answer.
+
+``include_cluster_authorized_operations`` asks for the bitfield of operations the caller may
+perform on the cluster: every cluster operation without an authorizer; with one, the
+authorizer fills it in (data_plane.security.request_authz).
+"""
+
+from __future__ import annotations
+
+from common.error_codes import ErrorCode
+from common.security.acl import CLUSTER_OPERATIONS, operations_bitfield
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.metadata import controller_id, live_brokers
+
+ENDPOINT_BROKERS = 1
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    body = request.body
+    endpoint_type = body.get("endpoint_type", ENDPOINT_BROKERS)
+    if endpoint_type != ENDPOINT_BROKERS:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            "error_message": f"brokers describe endpoint type {ENDPOINT_BROKERS} only",
+            "endpoint_type": endpoint_type,
+            "cluster_id": apis.cluster_id or "",
+            "brokers": [],
+        }
+    image = apis.image
+    ops = (
+        operations_bitfield(CLUSTER_OPERATIONS)
+        if body.get("include_cluster_authorized_operations")
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NO_ERROR,
+        "error_message": None,
+        "endpoint_type": ENDPOINT_BROKERS,
+        "cluster_id": apis.cluster_id or "",
+        "controller_id": controller_id(apis, image),
+        "brokers": [
+            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+            for b in live_brokers(image, request.listener_name)
+        ],
+        "cluster_authorized_operations": ops,
+    }

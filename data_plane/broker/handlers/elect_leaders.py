@@ -1,0 +1,68 @@
+"""ElectLeaders (43), v0-2 (v2 flexible): forwarded to the active controller, which moves
+leadership to the preferred replica (election type 0; v0 knows only that) or, when a partition
+has no live ISR member, to any live replica (type 1, unclean). ``topic_partitions`` null means
+every partition. Each partition answers its own error (ELECTION_NOT_NEEDED when its preferred
+replica already leads); v1+ add a top-level error. Needs Alter on the cluster (checked by the
+authorizer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.error_codes import ErrorCode
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.forwarding import forward
+from metadata.client import ControllerError
+from metadata.messages import ELECTION_PREFERRED
+
+
+async def _handle(apis: KafkaApis, request: Request) -> Body:
+    body = request.body
+    election = body.get("election_type", ELECTION_PREFERRED)
+    requested = body.get("topic_partitions")
+    partitions = (
+        None
+        if requested is None
+        else {t["topic"]: list(t.get("partitions") or ()) for t in requested}
+    )
+    try:
+        results = await forward(
+            apis, "elect_leaders", election == ELECTION_PREFERRED, partitions
+        )
+    except ControllerError as e:
+        failed = [
+            {
+                "topic": name,
+                "partition_result": [
+                    {"partition_id": p, "error_code": e.error_code, "error_message": e.message}
+                    for p in pids
+                ],
+            }
+            for name, pids in (partitions or {}).items()
+        ]
+        return {
+            "throttle_time_ms": 0,
+            "error_code": e.error_code,
+            "replica_election_results": failed,
+        }
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_topic.setdefault(r.name, []).append(
+            {
+                "partition_id": r.partition_index,
+                "error_code": r.error_code,
+                "error_message": r.error_message,
+            }
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NO_ERROR,
+        "replica_election_results": [
+            {"topic": name, "partition_result": parts} for name, parts in sorted(by_topic.items())
+        ],
+    }
+
+
+def handle(apis: KafkaApis, request: Request) -> Any:
+    return _handle(apis, request)

@@ -1,0 +1,125 @@
+"""Admin APIs of the modern protocol from confluent-kafka and kafka-python against a real
+cluster (1 controller, 2 brokers): DescribeCluster (with the authorized operations), a
+preferred-leader ElectLeaders that really moves a leader back, and ListGroups with state and
+type filters."""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import confluent_kafka
+import confluent_kafka.admin
+import pytest
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType, ElectionType
+
+from deploy.local_cluster import LocalCluster, wait_until
+from metadata.messages import NewTopic
+from tests.integration.clusters import running_cluster
+
+pytestmark = [pytest.mark.integration]
+
+DEADLINE_S = 60.0
+TIMEOUT_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    path: Path = tmp_path_factory.mktemp("cluster-admin") / "cluster"
+    with running_cluster(path, controllers=1, brokers=2) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: LocalCluster) -> confluent_kafka.admin.AdminClient:
+    return confluent_kafka.admin.AdminClient(
+        {"bootstrap.servers": ",".join(cluster.bootstrap_servers())}
+    )
+
+
+def test_describe_cluster_from_both_clients(
+    cluster: LocalCluster, admin: confluent_kafka.admin.AdminClient
+) -> None:
+    described = admin.describe_cluster(include_authorized_operations=True).result(TIMEOUT_S)
+    assert described.cluster_id == cluster.cluster_id
+    assert sorted(n.id for n in described.nodes) == sorted(cluster.broker_ids)
+    assert described.controller.id in cluster.broker_ids
+    ops = {op.name for op in described.authorized_operations or ()}
+    assert {"DESCRIBE", "ALTER", "CLUSTER_ACTION", "IDEMPOTENT_WRITE"} <= ops
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka.admin import KafkaAdminClient
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
+    try:
+        doc = kp.describe_cluster()
+    finally:
+        kp.close()
+    assert doc["cluster_id"] == cluster.cluster_id
+    assert sorted(b["broker_id"] for b in doc["brokers"]) == sorted(cluster.broker_ids)
+
+
+def leader_of(admin: confluent_kafka.admin.AdminClient, topic: str) -> int:
+    return admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+
+
+def test_preferred_leader_election_moves_leadership_back(
+    cluster: LocalCluster, admin: confluent_kafka.admin.AdminClient
+) -> None:
+    first, second = cluster.broker_ids
+    topic = f"elect-{uuid.uuid4().hex[:6]}"
+    # confluent-kafka refuses a replica assignment in NewTopic ("a default partition count and
+    # a replica assignment are mutually exclusive"), so kraftlog's own admin creates it.
+    with cluster.client(TIMEOUT_S) as native:
+        (created,) = native.create_topics(
+            [NewTopic(topic, -1, -1, replica_assignment={0: [first, second]})]
+        )
+        assert created.error_code == 0, created
+    partition = confluent_kafka.TopicPartition(topic, 0)
+    wait_until(lambda: leader_of(admin, topic) == first, DEADLINE_S, "the preferred leader")
+    answer = admin.elect_leaders(ElectionType.PREFERRED, [partition]).result(TIMEOUT_S)
+    assert answer[partition] is not None
+    assert answer[partition].name() == "ELECTION_NOT_NEEDED"
+    # Restart the preferred leader: leadership moves to the other replica and stays there.
+    cluster.restart(first)
+    cluster.wait_ready(DEADLINE_S)
+
+    def both_in_sync() -> bool:
+        p = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+        return p.leader == second and sorted(p.isrs) == sorted([first, second])
+
+    wait_until(both_in_sync, DEADLINE_S, "the preferred replica back in the ISR")
+    answer = admin.elect_leaders(ElectionType.PREFERRED, [partition]).result(TIMEOUT_S)
+    assert answer[partition] is None  # elected
+    wait_until(lambda: leader_of(admin, topic) == first, DEADLINE_S, "leadership moved back")
+
+
+def test_list_groups_filtered_by_state_and_type(
+    cluster: LocalCluster, admin: confluent_kafka.admin.AdminClient
+) -> None:
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    topic = f"groups-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([confluent_kafka.admin.NewTopic(topic, 1, 1)])[topic].result(TIMEOUT_S)
+    group = f"listed-{uuid.uuid4().hex[:6]}"
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + DEADLINE_S
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment()
+
+        def listed(**filters: object) -> set[str]:
+            result = admin.list_consumer_groups(**filters).result(TIMEOUT_S)
+            return {g.group_id for g in result.valid}
+
+        assert group in listed(states={ConsumerGroupState.STABLE})
+        assert group not in listed(states={ConsumerGroupState.EMPTY})
+        assert group in listed(types={ConsumerGroupType.CLASSIC})
+        assert group not in listed(types={ConsumerGroupType.CONSUMER})
+    finally:
+        consumer.close()
