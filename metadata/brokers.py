@@ -74,6 +74,8 @@ class _Session:
     shutdown_offset: int | None = None  # metadata offset a shutting-down broker must reach
     # (topic id, partition) -> log end, from the broker's latest heartbeat.
     log_ends: dict[tuple[uuid.UUID, int], LogEnd] = field(default_factory=dict)
+    # The metadata offset the broker reported in its latest heartbeat (-1: none yet).
+    metadata_offset: int = -1
     # Replicas in failed log directories and those directories, from the latest heartbeat.
     offline: frozenset[tuple[uuid.UUID, int]] = frozenset()
     offline_dirs: tuple[str, ...] = ()
@@ -128,6 +130,19 @@ class BrokerHeartbeatManager:
         if s is not None:
             s.offline = frozenset(replicas)
             s.offline_dirs = tuple(dirs)
+
+    def report_metadata_offset(self, broker_id: int, offset: int) -> None:
+        s = self._sessions.get(broker_id)
+        if s is not None:
+            s.metadata_offset = offset
+
+    def observers(self) -> dict[int, tuple[int, int]]:
+        """broker id -> (metadata offset it last reported, when: this controller's clock)."""
+        return {
+            bid: (s.metadata_offset, s.last_contact_ms)
+            for bid, s in self._sessions.items()
+            if s.metadata_offset >= 0
+        }
 
     def offline_replicas(self) -> dict[tuple[uuid.UUID, int], frozenset[int]]:
         """(topic id, partition) -> brokers whose replica of it is offline."""
@@ -445,6 +460,7 @@ def broker_heartbeat(
             ),
         )
     sessions.touch(b.broker_id, now_ms)
+    sessions.report_metadata_offset(b.broker_id, request.current_metadata_offset)
     sessions.report_supported(
         b.broker_id,
         features.reported_range(request.min_metadata_version, request.max_metadata_version),

@@ -313,6 +313,10 @@ class ControllerClient:
     def describe_cluster(self) -> ClusterDescription:
         return self.call("DescribeCluster", m.DescribeClusterRequest())
 
+    def describe_quorum(self) -> m.QuorumDescription:
+        """The active controller's view of the quorum (voters, observers, endpoints)."""
+        return self.call("DescribeQuorum", m.DescribeQuorumRequest())
+
     def describe_features(self) -> m.DescribeFeaturesResponse:
         return self.call("DescribeFeatures", m.DescribeFeaturesRequest())
 

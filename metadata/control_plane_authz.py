@@ -22,7 +22,8 @@ UpdateFeatures
 AlterClientQuotas                                  AlterConfigs on the cluster
 DescribeCluster, QuorumStatus, DescribeAcls,       Describe on the cluster
 DescribeUserScramCredentials,
-ListPartitionReassignments, DescribeFeatures
+ListPartitionReassignments, DescribeFeatures,
+DescribeQuorum
 DescribeClientQuotas                               DescribeConfigs on the cluster
 =================================================  ===========================================
 
@@ -72,7 +73,7 @@ _ALTER_CLUSTER = frozenset(
 )
 _DESCRIBE_CLUSTER = frozenset(
     {"DescribeCluster", "QuorumStatus", "DescribeAcls", "DescribeUserScramCredentials",
-     "ListPartitionReassignments", "DescribeFeatures"}
+     "ListPartitionReassignments", "DescribeFeatures", "DescribeQuorum"}
 )
 
 # The short names cryptography gives RDN attributes, as Java's X500Principal writes them.

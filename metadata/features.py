@@ -19,7 +19,7 @@ level 1 (:data:`UNFINALIZED_LEVEL`). The first active controller of a new cluste
 
 Every node supports a range of levels, this code :data:`SUPPORTED`. Brokers report theirs
 when they register and in every heartbeat; controllers tell each other through the Raft node
-info (:func:`encode_node_info`). The active controller
+info (metadata.node_info). The active controller
 
 - refuses the registration of a broker whose range does not hold the finalized level
   (UNSUPPORTED_VERSION, with the ranges in the message);
@@ -41,8 +41,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import msgpack
 
 from common.error_codes import ErrorCode
 from metadata.records import (
@@ -137,23 +135,6 @@ def reported_range(min_level: int, max_level: int) -> SupportedRange:
     if min_level <= 0 and max_level <= 0:
         return LEGACY_RANGE
     return SupportedRange(min_level, max_level)
-
-
-def encode_node_info(supported: SupportedRange = SUPPORTED) -> bytes:
-    """A controller's Raft node info: the metadata.version range it supports."""
-    return msgpack.packb({METADATA_VERSION: [supported.min_level, supported.max_level]})
-
-
-def decode_node_info(data: bytes) -> SupportedRange | None:
-    """Inverse of :func:`encode_node_info`; None for bytes that are not a node info."""
-    try:
-        doc = msgpack.unpackb(data, raw=False)
-        low, high = doc[METADATA_VERSION]
-    except Exception:  # a peer's bytes; anything malformed simply counts as not reported
-        return None
-    if type(low) is not int or type(high) is not int or not 0 < low <= high:
-        return None
-    return SupportedRange(low, high)
 
 
 def warn_if_unsupported(name: str, level: int, offset: int) -> None:

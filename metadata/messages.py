@@ -460,6 +460,44 @@ class DescribeFeaturesResponse:
     levels: list[list[Any]] = field(default_factory=list)
 
 
+# --- the quorum, for DescribeQuorum ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumReplica:
+    """A voter (Raft log end it acknowledged) or an observer (a broker: the metadata offset
+    it reported); times are wall-clock ms, -1 when unknown."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerEndpoint:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumDescription:
+    """The active controller's view of the metadata quorum (Kafka's DescribeQuorum)."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[QuorumReplica]
+    observers: list[QuorumReplica]
+    nodes: list[ControllerEndpoint]
+
+
 @dataclass(frozen=True, slots=True)
 class QuorumStatusRequest:
     pass

@@ -63,6 +63,7 @@ METHODS: dict[str, tuple[type, type, bool]] = {
     "QuorumStatus": (m.QuorumStatusRequest, m.QuorumStatusResponse, False),
     "UpdateFeatures": (m.UpdateFeaturesRequest, m.UpdateFeaturesResponse, True),
     "DescribeFeatures": (m.DescribeFeaturesRequest, m.DescribeFeaturesResponse, True),
+    "DescribeQuorum": (m.DescribeQuorumRequest, m.QuorumDescription, True),
     "FetchMetadata": (m.FetchMetadataRequest, m.FetchMetadataResponse, False),
     # Security state (metadata.security_control, docs/security.md).
     "AlterUserScramCredentials": (

@@ -59,6 +59,7 @@ from metadata.control_plane_authz import (
 from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController, random_topic_id
 from metadata.controller_config import ControllerConfig
 from metadata.election import InvariantViolation
+from metadata.node_info import decode_node_info, encode_node_info
 from metadata.records import NoOpRecord, encode_record
 from metadata.result import ControllerResult
 from metadata.rpc import (
@@ -210,7 +211,7 @@ class ControllerServer:
             set_info(self.leader_info_for(self._advertised_host, port))
         set_node_info = getattr(self._log, "set_node_info", None)
         if callable(set_node_info):
-            set_node_info(features.encode_node_info())
+            set_node_info(encode_node_info(f"{self._advertised_host}:{port}"))
         self._log.add_leadership_listener(self._on_leadership)
         self._log.add_commit_listener(self._on_commit)
         self._thread = threading.Thread(
@@ -461,6 +462,50 @@ class ControllerServer:
         level = features.finalized_level(self.controller.image)
         return features.check_writable(result.records, level)
 
+    def _describe_quorum(self) -> m.QuorumDescription:
+        """The quorum as this (active) controller sees it: voters with the log end each
+        acknowledged and when it last answered; observers = the brokers, with the metadata
+        offset each reported in its latest heartbeat; every voter's gRPC address it knows."""
+        status = self._quorum_status()
+        committed = int(status.get("committed_offset", -1))
+        voters = [
+            m.QuorumReplica(
+                int(v["node_id"]),
+                -1 if v.get("match_offset") is None else int(v["match_offset"]),
+                -1 if v.get("last_fetch_ms") is None else int(v["last_fetch_ms"]),
+                -1 if v.get("last_caught_up_ms") is None else int(v["last_caught_up_ms"]),
+            )
+            for v in status.get("voters", [])
+        ]
+        wall_now, clock_now = int(time.time() * 1000), self._clock_ms()
+        observers = []
+        for broker_id, (offset, contact_ms) in sorted(
+            self.controller.sessions.observers().items()
+        ):
+            seen = wall_now - (clock_now - contact_ms)
+            observers.append(
+                m.QuorumReplica(broker_id, offset, seen, seen if offset >= committed else -1)
+            )
+        addresses = {self.node_id: self.address}
+        infos_fn = getattr(self._log, "peer_infos", None)
+        for voter_id, raw in (infos_fn() if callable(infos_fn) else {}).items():
+            address = decode_node_info(raw).controller_address
+            if address is not None:
+                addresses[voter_id] = address
+        nodes = []
+        for voter_id, address in sorted(addresses.items()):
+            host, _, port = address.rpartition(":")
+            if port.isdigit():
+                nodes.append(m.ControllerEndpoint(voter_id, host, int(port)))
+        return m.QuorumDescription(
+            leader_id=self.node_id,
+            leader_epoch=int(status.get("epoch", -1)),
+            high_watermark=committed,
+            voters=voters,
+            observers=observers,
+            nodes=nodes,
+        )
+
     def _controller_features(self) -> dict[int, features.SupportedRange | None]:
         """Every voter with the metadata.version range it told this one (None: not yet)."""
         raft_config = getattr(self._log, "config", None)
@@ -473,7 +518,7 @@ class ControllerServer:
                 out[voter_id] = features.SUPPORTED
             else:
                 raw = infos.get(voter_id)
-                out[voter_id] = features.decode_node_info(raw) if raw else None
+                out[voter_id] = decode_node_info(raw).supported if raw else None
         return out
 
     def _not_controller(self) -> Envelope:
@@ -543,11 +588,14 @@ class ControllerServer:
             "DescribeConfigs",
             "ListPartitionReassignments",
             "DescribeFeatures",
+            "DescribeQuorum",
         ):
             if not self.controller.is_active:
                 return self._not_controller()
             if name == "DescribeCluster":
                 return Envelope(body=self.controller.describe_cluster(self.node_id))
+            if name == "DescribeQuorum":
+                return Envelope(body=self._describe_quorum())
             if name == "DescribeFeatures":
                 return Envelope(
                     body=self.controller.describe_features(self._controller_features())

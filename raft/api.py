@@ -157,6 +157,10 @@ class VoterStatus:
     is_leader: bool
     match_offset: int | None
     lag_records: int | None
+    # Wall-clock ms of the voter's last answer to the leader (None: not known here), and the
+    # same when that answer found it caught up (lag 0; None while it lags).
+    last_fetch_ms: int | None = None
+    last_caught_up_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ import collections
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -315,6 +316,8 @@ class MetadataLog:
             snap = self._state.snapshot
             history = list(self._index_offsets)
         is_raft_leader = raw.get("state") == LEADER
+        ages = node.response_ages_s() if is_raft_leader else {}
+        now_ms = int(time.time() * 1000)
         last_applied = int(raw.get("last_applied", 0))
         leader = raw.get("leader")
         leader_id = node.address_to_id.get(getattr(leader, "address", None))
@@ -330,6 +333,12 @@ class MetadataLog:
                 match_idx = raw.get(f"match_idx_server_{address}")
                 if match_idx is not None:
                     match_offset = _offset_at_index(history, min(match_idx, last_applied))
+            lag = None if match_offset is None else committed - match_offset
+            last_fetch_ms = None
+            if is_self:
+                last_fetch_ms = now_ms
+            elif voter_id in ages:
+                last_fetch_ms = now_ms - int(ages[voter_id] * 1000)
             voters.append(
                 VoterStatus(
                     node_id=voter_id,
@@ -337,7 +346,9 @@ class MetadataLog:
                     connected=connected,
                     is_leader=voter_id == leader_id,
                     match_offset=match_offset,
-                    lag_records=None if match_offset is None else committed - match_offset,
+                    lag_records=lag,
+                    last_fetch_ms=last_fetch_ms,
+                    last_caught_up_ms=last_fetch_ms if lag == 0 else None,
                 )
             )
         return QuorumStatus(

@@ -46,6 +46,7 @@ CLASS_ATTRIBUTES: dict[type, tuple[str, ...]] = {
 # State that SyncObj.__init__ creates on each instance.
 SYNCOBJ_INSTANCE_ATTRIBUTES = (
     "_SyncObj__connectedNodes",
+    "_SyncObj__lastResponseTime",
     "_SyncObj__newAppendEntriesTime",
     "_SyncObj__otherNodes",
     "_SyncObj__raftElectionDeadline",

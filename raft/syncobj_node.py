@@ -695,6 +695,23 @@ class RaftNode:
             self.address_to_id[a]: info for a, info in received.items() if a in self.address_to_id
         }
 
+    def response_ages_s(self) -> dict[int, float]:
+        """On the leader: seconds since each other voter last answered (pysyncobj's last
+        response times); empty elsewhere. Read on the tick thread."""
+
+        def read() -> dict[int, float]:
+            if not self.sync._isLeader():
+                return {}
+            now = time.monotonic()
+            times = self.sync._SyncObj__lastResponseTime
+            return {
+                self.address_to_id[a]: max(0.0, now - t)
+                for node, t in times.items()
+                if (a := getattr(node, "address", None)) in self.address_to_id
+            }
+
+        return self.run_on_tick(read)
+
     def raw_status(self) -> dict[str, Any]:
         """pysyncobj's status dict, read on the tick thread."""
         return self.run_on_tick(self.sync.getStatus)

@@ -50,6 +50,7 @@ _FIXED: dict[Primitive, tuple[str, int]] = {
     Primitive.UINT16: ("H", 2),
     Primitive.FLOAT64: ("d", 8),
     Primitive.BOOL: ("?", 1),
+    Primitive.UUID: ("16s", 16),
 }
 # Smallest wire size of a variable-width value (its length prefix).
 _MIN_VARIABLE: dict[Primitive, int] = {
@@ -65,6 +66,7 @@ _ZERO: dict[Primitive, Any] = {
     Primitive.UINT16: 0,
     Primitive.FLOAT64: 0.0,
     Primitive.BOOL: False,
+    Primitive.UUID: bytes(16),
     Primitive.STRING: "",
     Primitive.BYTES: b"",
     Primitive.RECORDS: None,

@@ -29,6 +29,7 @@ class Primitive(Enum):
     UINT16 = "uint16"
     FLOAT64 = "float64"
     BOOL = "bool"  # one byte, non-zero is true
+    UUID = "uuid"  # 16 bytes (topic ids, directory ids); decoded as bytes
     STRING = "string"  # int16 length (-1 = null) + UTF-8
     BYTES = "bytes"  # int32 length (-1 = null) + bytes
     RECORDS = "records"  # as BYTES; decoded as a memoryview of the frame (zero copy)
@@ -41,6 +42,7 @@ INT64 = Primitive.INT64
 UINT16 = Primitive.UINT16
 FLOAT64 = Primitive.FLOAT64
 BOOL = Primitive.BOOL
+UUID = Primitive.UUID
 STRING = Primitive.STRING
 BYTES = Primitive.BYTES
 RECORDS = Primitive.RECORDS

@@ -22,6 +22,8 @@ from data_plane.protocol.fields import (
     INT64,
     RECORDS,
     STRING,
+    UINT16,
+    UUID,
     F,
 )
 
@@ -820,6 +822,52 @@ DESCRIBE_CLUSTER_RESPONSE = (
     F("cluster_authorized_operations", INT32, default=-2147483648),
 )
 
+# DescribeQuorumRequest: Kafka schema flexibleVersions 0+
+DESCRIBE_QUORUM_REQUEST = (
+    F("topics", [
+        F("topic_name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+        ]),
+    ]),
+)
+
+# DescribeQuorumResponse's ReplicaState (v1: fetch times, KIP-836; v2: directory id, KIP-853)
+_REPLICA_STATE = (
+    F("replica_id", INT32),
+    F("replica_directory_id", UUID, 2),
+    F("log_end_offset", INT64),
+    F("last_fetch_timestamp", INT64, 1, default=-1),
+    F("last_caught_up_timestamp", INT64, 1, default=-1),
+)
+
+# DescribeQuorumResponse: Kafka schema flexibleVersions 0+
+DESCRIBE_QUORUM_RESPONSE = (
+    F("error_code", INT16),
+    F("error_message", STRING, 2, nullable=2),
+    F("topics", [
+        F("topic_name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+            F("error_message", STRING, 2, nullable=2),
+            F("leader_id", INT32),
+            F("leader_epoch", INT32),
+            F("high_watermark", INT64),
+            F("current_voters", list(_REPLICA_STATE)),
+            F("observers", list(_REPLICA_STATE)),
+        ]),
+    ]),
+    F("nodes", [
+        F("node_id", INT32, 2),
+        F("listeners", [
+            F("name", STRING, 2),
+            F("host", STRING, 2),
+            F("port", UINT16, 2),
+        ], 2),
+    ], 2),
+)
+
 # DescribeLogDirsRequest: Kafka schema flexibleVersions 2+ (null topics: every partition)
 DESCRIBE_LOG_DIRS_REQUEST = (
     F("topics", [
@@ -959,6 +1007,7 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.ELECT_LEADERS: 2,
     ApiKey.DESCRIBE_LOG_DIRS: 2,
     ApiKey.DESCRIBE_CLUSTER: 0,
+    ApiKey.DESCRIBE_QUORUM: 0,
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
@@ -1013,6 +1062,7 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
     ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
     ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
+    ApiKey.DESCRIBE_QUORUM: (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
     ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
     ApiKey.DESCRIBE_TRANSACTIONS: (
         DESCRIBE_TRANSACTIONS_REQUEST,

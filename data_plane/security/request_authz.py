@@ -133,6 +133,7 @@ class RequestAuthorizer:
             ApiKey.DESCRIBE_LOG_DIRS: self._describe_log_dirs,
             ApiKey.ELECT_LEADERS: self._elect_leaders,
             ApiKey.DESCRIBE_CLUSTER: self._describe_cluster,
+            ApiKey.DESCRIBE_QUORUM: self._describe_quorum,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read,
@@ -837,6 +838,21 @@ class RequestAuthorizer:
             return response
 
         v.finish = authorized
+        return v
+
+    def _describe_quorum(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.DESCRIBE):
+            return Verdict(body)
+        v = Verdict(
+            body,
+            respond_now={
+                "error_code": CLUSTER_DENIED,
+                "error_message": None,
+                "topics": [],
+                "nodes": [],
+            },
+        )
+        v.note(ResourceType.CLUSTER)
         return v
 
     def _elect_leaders(self, s: Session, version: int, body: Body) -> Verdict:

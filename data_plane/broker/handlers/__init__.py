@@ -25,6 +25,7 @@ from data_plane.broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_transactions,
     elect_leaders,
     end_txn,
@@ -78,6 +79,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (describe_log_dirs.handle, 4),
     ApiKey.ELECT_LEADERS: (elect_leaders.handle, 2),
     ApiKey.DESCRIBE_CLUSTER: (describe_cluster.handle, 1),
+    ApiKey.DESCRIBE_QUORUM: (describe_quorum.handle, 2),
     # Consumer groups (data_plane.coordinator, docs/groups.md).
     ApiKey.FIND_COORDINATOR: (find_coordinator.handle, 3),
     ApiKey.JOIN_GROUP: (join_group.handle, 6),

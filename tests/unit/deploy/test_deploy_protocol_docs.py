@@ -56,12 +56,11 @@ def test_a_served_api_the_codec_serves_lower_than_it_knows_shows_both_ranges() -
     # DescribeConfigs: the codec knows 0-4, the handler implements 0-2.
     row = _row(gen_protocol_docs.protocol_table(), ApiKey.DESCRIBE_CONFIGS)
     assert row[1:3] == ["0-4", "0-2"]
-    assert _row(gen_protocol_docs.protocol_table(), ApiKey.ELECT_LEADERS)[2] == "no"
 
 
 def test_a_note_for_an_api_the_broker_does_not_serve_is_refused() -> None:
-    with pytest.raises(ValueError, match="ElectLeaders"):
-        gen_protocol_docs.broker_table({ApiKey.ELECT_LEADERS: "a note for nothing"})
+    with pytest.raises(ValueError, match="CreateDelegationToken"):
+        gen_protocol_docs.broker_table({ApiKey.CREATE_DELEGATION_TOKEN: "a note for nothing"})
 
 
 def test_missing_markers_are_reported() -> None:

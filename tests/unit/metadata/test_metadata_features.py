@@ -24,6 +24,7 @@ from metadata.messages import (
     ReplicaLogEnd,
     UpdateFeaturesRequest,
 )
+from metadata.node_info import NodeInfo, decode_node_info, encode_node_info
 from metadata.records import (
     FeatureLevelRecord,
     PartitionChangeRecord,
@@ -176,10 +177,11 @@ def test_snapshots_keep_the_finalized_levels_and_older_formats_still_read() -> N
 
 
 def test_node_info_round_trip_and_garbage() -> None:
-    assert features.decode_node_info(features.encode_node_info()) == SUPPORTED
+    info = decode_node_info(encode_node_info("127.0.0.1:9093"))
+    assert info == NodeInfo(SUPPORTED, "127.0.0.1:9093")
     backwards = msgpack.packb({METADATA_VERSION: [2, 1]})
-    for junk in (b"", b"\xff\x00", msgpack.packb({"x": 1}), backwards):
-        assert features.decode_node_info(junk) is None
+    for junk in (b"", b"\xff\x00", msgpack.packb({"x": 1}), backwards, msgpack.packb([1])):
+        assert decode_node_info(junk) == NodeInfo(None, None)
 
 
 def test_a_node_says_why_it_cannot_read_a_record(caplog: pytest.LogCaptureFixture) -> None:

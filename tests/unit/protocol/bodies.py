@@ -29,6 +29,8 @@ def _primitive(kind: Primitive) -> st.SearchStrategy[Any]:
         return st.floats(allow_nan=False)
     if kind is Primitive.STRING:
         return _TEXT
+    if kind is Primitive.UUID:
+        return st.binary(min_size=16, max_size=16)
     return st.binary(max_size=24)
 
 
@@ -89,4 +91,6 @@ def _sample_primitive(kind: Primitive, n: int) -> Any:
         return n / 4
     if kind is Primitive.STRING:
         return f"s{n}-é"
+    if kind is Primitive.UUID:
+        return bytes(range(n % 7, n % 7 + 16))
     return bytes(range(n % 7, n % 7 + 9))

@@ -83,6 +83,9 @@ def to_body(obj: Any, fields: tuple[F, ...], version: int) -> dict:
             value = [to_body(item, f.type, version) for item in value]
         elif value is not None and f.type in (Primitive.RECORDS, Primitive.BYTES):
             value = bytes(value) if not hasattr(value, "buffer") else bytes(value.buffer())
+        elif f.type is Primitive.UUID:
+            # kafka-python: a uuid.UUID, None for the zero id.
+            value = bytes(16) if value is None else value.bytes
         elif isinstance(value, tuple):
             value = list(value)
         body[f.name] = value

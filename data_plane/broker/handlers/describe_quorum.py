@@ -1,0 +1,97 @@
+"""DescribeQuorum (55), v0-2 (flexible): the metadata quorum, as ``kafka-metadata-quorum
+describe --status/--replication`` shows it. The broker asks the active controller (gRPC
+DescribeQuorum) and answers for the partition ``__cluster_metadata``-0: leader, epoch, high
+watermark (the last committed offset), each voter with the log end it acknowledged and when it
+last answered (v1), the brokers as observers with the metadata offset each last reported, and
+(v2) every voter's controller endpoint. Any other partition gets UNKNOWN_TOPIC_OR_PARTITION.
+Directory ids are not tracked: the zero id, as Kafka reports an unknown one. Needs Describe on
+the cluster (checked by the authorizer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.error_codes import ErrorCode
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.forwarding import forward
+from metadata.client import ControllerError
+from metadata.messages import QuorumReplica
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_PARTITION = 0
+CONTROLLER_LISTENER = "CONTROLLER"
+NO_DIRECTORY_ID = bytes(16)
+
+
+def _replica(r: QuorumReplica) -> dict[str, Any]:
+    return {
+        "replica_id": r.replica_id,
+        "replica_directory_id": NO_DIRECTORY_ID,
+        "log_end_offset": r.log_end_offset,
+        "last_fetch_timestamp": r.last_fetch_ms,
+        "last_caught_up_timestamp": r.last_caught_up_ms,
+    }
+
+
+def _partition_error(index: int, code: int, message: str | None) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "error_message": message,
+        "leader_id": -1,
+        "leader_epoch": -1,
+        "high_watermark": -1,
+        "current_voters": [],
+        "observers": [],
+    }
+
+
+async def _handle(apis: KafkaApis, request: Request) -> Body:
+    requested = request.body.get("topics") or []
+    try:
+        quorum = await forward(apis, "describe_quorum")
+    except ControllerError as e:
+        return {"error_code": e.error_code, "error_message": e.message, "topics": [], "nodes": []}
+    topics = []
+    for t in requested:
+        name = t.get("topic_name", "")
+        partitions = []
+        for p in t.get("partitions") or ():
+            index = p.get("partition_index", -1)
+            if name != METADATA_TOPIC or index != METADATA_PARTITION:
+                partitions.append(
+                    _partition_error(
+                        index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "not the metadata partition"
+                    )
+                )
+                continue
+            partitions.append(
+                {
+                    "partition_index": index,
+                    "error_code": ErrorCode.NO_ERROR,
+                    "error_message": None,
+                    "leader_id": quorum.leader_id,
+                    "leader_epoch": quorum.leader_epoch,
+                    "high_watermark": quorum.high_watermark,
+                    "current_voters": [_replica(r) for r in quorum.voters],
+                    "observers": [_replica(r) for r in quorum.observers],
+                }
+            )
+        topics.append({"topic_name": name, "partitions": partitions})
+    return {
+        "error_code": ErrorCode.NO_ERROR,
+        "error_message": None,
+        "topics": topics,
+        "nodes": [
+            {
+                "node_id": n.node_id,
+                "listeners": [{"name": CONTROLLER_LISTENER, "host": n.host, "port": n.port}],
+            }
+            for n in quorum.nodes
+        ],
+    }
+
+
+def handle(apis: KafkaApis, request: Request) -> Any:
+    return _handle(apis, request)
