@@ -321,7 +321,7 @@ class ControllerClient:
         return self.call("DescribeFeatures", m.DescribeFeaturesRequest())
 
     def update_features(
-        self, feature: str, level: int, *, validate_only: bool = False
+        self, feature: str, level: int, validate_only: bool = False
     ) -> m.UpdateFeaturesResponse:
         """Raise ``feature`` to ``level`` (the response carries the per-request error)."""
         request = m.UpdateFeaturesRequest(feature, level, validate_only)

@@ -868,6 +868,31 @@ DESCRIBE_QUORUM_RESPONSE = (
     ], 2),
 )
 
+# UpdateFeaturesRequest: Kafka schema flexibleVersions 0+ (v1: UpgradeType replaces
+# AllowDowngrade; 1 = upgrade, 2 = safe downgrade, 3 = unsafe downgrade)
+UPDATE_FEATURES_REQUEST = (
+    F("timeout_ms", INT32, default=60000),
+    F("feature_updates", [
+        F("feature", STRING),
+        F("max_version_level", INT16),
+        F("allow_downgrade", BOOL, 0, 0),
+        F("upgrade_type", INT8, 1, default=1),
+    ]),
+    F("validate_only", BOOL, 1),
+)
+
+# UpdateFeaturesResponse: Kafka schema flexibleVersions 0+
+UPDATE_FEATURES_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("results", [
+        F("feature", STRING),
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+    ]),
+)
+
 # DescribeLogDirsRequest: Kafka schema flexibleVersions 2+ (null topics: every partition)
 DESCRIBE_LOG_DIRS_REQUEST = (
     F("topics", [
@@ -1008,6 +1033,7 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.DESCRIBE_LOG_DIRS: 2,
     ApiKey.DESCRIBE_CLUSTER: 0,
     ApiKey.DESCRIBE_QUORUM: 0,
+    ApiKey.UPDATE_FEATURES: 0,
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
@@ -1063,6 +1089,7 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
     ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.DESCRIBE_QUORUM: (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
+    ApiKey.UPDATE_FEATURES: (UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE),
     ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
     ApiKey.DESCRIBE_TRANSACTIONS: (
         DESCRIBE_TRANSACTIONS_REQUEST,

@@ -134,6 +134,7 @@ class RequestAuthorizer:
             ApiKey.ELECT_LEADERS: self._elect_leaders,
             ApiKey.DESCRIBE_CLUSTER: self._describe_cluster,
             ApiKey.DESCRIBE_QUORUM: self._describe_quorum,
+            ApiKey.UPDATE_FEATURES: self._update_features,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read,
@@ -850,6 +851,29 @@ class RequestAuthorizer:
                 "error_message": None,
                 "topics": [],
                 "nodes": [],
+            },
+        )
+        v.note(ResourceType.CLUSTER)
+        return v
+
+    def _update_features(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.ALTER):
+            return Verdict(body)
+        results = [
+            {
+                "feature": u.get("feature", ""),
+                "error_code": CLUSTER_DENIED,
+                "error_message": None,
+            }
+            for u in body.get("feature_updates") or ()
+        ]
+        v = Verdict(
+            body,
+            respond_now={
+                "throttle_time_ms": 0,
+                "error_code": CLUSTER_DENIED,
+                "error_message": None,
+                "results": results,
             },
         )
         v.note(ResourceType.CLUSTER)

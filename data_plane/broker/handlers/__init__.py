@@ -46,6 +46,7 @@ from data_plane.broker.handlers import (
     produce,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_txn_markers,
 )
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
@@ -80,6 +81,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.ELECT_LEADERS: (elect_leaders.handle, 2),
     ApiKey.DESCRIBE_CLUSTER: (describe_cluster.handle, 1),
     ApiKey.DESCRIBE_QUORUM: (describe_quorum.handle, 2),
+    ApiKey.UPDATE_FEATURES: (update_features.handle, 1),
     # Consumer groups (data_plane.coordinator, docs/groups.md).
     ApiKey.FIND_COORDINATOR: (find_coordinator.handle, 3),
     ApiKey.JOIN_GROUP: (join_group.handle, 6),

@@ -129,3 +129,35 @@ def test_the_level_survives_a_restart_of_every_controller(cluster: LocalCluster)
         cluster.wait_ready(DEADLINE_S)
     wait_until(lambda: every_node_reported(cluster), DEADLINE_S, "ranges reported again")
     assert describe(cluster)["features"][0]["finalized_level"] == 2
+
+
+def test_kafka_python_describes_and_updates_features(cluster: LocalCluster) -> None:
+    """kafka-features.sh's APIs: ApiVersions for describe, UpdateFeatures for upgrade."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka.admin import KafkaAdminClient
+    wait_until(lambda: every_node_reported(cluster), DEADLINE_S, "every node reported its range")
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
+    try:
+        described = admin.describe_features()[features.METADATA_VERSION]
+        assert described["supported"] == (
+            features.SUPPORTED.min_level,
+            features.SUPPORTED.max_level,
+        )
+        if described["finalized"][1] == 1:
+            answer = admin.update_features({features.METADATA_VERSION: 2}, validate_only=True)
+            assert answer == {features.METADATA_VERSION: "OK"}
+            assert admin.update_features({features.METADATA_VERSION: 2}) == {
+                features.METADATA_VERSION: "OK"
+            }
+        refused = admin.update_features({features.METADATA_VERSION: ("SAFE_DOWNGRADE", 1)})
+        assert "InvalidUpdateVersion" in refused[features.METADATA_VERSION]
+        wait_until(
+            lambda: admin.describe_features()[features.METADATA_VERSION]["finalized"] == (2, 2),
+            DEADLINE_S,
+            "the broker reports level 2",
+        )
+    finally:
+        admin.close()
