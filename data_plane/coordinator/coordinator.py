@@ -78,6 +78,7 @@ from data_plane.coordinator.messages import (
     MemberDescription,
     OffsetCommitRequest,
     OffsetCommitResult,
+    OffsetDeleteResult,
     OffsetFetchResult,
     RecordWrite,
     SyncGroupRequest,
@@ -1172,12 +1173,9 @@ class GroupCoordinator:
             and group.protocol_name is not None
         ):
             return []
-        subscribed: set[str] = set()
-        for m in group.members.values():
-            topics = subscribed_topics(m.metadata_for(group.protocol_name))
-            if topics is None:
-                return []  # an undecodable subscription: expire nothing
-            subscribed |= topics
+        subscribed = self._subscribed_topics(group)
+        if subscribed is None:
+            return []  # an undecodable subscription: expire nothing
         return [
             tp
             for tp, v in group.offsets.items()
@@ -1264,6 +1262,65 @@ class GroupCoordinator:
 
             self._write(out, group.partition, records, done)
         return out
+
+    def delete_offsets(
+        self, waiter: Hashable, group_id: str, partitions: list[tuple[str, int]]
+    ) -> CoordinatorOutputs:
+        """Kafka's OffsetDelete: tombstone the group's committed offsets of ``partitions``.
+        Group-level errors: INVALID_GROUP_ID, NOT_COORDINATOR (and load in progress),
+        GROUP_ID_NOT_FOUND, and NON_EMPTY_GROUP for a group with members that does not use the
+        consumer protocol. A group with members keeps the offsets of the topics they subscribe
+        to (GROUP_SUBSCRIBED_TO_TOPIC; every topic counts as subscribed while a subscription
+        cannot be read). A partition without an offset answers success."""
+        out = CoordinatorOutputs()
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self._ownership_error(group_id)
+        group = self._groups.get(group_id) if error == ErrorCode.NO_ERROR else None
+        if error == ErrorCode.NO_ERROR and (group is None or group.is_(GroupState.DEAD)):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        subscribed: set[str] | None = set()
+        if group is not None and error == ErrorCode.NO_ERROR and not group.is_(GroupState.EMPTY):
+            if group.protocol_type != PROTOCOL_TYPE:
+                error = ErrorCode.NON_EMPTY_GROUP
+            else:
+                subscribed = self._subscribed_topics(group)
+        if error != ErrorCode.NO_ERROR or group is None:
+            out.respond(waiter, OffsetDeleteResult(error, {}))
+            return out
+        errors: dict[tuple[str, int], int] = {}
+        doomed: list[tuple[str, int]] = []
+        for tp in partitions:
+            if subscribed is None or tp[0] in subscribed:
+                errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            errors[tp] = ErrorCode.NO_ERROR
+            if group.offsets.pop(tp, None) is not None:
+                doomed.append(tp)
+        if not doomed:
+            out.respond(waiter, OffsetDeleteResult(ErrorCode.NO_ERROR, errors))
+            return out
+        records: Records = [(offset_commit_key(group_id, t, p), None) for t, p in doomed]
+
+        def done(write_error: int, o: CoordinatorOutputs) -> None:
+            code = map_write_error(METADATA_WRITE_ERRORS, write_error)
+            for tp in doomed:
+                errors[tp] = code
+            o.respond(waiter, OffsetDeleteResult(ErrorCode.NO_ERROR, dict(errors)))
+
+        self._write(out, group.partition, records, done)
+        return out
+
+    def _subscribed_topics(self, group: GroupMetadata) -> set[str] | None:
+        """Every topic the members of a consumer-protocol group subscribe to; None when that
+        is not known (no protocol chosen yet, or a subscription that does not decode)."""
+        if group.protocol_name is None:
+            return None
+        subscribed: set[str] = set()
+        for m in group.members.values():
+            topics = subscribed_topics(m.metadata_for(group.protocol_name))
+            if topics is None:
+                return None
+            subscribed |= topics
+        return subscribed
 
     def group(self, group_id: str) -> GroupMetadata | None:
         """The live group object (for tests and describe tools; do not mutate)."""

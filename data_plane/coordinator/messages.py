@@ -127,6 +127,14 @@ class DeleteGroupsResult:
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetDeleteResult:
+    """OffsetDelete's answer: a group-level error, else one error per requested partition."""
+
+    error_code: int
+    partition_errors: dict[tuple[str, int], int]
+
+
+@dataclass(frozen=True, slots=True)
 class RecordWrite:
     """Append ``records`` (key, value-or-None) to the coordinator's partition ``partition``
     with acks=all, then call ``complete_write(write_id, error_code)``."""

@@ -40,6 +40,7 @@ from data_plane.coordinator.messages import (
     JoinGroupResult,
     OffsetCommitRequest,
     OffsetCommitResult,
+    OffsetDeleteResult,
     SyncGroupRequest,
     SyncGroupResult,
     TxnOffsetCommitRequest,
@@ -107,6 +108,14 @@ class GroupCoordinatorRuntime(CoordinatorRuntimeBase):
     async def delete_groups(self, group_ids: list[str]) -> DeleteGroupsResult:
         result: DeleteGroupsResult = await self._call(
             lambda w: self.coordinator.delete_groups(w, group_ids)
+        )
+        return result
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> OffsetDeleteResult:
+        result: OffsetDeleteResult = await self._call(
+            lambda w: self.coordinator.delete_offsets(w, group_id, partitions)
         )
         return result
 

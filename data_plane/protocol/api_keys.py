@@ -106,6 +106,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # v4 filters by state, v5 by type (KIP-518, KIP-848).
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
+    # Not flexible in any version.
+    ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     # v3+ is flexible (client software name and version; feature levels as tagged fields).
     ApiKey.API_VERSIONS: (0, 4),

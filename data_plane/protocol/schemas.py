@@ -893,6 +893,30 @@ UPDATE_FEATURES_RESPONSE = (
     ]),
 )
 
+# OffsetDeleteRequest: Kafka schema flexibleVersions none
+OFFSET_DELETE_REQUEST = (
+    F("group_id", STRING),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+        ]),
+    ]),
+)
+
+# OffsetDeleteResponse: Kafka schema flexibleVersions none
+OFFSET_DELETE_RESPONSE = (
+    F("error_code", INT16),
+    F("throttle_time_ms", INT32),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+        ]),
+    ]),
+)
+
 # DescribeLogDirsRequest: Kafka schema flexibleVersions 2+ (null topics: every partition)
 DESCRIBE_LOG_DIRS_REQUEST = (
     F("topics", [
@@ -1034,6 +1058,7 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.DESCRIBE_CLUSTER: 0,
     ApiKey.DESCRIBE_QUORUM: 0,
     ApiKey.UPDATE_FEATURES: 0,
+    ApiKey.OFFSET_DELETE: None,
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
@@ -1089,6 +1114,7 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
     ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.DESCRIBE_QUORUM: (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
+    ApiKey.OFFSET_DELETE: (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
     ApiKey.UPDATE_FEATURES: (UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE),
     ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
     ApiKey.DESCRIBE_TRANSACTIONS: (

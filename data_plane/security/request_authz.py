@@ -135,6 +135,8 @@ class RequestAuthorizer:
             ApiKey.DESCRIBE_CLUSTER: self._describe_cluster,
             ApiKey.DESCRIBE_QUORUM: self._describe_quorum,
             ApiKey.UPDATE_FEATURES: self._update_features,
+            ApiKey.OFFSET_DELETE: self._offset_delete,
+            ApiKey.DELETE_GROUPS: self._delete_groups,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read,
@@ -855,6 +857,39 @@ class RequestAuthorizer:
         )
         v.note(ResourceType.CLUSTER)
         return v
+
+    def _delete_groups(self, s: Session, version: int, body: Body) -> Verdict:
+        names = list(body.get("groups_names") or ())
+        denied = [g for g in names if not self._group(s, AclOperation.DELETE, g or "")]
+        if not denied:
+            return Verdict(body)
+        v = Verdict({**body, "groups_names": [g for g in names if g not in denied]})
+        v.note(ResourceType.GROUP, len(set(denied)))
+        entries = [{"group_id": g, "error_code": GROUP_DENIED} for g in dict.fromkeys(denied)]
+        v.finish = lambda r: self._append(r, "results", entries)
+        return v
+
+    def _offset_delete(self, s: Session, version: int, body: Body) -> Verdict:
+        if not self._group(s, AclOperation.DELETE, body.get("group_id") or ""):
+            v = Verdict(
+                body, respond_now={"error_code": GROUP_DENIED, "throttle_time_ms": 0, "topics": []}
+            )
+            v.note(ResourceType.GROUP)
+            return v
+        new, denied = self._split_topics(s, body, AclOperation.READ)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name", ""),
+                "partitions": [
+                    {"partition_index": p.get("partition_index", -1), "error_code": TOPIC_DENIED}
+                    for p in t.get("partitions") or ()
+                ],
+            }
+            for t in denied
+        ]
+        return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _update_features(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.ALTER):

@@ -123,3 +123,40 @@ def test_list_groups_filtered_by_state_and_type(
         assert group not in listed(types={ConsumerGroupType.CONSUMER})
     finally:
         consumer.close()
+
+
+def test_offset_delete_with_kafka_python(
+    cluster: LocalCluster, admin: confluent_kafka.admin.AdminClient
+) -> None:
+    """kafka-consumer-groups --delete-offsets: refused for a topic the live group reads,
+    done once the group is empty."""
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    topic = f"offsets-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([confluent_kafka.admin.NewTopic(topic, 2, 1)])[topic].result(TIMEOUT_S)
+    group = f"deleting-{uuid.uuid4().hex[:6]}"
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka import TopicPartition as KTopicPartition
+        from kafka.admin import KafkaAdminClient
+        from kafka.errors import GroupSubscribedToTopicError, NoError
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
+    parts = [KTopicPartition(topic, 0), KTopicPartition(topic, 1)]
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + DEADLINE_S
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        consumer.commit(
+            offsets=[confluent_kafka.TopicPartition(topic, p, 5) for p in (0, 1)],
+            asynchronous=False,
+        )
+        live = kp.delete_group_offsets(group, parts)
+        assert set(live.values()) == {GroupSubscribedToTopicError}
+        consumer.close()
+        done = kp.delete_group_offsets(group, parts[:1])
+        assert done == {parts[0]: NoError}
+        left = kp.list_group_offsets(group)[group]  # kafka-python 3: group -> offsets
+        assert set(left) == {parts[1]}
+    finally:
+        kp.close()

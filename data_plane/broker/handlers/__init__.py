@@ -41,6 +41,7 @@ from data_plane.broker.handlers import (
     list_transactions,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
     produce,
@@ -81,6 +82,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.ELECT_LEADERS: (elect_leaders.handle, 2),
     ApiKey.DESCRIBE_CLUSTER: (describe_cluster.handle, 1),
     ApiKey.DESCRIBE_QUORUM: (describe_quorum.handle, 2),
+    ApiKey.OFFSET_DELETE: (offset_delete.handle, 0),
     ApiKey.UPDATE_FEATURES: (update_features.handle, 1),
     # Consumer groups (data_plane.coordinator, docs/groups.md).
     ApiKey.FIND_COORDINATOR: (find_coordinator.handle, 3),

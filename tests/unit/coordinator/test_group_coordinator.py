@@ -13,7 +13,11 @@ from data_plane.coordinator.group_metadata_records import (
     decode_key,
     decode_offset_value,
 )
-from data_plane.coordinator.messages import DeleteGroupsResult, OffsetCommitResult
+from data_plane.coordinator.messages import (
+    DeleteGroupsResult,
+    OffsetCommitResult,
+    OffsetDeleteResult,
+)
 from tests.unit.coordinator.harness import Harness, subscription
 
 
@@ -589,3 +593,41 @@ def test_offsets_of_unsubscribed_topics_expire_in_a_stable_consumer_group() -> N
     assert set(h.c.fetch_offsets("g", None).offsets) == {("kept", 0)}
     assert decode_key(h.written[-1].records[0][0]) == OffsetKey("g", "dropped", 0)
     assert h.written[-1].records[0][1] is None
+
+
+def test_offset_delete_refuses_subscribed_topics_of_a_live_group() -> None:
+    h = Harness()
+    t = h.join(protocols=(("range", subscription(["kept"])),))
+    h.advance(0)
+    r = h.join_result(t)
+    h.sync(r.member_id, r.generation_id, {r.member_id: b"A"})
+    h.commit({("kept", 0): 1, ("old", 0): 2}, generation=r.generation_id, member_id=r.member_id)
+    token = h.token()
+    h.absorb(h.c.delete_offsets(token, "g", [("kept", 0), ("old", 0), ("never", 3)]))
+    result = h.results[token]
+    assert isinstance(result, OffsetDeleteResult)
+    assert result.error_code == ErrorCode.NO_ERROR
+    assert result.partition_errors == {
+        ("kept", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,
+        ("old", 0): ErrorCode.NO_ERROR,
+        ("never", 3): ErrorCode.NO_ERROR,
+    }
+    assert decode_key(h.written[-1].records[0][0]) == OffsetKey("g", "old", 0)
+    assert h.written[-1].records[0][1] is None
+    assert set(h.c.fetch_offsets("g", None).offsets) == {("kept", 0)}
+
+
+def test_offset_delete_group_level_errors_and_an_empty_group() -> None:
+    h = Harness()
+    h.commit({("t", 0): 1, ("t", 1): 2}, group="empty")
+    for group, want in (
+        ("missing", ErrorCode.GROUP_ID_NOT_FOUND),
+        ("", ErrorCode.INVALID_GROUP_ID),
+    ):
+        token = h.token()
+        h.absorb(h.c.delete_offsets(token, group, [("t", 0)]))
+        assert h.results[token] == OffsetDeleteResult(want, {})
+    token = h.token()
+    h.absorb(h.c.delete_offsets(token, "empty", [("t", 0)]))
+    assert h.results[token] == OffsetDeleteResult(ErrorCode.NO_ERROR, {("t", 0): 0})
+    assert set(h.c.fetch_offsets("empty", None).offsets) == {("t", 1)}

@@ -493,3 +493,25 @@ def test_describe_log_dirs_and_elect_leaders_need_the_cluster() -> None:
     encodes(ApiKey.ELECT_LEADERS, 2, v.respond_now)
     admin = Session(KafkaPrincipal("User", "admin"), "127.0.0.1")
     assert authz().check(admin, ApiKey.ELECT_LEADERS, 2, body).respond_now is None
+
+
+def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
+    bindings = [*BINDINGS, acl(G, "app", Op.DELETE)]
+    body = {
+        "group_id": "app",
+        "topics": [
+            {"name": "readable", "partitions": [{"partition_index": 0}]},
+            {"name": "secret", "partitions": [{"partition_index": 1}]},
+        ],
+    }
+    v = authz(bindings).check(READER, ApiKey.OFFSET_DELETE, 0, body)
+    assert [t["name"] for t in v.body["topics"]] == ["readable"]
+    out = v.finish({"error_code": 0, "throttle_time_ms": 0, "topics": []})
+    assert out["topics"][0]["partitions"][0]["error_code"] == TOPIC_DENIED
+    encodes(ApiKey.OFFSET_DELETE, 0, out)
+    v = authz().check(READER, ApiKey.OFFSET_DELETE, 0, body)
+    assert v.respond_now is not None and v.respond_now["error_code"] == GROUP_DENIED
+    v = authz(bindings).check(READER, ApiKey.DELETE_GROUPS, 2, {"groups_names": ["app", "x"]})
+    assert v.body["groups_names"] == ["app"]
+    out = v.finish({"throttle_time_ms": 0, "results": [{"group_id": "app", "error_code": 0}]})
+    assert out["results"][1] == {"group_id": "x", "error_code": GROUP_DENIED}
