@@ -137,6 +137,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # Flexible from v0; v1 fetch times (KIP-836), v2 nodes and directory ids (KIP-853).
     ApiKey.DESCRIBE_QUORUM: (0, 2),
+    # SCRAM credentials (KIP-554), flexible only.
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     # Flexible from v0; v1 has UpgradeType and ValidateOnly (kafka-features.sh upgrade).
     ApiKey.UPDATE_FEATURES: (0, 1),
     # Flexible-only APIs (transaction tooling).

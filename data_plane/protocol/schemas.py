@@ -917,6 +917,55 @@ OFFSET_DELETE_RESPONSE = (
     ]),
 )
 
+# DescribeUserScramCredentialsRequest: Kafka schema flexibleVersions 0+ (null users: all)
+DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST = (
+    F("users", [
+        F("name", STRING),
+    ], nullable=0),
+)
+
+# DescribeUserScramCredentialsResponse: Kafka schema flexibleVersions 0+
+DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("results", [
+        F("user", STRING),
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+        F("credential_infos", [
+            F("mechanism", INT8),
+            F("iterations", INT32),
+        ]),
+    ]),
+)
+
+# AlterUserScramCredentialsRequest: Kafka schema flexibleVersions 0+ (the client derives the
+# salted password; the password itself never travels)
+ALTER_USER_SCRAM_CREDENTIALS_REQUEST = (
+    F("deletions", [
+        F("name", STRING),
+        F("mechanism", INT8),
+    ]),
+    F("upsertions", [
+        F("name", STRING),
+        F("mechanism", INT8),
+        F("iterations", INT32),
+        F("salt", BYTES),
+        F("salted_password", BYTES),
+    ]),
+)
+
+# AlterUserScramCredentialsResponse: Kafka schema flexibleVersions 0+
+ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("results", [
+        F("user", STRING),
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+    ]),
+)
+
 # DescribeLogDirsRequest: Kafka schema flexibleVersions 2+ (null topics: every partition)
 DESCRIBE_LOG_DIRS_REQUEST = (
     F("topics", [
@@ -1059,6 +1108,8 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.DESCRIBE_QUORUM: 0,
     ApiKey.UPDATE_FEATURES: 0,
     ApiKey.OFFSET_DELETE: None,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: 0,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 0,
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
@@ -1115,6 +1166,14 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.DESCRIBE_QUORUM: (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
     ApiKey.OFFSET_DELETE: (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
+        DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST,
+        DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (
+        ALTER_USER_SCRAM_CREDENTIALS_REQUEST,
+        ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
+    ),
     ApiKey.UPDATE_FEATURES: (UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE),
     ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
     ApiKey.DESCRIBE_TRANSACTIONS: (

@@ -136,6 +136,8 @@ class RequestAuthorizer:
             ApiKey.DESCRIBE_QUORUM: self._describe_quorum,
             ApiKey.UPDATE_FEATURES: self._update_features,
             ApiKey.OFFSET_DELETE: self._offset_delete,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._describe_scram,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram,
             ApiKey.DELETE_GROUPS: self._delete_groups,
             ApiKey.JOIN_GROUP: self._group_read,
             ApiKey.SYNC_GROUP: self._group_read,
@@ -855,6 +857,31 @@ class RequestAuthorizer:
                 "nodes": [],
             },
         )
+        v.note(ResourceType.CLUSTER)
+        return v
+
+    def _describe_scram(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.DESCRIBE):
+            return Verdict(body)
+        v = Verdict(
+            body,
+            respond_now={
+                "throttle_time_ms": 0,
+                "error_code": CLUSTER_DENIED,
+                "error_message": None,
+                "results": [],
+            },
+        )
+        v.note(ResourceType.CLUSTER)
+        return v
+
+    def _alter_scram(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._cluster(s, AclOperation.ALTER):
+            return Verdict(body)
+        changes = [*(body.get("deletions") or ()), *(body.get("upsertions") or ())]
+        names = dict.fromkeys(x.get("name", "") for x in changes)
+        results = [{"user": n, "error_code": CLUSTER_DENIED, "error_message": None} for n in names]
+        v = Verdict(body, respond_now={"throttle_time_ms": 0, "results": results})
         v.note(ResourceType.CLUSTER)
         return v
 

@@ -504,3 +504,53 @@ def test_group_consumer_and_group_acls(secure: Secure) -> None:
         assert fetched["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
         found = _call(sock, ApiKey.FIND_COORDINATOR, 2, {"key": "reader-1", "key_type": 0})
         assert found["error_code"] == 0
+
+
+def test_scram_credentials_through_the_kafka_admin_apis(secure: Secure) -> None:
+    """AlterUserScramCredentials / DescribeUserScramCredentials from confluent-kafka, as
+    kafka-configs --entity-type users does: a user made this way logs in with SCRAM, a wrong
+    password does not, and a principal without Alter on the cluster may not make users."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    password = "fresh-" + uuid.uuid4().hex
+    admin = AdminClient({"bootstrap.servers": secure.plaintext})  # ANONYMOUS is a super user
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    upsert = UserScramCredentialUpsertion("fresh", info, password.encode())
+    admin.alter_user_scram_credentials([upsert])["fresh"].result(DEADLINE_S)
+    described = admin.describe_user_scram_credentials(["fresh"])["fresh"].result(DEADLINE_S)
+    (cred,) = described.scram_credential_infos
+    assert (cred.mechanism, cred.iterations) == (ScramMechanism.SCRAM_SHA_512, 8192)
+
+    def can_log_in(pw: str) -> bool:
+        client = AdminClient({**_cf_security(secure, "fresh", pw), "log_level": 0})
+        try:
+            client.list_topics(timeout=10)
+            return True
+        except KafkaException:
+            return False
+
+    deadline = time.monotonic() + DEADLINE_S
+    while not can_log_in(password) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the broker applies the credential with its metadata
+    assert can_log_in(password)
+    assert not can_log_in(password + "x")
+    reader = AdminClient(_cf_security(secure, "reader", READER_PASSWORD))
+    refused = reader.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("fresh", ScramMechanism.SCRAM_SHA_512)]
+    )
+    try:
+        refused["fresh"].result(DEADLINE_S)
+        raise AssertionError("a reader altered a SCRAM credential")
+    except KafkaException as e:
+        assert "CLUSTER_AUTHORIZATION_FAILED" in str(e) or "authoriz" in str(e).lower()
+    gone = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("fresh", ScramMechanism.SCRAM_SHA_512)]
+    )
+    gone["fresh"].result(DEADLINE_S)

@@ -1,0 +1,58 @@
+"""AlterUserScramCredentials (51), v0 (flexible): add, replace or delete users' SCRAM
+credentials (``kafka-configs --alter --entity-type users --add-config SCRAM-SHA-512=[...]``).
+The client sends the salt and the salted password; the active controller derives and stores
+only the stored and server keys (metadata.security_control) and answers per user. Needs Alter
+on the cluster (checked by the authorizer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.forwarding import forward
+from metadata import security_messages as sm
+from metadata.client import ControllerError
+
+
+async def _handle(apis: KafkaApis, request: Request) -> Body:
+    body = request.body
+    deletions = [
+        sm.ScramCredentialDeletion(d.get("name", ""), d.get("mechanism", 0))
+        for d in body.get("deletions") or ()
+    ]
+    upsertions = [
+        sm.ScramCredentialUpsertion(
+            u.get("name", ""),
+            u.get("mechanism", 0),
+            u.get("iterations", 0),
+            bytes(u.get("salt") or b""),
+            bytes(u.get("salted_password") or b""),
+        )
+        for u in body.get("upsertions") or ()
+    ]
+    try:
+        answer = await forward(
+            apis,
+            "call",
+            "AlterUserScramCredentials",
+            sm.AlterUserScramCredentialsRequest(deletions, upsertions),
+        )
+    except ControllerError as e:
+        names = dict.fromkeys(x.name for x in [*deletions, *upsertions])
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {"user": n, "error_code": e.error_code, "error_message": e.message} for n in names
+            ],
+        }
+    return {
+        "throttle_time_ms": 0,
+        "results": [
+            {"user": r.user, "error_code": r.error_code, "error_message": r.error_message}
+            for r in answer.results
+        ],
+    }
+
+
+def handle(apis: KafkaApis, request: Request) -> Any:
+    return _handle(apis, request)
