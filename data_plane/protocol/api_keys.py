@@ -84,6 +84,7 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
     CONSUMER_GROUP_HEARTBEAT = 68
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 # (min, max) version per API. An API not yet served in flexible form stops one below its first
@@ -137,6 +138,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # Flexible from v0; v1 fetch times (KIP-836), v2 nodes and directory ids (KIP-853).
     ApiKey.DESCRIBE_QUORUM: (0, 2),
+    # Paginated topic description with ELRs (KIP-966), flexible only.
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     # SCRAM credentials (KIP-554), flexible only.
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),

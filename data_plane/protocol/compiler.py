@@ -36,7 +36,7 @@ from typing import Any
 from data_plane.protocol import compact_types
 from data_plane.protocol.compact_types import uvarint
 from data_plane.protocol.errors import EncodeError, ProtocolError
-from data_plane.protocol.fields import ArrayOf, F, Primitive
+from data_plane.protocol.fields import ArrayOf, F, Primitive, StructOf
 
 # Buffers at least this large are passed through as their own part instead of being copied
 # into the frame's bytearray (a Fetch response of 1 MiB of records is not copied).
@@ -72,6 +72,7 @@ _ZERO: dict[Primitive, Any] = {
     Primitive.RECORDS: None,
 }
 
+_i8_unpack = struct.Struct(">b").unpack_from
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _i16_unpack = _I16.unpack_from
@@ -245,6 +246,7 @@ _RUNTIME: dict[str, Any] = {
     "_odd_length": _odd_length,
     "_odd_count": _odd_count,
     "_too_many_elements": _too_many_elements,
+    "_i8_unpack": _i8_unpack,
     "_i16_unpack": _i16_unpack,
     "_i16_pack": _i16_pack,
     "_ZERO_COPY_MIN_BYTES": ZERO_COPY_MIN_BYTES,
@@ -307,6 +309,8 @@ def _min_size(fields: tuple[F, ...], version: int, flexible: bool = False) -> in
 def _default_literal(f: F, version: int) -> str:
     if f.default is not None:
         return repr(f.default)
+    if isinstance(f.type, StructOf):
+        return "None" if f.nullable_in(version) else "{}"
     if isinstance(f.type, Primitive):
         if f.nullable_in(version) and f.type is not Primitive.RECORDS:
             return "None"
@@ -575,6 +579,19 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
         g.emit(ind, f"{key}, pos = _read_compact_bytes(buf, pos, {nullable})")
     elif f.type is Primitive.RECORDS:
         g.emit(ind, f"{key}, pos = _read_compact_bytes_view(buf, pos, {nullable})")
+    elif isinstance(f.type, StructOf):
+        item = f"d{depth + 1}"
+        inner = ind
+        if nullable:
+            g.emit(ind, "(m, ) = _i8_unpack(buf, pos)")
+            g.emit(ind, "pos += 1")
+            g.emit(ind, "if m < 0:")
+            g.emit(ind + 1, f"{key} = None")
+            g.emit(ind, "else:")
+            inner = ind + 1
+        g.emit(inner, f"{item} = {{}}")
+        _gen_decode_struct_flex(g, f.type.fields, version, item, inner)
+        g.emit(inner, f"{key} = {item}")
     else:
         n, lst = f"n{depth}", f"l{depth}"
         if isinstance(f.type, ArrayOf):
@@ -653,6 +670,17 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
         g.emit(ind, f"_write_compact_bytes(out, {value}, {nullable})")
     elif f.type is Primitive.RECORDS:
         g.emit(ind, f"_write_compact_records(out, {value}, {nullable}, cuts)")
+    elif isinstance(f.type, StructOf):
+        item = f"d{depth + 1}"
+        g.emit(ind, f"{item} = {value}")
+        inner = ind
+        if nullable:
+            g.emit(ind, f"if {item} is None:")
+            g.emit(ind + 1, "out += b'\\xff'")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, "out += b'\\x01'")
+            inner = ind + 1
+        _gen_encode_struct_flex(g, f.type.fields, version, item, inner)
     else:
         v = f"v{depth}"
         g.emit(ind, f"{v} = {value}")
@@ -690,6 +718,8 @@ def compile_message(
     for f in fields:
         if f.tag is not None and f.type is Primitive.RECORDS:
             raise ValueError(f"{label}: records field {f.name} cannot be tagged")
+        if isinstance(f.type, StructOf) and not flexible:
+            raise ValueError(f"{label}: struct field {f.name} needs a flexible version")
     g = _Gen()
     g.emit(0, "def decode(buf, pos, budget):")
     g.emit(1, "blen = len(buf)")

@@ -59,7 +59,19 @@ def ARRAY(element: Primitive) -> ArrayOf:
     return ArrayOf(element)
 
 
-FieldType = Primitive | ArrayOf | tuple["F", ...]
+@dataclass(frozen=True, slots=True)
+class StructOf:
+    """One nested struct (not an array), e.g. DescribeTopicPartitions' Cursor; flexible
+    versions only. A nullable one starts with a one-byte marker: -1 null, 1 present."""
+
+    fields: tuple[F, ...]
+
+
+def STRUCT(*fields: F) -> StructOf:
+    return StructOf(tuple(fields))
+
+
+FieldType = Primitive | ArrayOf | StructOf | tuple["F", ...]
 
 
 @dataclass(frozen=True, slots=True)

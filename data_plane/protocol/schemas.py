@@ -22,6 +22,7 @@ from data_plane.protocol.fields import (
     INT64,
     RECORDS,
     STRING,
+    STRUCT,
     UINT16,
     UUID,
     F,
@@ -966,6 +967,45 @@ ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = (
     ]),
 )
 
+# DescribeTopicPartitions' Cursor (where a paginated answer continues)
+_CURSOR = STRUCT(
+    F("topic_name", STRING),
+    F("partition_index", INT32),
+)
+
+# DescribeTopicPartitionsRequest: Kafka schema flexibleVersions 0+
+DESCRIBE_TOPIC_PARTITIONS_REQUEST = (
+    F("topics", [
+        F("name", STRING),
+    ]),
+    F("response_partition_limit", INT32, default=2000),
+    F("cursor", _CURSOR, nullable=0),
+)
+
+# DescribeTopicPartitionsResponse: Kafka schema flexibleVersions 0+
+DESCRIBE_TOPIC_PARTITIONS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("topics", [
+        F("error_code", INT16),
+        F("name", STRING, nullable=0),
+        F("topic_id", UUID),
+        F("is_internal", BOOL),
+        F("partitions", [
+            F("error_code", INT16),
+            F("partition_index", INT32),
+            F("leader_id", INT32),
+            F("leader_epoch", INT32, default=-1),
+            F("replica_nodes", ARRAY(INT32)),
+            F("isr_nodes", ARRAY(INT32)),
+            F("eligible_leader_replicas", ARRAY(INT32), nullable=0),
+            F("last_known_elr", ARRAY(INT32), nullable=0),
+            F("offline_replicas", ARRAY(INT32)),
+        ]),
+        F("topic_authorized_operations", INT32, default=-2147483648),
+    ]),
+    F("next_cursor", _CURSOR, nullable=0),
+)
+
 # DescribeLogDirsRequest: Kafka schema flexibleVersions 2+ (null topics: every partition)
 DESCRIBE_LOG_DIRS_REQUEST = (
     F("topics", [
@@ -1110,6 +1150,7 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.OFFSET_DELETE: None,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: 0,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 0,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: 0,
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
@@ -1166,6 +1207,10 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.DESCRIBE_QUORUM: (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
     ApiKey.OFFSET_DELETE: (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (
+        DESCRIBE_TOPIC_PARTITIONS_REQUEST,
+        DESCRIBE_TOPIC_PARTITIONS_RESPONSE,
+    ),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
         DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST,
         DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,

@@ -137,6 +137,7 @@ class RequestAuthorizer:
             ApiKey.UPDATE_FEATURES: self._update_features,
             ApiKey.OFFSET_DELETE: self._offset_delete,
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._describe_scram,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self._describe_topic_partitions,
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram,
             ApiKey.DELETE_GROUPS: self._delete_groups,
             ApiKey.JOIN_GROUP: self._group_read,
@@ -858,6 +859,31 @@ class RequestAuthorizer:
             },
         )
         v.note(ResourceType.CLUSTER)
+        return v
+
+    def _describe_topic_partitions(self, s: Session, version: int, body: Body) -> Verdict:
+        """Topics the caller may not describe: hidden when all were asked for, else
+        TOPIC_AUTHORIZATION_FAILED; the others carry the caller's authorized operations."""
+        listed = bool(body.get("topics"))
+        v = Verdict(body)
+
+        def finish(response: Body) -> Body:
+            out = []
+            for t in response.get("topics") or []:
+                name = t.get("name") or ""
+                if t.get("error_code") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    out.append(t)
+                elif not self._topic(s, AclOperation.DESCRIBE, name):
+                    v.note(ResourceType.TOPIC)
+                    if listed:
+                        out.append({**t, "error_code": TOPIC_DENIED, "partitions": []})
+                else:
+                    allowed = [op for op in TOPIC_OPERATIONS if self._topic(s, op, name)]
+                    out.append({**t, "topic_authorized_operations": operations_bitfield(allowed)})
+            response["topics"] = out
+            return response
+
+        v.finish = finish
         return v
 
     def _describe_scram(self, s: Session, version: int, body: Body) -> Verdict:

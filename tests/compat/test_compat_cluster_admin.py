@@ -160,3 +160,37 @@ def test_offset_delete_with_kafka_python(
         assert set(left) == {parts[1]}
     finally:
         kp.close()
+
+
+def test_describe_topic_partitions_pages_through_a_topic(
+    cluster: LocalCluster, admin: confluent_kafka.admin.AdminClient
+) -> None:
+    """DescribeTopicPartitions (KIP-966) from kafka-python: pages of at most two partitions,
+    each continued from the cursor the last one returned, and unknown topics named."""
+    topic = f"paged-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([confluent_kafka.admin.NewTopic(topic, 5, 2)])[topic].result(TIMEOUT_S)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka.admin import KafkaAdminClient
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
+    try:
+        seen: list[int] = []
+        cursor = None
+        for _ in range(5):  # 5 partitions in pages of 2: three pages
+            page = kp.describe_topic_partitions(
+                [topic], response_partition_limit=2, cursor=cursor
+            )
+            (answer,) = page["topics"]
+            assert answer["error_code"] == 0 and answer["name"] == topic
+            for p in answer["partitions"]:
+                assert sorted(p["replica_nodes"]) == sorted(cluster.broker_ids)
+                assert p["leader_id"] in cluster.broker_ids
+            seen.extend(p["partition_index"] for p in answer["partitions"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == [0, 1, 2, 3, 4]
+        missing = kp.describe_topic_partitions([f"{topic}-missing"])
+        assert missing["topics"][0]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        kp.close()

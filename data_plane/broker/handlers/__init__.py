@@ -27,6 +27,7 @@ from data_plane.broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_quorum,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -86,6 +87,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.DESCRIBE_QUORUM: (describe_quorum.handle, 2),
     ApiKey.OFFSET_DELETE: (offset_delete.handle, 0),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (describe_user_scram_credentials.handle, 0),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (describe_topic_partitions.handle, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (alter_user_scram_credentials.handle, 0),
     ApiKey.UPDATE_FEATURES: (update_features.handle, 1),
     # Consumer groups (data_plane.coordinator, docs/groups.md).

@@ -24,7 +24,7 @@ from common.error_codes import ErrorCode
 from common.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
 from metadata.client import ControllerError
-from metadata.image import MetadataImage, TopicImage
+from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import NewTopic
 from metadata.topics import INTERNAL_TOPICS, topic_name_error
 
@@ -44,24 +44,27 @@ def live_brokers(image: MetadataImage, listener_name: str) -> list[dict[str, Any
     return out
 
 
+def live_broker_ids(image: MetadataImage) -> set[int]:
+    return {b.broker_id for b in image.brokers.values() if not b.fenced}
+
+
+def partition_state(pid: int, reg: PartitionRegistration, live: set[int]) -> dict[str, Any]:
+    """A partition as Metadata and DescribeTopicPartitions describe it (``live``: the
+    unfenced brokers; replicas elsewhere are offline)."""
+    return {
+        "error_code": ErrorCode.NO_ERROR if reg.has_leader() else ErrorCode.LEADER_NOT_AVAILABLE,
+        "partition_index": pid,
+        "leader_id": reg.leader,
+        "leader_epoch": reg.leader_epoch,
+        "replica_nodes": list(reg.replicas),
+        "isr_nodes": list(reg.isr),
+        "offline_replicas": [r for r in reg.replicas if r not in live],
+    }
+
+
 def _topic(image: MetadataImage, t: TopicImage) -> dict[str, Any]:
-    live = {b.broker_id for b in image.brokers.values() if not b.fenced}
-    parts = []
-    for pid in sorted(t.partitions):
-        reg = t.partitions[pid]
-        parts.append(
-            {
-                "error_code": ErrorCode.NO_ERROR
-                if reg.has_leader()
-                else ErrorCode.LEADER_NOT_AVAILABLE,
-                "partition_index": pid,
-                "leader_id": reg.leader,
-                "leader_epoch": reg.leader_epoch,
-                "replica_nodes": list(reg.replicas),
-                "isr_nodes": list(reg.isr),
-                "offline_replicas": [r for r in reg.replicas if r not in live],
-            }
-        )
+    live = live_broker_ids(image)
+    parts = [partition_state(pid, t.partitions[pid], live) for pid in sorted(t.partitions)]
     return {
         "error_code": ErrorCode.NO_ERROR,
         "name": t.name,

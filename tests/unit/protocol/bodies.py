@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from data_plane.protocol.fields import ArrayOf, F, Primitive
+from data_plane.protocol.fields import ArrayOf, F, Primitive, StructOf
 
 _INT_RANGES = {
     Primitive.INT8: (-(2**7), 2**7 - 1),
@@ -44,6 +44,8 @@ def body_strategy(fields: tuple[F, ...], version: int, max_list: int = 3) -> st.
             value = _primitive(f.type)
         elif isinstance(f.type, ArrayOf):
             value = st.lists(_primitive(f.type.element), max_size=max_list)
+        elif isinstance(f.type, StructOf):
+            value = body_strategy(f.type.fields, version, max_list)
         else:
             value = st.lists(body_strategy(f.type, version, max_list), max_size=max_list)
         if f.nullable_in(version):
@@ -76,6 +78,8 @@ def sample_body(fields: tuple[F, ...], version: int, seed: int = 1) -> dict:
         elif isinstance(f.type, ArrayOf):
             element = f.type.element
             body[f.name] = [_sample_primitive(element, n), _sample_primitive(element, n + 1)]
+        elif isinstance(f.type, StructOf):
+            body[f.name] = sample_body(f.type.fields, version, n)
         else:
             body[f.name] = [sample_body(f.type, version, n)]
     return body

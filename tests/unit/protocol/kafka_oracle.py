@@ -16,7 +16,7 @@ with warnings.catch_warnings():
     import kafka.protocol.sasl as _sasl
     from kafka.protocol.api_message import ApiMessage
 
-from data_plane.protocol.fields import ArrayOf, F, Primitive
+from data_plane.protocol.fields import ArrayOf, F, Primitive, StructOf
 
 
 def _message_classes() -> dict[tuple[int, str], type]:
@@ -47,7 +47,9 @@ def _int_to_bits(value: int) -> set[int] | None:
     return None if bits == {31} else bits
 
 
-def _bits_to_int(bits: set[int] | None) -> int:
+def _bits_to_int(bits: set[int] | int | None) -> int:
+    if isinstance(bits, int):  # kept as the raw int32 where kafka-python does not convert
+        return bits
     unsigned = sum(1 << i for i in ({31} if bits is None else bits))
     return unsigned - (1 << 32) if unsigned >= 1 << 31 else unsigned
 
@@ -64,6 +66,8 @@ def build(cls: Any, body: dict, version: int) -> Any:
         field = fields[name]
         if value is not None and field.is_struct_array():
             value = [build(field.data_class, item, version) for item in value]
+        elif value is not None and field.is_struct():
+            value = build(field.data_class, value, version)
         kwargs[name] = value
     return cls(version=version, **kwargs)
 
@@ -79,7 +83,9 @@ def to_body(obj: Any, fields: tuple[F, ...], version: int) -> dict:
             body[f.name] = _bits_to_int(getattr(obj, source))
             continue
         value = getattr(obj, f.name)
-        if value is not None and not isinstance(f.type, (Primitive, ArrayOf)):
+        if value is not None and isinstance(f.type, StructOf):
+            value = to_body(value, f.type.fields, version)
+        elif value is not None and not isinstance(f.type, (Primitive, ArrayOf)):
             value = [to_body(item, f.type, version) for item in value]
         elif value is not None and f.type in (Primitive.RECORDS, Primitive.BYTES):
             value = bytes(value) if not hasattr(value, "buffer") else bytes(value.buffer())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from data_plane.protocol.fields import ArrayOf, F, Primitive
+from data_plane.protocol.fields import ArrayOf, F, Primitive, StructOf
 from data_plane.protocol.schemas import FLEXIBLE_SINCE, MESSAGES
 from tests.unit.protocol import kafka_oracle
 
@@ -59,6 +59,8 @@ def _theirs(
         kind = f["type"]
         if kind.startswith("[]") and kind[2:3].isupper():
             kind = _theirs(f.get("fields") or common[kind[2:]], version, flexible, common)
+        elif kind[:1].isupper():  # one nested struct, not an array
+            kind = ("struct", _theirs(f.get("fields") or common[kind], version, flexible, common))
         tag = f["tag"] if tagged else None
         out.append((_snake(f["name"]), kind, _in(f.get("nullableVersions"), version), tag))
     return out
@@ -78,7 +80,9 @@ def _ours(fields: tuple[F, ...], version: int) -> list:
         if not f.present_in(version):
             continue
         kind = _type_name(f.type)
-        if kind is None:
+        if isinstance(f.type, StructOf):
+            kind = ("struct", _ours(f.type.fields, version))
+        elif kind is None:
             kind = _ours(f.type, version)
         out.append((f.name, kind, f.nullable_in(version), f.tag))
     return out

@@ -515,3 +515,23 @@ def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
     assert v.body["groups_names"] == ["app"]
     out = v.finish({"throttle_time_ms": 0, "results": [{"group_id": "app", "error_code": 0}]})
     assert out["results"][1] == {"group_id": "x", "error_code": GROUP_DENIED}
+
+
+def test_describe_topic_partitions_hides_or_refuses_undescribable_topics() -> None:
+    def answer(name: str) -> dict:
+        return {"error_code": 0, "name": name, "topic_id": bytes(16), "partitions": [{}]}
+
+    response = {"topics": [answer("readable"), answer("secret")], "next_cursor": None}
+    listed = authz().check(
+        READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "readable"}]}
+    )
+    out = listed.finish({**response, "topics": [answer("readable"), answer("secret")]})
+    assert [(t["name"], t["error_code"]) for t in out["topics"]] == [
+        ("readable", 0),
+        ("secret", TOPIC_DENIED),
+    ]
+    assert out["topics"][1]["partitions"] == []
+    assert out["topics"][0]["topic_authorized_operations"] == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    every = authz().check(READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": []})
+    out = every.finish({**response, "topics": [answer("readable"), answer("secret")]})
+    assert [t["name"] for t in out["topics"]] == ["readable"]

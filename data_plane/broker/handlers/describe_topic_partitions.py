@@ -1,0 +1,105 @@
+"""DescribeTopicPartitions (75), v0 (flexible): topics and partitions from this broker's
+metadata image, paginated, with KIP-966's eligible leader replicas (what newer
+``kafka-topics --describe`` uses instead of Metadata).
+
+- ``topics`` empty means every topic. Topics are answered in name order; an unknown one gets
+  UNKNOWN_TOPIC_OR_PARTITION.
+- At most ``response_partition_limit`` partitions per answer (capped at
+  :data:`MAX_PARTITIONS_PER_RESPONSE`). ``next_cursor`` then names the first partition not
+  answered, and a request carrying it as ``cursor`` continues from there. A cursor naming a
+  topic outside the request gets INVALID_REQUEST.
+- ``last_known_elr`` is null: kraftlog keeps no record of an ELR once cleared.
+- ``topic_authorized_operations``: every topic operation without an authorizer; with one,
+  data_plane.security.request_authz fills in the caller's (and hides or refuses topics it may
+  not describe).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.error_codes import ErrorCode
+from common.security.acl import TOPIC_OPERATIONS, operations_bitfield
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.metadata import live_broker_ids, partition_state
+from metadata.image import MetadataImage, TopicImage
+from metadata.topics import INTERNAL_TOPICS
+
+# Kafka's max.request.partition.size.limit default.
+MAX_PARTITIONS_PER_RESPONSE = 2000
+NO_TOPIC_ID = bytes(16)
+
+
+def _topic(
+    image: MetadataImage, t: TopicImage, first: int, budget: int
+) -> tuple[dict[str, Any], int | None]:
+    """The answer for ``t`` from partition ``first`` with at most ``budget`` partitions, and
+    the partition a next page starts at (None: the topic is complete)."""
+    live = live_broker_ids(image)
+    ids = [pid for pid in sorted(t.partitions) if pid >= first]
+    shown, rest = ids[:budget], ids[budget:]
+    partitions = [
+        {
+            **partition_state(pid, t.partitions[pid], live),
+            "eligible_leader_replicas": list(t.partitions[pid].elr),
+            "last_known_elr": None,
+        }
+        for pid in shown
+    ]
+    answer = {
+        "error_code": ErrorCode.NO_ERROR,
+        "name": t.name,
+        "topic_id": t.topic_id.bytes,
+        "is_internal": t.name in INTERNAL_TOPICS,
+        "partitions": partitions,
+        "topic_authorized_operations": operations_bitfield(TOPIC_OPERATIONS),
+    }
+    return answer, (rest[0] if rest else None)
+
+
+def _unknown(name: str) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        "name": name,
+        "topic_id": NO_TOPIC_ID,
+        "is_internal": False,
+        "partitions": [],
+    }
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    image = apis.image
+    body = request.body
+    requested = sorted({t.get("name", "") for t in body.get("topics") or ()})
+    names = requested or sorted(image.topics_by_name)
+    limit = max(1, min(body.get("response_partition_limit", 0), MAX_PARTITIONS_PER_RESPONSE))
+    cursor = body.get("cursor")
+    first_partition = 0
+    if cursor is not None:
+        start = cursor.get("topic_name", "")
+        if start not in names:
+            return {
+                "throttle_time_ms": 0,
+                "topics": [{**_unknown(start), "error_code": ErrorCode.INVALID_REQUEST}],
+                "next_cursor": None,
+            }
+        names = names[names.index(start) :]
+        first_partition = max(0, cursor.get("partition_index", 0))
+    topics: list[dict[str, Any]] = []
+    next_cursor = None
+    budget = limit
+    for i, name in enumerate(names):
+        t = image.topic(name)
+        if t is None:
+            topics.append(_unknown(name))
+            continue
+        if budget <= 0:
+            next_cursor = {"topic_name": name, "partition_index": first_partition if i == 0 else 0}
+            break
+        answer, resume_at = _topic(image, t, first_partition if i == 0 else 0, budget)
+        topics.append(answer)
+        budget -= len(answer["partitions"])
+        if resume_at is not None:
+            next_cursor = {"topic_name": name, "partition_index": resume_at}
+            break
+    return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}
