@@ -54,6 +54,11 @@ PRODUCE_RESPONSE = (
             F("base_offset", INT64),
             F("log_append_time_ms", INT64, 2, default=-1),
             F("log_start_offset", INT64, 5, default=-1),
+            F("record_errors", [
+                F("batch_index", INT32, 8),
+                F("batch_index_error_message", STRING, 8, nullable=8),
+            ], 8),
+            F("error_message", STRING, 8, nullable=8),
         ]),
     ]),
     F("throttle_time_ms", INT32, 1),

@@ -89,7 +89,7 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     assert body["error_code"] == 0
     keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     # Produce v0-2 (message formats v0/v1) are not served, as in Kafka 4.
-    assert keys[ApiKey.PRODUCE] == (3, 7) and keys[ApiKey.FETCH] == (0, 11)
+    assert keys[ApiKey.PRODUCE] == (3, 9) and keys[ApiKey.FETCH] == (0, 11)
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 4)  # idempotence (REFERENCE.md section 1), KIP-360
     assert keys[ApiKey.JOIN_GROUP] == (0, 6)  # v6 is flexible
     assert keys[ApiKey.ELECT_LEADERS] == (0, 2)
@@ -110,7 +110,7 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
 
 
 @pytest.mark.parametrize(
-    "api_key,version", [(ApiKey.PRODUCE, 9), (99, 0), (ApiKey.CREATE_DELEGATION_TOKEN, 0)]
+    "api_key,version", [(ApiKey.PRODUCE, 12), (99, 0), (ApiKey.CREATE_DELEGATION_TOKEN, 0)]
 )
 def test_unknown_api_or_version_gets_unsupported_then_close(
     client: WireClient, api_key: int, version: int

@@ -141,6 +141,6 @@ def test_produce_v99_gets_unsupported_version():
     _expect_bare_unsupported(frame, 0, 99)
 
 
-def test_flexible_produce_v9_is_unsupported():
-    frame = struct.pack(">hhih", 0, 9, 42, 3) + b"cli" + b"\x00\x00\x01"
-    _expect_bare_unsupported(frame, 0, 9)
+def test_produce_above_the_highest_version_is_unsupported():
+    frame = struct.pack(">hhih", 0, 12, 42, 3) + b"cli" + b"\x00\x00\x01"
+    _expect_bare_unsupported(frame, 0, 12)
