@@ -68,6 +68,8 @@ class CachedPartition:
     partition_max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    # v12+: the epoch of the last batch the fetcher holds (-1: not given).
+    last_fetched_epoch: int = -1
     sent_high_watermark: int = -2
     sent_log_start_offset: int = -2
 
@@ -83,6 +85,7 @@ class CachedPartition:
         self.partition_max_bytes = p.get("partition_max_bytes", 0)
         self.current_leader_epoch = p.get("current_leader_epoch", -1)
         self.log_start_offset = p.get("log_start_offset", -1)
+        self.last_fetched_epoch = p.get("last_fetched_epoch", -1)
 
 
 @dataclass(slots=True)

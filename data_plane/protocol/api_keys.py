@@ -94,7 +94,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # v8 answers per-record errors (none are raised: a bad batch fails whole) and an error
     # message; v9 is flexible.
     ApiKey.PRODUCE: (0, 9),
-    ApiKey.FETCH: (0, 11),
+    # v12 is flexible and checks the follower's last fetched epoch (diverging_epoch).
+    ApiKey.FETCH: (0, 12),
     ApiKey.LIST_OFFSETS: (0, 6),
     ApiKey.METADATA: (0, 9),
     ApiKey.OFFSET_COMMIT: (0, 8),

@@ -66,6 +66,7 @@ PRODUCE_RESPONSE = (
 
 # FetchRequest: Kafka schema flexibleVersions 12+
 FETCH_REQUEST = (
+    F("cluster_id", STRING, 12, nullable=12, tag=0),
     F("replica_id", INT32, default=-1),
     F("max_wait_ms", INT32),
     F("min_bytes", INT32),
@@ -79,6 +80,7 @@ FETCH_REQUEST = (
             F("partition", INT32),
             F("current_leader_epoch", INT32, 9, default=-1),
             F("fetch_offset", INT64),
+            F("last_fetched_epoch", INT32, 12, default=-1),
             F("log_start_offset", INT64, 5, default=-1),
             F("partition_max_bytes", INT32),
         ]),
@@ -103,6 +105,18 @@ FETCH_RESPONSE = (
             F("high_watermark", INT64),
             F("last_stable_offset", INT64, 4, default=-1),
             F("log_start_offset", INT64, 5, default=-1),
+            F("diverging_epoch", STRUCT(
+                F("epoch", INT32, 12, default=-1),
+                F("end_offset", INT64, 12, default=-1),
+            ), 12, tag=0),
+            F("current_leader", STRUCT(
+                F("leader_id", INT32, 12, default=-1),
+                F("leader_epoch", INT32, 12, default=-1),
+            ), 12, tag=1),
+            F("snapshot_id", STRUCT(
+                F("end_offset", INT64, default=-1),
+                F("epoch", INT32, default=-1),
+            ), 12, tag=2),
             F("aborted_transactions", [
                 F("producer_id", INT64, 4),
                 F("first_offset", INT64, 4),

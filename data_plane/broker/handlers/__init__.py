@@ -59,7 +59,7 @@ from data_plane.security.broker_security import sasl_not_enabled
 # api key -> (handler, highest version it implements)
 HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.PRODUCE: (produce.handle, 9),
-    ApiKey.FETCH: (fetch.handle, 11),
+    ApiKey.FETCH: (fetch.handle, 12),
     ApiKey.LIST_OFFSETS: (list_offsets.handle, 6),
     ApiKey.METADATA: (metadata.handle, 9),
     ApiKey.API_VERSIONS: (api_versions.handle, 4),

@@ -10,6 +10,10 @@
   HW this fetch allowed and parked acks=all produces complete at once.
 - ``current_leader_epoch`` (v9+) is checked: older than ours FENCED_LEADER_EPOCH, newer
   UNKNOWN_LEADER_EPOCH.
+- ``last_fetched_epoch`` (v12+, flexible): when the log does not hold that epoch up to the
+  fetch offset (the fetcher's log diverged, KIP-595's check), the partition answers no records
+  and ``diverging_epoch``: the largest epoch <= it this log has and where that epoch ends, to
+  which the fetcher truncates.
 - A full fetch's answer has every requested partition, in request order (kafka-python drops
   a response that misses one), each with its own error code.
 - Sizes: each partition at most ``partition_max_bytes``; the whole response at most
@@ -105,10 +109,19 @@ def _read_all(
             part = rm.leader_partition(tp)
             if replica_id >= 0:
                 part.check_leader_epoch(p.current_leader_epoch)
-                rm.record_follower_fetch(part, replica_id, p.fetch_offset)
             entry["high_watermark"] = part.high_watermark
             entry["last_stable_offset"] = part.log.last_stable_offset
             entry["log_start_offset"] = part.log.log_start_offset
+            if p.last_fetched_epoch >= 0:
+                end = part.end_offset_for_epoch(p.last_fetched_epoch)
+                if end.epoch < p.last_fetched_epoch or end.end_offset < p.fetch_offset:
+                    # The fetcher's log diverged: it truncates before fetching again (and a
+                    # follower's fetch offset is not a log end this leader may count).
+                    entry["diverging_epoch"] = {"epoch": end.epoch, "end_offset": end.end_offset}
+                    out.append((tp, entry))
+                    continue
+            if replica_id >= 0:
+                rm.record_follower_fetch(part, replica_id, p.fetch_offset)
             max_bytes = max(0, min(p.partition_max_bytes, remaining))
             result = part.read_records(
                 p.fetch_offset,

@@ -89,7 +89,7 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     assert body["error_code"] == 0
     keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     # Produce v0-2 (message formats v0/v1) are not served, as in Kafka 4.
-    assert keys[ApiKey.PRODUCE] == (3, 9) and keys[ApiKey.FETCH] == (0, 11)
+    assert keys[ApiKey.PRODUCE] == (3, 9) and keys[ApiKey.FETCH] == (0, 12)
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 4)  # idempotence (REFERENCE.md section 1), KIP-360
     assert keys[ApiKey.JOIN_GROUP] == (0, 6)  # v6 is flexible
     assert keys[ApiKey.ELECT_LEADERS] == (0, 2)
@@ -689,3 +689,30 @@ def test_out_of_file_descriptors_pauses_accepts_then_recovers(
         child.stdin.close()
         child.stdout.close()
         child.wait(10)
+
+
+def test_flexible_produce_and_fetch_and_the_last_fetched_epoch_check(client: WireClient) -> None:
+    sent = batch(4)
+    r = client.call(ApiKey.PRODUCE, 9, produce_body("t", 0, sent))
+    part = presult(r)
+    assert (part["error_code"], part["base_offset"], part["record_errors"]) == (0, 0, [])
+    body = fetch_body([("t", 0, 0)])
+    f = client.call(ApiKey.FETCH, 12, body)
+    p0 = f["responses"][0]["partitions"][0]
+    assert p0["error_code"] == 0 and p0["high_watermark"] == 4
+    assert bytes(p0["records"])[16:] == sent[16:]
+    assert p0["diverging_epoch"] == {}  # the tagged field is not sent
+    # A fetcher whose last batch has epoch 0 and whose log ends at 4 agrees with ours.
+    body["topics"][0]["partitions"][0].update({"fetch_offset": 4, "last_fetched_epoch": 0})
+    agreed = client.call(ApiKey.FETCH, 12, body)["responses"][0]["partitions"][0]
+    assert agreed["error_code"] == 0 and agreed["diverging_epoch"] == {}
+    # One that claims an epoch this log never had diverged: no records, where to truncate.
+    body["topics"][0]["partitions"][0].update({"fetch_offset": 9, "last_fetched_epoch": 7})
+    diverged = client.call(ApiKey.FETCH, 12, body)["responses"][0]["partitions"][0]
+    assert diverged["error_code"] == 0
+    assert diverged["diverging_epoch"] == {"epoch": -1, "end_offset": -1}
+    assert len(diverged["records"] or b"") == 0
+    # Epoch 0 ends at 4 here: a fetcher at offset 9 of epoch 0 truncates to 4.
+    body["topics"][0]["partitions"][0].update({"fetch_offset": 9, "last_fetched_epoch": 0})
+    longer = client.call(ApiKey.FETCH, 12, body)["responses"][0]["partitions"][0]
+    assert longer["diverging_epoch"] == {"epoch": 0, "end_offset": 4}
