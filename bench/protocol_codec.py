@@ -4,13 +4,16 @@
     .venv/bin/python bench/protocol_codec.py --quick
 
 Figures: the best of 40 rounds of N messages each (time.perf_counter); the minimum filters out
-the noise of a shared machine.
-1. decode_request of a Produce v7 request, 1 topic x 6 partitions, 1 KiB record batch each
-   (the broker's produce path).
-2. encode_response of a Fetch v11 response, 1 topic x 6 partitions: records as 1 KiB bytes
-   (copied into the frame) and as file slices (emitted as sendfile parts, never read).
-3. decode_response of that Fetch v11 response (the client's consume path).
-4. For scale, kafka-python 3.x decoding the same Produce request (if installed).
+the noise of a shared machine. Each row sets the last non-flexible version beside the first
+flexible one (Produce v7/v9, Fetch v11/v12, Metadata v8/v9) with the difference (target: the
+flexible version within 10 %):
+1. decode_request of each request (1 topic x 6 partitions, 1 KiB record batch each; Metadata
+   for 10 topics): the broker's request path.
+2. encode_response of each response: Produce acknowledgements; Fetch with records as 1 KiB
+   bytes (copied into the frame) and as file slices (emitted as sendfile parts, never read);
+   Metadata of 10 topics x 6 partitions.
+3. decode_response of the Fetch response (the client's consume path).
+4. For scale, kafka-python 3.x decoding the same Produce v7 request (if installed).
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ class FileSlice:
     length: int
 
 
-def produce_frame() -> bytes:
-    body = {
+def produce_request() -> dict:
+    return {
         "transactional_id": None,
         "acks": -1,
         "timeout_ms": 30000,
@@ -51,7 +54,59 @@ def produce_frame() -> bytes:
             }
         ],
     }
-    return codec.encode_request(0, 7, 1, "bench-client", body)
+
+
+def produce_response() -> dict:
+    return {
+        "responses": [
+            {
+                "name": "bench-topic",
+                "partition_responses": [
+                    {
+                        "index": i,
+                        "error_code": 0,
+                        "base_offset": 1_000_000 + i,
+                        "log_append_time_ms": -1,
+                        "log_start_offset": 0,
+                        "record_errors": [],
+                        "error_message": None,
+                    }
+                    for i in range(PARTITIONS)
+                ],
+            }
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
+def fetch_request() -> dict:
+    return {
+        "replica_id": -1,
+        "max_wait_ms": 500,
+        "min_bytes": 1,
+        "max_bytes": 52_428_800,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": "bench-topic",
+                "partitions": [
+                    {
+                        "partition": i,
+                        "current_leader_epoch": 3,
+                        "fetch_offset": 1_000_000 + i,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1_048_576,
+                    }
+                    for i in range(PARTITIONS)
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
 
 
 def fetch_body(records_for: Callable[[int], object]) -> dict:
@@ -76,6 +131,48 @@ def fetch_body(records_for: Callable[[int], object]) -> dict:
     }
 
 
+def metadata_request() -> dict:
+    return {
+        "topics": [{"name": f"topic-{i}"} for i in range(10)],
+        "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+    }
+
+
+def metadata_response() -> dict:
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [
+            {"node_id": b, "host": "127.0.0.1", "port": 9092 + b, "rack": None} for b in range(3)
+        ],
+        "cluster_id": "bench-cluster-id-0000",
+        "controller_id": 1,
+        "topics": [
+            {
+                "error_code": 0,
+                "name": f"topic-{t}",
+                "is_internal": False,
+                "partitions": [
+                    {
+                        "error_code": 0,
+                        "partition_index": p,
+                        "leader_id": p % 3,
+                        "leader_epoch": 5,
+                        "replica_nodes": [0, 1, 2],
+                        "isr_nodes": [0, 1, 2],
+                        "offline_replicas": [],
+                    }
+                    for p in range(PARTITIONS)
+                ],
+                "topic_authorized_operations": -(2**31),
+            }
+            for t in range(10)
+        ],
+        "cluster_authorized_operations": -(2**31),
+    }
+
+
 def per_message_us(fn: Callable[[], object], n: int) -> float:
     best = float("inf")
     for _ in range(40):
@@ -86,6 +183,18 @@ def per_message_us(fn: Callable[[], object], n: int) -> float:
     return best / n * 1e6
 
 
+# (message, the last non-flexible version, the first flexible one)
+PAIRS = (("Produce", 0, 7, 9), ("Fetch", 1, 11, 12), ("Metadata", 3, 8, 9))
+# Target: a flexible version costs at most this much more than the non-flexible one.
+FLEXIBLE_OVERHEAD_TARGET = 0.10
+
+
+def _row(label: str, old_us: float, new_us: float) -> None:
+    ratio = new_us / old_us - 1
+    verdict = "ok" if ratio <= FLEXIBLE_OVERHEAD_TARGET else "over the 10 % target"
+    print(f"  {label:<50} {old_us:8.2f} {new_us:8.2f} us  {ratio:+6.1%}  {verdict}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
@@ -93,26 +202,55 @@ def main() -> None:
     n = 100 if args.quick else 1_000
 
     codec.precompile()  # time the codecs, not their one-off generation
-    produce = produce_frame()[4:]
-    print(f"Produce v7 request, {PARTITIONS} partitions x 1 KiB: {len(produce)} bytes")
-    us = per_message_us(lambda: codec.decode_request(produce), n)
-    print(f"  decode_request                       {us:8.2f} us/message")
+    requests = {
+        "Produce": produce_request(),
+        "Fetch": fetch_request(),
+        "Metadata": metadata_request(),
+    }
+    print(f"Per message, non-flexible against flexible ({PARTITIONS} partitions x 1 KiB):")
+    print(f"  {'':<50} {'old':>8} {'flex':>8}")
+    frames: dict[tuple[str, int], bytes] = {}
+    for name, key, old, new in PAIRS:
+        cost = {}
+        for version in (old, new):
+            frame = codec.encode_request(key, version, 1, "bench-client", requests[name])[4:]
+            frames[(name, version)] = frame
+            cost[version] = per_message_us(lambda f=frame: codec.decode_request(f), n)
+        _row(f"{name} v{old}/v{new} decode_request", cost[old], cost[new])
 
-    header = codec.RequestHeader(1, 11, 7, None)
     with tempfile.TemporaryFile() as segment:
         segment.write(BATCH * PARTITIONS)
         segment.flush()
         fd = segment.fileno()
-        bytes_body = fetch_body(lambda i: BATCH)
-        slice_body = fetch_body(lambda i: FileSlice(fd, i * len(BATCH), len(BATCH)))
-        print(f"Fetch v11 response, {PARTITIONS} partitions x 1 KiB")
-        us = per_message_us(lambda: codec.encode_response(header, bytes_body), n)
-        print(f"  encode_response (records as bytes)   {us:8.2f} us/message")
-        us = per_message_us(lambda: codec.encode_response(header, slice_body), n)
-        print(f"  encode_response (file slices)        {us:8.2f} us/message")
-        fetch_frame = codec.encode_response(header, bytes_body).to_bytes()[4:]
-        us = per_message_us(lambda: codec.decode_response(1, 11, fetch_frame), n)
-        print(f"  decode_response                      {us:8.2f} us/message")
+        responses = {
+            "Produce (records as bytes)": (0, produce_response()),
+            "Fetch (records as bytes)": (1, fetch_body(lambda i: BATCH)),
+            "Fetch (file slices)": (
+                1,
+                fetch_body(lambda i: FileSlice(fd, i * len(BATCH), len(BATCH))),
+            ),
+            "Metadata": (3, metadata_response()),
+        }
+        versions = {key: (old, new) for _name, key, old, new in PAIRS}
+        for label, (key, body) in responses.items():
+            old, new = versions[key]
+            cost = {}
+            for version in (old, new):
+                header = codec.RequestHeader(key, version, 7, None)
+                cost[version] = per_message_us(
+                    lambda h=header, b=body: codec.encode_response(h, b), n
+                )
+            _row(f"{label} v{old}/v{new} encode_response", cost[old], cost[new])
+        fetch = fetch_body(lambda i: BATCH)
+        cost = {}
+        for version in versions[1]:
+            header = codec.RequestHeader(1, version, 7, None)
+            frame = codec.encode_response(header, fetch).to_bytes()[4:]
+            cost[version] = per_message_us(
+                lambda v=version, f=frame: codec.decode_response(1, v, f), n
+            )
+        old, new = versions[1]
+        _row(f"Fetch v{old}/v{new} decode_response (client)", cost[old], cost[new])
 
     try:
         with warnings.catch_warnings():
@@ -120,9 +258,10 @@ def main() -> None:
             from kafka.protocol.producer import ProduceRequest
     except ImportError:
         return
+    produce = frames[("Produce", 7)]
     body = produce[10 + len("bench-client") :]  # after the v1 request header
     us = per_message_us(lambda: ProduceRequest.decode(body, version=7), max(1, n // 4))
-    print(f"For scale: kafka-python ProduceRequest.decode  {us:8.2f} us/message")
+    print(f"For scale: kafka-python ProduceRequest.decode v7  {us:8.2f} us/message")
 
 
 if __name__ == "__main__":

@@ -229,7 +229,10 @@ def decode_request(
         )
     try:
         if is_flexible(header.api_key, header.api_version):
-            pos = _skip_header_tags(view, pos)
+            if pos < len(view) and view[pos] == 0:
+                pos += 1  # no header tags: the usual case
+            else:
+                pos = _skip_header_tags(view, pos)
         body, _end = codec.decode(view, pos, max_array_elements)
     except struct.error:
         raise ProtocolError(

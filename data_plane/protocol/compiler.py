@@ -188,6 +188,38 @@ def _write_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> No
 
 
 def _write_compact_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> None:
+    """As :func:`_put_records` with a compact length, written inline for the one- and
+    two-byte varints of batches under 16 KiB (the hot path of flexible Fetch)."""
+    cls = value.__class__
+    if cls is memoryview or cls is bytes or cls is bytearray:
+        size = value.nbytes if cls is memoryview else len(value)
+        encoded = size + 1
+        if encoded < 0x80:
+            out.append(encoded)
+        elif encoded < 0x4000:
+            out.append((encoded & 0x7F) | 0x80)
+            out.append(encoded >> 7)
+        else:
+            out += uvarint(encoded)
+        if size >= ZERO_COPY_MIN_BYTES:
+            cuts.append((len(out), value))
+        else:
+            out += value
+        return
+    length = getattr(value, "length", None)
+    if value is not None and length.__class__ is int and length < 0x3FFF:
+        if not isinstance(getattr(value, "position", None), int):
+            raise EncodeError(
+                f"records must be bytes-like, None or a file slice, not {cls.__name__}"
+            )
+        encoded = length + 1
+        if encoded < 0x80:
+            out.append(encoded)
+        else:
+            out.append((encoded & 0x7F) | 0x80)
+            out.append(encoded >> 7)
+        cuts.append((len(out), value))
+        return
     _put_records(out, value, nullable, cuts, _compact_length, b"\x00")
 
 
@@ -545,16 +577,28 @@ def _gen_decode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str
             _gen_decode_field_flex(g, run, version, f"{d}[{run.name!r}]", ind, depth)
     tagged = _tagged_in(fields, version)
     t, e = f"t{depth}", f"e{depth}"
-    g.emit(ind, f"{t}, pos = _read_tag_count(buf, pos)")
-    _gen_budget(g, t, ind)
     if not tagged:
-        g.emit(ind, f"if {t}:")
-        g.emit(ind + 1, f"pos = _skip_tags(buf, pos, {t})")
+        # Fast path: almost every struct ends with an empty tagged-field section (one 0 byte).
+        g.emit(ind, "if pos < blen and buf[pos] == 0:")
+        g.emit(ind + 1, "pos += 1")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"{t}, pos = _read_tag_count(buf, pos)")
+        _gen_budget(g, t, ind + 1)
+        g.emit(ind + 1, f"if {t}:")
+        g.emit(ind + 2, f"pos = _skip_tags(buf, pos, {t})")
         return
     for f in tagged:
         default = _default_literal(f, version)
+        if isinstance(f.type, StructOf):
+            default = "None"  # an absent tagged struct: None (no map built per message)
         # An absent array decodes as a new empty list, as a present empty one does.
         g.emit(ind, f"{d}[{f.name!r}] = {'[]' if default == '()' else default}")
+    g.emit(ind, "if pos < blen and buf[pos] == 0:")  # no tagged field present: the usual case
+    g.emit(ind + 1, "pos += 1")
+    g.emit(ind, "else:")
+    ind += 1
+    g.emit(ind, f"{t}, pos = _read_tag_count(buf, pos)")
+    _gen_budget(g, t, ind)
     g.emit(ind, f"for _ in range({t}):")
     g.emit(ind + 1, f"{t}, {e}, pos = _read_tag_header(buf, pos)")
     for i, f in enumerate(tagged):
@@ -574,11 +618,37 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
         g.emit(ind, f"({key},) = {name}(buf, pos)")
         g.emit(ind, f"pos += {size}")
     elif f.type is Primitive.STRING:
-        g.emit(ind, f"{key}, pos = _read_compact_string(buf, pos, {nullable})")
+        # Fast path: a one-byte length (strings under 127 bytes) read inline; anything else
+        # (null, long, truncated) goes through the checking helper.
+        g.emit(ind, "n = buf[pos] if pos < blen else 0x80")
+        g.emit(ind, "if 0 < n < 0x80 and pos + n <= blen:")
+        g.emit(ind + 1, f"{key} = str(buf[pos + 1:pos + n], 'utf-8')")
+        g.emit(ind + 1, "pos += n")
+        if nullable:
+            g.emit(ind, "elif n == 0:")
+            g.emit(ind + 1, f"{key} = None")
+            g.emit(ind + 1, "pos += 1")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"{key}, pos = _read_compact_string(buf, pos, {nullable})")
     elif f.type is Primitive.BYTES:
         g.emit(ind, f"{key}, pos = _read_compact_bytes(buf, pos, {nullable})")
     elif f.type is Primitive.RECORDS:
-        g.emit(ind, f"{key}, pos = _read_compact_bytes_view(buf, pos, {nullable})")
+        # Fast path: a length of one or two varint bytes (batches under 16 KiB) read inline,
+        # the data taken as a view of the frame (zero copy); else the checking helper.
+        g.emit(ind, "n = buf[pos] if pos < blen else 0")
+        g.emit(ind, "if 0 < n < 0x80:")
+        g.emit(ind + 1, "n -= 1")
+        g.emit(ind + 1, "p = pos + 1")
+        g.emit(ind, "elif n >= 0x80 and pos + 1 < blen and buf[pos + 1] < 0x80:")
+        g.emit(ind + 1, "n = ((n & 0x7F) | (buf[pos + 1] << 7)) - 1")
+        g.emit(ind + 1, "p = pos + 2")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, "p = -1")
+        g.emit(ind, "if p > 0 and n <= blen - p:")
+        g.emit(ind + 1, f"{key} = buf[p:p + n]")
+        g.emit(ind + 1, "pos = p + n")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"{key}, pos = _read_compact_bytes_view(buf, pos, {nullable})")
     elif isinstance(f.type, StructOf):
         item = f"d{depth + 1}"
         inner = ind
@@ -599,7 +669,12 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
             size = _FIXED[element][1] if element in _FIXED else 1
         else:
             size = max(1, _min_size(f.type, version, True))
-        g.emit(ind, f"{n}, pos = _read_compact_count(buf, pos, {nullable}, {size})")
+        g.emit(ind, f"{n} = buf[pos] if pos < blen else 0")
+        g.emit(ind, f"if 0 < {n} < 0x80 and ({n} - 1) * {size} <= blen - pos - 1:")
+        g.emit(ind + 1, f"{n} -= 1")
+        g.emit(ind + 1, "pos += 1")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"{n}, pos = _read_compact_count(buf, pos, {nullable}, {size})")
         g.emit(ind, f"if {n} < 0:")
         g.emit(ind + 1, f"{key} = None")
         g.emit(ind, "else:")
@@ -644,8 +719,15 @@ def _gen_encode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str
     g.emit(ind, f"{tg} = []")
     for f in tagged:
         default = _default_literal(f, version)
-        g.emit(ind, f"{v} = {d}.get({f.name!r}, {default})")
-        if isinstance(f.type, Primitive):
+        if isinstance(f.type, StructOf):
+            # Sent only when set (a non-empty map): no default map is built per call.
+            g.emit(ind, f"{v} = {d}.get({f.name!r})")
+            g.emit(ind, f"if {v}:")
+        else:
+            g.emit(ind, f"{v} = {d}.get({f.name!r}, {default})")
+        if isinstance(f.type, StructOf):
+            pass  # tested above
+        elif isinstance(f.type, Primitive):
             g.emit(ind, f"if {v} != {default}:")
         elif default == "None":
             g.emit(ind, f"if {v} is not None:")
@@ -656,7 +738,10 @@ def _gen_encode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str
         _gen_encode_field_flex(g, f, version, v, ind + 1, depth + 1)
         g.emit(ind + 1, f"{tg}.append(({f.tag}, out))")
         g.emit(ind + 1, f"out = {saved}")
-    g.emit(ind, f"_write_tags(out, {tg})")
+    g.emit(ind, f"if {tg}:")
+    g.emit(ind + 1, f"_write_tags(out, {tg})")
+    g.emit(ind, "else:")
+    g.emit(ind + 1, "out.append(0)")
 
 
 def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, depth: int) -> None:
@@ -665,7 +750,17 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
         name = g.const(struct.Struct(">" + _FIXED[f.type][0]).pack, "pack")
         g.emit(ind, f"out += {name}({value})")
     elif f.type is Primitive.STRING:
-        g.emit(ind, f"_write_compact_string(out, {value}, {nullable})")
+        s_, b_ = f"s{depth}", f"b{depth}"
+        g.emit(ind, f"{s_} = {value}")
+        g.emit(ind, f"{b_} = {s_}.encode() if {s_}.__class__ is str else None")
+        g.emit(ind, f"if {b_} is not None and len({b_}) < 0x7F:")
+        g.emit(ind + 1, f"out.append(len({b_}) + 1)")
+        g.emit(ind + 1, f"out += {b_}")
+        if nullable:
+            g.emit(ind, f"elif {s_} is None:")
+            g.emit(ind + 1, "out.append(0)")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"_write_compact_string(out, {s_}, {nullable})")
     elif f.type is Primitive.BYTES:
         g.emit(ind, f"_write_compact_bytes(out, {value}, {nullable})")
     elif f.type is Primitive.RECORDS:
@@ -684,7 +779,13 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
     else:
         v = f"v{depth}"
         g.emit(ind, f"{v} = {value}")
-        g.emit(ind, f"if _write_compact_count(out, {v}, {nullable}):")
+        ok = f"k{depth}"
+        g.emit(ind, f"if {v} is not None and len({v}) < 0x7F:")
+        g.emit(ind + 1, f"out.append(len({v}) + 1)")
+        g.emit(ind + 1, f"{ok} = True")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"{ok} = _write_compact_count(out, {v}, {nullable})")
+        g.emit(ind, f"if {ok}:")
         if isinstance(f.type, ArrayOf) and f.type.element in _FIXED:
             g.consts["_pack"] = struct.pack
             g.emit(ind + 1, f"out += _pack('>%d{_FIXED[f.type.element][0]}' % len({v}), *{v})")

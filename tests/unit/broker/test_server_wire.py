@@ -701,11 +701,11 @@ def test_flexible_produce_and_fetch_and_the_last_fetched_epoch_check(client: Wir
     p0 = f["responses"][0]["partitions"][0]
     assert p0["error_code"] == 0 and p0["high_watermark"] == 4
     assert bytes(p0["records"])[16:] == sent[16:]
-    assert p0["diverging_epoch"] == {}  # the tagged field is not sent
+    assert p0["diverging_epoch"] is None  # the tagged field is not sent
     # A fetcher whose last batch has epoch 0 and whose log ends at 4 agrees with ours.
     body["topics"][0]["partitions"][0].update({"fetch_offset": 4, "last_fetched_epoch": 0})
     agreed = client.call(ApiKey.FETCH, 12, body)["responses"][0]["partitions"][0]
-    assert agreed["error_code"] == 0 and agreed["diverging_epoch"] == {}
+    assert agreed["error_code"] == 0 and agreed["diverging_epoch"] is None
     # One that claims an epoch this log never had diverged: no records, where to truncate.
     body["topics"][0]["partitions"][0].update({"fetch_offset": 9, "last_fetched_epoch": 7})
     diverged = client.call(ApiKey.FETCH, 12, body)["responses"][0]["partitions"][0]
