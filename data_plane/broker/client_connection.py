@@ -43,6 +43,7 @@ from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import (
     RequestHeader,
     ResponseFrame,
+    api_label,
     decode_request,
     encode_response,
     unsupported_version_response,
@@ -117,6 +118,8 @@ class Connection:
         self.client_host = "/" + peer.rsplit(":", 1)[0]
         # (name, version) the client gave in ApiVersions v3+, None before (or never).
         self.client_software: tuple[str, str] | None = None
+        # (api key, version) pairs this connection used (the versions it negotiated).
+        self._versions_seen: set[tuple[int, int]] = set()
         # Security (SASL, ACLs, quotas) and metrics around each request (docs/security.md).
         self._hooks = hooks
         if hooks is not None:
@@ -278,6 +281,18 @@ class Connection:
             self._server.note_client_software(
                 self, body["client_software_name"], body["client_software_version"]
             )
+        negotiated = (header.api_key, header.api_version)
+        if negotiated not in self._versions_seen:
+            # The version each client settled on, once per API and connection (DEBUG).
+            self._versions_seen.add(negotiated)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "connection %s (%s): %s v%d",
+                    self.peer,
+                    " ".join(self.client_software or ("unnamed client",)),
+                    api_label(header.api_key),
+                    header.api_version,
+                )
         try:
             request = Request(header, body, self.listener_name, self.client_host)
             result = handler(self._apis, request)

@@ -236,11 +236,11 @@ def decode_request(
         body, _end = codec.decode(view, pos, max_array_elements)
     except struct.error:
         raise ProtocolError(
-            f"truncated {_api_name(header.api_key)} v{header.api_version} request"
+            f"truncated {api_label(header.api_key)} v{header.api_version} request"
         ) from None
     except UnicodeDecodeError:
         raise ProtocolError(
-            f"{_api_name(header.api_key)} v{header.api_version} request: string is not UTF-8"
+            f"{api_label(header.api_key)} v{header.api_version} request: string is not UTF-8"
         ) from None
     return header, body
 
@@ -368,10 +368,10 @@ def decode_response(
             pos = _skip_header_tags(view, pos)
         body, _end = codec.decode(view, pos, max_array_elements)
     except struct.error:
-        raise ProtocolError(f"truncated {_api_name(api_key)} v{api_version} response") from None
+        raise ProtocolError(f"truncated {api_label(api_key)} v{api_version} response") from None
     except UnicodeDecodeError:
         raise ProtocolError(
-            f"{_api_name(api_key)} v{api_version} response: string is not UTF-8"
+            f"{api_label(api_key)} v{api_version} response: string is not UTF-8"
         ) from None
     return correlation_id, body
 
@@ -379,7 +379,8 @@ def decode_response(
 # ---------------------------------------------------------------- helpers
 
 
-def _api_name(api_key: int) -> str:
+def api_label(api_key: int) -> str:
+    """Kafka's name of an API key for messages (``PRODUCE``), or the number if unknown."""
     try:
         return ApiKey(api_key).name
     except ValueError:
@@ -408,10 +409,10 @@ def _run_encoder(
     try:
         codec.encode(out, body, cuts)
     except EncodeError as exc:
-        raise EncodeError(f"{_api_name(api_key)} v{api_version}: {exc}") from None
+        raise EncodeError(f"{api_label(api_key)} v{api_version}: {exc}") from None
     except (struct.error, TypeError, AttributeError, UnicodeEncodeError, OverflowError) as exc:
         raise EncodeError(
-            f"{_api_name(api_key)} v{api_version}: body does not fit the schema: {exc}"
+            f"{api_label(api_key)} v{api_version}: body does not fit the schema: {exc}"
         ) from exc
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import struct
@@ -716,3 +717,20 @@ def test_flexible_produce_and_fetch_and_the_last_fetched_epoch_check(client: Wir
     body["topics"][0]["partitions"][0].update({"fetch_offset": 9, "last_fetched_epoch": 0})
     longer = client.call(ApiKey.FETCH, 12, body)["responses"][0]["partitions"][0]
     assert longer["diverging_epoch"] == {"epoch": 0, "end_offset": 4}
+
+
+def test_each_negotiated_version_is_logged_once_at_debug(
+    client: WireClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="data_plane.broker.client_connection"):
+        client.call(
+            ApiKey.API_VERSIONS,
+            3,
+            {"client_software_name": "probe-client", "client_software_version": "2.0"},
+        )
+        for _ in range(3):
+            client.call(ApiKey.METADATA, 9, {"topics": None})
+        wait_for(lambda: "METADATA v9" in caplog.text, "the negotiated version logged")
+    lines = [r.getMessage() for r in caplog.records if "METADATA v9" in r.getMessage()]
+    assert len(lines) == 1 and "probe-client 2.0" in lines[0]
+    assert all(r.levelno == logging.DEBUG for r in caplog.records if "v9" in r.getMessage())
