@@ -919,6 +919,55 @@ class GroupCoordinator:
         self._schedule_next(group)
         return ErrorCode.NO_ERROR, out
 
+    def leave_group_members(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[int, list[int], CoordinatorOutputs]:
+        """LeaveGroup v3+ (KIP-345): remove each (member id, group instance id). A static
+        member is found by its instance id: UNKNOWN_MEMBER_ID if no member holds it,
+        FENCED_INSTANCE_ID if the member id given is not the holder's; a dynamic one by its
+        id (UNKNOWN_MEMBER_ID if absent). Returns the group-level error, one error per member
+        (in order) and the outputs; the group rebalances without them at once."""
+        out = CoordinatorOutputs()
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, [], out
+        error = self._ownership_error(group_id)
+        if error != ErrorCode.NO_ERROR:
+            return error, [], out
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.NO_ERROR, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members), out
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], out
+        errors = []
+        removed = pending_removed = False
+        for member_id, instance_id in members:
+            if instance_id is not None:
+                holder = group.static_members.get(instance_id)
+                if holder is None:
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                if member_id and member_id != holder:
+                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
+                    continue
+                member_id = holder
+            if group.pending_members.pop(member_id, None) is not None:
+                errors.append(ErrorCode.NO_ERROR)
+                pending_removed = True
+                continue
+            member = group.members.get(member_id)
+            if member is None:
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                continue
+            logger.info("group %s: member %s left", group_id, member_id)
+            self._remove_member(group, member, out)
+            errors.append(ErrorCode.NO_ERROR)
+            removed = True
+        if pending_removed:
+            self._try_complete_join(group, out)
+        if removed:
+            self._schedule_next(group)
+        return ErrorCode.NO_ERROR, errors, out
+
     def _remove_member(
         self,
         group: GroupMetadata,

@@ -124,6 +124,13 @@ class GroupCoordinatorRuntime(CoordinatorRuntimeBase):
         self.process(out)
         return error
 
+    def leave_group_members(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
+        error, errors, out = self.coordinator.leave_group_members(group_id, members)
+        self.process(out)
+        return error, errors
+
     def process(self, out: CoordinatorOutputs) -> None:
         """Resolve the futures ``out`` answers and start its writes."""
         self._resolve(out.responses)

@@ -88,8 +88,7 @@ class ApiKey(IntEnum):
 
 
 # (min, max) version per API. An API not yet served in flexible form stops one below its first
-# flexible version, or lower where REFERENCE.md section 1 says real clients need no more
-# (LeaveGroup stops at 2 because v3 batches members); the others go as far as their entries say.
+# flexible version; the others go as far as their entries say.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # v8 answers per-record errors (none are raised: a bad batch fails whole) and an error
     # message; v9 is flexible.
@@ -103,7 +102,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.FIND_COORDINATOR: (0, 3),
     ApiKey.JOIN_GROUP: (0, 6),
     ApiKey.HEARTBEAT: (0, 4),
-    ApiKey.LEAVE_GROUP: (0, 2),
+    # v3 removes several members at once, static ones by instance id (KIP-345); v4 flexible;
+    # v5 gives a reason.
+    ApiKey.LEAVE_GROUP: (0, 5),
     ApiKey.SYNC_GROUP: (0, 4),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     # v4 filters by state, v5 by type (KIP-518, KIP-848).

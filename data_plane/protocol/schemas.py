@@ -315,13 +315,23 @@ HEARTBEAT_RESPONSE = (
 # LeaveGroupRequest: Kafka schema flexibleVersions 4+
 LEAVE_GROUP_REQUEST = (
     F("group_id", STRING),
-    F("member_id", STRING),
+    F("member_id", STRING, 0, 2),
+    F("members", [
+        F("member_id", STRING, 3),
+        F("group_instance_id", STRING, 3, nullable=3),
+        F("reason", STRING, 5, nullable=5),
+    ], 3),
 )
 
 # LeaveGroupResponse: Kafka schema flexibleVersions 4+
 LEAVE_GROUP_RESPONSE = (
     F("throttle_time_ms", INT32, 1),
     F("error_code", INT16),
+    F("members", [
+        F("member_id", STRING, 3),
+        F("group_instance_id", STRING, 3, nullable=3),
+        F("error_code", INT16, 3),
+    ], 3),
 )
 
 # SyncGroupRequest: Kafka schema flexibleVersions 4+

@@ -177,9 +177,7 @@ def test_describe_topic_partitions_pages_through_a_topic(
         seen: list[int] = []
         cursor = None
         for _ in range(5):  # 5 partitions in pages of 2: three pages
-            page = kp.describe_topic_partitions(
-                [topic], response_partition_limit=2, cursor=cursor
-            )
+            page = kp.describe_topic_partitions([topic], response_partition_limit=2, cursor=cursor)
             (answer,) = page["topics"]
             assert answer["error_code"] == 0 and answer["name"] == topic
             for p in answer["partitions"]:
@@ -194,3 +192,53 @@ def test_describe_topic_partitions_pages_through_a_topic(
         assert missing["topics"][0]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
     finally:
         kp.close()
+
+
+def test_remove_a_static_member_with_kafka_python(
+    cluster: LocalCluster, admin: confluent_kafka.admin.AdminClient
+) -> None:
+    """LeaveGroup v3+ (KIP-345): a static member stays in its group after its consumer closes
+    (until its session times out); an admin removes it by its instance id, and an instance id
+    no member holds answers UNKNOWN_MEMBER_ID."""
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    topic = f"static-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([confluent_kafka.admin.NewTopic(topic, 1, 1)])[topic].result(TIMEOUT_S)
+    group = f"static-{uuid.uuid4().hex[:6]}"
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.instance.id": "worker-1",
+            "session.timeout.ms": 60_000,
+        }
+    )
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + DEADLINE_S
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    assert consumer.assignment()
+    consumer.close()  # a static member does not leave on close
+
+    def members() -> list:
+        described = admin.describe_consumer_groups([group])[group].result(TIMEOUT_S)
+        return list(described.members or [])
+
+    assert len(members()) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka.admin import KafkaAdminClient, MemberToRemove
+        from kafka.errors import NoError, UnknownMemberIdError
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
+    try:
+        answer = kp.remove_group_members(
+            group,
+            [
+                MemberToRemove(group_instance_id="worker-1", reason="host retired"),
+                MemberToRemove(group_instance_id="worker-9"),
+            ],
+        )
+    finally:
+        kp.close()
+    # kafka-python 3 keys the answer by instance id (or member id) here.
+    assert answer == {"worker-1": NoError, "worker-9": UnknownMemberIdError}
+    assert members() == []

@@ -95,7 +95,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.JOIN_GROUP: (join_group.handle, 6),
     ApiKey.SYNC_GROUP: (sync_group.handle, 4),
     ApiKey.HEARTBEAT: (heartbeat.handle, 4),
-    ApiKey.LEAVE_GROUP: (leave_group.handle, 2),
+    ApiKey.LEAVE_GROUP: (leave_group.handle, 5),
     ApiKey.OFFSET_COMMIT: (offset_commit.handle, 8),
     ApiKey.OFFSET_FETCH: (offset_fetch.handle, 6),
     ApiKey.DESCRIBE_GROUPS: (describe_groups.handle, 5),

@@ -1,12 +1,43 @@
-"""LeaveGroup (13), v0-2: one member leaves; the group rebalances without it at once (no wait
-for its session to expire)."""
+"""LeaveGroup (13), v0-5: members leave; the group rebalances without them at once (no wait
+for their sessions to expire). v0-2 name one member; v3+ list several, static ones by group
+instance id (KIP-345: how ``kafka-consumer-groups --delete --members``-style tools and
+admins remove them), each answered with its own error; v4 is flexible; v5 adds a reason, which
+is logged."""
 
 from __future__ import annotations
 
+import logging
+
 from data_plane.broker.apis import Body, KafkaApis, Request
+
+logger = logging.getLogger(__name__)
+FIRST_BATCH_VERSION = 3
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
     b = request.body
-    error = apis.group_coordinator.leave_group(b["group_id"] or "", b["member_id"] or "")
-    return {"throttle_time_ms": 0, "error_code": error}
+    group_id = b["group_id"] or ""
+    if request.header.api_version < FIRST_BATCH_VERSION:
+        error = apis.group_coordinator.leave_group(group_id, b["member_id"] or "")
+        return {"throttle_time_ms": 0, "error_code": error}
+    members = list(b.get("members") or ())
+    for m in members:
+        if m.get("reason"):
+            logger.info("group %s: member %s leaves: %s", group_id, m["member_id"], m["reason"])
+    error, errors = apis.group_coordinator.leave_group_members(
+        group_id, [(m["member_id"] or "", m.get("group_instance_id")) for m in members]
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "members": [
+            {
+                "member_id": m["member_id"],
+                "group_instance_id": m.get("group_instance_id"),
+                "error_code": code,
+            }
+            for m, code in zip(members, errors, strict=False)
+        ]
+        if not error
+        else [],
+    }

@@ -631,3 +631,45 @@ def test_offset_delete_group_level_errors_and_an_empty_group() -> None:
     h.absorb(h.c.delete_offsets(token, "empty", [("t", 0)]))
     assert h.results[token] == OffsetDeleteResult(ErrorCode.NO_ERROR, {("t", 0): 0})
     assert set(h.c.fetch_offsets("empty", None).offsets) == {("t", 1)}
+
+
+def test_leave_group_v3_removes_several_members_static_ones_by_instance_id() -> None:
+    h = Harness()
+    static = h.join(instance_id="worker-1", client_id="s")
+    dynamic = h.join(client_id="d")
+    for _ in range(3):
+        h.advance(0)
+    s_id = h.join_result(static).member_id
+    d_id = h.join_result(dynamic).member_id
+    error, errors, out = h.c.leave_group_members(
+        "g",
+        [
+            ("", "worker-1"),  # the static member, by instance id alone
+            ("not-the-holder", "worker-2"),  # no member holds worker-2
+            (d_id, None),
+            ("ghost", None),
+        ],
+    )
+    h.absorb(out)
+    assert error == ErrorCode.NO_ERROR
+    assert errors == [
+        ErrorCode.NO_ERROR,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.NO_ERROR,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+    ]
+    group = h.c.group("g")
+    assert group is not None and not group.members and not group.static_members
+    assert s_id != d_id
+
+
+def test_leave_group_v3_fences_a_stale_member_id_of_a_static_member() -> None:
+    h = Harness()
+    t = h.join(instance_id="worker-1")
+    h.advance(0)
+    holder = h.join_result(t).member_id
+    error, errors, _out = h.c.leave_group_members("g", [("old-incarnation", "worker-1")])
+    assert (error, errors) == (ErrorCode.NO_ERROR, [ErrorCode.FENCED_INSTANCE_ID])
+    assert h.c.group("g").members.keys() == {holder}
+    error, _errors, _out = h.c.leave_group_members("", [("x", None)])
+    assert error == ErrorCode.INVALID_GROUP_ID
