@@ -115,7 +115,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SASL_HANDSHAKE: (0, 1),
     # v3+ is flexible (client software name and version; feature levels as tagged fields).
     ApiKey.API_VERSIONS: (0, 4),
-    ApiKey.CREATE_TOPICS: (0, 4),
+    # v5 is flexible and answers each topic's partitions, replication factor and configs
+    # (KIP-525); v6 may throttle; v7 gives the topic id.
+    ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (0, 4),
     ApiKey.DELETE_RECORDS: (0, 2),
     # v2+ flexible; v3 carries the producer id and epoch to bump (KIP-360); v4 answers

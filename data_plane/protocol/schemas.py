@@ -465,8 +465,19 @@ CREATE_TOPICS_RESPONSE = (
     F("throttle_time_ms", INT32, 2),
     F("topics", [
         F("name", STRING),
+        F("topic_id", UUID, 7),
         F("error_code", INT16),
         F("error_message", STRING, 1, nullable=0),
+        F("topic_config_error_code", INT16, 5, tag=0),
+        F("num_partitions", INT32, 5, default=-1),
+        F("replication_factor", INT16, 5, default=-1),
+        F("configs", [
+            F("name", STRING, 5),
+            F("value", STRING, 5, nullable=5),
+            F("read_only", BOOL, 5),
+            F("config_source", INT8, 5, default=-1),
+            F("is_sensitive", BOOL, 5),
+        ], 5, nullable=5),
     ]),
 )
 

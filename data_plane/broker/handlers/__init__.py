@@ -63,7 +63,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.LIST_OFFSETS: (list_offsets.handle, 6),
     ApiKey.METADATA: (metadata.handle, 9),
     ApiKey.API_VERSIONS: (api_versions.handle, 4),
-    ApiKey.CREATE_TOPICS: (create_topics.handle, 4),
+    ApiKey.CREATE_TOPICS: (create_topics.handle, 7),
     ApiKey.DELETE_TOPICS: (delete_topics.handle, 4),
     ApiKey.DELETE_RECORDS: (delete_records.handle, 2),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 2),

@@ -1,7 +1,13 @@
-"""CreateTopics (19), v0-4: forwarded to the active controller; answered once this broker's
+"""CreateTopics (19), v0-7: forwarded to the active controller; answered once this broker's
 own metadata shows the new topics (bounded by the request's timeout), so the client's next
 Metadata call sees them. Errors are per topic (the controller's code, or its call error on
-every topic)."""
+every topic).
+
+From v5 (flexible) a created topic's answer carries its partition count, replication factor
+and every config with its value and source (KIP-525, read back from the controller: the
+topic's overrides as dynamic topic configs, the rest as defaults); v7 adds the topic id. A
+validate-only request answers the counts it asked for (or the defaults) and no configs.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,13 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.describe_configs import SOURCE_DEFAULT, SOURCE_DYNAMIC_TOPIC
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
+
+# The first version whose answers carry partitions, replication factor and configs.
+FIRST_DETAILED_VERSION = 5
 
 
 def _new_topic(t: dict[str, Any]) -> NewTopic:
@@ -48,11 +58,63 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
     created = [n for n, (code, _) in results.items() if code == ErrorCode.NO_ERROR]
     if created and not validate_only:
         await apis.wait_for_image(lambda img: all(img.topic(n) for n in created), wait_ms)
+    details: dict[str, dict[str, Any]] = {}
+    if created and request.header.api_version >= FIRST_DETAILED_VERSION:
+        details = await _details(apis, created, to_create, validate_only)
     topics = []
     for name in names:
         code, message = results.get(name, (ErrorCode.UNKNOWN_SERVER_ERROR, "no answer"))
-        topics.append({"name": name, "error_code": code, "error_message": message})
+        topics.append(
+            {"name": name, "error_code": code, "error_message": message, **details.get(name, {})}
+        )
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+async def _details(
+    apis: KafkaApis, created: list[str], asked: list[NewTopic], validate_only: bool
+) -> dict[str, dict[str, Any]]:
+    """v5+: each created topic's partitions, replication factor, configs and topic id."""
+    out: dict[str, dict[str, Any]] = {}
+    if validate_only:
+        for t in asked:
+            if t.name in created:
+                out[t.name] = {
+                    "num_partitions": t.num_partitions if t.num_partitions > 0 else -1,
+                    "replication_factor": t.replication_factor
+                    if t.replication_factor > 0
+                    else -1,
+                    "configs": None,
+                }
+        return out
+    try:
+        described = await forward(apis, "describe_configs", created)
+    except ControllerError:
+        described = {}
+    image = apis.image
+    for name in created:
+        t = image.topic(name)
+        if t is None:
+            continue
+        first = t.partitions.get(0)
+        d = described.get(name)
+        out[name] = {
+            "topic_id": t.topic_id.bytes,
+            "num_partitions": len(t.partitions),
+            "replication_factor": len(first.replicas) if first is not None else -1,
+            "configs": None
+            if d is None
+            else [
+                {
+                    "name": c.name,
+                    "value": c.value,
+                    "read_only": c.read_only,
+                    "config_source": SOURCE_DEFAULT if c.is_default else SOURCE_DYNAMIC_TOPIC,
+                    "is_sensitive": False,
+                }
+                for c in d.configs
+            ],
+        }
+    return out
 
 
 def handle(apis: KafkaApis, request: Request) -> Any:
