@@ -151,6 +151,19 @@ def describe(cls: type, *, topic: bool = False) -> list[tuple[str, str, str]]:
     return rows
 
 
+def key_info(cls: type, key: str, *, topic: bool = False) -> tuple[Any, str] | None:
+    """(Python type, doc) of property ``key`` of ``cls`` (topic-level names when ``topic``),
+    or None when ``cls`` does not know it; an optional type is given without its None."""
+    meta_key = _TOPIC_KEY if topic else _KEY
+    for f, hint in _fields(cls):
+        if f.metadata.get(meta_key) == key:
+            if typing.get_origin(hint) in (typing.Union, types.UnionType):
+                args = [a for a in typing.get_args(hint) if a is not type(None)]
+                hint = args[0] if args else hint
+            return hint, f.metadata.get(_DOC, "")
+    return None
+
+
 def coerce(key: str, raw: str, hint: Any, meta: Mapping[str, Any]) -> Any:
     """Convert the string ``raw`` for property ``key`` to the field type ``hint``."""
     optional = False

@@ -66,7 +66,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.CREATE_TOPICS: (create_topics.handle, 7),
     ApiKey.DELETE_TOPICS: (delete_topics.handle, 4),
     ApiKey.DELETE_RECORDS: (delete_records.handle, 2),
-    ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 2),
+    ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 4),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 2),
     ApiKey.ALTER_CONFIGS: (alter_configs.handle, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (incremental_alter_configs.handle, 1),

@@ -1,7 +1,9 @@
-"""DescribeConfigs (32), v0-2: topic resources (type 2) come from the active controller
+"""DescribeConfigs (32), v0-4: topic resources (type 2) come from the active controller
 (topic overrides and the effective defaults); the broker resource (type 4) naming this broker
 lists its own settings as static broker configs. ``configuration_keys`` filters the entries.
-Other brokers' ids and other resource types get an error for that resource."""
+Other brokers' ids and other resource types get an error for that resource. From v3 each
+entry has Kafka's config type and, when ``include_documentation`` asks for it, its
+documentation (data_plane.broker.config_types); v4 is flexible."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.config_types import config_type_and_doc
 from data_plane.broker.handlers.forwarding import forward
 from metadata.client import ControllerError
 
@@ -20,7 +23,17 @@ SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
 
-def _entry(name: str, value: str | None, is_default: bool, source: int, read_only: bool) -> dict:
+def _entry(
+    name: str,
+    value: str | None,
+    is_default: bool,
+    source: int,
+    read_only: bool,
+    *,
+    topic: bool,
+    documentation: bool,
+) -> dict:
+    config_type, doc = config_type_and_doc(name, topic=topic)
     return {
         "name": name,
         "value": value,
@@ -29,6 +42,8 @@ def _entry(name: str, value: str | None, is_default: bool, source: int, read_onl
         "config_source": source,
         "is_sensitive": False,
         "synonyms": [],
+        "config_type": config_type,
+        "documentation": doc if documentation else None,
     }
 
 
@@ -44,6 +59,7 @@ def _result(rtype: int, name: str, code: int = 0, message: str | None = None) ->
 
 async def _handle(apis: KafkaApis, request: Request) -> Body:
     resources = list(request.body.get("resources") or ())
+    documentation = bool(request.body.get("include_documentation", False))
     topics = [r["resource_name"] for r in resources if r["resource_type"] == RESOURCE_TOPIC]
     described: dict[str, Any] = {}
     failure: ControllerError | None = None
@@ -73,6 +89,8 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
                     c.is_default,
                     SOURCE_DEFAULT if c.is_default else SOURCE_DYNAMIC_TOPIC,
                     c.read_only,
+                    topic=True,
+                    documentation=documentation,
                 )
                 for c in d.configs
                 if wanted is None or c.name in wanted
@@ -81,7 +99,15 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
         elif rtype == RESOURCE_BROKER and name in ("", str(apis.broker_id)):
             res = _result(rtype, name)
             res["configs"] = [
-                _entry(k, v, False, SOURCE_STATIC_BROKER, True)
+                _entry(
+                    k,
+                    v,
+                    False,
+                    SOURCE_STATIC_BROKER,
+                    True,
+                    topic=False,
+                    documentation=documentation,
+                )
                 for k, v in sorted(apis.local_config().items())
                 if wanted is None or k in wanted
             ]
