@@ -57,18 +57,24 @@ class Load:
                 self.acked.add(msg.value())
 
     def _produce(self) -> None:
-        i = 0
-        start = time.monotonic()
-        while not self._stop.is_set():
-            due = start + i / RATE_PER_S
-            if time.monotonic() < due:
-                time.sleep(min(0.01, due - time.monotonic()))
-                continue
-            self._producer.produce(self.topic, b"v-%07d" % i, on_delivery=self._delivered)
-            self._producer.poll(0)
-            i += 1
-        self._producer.flush(DEADLINE_S)
-        self._produced.set()
+        try:
+            i = 0
+            start = time.monotonic()
+            while not self._stop.is_set():
+                # Read the clock once: two reads could make the wait negative.
+                wait = start + i / RATE_PER_S - time.monotonic()
+                if wait > 0:
+                    time.sleep(min(0.01, wait))
+                    continue
+                self._producer.produce(self.topic, b"v-%07d" % i, on_delivery=self._delivered)
+                self._producer.poll(0)
+                i += 1
+            self._producer.flush(DEADLINE_S)
+        except Exception as e:  # reported as an error of the run, not a hang of the consumer
+            with self._lock:
+                self.errors.append(f"producer thread: {e!r}")
+        finally:
+            self._produced.set()
 
     def _consume(self) -> None:
         self._consumer.subscribe([self.topic])
