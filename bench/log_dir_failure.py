@@ -30,10 +30,9 @@ from pathlib import Path
 import confluent_kafka
 import confluent_kafka.admin
 
-from bench.rolling_restart import RATE, Phase, produce_for
+from bench.rolling_restart import RATE, Phase, idempotent_producer, produce_for
 from chaos.failing_disks import FailingDisks, unavailable_reason
 from deploy.local_cluster import LocalCluster
-from deploy.meta_properties import format_directories
 
 PARTITIONS = 6  # each directory of broker 1 holds two
 READY_TIMEOUT_S = 90.0
@@ -44,13 +43,7 @@ TARGET_S = 5.0
 
 def placement(disks: FailingDisks, topic: str) -> dict[int, Path]:
     """partition -> the directory of broker 1 holding it."""
-    out = {}
-    for d in disks.log_dirs():
-        for entry in d.iterdir():
-            name, _, index = entry.name.rpartition("-")
-            if entry.is_dir() and name == topic and index.isdigit():
-                out[int(index)] = d
-    return out
+    return {p: d for (t, p), d in disks.replica_dirs().items() if t == topic}
 
 
 def moved_off(
@@ -81,16 +74,7 @@ def main() -> None:
         overrides={"min.insync.replicas": "2"},
     )
     jbod = cluster.broker_ids[0]
-    config = cluster.config_path(jbod)
-    dirs = ",".join(str(d) for d in disks.log_dirs())
-    text = config.read_text(encoding="utf-8").splitlines()
-    config.write_text(
-        "\n".join(f"log.dirs={dirs}" if ln.startswith("log.dirs=") else ln for ln in text) + "\n",
-        encoding="utf-8",
-    )
-    format_directories(
-        [str(d) for d in disks.log_dirs()], cluster_id=cluster.cluster_id, node_id=jbod
-    )
+    disks.use_for(cluster, jbod)
     stop = threading.Event()
     producer: threading.Thread | None = None
     try:
@@ -116,15 +100,7 @@ def main() -> None:
             flush=True,
         )
         acks = Phase()
-        p = confluent_kafka.Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "log_level": 0,
-            }
-        )
+        p = idempotent_producer(bootstrap)
         producer = threading.Thread(
             target=produce_for, args=(p, topic, acks, stop, MOVE_TIMEOUT_S * 4), daemon=True
         )

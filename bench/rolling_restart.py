@@ -77,6 +77,19 @@ class Phase:
         )
 
 
+def idempotent_producer(bootstrap: str) -> confluent_kafka.Producer:
+    """The producer the phases measure: idempotent, acks=all, 5 ms linger."""
+    return confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "log_level": 0,
+        }
+    )
+
+
 def produce_for(
     p: confluent_kafka.Producer, topic: str, phase: Phase, until: threading.Event, cap_s: float
 ) -> None:
@@ -123,15 +136,7 @@ def main() -> None:
             f"confluent-kafka {confluent_kafka.__version__} idempotent acks=all",
             flush=True,
         )
-        p = confluent_kafka.Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "log_level": 0,
-            }
-        )
+        p = idempotent_producer(bootstrap)
         # Warm-up: connections and metadata, not reported.
         produce_for(p, topic, Phase(), threading.Event(), 2.0)
         quiet = Phase()

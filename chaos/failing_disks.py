@@ -16,6 +16,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from data_plane.storage.errors import LogDirLayoutError
+from data_plane.storage.log_loader import parse_topic_partition
+from deploy.local_cluster import LocalCluster
+from deploy.meta_properties import format_directories
+
 # Size of the ext4 image; the tmpfs get the ext4's free space.
 DEFAULT_EXT4_IMAGE_BYTES = 48 * 1024 * 1024
 COMMAND_TIMEOUT_S = 60
@@ -74,6 +79,26 @@ class FailingDisks:
     def log_dirs(self) -> list[Path]:
         """The three log directories: on the tmpfs to fill, the ext4, the healthy tmpfs."""
         return [self.full / "data", self.ext4 / "data", self.healthy / "data"]
+
+    def use_for(self, cluster: LocalCluster, node_id: int) -> None:
+        """Make the three directories the (formatted) log directories of broker ``node_id``,
+        before it starts."""
+        dirs = [str(d) for d in self.log_dirs()]
+        cluster.update_config(node_id, {"log.dirs": ",".join(dirs)})
+        format_directories(dirs, cluster_id=cluster.cluster_id, node_id=node_id)
+
+    def replica_dirs(self) -> dict[tuple[str, int], Path]:
+        """(topic, partition) -> which of the three directories holds its log."""
+        out = {}
+        for d in self.log_dirs():
+            for entry in d.iterdir():
+                if not entry.is_dir():
+                    continue
+                try:
+                    out[parse_topic_partition(entry.name)] = d
+                except LogDirLayoutError:
+                    continue  # a directory being deleted, not a log
+        return out
 
     def fill(self) -> None:
         """Fill the ``full`` tmpfs until the kernel answers ENOSPC."""

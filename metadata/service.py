@@ -59,7 +59,7 @@ from metadata.control_plane_authz import (
 from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController, random_topic_id
 from metadata.controller_config import ControllerConfig
 from metadata.election import InvariantViolation
-from metadata.node_info import decode_node_info, encode_node_info
+from metadata.node_info import NodeInfo, decode_node_info, encode_node_info
 from metadata.records import NoOpRecord, encode_record
 from metadata.result import ControllerResult
 from metadata.rpc import (
@@ -487,11 +487,9 @@ class ControllerServer:
                 m.QuorumReplica(broker_id, offset, seen, seen if offset >= committed else -1)
             )
         addresses = {self.node_id: self.address}
-        infos_fn = getattr(self._log, "peer_infos", None)
-        for voter_id, raw in (infos_fn() if callable(infos_fn) else {}).items():
-            address = decode_node_info(raw).controller_address
-            if address is not None:
-                addresses[voter_id] = address
+        for voter_id, info in self._peer_node_infos().items():
+            if info.controller_address is not None:
+                addresses[voter_id] = info.controller_address
         nodes = []
         for voter_id, address in sorted(addresses.items()):
             host, _, port = address.rpartition(":")
@@ -510,16 +508,21 @@ class ControllerServer:
         """Every voter with the metadata.version range it told this one (None: not yet)."""
         raft_config = getattr(self._log, "config", None)
         voter_ids = list(getattr(raft_config, "voters", None) or (self.node_id,))
-        infos_fn = getattr(self._log, "peer_infos", None)
-        infos: dict[int, bytes] = infos_fn() if callable(infos_fn) else {}
+        infos = self._peer_node_infos()
         out: dict[int, features.SupportedRange | None] = {}
         for voter_id in voter_ids:
             if voter_id == self.node_id:
                 out[voter_id] = features.SUPPORTED
             else:
-                raw = infos.get(voter_id)
-                out[voter_id] = decode_node_info(raw).supported if raw else None
+                info = infos.get(voter_id)
+                out[voter_id] = info.supported if info is not None else None
         return out
+
+    def _peer_node_infos(self) -> dict[int, NodeInfo]:
+        """What each other voter told this one about itself over Raft (metadata.node_info)."""
+        infos_fn = getattr(self._log, "peer_infos", None)
+        raw: dict[int, bytes] = infos_fn() if callable(infos_fn) else {}
+        return {voter_id: decode_node_info(data) for voter_id, data in raw.items()}
 
     def _not_controller(self) -> Envelope:
         leader_id = self._log.leader_id

@@ -183,80 +183,39 @@ def _write_bytes(out: bytearray, value: Any, nullable: bool) -> None:
     out += value
 
 
-def _write_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> None:
-    _put_records(out, value, nullable, cuts, _i32_pack, b"\xff\xff\xff\xff")
-
-
-def _write_compact_records(out: bytearray, value: Any, nullable: bool, cuts: list) -> None:
-    """As :func:`_put_records` with a compact length, written inline for the one- and
-    two-byte varints of batches under 16 KiB (the hot path of flexible Fetch)."""
-    cls = value.__class__
-    if cls is memoryview or cls is bytes or cls is bytearray:
-        size = value.nbytes if cls is memoryview else len(value)
-        encoded = size + 1
-        if encoded < 0x80:
-            out.append(encoded)
-        elif encoded < 0x4000:
-            out.append((encoded & 0x7F) | 0x80)
-            out.append(encoded >> 7)
-        else:
-            out += uvarint(encoded)
-        if size >= ZERO_COPY_MIN_BYTES:
-            cuts.append((len(out), value))
-        else:
-            out += value
-        return
-    length = getattr(value, "length", None)
-    if value is not None and length.__class__ is int and length < 0x3FFF:
-        if not isinstance(getattr(value, "position", None), int):
-            raise EncodeError(
-                f"records must be bytes-like, None or a file slice, not {cls.__name__}"
-            )
-        encoded = length + 1
-        if encoded < 0x80:
-            out.append(encoded)
-        else:
-            out.append((encoded & 0x7F) | 0x80)
-            out.append(encoded >> 7)
-        cuts.append((len(out), value))
-        return
-    _put_records(out, value, nullable, cuts, _compact_length, b"\x00")
-
-
-def _compact_length(size: int) -> bytes:
-    return uvarint(size + 1)
-
-
-def _put_records(
-    out: bytearray,
-    value: Any,
-    nullable: bool,
-    cuts: list,
-    length_of: Callable[[int], bytes],
-    null: bytes,
-) -> None:
-    """A records value after its length (``length_of``): small buffers are copied into
-    ``out``; large buffers and file slices become a cut (zero copy)."""
+def _put_records(out: bytearray, value: Any, nullable: bool, cuts: list, compact: bool) -> None:
+    """A records value after its length (int32, or in flexible versions ``compact``:
+    uvarint(length + 1)): small buffers are copied into ``out``; large buffers and file slices
+    become a cut (zero copy)."""
     if value is None:
         if not nullable:
             raise EncodeError("null in a non-nullable records field")
-        out += null
+        out += b"\x00" if compact else b"\xff\xff\xff\xff"
         return
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        size = value.nbytes if isinstance(value, memoryview) else len(value)
-        out += length_of(size)
-        if size >= ZERO_COPY_MIN_BYTES:
-            cuts.append((len(out), value))
-        else:
-            out += value
-        return
-    length = getattr(value, "length", None)
-    if not isinstance(length, int) or not isinstance(getattr(value, "position", None), int):
-        raise EncodeError(
-            f"records must be bytes-like, None or a file slice, not {type(value).__name__}"
-        )
-    out += length_of(length)
-    cuts.append((len(out), value))
+    cls = value.__class__
+    if cls is bytes or cls is memoryview or isinstance(value, (bytes, bytearray, memoryview)):
+        size = value.nbytes if cls is memoryview else len(value)
+        copy = size < ZERO_COPY_MIN_BYTES
+    else:
+        size = getattr(value, "length", None)
+        if not isinstance(size, int) or not isinstance(getattr(value, "position", None), int):
+            raise EncodeError(
+                f"records must be bytes-like, None or a file slice, not {type(value).__name__}"
+            )
+        copy = False
+    if not compact:
+        out += _i32_pack(size)
+    elif size < 0x7F:  # the one- and two-byte varints (records under 16 KiB) inline
+        out.append(size + 1)
+    elif size < 0x3FFF:
+        out.append(((size + 1) & 0x7F) | 0x80)
+        out.append((size + 1) >> 7)
+    else:
+        out += uvarint(size + 1)
+    if copy:
+        out += value
+    else:
+        cuts.append((len(out), value))
 
 
 def _write_count(out: bytearray, value: Any, nullable: bool) -> bool:
@@ -284,7 +243,7 @@ _RUNTIME: dict[str, Any] = {
     "_ZERO_COPY_MIN_BYTES": ZERO_COPY_MIN_BYTES,
     "_write_string": _write_string,
     "_write_bytes": _write_bytes,
-    "_write_records": _write_records,
+    "_put_records": _put_records,
     "_write_count": _write_count,
     "_i32_unpack": _i32_unpack,
     "_i32_pack": _i32_pack,
@@ -301,7 +260,6 @@ _RUNTIME: dict[str, Any] = {
     "_skip_tags": compact_types.skip_tags,
     "_write_compact_string": compact_types.write_compact_string,
     "_write_compact_bytes": compact_types.write_compact_bytes,
-    "_write_compact_records": _write_compact_records,
     "_write_compact_count": compact_types.write_compact_count,
     "_write_tags": compact_types.write_tags,
 }
@@ -532,7 +490,7 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
             g.emit(ind + 1, "out += _i32_pack(len(r))")
             g.emit(ind + 1, "out += r")
             g.emit(ind, "else:")
-            g.emit(ind + 1, f"_write_records(out, r, {nullable}, cuts)")
+            g.emit(ind + 1, f"_put_records(out, r, {nullable}, cuts, False)")
         elif isinstance(f.type, ArrayOf):
             element = f.type.element
             v = f"v{depth}"
@@ -764,7 +722,7 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
     elif f.type is Primitive.BYTES:
         g.emit(ind, f"_write_compact_bytes(out, {value}, {nullable})")
     elif f.type is Primitive.RECORDS:
-        g.emit(ind, f"_write_compact_records(out, {value}, {nullable}, cuts)")
+        g.emit(ind, f"_put_records(out, {value}, {nullable}, cuts, True)")
     elif isinstance(f.type, StructOf):
         item = f"d{depth + 1}"
         g.emit(ind, f"{item} = {value}")

@@ -86,6 +86,14 @@ class Verdict:
     # Resources refused (for the kraftlog_authorization_denied_total metric), by type.
     denied: dict[ResourceType, int] | None = None
 
+    @staticmethod
+    def refused(body: Body, response: Body, rtype: ResourceType, count: int = 1) -> Verdict:
+        """The request answered at once with ``response`` (the handler is not called);
+        ``count`` resources of ``rtype`` are counted as denied."""
+        v = Verdict(body, respond_now=response)
+        v.note(rtype, count)
+        return v
+
     def note(self, rtype: ResourceType, count: int = 1) -> None:
         if count:
             if self.denied is None:
@@ -543,9 +551,9 @@ class RequestAuthorizer:
             return Verdict(body)
         else:
             code, rtype = CLUSTER_DENIED, ResourceType.CLUSTER
-        v = Verdict(body, respond_now={"error_code": code, "producer_id": -1, "producer_epoch": -1})
-        v.note(rtype)
-        return v
+        return Verdict.refused(
+            body, {"error_code": code, "producer_id": -1, "producer_epoch": -1}, rtype
+        )
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -557,16 +565,15 @@ class RequestAuthorizer:
             # Sent by partition leaders (verification): brokers only.
             if self._cluster(s, AclOperation.CLUSTER_ACTION):
                 return Verdict(body)
-            v = Verdict(
+            return Verdict.refused(
                 body,
-                respond_now={
+                {
                     "throttle_time_ms": 0,
                     "error_code": CLUSTER_DENIED,
                     "results_by_transaction": [],
                 },
+                ResourceType.CLUSTER,
             )
-            v.note(ResourceType.CLUSTER)
-            return v
         topics = body.get("v3_and_below_topics") or []
         txn_ok = self._txn_write(s, body.get("v3_and_below_transactional_id", ""))
         denied_topics = {
@@ -595,16 +602,15 @@ class RequestAuthorizer:
             }
             for t in topics
         ]
-        v = Verdict(
-            body, respond_now={"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
+        return Verdict.refused(
+            body,
+            {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results},
+            ResourceType.TOPIC if txn_ok else ResourceType.TRANSACTIONAL_ID,
+            len(denied_topics),
         )
-        v.note(ResourceType.TOPIC if txn_ok else ResourceType.TRANSACTIONAL_ID, len(denied_topics))
-        return v
 
     def _error_only(self, body: Body, code: int, rtype: ResourceType) -> Verdict:
-        v = Verdict(body, respond_now={"throttle_time_ms": 0, "error_code": code})
-        v.note(rtype)
-        return v
+        return Verdict.refused(body, {"throttle_time_ms": 0, "error_code": code}, rtype)
 
     def _add_offsets_to_txn(self, s: Session, version: int, body: Body) -> Verdict:
         if not self._txn_write(s, body.get("transactional_id", "")):
@@ -621,9 +627,11 @@ class RequestAuthorizer:
     def _txn_offset_commit(self, s: Session, version: int, body: Body) -> Verdict:
         if not self._txn_write(s, body.get("transactional_id", "")):
             topics = body.get("topics") or []
-            v = Verdict(body, respond_now={"topics": _partition_errors(topics, TXN_DENIED)})
-            v.note(ResourceType.TRANSACTIONAL_ID)
-            return v
+            return Verdict.refused(
+                body,
+                {"topics": _partition_errors(topics, TXN_DENIED)},
+                ResourceType.TRANSACTIONAL_ID,
+            )
         # Then what an OffsetCommit needs: Read on the group and on each topic.
         return self._offset_commit(s, version, body)
 
@@ -646,9 +654,7 @@ class RequestAuthorizer:
             }
             for m in body.get("markers") or ()
         ]
-        v = Verdict(body, respond_now={"markers": markers})
-        v.note(ResourceType.CLUSTER)
-        return v
+        return Verdict.refused(body, {"markers": markers}, ResourceType.CLUSTER)
 
     # --- groups -------------------------------------------------------------------------------
 
@@ -663,25 +669,24 @@ class RequestAuthorizer:
             return Verdict(body)
         else:
             code, rtype = GROUP_DENIED, ResourceType.GROUP
-        v = Verdict(
+        return Verdict.refused(
             body,
-            respond_now={
+            {
                 "error_code": code,
                 "error_message": "Authorization failed.",
                 "node_id": -1,
                 "host": "",
                 "port": -1,
             },
+            rtype,
         )
-        v.note(rtype)
-        return v
 
     def _group_read(self, s: Session, version: int, body: Body) -> Verdict:
         if self._group(s, AclOperation.READ, body.get("group_id", "")):
             return Verdict(body)
-        v = Verdict(
+        return Verdict.refused(
             body,
-            respond_now={
+            {
                 "error_code": GROUP_DENIED,
                 "generation_id": -1,
                 "protocol_name": "",
@@ -690,16 +695,15 @@ class RequestAuthorizer:
                 "members": [],
                 "assignment": b"",
             },
+            ResourceType.GROUP,
         )
-        v.note(ResourceType.GROUP)
-        return v
 
     def _offset_commit(self, s: Session, version: int, body: Body) -> Verdict:
         topics = body.get("topics") or []
         if not self._group(s, AclOperation.READ, body.get("group_id", "")):
-            v = Verdict(body, respond_now={"topics": _partition_errors(topics, GROUP_DENIED)})
-            v.note(ResourceType.GROUP)
-            return v
+            return Verdict.refused(
+                body, {"topics": _partition_errors(topics, GROUP_DENIED)}, ResourceType.GROUP
+            )
         new, denied = self._split_topics(s, body, AclOperation.READ)
         if not denied:
             return Verdict(body)
@@ -726,9 +730,7 @@ class RequestAuthorizer:
                     }
                     for t in topics or []
                 ]
-            v = Verdict(body, respond_now=response)
-            v.note(ResourceType.GROUP)
-            return v
+            return Verdict.refused(body, response, ResourceType.GROUP)
         if topics is None:
             v = Verdict(body)
 
@@ -849,17 +851,16 @@ class RequestAuthorizer:
     def _describe_quorum(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.DESCRIBE):
             return Verdict(body)
-        v = Verdict(
+        return Verdict.refused(
             body,
-            respond_now={
+            {
                 "error_code": CLUSTER_DENIED,
                 "error_message": None,
                 "topics": [],
                 "nodes": [],
             },
+            ResourceType.CLUSTER,
         )
-        v.note(ResourceType.CLUSTER)
-        return v
 
     def _describe_topic_partitions(self, s: Session, version: int, body: Body) -> Verdict:
         """Topics the caller may not describe: hidden when all were asked for, else
@@ -889,17 +890,16 @@ class RequestAuthorizer:
     def _describe_scram(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.DESCRIBE):
             return Verdict(body)
-        v = Verdict(
+        return Verdict.refused(
             body,
-            respond_now={
+            {
                 "throttle_time_ms": 0,
                 "error_code": CLUSTER_DENIED,
                 "error_message": None,
                 "results": [],
             },
+            ResourceType.CLUSTER,
         )
-        v.note(ResourceType.CLUSTER)
-        return v
 
     def _alter_scram(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.ALTER):
@@ -907,9 +907,9 @@ class RequestAuthorizer:
         changes = [*(body.get("deletions") or ()), *(body.get("upsertions") or ())]
         names = dict.fromkeys(x.get("name", "") for x in changes)
         results = [{"user": n, "error_code": CLUSTER_DENIED, "error_message": None} for n in names]
-        v = Verdict(body, respond_now={"throttle_time_ms": 0, "results": results})
-        v.note(ResourceType.CLUSTER)
-        return v
+        return Verdict.refused(
+            body, {"throttle_time_ms": 0, "results": results}, ResourceType.CLUSTER
+        )
 
     def _delete_groups(self, s: Session, version: int, body: Body) -> Verdict:
         names = list(body.get("groups_names") or ())
@@ -924,11 +924,11 @@ class RequestAuthorizer:
 
     def _offset_delete(self, s: Session, version: int, body: Body) -> Verdict:
         if not self._group(s, AclOperation.DELETE, body.get("group_id") or ""):
-            v = Verdict(
-                body, respond_now={"error_code": GROUP_DENIED, "throttle_time_ms": 0, "topics": []}
+            return Verdict.refused(
+                body,
+                {"error_code": GROUP_DENIED, "throttle_time_ms": 0, "topics": []},
+                ResourceType.GROUP,
             )
-            v.note(ResourceType.GROUP)
-            return v
         new, denied = self._split_topics(s, body, AclOperation.READ)
         if not denied:
             return Verdict(body)
@@ -955,17 +955,16 @@ class RequestAuthorizer:
             }
             for u in body.get("feature_updates") or ()
         ]
-        v = Verdict(
+        return Verdict.refused(
             body,
-            respond_now={
+            {
                 "throttle_time_ms": 0,
                 "error_code": CLUSTER_DENIED,
                 "error_message": None,
                 "results": results,
             },
+            ResourceType.CLUSTER,
         )
-        v.note(ResourceType.CLUSTER)
-        return v
 
     def _elect_leaders(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.ALTER):
@@ -980,24 +979,23 @@ class RequestAuthorizer:
             }
             for t in body.get("topic_partitions") or ()
         ]
-        v = Verdict(
+        return Verdict.refused(
             body,
-            respond_now={
+            {
                 "throttle_time_ms": 0,
                 "error_code": CLUSTER_DENIED,
                 "replica_election_results": results,
             },
+            ResourceType.CLUSTER,
         )
-        v.note(ResourceType.CLUSTER)
-        return v
 
     def _describe_log_dirs(self, s: Session, version: int, body: Body) -> Verdict:
         if self._cluster(s, AclOperation.DESCRIBE):
             return Verdict(body)
         error = CLUSTER_DENIED if version >= 3 else ErrorCode.NO_ERROR
-        v = Verdict(body, respond_now={"throttle_time_ms": 0, "error_code": error, "results": []})
-        v.note(ResourceType.CLUSTER)
-        return v
+        return Verdict.refused(
+            body, {"throttle_time_ms": 0, "error_code": error, "results": []}, ResourceType.CLUSTER
+        )
 
     def _describe_producers(self, s: Session, version: int, body: Body) -> Verdict:
         new, denied = self._split_topics(s, body, AclOperation.READ)

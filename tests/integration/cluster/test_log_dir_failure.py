@@ -30,7 +30,6 @@ import pytest
 from chaos.failing_disks import FailingDisks, unavailable_reason
 from data_plane.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster, wait_until
-from deploy.meta_properties import format_directories
 from tests.integration.clusters import FAST_OVERRIDES, READY_TIMEOUT_S
 from tests.integration.load import PARTITIONS, Load, log_values
 from tests.unit.broker.wire import WireClient
@@ -62,33 +61,13 @@ def disks(tmp_path: Path) -> Iterator[FailingDisks]:
 def cluster(tmp_path: Path, disks: FailingDisks) -> Iterator[LocalCluster]:
     overrides = {**FAST_OVERRIDES, "min.insync.replicas": "2"}
     c = LocalCluster.create(tmp_path / "cluster", controllers=1, brokers=3, overrides=overrides)
-    jbod = c.broker_ids[0]
-    config = c.config_path(jbod)
-    lines = [
-        f"log.dirs={','.join(str(d) for d in disks.log_dirs())}"
-        if line.startswith("log.dirs=")
-        else line
-        for line in config.read_text(encoding="utf-8").splitlines()
-    ]
-    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    format_directories([str(d) for d in disks.log_dirs()], cluster_id=c.cluster_id, node_id=jbod)
+    disks.use_for(c, c.broker_ids[0])
     try:
         c.start()
         c.wait_ready(READY_TIMEOUT_S)
         yield c
     finally:
         c.close()
-
-
-def partition_dirs(disks: FailingDisks) -> dict[tuple[str, int], Path]:
-    """(topic, partition) -> the log directory holding the JBOD broker's replica."""
-    out = {}
-    for d in disks.log_dirs():
-        for entry in d.iterdir():
-            topic, _, index = entry.name.rpartition("-")
-            if entry.is_dir() and index.isdigit() and "." not in index:
-                out[(topic, int(index))] = d
-    return out
 
 
 def partitions_of(admin: confluent_kafka.admin.AdminClient) -> dict[tuple[str, int], tuple]:
@@ -130,7 +109,7 @@ def test_failed_directories_go_offline_and_the_broker_keeps_serving(
     for f in futures.values():
         f.result(30)
     def all_placed() -> dict[tuple[str, int], Path] | None:
-        found = partition_dirs(disks)
+        found = disks.replica_dirs()
         return found if len(found) == PARTITIONS + len(EXTRA_TOPICS) else None
 
     placed = wait_until(all_placed, DEADLINE_S, "every replica of the JBOD broker created")
