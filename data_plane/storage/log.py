@@ -58,7 +58,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from common.errors import InvalidRecordError
 from common.log_config import LogConfig
@@ -131,25 +131,18 @@ _R = TypeVar("_R")
 
 
 def _reports_io_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """A Log method whose I/O errors take the log's directory offline: an OSError (or a
-    KafkaStorageError caused by one) is told to ``io_error_listener`` and raised as
-    KafkaStorageError (KAFKA_STORAGE_ERROR)."""
+    """A Log method whose I/O errors take the log's directory offline (see
+    :meth:`Log._raise_storage_failure`). For the maintenance and replication methods; the hot
+    ``append`` and ``read`` catch inline instead (a try block costs nothing until it raises,
+    this wrapper costs a call)."""
 
     @functools.wraps(method)
     def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(*args, **kwargs)
-        except LogClosedError:
-            raise
-        except OSError as e:
+        except (OSError, KafkaStorageError) as e:
             log: Any = args[0]
-            log._io_error(e)
-            raise KafkaStorageError(f"{log.name}: {e}") from e
-        except KafkaStorageError as e:
-            if isinstance(e.__cause__, OSError):
-                log = args[0]
-                log._io_error(e)
-            raise
+            log._raise_storage_failure(e)
 
     return checked
 
@@ -333,7 +326,6 @@ class Log:
 
     # -- append ------------------------------------------------------------------------------
 
-    @_reports_io_errors
     def append(
         self,
         payload: Buffer,
@@ -392,95 +384,97 @@ class Log:
                     raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
             buf = payload
         local = self._local
-        with self._lock:
-            local.check_open()
-            if assign:
-                first = local.next_offset
-            else:
-                first = headers[0].base_offset
-                if first < local.next_offset:
-                    raise InvalidAppendOffsetError(
-                        f"{self.name}: follower append at offset {first} is below the log "
-                        f"end offset {local.next_offset}"
+        try:
+            with self._lock:
+                local.check_open()
+                if assign:
+                    first = local.next_offset
+                else:
+                    first = headers[0].base_offset
+                    if first < local.next_offset:
+                        raise InvalidAppendOffsetError(
+                            f"{self.name}: follower append at offset {first} is below the log "
+                            f"end offset {local.next_offset}"
+                        )
+                plan = self.producer_state.prepare_append(
+                    headers,
+                    first if assign else None,
+                    origin,
+                    # A producer's payload holds no control batch (validation refused it): no
+                    # marker reader on the produce path.
+                    None if origin is AppendOrigin.CLIENT else _payload_marker_reader(buf),
+                    verify_transactions=verify_transactions,
+                    verification=verification,
+                )
+                if plan.duplicate is not None:
+                    dup = plan.duplicate
+                    return LogAppendInfo(
+                        first_offset=dup.first_offset,
+                        last_offset=dup.last_offset,
+                        max_timestamp=dup.max_timestamp,
+                        offset_of_max_timestamp=dup.last_offset,
+                        log_append_time_ms=-1,
+                        log_start_offset=self._log_start_offset,
+                        valid_bytes=0,
+                        record_count=0,
+                        batch_count=0,
+                        duplicate=True,
                     )
-            plan = self.producer_state.prepare_append(
-                headers,
-                first if assign else None,
-                origin,
-                # A producer's payload holds no control batch (validation refused it): no
-                # marker reader on the produce path.
-                None if origin is AppendOrigin.CLIENT else _payload_marker_reader(buf),
-                verify_transactions=verify_transactions,
-                verification=verification,
-            )
-            if plan.duplicate is not None:
-                dup = plan.duplicate
-                return LogAppendInfo(
-                    first_offset=dup.first_offset,
-                    last_offset=dup.last_offset,
-                    max_timestamp=dup.max_timestamp,
-                    offset_of_max_timestamp=dup.last_offset,
-                    log_append_time_ms=-1,
-                    log_start_offset=self._log_start_offset,
-                    valid_bytes=0,
-                    record_count=0,
-                    batch_count=0,
-                    duplicate=True,
-                )
-            append_time = None
-            if assign:
-                append_time = self._clock_ms() if self._config.log_append_time else None
-                assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
-            placements = []
-            offset = first
-            max_ts, offset_of_max = -1, first
-            base_position = headers[0].position
-            for h in headers:
-                last = offset + h.last_offset_delta if assign else h.last_offset
-                ts = append_time if append_time is not None else h.max_timestamp
-                placements.append(
-                    BatchPlacement(h.position - base_position, h.size_in_bytes, last, ts)
-                )
-                if ts > max_ts:
-                    max_ts, offset_of_max = ts, last
-                offset = last + 1
-            cache = self.leader_epoch_cache
-            if assign:
-                if leader_epoch > cache.latest_epoch:
-                    cache.assign(leader_epoch, first)
-            else:
+                append_time = None
+                if assign:
+                    append_time = self._clock_ms() if self._config.log_append_time else None
+                    assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
+                placements = []
+                offset = first
+                max_ts, offset_of_max = -1, first
+                base_position = headers[0].position
                 for h in headers:
-                    if h.partition_leader_epoch > cache.latest_epoch:
-                        cache.assign(h.partition_leader_epoch, h.base_offset)
-            if local.should_roll_locked(size, len(placements), offset - 1):
-                self._roll_locked(max(first, local.next_offset))
-            data = memoryview(buf)[base_position : base_position + size]
-            try:
-                local.append_locked(data, placements, offset - 1)
-            finally:
-                data.release()
-            completed = self.producer_state.apply(plan, offset)
-            if completed:
-                self._index_aborted_locked(local.active_segment, completed)
-            result = LogAppendInfo(
-                first_offset=first,
-                last_offset=offset - 1,
-                max_timestamp=max_ts,
-                offset_of_max_timestamp=offset_of_max,
-                log_append_time_ms=append_time if append_time is not None else -1,
-                log_start_offset=self._log_start_offset,
-                valid_bytes=size,
-                record_count=sum(h.records_count for h in headers),
-                batch_count=len(headers),
-            )
-        local.flush_if_too_many_unflushed()
+                    last = offset + h.last_offset_delta if assign else h.last_offset
+                    ts = append_time if append_time is not None else h.max_timestamp
+                    placements.append(
+                        BatchPlacement(h.position - base_position, h.size_in_bytes, last, ts)
+                    )
+                    if ts > max_ts:
+                        max_ts, offset_of_max = ts, last
+                    offset = last + 1
+                cache = self.leader_epoch_cache
+                if assign:
+                    if leader_epoch > cache.latest_epoch:
+                        cache.assign(leader_epoch, first)
+                else:
+                    for h in headers:
+                        if h.partition_leader_epoch > cache.latest_epoch:
+                            cache.assign(h.partition_leader_epoch, h.base_offset)
+                if local.should_roll_locked(size, len(placements), offset - 1):
+                    self._roll_locked(max(first, local.next_offset))
+                data = memoryview(buf)[base_position : base_position + size]
+                try:
+                    local.append_locked(data, placements, offset - 1)
+                finally:
+                    data.release()
+                completed = self.producer_state.apply(plan, offset)
+                if completed:
+                    self._index_aborted_locked(local.active_segment, completed)
+                result = LogAppendInfo(
+                    first_offset=first,
+                    last_offset=offset - 1,
+                    max_timestamp=max_ts,
+                    offset_of_max_timestamp=offset_of_max,
+                    log_append_time_ms=append_time if append_time is not None else -1,
+                    log_start_offset=self._log_start_offset,
+                    valid_bytes=size,
+                    record_count=sum(h.records_count for h in headers),
+                    batch_count=len(headers),
+                )
+            local.flush_if_too_many_unflushed()
+        except (OSError, KafkaStorageError) as e:
+            self._raise_storage_failure(e)
         return result
 
     def append_as_follower(self, payload: Buffer) -> LogAppendInfo:
         """:meth:`append` with origin REPLICATION (the replica fetcher's call)."""
         return self.append(payload, origin=AppendOrigin.REPLICATION)
 
-    @_reports_io_errors
     def append_end_txn_marker(
         self,
         *,
@@ -593,7 +587,6 @@ class Log:
 
     # -- read --------------------------------------------------------------------------------
 
-    @_reports_io_errors
     def read(
         self,
         start_offset: int,
@@ -613,20 +606,23 @@ class Log:
         Raises :class:`OffsetOutOfRangeError` outside [log start offset, LEO] and
         :class:`CorruptRecordError` if a batch in the slice fails its CRC."""
         local = self._local
-        with self._lock:
-            local.check_open()
-            self._check_in_range(start_offset)
-            if isolation is FetchIsolation.HIGH_WATERMARK:
-                upper = self._hw_metadata_locked()
-            elif isolation is FetchIsolation.TXN_COMMITTED:
-                upper = self._lso_metadata_locked()
-            else:
-                upper = local.end_metadata_locked()
-            if max_offset is not None and max_offset < upper.message_offset:
-                upper = local.offset_metadata_locked(max(max_offset, self._log_start_offset))
-            return local.read_locked(
-                start_offset, max_bytes, upper, min_one_message=min_one_message
-            )
+        try:
+            with self._lock:
+                local.check_open()
+                self._check_in_range(start_offset)
+                if isolation is FetchIsolation.HIGH_WATERMARK:
+                    upper = self._hw_metadata_locked()
+                elif isolation is FetchIsolation.TXN_COMMITTED:
+                    upper = self._lso_metadata_locked()
+                else:
+                    upper = local.end_metadata_locked()
+                if max_offset is not None and max_offset < upper.message_offset:
+                    upper = local.offset_metadata_locked(max(max_offset, self._log_start_offset))
+                return local.read_locked(
+                    start_offset, max_bytes, upper, min_one_message=min_one_message
+                )
+        except (OSError, KafkaStorageError) as e:
+            self._raise_storage_failure(e)
 
     def _check_in_range(self, offset: int) -> None:
         if offset < self._log_start_offset or offset > self._local.next_offset:
@@ -926,10 +922,20 @@ class Log:
         snapshot would only meet the same error); errors while closing are ignored."""
         self._local.close_without_writing()
 
-    def _io_error(self, error: Exception) -> None:
+    def _raise_storage_failure(self, error: OSError | KafkaStorageError) -> NoReturn:
+        """Raise ``error``, met by a public method: an I/O error (an OSError, or a
+        KafkaStorageError caused by one) is told to ``io_error_listener`` first (its directory
+        goes offline) and raised as KafkaStorageError (KAFKA_STORAGE_ERROR); a closed log's
+        error is raised as it is."""
+        if isinstance(error, LogClosedError):
+            raise error
+        io_error = isinstance(error, OSError) or isinstance(error.__cause__, OSError)
         listener = self.io_error_listener
-        if listener is not None:
+        if io_error and listener is not None:
             listener(f"{self.name}: {error}")
+        if isinstance(error, OSError):
+            raise KafkaStorageError(f"{self.name}: {error}") from error
+        raise error
 
     def close_and_delete_dir(self, renamed_dir: str) -> None:
         """Close, rename the directory to ``renamed_dir`` (a ``-delete`` name) and remove it."""

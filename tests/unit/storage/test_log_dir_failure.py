@@ -72,6 +72,26 @@ def test_an_io_error_takes_only_its_directory_offline(tmp_path) -> None:
         again.close()
 
 
+def test_an_io_error_in_an_append_takes_its_directory_offline(tmp_path) -> None:
+    m = LogManager(cfg(tmp_path))
+    try:
+        healthy, failing = two_logs(m)
+        failing.append(batch(1), 0)
+        # The active segment's descriptor now refers to a read-only file: the next write
+        # fails in the kernel (EBADF), as on a disk that went read-only.
+        fd = failing.active_segment.log._get_handle().fileno()
+        read_only = os.open(failing.active_segment.log.path, os.O_RDONLY)
+        os.dup2(read_only, fd)
+        os.close(read_only)
+        with pytest.raises(KafkaStorageError):
+            failing.append(batch(1), 0)
+        assert m.failures.is_offline(os.path.dirname(failing.dir_path))
+        assert not m.failures.is_offline(os.path.dirname(healthy.dir_path))
+        healthy.append(batch(1), 0)
+    finally:
+        m.close()
+
+
 def test_a_failed_checkpoint_write_takes_its_directory_offline(tmp_path) -> None:
     m = LogManager(cfg(tmp_path))
     try:
