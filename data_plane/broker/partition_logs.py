@@ -118,9 +118,9 @@ class PartitionLogs:
         hosted = list(changes.leaders.items()) + list(changes.followers.items())
         configs: dict[str, LogConfig] = {}
         # A partition whose log directory failed stays offline until the process restarts.
-        offline = self._log_manager.offline_partitions()
+        offline = self._log_manager.is_offline_partition
         for tp, local in hosted:
-            if (tp.topic, tp.partition) in offline:
+            if offline(tp):
                 continue
             config = configs.get(tp.topic)
             if config is None:

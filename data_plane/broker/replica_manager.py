@@ -104,8 +104,6 @@ class ReplicaManager:
         self._missing_logs: dict[TopicPartition, PartitionRegistration] = {}
         # Logs of partitions deleted here whose replacement may not exist yet.
         self._retired_logs: dict[TopicPartition, Log] = {}
-        # Partitions whose log directory went offline (never hosted again by this process).
-        self._offline: set[TopicPartition] = set()
         self.image = MetadataImage()
 
     def attach_replication(
@@ -155,8 +153,9 @@ class ReplicaManager:
         else:
             fresh = {}
         retry, self._missing_logs = self._missing_logs, {}
+        offline = self.log_manager.is_offline_partition
         for tp, reg in {**retry, **fresh}.items():
-            if tp not in self._offline:
+            if not offline(tp):
                 self._become_or_miss(tp, reg, changed)
         if self._on_partition_change is not None:
             for tp in changed:
@@ -197,9 +196,9 @@ class ReplicaManager:
         return True
 
     def handle_offline_partitions(self, tps: list[TopicPartition]) -> None:
-        """Stop hosting ``tps``: their log directory went offline (their logs are closed)."""
+        """Stop hosting ``tps``: their log directory went offline (their logs are closed; the
+        log manager keeps them offline, so later images do not host them again)."""
         for tp in tps:
-            self._offline.add(tp)
             self._missing_logs.pop(tp, None)
             if self.fetcher_manager is not None:
                 self.fetcher_manager.remove_partition(tp)
@@ -209,12 +208,9 @@ class ReplicaManager:
             "broker %d: %d partitions offline with their log directory", self.broker_id, len(tps)
         )
 
-    def is_offline(self, tp: TopicPartition) -> bool:
-        return tp in self._offline
-
     def missing_partition_error(self, tp: TopicPartition) -> int:
         """The error for a partition this broker does not (or no longer) host."""
-        if tp in self._offline:
+        if self.log_manager.is_offline_partition(tp):
             return ErrorCode.KAFKA_STORAGE_ERROR
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
@@ -243,7 +239,7 @@ class ReplicaManager:
         part = self._partitions.get(tp)
         if part is not None and part.is_leader:
             return part
-        if tp in self._offline:
+        if self.log_manager.is_offline_partition(tp):
             raise BrokerRequestError(
                 f"{tp.topic}-{tp.partition} is in an offline log directory on broker "
                 f"{self.broker_id}",

@@ -699,9 +699,10 @@ class LogManager:
         with self._lock:
             return dict(self._offline)
 
-    def dir_of(self, topic: str, partition: int) -> str | None:
-        """The log directory holding the partition's log (None: no log here)."""
-        return self._dir_of.get((topic, partition))
+    def is_offline_partition(self, tp: TopicPartition) -> bool:
+        """Whether ``tp``'s log was in a directory that went offline. No lock (a dict lookup
+        is atomic): the broker asks on its request path."""
+        return tp in self._offline
 
     def describe_dirs(
         self, wanted: Callable[[str, int], bool] | None = None
