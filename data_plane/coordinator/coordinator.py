@@ -897,27 +897,10 @@ class GroupCoordinator:
         return ErrorCode.NO_ERROR
 
     def leave_group(self, group_id: str, member_id: str) -> tuple[int, CoordinatorOutputs]:
-        out = CoordinatorOutputs()
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID, out
-        error = self._ownership_error(group_id)
-        if error != ErrorCode.NO_ERROR:
-            return error, out
-        group = self._groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID, out
-        if group.is_(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, out
-        if group.pending_members.pop(member_id, None) is not None:
-            self._try_complete_join(group, out)
-            return ErrorCode.NO_ERROR, out
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID, out
-        logger.info("group %s: member %s left", group_id, member_id)
-        self._remove_member(group, member, out)
-        self._schedule_next(group)
-        return ErrorCode.NO_ERROR, out
+        """LeaveGroup v0-2: one dynamic member leaves (see :meth:`leave_group_members`); its
+        error is the group's, else the member's."""
+        error, errors, out = self.leave_group_members(group_id, [(member_id, None)])
+        return (error or errors[0]), out
 
     def leave_group_members(
         self, group_id: str, members: list[tuple[str, str | None]]
