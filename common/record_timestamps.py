@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from common.compression import decompress
-from common.errors import CorruptRecordError
+from common.errors import CorruptRecordError, InvalidRecordError
 from common.record_batch import (
     CRC_POS,
     HEADER_SIZE,
@@ -32,25 +32,7 @@ from common.record_batch import (
     compute_crc,
     parse_header,
 )
-
-# A varint of a 64-bit quantity takes at most 10 bytes.
-MAX_VARINT_BYTES = 10
-
-
-def _zigzag(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
-    """A zig-zag varint at ``pos`` (before ``end``) and the position after it."""
-    value = 0
-    shift = 0
-    for _ in range(MAX_VARINT_BYTES):
-        if pos >= end:
-            raise CorruptRecordError(f"truncated varint at record offset {pos}")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-    raise CorruptRecordError(f"varint longer than {MAX_VARINT_BYTES} bytes at offset {pos}")
+from common.varint import decode_varint
 
 
 def max_record_timestamp(view: memoryview, header: RecordBatchHeader) -> int:
@@ -62,14 +44,19 @@ def max_record_timestamp(view: memoryview, header: RecordBatchHeader) -> int:
         block = decompress(header.compression, block)
     pos, limit = 0, len(block)
     best = NO_TIMESTAMP
-    for _ in range(header.records_count):
-        length, pos = _zigzag(block, pos, limit)
-        record_end = pos + length
-        if length < 2 or record_end > limit:
-            raise CorruptRecordError(f"record of {length} bytes overruns its batch")
-        delta, _after = _zigzag(block, pos + 1, record_end)  # after the attributes byte
-        best = max(best, header.base_timestamp + delta)
-        pos = record_end
+    try:
+        for _ in range(header.records_count):
+            length, pos = decode_varint(block, pos)
+            record_end = pos + length
+            if length < 2 or record_end > limit:
+                raise CorruptRecordError(f"record of {length} bytes overruns its batch")
+            delta, after = decode_varint(block, pos + 1)  # after the attributes byte
+            if after > record_end:
+                raise CorruptRecordError(f"timestampDelta overruns its record at {pos}")
+            best = max(best, header.base_timestamp + delta)
+            pos = record_end
+    except InvalidRecordError as e:  # a varint running off the block
+        raise CorruptRecordError(str(e)) from None
     return best
 
 

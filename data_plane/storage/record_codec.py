@@ -2,7 +2,7 @@
 ListOffsets by timestamp, tests). The broker's produce and fetch paths never call this.
 
 Record layout (after the 61-byte batch header, compressed as one block when the batch's codec
-is not none; varints are zig-zag, see :mod:`data_plane.storage.varint`)::
+is not none; varints are zig-zag, see :mod:`common.varint`)::
 
     length varint            bytes of the record after this field
     attributes i8            unused, 0
@@ -53,7 +53,7 @@ from common.record_batch import (
     seal_batch,
     validate_batch,
 )
-from data_plane.storage.varint import decode_varint, encode_varint
+from common.varint import decode_varint, encode_varint
 
 Header = tuple[str, bytes | None]
 

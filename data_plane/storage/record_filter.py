@@ -41,7 +41,7 @@ from common.record_batch import (
     RecordBatchHeader,
     compute_crc,
 )
-from data_plane.storage.varint import decode_varint, encode_varint
+from common.varint import decode_varint, encode_varint
 
 _U32 = struct.Struct(">I")
 

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.compression import Compression
+from common.varint import encode_varint
 from data_plane.client.record_encoder import RecordBatchBuilder, encode_record, zigzag_varint
 from data_plane.storage.record_codec import Record, build_batch
-from data_plane.storage.varint import encode_varint
 
 headers_st = st.lists(
     st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=16))), max_size=3

@@ -28,8 +28,8 @@ from common.record_batch import (
     validate_produce_payload,
     validate_stored_payload,
 )
+from common.varint import decode_varint, encode_varint, size_of_varint
 from data_plane.storage.record_codec import Record, build_batch, decode_records
-from data_plane.storage.varint import decode_varint, encode_varint, size_of_varint
 
 # kafka-python (the oracle) imports importlib.resources.read_text, deprecated in 3.11.
 with warnings.catch_warnings():
