@@ -348,9 +348,9 @@ class RequestAuthorizer:
             if want_topics:
                 for t in response.get("topics") or []:
                     if t.get("error_code", 0) == ErrorCode.NO_ERROR:
-                        name = t.get("name", "")
-                        allowed = [op for op in TOPIC_OPERATIONS if self._topic(s, op, name)]
-                        t["topic_authorized_operations"] = operations_bitfield(allowed)
+                        t["topic_authorized_operations"] = self._topic_operations(
+                            s, t.get("name", "")
+                        )
             return response
 
         v.finish = authorized
@@ -361,6 +361,9 @@ class RequestAuthorizer:
         if not self._cluster(s, AclOperation.DESCRIBE):
             return 0
         return operations_bitfield(op for op in CLUSTER_OPERATIONS if self._cluster(s, op))
+
+    def _topic_operations(self, s: Session, name: str) -> int:
+        return operations_bitfield(op for op in TOPIC_OPERATIONS if self._topic(s, op, name))
 
     def _metadata_topics(self, s: Session, version: int, body: Body) -> Verdict:
         requested = body.get("topics")
@@ -501,15 +504,20 @@ class RequestAuthorizer:
                 denied.append((res, code))
         return allowed, denied
 
-    def _configs_refused(
+    def _configs_verdict(
         self,
+        s: Session,
         body: Body,
-        allowed: list[dict[str, Any]],
-        denied: list[tuple[dict[str, Any], int]],
+        op: AclOperation,
+        others_allowed: bool,
         list_key: str,
         extra: dict[str, Any],
     ) -> Verdict:
-        """The verdict that forwards ``allowed`` and answers ``denied`` in ``list_key``."""
+        """Forward the resources :meth:`_config_resources` allows; answer the denied ones in
+        ``list_key`` (each with ``extra``)."""
+        allowed, denied = self._config_resources(s, body, op, others_allowed)
+        if not denied:
+            return Verdict(body)
         entries = [
             {
                 "error_code": code,
@@ -528,16 +536,12 @@ class RequestAuthorizer:
     def _alter_configs(self, s: Session, version: int, body: Body) -> Verdict:
         """AlterConfigs and IncrementalAlterConfigs: AlterConfigs on each topic, or on the
         cluster for broker resources; refused resources are answered, the rest forwarded."""
-        allowed, denied = self._config_resources(s, body, AclOperation.ALTER_CONFIGS, False)
-        if not denied:
-            return Verdict(body)
-        return self._configs_refused(body, allowed, denied, "responses", {})
+        return self._configs_verdict(s, body, AclOperation.ALTER_CONFIGS, False, "responses", {})
 
     def _describe_configs(self, s: Session, version: int, body: Body) -> Verdict:
-        allowed, denied = self._config_resources(s, body, AclOperation.DESCRIBE_CONFIGS, True)
-        if not denied:
-            return Verdict(body)
-        return self._configs_refused(body, allowed, denied, "results", {"configs": []})
+        return self._configs_verdict(
+            s, body, AclOperation.DESCRIBE_CONFIGS, True, "results", {"configs": []}
+        )
 
     def _init_producer_id(self, s: Session, version: int, body: Body) -> Verdict:
         txn = body.get("transactional_id")
@@ -879,8 +883,9 @@ class RequestAuthorizer:
                     if listed:
                         out.append({**t, "error_code": TOPIC_DENIED, "partitions": []})
                 else:
-                    allowed = [op for op in TOPIC_OPERATIONS if self._topic(s, op, name)]
-                    out.append({**t, "topic_authorized_operations": operations_bitfield(allowed)})
+                    out.append(
+                        {**t, "topic_authorized_operations": self._topic_operations(s, name)}
+                    )
             response["topics"] = out
             return response
 

@@ -16,7 +16,6 @@ from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.metadata import controller_id, live_brokers
 
 ENDPOINT_BROKERS = 1
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -32,12 +31,7 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             "brokers": [],
         }
     image = apis.image
-    ops = (
-        operations_bitfield(CLUSTER_OPERATIONS)
-        if body.get("include_cluster_authorized_operations")
-        else AUTHORIZED_OPERATIONS_OMITTED
-    )
-    return {
+    response = {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NO_ERROR,
         "error_message": None,
@@ -48,5 +42,8 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
             for b in live_brokers(image, request.listener_name)
         ],
-        "cluster_authorized_operations": ops,
     }
+    if body.get("include_cluster_authorized_operations"):
+        # Else the schema's default, -2**31: "not asked".
+        response["cluster_authorized_operations"] = operations_bitfield(CLUSTER_OPERATIONS)
+    return response
