@@ -680,17 +680,16 @@ def _gen_encode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str
         if isinstance(f.type, StructOf):
             # Sent only when set (a non-empty map): no default map is built per call.
             g.emit(ind, f"{v} = {d}.get({f.name!r})")
-            g.emit(ind, f"if {v}:")
+            present = v
         else:
             g.emit(ind, f"{v} = {d}.get({f.name!r}, {default})")
-        if isinstance(f.type, StructOf):
-            pass  # tested above
-        elif isinstance(f.type, Primitive):
-            g.emit(ind, f"if {v} != {default}:")
-        elif default == "None":
-            g.emit(ind, f"if {v} is not None:")
-        else:
-            g.emit(ind, f"if {v}:")
+            if isinstance(f.type, Primitive):
+                present = f"{v} != {default}"
+            elif default == "None":
+                present = f"{v} is not None"
+            else:
+                present = v
+        g.emit(ind, f"if {present}:")
         # The value is encoded into its own buffer: the section needs its size first.
         g.emit(ind + 1, f"{saved}, out = out, bytearray()")
         _gen_encode_field_flex(g, f, version, v, ind + 1, depth + 1)
