@@ -223,12 +223,11 @@ class _DurableAckTransport(TCPTransport):
                     self.send(node, {"type": NODE_INFO, "info": node_info})
                 if now - self._kraft_last_send.get(node, 0.0) >= keepalive_s:
                     self.send(node, _KEEPALIVE_MESSAGE)
-            else:
-                # Re-send at once after a reconnection (the peer may have restarted).
-                self._kraft_last_info_send.pop(node, None)
+                continue
+            # Re-send the node info at once after a reconnection (the peer may have restarted).
+            self._kraft_last_info_send.pop(node, None)
             if (
-                node not in connected
-                and conn.state != CONNECTION_STATE.DISCONNECTED
+                conn.state != CONNECTION_STATE.DISCONNECTED
                 and isinstance(conn, _BoundedTcpConnection)
                 and conn.kraft_connect_started
                 and now - conn.kraft_connect_started > connect_timeout_s
