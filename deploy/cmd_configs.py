@@ -42,24 +42,19 @@ from deploy.admin import (
 )
 from deploy.cmd_produce import CommandError, resolve_bootstrap
 from deploy.cmd_topics import RESOURCE_BROKER, RESOURCE_TOPIC
-from deploy.kafka_style_args import usage_error
+from deploy.kafka_style_args import UsageError, usage_error
 from metadata.client import ControllerClient
 
 PROG = "kraftlog configs"
 TOPICS, BROKERS = "topics", "brokers"
 
 
-class UsageError(Exception):
-    """Contradictory arguments: exit status 2."""
-
-
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "configs", help="describe and alter topic and broker configs (as kafka-configs.sh)",
         description="Describe and alter configs with kafka-configs.sh's flags. --alter (topics "
-        "only) needs the controllers (--bootstrap-controller or --dir); --describe of a topic "
-        "takes either target; --describe of a broker needs the brokers (--bootstrap-server or "
-        "--dir).",
+        "only) and --describe of a topic take either target; --describe of a broker needs the "
+        "brokers (--bootstrap-server or --dir).",
     )
     action = p.add_mutually_exclusive_group()
     action.add_argument("--describe", action="store_true", help="show an entity's configs")
@@ -78,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_target_args(p)
     group = p.add_argument_group("or where the brokers are (Kafka protocol)")
     group.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
-                       help="brokers' Kafka listeners: --describe only")
+                       help="brokers' Kafka listeners")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 

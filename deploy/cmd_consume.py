@@ -42,7 +42,7 @@ from common.configdef import ConfigError
 from data_plane.client import ConsumerRecord, KafkaError, TopicPartition
 from data_plane.client.consumer import Consumer
 from deploy.cmd_produce import CommandError, add_bootstrap_args, parse_pairs, resolve_bootstrap
-from deploy.kafka_style_args import parse_bool, property_pair, usage_error
+from deploy.kafka_style_args import UsageError, add_property_args, parse_bool, usage_error
 
 _POLL_MS = 200
 PROG = "kraftlog consume"
@@ -57,10 +57,6 @@ _PRINT_PROPERTIES = {
     "print.headers": "print_headers",
 }
 PROPERTIES = (*_PRINT_PROPERTIES, "key.separator")
-
-
-class UsageError(Exception):
-    """Contradictory arguments: exit status 2."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -85,13 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="read_committed: stop at the last stable offset, skip aborted transactions "
         "(default read_uncommitted)",
     )
-    p.add_argument(
-        "--property", action="append", default=[], metavar="KEY=VALUE",
-        type=property_pair(PROPERTIES, booleans=_PRINT_PROPERTIES),
-        help=f"kafka-console-consumer.sh formatter property: {', '.join(PROPERTIES)}",
-    )
-    p.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
-                   help="a consumer configuration property (repeatable)")
+    add_property_args(p, tool="kafka-console-consumer.sh formatter", known=PROPERTIES,
+                      booleans=_PRINT_PROPERTIES, client="consumer")
     p.set_defaults(func=run, print_value=True)
 
 

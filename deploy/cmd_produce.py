@@ -31,7 +31,7 @@ from common.configdef import ConfigError
 from data_plane.client import KafkaError, Producer
 from data_plane.client.config import COMPRESSION_TYPES
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
-from deploy.kafka_style_args import parse_bool, property_pair, usage_error
+from deploy.kafka_style_args import UsageError, add_property_args, parse_bool, usage_error
 
 DEFAULT_CLUSTER_DIR = ".cluster"
 PROG = "kraftlog produce"
@@ -52,10 +52,6 @@ _MAX_PENDING_FUTURES = 100_000
 
 class CommandError(Exception):
     """Bad arguments or input; printed without a traceback."""
-
-
-class UsageError(CommandError):
-    """Contradictory arguments: exit status 2."""
 
 
 def add_bootstrap_args(parser: argparse.ArgumentParser) -> None:
@@ -104,13 +100,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="default: all (or acks from --producer-property)")
     p.add_argument("--compression-type", default=None, choices=COMPRESSION_TYPES,
                    help="default: none (or compression.type from --producer-property)")
-    p.add_argument(
-        "--property", action="append", default=[], metavar="KEY=VALUE",
-        type=property_pair(PROPERTIES, booleans=_BOOLEAN_PROPERTIES),
-        help=f"kafka-console-producer.sh line reader property: {', '.join(PROPERTIES)}",
-    )
-    p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
-                   help="a producer configuration property (repeatable)")
+    add_property_args(p, tool="kafka-console-producer.sh line reader", known=PROPERTIES,
+                      booleans=_BOOLEAN_PROPERTIES, client="producer")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="wait this long for the last acknowledgements (default 60)")
     p.set_defaults(func=run)

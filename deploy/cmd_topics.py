@@ -66,11 +66,12 @@ DEFAULT_REASSIGN_WAIT_S = 300.0
 # Poll interval of `reassign --wait`.
 REASSIGN_POLL_INTERVAL_S = 0.5
 
+# A subcommand run with an Admin on the brokers (--bootstrap-server).
+BrokerCommand = Callable[[Admin, argparse.Namespace], int]
+
 # DescribeConfigs resource types.
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
-
-# Why `topics alter` cannot go through the brokers.
 
 _TARGETS = frozenset(
     {"--bootstrap-server", "--bootstrap-controller", "--dir", "--command-config", "--timeout",
@@ -87,8 +88,8 @@ KAFKA_STYLE = KafkaStyle(
         Action("--describe", "describe", "describe --topic (default: every topic)", "--topic",
                False, _TARGETS),
         Action("--delete", "delete", "delete the topic --topic", "--topic", True, _TARGETS),
-        Action("--alter", "alter", "add partitions or change configs of --topic (needs the "
-               "controllers)", "--topic", True,
+        Action("--alter", "alter", "add partitions or change configs of --topic", "--topic",
+               True,
                _TARGETS | {"--partitions", "--config", "--delete-config"}),
     ),
     options=(
@@ -99,7 +100,7 @@ KAFKA_STYLE = KafkaStyle(
         Option("--delete-config", APPEND, "KEY"),
         Option("--if-not-exists", SWITCH),
         Option("--bootstrap-server", metavar="HOST:PORT[,...]",
-               help="brokers' Kafka listeners (not with --alter)"),
+               help="brokers' Kafka listeners"),
         Option("--bootstrap-controller", metavar="HOST:PORT[,...]",
                help="controllers' CONTROLLER listeners"),
         Option("--dir", metavar="D", help="a local cluster directory (its controllers)"),
@@ -201,8 +202,6 @@ def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand,
     except (AdminError, ConfigError, KafkaError, ValueError) as e:
         return fail(str(e))
 
-
-BrokerCommand = Callable[[Admin, argparse.Namespace], int]
 
 
 def parse_configs(items: list[str]) -> dict[str, str]:

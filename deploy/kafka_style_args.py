@@ -13,8 +13,8 @@ argparse mutually exclusive group), an action without its required name (``--cre
 ``--topic``), an option the action does not take (``--partitions`` with ``--list``), and the
 flag form mixed with a subcommand word. Nothing given is silently dropped.
 
-:func:`property_pair` checks the ``--property KEY=VALUE`` options of the console tools at parse
-time.
+:func:`add_property_args` declares the ``--property KEY=VALUE`` options of the console tools,
+which :func:`property_pair` checks at parse time.
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ VALUE, APPEND, SWITCH = "value", "append", "switch"
 
 class KafkaStyleError(Exception):
     """The Kafka-style flags contradict each other; the message is for the operator."""
+
+
+class UsageError(Exception):
+    """Contradictory arguments found after parsing: the command prints it with
+    :func:`usage_error` (exit status 2)."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +241,28 @@ def property_pair(
         return key, value
 
     return parse
+
+
+def add_property_args(
+    parser: argparse.ArgumentParser,
+    *,
+    tool: str,
+    known: Collection[str],
+    booleans: Collection[str],
+    client: str,
+) -> None:
+    """``--property KEY=VALUE`` (the console ``tool``'s properties ``known``, true/false for
+    ``booleans``, checked by :func:`property_pair`) and ``--<client>-property KEY=VALUE`` (the
+    client's configuration); both repeatable."""
+    parser.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE",
+        type=property_pair(known, booleans=booleans),
+        help=f"{tool} property: {', '.join(known)}",
+    )
+    parser.add_argument(
+        f"--{client}-property", action="append", default=[], metavar="KEY=VALUE",
+        help=f"a {client} configuration property (repeatable)",
+    )
 
 
 def usage_error(prog: str, message: str) -> int:
