@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from common.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from common.configdef import ConfigError
 from data_plane.client import Admin, KafkaError
 from deploy import cmd_topics
@@ -41,7 +42,6 @@ from deploy.admin import (
     run_admin_command,
 )
 from deploy.cmd_produce import CommandError, resolve_bootstrap
-from deploy.cmd_topics import RESOURCE_BROKER, RESOURCE_TOPIC
 from deploy.kafka_style_args import UsageError, usage_error
 from metadata.client import ControllerClient
 

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from common.config_resources import OP_DELETE, OP_SET, RESOURCE_TOPIC
 from common.configdef import ConfigError
 from common.error_codes import ErrorCode
 from data_plane.client import Admin, KafkaError, TopicOperationError
@@ -59,7 +60,7 @@ from deploy.kafka_style_args import (
     usage_error,
 )
 from metadata.image import MetadataImage
-from metadata.messages import OP_DELETE, OP_SET, AlterableConfig, NewTopic
+from metadata.messages import AlterableConfig, NewTopic
 
 # How long `reassign --wait` waits by default for a move to complete.
 DEFAULT_REASSIGN_WAIT_S = 300.0
@@ -68,10 +69,6 @@ REASSIGN_POLL_INTERVAL_S = 0.5
 
 # A subcommand run with an Admin on the brokers (--bootstrap-server).
 BrokerCommand = Callable[[Admin, argparse.Namespace], int]
-
-# DescribeConfigs resource types.
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
 
 _TARGETS = frozenset(
     {"--bootstrap-server", "--bootstrap-controller", "--dir", "--command-config", "--timeout",

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import grpc
 
+from common.config_resources import RESOURCE_TOPIC
 from common.error_codes import ErrorCode, error_name, is_retriable
 from metadata import features
 from metadata import messages as m
@@ -32,7 +33,6 @@ from metadata.messages import (
     NewTopic,
     TopicResult,
 )
-from metadata.records import CONFIG_RESOURCE_TOPIC
 from metadata.rpc import (
     FETCH_METADATA_MAX_WAIT_MS,
     MAX_REQUEST_BYTES,
@@ -287,7 +287,7 @@ class ControllerClient:
     ) -> list[m.ConfigResourceResult]:
         """Legacy AlterConfigs: topic -> its complete set of overrides (others are removed)."""
         resources = [
-            m.AlterConfigsResource(CONFIG_RESOURCE_TOPIC, name, dict(values))
+            m.AlterConfigsResource(RESOURCE_TOPIC, name, dict(values))
             for name, values in configs.items()
         ]
         return self.call("AlterConfigs", m.AlterConfigsRequest(resources, validate_only)).resources
@@ -297,7 +297,7 @@ class ControllerClient:
     ) -> list[m.ConfigResourceResult]:
         """topic -> operations (SET / DELETE / APPEND / SUBTRACT)."""
         resources = [
-            m.IncrementalAlterConfigsResource(CONFIG_RESOURCE_TOPIC, name, list(items))
+            m.IncrementalAlterConfigsResource(RESOURCE_TOPIC, name, list(items))
             for name, items in ops.items()
         ]
         request = m.IncrementalAlterConfigsRequest(resources, validate_only)
@@ -305,7 +305,7 @@ class ControllerClient:
 
     def describe_configs(self, topics: Sequence[str]) -> dict[str, m.DescribeConfigsResult]:
         request = m.DescribeConfigsRequest(
-            [m.DescribeConfigsResource(CONFIG_RESOURCE_TOPIC, name) for name in topics]
+            [m.DescribeConfigsResource(RESOURCE_TOPIC, name) for name in topics]
         )
         response = self.call("DescribeConfigs", request)
         return {r.resource_name: r for r in response.resources}

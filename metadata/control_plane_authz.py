@@ -48,6 +48,7 @@ from typing import Any
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
+from common.config_resources import RESOURCE_TOPIC
 from common.error_codes import ErrorCode
 from common.security.acl import (
     CLUSTER_RESOURCE_NAME,
@@ -59,9 +60,6 @@ from common.security.acl import (
 from common.security.config import SecurityConfig
 from common.security.pem_files import pem_bytes
 from common.security.principal import ANONYMOUS, KafkaPrincipal, user
-
-# Kafka's ConfigResource types.
-CONFIG_RESOURCE_TOPIC = 2
 
 _CLUSTER_ACTION = frozenset(
     {"RegisterBroker", "BrokerHeartbeat", "AlterPartition", "AllocateProducerIds",
@@ -189,7 +187,7 @@ class ControlPlaneAuthorizer:
 
         def configs(op: AclOperation) -> Refusal | None:
             for res in request.resources:
-                if res.resource_type == CONFIG_RESOURCE_TOPIC:
+                if res.resource_type == RESOURCE_TOPIC:
                     refusal = topics(op, [res.resource_name])
                 else:
                     refusal = cluster(op)

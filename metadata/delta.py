@@ -17,11 +17,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from common.config_resources import RESOURCE_TOPIC
 from common.topic_partition import TopicPartition
 from metadata import features
 from metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage
 from metadata.records import (
-    CONFIG_RESOURCE_TOPIC,
     NO_LEADER_CHANGE,
     SECURITY_RECORD_CLASSES,
     BrokerRegistrationChangeRecord,
@@ -209,7 +209,7 @@ class MetadataDelta:
             if td.base is not None:
                 self._removed[record.topic_id] = td.base
             self._names[td.name] = None
-            self._configs[(CONFIG_RESOURCE_TOPIC, td.name)] = {}
+            self._configs[(RESOURCE_TOPIC, td.name)] = {}
             return True
         if isinstance(record, RegisterBrokerRecord):
             self._brokers[record.broker_id] = BrokerRegistration(
@@ -316,7 +316,7 @@ class MetadataDelta:
     def changed_topic_configs(self) -> list[str]:
         """Names of topics whose config overrides this delta touched (set, removed, or dropped
         with the topic)."""
-        return sorted(name for rtype, name in self._configs if rtype == CONFIG_RESOURCE_TOPIC)
+        return sorted(name for rtype, name in self._configs if rtype == RESOURCE_TOPIC)
 
     # --- results --------------------------------------------------------------------------------
 

@@ -41,7 +41,8 @@ from typing import Any
 
 import msgpack
 
-from metadata.records import CONFIG_RESOURCE_TOPIC, NO_LEADER, Listener
+from common.config_resources import RESOURCE_TOPIC
+from metadata.records import NO_LEADER, Listener
 from metadata.security_image import SecurityImage
 
 SNAPSHOT_FORMAT_VERSION = 2
@@ -168,7 +169,7 @@ class MetadataImage:
 
     def topic_config(self, name: str) -> Mapping[str, str]:
         """Per-topic overrides (Kafka topic-level keys such as ``retention.ms``)."""
-        return self.configs.get((CONFIG_RESOURCE_TOPIC, name), {})
+        return self.configs.get((RESOURCE_TOPIC, name), {})
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.brokers.get(broker_id)

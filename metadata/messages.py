@@ -11,15 +11,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.config_resources import OP_SET
+
 # ElectLeaders election types (Kafka's ElectionType).
 ELECTION_PREFERRED = 0
 ELECTION_UNCLEAN = 1
-
-# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType).
-OP_SET = 0
-OP_DELETE = 1
-OP_APPEND = 2
-OP_SUBTRACT = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,10 +51,6 @@ NO_LEADER_CHANGE = -2
 # A partition without a leader.
 NO_LEADER = -1
 
-# ConfigRecord.resource_type values (Kafka's ConfigResource.Type).
-CONFIG_RESOURCE_TOPIC = 2
-CONFIG_RESOURCE_BROKER = 4
-
 # Largest encoded record a decoder accepts; a PartitionRecord is ~40 bytes, so this only stops
 # garbage (msgpack would otherwise allocate whatever a corrupt length prefix claims).
 MAX_RECORD_BYTES = 1 << 20

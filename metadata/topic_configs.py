@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from common.config_resources import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, RESOURCE_TOPIC
 from common.configdef import ConfigError, known_keys, to_props, with_overrides
 from common.error_codes import ErrorCode
 from common.log_config import LogConfig
@@ -17,10 +18,6 @@ from metadata.controller_config import ControllerConfig
 from metadata.election import TopicRules
 from metadata.image import MetadataImage
 from metadata.messages import (
-    OP_APPEND,
-    OP_DELETE,
-    OP_SET,
-    OP_SUBTRACT,
     AlterableConfig,
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -31,7 +28,7 @@ from metadata.messages import (
     DescribeConfigsResult,
     IncrementalAlterConfigsRequest,
 )
-from metadata.records import CONFIG_RESOURCE_TOPIC, ConfigRecord, MetadataRecord
+from metadata.records import ConfigRecord, MetadataRecord
 from metadata.result import ControllerResult
 
 # Longest config value accepted (a bound on what one ConfigRecord can carry).
@@ -105,7 +102,7 @@ def describe_topic_configs(
 
 
 def _check_resource(image: MetadataImage, rtype: int, name: str) -> tuple[int, str] | None:
-    if rtype != CONFIG_RESOURCE_TOPIC:
+    if rtype != RESOURCE_TOPIC:
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}: only topics (2)"
     if name not in image.topics_by_name:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
@@ -118,9 +115,9 @@ def _diff_records(
     out: list[MetadataRecord] = []
     for key in sorted(set(old) | set(new)):
         if key not in new:
-            out.append(ConfigRecord(CONFIG_RESOURCE_TOPIC, name, key, None))
+            out.append(ConfigRecord(RESOURCE_TOPIC, name, key, None))
         elif old.get(key) != new[key]:
-            out.append(ConfigRecord(CONFIG_RESOURCE_TOPIC, name, key, new[key]))
+            out.append(ConfigRecord(RESOURCE_TOPIC, name, key, new[key]))
     return out
 
 

@@ -17,6 +17,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
+from common.config_resources import RESOURCE_TOPIC
 from common.error_codes import ErrorCode
 from metadata.controller_config import ControllerConfig
 from metadata.image import BrokerRegistration, MetadataImage
@@ -33,7 +34,6 @@ from metadata.messages import (
 )
 from metadata.placement import PlacementError, assign_replicas
 from metadata.records import (
-    CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
     MetadataRecord,
     PartitionRecord,
@@ -246,7 +246,7 @@ def _create_one(
         topic_id = new_topic_id()
     unit: list[MetadataRecord] = [TopicRecord(t.name, topic_id)]
     unit.extend(
-        ConfigRecord(CONFIG_RESOURCE_TOPIC, t.name, key, value)
+        ConfigRecord(RESOURCE_TOPIC, t.name, key, value)
         for key, value in sorted(t.configs.items())
     )
     unit.extend(_partition_records(topic_id, assignment, image.brokers))

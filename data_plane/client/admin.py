@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from common.config_resources import OP_DELETE, OP_SET, RESOURCE_TOPIC, SOURCE_DEFAULT
 from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
 from data_plane.client.config import AdminConfig, client_config
@@ -54,14 +55,6 @@ from data_plane.client.transaction_admin import (
     list_transactions,
 )
 from data_plane.protocol.api_keys import ApiKey
-
-_TOPIC_RESOURCE = 2  # DescribeConfigs resource type of a topic
-_BROKER_RESOURCE = 4
-# DescribeConfigs config_source of a default value (Kafka's DEFAULT_CONFIG).
-_CONFIG_SOURCE_DEFAULT = 5
-# IncrementalAlterConfigs operations.
-_OP_SET = 0
-_OP_DELETE = 1
 
 
 @dataclass(frozen=True)
@@ -182,7 +175,7 @@ class Admin:
         timeout = self._timeout(timeout_ms)
         body = {
             "resources": [
-                {"resource_type": _TOPIC_RESOURCE, "resource_name": topic,
+                {"resource_type": RESOURCE_TOPIC, "resource_name": topic,
                  "configuration_keys": None}
             ],
             "include_synonyms": False,
@@ -226,12 +219,12 @@ class Admin:
         :class:`KafkaError` if the cluster refuses."""
         timeout = self._timeout(timeout_ms)
         configs = [
-            {"name": k, "config_operation": _OP_SET, "value": v} for k, v in sets.items()
+            {"name": k, "config_operation": OP_SET, "value": v} for k, v in sets.items()
         ]
-        configs += [{"name": k, "config_operation": _OP_DELETE, "value": None} for k in deletes]
+        configs += [{"name": k, "config_operation": OP_DELETE, "value": None} for k in deletes]
         body = {
             "resources": [
-                {"resource_type": _TOPIC_RESOURCE, "resource_name": topic, "configs": configs}
+                {"resource_type": RESOURCE_TOPIC, "resource_name": topic, "configs": configs}
             ],
             "validate_only": False,
         }
@@ -276,7 +269,7 @@ class Admin:
             out[result["resource_name"]] = [
                 # v0 flags defaults with is_default; v1+ replaced it by config_source.
                 {**entry, "is_default": bool(entry.get("is_default"))
-                 or entry.get("config_source") == _CONFIG_SOURCE_DEFAULT}
+                 or entry.get("config_source") == SOURCE_DEFAULT}
                 for entry in result.get("configs", [])
             ]
         return out

@@ -52,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from common.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from common.error_codes import ErrorCode
 from common.security.acl import (
     CLUSTER_OPERATIONS,
@@ -72,10 +73,6 @@ CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 TXN_DENIED = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 # AddPartitionsToTxn v4+ batches transactions and verifies partitions: broker to broker.
 FIRST_BROKER_ADD_PARTITIONS_VERSION = 4
-# DescribeConfigs resource types (Kafka's ConfigResource.Type).
-CONFIG_TOPIC = 2
-CONFIG_BROKER = 4
-CONFIG_BROKER_LOGGER = 8
 
 
 @dataclass(slots=True)
@@ -490,10 +487,10 @@ class RequestAuthorizer:
         allowed, denied = [], []
         for res in body.get("resources") or []:
             rtype = res.get("resource_type")
-            if rtype == CONFIG_TOPIC:
+            if rtype == RESOURCE_TOPIC:
                 ok = self._topic(s, op, res.get("resource_name", ""))
                 code = TOPIC_DENIED
-            elif rtype in (CONFIG_BROKER, CONFIG_BROKER_LOGGER) or not others_allowed:
+            elif rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) or not others_allowed:
                 ok = self._cluster(s, op)
                 code = CLUSTER_DENIED
             else:

@@ -9,15 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from common.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward
 from metadata.client import ControllerError
 from metadata.image import MetadataImage
 
-CONFIG_TOPIC = 2
-CONFIG_BROKER = 4
-CONFIG_BROKER_LOGGER = 8
 STATIC_BROKER_CONFIG = (
     "broker configs are static in kraftlog (server.properties); restart the broker to change them"
 )
@@ -30,9 +28,9 @@ Expected = dict[str, dict[str, str | None]]
 def refused(resource: Mapping[str, Any]) -> tuple[int, str] | None:
     """The error of a resource this broker does not forward, None for a topic."""
     rtype = resource.get("resource_type")
-    if rtype == CONFIG_TOPIC:
+    if rtype == RESOURCE_TOPIC:
         return None
-    if rtype in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
+    if rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
         return int(ErrorCode.INVALID_REQUEST), STATIC_BROKER_CONFIG
     return int(ErrorCode.INVALID_REQUEST), f"unknown resource type {rtype}"
 

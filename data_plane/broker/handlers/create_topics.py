@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.config_resources import SOURCE_DEFAULT, SOURCE_DYNAMIC_TOPIC
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.broker.handlers.describe_configs import SOURCE_DEFAULT, SOURCE_DYNAMIC_TOPIC
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
 from metadata.client import ControllerError
 from metadata.messages import NewTopic

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.config_resources import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_TOPIC,
+    SOURCE_STATIC_BROKER,
+)
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.config_types import config_type_and_doc
 from data_plane.broker.handlers.forwarding import forward
 from metadata.client import ControllerError
-
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
-# config_source values (DescribeConfigs v1+).
-SOURCE_DYNAMIC_TOPIC = 1
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
 
 
 def _entry(

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.config_resources import OP_DELETE, OP_SET
 from data_plane.broker.apis import KafkaApis, Request
 from data_plane.broker.handlers.config_alteration import Expected, alter, refused
-from metadata.messages import OP_DELETE, OP_SET, AlterableConfig
+from metadata.messages import AlterableConfig
 
 
 def handle(apis: KafkaApis, request: Request) -> Any:

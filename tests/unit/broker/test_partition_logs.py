@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from common.config_resources import RESOURCE_TOPIC
 from common.log_config import LogConfig
 from common.topic_partition import TopicPartition
 from data_plane.broker.partition_logs import PartitionLogs
@@ -17,7 +18,6 @@ from data_plane.storage.log_manager import LogManager
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from metadata.records import (
-    CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
     MetadataRecord,
     PartitionRecord,
@@ -84,16 +84,16 @@ def test_topic_configs_reach_new_and_existing_logs(manager: LogManager) -> None:
     t = uuid.uuid4()
     f.apply(
         TopicRecord("t", t),
-        ConfigRecord(CONFIG_RESOURCE_TOPIC, "t", "retention.ms", "1234"),
+        ConfigRecord(RESOURCE_TOPIC, "t", "retention.ms", "1234"),
         partition(t, 0, (BROKER,)),
     )
     log = manager.get_log("t", 0)
     assert log is not None and log.config.retention_ms == 1234
-    f.apply(ConfigRecord(CONFIG_RESOURCE_TOPIC, "t", "retention.ms", "5678"))
+    f.apply(ConfigRecord(RESOURCE_TOPIC, "t", "retention.ms", "5678"))
     assert log.config.retention_ms == 5678
     # A value this broker cannot read is skipped (the broker default stays), the other
     # overrides still apply, and nothing raises.
-    f.apply(ConfigRecord(CONFIG_RESOURCE_TOPIC, "t", "segment.bytes", "huge"))
+    f.apply(ConfigRecord(RESOURCE_TOPIC, "t", "segment.bytes", "huge"))
     assert log.config.segment_bytes == LogConfig().segment_bytes
     assert log.config.retention_ms == 5678
     assert f.replicas.errors == 0

@@ -3,12 +3,10 @@ from __future__ import annotations
 import pytest
 from harness import Harness
 
+from common.config_resources import OP_APPEND, OP_DELETE, OP_SET
 from common.error_codes import ErrorCode
 from metadata.controller_config import ControllerConfig
 from metadata.messages import (
-    OP_APPEND,
-    OP_DELETE,
-    OP_SET,
     AlterableConfig,
     AlterConfigsRequest,
     AlterConfigsResource,
