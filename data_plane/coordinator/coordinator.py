@@ -1305,19 +1305,24 @@ class GroupCoordinator:
         to (GROUP_SUBSCRIBED_TO_TOPIC; every topic counts as subscribed while a subscription
         cannot be read). A partition without an offset answers success."""
         out = CoordinatorOutputs()
-        error = ErrorCode.INVALID_GROUP_ID if not group_id else self._ownership_error(group_id)
-        group = self._groups.get(group_id) if error == ErrorCode.NO_ERROR else None
-        if error == ErrorCode.NO_ERROR and (group is None or group.is_(GroupState.DEAD)):
-            error = ErrorCode.GROUP_ID_NOT_FOUND
-        subscribed: set[str] | None = set()
-        if group is not None and error == ErrorCode.NO_ERROR and not group.is_(GroupState.EMPTY):
-            if group.protocol_type != PROTOCOL_TYPE:
-                error = ErrorCode.NON_EMPTY_GROUP
-            else:
-                subscribed = self._subscribed_topics(group)
-        if error != ErrorCode.NO_ERROR or group is None:
+
+        def refused(error: int) -> CoordinatorOutputs:
             out.respond(waiter, OffsetDeleteResult(error, {}))
             return out
+
+        if not group_id:
+            return refused(ErrorCode.INVALID_GROUP_ID)
+        error = self._ownership_error(group_id)
+        if error != ErrorCode.NO_ERROR:
+            return refused(error)
+        group = self._groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return refused(ErrorCode.GROUP_ID_NOT_FOUND)
+        subscribed: set[str] | None = set()
+        if not group.is_(GroupState.EMPTY):
+            if group.protocol_type != PROTOCOL_TYPE:
+                return refused(ErrorCode.NON_EMPTY_GROUP)
+            subscribed = self._subscribed_topics(group)
         errors: dict[tuple[str, int], int] = {}
         doomed: list[tuple[str, int]] = []
         for tp in partitions:
