@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 import uuid
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupType, ElectionType
 from deploy.local_cluster import LocalCluster, wait_until
 from metadata.messages import NewTopic
 from tests.integration.clusters import running_cluster
+from tests.integration.kafka_python_admin import kafka_python_admin
 
 pytestmark = [pytest.mark.integration]
 
@@ -49,16 +49,19 @@ def test_describe_cluster_from_both_clients(
     assert described.controller.id in cluster.broker_ids
     ops = {op.name for op in described.authorized_operations or ()}
     assert {"DESCRIBE", "ALTER", "CLUSTER_ACTION", "IDEMPOTENT_WRITE"} <= ops
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from kafka.admin import KafkaAdminClient
-    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
-    try:
+    with kafka_python_admin(cluster.bootstrap_servers()) as kp:
         doc = kp.describe_cluster()
-    finally:
-        kp.close()
     assert doc["cluster_id"] == cluster.cluster_id
     assert sorted(b["broker_id"] for b in doc["brokers"]) == sorted(cluster.broker_ids)
+
+
+def join(consumer: confluent_kafka.Consumer, topic: str) -> None:
+    """Subscribe ``consumer`` to ``topic`` and poll until its group assigned it partitions (or
+    DEADLINE_S passed)."""
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + DEADLINE_S
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
 
 
 def leader_of(admin: confluent_kafka.admin.AdminClient, topic: str) -> int:
@@ -107,10 +110,7 @@ def test_list_groups_filtered_by_state_and_type(
         {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
     )
     try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + DEADLINE_S
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(0.2)
+        join(consumer, topic)
         assert consumer.assignment()
 
         def listed(**filters: object) -> set[str]:
@@ -135,18 +135,12 @@ def test_offset_delete_with_kafka_python(
     admin.create_topics([confluent_kafka.admin.NewTopic(topic, 2, 1)])[topic].result(TIMEOUT_S)
     group = f"deleting-{uuid.uuid4().hex[:6]}"
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with kafka_python_admin(cluster.bootstrap_servers()) as kp:
         from kafka import TopicPartition as KTopicPartition
-        from kafka.admin import KafkaAdminClient
         from kafka.errors import GroupSubscribedToTopicError, NoError
-    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
-    parts = [KTopicPartition(topic, 0), KTopicPartition(topic, 1)]
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + DEADLINE_S
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(0.2)
+
+        parts = [KTopicPartition(topic, 0), KTopicPartition(topic, 1)]
+        join(consumer, topic)
         consumer.commit(
             offsets=[confluent_kafka.TopicPartition(topic, p, 5) for p in (0, 1)],
             asynchronous=False,
@@ -158,8 +152,6 @@ def test_offset_delete_with_kafka_python(
         assert done == {parts[0]: NoError}
         left = kp.list_group_offsets(group)[group]  # kafka-python 3: group -> offsets
         assert set(left) == {parts[1]}
-    finally:
-        kp.close()
 
 
 def test_describe_topic_partitions_pages_through_a_topic(
@@ -169,11 +161,7 @@ def test_describe_topic_partitions_pages_through_a_topic(
     each continued from the cursor the last one returned, and unknown topics named."""
     topic = f"paged-{uuid.uuid4().hex[:6]}"
     admin.create_topics([confluent_kafka.admin.NewTopic(topic, 5, 2)])[topic].result(TIMEOUT_S)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from kafka.admin import KafkaAdminClient
-    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
-    try:
+    with kafka_python_admin(cluster.bootstrap_servers()) as kp:
         seen: list[int] = []
         cursor = None
         for _ in range(5):  # 5 partitions in pages of 2: three pages
@@ -190,8 +178,6 @@ def test_describe_topic_partitions_pages_through_a_topic(
         assert seen == [0, 1, 2, 3, 4]
         missing = kp.describe_topic_partitions([f"{topic}-missing"])
         assert missing["topics"][0]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
-    finally:
-        kp.close()
 
 
 def test_remove_a_static_member_with_kafka_python(
@@ -212,10 +198,7 @@ def test_remove_a_static_member_with_kafka_python(
             "session.timeout.ms": 60_000,
         }
     )
-    consumer.subscribe([topic])
-    deadline = time.monotonic() + DEADLINE_S
-    while not consumer.assignment() and time.monotonic() < deadline:
-        consumer.poll(0.2)
+    join(consumer, topic)
     assert consumer.assignment()
     consumer.close()  # a static member does not leave on close
 
@@ -224,12 +207,10 @@ def test_remove_a_static_member_with_kafka_python(
         return list(described.members or [])
 
     assert len(members()) == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from kafka.admin import KafkaAdminClient, MemberToRemove
+    with kafka_python_admin(cluster.bootstrap_servers()) as kp:
+        from kafka.admin import MemberToRemove
         from kafka.errors import NoError, UnknownMemberIdError
-    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
-    try:
+
         answer = kp.remove_group_members(
             group,
             [
@@ -237,8 +218,6 @@ def test_remove_a_static_member_with_kafka_python(
                 MemberToRemove(group_instance_id="worker-9"),
             ],
         )
-    finally:
-        kp.close()
     # kafka-python 3 keys the answer by instance id (or member id) here.
     assert answer == {"worker-1": NoError, "worker-9": UnknownMemberIdError}
     assert members() == []

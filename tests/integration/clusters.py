@@ -33,13 +33,17 @@ def running_cluster(
     controllers: int = 1,
     brokers: int = 1,
     overrides: Mapping[str, str] = FAST_OVERRIDES,
+    before_start: Callable[[LocalCluster], None] | None = None,
 ) -> Iterator[LocalCluster]:
     """A started, ready cluster in ``path``; every node killed on exit (paused ones resumed
-    first, so nothing is left stopped behind)."""
+    first, so nothing is left stopped behind). ``before_start`` may change the created
+    cluster's node configs before any node starts."""
     cluster = LocalCluster.create(
         path, controllers=controllers, brokers=brokers, overrides=dict(overrides)
     )
     try:
+        if before_start is not None:
+            before_start(cluster)
         cluster.start()
         cluster.wait_ready(READY_TIMEOUT_S)
         yield cluster

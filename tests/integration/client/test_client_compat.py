@@ -66,6 +66,22 @@ def _kafka_python_read(bootstrap: str, topic: str, partitions: int, n: int) -> l
     return sorted(rows)
 
 
+def _confluent_write(
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]], int]],
+    compression: str,
+) -> None:
+    """Produce ``records`` with librdkafka (Java's partitioner) and wait for every ack."""
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
+        "compression.type": compression, "linger.ms": 5,
+    })  # fmt: skip
+    for key, value, headers, ts in records:
+        producer.produce(topic, value=value, key=key, headers=headers, timestamp=ts)
+    assert producer.flush(60) == 0
+
+
 def _confluent_read(bootstrap: str, topic: str, partitions: int, n: int) -> list[Row]:
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": "compat-unused",
@@ -129,14 +145,7 @@ def test_native_writes_kafka_python_and_confluent_read(
 
 def test_confluent_writes_native_reads(bootstrap: str, new_topic: Callable[..., str]) -> None:
     topic = new_topic(partitions=3)
-    records = _records(500)
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
-        "compression.type": "zstd", "linger.ms": 5,
-    })
-    for key, value, headers, ts in records:
-        producer.produce(topic, value=value, key=key, headers=headers, timestamp=ts)
-    assert producer.flush(60) == 0
+    _confluent_write(bootstrap, topic, _records(500), "zstd")
     native = _native_read(bootstrap, topic, 3, 500)
     assert len(native) == 500
     assert native == _confluent_read(bootstrap, topic, 3, 500)
@@ -192,13 +201,7 @@ def test_lz4_and_snappy_between_native_and_confluent(
     and the native client's (snappy with the Java client's xerial framing) by librdkafka."""
     records = _records(300)
     from_confluent = new_topic(partitions=3)
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
-        "compression.type": codec, "linger.ms": 5,
-    })  # fmt: skip
-    for key, value, headers, ts in records:
-        producer.produce(from_confluent, value=value, key=key, headers=headers, timestamp=ts)
-    assert producer.flush(60) == 0
+    _confluent_write(bootstrap, from_confluent, records, codec)
     native = _native_read(bootstrap, from_confluent, 3, 300)
     assert len(native) == 300
     assert native == _confluent_read(bootstrap, from_confluent, 3, 300)

@@ -5,9 +5,9 @@ across a controller restart, and brokers report it in ApiVersions v3."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from deploy.cli import main
 from deploy.local_cluster import LocalCluster, wait_until
 from metadata import features
 from tests.integration.clusters import FAST_OVERRIDES, running_cluster
+from tests.integration.kafka_python_admin import kafka_python_admin
 from tests.unit.broker.wire import WireClient
 
 pytestmark = pytest.mark.integration
@@ -36,12 +37,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 def cli(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
-    saved = sys.stdout
-    sys.stdout = out
-    try:
+    with contextlib.redirect_stdout(out):
         code = main(list(argv))
-    finally:
-        sys.stdout = saved
     return code, out.getvalue()
 
 
@@ -133,14 +130,8 @@ def test_the_level_survives_a_restart_of_every_controller(cluster: LocalCluster)
 
 def test_kafka_python_describes_and_updates_features(cluster: LocalCluster) -> None:
     """kafka-features.sh's APIs: ApiVersions for describe, UpdateFeatures for upgrade."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from kafka.admin import KafkaAdminClient
     wait_until(lambda: every_node_reported(cluster), DEADLINE_S, "every node reported its range")
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
-    try:
+    with kafka_python_admin(cluster.bootstrap_servers()) as admin:
         described = admin.describe_features()[features.METADATA_VERSION]
         assert described["supported"] == (
             features.SUPPORTED.min_level,
@@ -159,5 +150,3 @@ def test_kafka_python_describes_and_updates_features(cluster: LocalCluster) -> N
             DEADLINE_S,
             "the broker reports level 2",
         )
-    finally:
-        admin.close()

@@ -15,6 +15,7 @@ import pytest
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster, wait_until
 from tests.integration.clusters import running_cluster
+from tests.integration.kafka_python_admin import kafka_python_admin
 
 pytestmark = pytest.mark.integration
 
@@ -195,23 +196,17 @@ def test_configs_alter_then_describe(
 def test_real_clients_alter_configs(cli: Cli, cluster: LocalCluster, brokers: tuple[str, str]):
     """kafka-python's admin (AlterConfigs: the whole set of overrides) and confluent-kafka's
     incremental_alter_configs (IncrementalAlterConfigs) against the broker."""
-    import warnings
-
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-
-    warnings.simplefilter("ignore")
-    from kafka.admin import ConfigResource as KpResource
-    from kafka.admin import ConfigResourceType, KafkaAdminClient
 
     cli.ok("topics", "--create", "--topic", "tuned", "--partitions", "1",
            "--replication-factor", "1", *brokers)
     topic = ("--entity-type", "topics", "--entity-name", "tuned")
-    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
-    try:
+    with kafka_python_admin(cluster.bootstrap_servers()) as kp:
+        from kafka.admin import ConfigResource as KpResource
+        from kafka.admin import ConfigResourceType
+
         kp.alter_configs([KpResource(ConfigResourceType.TOPIC, "tuned",
                                      configs={"retention.ms": "7000"})])
-    finally:
-        kp.close()
     cli.until("kafka-python's change", lambda out: out.splitlines()[1:] == ["  retention.ms=7000"],
               "configs", "--describe", *topic, *brokers)
     admin = AdminClient({"bootstrap.servers": ",".join(cluster.bootstrap_servers())})

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +29,8 @@ import pytest
 from chaos.failing_disks import FailingDisks, unavailable_reason
 from data_plane.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster, wait_until
-from tests.integration.clusters import FAST_OVERRIDES, READY_TIMEOUT_S
+from tests.integration.clusters import FAST_OVERRIDES, READY_TIMEOUT_S, running_cluster
+from tests.integration.kafka_python_admin import kafka_python_admin
 from tests.integration.load import PARTITIONS, Load, log_values
 from tests.unit.broker.wire import WireClient
 
@@ -59,15 +59,14 @@ def disks(tmp_path: Path) -> Iterator[FailingDisks]:
 
 @pytest.fixture
 def cluster(tmp_path: Path, disks: FailingDisks) -> Iterator[LocalCluster]:
-    overrides = {**FAST_OVERRIDES, "min.insync.replicas": "2"}
-    c = LocalCluster.create(tmp_path / "cluster", controllers=1, brokers=3, overrides=overrides)
-    disks.use_for(c, c.broker_ids[0])
-    try:
-        c.start()
-        c.wait_ready(READY_TIMEOUT_S)
-        yield c
-    finally:
-        c.close()
+    with running_cluster(
+        tmp_path / "cluster",
+        controllers=1,
+        brokers=3,
+        overrides={**FAST_OVERRIDES, "min.insync.replicas": "2"},
+        before_start=lambda c: disks.use_for(c, c.broker_ids[0]),
+    ) as started:
+        yield started
 
 
 def partitions_of(admin: confluent_kafka.admin.AdminClient) -> dict[tuple[str, int], tuple]:
@@ -149,17 +148,9 @@ def test_failed_directories_go_offline_and_the_broker_keeps_serving(
         assert cluster.pid(jbod) == pid  # the same process throughout
         expected = {str(full): KAFKA_STORAGE_ERROR, str(ext4): KAFKA_STORAGE_ERROR, str(healthy): 0}
         assert log_dir_errors(cluster, jbod) == expected
-        # kafka-python's admin (kafka-log-dirs.sh's view) sees the same. Its import warns
-        # (DeprecationWarning from importlib.resources), which the suite treats as an error.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            from kafka.admin import KafkaAdminClient
-
-        kp = KafkaAdminClient(bootstrap_servers=bootstrap)
-        try:
+        # kafka-python's admin (kafka-log-dirs.sh's view) sees the same.
+        with kafka_python_admin(bootstrap) as kp:
             (answer,) = kp.describe_log_dirs(brokers=[jbod])
-        finally:
-            kp.close()
         assert {d["log_dir"]: d["error_code"] for d in answer["log_dirs"]} == expected
         time.sleep(1)  # a little more load after both failures
     finally:

@@ -6,7 +6,6 @@ their metadata offsets, and every voter's controller endpoint."""
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from deploy.local_cluster import LocalCluster, wait_until
 from tests.integration.clusters import running_cluster
+from tests.integration.kafka_python_admin import kafka_python_admin
 
 pytestmark = pytest.mark.integration
 
@@ -28,14 +28,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 def describe(cluster: LocalCluster) -> dict:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from kafka.admin import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers())
-    try:
+    with kafka_python_admin(cluster.bootstrap_servers()) as admin:
         return admin.describe_metadata_quorum()
-    finally:
-        admin.close()
 
 
 def test_describe_quorum_shows_voters_observers_and_endpoints(cluster: LocalCluster) -> None:
