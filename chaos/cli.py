@@ -23,12 +23,13 @@ from pathlib import Path
 from chaos.nemesis import NEMESES, parse_nemeses
 from chaos.schedule import DEFAULT_RECOVERY_S, ScheduleTimings
 from chaos.workload.producer import PRODUCER_KINDS
+from deploy.command_group import add_command_group
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("chaos", help="fault injection runs with a history and a checker")
-    chaos_sub = parser.add_subparsers(dest="chaos_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    _, chaos_sub = add_command_group(
+        sub, "chaos", "fault injection runs with a history and a checker"
+    )
 
     p = chaos_sub.add_parser(
         "run",
@@ -69,11 +70,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8474)
     p.set_defaults(func=_toxiproxy)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _pair(text: str, what: str) -> tuple[float, float]:

@@ -187,9 +187,3 @@ def add_admin_command(
     add_target_args(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=lambda args: run(func, args))
-
-
-def print_usage_of(parser: argparse.ArgumentParser) -> int:
-    """For a command group called without a subcommand: its help, exit code 2."""
-    parser.print_help()
-    return 2

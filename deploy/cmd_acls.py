@@ -35,8 +35,8 @@ from deploy.admin import (
     error_text,
     fail,
     print_json,
-    print_usage_of,
 )
+from deploy.command_group import add_command_group
 from metadata import security_messages as sm
 from metadata.security_client import create_acls, delete_acls, describe_acls
 
@@ -89,9 +89,7 @@ def _resource_args(p: argparse.ArgumentParser, *, required: bool) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("acls", help="add, list and remove ACLs")
-    acls_sub = parser.add_subparsers(dest="acls_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: print_usage_of(parser))
+    _, acls_sub = add_command_group(sub, "acls", "add, list and remove ACLs")
 
     p = acls_sub.add_parser("add", help="create ACL bindings")
     _resource_args(p, required=True)

@@ -22,15 +22,14 @@ from pathlib import Path
 
 from data_plane.security.certs import DEFAULT_HOSTS, DEFAULT_VALIDITY_DAYS, create_dev_pki
 from deploy.admin import fail, print_json
+from deploy.command_group import add_command_group
 
 DEFAULT_NAMES = ("node-1", "node-2", "node-3", "client")
 DEFAULT_OUT_DIR = "certs"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("certs", help="create a development CA and certificates")
-    certs_sub = parser.add_subparsers(dest="certs_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    _, certs_sub = add_command_group(sub, "certs", "create a development CA and certificates")
     p = certs_sub.add_parser("create", help="create the CA (once) and certificates")
     p.add_argument("--out", default=DEFAULT_OUT_DIR, help=f"directory (default {DEFAULT_OUT_DIR})")
     p.add_argument("--name", action="append", help="certificate name (repeatable)")
@@ -38,11 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--days", type=int, default=DEFAULT_VALIDITY_DAYS, help="validity in days")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_create)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _create(args: argparse.Namespace) -> int:

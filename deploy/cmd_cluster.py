@@ -42,6 +42,7 @@ from deploy.admin import (
 from deploy.cluster_info import remote_status, render_cluster
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
 from deploy.cmd_start import parse_overrides
+from deploy.command_group import add_command_group
 from deploy.local_cluster import (
     DEFAULT_READY_TIMEOUT_S,
     DEFAULT_STOP_GRACE_S,
@@ -60,9 +61,7 @@ _SUPERVISE_INTERVAL_S = 1.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("cluster", help="run a local cluster (up, down, status)")
-    cluster_sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    _, cluster_sub = add_command_group(sub, "cluster", "run a local cluster (up, down, status)")
 
     p = cluster_sub.add_parser("up", help="create (if needed) and start a local cluster")
     p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
@@ -218,11 +217,6 @@ def _stop_node(args: argparse.Namespace) -> int:
 def _restart_node(args: argparse.Namespace) -> int:
     code = _stop_node(args)
     return code if code else _start_node(args)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _up(args: argparse.Namespace) -> int:

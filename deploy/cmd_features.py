@@ -22,17 +22,17 @@ from deploy.admin import (
     error_text,
     fail,
     print_json,
-    print_usage_of,
 )
+from deploy.command_group import add_command_group
 from metadata import features
 from metadata import messages as m
 from metadata.client import ControllerClient
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("features", help="describe and upgrade finalized feature levels")
-    features_sub = parser.add_subparsers(dest="features_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: print_usage_of(parser))
+    _, features_sub = add_command_group(
+        sub, "features", "describe and upgrade finalized feature levels"
+    )
 
     p = features_sub.add_parser("describe", help="supported ranges and finalized levels")
     add_admin_command(p, _describe)

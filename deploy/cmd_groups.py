@@ -38,6 +38,7 @@ from data_plane.client import Admin, KafkaError, TopicPartition
 from data_plane.client.group_admin import GroupDescription
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
+from deploy.command_group import add_command_group
 from deploy.kafka_style_args import APPEND, SWITCH, Action, KafkaStyle, Option, add_kafka_style
 from deploy.text_table import print_table
 
@@ -79,12 +80,11 @@ KAFKA_STYLE = KafkaStyle(
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser(
-        "groups", help="list, describe, reset and delete consumer groups",
+    parser, groups_sub = add_command_group(
+        sub, "groups", "list, describe, reset and delete consumer groups",
         description="List, describe, reset and delete consumer groups: with a SUBCOMMAND, or "
         "with kafka-consumer-groups.sh's flags (kraftlog groups --describe --group G ...).",
     )
-    groups_sub = parser.add_subparsers(dest="groups_command", metavar="SUBCOMMAND")
 
     p = groups_sub.add_parser("list", help="every consumer group of the cluster")
     add_broker_admin_command(p, _list)

@@ -45,6 +45,7 @@ from common.record_batch import (
 )
 from data_plane.storage.record_codec import DecodedRecord, decode_records
 from data_plane.storage.transaction_index import TXN_INDEX_SUFFIX, decode_entries
+from deploy.command_group import add_command_group
 
 _INDEX_ENTRY = struct.Struct(">II")
 _TIME_INDEX_ENTRY = struct.Struct(">qI")
@@ -53,8 +54,7 @@ MAX_DUMP_BATCH_BYTES = 256 * 1024 * 1024
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    log_parser = subparsers.add_parser("log", help="inspect partition log files")
-    log_sub = log_parser.add_subparsers(dest="log_command", metavar="SUBCOMMAND")
+    _, log_sub = add_command_group(subparsers, "log", "inspect partition log files")
     dump = log_sub.add_parser(
         "dump",
         help="print the batches of .log files or the entries of .index/.timeindex files",
@@ -80,7 +80,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="check .index and .timeindex entries against the .log",
     )
     dump.set_defaults(func=run_dump)
-    log_parser.set_defaults(func=lambda _args: (log_parser.print_help(), 2)[1])
 
 
 def run_dump(args: argparse.Namespace, out: TextIO | None = None) -> int:

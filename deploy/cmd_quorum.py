@@ -13,21 +13,15 @@ import argparse
 from deploy.admin import AdminError, add_target_args, fail, print_json
 from deploy.cluster_info import render_quorum
 from deploy.cmd_cluster import STATUS_TIMEOUT_S, cluster_status_doc
+from deploy.command_group import add_command_group
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("quorum", help="the controller quorum (status)")
-    quorum_sub = parser.add_subparsers(dest="quorum_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    _, quorum_sub = add_command_group(sub, "quorum", "the controller quorum (status)")
     p = quorum_sub.add_parser("status", help="leader, epoch, voters and their lag")
     add_target_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_status, timeout=STATUS_TIMEOUT_S)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -30,16 +30,14 @@ from deploy.admin import (
     error_text,
     fail,
     print_json,
-    print_usage_of,
 )
+from deploy.command_group import add_command_group
 from metadata import security_messages as sm
 from metadata.security_client import alter_client_quotas, describe_client_quotas
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("quotas", help="set and describe client quotas")
-    quotas_sub = parser.add_subparsers(dest="quotas_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: print_usage_of(parser))
+    _, quotas_sub = add_command_group(sub, "quotas", "set and describe client quotas")
 
     p = quotas_sub.add_parser("set", help="set or remove quotas of an entity")
     _entity_args(p)

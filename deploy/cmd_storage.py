@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from common.configdef import ConfigError
+from deploy.command_group import add_command_group
 from deploy.meta_properties import (
     MetaPropertiesError,
     format_directories,
@@ -21,9 +22,9 @@ from deploy.node_config import load_node_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("storage", help="format storage directories, make cluster ids")
-    storage_sub = parser.add_subparsers(dest="storage_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: _help(parser))
+    _, storage_sub = add_command_group(
+        sub, "storage", "format storage directories, make cluster ids"
+    )
 
     p = storage_sub.add_parser("random-uuid", help="print a new cluster id")
     p.set_defaults(func=_random_uuid)
@@ -44,11 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = storage_sub.add_parser("info", help="show the meta.properties of each directory")
     p.add_argument("--config", "-c", required=True)
     p.set_defaults(func=_info)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _random_uuid(_args: argparse.Namespace) -> int:

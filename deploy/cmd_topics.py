@@ -50,6 +50,7 @@ from deploy.admin import (
     print_json,
     run_admin_command,
 )
+from deploy.command_group import add_command_group
 from deploy.kafka_style_args import (
     APPEND,
     SWITCH,
@@ -109,12 +110,11 @@ KAFKA_STYLE = KafkaStyle(
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser(
-        "topics", help="create, list, describe, delete and alter topics",
+    parser, topics_sub = add_command_group(
+        sub, "topics", "create, list, describe, delete and alter topics",
         description="Create, list, describe, delete and alter topics: with a SUBCOMMAND, or "
         "with kafka-topics.sh's flags (kraftlog topics --create --topic T ...).",
     )
-    topics_sub = parser.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
 
     p = topics_sub.add_parser("create", help="create a topic")
     p.add_argument("name")

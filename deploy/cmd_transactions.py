@@ -25,18 +25,16 @@ import time
 
 from common.error_codes import ErrorCode
 from data_plane.client import Admin, KafkaError, TopicPartition
-from deploy.admin import print_usage_of
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
+from deploy.command_group import add_command_group
 from deploy.text_table import print_table
 
 NONE = "-"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("transactions", help="list, describe and abort transactions")
-    txn_sub = parser.add_subparsers(dest="transactions_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: print_usage_of(parser))
+    _, txn_sub = add_command_group(sub, "transactions", "list, describe and abort transactions")
 
     p = txn_sub.add_parser("list", help="every transactional id of the cluster")
     p.add_argument("--state", action="append", default=[], metavar="STATE",

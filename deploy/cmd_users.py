@@ -34,9 +34,9 @@ from deploy.admin import (
     error_text,
     fail,
     print_json,
-    print_usage_of,
     resolve_target,
 )
+from deploy.command_group import add_command_group
 from metadata.client import ControllerError
 from metadata.security_client import (
     delete_scram_credentials,
@@ -49,9 +49,7 @@ MAX_PASSWORD_CHARS = 1024
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("users", help="add, list and remove SCRAM users")
-    users_sub = parser.add_subparsers(dest="users_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda _args: print_usage_of(parser))
+    _, users_sub = add_command_group(sub, "users", "add, list and remove SCRAM users")
 
     p = users_sub.add_parser("add", help="create a user or change its password")
     p.add_argument("name")
