@@ -71,6 +71,17 @@ def add_target_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def controller_target_flags(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The controller target options of :func:`add_target_args` given in ``args``, as
+    (flag, value) in declaration order."""
+    given = (
+        ("--bootstrap-controller", args.bootstrap_controller),
+        ("--dir", args.dir),
+        ("--command-config", args.command_config),
+    )
+    return [(flag, value) for flag, value in given if value]
+
+
 def resolve_target(args: argparse.Namespace) -> Target:
     target = _resolve_addresses(args)
     path = getattr(args, "command_config", None)

@@ -36,6 +36,7 @@ from deploy import cmd_topics
 from deploy.admin import (
     AdminError,
     add_target_args,
+    controller_target_flags,
     error_text,
     fail,
     print_json,
@@ -132,11 +133,7 @@ def _common(args: argparse.Namespace) -> list[str]:
 
 
 def _controller_target(args: argparse.Namespace) -> list[str]:
-    argv = []
-    for flag, value in (("--bootstrap-controller", args.bootstrap_controller),
-                        ("--dir", args.dir), ("--command-config", args.command_config)):
-        if value:
-            argv += [flag, value]
+    argv = [word for pair in controller_target_flags(args) for word in pair]
     return [*argv, *_common(args)]
 
 
@@ -145,7 +142,7 @@ def plan(args: argparse.Namespace) -> Plan:
     if not (args.describe or args.alter):
         raise UsageError("give --describe or --alter")
     kind, name = entity(args)
-    if args.bootstrap_server and (args.bootstrap_controller or args.dir or args.command_config):
+    if args.bootstrap_server and controller_target_flags(args):
         raise UsageError("--bootstrap-server and the controller options both name the target: "
                          "give one")
     if args.describe:

@@ -44,6 +44,7 @@ from deploy.admin import (
     AdminCommand,
     AdminError,
     add_admin_command,
+    controller_target_flags,
     error_text,
     fail,
     fetch_image,
@@ -185,12 +186,11 @@ def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand,
          args: argparse.Namespace) -> int:
     if not args.bootstrap_server:
         return run_admin_command(on_controllers, args)
-    prog = f"kraftlog topics {args.topics_command}"
-    for flag, value in (("--bootstrap-controller", args.bootstrap_controller),
-                        ("--dir", args.dir), ("--command-config", args.command_config)):
-        if value:
-            return usage_error(prog, f"--bootstrap-server and {flag} both name the target: "
-                                     "give one")
+    conflicting = controller_target_flags(args)
+    if conflicting:
+        flag = conflicting[0][0]
+        return usage_error(f"kraftlog topics {args.topics_command}",
+                           f"--bootstrap-server and {flag} both name the target: give one")
     try:
         config = {"bootstrap.servers": args.bootstrap_server,
                   "default.api.timeout.ms": int(args.timeout * 1000)}
