@@ -16,23 +16,19 @@ from collections.abc import Callable, Mapping, Sequence
 FREE_SPACE_TIE_SHARE = 0.9
 
 
+def disk_space(path: str) -> tuple[int, int]:
+    """(size, usable bytes) of ``path``'s filesystem, usable meaning what an unprivileged
+    writer may still use; (-1, 0) when it cannot be read."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1, 0
+    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+
 def usable_bytes(path: str) -> int:
-    """Bytes an unprivileged writer may still use on ``path``'s filesystem; 0 when it
-    cannot be read."""
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return 0
-    return st.f_bavail * st.f_frsize
-
-
-def total_bytes(path: str) -> int:
-    """The size of ``path``'s filesystem in bytes; -1 when it cannot be read."""
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return -1
-    return st.f_blocks * st.f_frsize
+    """Usable bytes of ``path``'s filesystem (see :func:`disk_space`); 0 when unknown."""
+    return disk_space(path)[1]
 
 
 def choose_log_dir(

@@ -81,7 +81,7 @@ from data_plane.storage.errors import (
 )
 from data_plane.storage.log import Clock, Log, wall_clock_ms
 from data_plane.storage.log_dir_failure import LogDirFailureChannel
-from data_plane.storage.log_dir_placement import choose_log_dir, total_bytes, usable_bytes
+from data_plane.storage.log_dir_placement import choose_log_dir, disk_space
 from data_plane.storage.log_loader import parse_topic_partition, partition_dir_name
 from data_plane.storage.partition_metadata import PartitionMetadataFile
 from data_plane.storage.segment_cache import DEFAULT_MAX_OPEN_SEGMENTS, OpenSegmentCache
@@ -727,11 +727,7 @@ class LogManager:
             if log_dir in offline:
                 out.append(LogDirDescription(log_dir, offline[log_dir], -1, -1, []))
             else:
-                out.append(
-                    LogDirDescription(
-                        log_dir, None, total_bytes(log_dir), usable_bytes(log_dir), by_dir[log_dir]
-                    )
-                )
+                out.append(LogDirDescription(log_dir, None, *disk_space(log_dir), by_dir[log_dir]))
         return out
 
     def add_offline_listener(self, listener: OfflineListener) -> None:
