@@ -144,7 +144,7 @@ class BatchTooLargeError(MetadataLogError):
 
 @dataclass(frozen=True, slots=True)
 class VoterStatus:
-    """One voter as seen by the voter answering ``status()``.
+    """One voter (or observing controller) as seen by the node answering ``status()``.
 
     ``match_offset`` is the last committed offset the leader knows this voter holds durably
     (None when not known: asked on a non-leader, or no acknowledgement since the election);
@@ -163,6 +163,24 @@ class VoterStatus:
     last_caught_up_ms: int | None = None
 
 
+class MembershipChangeError(MetadataLogError):
+    """A voter cannot be added or removed now; nothing was appended. ``reason`` is one of
+    :data:`MEMBERSHIP_REFUSALS`."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# Why a membership change was refused.
+DUPLICATE_VOTER = "duplicate_voter"  # the id (or address) is already a voter
+VOTER_NOT_FOUND = "voter_not_found"  # no such voter to remove
+NOT_CAUGHT_UP = "not_caught_up"  # the new voter is not a connected observer near the log end
+CHANGE_PENDING = "change_pending"  # the previous membership change has not committed yet
+LAST_VOTER = "last_voter"  # removing it would leave no voter
+MEMBERSHIP_REFUSALS = (DUPLICATE_VOTER, VOTER_NOT_FOUND, NOT_CAUGHT_UP, CHANGE_PENDING, LAST_VOTER)
+
+
 @dataclass(frozen=True, slots=True)
 class QuorumStatus:
     """What ``kraftlog quorum status`` prints (cf. kafka-metadata-quorum describe)."""
@@ -174,6 +192,9 @@ class QuorumStatus:
     log_start_offset: int  # first offset still in the in-memory tail
     snapshot_last_offset: int  # -1 without a snapshot
     voters: tuple[VoterStatus, ...]
+    # Controllers that follow the log without voting (joining ones, removed ones), as the
+    # leader sees them; empty when asked on a non-leader.
+    observers: tuple[VoterStatus, ...] = ()
 
 
 SnapshotBuilder = Callable[[Snapshot | None, Sequence[LogEntry]], bytes]

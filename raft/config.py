@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 from common.configdef import ConfigError, prop
 
 VOTERS_KEY = "controller.quorum.voters"
+RAFT_ADDRESS_KEY = "controller.quorum.raft.address"
 MAX_VOTERS = 7
+
+
+def parse_address(text: str, key: str) -> tuple[str, int]:
+    """``"host:port"`` -> ``("host", port)``; ConfigError naming ``key`` otherwise."""
+    host, colon, port_text = text.strip().rpartition(":")
+    if not colon or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"{key}: expected host:port, got {text!r}")
+    return host, int(port_text)
 
 
 def parse_voters(text: str) -> dict[int, tuple[str, int]]:
@@ -59,8 +68,21 @@ class RaftConfig:
         default="",
         metadata=prop(
             VOTERS_KEY,
-            doc="The controller quorum: comma-separated id@host:port of every voter (an odd "
-            "number, 1 to 7; 3 or 5 in production). host:port is the voter's Raft listener.",
+            doc="The controller quorum a new log starts with: comma-separated id@host:port of "
+            "every voter (an odd number, 1 to 7; 3 or 5 in production). host:port is the "
+            "voter's Raft listener. Once the log exists its own membership entries say who "
+            "the voters are (kraftlog quorum add-controller / remove-controller); a "
+            "controller that is not in this list starts as an observer and reaches the "
+            "voters listed here.",
+        ),
+    )
+    raft_address: str = field(
+        default="",
+        metadata=prop(
+            RAFT_ADDRESS_KEY,
+            doc="host:port of this controller's Raft listener. Defaults to this node's entry "
+            "in controller.quorum.voters; required for a controller that is not in that "
+            "list (one that joins a running quorum with kraftlog quorum add-controller).",
         ),
     )
     metadata_log_dir: str = field(
@@ -138,6 +160,8 @@ class RaftConfig:
     def __post_init__(self) -> None:
         if self.quorum_voters:
             parse_voters(self.quorum_voters)
+        if self.raft_address:
+            parse_address(self.raft_address, RAFT_ADDRESS_KEY)
 
     @property
     def voters(self) -> dict[int, tuple[str, int]]:
@@ -148,12 +172,28 @@ class RaftConfig:
         voters = self.voters
         if not voters:
             raise ConfigError(f"{VOTERS_KEY}: required for a controller")
-        if len(voters) > MAX_VOTERS or len(voters) % 2 == 0:
+        if len(voters) > MAX_VOTERS:
+            raise ConfigError(f"{VOTERS_KEY}: at most {MAX_VOTERS} voters; got {len(voters)}")
+        if self.node_id in voters:
+            # The voters a new quorum starts with (a joining controller lists whichever
+            # voters it can reach, which may be an even number mid-replacement).
+            if len(voters) % 2 == 0:
+                raise ConfigError(
+                    f"{VOTERS_KEY}: needs an odd number of voters, 1 to {MAX_VOTERS}; "
+                    f"got {len(voters)}"
+                )
+            if self.raft_address and (
+                parse_address(self.raft_address, RAFT_ADDRESS_KEY) != voters[self.node_id]
+            ):
+                raise ConfigError(
+                    f"{RAFT_ADDRESS_KEY}: {self.raft_address} differs from this node's entry "
+                    f"in {VOTERS_KEY}"
+                )
+        elif not self.raft_address:
             raise ConfigError(
-                f"{VOTERS_KEY}: needs an odd number of voters, 1 to {MAX_VOTERS}; got {len(voters)}"
+                f"node.id: {self.node_id} is not one of the voters in {VOTERS_KEY}; a "
+                f"controller joining a running quorum needs {RAFT_ADDRESS_KEY}"
             )
-        if self.node_id not in voters:
-            raise ConfigError(f"node.id: {self.node_id} is not one of the voters in {VOTERS_KEY}")
         if not self.metadata_log_dir:
             raise ConfigError("metadata.log.dir: required for a controller")
         if not self.quorum_secret:
@@ -170,3 +210,16 @@ class RaftConfig:
     def address_of(self, node_id: int) -> str:
         host, port = self.voters[node_id]
         return f"{host}:{port}"
+
+    @property
+    def own_address(self) -> str:
+        """host:port of this controller's Raft listener."""
+        if self.raft_address:
+            host, port = parse_address(self.raft_address, RAFT_ADDRESS_KEY)
+            return f"{host}:{port}"
+        return self.address_of(self.node_id)
+
+    @property
+    def initial_voters(self) -> dict[int, str]:
+        """``controller.quorum.voters`` as voter id -> host:port."""
+        return {i: f"{h}:{p}" for i, (h, p) in self.voters.items()}

@@ -11,7 +11,12 @@ Layout of ``raft-dump.bin``::
     magic b"KLRAFTD1" | payload length u64 LE | crc32c(payload) u32 LE | payload
     payload = msgpack map {"state": MetadataLogState.to_dict(),
                            "last": [command, index, term], "prev": [command, index, term],
-                           "cluster": [voter address, ...]}
+                           "cluster": [voter address, ...],
+                           "voters": [[voter id, voter address], ...]}
+
+``voters`` is the voter set as of the dump's last entry (see raft.membership); ``cluster`` is
+the same addresses, as pysyncobj expects them. A dump without ``voters`` predates dynamic
+membership: its voters are those of ``controller.quorum.voters``.
 
 pysyncobj writes the dump to ``<file>.tmp`` through :func:`write_dump` (which fsyncs it) and
 renames it over the old one itself; the journal syncs the directory before dropping entries
@@ -48,6 +53,7 @@ class DumpContents:
     last_entry: Entry
     prev_entry: Entry
     cluster: list[str]
+    voters: dict[int, str] | None = None
 
 
 def _entry(value: Any) -> Entry:
@@ -57,6 +63,18 @@ def _entry(value: Any) -> Entry:
     return (command, idx, term)
 
 
+def _voters(value: Any) -> dict[int, str] | None:
+    if value is None:
+        return None
+    voters = {}
+    for item in value:
+        node_id, address = item
+        if type(node_id) is not int or not isinstance(address, str):
+            raise DumpCorruptError("dump: malformed voter")
+        voters[node_id] = address
+    return voters
+
+
 def write_dump(path: str, contents: DumpContents) -> None:
     payload = msgpack.packb(
         {
@@ -64,6 +82,9 @@ def write_dump(path: str, contents: DumpContents) -> None:
             "last": list(contents.last_entry),
             "prev": list(contents.prev_entry),
             "cluster": contents.cluster,
+            "voters": None
+            if contents.voters is None
+            else [[i, a] for i, a in sorted(contents.voters.items())],
         },
         use_bin_type=True,
     )
@@ -99,6 +120,7 @@ def read_dump(path: str, *, make_durable: bool = False) -> DumpContents:
             last_entry=_entry(data["last"]),
             prev_entry=_entry(data["prev"]),
             cluster=[str(a) for a in data["cluster"]],
+            voters=_voters(data.get("voters")),
         )
     except (KeyError, TypeError, ValueError, msgpack.UnpackException) as e:
         raise DumpCorruptError(f"{path}: malformed payload: {e}") from None

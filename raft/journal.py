@@ -30,6 +30,10 @@ acknowledged, and is truncated away on open. ``raft-meta.json`` holds
 ``{"current_term", "voted_for", "commit_index"}``, replaced atomically (write tmp, fsync,
 rename, fsync directory).
 
+A :class:`raft.membership.MembershipHistory` attached with :meth:`DurableJournal.attach_membership`
+sees every append, truncation, compaction and clear, so the voter set in force always follows
+the journal's latest membership entry.
+
 Thread-safety: none; pysyncobj calls it from its tick thread only, and ``sync()`` is called
 from that thread too.
 """
@@ -47,6 +51,7 @@ import crc32c
 from pysyncobj.journal import Journal
 
 from common.durable_io import fsync_directory, write_all, write_file_durably
+from raft.membership import MembershipHistory
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +85,8 @@ class DurableJournal(Journal):
         # entries removed by deleteEntriesFrom whose bytes are still in the file: (entry, pos)
         self._cut: list[tuple[Entry, int]] = []
         self.sync_count = 0
+        # Follows the membership entries this journal holds (see attach_membership).
+        self._membership: MembershipHistory | None = None
         self._meta = self._load_meta()
         self._meta_dirty = False
         self._fd = self._open_and_scan()
@@ -150,6 +157,8 @@ class DurableJournal(Journal):
                 _, pos = self._cut.pop(0)
                 self._entries.append(entry)
                 self._positions.append(pos)
+                if self._membership is not None:
+                    self._membership.on_append(cmd, idx)
                 return
             self._apply_cut()
         pos = os.lseek(self._fd, 0, os.SEEK_END)
@@ -166,12 +175,16 @@ class DurableJournal(Journal):
         self._entries.append(entry)
         self._positions.append(pos)
         self._dirty = True
+        if self._membership is not None:
+            self._membership.on_append(cmd, idx)
 
     def clear(self) -> None:
         self._cut = []
         self._truncate_at(len(JOURNAL_MAGIC))
         self._entries = []
         self._positions = []
+        if self._membership is not None:
+            self._membership.clear()
 
     def deleteEntriesFrom(self, entryFrom: int) -> None:
         """Remove entries from position ``entryFrom`` on, lazily.
@@ -186,6 +199,8 @@ class DurableJournal(Journal):
         if entryFrom >= len(self._entries):
             return
         entryFrom = max(entryFrom, 0)
+        if self._membership is not None:
+            self._membership.truncate_from(self._entries[entryFrom][1])
         removed = list(zip(self._entries[entryFrom:], self._positions[entryFrom:], strict=True))
         self._cut = removed + self._cut
         del self._entries[entryFrom:]
@@ -230,6 +245,9 @@ class DurableJournal(Journal):
         os.close(self._fd)
         self._fd = fd
         os.lseek(self._fd, 0, os.SEEK_END)
+        if self._membership is not None:
+            first = keep[0][1] if keep else self._entries[-1][1] + 1
+            self._membership.compact_before(first)
         self._entries = keep
         self._positions = positions
         self._dirty = False
@@ -289,6 +307,13 @@ class DurableJournal(Journal):
             os.fdatasync(self._fd)
             self._dirty = False
             self.sync_count += 1
+
+    def attach_membership(self, history: MembershipHistory) -> None:
+        """Keep ``history`` in step with this journal from now on: it first sees every
+        entry the journal holds, then every append, truncation, compaction and clear."""
+        self._membership = history
+        for command, idx, _term in self._entries:
+            history.on_append(command, idx)
 
     def term_at(self, idx: int) -> int | None:
         """The term of the entry with Raft index ``idx``, None if not in the journal."""

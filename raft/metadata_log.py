@@ -44,6 +44,11 @@ from typing import Any
 from pysyncobj.config import FAIL_REASON
 
 from raft.api import (
+    CHANGE_PENDING,
+    DUPLICATE_VOTER,
+    LAST_VOTER,
+    NOT_CAUGHT_UP,
+    VOTER_NOT_FOUND,
     AppendResult,
     AppendTimeoutError,
     BatchTooLargeError,
@@ -51,6 +56,7 @@ from raft.api import (
     LeaderChange,
     LeadershipListener,
     LogEntry,
+    MembershipChangeError,
     MetadataLogError,
     NotLeaderError,
     QuorumStatus,
@@ -60,7 +66,8 @@ from raft.api import (
     StaleEpochError,
     VoterStatus,
 )
-from raft.config import RaftConfig
+from raft.config import MAX_VOTERS, RaftConfig
+from raft.membership import OP_ADD, OP_REMOVE, MembershipChange
 from raft.state import ApplyOutcome, MetadataLogState
 from raft.syncobj_node import LEADER, RaftNode
 
@@ -70,6 +77,12 @@ logger = logging.getLogger(__name__)
 INDEX_HISTORY_ENTRIES = 100_000
 LISTENER_BATCH_RECORDS = 1000
 DISPATCH_POLL_S = 1.0
+# An observer is caught up enough to become a voter when it is at most this many Raft entries
+# behind the leader's commit index (it then catches up the rest within a few round trips, so
+# adding it does not stall commits that need its acknowledgement).
+JOIN_MAX_LAG_ENTRIES = 1000
+# How long the leader waits for a voter it hands leadership to (before it removes itself).
+TRANSFER_WAIT_S = 10.0
 _NOT_APPENDED = (FAIL_REASON.MISSING_LEADER, FAIL_REASON.NOT_LEADER, FAIL_REASON.DISCARDED)
 
 
@@ -119,6 +132,12 @@ class MetadataLog:
         self._index_offsets: collections.deque[tuple[int, int]] = collections.deque(
             [(1, -1)], maxlen=INDEX_HISTORY_ENTRIES
         )
+        # The Raft index of the last entry applied to _state; entries at or below it are
+        # skipped (the node re-applies its journal when it switches between voter and
+        # observer without losing the state it has).
+        self._applied_index = 0
+        # One membership change at a time from this node.
+        self._membership_lock = threading.Lock()
         self._closing = False
         self._dispatcher = threading.Thread(
             target=self._dispatch_loop, name=f"kraftlog-raft-listeners-{self.node_id}", daemon=True
@@ -307,6 +326,18 @@ class MetadataLog:
 
     # --- status ---------------------------------------------------------------------------------
 
+    def voters(self) -> dict[int, str]:
+        """The current voter set (voter id -> Raft address), from the log's membership."""
+        node = self._node
+        return node.voters() if node is not None else self.config.initial_voters
+
+    @property
+    def is_voter(self) -> bool:
+        """This node is one of the voters (False while it observes, before it is added or
+        after it was removed)."""
+        node = self._node
+        return node is not None and node.is_voter
+
     def status(self) -> QuorumStatus:
         node = self._require_node()
         raw = node.raw_status()
@@ -319,38 +350,53 @@ class MetadataLog:
         ages = node.response_ages_s() if is_raft_leader else {}
         now_ms = int(time.time() * 1000)
         last_applied = int(raw.get("last_applied", 0))
-        leader = raw.get("leader")
-        leader_id = node.address_to_id.get(getattr(leader, "address", None))
-        voters = []
-        for voter_id in sorted(self.config.voters):
-            address = self.config.address_of(voter_id)
-            is_self = voter_id == self.node_id
-            connected = is_self or raw.get(f"partner_node_status_server_{address}") == 2
+        leader_id = node.id_of(getattr(raw.get("leader"), "address", None))
+
+        def replica(
+            node_id: int,
+            address: str,
+            connected: bool,
+            match_idx: int | None,
+            age_s: float | None,
+            is_self: bool,
+        ) -> VoterStatus:
             match_offset: int | None = None
             if is_self:
                 match_offset = committed
-            elif is_raft_leader:
-                match_idx = raw.get(f"match_idx_server_{address}")
-                if match_idx is not None:
-                    match_offset = _offset_at_index(history, min(match_idx, last_applied))
-            lag = None if match_offset is None else committed - match_offset
-            last_fetch_ms = None
-            if is_self:
-                last_fetch_ms = now_ms
-            elif voter_id in ages:
-                last_fetch_ms = now_ms - int(ages[voter_id] * 1000)
+            elif match_idx is not None:
+                match_offset = _offset_at_index(history, min(match_idx, last_applied))
+            lag = None if match_offset is None else max(0, committed - match_offset)
+            last_fetch_ms = now_ms if is_self else None
+            if not is_self and age_s is not None:
+                last_fetch_ms = now_ms - int(age_s * 1000)
+            return VoterStatus(
+                node_id=node_id,
+                address=address,
+                connected=connected,
+                is_leader=node_id == leader_id,
+                match_offset=match_offset,
+                lag_records=lag,
+                last_fetch_ms=last_fetch_ms,
+                last_caught_up_ms=last_fetch_ms if lag == 0 else None,
+            )
+
+        voters = []
+        for voter_id, address in sorted(node.voters().items()):
+            is_self = voter_id == self.node_id and node.is_voter
             voters.append(
-                VoterStatus(
-                    node_id=voter_id,
-                    address=address,
-                    connected=connected,
-                    is_leader=voter_id == leader_id,
-                    match_offset=match_offset,
-                    lag_records=lag,
-                    last_fetch_ms=last_fetch_ms,
-                    last_caught_up_ms=last_fetch_ms if lag == 0 else None,
+                replica(
+                    voter_id,
+                    address,
+                    is_self or raw.get(f"partner_node_status_server_{address}") == 2,
+                    raw.get(f"match_idx_server_{address}") if is_raft_leader else None,
+                    ages.get(voter_id),
+                    is_self,
                 )
             )
+        observers = []
+        if is_raft_leader:
+            for observer_id, address, match_idx, age_s in sorted(node.observers()):
+                observers.append(replica(observer_id, address, True, match_idx, age_s, False))
         return QuorumStatus(
             node_id=self.node_id,
             leader_id=leader_id,
@@ -359,12 +405,137 @@ class MetadataLog:
             log_start_offset=log_start,
             snapshot_last_offset=-1 if snap is None else snap.last_offset,
             voters=tuple(voters),
+            observers=tuple(observers),
         )
+
+    # --- membership changes (the active leader) -------------------------------------------------
+
+    def add_voter(self, node_id: int, address: str, timeout_s: float = 10.0) -> dict[int, str]:
+        """Add the controller ``node_id`` (Raft listener ``address``) to the voters once the
+        change commits; returns the new voter set. It must be connected to this leader as an
+        observer within JOIN_MAX_LAG_ENTRIES of the commit index.
+
+        Raises NotLeaderError, MembershipChangeError (nothing appended) or
+        AppendTimeoutError (outcome unknown)."""
+        node = self._require_leader()
+        with self._membership_lock:
+            voters = node.voters()
+            if node_id in voters or address in voters.values():
+                raise MembershipChangeError(
+                    DUPLICATE_VOTER, f"{node_id}@{address} (or its address) is already a voter"
+                )
+            if len(voters) >= MAX_VOTERS:
+                raise MembershipChangeError(
+                    DUPLICATE_VOTER, f"the quorum already has the most voters ({MAX_VOTERS})"
+                )
+            self._require_no_pending_change(node)
+            observer = next((o for o in node.observers() if o[0] == node_id), None)
+            if observer is None:
+                raise MembershipChangeError(
+                    NOT_CAUGHT_UP,
+                    f"controller {node_id} is not connected to the leader as an observer; "
+                    "format and start it first",
+                )
+            if observer[1] != address:
+                raise MembershipChangeError(
+                    NOT_CAUGHT_UP,
+                    f"controller {node_id} observes from {observer[1]}, not {address}",
+                )
+            lag = None if observer[2] is None else node.commit_index - observer[2]
+            if lag is None or lag > JOIN_MAX_LAG_ENTRIES:
+                raise MembershipChangeError(
+                    NOT_CAUGHT_UP,
+                    f"controller {node_id} is {'an unknown number of' if lag is None else lag} "
+                    f"Raft entries behind (at most {JOIN_MAX_LAG_ENTRIES} to join)",
+                )
+            change = MembershipChange.of(OP_ADD, node_id, address, {**voters, node_id: address})
+            self._commit_membership(node, change, timeout_s)
+            logger.info("raft: added voter %d@%s", node_id, address)
+            return change.voter_set
+
+    def remove_voter(self, node_id: int, timeout_s: float = 10.0) -> dict[int, str]:
+        """Remove voter ``node_id`` once the change commits; returns the new voter set. The
+        leader does not remove itself: asked to, it hands leadership to a caught-up voter and
+        raises NotLeaderError so the caller retries on the new leader.
+
+        Raises NotLeaderError, MembershipChangeError or AppendTimeoutError."""
+        node = self._require_leader()
+        with self._membership_lock:
+            voters = node.voters()
+            if node_id not in voters:
+                raise MembershipChangeError(VOTER_NOT_FOUND, f"{node_id} is not a voter")
+            if len(voters) == 1:
+                raise MembershipChangeError(LAST_VOTER, f"{node_id} is the only voter")
+            self._require_no_pending_change(node)
+            if node_id == self.node_id:
+                self._hand_over_leadership(node, voters)
+                raise NotLeaderError(self.leader_id)
+            remaining = {i: a for i, a in voters.items() if i != node_id}
+            change = MembershipChange.of(OP_REMOVE, node_id, voters[node_id], remaining)
+            self._commit_membership(node, change, timeout_s)
+            logger.info("raft: removed voter %d@%s", node_id, voters[node_id])
+            return change.voter_set
+
+    def _require_leader(self) -> RaftNode:
+        node = self._require_node()
+        if not self.is_leader:
+            raise NotLeaderError(self.leader_id)
+        return node
+
+    @staticmethod
+    def _require_no_pending_change(node: RaftNode) -> None:
+        if node.membership_change_pending():
+            raise MembershipChangeError(
+                CHANGE_PENDING, "the previous membership change has not committed yet"
+            )
+
+    def _hand_over_leadership(self, node: RaftNode, voters: dict[int, str]) -> None:
+        """Ask the most caught-up other voter to take over, and wait until this node is no
+        longer the leader (MembershipChangeError if no voter can take over in time)."""
+        deadline = time.monotonic() + TRANSFER_WAIT_S
+        while time.monotonic() < deadline:
+            candidates = sorted(
+                ((node.match_index_of(a) or 0, i) for i, a in voters.items() if i != self.node_id),
+                reverse=True,
+            )
+            for _match, voter_id in candidates:
+                if node.transfer_leadership(voter_id):
+                    break
+            with self._cond:
+                if self._cond.wait_for(lambda: not self.is_leader, 1.0):
+                    return
+        raise MembershipChangeError(
+            NOT_CAUGHT_UP, "no other voter was caught up to take over leadership in time"
+        )
+
+    def _commit_membership(
+        self, node: RaftNode, change: MembershipChange, timeout_s: float
+    ) -> None:
+        done = threading.Event()
+        box: list[int] = []
+
+        @_never_raises
+        def on_result(_result: Any, error: int) -> None:
+            box.append(error)
+            done.set()
+
+        node.propose_membership(change, on_result)
+        wait_s = min(timeout_s, self.config.append_timeout_ms / 1000.0)
+        if not done.wait(wait_s):
+            raise AppendTimeoutError(f"membership change not committed within {wait_s:.3f} s")
+        if box[0] == FAIL_REASON.SUCCESS:
+            return
+        if box[0] in _NOT_APPENDED:
+            raise NotLeaderError(self.leader_id)
+        raise AppendTimeoutError(f"membership change outcome unknown (pysyncobj reason {box[0]})")
 
     # --- tick-thread callbacks ------------------------------------------------------------------
 
     def _apply(self, kind: str, raft_index: int, term: int, args: tuple[Any, ...]) -> ApplyOutcome:
         with self._cond:
+            if raft_index <= self._applied_index:
+                return ApplyOutcome("rejected", term, reason=f"entry {raft_index} already applied")
+            self._applied_index = raft_index
             if kind == "batch":
                 outcome, entries = self._state.apply_batch(args[0], args[1], term)
             elif kind == "leader_change":
@@ -418,6 +589,9 @@ class MetadataLog:
 
     def _load_state(self, data: dict[str, Any], raft_index: int) -> None:
         with self._cond:
+            if raft_index <= self._applied_index:
+                return  # the state already covers this dump (a mode switch reloads it)
+            self._applied_index = raft_index
             self._state.load_dict(data)
             self._index_offsets.clear()
             self._index_offsets.append((raft_index, self._state.committed_offset))

@@ -2,12 +2,13 @@
 and the one check that they are all there.
 
 kraftlog extends pysyncobj (pre-vote, keepalives, stale-term replies, bounded frames, durable
-acknowledgements, a durable journal) by overriding its hooks and reading and writing its
-name-mangled state. Those names are not an API: a new pysyncobj release may rename any of them,
-and the failure would show up as an AttributeError deep inside the tick thread. So the version
-is pinned exactly in pyproject.toml (``PINNED_VERSION`` here must match), and
-:func:`check_pysyncobj_internals` runs when a voter starts (and in the unit tests): it names
-every missing attribute and the version kraftlog was written against.
+acknowledgements, a durable journal, membership kept from the journal) by overriding its hooks
+and reading and writing its name-mangled state. Those names are not an API: a new pysyncobj
+release may rename any of them, and the failure would show up as an AttributeError deep
+inside the tick thread. So the version is pinned exactly in pyproject.toml
+(``PINNED_VERSION`` here must match), and :func:`check_pysyncobj_internals` runs when a voter
+starts (and in the unit tests): it names every missing attribute and the version kraftlog was
+written against.
 
 Thread-safety: pure reads of classes and objects; call from any thread.
 """
@@ -33,6 +34,11 @@ CLASS_ATTRIBUTES: dict[type, tuple[str, ...]] = {
         "_onTick",
         "_isLeader",
         "_getLeader",
+        "_applyCommand",
+        "transferLeadership",
+        "_SyncObj__doChangeCluster",
+        "_SyncObj__loadDumpFile",
+        "_SyncObj__updateClusterConfiguration",
         "_SyncObj__connectedToAnyone",
         "_SyncObj__generateRaftTimeout",
         "_SyncObj__getCurrentLogIndex",
@@ -51,8 +57,10 @@ SYNCOBJ_INSTANCE_ATTRIBUTES = (
     "_SyncObj__otherNodes",
     "_SyncObj__raftElectionDeadline",
     "_SyncObj__raftLeader",
+    "_SyncObj__raftMatchIndex",
     "_SyncObj__raftNextIndex",
     "_SyncObj__raftState",
+    "_SyncObj__readonlyNodes",
     "_SyncObj__transferInProgress",
     "_SyncObj__transport",
     "_SyncObj__votedForNodeId",
@@ -74,9 +82,7 @@ def installed_version() -> str:
         return "unknown"
 
 
-def missing_internals(
-    sync_obj: Any | None = None, connection: Any | None = None
-) -> list[str]:
+def missing_internals(sync_obj: Any | None = None, connection: Any | None = None) -> list[str]:
     """``owner.name`` for every private name that is missing: on the classes and the module
     always, on ``sync_obj`` (a SyncObj) and ``connection`` (a TcpConnection) when given."""
     missing = [

@@ -51,6 +51,15 @@ How pysyncobj's gaps are closed
         while the leader lives). These read and write pysyncobj's private election state
         (``__raftElectionDeadline``, ``__raftState``, ``__setCurrentTerm`` ...).
 
+    (g) dynamic membership: pysyncobj applies a membership entry to its peer set as a diff,
+        only on some paths (not when it re-applies its journal after a restart, not in
+        reverse on every truncation) and tells nodes by address only. kraftlog keeps the
+        voter set itself (raft.membership, fed by the journal): every entry carries the whole
+        voter set with ids, pysyncobj's own handler is a no-op, and the tick makes pysyncobj's
+        peers the latest entry's voters. A node outside the voter set runs as pysyncobj's
+        read-only node (an observer) and switches modes by rebuilding its SyncObj (see
+        RaftNode).
+
 Thread-safety: ``propose_*`` and the properties may be called from any thread; ``run_on_tick``
 runs a function on the tick thread (pysyncobj's state is only safe to read there). The applier
 and the state-change callback are called on the tick thread.
@@ -79,6 +88,12 @@ from raft.api import MetadataLogError
 from raft.config import RaftConfig
 from raft.dump import DumpContents, read_dump, write_dump
 from raft.journal import DurableJournal
+from raft.membership import (
+    MEMBERSHIP_COMMAND_TYPE,
+    MembershipChange,
+    MembershipHistory,
+    voters_text,
+)
 from raft.prevote import (
     PRE_VOTE,
     PRE_VOTE_RESPONSE,
@@ -124,6 +139,13 @@ MAX_FRAME_BYTES = 64 * 1024 * 1024
 TASK_TIMEOUT_S = 5.0
 BIND_ATTEMPTS = 5
 BIND_RETRY_S = 0.2
+# Wait between two attempts to restart Raft in the other mode (voter / observer) when the
+# first one could not bind the Raft port.
+MODE_SWITCH_RETRY_S = 5.0
+# A voter that heard no leader for this many election timeouts observes for PROBE_ELECTIONS
+# of them to learn whether it was removed (see RaftNode._wants_voter).
+PROBE_AFTER_ELECTIONS = 10
+PROBE_ELECTIONS = 5
 REJECTION_LOG_INTERVAL_S = 10.0
 # Message types kraftlog adds to pysyncobj's protocol, consumed by the transport (see (e), (f)).
 KEEPALIVE = "kraft_keepalive"
@@ -207,20 +229,20 @@ class _DurableAckTransport(TCPTransport):
         connected: set[Any],
         keepalive_s: float,
         connect_timeout_s: float,
-        node_info: bytes,
+        node_info: dict[str, Any],
     ) -> None:
-        """Keep idle voter connections alive, send this voter's ``node_info`` (when set) to
-        every connected voter once per ``keepalive_s``, and give up on stalled connection
-        attempts.
+        """Keep idle voter connections alive, send this node's ``node_info`` message (its id,
+        Raft address and opaque info) to every connected node once per ``keepalive_s``, and
+        give up on stalled connection attempts.
 
         ``connected`` is pysyncobj's set of voters whose connection finished its handshake;
         only those may carry messages (a frame sent before the key exchange would be taken
         for the peer's key)."""
         for node, conn in list(self._connections.items()):
             if node in connected:
-                if node_info and now - self._kraft_last_info_send.get(node, 0.0) >= keepalive_s:
+                if now - self._kraft_last_info_send.get(node, 0.0) >= keepalive_s:
                     self._kraft_last_info_send[node] = now
-                    self.send(node, {"type": NODE_INFO, "info": node_info})
+                    self.send(node, node_info)
                 if now - self._kraft_last_send.get(node, 0.0) >= keepalive_s:
                     self.send(node, _KEEPALIVE_MESSAGE)
                 continue
@@ -274,28 +296,51 @@ class _DurableAckTransport(TCPTransport):
 
 
 class _KraftSyncObj(SyncObj):
-    """pysyncobj's replicated object; its replicated methods only forward to the applier."""
+    """pysyncobj's replicated object; its replicated methods only forward to the applier.
+
+    ``self_address`` is None for an observer (pysyncobj's read-only node: it follows the
+    leader's log but never votes or stands); ``own_address`` is this node's Raft address in
+    both modes. The peer set is the voter set of ``membership`` (see raft.membership),
+    reconciled into pysyncobj's on every tick; ``kraft_is_member`` says whether this node is
+    one of those voters."""
 
     def __init__(
         self,
-        self_address: str,
-        partners: list[str],
+        self_address: str | None,
         conf: SyncObjConf,
         journal: DurableJournal,
         applier: Applier,
+        membership: MembershipHistory,
+        node_id: int,
+        own_address: str,
     ) -> None:
         self._kraft_journal = journal
         self._kraft_applier = applier
+        self._kraft_membership = membership
+        self._kraft_membership_seen = -1
+        self._kraft_node_id = node_id
+        self._kraft_own_address = own_address
+        voters = membership.current()
+        self.kraft_voters: dict[int, str] = voters
+        self.kraft_is_member = voters.get(node_id) == own_address
         self._kraft_prevote = PreVote(
-            voter_count=len(partners) + 1,
+            voter_count=max(1, len(voters)),
             lease_s=conf.raftMinTimeout * LEASE_SHARE_OF_ELECTION_TIMEOUT,
         )
         self._kraft_keepalive_s = conf.connectionTimeout * KEEPALIVE_SHARE_OF_CONNECTION_TIMEOUT
-        # This voter's node info (see NODE_INFO) and the latest one received per voter address
-        # (written on the tick thread; other threads read a copy).
+        # This node's node info (see NODE_INFO), the latest one received per node id, and the
+        # (id, Raft address) each connected observer announced (tick thread writes; other
+        # threads read copies).
         self.kraft_node_info = b""
-        self.kraft_peer_info: dict[str, bytes] = {}
+        self.kraft_peer_info: dict[int, bytes] = {}
+        self.kraft_observer_ids: dict[Any, tuple[int, str]] = {}
         self._kraft_connect_timeout_s = conf.connectionTimeout
+        # When an AppendEntries from a leader last arrived (None: not since this SyncObj was
+        # built) and the commit index it carried (see kraft_silent_s, kraft_synced).
+        self.kraft_last_heard = time.monotonic()  # any message from any node (or the start)
+        self.kraft_last_leader_contact: float | None = None
+        self._kraft_leader_commit = 0
+        partners = [a for a in voters.values() if a != self_address]
         with _JOURNAL_FACTORY_LOCK:
             original = _pysyncobj_module.createJournal
             _pysyncobj_module.createJournal = lambda _journal_file: journal
@@ -304,17 +349,103 @@ class _KraftSyncObj(SyncObj):
             finally:
                 _pysyncobj_module.createJournal = original
         check_pysyncobj_internals(self)
+        self._kraft_reconcile_membership()
+
+    # --- membership (tick thread; pysyncobj's private state) ------------------------------------
+
+    def _kraft_reconcile_membership(self) -> None:
+        """Make pysyncobj's peers the voters of the latest membership entry (once per change)."""
+        history = self._kraft_membership
+        if history.version == self._kraft_membership_seen:
+            return
+        self._kraft_membership_seen = history.version
+        voters = history.current()
+        self.kraft_voters = voters
+        self.kraft_is_member = voters.get(self._kraft_node_id) == self._kraft_own_address
+        others = [
+            a for i, a in voters.items() if not (self.kraft_is_member and i == self._kraft_node_id)
+        ]
+        self._SyncObj__updateClusterConfiguration(others)
+        if self._SyncObj__raftState == LEADER:
+            # pysyncobj's leader reads every peer's last response time on each tick.
+            now = time.monotonic()
+            for node in self._SyncObj__otherNodes:
+                self._SyncObj__lastResponseTime.setdefault(node, now)
+            if not self.kraft_is_member:
+                self._SyncObj__setState(FOLLOWER)
+                self._SyncObj__raftLeader = None
+        self._kraft_prevote.voter_count = max(1, len(voters))
+        for node_id in [i for i in self.kraft_peer_info if i not in voters]:
+            if node_id not in {v[0] for v in self.kraft_observer_ids.values()}:
+                del self.kraft_peer_info[node_id]
+
+    def _SyncObj__doChangeCluster(self, request: Any, reverse: bool = False) -> bool:
+        # pysyncobj calls this when it applies a membership entry. The voter set is kept by
+        # raft.membership from the journal instead (latest entry, on append), so nothing here.
+        return True
+
+    def _SyncObj__loadDumpFile(self, clearJournal: bool) -> None:
+        SyncObj._SyncObj__loadDumpFile(self, clearJournal)  # type: ignore[attr-defined]
+        self._kraft_reconcile_membership()
+
+    def kraft_silent_s(self, now: float) -> float:
+        """Seconds since any node sent this one anything (or since this SyncObj started): a
+        voter hears the leader's heartbeats and every connected voter's keepalives, so only
+        a voter the others dropped, or one cut off from all of them, goes silent. 0 on the
+        leader itself."""
+        if self._SyncObj__raftState == LEADER:
+            return 0.0
+        return now - self.kraft_last_heard
+
+    def kraft_synced(self) -> bool:
+        """A leader was heard from and this node's log reaches the commit index it sent, so
+        the membership in this node's log is at least as new as the committed one."""
+        return (
+            self.kraft_last_leader_contact is not None
+            and self._SyncObj__getCurrentLogIndex() >= self._kraft_leader_commit
+        )
+
+    def kraft_node_info_message(self) -> dict[str, Any]:
+        return {
+            "type": NODE_INFO,
+            "info": self.kraft_node_info,
+            "id": self._kraft_node_id,
+            "address": self._kraft_own_address,
+        }
+
+    def kraft_observers(self) -> list[tuple[int, str, int | None, float | None]]:
+        """On the leader: (id, Raft address, match index, seconds since its last answer) of
+        every connected observer that announced itself. Tick thread."""
+        now = time.monotonic()
+        match = self._SyncObj__raftMatchIndex
+        times = self._SyncObj__lastResponseTime
+        out = []
+        for node in list(self._SyncObj__readonlyNodes):
+            ident = self.kraft_observer_ids.get(node)
+            if ident is None:
+                continue
+            answered = times.get(node)
+            out.append(
+                (
+                    ident[0],
+                    ident[1],
+                    match.get(node) if self._SyncObj__raftState == LEADER else None,
+                    None if answered is None else max(0.0, now - answered),
+                )
+            )
+        return out
 
     # --- pre-vote, keepalives and stale terms (tick thread; pysyncobj's private state) ----------
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
         now = time.monotonic()
+        self._kraft_reconcile_membership()
         self._SyncObj__transport.kraft_housekeeping(
             now,
             self._SyncObj__connectedNodes,
             self._kraft_keepalive_s,
             self._kraft_connect_timeout_s,
-            self.kraft_node_info,
+            self.kraft_node_info_message(),
         )
         self._kraft_maybe_pre_vote(now)
         super()._onTick(timeToWait)
@@ -327,6 +458,11 @@ class _KraftSyncObj(SyncObj):
         deadline has passed. Unless a pre-vote round for that election has just reached a
         majority, push the deadline back one randomised election timeout (as a failed
         election would) and ask the other voters instead."""
+        if not self.kraft_is_member and self._SyncObj__raftElectionDeadline < now:
+            # Not a voter (an observer, or a voter mode node whose membership entry was
+            # removed): never stand, however long it hears nothing.
+            self._SyncObj__raftElectionDeadline = now + self._SyncObj__generateRaftTimeout()
+            return
         if (
             self._SyncObj__raftState == LEADER
             or self._SyncObj__raftElectionDeadline >= now
@@ -350,6 +486,7 @@ class _KraftSyncObj(SyncObj):
     def _kraft_intercept(self, node: Any, message: Any) -> bool:
         """Handle kraftlog's own message types and watch pysyncobj's AppendEntries; True when
         the message was consumed here and must not reach pysyncobj."""
+        self.kraft_last_heard = time.monotonic()
         if not isinstance(message, dict):
             return False
         kind = message.get("type")
@@ -359,9 +496,16 @@ class _KraftSyncObj(SyncObj):
         if kind == KEEPALIVE:
             return True
         if kind == NODE_INFO:
-            info = message.get("info")
-            if isinstance(info, bytes) and len(info) <= MAX_NODE_INFO_BYTES:
-                self.kraft_peer_info[getattr(node, "address", str(node))] = info
+            info, node_id, address = message.get("info"), message.get("id"), message.get("address")
+            if (
+                isinstance(info, bytes)
+                and len(info) <= MAX_NODE_INFO_BYTES
+                and type(node_id) is int
+                and isinstance(address, str)
+            ):
+                self.kraft_peer_info[node_id] = info
+                if node in self._SyncObj__readonlyNodes:
+                    self.kraft_observer_ids[node] = (node_id, address)
             return True
         try:
             if kind == PRE_VOTE:
@@ -389,7 +533,12 @@ class _KraftSyncObj(SyncObj):
         if type(term) is not int:
             return
         if term >= self.raftCurrentTerm:
-            self._kraft_prevote.note_leader_contact(time.monotonic())
+            now = time.monotonic()
+            self._kraft_prevote.note_leader_contact(now)
+            self.kraft_last_leader_contact = now
+            commit_index = message.get("commit_index")
+            if type(commit_index) is int:
+                self._kraft_leader_commit = commit_index
         else:
             # pysyncobj ignores AppendEntries from an older term without answering, so a
             # leader would never learn that this voter moved on (Raft answers with the
@@ -440,16 +589,26 @@ class _KraftSyncObj(SyncObj):
 
 
 class _Wakeup:
-    """A pipe in pysyncobj's poller, so another thread can end the tick's poll wait."""
+    """A pipe in pysyncobj's poller, so another thread can end the tick's poll wait. It
+    lives as long as the RaftNode and moves to the poller of each new SyncObj (closing and
+    reopening it would let a late ``notify`` write into a recycled descriptor)."""
 
     def __init__(self, poller: Any) -> None:
         self._poller = poller
+        self._closed = False
         self._r, self._w = os.pipe()
         os.set_blocking(self._r, False)
         os.set_blocking(self._w, False)
         poller.subscribe(self._r, self._drain, POLL_EVENT_TYPE.READ)
 
+    def move_to(self, poller: Any) -> None:
+        self._poller.unsubscribe(self._r)
+        self._poller = poller
+        poller.subscribe(self._r, self._drain, POLL_EVENT_TYPE.READ)
+
     def notify(self) -> None:
+        if self._closed:
+            return
         try:
             os.write(self._w, b"x")
         except BlockingIOError:
@@ -463,6 +622,7 @@ class _Wakeup:
             pass
 
     def close(self) -> None:
+        self._closed = True
         self._poller.unsubscribe(self._r)
         os.close(self._r)
         os.close(self._w)
@@ -477,8 +637,13 @@ def _check_bindable(host: str, port: int) -> None:
 
 
 def build_conf(
-    config: RaftConfig, serializer: Any, deserializer: Any, dump_path: str
+    config: RaftConfig,
+    serializer: Any,
+    deserializer: Any,
+    dump_path: str,
+    bind_address: str | None,
 ) -> SyncObjConf:
+    """pysyncobj's configuration for this node; ``bind_address`` is None for an observer."""
     election_s = config.election_timeout_ms / 1000.0
     batch_bytes = max(2 * 1024 * 1024, 2 * config.max_batch_bytes + 64 * 1024)
     return SyncObjConf(
@@ -508,16 +673,23 @@ def build_conf(
         deserializer=deserializer,
         journalFile=None,
         # pysyncobj binds 0.0.0.0 unless told otherwise: bind the voter's own address only.
-        bindAddress=config.address_of(config.node_id),
+        bindAddress=bind_address,
         bindRetryTime=BIND_RETRY_S,
         maxBindRetries=BIND_ATTEMPTS,
     )
 
 
 class RaftNode:
-    """One voter. ``applier(kind, raft_index, raft_term, args)`` applies committed entries;
+    """One controller's Raft node: a voter, or an observer while it is not in the voter set.
+    ``applier(kind, raft_index, raft_term, args)`` applies committed entries;
     ``dump_state()`` gives the state the dump holds and ``load_state(d, raft_index)`` replaces
-    it with a dumped one that covers Raft entries up to ``raft_index``."""
+    it with a dumped one that covers Raft entries up to ``raft_index``.
+
+    Modes: the node runs pysyncobj as a voter when the voter set of its log holds its id with
+    its Raft address, and as pysyncobj's read-only node (an observer: it binds no port,
+    follows the leader's log and never votes) otherwise. When a membership entry changes that
+    (this node added or removed), the tick thread rebuilds the SyncObj in the other mode on the
+    same journal and dump, as a restart would."""
 
     def __init__(
         self,
@@ -530,37 +702,18 @@ class RaftNode:
         self.config = config
         log_dir = config.metadata_log_dir
         os.makedirs(log_dir, exist_ok=True)
+        self._log_dir = log_dir
         self._dump_path = os.path.join(log_dir, DUMP_FILE)
         self._dump_state = dump_state
         self._load_state = load_state
-        try:
-            self.journal = DurableJournal(
-                os.path.join(log_dir, JOURNAL_FILE), os.path.join(log_dir, META_FILE)
-            )
-        except Exception as e:
-            raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
-        try:
-            if os.path.exists(self._dump_path):
-                dump = read_dump(self._dump_path)
-                self.journal.trim_to_dump([dump.prev_entry, dump.last_entry])
-        except Exception as e:
-            self.journal._destroy()
-            raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
-        self.address_to_id = {config.address_of(i): i for i in config.voters}
-        self_address = config.address_of(config.node_id)
-        try:
-            _check_bindable(*config.voters[config.node_id])
-        except OSError as e:
-            self.journal._destroy()
-            raise RaftNodeError(f"cannot start Raft voter on {self_address}: {e}") from e
-        partners = [a for a in self.address_to_id if a != self_address]
-        conf = build_conf(config, self._serialize, self._deserialize, self._dump_path)
-        conf.onStateChanged = on_state_changed
-        try:
-            self.sync = _KraftSyncObj(self_address, partners, conf, self.journal, applier)
-        except Exception as e:
-            self.journal._destroy()
-            raise RaftNodeError(f"cannot start Raft voter on {self_address}: {e!r}") from e
+        self._applier = applier
+        self._on_state_changed = on_state_changed
+        self.node_id = config.node_id
+        self.own_address = config.own_address
+        self._node_info = b""
+        self.journal, self.membership = self._open_journal()
+        self.voter_mode = self._wants_voter_mode()
+        self.sync = self._new_sync()
         self._wakeup = _Wakeup(self.sync._poller)
         self.sync.addOnTickCallback(self._before_poll)
         self._tasks: collections.deque[tuple[Callable[[], Any], list[Any], threading.Event]] = (
@@ -569,9 +722,101 @@ class RaftNode:
         self._stopping = False
         self._announced_commit_index = 0
         self._tick_s = min(0.05, config.append_interval_ms / 2000.0)
+        election_s = config.election_timeout_ms / 1000.0
+        self._probe_after_s = PROBE_AFTER_ELECTIONS * election_s
+        self._probe_s = PROBE_ELECTIONS * election_s
+        self._observe_until = 0.0
         self._thread = threading.Thread(
             target=self._run, name=f"kraftlog-raft-{config.node_id}", daemon=True
         )
+
+    def _open_journal(self) -> tuple[DurableJournal, MembershipHistory]:
+        log_dir = self._log_dir
+        try:
+            journal = DurableJournal(
+                os.path.join(log_dir, JOURNAL_FILE), os.path.join(log_dir, META_FILE)
+            )
+        except Exception as e:
+            raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
+        membership = MembershipHistory(self.config.initial_voters)
+        try:
+            if os.path.exists(self._dump_path):
+                dump = read_dump(self._dump_path)
+                journal.trim_to_dump([dump.prev_entry, dump.last_entry])
+                if dump.voters is not None:
+                    membership.set_base(dump.voters, dump.last_entry[1])
+        except Exception as e:
+            journal._destroy()
+            raise RaftNodeError(f"cannot open the metadata log in {log_dir}: {e}") from e
+        journal.attach_membership(membership)
+        return journal, membership
+
+    def _wants_voter_mode(self) -> bool:
+        return self.membership.current().get(self.node_id) == self.own_address
+
+    def _new_sync(self) -> _KraftSyncObj:
+        """A SyncObj in ``self.voter_mode`` on ``self.journal``; destroys the journal and
+        raises RaftNodeError if it cannot start."""
+        self_address = self.own_address if self.voter_mode else None
+        if self_address is not None:
+            host, _, port = self_address.rpartition(":")
+            try:
+                _check_bindable(host, int(port))
+            except OSError as e:
+                self.journal._destroy()
+                raise RaftNodeError(f"cannot start Raft voter on {self_address}: {e}") from e
+        conf = build_conf(
+            self.config, self._serialize, self._deserialize, self._dump_path, self_address
+        )
+        conf.onStateChanged = self._on_state_changed
+        try:
+            sync = _KraftSyncObj(
+                self_address,
+                conf,
+                self.journal,
+                self._applier,
+                self.membership,
+                self.node_id,
+                self.own_address,
+            )
+        except Exception as e:
+            self.journal._destroy()
+            raise RaftNodeError(f"cannot start Raft node on {self.own_address}: {e!r}") from e
+        sync.kraft_node_info = self._node_info
+        if not self.voter_mode:
+            logger.info(
+                "raft: node %d follows the quorum as an observer (voters %s)",
+                self.node_id,
+                voters_text(self.membership.current()),
+            )
+        return sync
+
+    def _switch_mode(self, to_voter: bool) -> None:
+        """Rebuild the SyncObj as a voter or an observer (tick thread, between ticks). The
+        journal is synced and reopened; the state machine keeps what it applied (the applier
+        skips entries it already has)."""
+        logger.info(
+            "raft: node %d restarts Raft as %s (voters in its log: %s)",
+            self.node_id,
+            "a voter" if to_voter else "an observer",
+            voters_text(self.membership.current()),
+        )
+        self.sync.destroy()  # autoTick off: closes the transport and the journal (synced)
+        self.journal, self.membership = self._open_journal()
+        self.voter_mode = to_voter
+        try:
+            self.sync = self._new_sync()
+        except RaftNodeError:
+            if not self.voter_mode:
+                raise
+            # The Raft port is taken: follow as an observer (binds nothing) and retry later.
+            logger.exception("raft: node %d cannot start as a voter yet", self.node_id)
+            self.journal, self.membership = self._open_journal()
+            self.voter_mode = False
+            self.sync = self._new_sync()
+        self._wakeup.move_to(self.sync._poller)
+        self.sync.addOnTickCallback(self._before_poll)
+        self._announced_commit_index = 0
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -593,7 +838,35 @@ class RaftNode:
         self._wakeup.close()
         self.sync.destroy()  # autoTick off: destroys transport and journal right here
 
+    def _wants_voter(self, now: float) -> bool:
+        """The mode the node should run in now (tick thread).
+
+        A voter runs as a voter while its log says it is one. But a voter that was removed
+        while it was away (or that appended its own addition which then did not commit) is
+        not told: the others simply stop talking to it. So a voter that has heard from no
+        node for PROBE_AFTER_ELECTIONS election timeouts (see kraft_silent_s) observes for
+        PROBE_ELECTIONS of them: as an observer any live leader sends it the log, and it
+        becomes a voter again if that log still lists it, or when nobody answered."""
+        sync = self.sync
+        if self.voter_mode:
+            if not sync.kraft_is_member:
+                return False
+            if len(sync.kraft_voters) > 1 and sync.kraft_silent_s(now) > self._probe_after_s:
+                logger.warning(
+                    "raft: node %d heard from no other node for %.0f s; observing to learn "
+                    "whether it is still a voter",
+                    self.node_id,
+                    sync.kraft_silent_s(now),
+                )
+                self._observe_until = now + self._probe_s
+                return False
+            return True
+        if now < self._observe_until and not sync.kraft_synced():
+            return False
+        return sync.kraft_is_member
+
     def _run(self) -> None:
+        next_switch = 0.0
         while not self._stopping:
             try:
                 # Durable before pysyncobj counts this voter's own entries towards a commit
@@ -601,6 +874,10 @@ class RaftNode:
                 self.journal.sync()
                 self._run_tasks()
                 self.sync.doTick(self._tick_s)
+                now = time.monotonic()
+                if now >= next_switch and self._wants_voter(now) != self.voter_mode:
+                    next_switch = now + MODE_SWITCH_RETRY_S
+                    self._switch_mode(not self.voter_mode)
             except Exception:
                 # pysyncobj's own tick loop does the same: log, back off, go on.
                 logger.exception("raft tick failed")
@@ -666,6 +943,48 @@ class RaftNode:
         self.sync.kraft_leader_change(leader_id, epoch, leader_info, callback=callback)
         self._wakeup.notify()
 
+    def propose_membership(
+        self, change: MembershipChange, callback: Callable[[Any, FailReason], None]
+    ) -> None:
+        """Append a membership entry (on the leader; the caller checked that no other change
+        is pending). ``callback`` runs when it commits, or with the reason it was not
+        appended."""
+        self.sync._applyCommand(change.body(), callback, MEMBERSHIP_COMMAND_TYPE)
+        self._wakeup.notify()
+
+    def membership_change_pending(self) -> bool:
+        """The latest membership entry in the journal has not committed yet. Tick thread."""
+        return self.run_on_tick(
+            lambda: (self.membership.latest_change_index or 0) > self.sync.raftCommitIndex
+        )
+
+    def transfer_leadership(self, to_id: int) -> bool:
+        """On the leader: ask voter ``to_id`` to start an election now (Raft's TimeoutNow).
+        False when it is not a connected, fully caught-up voter."""
+        address = self.sync.kraft_voters.get(to_id)
+        if address is None:
+            return False
+        outcome: list[int] = []
+        self.run_on_tick(
+            lambda: self.sync.transferLeadership(address, lambda _r, e: outcome.append(e))
+        )
+        return outcome == [SUCCESS]
+
+    def match_index_of(self, address: str) -> int | None:
+        """On the leader: the last Raft index the voter at ``address`` acknowledged."""
+
+        def read() -> int | None:
+            for node, idx in self.sync._SyncObj__raftMatchIndex.items():
+                if getattr(node, "address", None) == address:
+                    return int(idx)
+            return None
+
+        return self.run_on_tick(read)
+
+    @property
+    def commit_index(self) -> int:
+        return int(self.sync.raftCommitIndex)
+
     # --- raft state (any thread; plain attribute reads) ---------------------------------------
 
     @property
@@ -681,18 +1000,31 @@ class RaftNode:
         leader = self.sync._getLeader()
         if leader is None:
             return None
-        return self.address_to_id.get(getattr(leader, "address", None))
+        return self.id_of(getattr(leader, "address", None))
+
+    def id_of(self, address: str | None) -> int | None:
+        """The voter id of a Raft address in the current voter set (None: not a voter)."""
+        for node_id, voter_address in self.sync.kraft_voters.items():
+            if voter_address == address:
+                return node_id
+        return None
+
+    def voters(self) -> dict[int, str]:
+        """The voter set of the latest membership entry (voter id -> Raft address)."""
+        return dict(self.sync.kraft_voters)
+
+    @property
+    def is_voter(self) -> bool:
+        return self.voter_mode and self.sync.kraft_is_member
 
     def set_node_info(self, info: bytes) -> None:
-        """This voter's node info, sent to the other voters (see NODE_INFO)."""
+        """This node's node info, sent to the nodes it is connected to (see NODE_INFO)."""
+        self._node_info = info
         self.sync.kraft_node_info = info
 
     def peer_infos(self) -> dict[int, bytes]:
-        """The latest node info received from each other voter, by voter id."""
-        received = dict(self.sync.kraft_peer_info)
-        return {
-            self.address_to_id[a]: info for a, info in received.items() if a in self.address_to_id
-        }
+        """The latest node info received from each other node (voter or observer), by id."""
+        return dict(self.sync.kraft_peer_info)
 
     def response_ages_s(self) -> dict[int, float]:
         """On the leader: seconds since each other voter last answered (pysyncobj's last
@@ -703,13 +1035,19 @@ class RaftNode:
                 return {}
             now = time.monotonic()
             times = self.sync._SyncObj__lastResponseTime
+            voters = {a: i for i, a in self.sync.kraft_voters.items()}
             return {
-                self.address_to_id[a]: max(0.0, now - t)
+                voters[a]: max(0.0, now - t)
                 for node, t in times.items()
-                if (a := getattr(node, "address", None)) in self.address_to_id
+                if (a := getattr(node, "address", None)) in voters
             }
 
         return self.run_on_tick(read)
+
+    def observers(self) -> list[tuple[int, str, int | None, float | None]]:
+        """On the leader: every connected observer as (id, Raft address, match index,
+        seconds since its last answer); see _KraftSyncObj.kraft_observers."""
+        return self.run_on_tick(lambda: self.sync.kraft_observers())
 
     def raw_status(self) -> dict[str, Any]:
         """pysyncobj's status dict, read on the tick thread."""
@@ -718,18 +1056,22 @@ class RaftNode:
     # --- dump hooks (tick thread) ---------------------------------------------------------------
 
     def _serialize(self, file_name: str, data: Any) -> None:
-        last, prev, cluster = data
+        last, prev, _cluster = data
+        voters = self.membership.as_of(last[1])
         write_dump(
             file_name,
             DumpContents(
                 state=self._dump_state(),
                 last_entry=tuple(last),
                 prev_entry=tuple(prev),
-                cluster=sorted(getattr(n, "address", str(n)) for n in cluster),
+                cluster=sorted(voters.values()),
+                voters=voters,
             ),
         )
 
     def _deserialize(self, file_name: str) -> tuple[Any, Any, Any]:
         dump = read_dump(file_name, make_durable=True)
         self._load_state(dump.state, dump.last_entry[1])
+        voters = dump.voters if dump.voters is not None else self.config.initial_voters
+        self.membership.set_base(voters, dump.last_entry[1])
         return dump.last_entry, dump.prev_entry, dump.cluster

@@ -20,8 +20,6 @@ START_TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_S = 10.0
 
 
-
-
 class VoterProcess:
     def __init__(self, node_id: int, args: list[str], log_path: Path) -> None:
         self.node_id = node_id
@@ -136,14 +134,58 @@ class RaftCluster:
         self.voters_spec = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
         self.raft_ports = {i + 1: p for i, p in enumerate(ports)}
         self.voters: dict[int, VoterProcess] = {}
+        self._common_args = [
+            "--secret", secret, "--election-ms", str(election_ms), "--append-ms", str(append_ms),
+            "--max-tail-records", str(max_tail_records),
+        ]  # fmt: skip
         for i in range(1, size + 1):
             args = [
                 "--node-id", str(i), "--voters", self.voters_spec,
-                "--dir", str(base_dir / f"voter{i}"), "--secret", secret,
-                "--election-ms", str(election_ms), "--append-ms", str(append_ms),
-                "--max-tail-records", str(max_tail_records),
+                "--dir", str(base_dir / f"voter{i}"), *self._common_args,
             ]  # fmt: skip
             self.voters[i] = VoterProcess(i, args, base_dir / f"voter{i}.stderr")
+
+    def add_process(self, node_id: int, voters_spec: str | None = None) -> VoterProcess:
+        """Start a new node ``node_id`` on a free Raft port that is not in the voter set: it
+        follows the quorum (``voters_spec``, default the initial voters) as an observer."""
+        (port,) = free_ports(1)
+        self.raft_ports[node_id] = port
+        args = [
+            "--node-id", str(node_id), "--voters", voters_spec or self.voters_spec,
+            "--raft-address", f"127.0.0.1:{port}",
+            "--dir", str(self.base_dir / f"voter{node_id}"), *self._common_args,
+        ]  # fmt: skip
+        proc = VoterProcess(node_id, args, self.base_dir / f"voter{node_id}.stderr")
+        self.voters[node_id] = proc
+        proc.start()
+        return proc
+
+    def leader_request(
+        self,
+        op: str,
+        *,
+        timeout_s: float = 30.0,
+        retry_reasons: tuple[str, ...] = (),
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """``op`` on the current leader, retried (until ``timeout_s``) when the leader moved
+        or the answer is a membership refusal whose reason is in ``retry_reasons``; returns
+        the last answer."""
+        deadline = time.monotonic() + timeout_s
+        answer: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            try:
+                leader = self.wait_for_leader(max(1.0, deadline - time.monotonic()))
+                answer = self.voters[leader].request(op, **fields)
+            except (OSError, TimeoutError) as e:
+                answer = {"ok": False, "error": type(e).__name__, "message": str(e)}
+                continue
+            if answer["ok"]:
+                return answer
+            if answer["error"] != "NotLeaderError" and answer.get("reason") not in retry_reasons:
+                return answer
+            time.sleep(0.2)
+        return answer
 
     def start(self) -> None:
         for v in self.voters.values():

@@ -4,12 +4,14 @@ Usage::
 
     python voter_proc.py --node-id 1 --voters 1@127.0.0.1:p1,... --dir D --secret S
                          [--election-ms 500] [--append-ms 50] [--max-tail-records 10000]
+                         [--raft-address host:port]  (a controller joining as an observer)
 
 Starts a ``MetadataLog``, then serves a control socket on 127.0.0.1 (ephemeral port) and
 prints ``READY <port>`` on stdout. Each control connection carries one JSON request line and
 gets one JSON response line; requests run on their own threads, so a blocked append does not
-block ``status``. Operations: append, read, status, info, wait, snapshot, bench. Records travel
-as hex strings. SIGTERM closes the log cleanly; tests also SIGKILL/SIGSTOP the process.
+block ``status``. Operations: append, read, status, info, wait, snapshot, add_voter,
+remove_voter, bench. Records travel as hex strings. SIGTERM closes the log cleanly; tests
+also SIGKILL/SIGSTOP the process.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import socketserver
 import statistics
@@ -27,7 +30,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from raft.api import LogEntry, MetadataLogError, NotLeaderError, Snapshot, SnapshotRequired
+from raft.api import (
+    LogEntry,
+    MembershipChangeError,
+    MetadataLogError,
+    NotLeaderError,
+    Snapshot,
+    SnapshotRequired,
+    VoterStatus,
+)
 from raft.config import RaftConfig
 from raft.metadata_log import MetadataLog
 
@@ -60,6 +71,17 @@ def decode_keep_all(data: bytes) -> list[LogEntry]:
 
 def entry_json(e: LogEntry) -> list[Any]:
     return [e.offset, e.epoch, e.record.hex(), e.is_control]
+
+
+def _replica_json(v: VoterStatus) -> dict[str, Any]:
+    return {
+        "node_id": v.node_id,
+        "address": v.address,
+        "connected": v.connected,
+        "is_leader": v.is_leader,
+        "match_offset": v.match_offset,
+        "lag_records": v.lag_records,
+    }
 
 
 class Voter:
@@ -117,18 +139,18 @@ class Voter:
                     "leader_id": st.leader_id,
                     "epoch": st.epoch,
                     "committed": st.committed_offset,
-                    "voters": [
-                        {
-                            "node_id": v.node_id,
-                            "address": v.address,
-                            "connected": v.connected,
-                            "is_leader": v.is_leader,
-                            "match_offset": v.match_offset,
-                            "lag_records": v.lag_records,
-                        }
-                        for v in st.voters
-                    ],
+                    "is_voter": log.is_voter,
+                    "voters": [_replica_json(v) for v in st.voters],
+                    "observers": [_replica_json(v) for v in st.observers],
                 }
+            if op == "add_voter":
+                voters = log.add_voter(
+                    int(req["node_id"]), str(req["address"]), float(req.get("timeout_s", 10.0))
+                )
+                return {"ok": True, "voters": {str(i): a for i, a in voters.items()}}
+            if op == "remove_voter":
+                voters = log.remove_voter(int(req["node_id"]), float(req.get("timeout_s", 10.0)))
+                return {"ok": True, "voters": {str(i): a for i, a in voters.items()}}
             if op == "bench":
                 return self._bench(
                     int(req["count"]),
@@ -139,6 +161,9 @@ class Voter:
             return {"ok": False, "error": "BadRequest", "message": f"unknown op {op!r}"}
         except NotLeaderError as e:
             return {"ok": False, "error": "NotLeaderError", "leader_id": e.leader_id}
+        except MembershipChangeError as e:
+            return {"ok": False, "error": "MembershipChangeError", "reason": e.reason,
+                    "message": str(e)}  # fmt: skip
         except (MetadataLogError, SnapshotRequired) as e:
             return {"ok": False, "error": type(e).__name__, "message": str(e)}
 
@@ -204,9 +229,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--election-ms", type=int, default=500)
     p.add_argument("--append-ms", type=int, default=50)
     p.add_argument("--max-tail-records", type=int, default=10000)
+    p.add_argument("--raft-address", default="", help="own Raft address when not in --voters")
     args = p.parse_args(argv)
     logging.basicConfig(
-        level=logging.WARNING,
+        level=os.environ.get("KRAFTLOG_VOTER_LOG_LEVEL", "WARNING"),
         stream=sys.stderr,
         format="%(asctime)s voter %(process)d %(levelname)s %(name)s: %(message)s",
     )
@@ -218,6 +244,7 @@ def main(argv: list[str]) -> int:
         election_timeout_ms=args.election_ms,
         append_interval_ms=args.append_ms,
         max_tail_records=args.max_tail_records,
+        raft_address=args.raft_address,
     )
     log = MetadataLog(config, keep_all_builder)
     log.set_leader_info(f"voter-{args.node_id}".encode())
