@@ -7,7 +7,8 @@ The document (``--json``)::
      "quorum_epoch": int|null,
      "quorum": {"node_id", "leader_id", "epoch", "committed_offset", "log_start_offset",
                 "snapshot_last_offset", "voters": [{"node_id", "address", "connected",
-                "is_leader", "match_offset", "lag_records"}]} | null,
+                "is_leader", "match_offset", "lag_records"}],
+                "observers": [the same, for controllers that follow without voting]} | null,
      "nodes": [{"id", "roles", "pid", "state", "listeners": {"CONTROLLER": "h:p", ...},
                 "raft_address"?, "metrics"? ("http://h:p/metrics"), "broker_epoch"?,
                 "fenced"?}, ...],
@@ -157,8 +158,10 @@ def render_quorum(doc: dict[str, Any]) -> str:
     if q is None:
         return f"no voter answered: {doc.get('error')}"
     voters = q.get("voters", [])
+    controller_observers = q.get("observers", [])
     lags = [v["lag_records"] for v in voters if v.get("lag_records") is not None]
     broker_ids = sorted(n["id"] for n in doc.get("nodes", []) if "broker" in n.get("roles", []))
+    observer_ids = sorted({*broker_ids, *(o["node_id"] for o in controller_observers)})
     lines = [
         f"ClusterId:              {doc.get('cluster_id')}",
         f"LeaderId:               {q.get('leader_id')}",
@@ -168,7 +171,7 @@ def render_quorum(doc: dict[str, Any]) -> str:
         f"LogStartOffset:         {q.get('log_start_offset')}",
         f"SnapshotLastOffset:     {q.get('snapshot_last_offset')}",
         f"CurrentVoters:          [{','.join(str(v['node_id']) for v in voters)}]",
-        f"CurrentObservers:       [{','.join(map(str, broker_ids))}]",
+        f"CurrentObservers:       [{','.join(map(str, observer_ids))}]",
         f"AnsweredBy:             {q.get('node_id')}",
         "",
     ]
@@ -180,9 +183,11 @@ def render_quorum(doc: dict[str, Any]) -> str:
             _opt(v.get("match_offset")),
             _opt(v.get("lag_records")),
             "yes" if v.get("connected") else "no",
-            "Leader" if v.get("is_leader") else "Follower",
+            status,
         )
-        for v in voters
+        for replicas, role in ((voters, "Follower"), (controller_observers, "Observer"))
+        for v in replicas
+        for status in ("Leader" if v.get("is_leader") else role,)
     ]
     lines += _table(header, rows)
     if doc.get("error"):

@@ -127,6 +127,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         _dir_and_grace(p)
         p.set_defaults(func=func)
 
+    p = cluster_sub.add_parser(
+        "add-controller",
+        help="create, format and start a new controller that observes the quorum (then make "
+        "it a voter with kraftlog quorum add-controller --config FILE)",
+    )
+    p.add_argument("--dir", default=DEFAULT_CLUSTER_DIR, help="cluster directory (.cluster)")
+    p.set_defaults(func=_add_controller)
+
     p = cluster_sub.add_parser("status", help="nodes, pids, listeners, quorum leader")
     add_target_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -185,6 +193,19 @@ def _one_node(args: argparse.Namespace) -> LocalCluster:
         known = ", ".join(map(str, cluster.node_ids))
         raise ClusterError(f"no node {args.node_id} in {args.dir} (nodes: {known})")
     return cluster
+
+
+def _add_controller(args: argparse.Namespace) -> int:
+    try:
+        cluster = LocalCluster.open(args.dir)
+        node_id = cluster.add_controller()
+        pid = cluster.start_node(node_id)
+    except (ClusterError, ClusterLayoutError, ConfigError, OSError) as e:
+        return fail(str(e))
+    config = cluster.config_path(node_id)
+    print(f"Controller {node_id} started (pid {pid}); it follows the quorum as an observer.")
+    print(f"Make it a voter: kraftlog quorum add-controller --config {config} --dir {args.dir}")
+    return 0
 
 
 def _start_node(args: argparse.Namespace) -> int:

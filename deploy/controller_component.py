@@ -62,7 +62,7 @@ class ControllerComponent:
             metrics.metadata_offset_lag.set_function(
                 lambda: max(0, log_.committed_offset - server.controller.image.offset)
             )
-        self._raft_address = settings.raft.address_of(settings.node_id)
+        self._raft_address = settings.raft.own_address
         self._started_log = False
 
     def start(self) -> None:
@@ -91,6 +91,7 @@ class ControllerComponent:
             "address": self.server.address,
             "raft_address": self._raft_address,
             "active": self.server.is_active,
+            "voter": log_.is_voter,
             "leader_id": log_.leader_id,
             "epoch": log_.epoch,
             "committed_offset": log_.committed_offset,

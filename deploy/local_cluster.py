@@ -46,6 +46,7 @@ from deploy.cluster_info import ControllerView, probe_controllers
 from deploy.cluster_layout import (
     BROKER_ID_BASE,
     MAX_BROKERS,
+    MAX_CONTROLLERS,
     ClusterLayout,
     NodeLayout,
     plan_layout,
@@ -68,6 +69,7 @@ from deploy.secure_cluster import (
 )
 from metadata.client import ControllerClient
 from metadata.security_client import set_scram_password
+from raft.config import RAFT_ADDRESS_KEY
 
 T = TypeVar("T")
 
@@ -89,9 +91,10 @@ LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = {
     "controller.quorum.election.timeout.ms": "500",
 }
 
-# Keys of a node's config that name the node itself (not copied by add_broker).
+# Keys of a node's config that name the node itself (not copied to a node added later).
 _NODE_SPECIFIC_KEYS = frozenset(
-    {"node.id", "process.roles", "listeners", "advertised.listeners", "log.dirs", "metrics.port"}
+    {"node.id", "process.roles", "listeners", "advertised.listeners", "log.dirs", "metrics.port",
+     "metadata.log.dir", "controller.quorum.voters", RAFT_ADDRESS_KEY}
 )
 
 # Order of keys in generated config files (others follow, sorted).
@@ -452,48 +455,97 @@ class LocalCluster:
         those of the existing broker with the lowest id (same overrides), with its own id,
         port and directories, updated by ``overrides``. Returns the new node id.
         Not available with a placement (it was made for the nodes of the creation)."""
-        if self.placement is not None:
-            raise ClusterError("add_broker is not supported for a cluster with a placement")
-        if self.layout.security != SecurityMode.PLAINTEXT.value:
-            # Every node's super.users names the brokers' certificates as they were made.
-            raise ClusterError("add_broker is not supported for a secure cluster")
-        layout = self.layout
-        brokers = layout.brokers
+        self._check_growable("add_broker")
+        brokers = self.layout.brokers
         if len(brokers) >= MAX_BROKERS:
             raise ClusterError(f"a local cluster has at most {MAX_BROKERS} brokers")
         node_id = max((n.node_id for n in brokers), default=BROKER_ID_BASE - 1) + 1
+        port, metrics_port = self._unused_ports(2)
+        node = NodeLayout(
+            node_id,
+            ("broker",),
+            self.layout.directory / f"node-{node_id}",
+            broker_port=port,
+            metrics_port=metrics_port,
+        )
+        self._add_node(node, brokers[0] if brokers else None, dict(overrides or {}))
+        return node_id
+
+    def add_controller(self, overrides: Mapping[str, str] | None = None) -> int:
+        """Add one controller node (the next id after the highest controller id) to the
+        layout, write its config and format it; it is not a voter. Started with
+        :meth:`start_node`, it follows the quorum as an observer until ``kraftlog quorum
+        add-controller --config`` its config makes it one. Its config lists the controllers
+        of the layout as ``controller.quorum.voters`` (where it finds the quorum) and its
+        own ``controller.quorum.raft.address``. Returns the new node id."""
+        self._check_growable("add_controller")
+        layout = self.layout
+        controllers = [n for n in layout.controllers if not n.is_broker]
+        if len(layout.controllers) >= MAX_CONTROLLERS or not controllers:
+            raise ClusterError(
+                f"a local cluster has 1 to {MAX_CONTROLLERS} controllers, added ones included, "
+                "and adds them beside dedicated controllers only"
+            )
+        node_id = max(n.node_id for n in layout.controllers) + 1
+        if any(n.node_id == node_id for n in layout.nodes):
+            raise ClusterError(f"node id {node_id} is taken: no room for another controller")
+        raft_port, controller_port, metrics_port = self._unused_ports(3)
+        node = NodeLayout(
+            node_id,
+            ("controller",),
+            layout.directory / f"node-{node_id}",
+            raft_port=raft_port,
+            controller_port=controller_port,
+            metrics_port=metrics_port,
+        )
+        joining = {RAFT_ADDRESS_KEY: f"{layout.host}:{raft_port}", **(overrides or {})}
+        self._add_node(node, controllers[0], joining)
+        return node_id
+
+    def _check_growable(self, what: str) -> None:
+        if self.placement is not None:
+            raise ClusterError(f"{what} is not supported for a cluster with a placement")
+        if self.layout.security != SecurityMode.PLAINTEXT.value:
+            # Every node's super.users names the nodes' certificates as they were made.
+            raise ClusterError(f"{what} is not supported for a secure cluster")
+
+    def _unused_ports(self, count: int) -> list[int]:
+        layout = self.layout
         used = {
             p
             for n in layout.nodes
             for p in (n.raft_port, n.controller_port, n.broker_port, n.metrics_port)
             if p
         }
-        port, metrics_port = [
-            p for p in free_ports(len(used) + 2, host=layout.host) if p not in used
-        ][:2]
-        node = NodeLayout(
-            node_id,
-            ("broker",),
-            layout.directory / f"node-{node_id}",
-            broker_port=port,
-            metrics_port=metrics_port,
-        )
-        if brokers:
-            template = load_properties(str(brokers[0].config_path))
-            props = {k: v for k, v in template.items() if k not in _NODE_SPECIFIC_KEYS}
-        else:
-            props = {}
+        return [p for p in free_ports(len(used) + count, host=layout.host) if p not in used][
+            :count
+        ]
+
+    def _add_node(
+        self, node: NodeLayout, template: NodeLayout | None, overrides: dict[str, str]
+    ) -> None:
+        """Write ``node``'s config (``template``'s settings, minus what is node-specific, with
+        the node's own and ``overrides``), format it and save the layout with it."""
+        layout = self.layout
+        props: dict[str, str] = {}
+        if template is not None:
+            props = {
+                k: v
+                for k, v in load_properties(str(template.config_path)).items()
+                if k not in _NODE_SPECIFIC_KEYS
+            }
         secret = layout.secret_path().read_text(encoding="utf-8").strip()
-        props = {**node_properties(layout, node, secret, props), **(overrides or {})}
+        props = {**node_properties(layout, node, secret, props), **overrides}
         node.directory.mkdir(parents=True, exist_ok=True)
         write_private(node.config_path, render_properties(props, node))
         settings = load_node_config(str(node.config_path))
-        format_directories(settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node_id)
+        format_directories(
+            settings.storage_dirs(), cluster_id=layout.cluster_id, node_id=node.node_id
+        )
         self.layout = ClusterLayout(
             layout.directory, layout.cluster_id, layout.host, (*layout.nodes, node), layout.security
         )
         self.layout.save()
-        return node_id
 
     # --- config edits ---------------------------------------------------------------------------
 

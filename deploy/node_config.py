@@ -271,17 +271,16 @@ def _build(props: dict[str, str], source: str) -> NodeSettings:
         if raft_cfg.node_id != node.node_id:  # pragma: no cover - both read node.id
             raise ConfigError("node.id: read differently by raft and deploy")
         raft_cfg.validate_for_controller()
-        for voter_id, (host, port) in raft_cfg.voters.items():
-            if (
-                voter_id == node.node_id
-                and controller_listener is not None
-                and port == controller_listener.port
-                and host in (controller_listener.host, "")
-            ):
-                raise ConfigError(
-                    "controller.quorum.voters: the Raft port of this node equals its "
-                    "CONTROLLER listener port; they need two different ports"
-                )
+        host, _, port = raft_cfg.own_address.rpartition(":")
+        if (
+            controller_listener is not None
+            and int(port) == controller_listener.port
+            and host in (controller_listener.host, "")
+        ):
+            raise ConfigError(
+                "controller.quorum.voters: the Raft port of this node equals its "
+                "CONTROLLER listener port; they need two different ports"
+            )
     return NodeSettings(
         source=source,
         props=props,

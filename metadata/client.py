@@ -13,6 +13,7 @@ Thread-safety: every method may be called from any thread concurrently.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
@@ -52,6 +53,8 @@ RETRY_BACKOFF_MIN_S = 0.05
 RETRY_BACKOFF_MAX_S = 1.0
 # One attempt never waits longer than this for an answer (a long-poll adds its wait on top).
 ATTEMPT_TIMEOUT_MAX_S = 10.0
+# Longest one AddRaftVoter / RemoveRaftVoter attempt waits on the controller for its commit.
+VOTER_CHANGE_ATTEMPT_S = 15.0
 # Bound on attempts within one call, whatever the timeout.
 MAX_ATTEMPTS = 1000
 
@@ -326,6 +329,41 @@ class ControllerClient:
         """Raise ``feature`` to ``level`` (the response carries the per-request error)."""
         request = m.UpdateFeaturesRequest(feature, level, validate_only)
         return self.call("UpdateFeatures", request)
+
+    def add_raft_voter(
+        self, voter_id: int, raft_address: str, timeout_s: float = 60.0
+    ) -> dict[int, str]:
+        """Make the observing controller ``voter_id`` a voter; returns the new voter set.
+        Waits (up to ``timeout_s``) while it is not caught up or another change commits;
+        ControllerError otherwise (DUPLICATE_VOTER, REQUEST_TIMED_OUT, ...)."""
+        return self._change_voters(m.AddRaftVoterRequest(voter_id, raft_address), timeout_s)
+
+    def remove_raft_voter(self, voter_id: int, timeout_s: float = 60.0) -> dict[int, str]:
+        """Take voter ``voter_id`` out of the quorum; returns the new voter set (see
+        :meth:`add_raft_voter` for the waiting and the errors)."""
+        return self._change_voters(m.RemoveRaftVoterRequest(voter_id), timeout_s)
+
+    def _change_voters(
+        self, request: m.AddRaftVoterRequest | m.RemoveRaftVoterRequest, timeout_s: float
+    ) -> dict[int, str]:
+        method = "AddRaftVoter" if isinstance(request, m.AddRaftVoterRequest) else "RemoveRaftVoter"
+        deadline = time.monotonic() + timeout_s
+        backoff = RETRY_BACKOFF_MIN_S
+        while True:
+            remaining = deadline - time.monotonic()
+            attempt_ms = int(1000 * max(0.1, min(remaining, VOTER_CHANGE_ATTEMPT_S)))
+            response = self.call(
+                method,
+                dataclasses.replace(request, timeout_ms=attempt_ms),
+                timeout_s=max(0.1, remaining),
+                extra_attempt_s=attempt_ms / 1000,
+            )
+            if response.error_code == 0 and response.voters is not None:
+                return dict(response.voters)
+            if response.error_code != ErrorCode.REQUEST_TIMED_OUT or remaining <= backoff:
+                raise ControllerError(response.error_code, response.error_message)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
 
     def quorum_status(self, address: str | None = None) -> dict[str, Any]:
         """MetadataLog.status() of the voter that answers (``address``, else any voter)."""

@@ -18,7 +18,7 @@ AlterConfigs, IncrementalAlterConfigs              AlterConfigs on each topic / 
 DescribeConfigs                                    DescribeConfigs on each topic / the cluster
 ElectLeaders, AlterPartitionReassignments,         Alter on the cluster
 CreateAcls, DeleteAcls, AlterUserScramCredentials,
-UpdateFeatures
+UpdateFeatures, AddRaftVoter, RemoveRaftVoter
 AlterClientQuotas                                  AlterConfigs on the cluster
 DescribeCluster, QuorumStatus, DescribeAcls,       Describe on the cluster
 DescribeUserScramCredentials,
@@ -67,7 +67,7 @@ _CLUSTER_ACTION = frozenset(
 )
 _ALTER_CLUSTER = frozenset(
     {"ElectLeaders", "AlterPartitionReassignments", "CreateAcls", "DeleteAcls",
-     "AlterUserScramCredentials", "UpdateFeatures"}
+     "AlterUserScramCredentials", "UpdateFeatures", "AddRaftVoter", "RemoveRaftVoter"}
 )
 _DESCRIBE_CLUSTER = frozenset(
     {"DescribeCluster", "QuorumStatus", "DescribeAcls", "DescribeUserScramCredentials",

@@ -495,6 +495,35 @@ class QuorumDescription:
 
 
 @dataclass(frozen=True, slots=True)
+class AddRaftVoterRequest:
+    """Make controller ``voter_id`` (Raft listener ``raft_address``), which follows the log as
+    an observer, a voter (Kafka's AddRaftVoter)."""
+
+    voter_id: int
+    raft_address: str
+    timeout_ms: int = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveRaftVoterRequest:
+    """Take voter ``voter_id`` out of the controller quorum (Kafka's RemoveRaftVoter)."""
+
+    voter_id: int
+    timeout_ms: int = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class RaftVoterResponse:
+    """The voter set after the change (voter id -> Raft address), or the error that stopped
+    it: DUPLICATE_VOTER, VOTER_NOT_FOUND, REQUEST_TIMED_OUT (not caught up, or another
+    change still committing; retry), INVALID_REQUEST (it would remove the last voter)."""
+
+    error_code: int = 0
+    error_message: str | None = None
+    voters: dict[int, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class QuorumStatusRequest:
     pass
 

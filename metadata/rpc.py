@@ -61,6 +61,8 @@ METHODS: dict[str, tuple[type, type, bool]] = {
     "DescribeConfigs": (m.DescribeConfigsRequest, m.DescribeConfigsResponse, True),
     "DescribeCluster": (m.DescribeClusterRequest, m.ClusterDescription, True),
     "QuorumStatus": (m.QuorumStatusRequest, m.QuorumStatusResponse, False),
+    "AddRaftVoter": (m.AddRaftVoterRequest, m.RaftVoterResponse, True),
+    "RemoveRaftVoter": (m.RemoveRaftVoterRequest, m.RaftVoterResponse, True),
     "UpdateFeatures": (m.UpdateFeaturesRequest, m.UpdateFeaturesResponse, True),
     "DescribeFeatures": (m.DescribeFeaturesRequest, m.DescribeFeaturesResponse, True),
     "DescribeQuorum": (m.DescribeQuorumRequest, m.QuorumDescription, True),

@@ -76,11 +76,13 @@ from metadata.rpc import (
 )
 from metadata.snapshot import image_from_snapshot
 from metadata.wire import MessageError
+from raft import api as raft_api
 from raft.api import (
     AppendTimeoutError,
     BatchTooLargeError,
     LeaderChange,
     LogEntry,
+    MembershipChangeError,
     MetadataLogApi,
     MetadataLogError,
     NotLeaderError,
@@ -98,6 +100,15 @@ CATCH_UP_MAX_ROUNDS = 10_000
 # Extra time a gRPC worker waits beyond the append timeout before giving up on the event thread.
 REQUEST_WAIT_MARGIN_S = 5.0
 DEFAULT_MAX_WORKERS = 64
+# Kafka's error code for each reason the metadata log refuses a voter change. Not caught up
+# and a change still committing are retriable, as Kafka answers them (REQUEST_TIMED_OUT).
+_VOTER_CHANGE_ERRORS = {
+    raft_api.DUPLICATE_VOTER: ErrorCode.DUPLICATE_VOTER,
+    raft_api.VOTER_NOT_FOUND: ErrorCode.VOTER_NOT_FOUND,
+    raft_api.NOT_CAUGHT_UP: ErrorCode.REQUEST_TIMED_OUT,
+    raft_api.CHANGE_PENDING: ErrorCode.REQUEST_TIMED_OUT,
+    raft_api.LAST_VOTER: ErrorCode.INVALID_REQUEST,
+}
 
 
 class _Stop(Exception):
@@ -479,12 +490,22 @@ class ControllerServer:
         ]
         wall_now, clock_now = int(time.time() * 1000), self._clock_ms()
         observers = []
-        for broker_id, (offset, contact_ms) in sorted(
-            self.controller.sessions.observers().items()
-        ):
+        for broker_id, (offset, contact_ms) in sorted(self.controller.sessions.observers().items()):
             seen = wall_now - (clock_now - contact_ms)
             observers.append(
                 m.QuorumReplica(broker_id, offset, seen, seen if offset >= committed else -1)
+            )
+        for observer in status.get("observers", []):  # controllers that are not voters
+            match = observer.get("match_offset")
+            fetched = observer.get("last_fetch_ms")
+            caught_up = observer.get("last_caught_up_ms")
+            observers.append(
+                m.QuorumReplica(
+                    int(observer["node_id"]),
+                    -1 if match is None else int(match),
+                    -1 if fetched is None else int(fetched),
+                    -1 if caught_up is None else int(caught_up),
+                )
             )
         addresses = {self.node_id: self.address}
         for voter_id, info in self._peer_node_infos().items():
@@ -506,8 +527,7 @@ class ControllerServer:
 
     def _controller_features(self) -> dict[int, features.SupportedRange | None]:
         """Every voter with the metadata.version range it told this one (None: not yet)."""
-        raft_config = getattr(self._log, "config", None)
-        voter_ids = list(getattr(raft_config, "voters", None) or (self.node_id,))
+        voter_ids = list(self._log.voters() or (self.node_id,))
         infos = self._peer_node_infos()
         out: dict[int, features.SupportedRange | None] = {}
         for voter_id in voter_ids:
@@ -582,6 +602,10 @@ class ControllerServer:
             return Envelope(body=self._fetch_metadata(request))
         if name == "QuorumStatus":
             return Envelope(body=m.QuorumStatusResponse(self._quorum_status()))
+        if name in ("AddRaftVoter", "RemoveRaftVoter"):
+            if not self.controller.is_active:
+                return self._not_controller()
+            return self._change_voters(request)
         if name in SECURITY_READS:
             if not self.controller.is_active:
                 return self._not_controller()
@@ -600,9 +624,7 @@ class ControllerServer:
             if name == "DescribeQuorum":
                 return Envelope(body=self._describe_quorum())
             if name == "DescribeFeatures":
-                return Envelope(
-                    body=self.controller.describe_features(self._controller_features())
-                )
+                return Envelope(body=self.controller.describe_features(self._controller_features()))
             if name == "ListPartitionReassignments":
                 return Envelope(body=self.controller.list_partition_reassignments(request))
             return Envelope(body=self.controller.describe_configs(request))
@@ -620,6 +642,29 @@ class ControllerServer:
                 return Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller did not answer in time")
         finally:
             self._pending.release()
+
+    def _change_voters(self, request: m.AddRaftVoterRequest | m.RemoveRaftVoterRequest) -> Envelope:
+        """Add or remove a controller quorum voter through the metadata log (blocks this gRPC
+        worker until the change commits, at most the request's timeout)."""
+        timeout_s = max(0.1, request.timeout_ms / 1000)
+        try:
+            if isinstance(request, m.AddRaftVoterRequest):
+                voters = self._log.add_voter(request.voter_id, request.raft_address, timeout_s)
+            else:
+                voters = self._log.remove_voter(request.voter_id, timeout_s)
+        except NotLeaderError:
+            return self._not_controller()
+        except MembershipChangeError as exc:
+            code = _VOTER_CHANGE_ERRORS.get(exc.reason, ErrorCode.UNKNOWN_SERVER_ERROR)
+            return Envelope(body=m.RaftVoterResponse(code, str(exc)))
+        except AppendTimeoutError as exc:
+            return Envelope(body=m.RaftVoterResponse(ErrorCode.REQUEST_TIMED_OUT, str(exc)))
+        logger.info(
+            "controller %d: the controller quorum's voters are now %s",
+            self.node_id,
+            ", ".join(f"{i}@{a}" for i, a in sorted(voters.items())),
+        )
+        return Envelope(body=m.RaftVoterResponse(voters=voters))
 
     def _describe_security(self, name: str, request: Any) -> Any:
         image = self.controller.image

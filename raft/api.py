@@ -250,3 +250,19 @@ class MetadataLogApi(Protocol):
     def wait_for_offset(self, offset: int, timeout_s: float) -> bool:
         """Block until ``committed_offset >= offset``; False on timeout (long-poll readers)."""
         ...
+
+    def voters(self) -> dict[int, str]:
+        """The current voter set: voter id -> host:port of its Raft listener."""
+        ...
+
+    def add_voter(self, node_id: int, address: str, timeout_s: float = 10.0) -> dict[int, str]:
+        """On the active leader: make the observing controller ``node_id`` a voter; returns
+        the new voter set once committed. Raises NotLeaderError, MembershipChangeError or
+        AppendTimeoutError."""
+        ...
+
+    def remove_voter(self, node_id: int, timeout_s: float = 10.0) -> dict[int, str]:
+        """On the active leader: take voter ``node_id`` out; returns the new voter set once
+        committed (the leader hands over first when asked to remove itself, raising
+        NotLeaderError). Raises NotLeaderError, MembershipChangeError or AppendTimeoutError."""
+        ...

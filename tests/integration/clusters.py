@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -22,8 +24,22 @@ FAST_OVERRIDES: Mapping[str, str] = {
     "controlled.shutdown.timeout.ms": "5000",
 }
 READY_TIMEOUT_S = 60.0
+# Longest one `kraftlog` command line run by a test may take.
+CLI_TIMEOUT_S = 180.0
 
 ClusterFactory = Callable[..., LocalCluster]
+
+
+def kraftlog(*args: str, timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run the ``kraftlog`` command line (``python -m deploy.cli``) with ``args``; its exit
+    code, stdout and stderr are in the result."""
+    return subprocess.run(
+        [sys.executable, "-m", "deploy.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
 
 
 @contextmanager

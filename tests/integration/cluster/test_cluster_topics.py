@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -15,20 +14,9 @@ import pytest
 from deploy import processes
 from deploy.local_cluster import ClusterError, LocalCluster, wait_until
 from metadata.messages import NewTopic
+from tests.integration.clusters import kraftlog
 
 pytestmark = pytest.mark.integration
-
-CLI_TIMEOUT_S = 60
-
-
-def kraftlog(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "deploy.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        check=False,
-    )
 
 
 def broker_views(cluster: LocalCluster) -> dict[int, dict[str, Any]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 import uuid
 import warnings
@@ -18,24 +17,14 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from deploy.local_cluster import LocalCluster
+from tests.integration.clusters import kraftlog
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
 ]
 
-CLI_TIMEOUT_S = 180.0
 DEADLINE_S = 60.0
-
-
-def kraftlog(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "deploy.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        check=False,
-    )
 
 
 def up(directory: Path, mode: str) -> subprocess.CompletedProcess[str]:

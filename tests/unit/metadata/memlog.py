@@ -98,6 +98,9 @@ class InMemoryLog:
     def set_leader_info(self, info: bytes) -> None:
         self.info = info
 
+    def voters(self) -> dict[int, str]:
+        return {i: f"127.0.0.1:{i}" for i in self.q.voters}
+
     def leader_info(self) -> bytes | None:
         leader = self.q.leader_id
         return self.q.voters[leader].info if leader is not None else None
