@@ -338,6 +338,8 @@ class _KraftSyncObj(SyncObj):
         # When an AppendEntries from a leader last arrived (None: not since this SyncObj was
         # built) and the commit index it carried (see kraft_silent_s, kraft_synced).
         self.kraft_last_heard = time.monotonic()  # any message from any node (or the start)
+        self._kraft_last_tick = self.kraft_last_heard
+        self._kraft_pause_gap_s = conf.raftMinTimeout
         self.kraft_last_leader_contact: float | None = None
         self._kraft_leader_commit = 0
         partners = [a for a in voters.values() if a != self_address]
@@ -392,8 +394,9 @@ class _KraftSyncObj(SyncObj):
         """Seconds since any node sent this one anything (or since this SyncObj started): a
         voter hears the leader's heartbeats and every connected voter's keepalives, so only
         a voter the others dropped, or one cut off from all of them, goes silent. 0 on the
-        leader itself."""
-        if self._SyncObj__raftState == LEADER:
+        leader itself and right after this process resumed from a pause (see _onTick)."""
+        resumed = now - self._kraft_last_tick > self._kraft_pause_gap_s
+        if self._SyncObj__raftState == LEADER or resumed:
             return 0.0
         return now - self.kraft_last_heard
 
@@ -439,6 +442,11 @@ class _KraftSyncObj(SyncObj):
 
     def _onTick(self, timeToWait: float = 0.0) -> None:
         now = time.monotonic()
+        if now - self._kraft_last_tick > self._kraft_pause_gap_s:
+            # This process did not run (SIGSTOP, a VM pause): the silence was its own, so it
+            # does not count towards kraft_silent_s.
+            self.kraft_last_heard = now
+        self._kraft_last_tick = now
         self._kraft_reconcile_membership()
         self._SyncObj__transport.kraft_housekeeping(
             now,

@@ -5,6 +5,7 @@ the voter set survives restarts."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -206,3 +207,22 @@ def test_the_leader_hands_over_before_it_is_removed_and_then_observes(
     last = cluster.leader_request("remove_voter", node_id=new_leader, timeout_s=WAIT_S)
     assert not last["ok"] and last["reason"] == "last_voter"
     assert cluster.voters[new_leader].request("append", records=[b"alone".hex()])["ok"]
+
+
+def test_a_paused_voter_stays_a_voter_after_it_resumes(
+    raft_cluster: Callable[..., RaftCluster],
+) -> None:
+    """The silence of a stopped process is its own: on resume it does not take itself for a
+    removed voter (it would observe for a while instead of voting)."""
+    cluster = raft_cluster(size=3)
+    leader = cluster.wait_for_leader()
+    follower = next(i for i in (1, 2, 3) if i != leader)
+    paused = cluster.voters[follower]
+    paused.signal(signal.SIGSTOP)
+    time.sleep(cluster.election_ms / 1000 * 12)  # past the probe threshold of 10 timeouts
+    paused.signal(signal.SIGCONT)
+    assert cluster.leader_request("append", records=[b"after".hex()])["ok"]
+    committed = cluster.voters[cluster.wait_for_leader()].request("info")["committed"]
+    wait_until(lambda: paused.request("info")["committed"] >= committed, "the voter caught up")
+    assert paused.request("status")["is_voter"]
+    assert "observing to learn" not in paused.log_path.read_text()
