@@ -18,6 +18,7 @@ import logging
 import random
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
@@ -264,8 +265,12 @@ class ControllerClient:
             timeout_s,
         )
 
-    def delete_topics(self, names: Sequence[str]) -> list[TopicResult]:
-        return self.call("DeleteTopics", m.DeleteTopicsRequest(list(names))).topics
+    def delete_topics(
+        self, names: Sequence[str], topic_ids: Mapping[str, uuid.UUID] | None = None
+    ) -> list[TopicResult]:
+        """Delete ``names``; those in ``topic_ids`` only while they still have that id."""
+        request = m.DeleteTopicsRequest(list(names), None if topic_ids is None else dict(topic_ids))
+        return self.call("DeleteTopics", request).topics
 
     def create_partitions(
         self,

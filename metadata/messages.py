@@ -137,7 +137,11 @@ class CreateTopicsResponse:
 
 @dataclass(frozen=True, slots=True)
 class DeleteTopicsRequest:
+    """Delete ``names``; a name in ``topic_ids`` (a deletion by topic id) is deleted only if
+    it still has that id, else UNKNOWN_TOPIC_ID (the topic was re-created meanwhile)."""
+
     names: list[str]
+    topic_ids: dict[str, uuid.UUID] | None = None
 
 
 @dataclass(frozen=True, slots=True)

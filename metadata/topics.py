@@ -280,6 +280,12 @@ def delete_topics(
                     "This server does not host this topic-partition.",
                 )
             )
+        elif request.topic_ids is not None and request.topic_ids.get(name, t.topic_id) != (
+            t.topic_id
+        ):
+            results.append(
+                TopicResult(name, ErrorCode.UNKNOWN_TOPIC_ID, "This topic id no longer exists.")
+            )
         else:
             records.append(RemoveTopicRecord(t.topic_id))
             results.append(TopicResult(name, 0, None, t.topic_id, len(t.partitions)))

@@ -39,6 +39,7 @@ from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Request
 from data_plane.broker.handlers import advertised, handler_for
 from data_plane.broker.handlers.api_versions import valid_software
 from data_plane.broker.request_pipeline import RequestPipeline, ResponseSlot
+from data_plane.broker.topic_ids import resolve_topic_ids
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import (
     RequestHeader,
@@ -56,6 +57,7 @@ from data_plane.protocol.errors import (
 )
 from data_plane.protocol.framing import FrameReader
 from data_plane.protocol.recv import recv_chunk
+from data_plane.protocol.topic_id_versions import TOPIC_ID_APIS
 from data_plane.security.request_hooks import Plan, RequestHooks
 
 if TYPE_CHECKING:
@@ -262,6 +264,8 @@ class Connection:
             logger.warning("connection %s: malformed request (%s); closing it", self.peer, e)
             self._resolve(slot, None, close=True)
             return
+        if header.api_key in TOPIC_ID_APIS:
+            resolve_topic_ids(header.api_key, header.api_version, body, self._apis.image)
         plan: Plan | None = None
         if hooks is not None:
             plan = hooks.before(header, body, len(frame))

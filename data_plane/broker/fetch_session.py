@@ -50,6 +50,7 @@ from data_plane.protocol.fetch_session_epochs import (
     INVALID_SESSION_ID,
     next_epoch,
 )
+from data_plane.protocol.topic_id_versions import ZERO_ID
 
 MAX_SESSION_ID = 2**31 - 1
 # Kafka's defaults: max.incremental.fetch.session.cache.slots and
@@ -70,6 +71,8 @@ class CachedPartition:
     log_start_offset: int = -1
     # v12+: the epoch of the last batch the fetcher holds (-1: not given).
     last_fetched_epoch: int = -1
+    # v13+: the id of the topic the fetcher means (16 bytes; zero: named by name).
+    topic_id: bytes = ZERO_ID
     sent_high_watermark: int = -2
     sent_log_start_offset: int = -2
 
@@ -86,6 +89,7 @@ class CachedPartition:
         self.current_leader_epoch = p.get("current_leader_epoch", -1)
         self.log_start_offset = p.get("log_start_offset", -1)
         self.last_fetched_epoch = p.get("last_fetched_epoch", -1)
+        self.topic_id = p.get("topic_id", ZERO_ID)
 
 
 @dataclass(slots=True)
@@ -144,7 +148,11 @@ class FetchContext:
                 cached = session.partitions.pop(tp, None)
                 if cached is not None:
                     session.partitions[tp] = cached
-        return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+        ids = {tp.topic: cached.topic_id for tp, cached in self.partitions}
+        return [
+            {"topic": t, "topic_id": ids.get(t, ZERO_ID), "partitions": ps}
+            for t, ps in by_topic.items()
+        ]
 
 
 def _records_length(records: Any) -> int:
@@ -186,7 +194,11 @@ class FetchSessionCache:
         *,
         privileged: bool,
         now_ms: int,
+        forgotten_ids: Iterable[tuple[bytes, int]] = (),
     ) -> FetchContext:
+        """The context of one Fetch (see the module docstring). ``forgotten_ids`` are forgotten
+        partitions named by a topic id the metadata no longer knows (v13+, the topic was
+        deleted): the session's partitions cached with that id go."""
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
                 self._sessions.pop(session_id, None)
@@ -208,6 +220,11 @@ class FetchSessionCache:
                 cached.update(p)
         for tp in forgotten:
             session.partitions.pop(tp, None)
+        gone = set(forgotten_ids)
+        if gone:
+            parts = session.partitions
+            for tp in [t for t, c in parts.items() if (c.topic_id, t.partition) in gone]:
+                del parts[tp]
         session.epoch = next_epoch(epoch)
         session.last_used_ms = now_ms
         self._sessions[session_id] = self._sessions.pop(session_id)  # most recently used

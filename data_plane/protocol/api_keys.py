@@ -93,10 +93,13 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # v8 answers per-record errors (none are raised: a bad batch fails whole) and an error
     # message; v9 is flexible.
     ApiKey.PRODUCE: (0, 9),
-    # v12 is flexible and checks the follower's last fetched epoch (diverging_epoch).
-    ApiKey.FETCH: (0, 12),
+    # v12 is flexible and checks the follower's last fetched epoch (diverging_epoch); v13+
+    # names topics by id (KIP-516); v15 carries the replica in a tagged ReplicaState; v16 and
+    # v17 add tagged fields kraftlog does not send (node endpoints) or use (directory id).
+    ApiKey.FETCH: (0, 17),
     ApiKey.LIST_OFFSETS: (0, 6),
-    ApiKey.METADATA: (0, 9),
+    # v10 answers topic ids; v12 looks topics up by id (KIP-516).
+    ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (0, 8),
     ApiKey.OFFSET_FETCH: (0, 6),
     ApiKey.FIND_COORDINATOR: (0, 3),
@@ -118,7 +121,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # v5 is flexible and answers each topic's partitions, replication factor and configs
     # (KIP-525); v6 may throttle; v7 gives the topic id.
     ApiKey.CREATE_TOPICS: (0, 7),
-    ApiKey.DELETE_TOPICS: (0, 4),
+    # v5 answers an error message; v6 deletes by name or by topic id.
+    ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.DELETE_RECORDS: (0, 2),
     # v2+ flexible; v3 carries the producer id and epoch to bump (KIP-360); v4 answers
     # PRODUCER_FENCED.

@@ -776,7 +776,7 @@ def compile_message(
     for f in fields:
         if f.tag is not None and f.type is Primitive.RECORDS:
             raise ValueError(f"{label}: records field {f.name} cannot be tagged")
-        if isinstance(f.type, StructOf) and not flexible:
+        if isinstance(f.type, StructOf) and not flexible and f.present_in(version):
             raise ValueError(f"{label}: struct field {f.name} needs a flexible version")
     g = _Gen()
     g.emit(0, "def decode(buf, pos, budget):")

@@ -67,7 +67,11 @@ PRODUCE_RESPONSE = (
 # FetchRequest: Kafka schema flexibleVersions 12+
 FETCH_REQUEST = (
     F("cluster_id", STRING, 12, nullable=12, tag=0),
-    F("replica_id", INT32, default=-1),
+    F("replica_id", INT32, 0, 14, default=-1),
+    F("replica_state", STRUCT(
+        F("replica_id", INT32, 15, default=-1),
+        F("replica_epoch", INT64, 15, default=-1),
+    ), 15, tag=1),
     F("max_wait_ms", INT32),
     F("min_bytes", INT32),
     F("max_bytes", INT32, 3, default=0x7fffffff),
@@ -75,7 +79,8 @@ FETCH_REQUEST = (
     F("session_id", INT32, 7),
     F("session_epoch", INT32, 7, default=-1),
     F("topics", [
-        F("topic", STRING),
+        F("topic", STRING, 0, 12),
+        F("topic_id", UUID, 13),
         F("partitions", [
             F("partition", INT32),
             F("current_leader_epoch", INT32, 9, default=-1),
@@ -83,10 +88,12 @@ FETCH_REQUEST = (
             F("last_fetched_epoch", INT32, 12, default=-1),
             F("log_start_offset", INT64, 5, default=-1),
             F("partition_max_bytes", INT32),
+            F("replica_directory_id", UUID, 17, tag=0),
         ]),
     ]),
     F("forgotten_topics_data", [
-        F("topic", STRING, 7),
+        F("topic", STRING, 7, 12),
+        F("topic_id", UUID, 13),
         F("partitions", ARRAY(INT32), 7),
     ], 7),
     F("rack_id", STRING, 11),
@@ -98,7 +105,8 @@ FETCH_RESPONSE = (
     F("error_code", INT16, 7),
     F("session_id", INT32, 7),
     F("responses", [
-        F("topic", STRING),
+        F("topic", STRING, 0, 12),
+        F("topic_id", UUID, 13),
         F("partitions", [
             F("partition_index", INT32),
             F("error_code", INT16),
@@ -125,6 +133,12 @@ FETCH_RESPONSE = (
             F("records", RECORDS, nullable=0),
         ]),
     ]),
+    F("node_endpoints", [
+        F("node_id", INT32, 16),
+        F("host", STRING, 16),
+        F("port", INT32, 16),
+        F("rack", STRING, 16, nullable=16),
+    ], 16, tag=0),
 )
 
 # ListOffsetsRequest: Kafka schema flexibleVersions 6+
@@ -161,10 +175,11 @@ LIST_OFFSETS_RESPONSE = (
 # MetadataRequest: Kafka schema flexibleVersions 9+
 METADATA_REQUEST = (
     F("topics", [
-        F("name", STRING),
+        F("topic_id", UUID, 10),
+        F("name", STRING, nullable=10),
     ], nullable=1),
     F("allow_auto_topic_creation", BOOL, 4, default=True),
-    F("include_cluster_authorized_operations", BOOL, 8),
+    F("include_cluster_authorized_operations", BOOL, 8, 10),
     F("include_topic_authorized_operations", BOOL, 8),
 )
 
@@ -181,7 +196,8 @@ METADATA_RESPONSE = (
     F("controller_id", INT32, 1, default=-1),
     F("topics", [
         F("error_code", INT16),
-        F("name", STRING),
+        F("name", STRING, nullable=12),
+        F("topic_id", UUID, 10),
         F("is_internal", BOOL, 1),
         F("partitions", [
             F("error_code", INT16),
@@ -194,7 +210,7 @@ METADATA_RESPONSE = (
         ]),
         F("topic_authorized_operations", INT32, 8, default=-2147483648),
     ]),
-    F("cluster_authorized_operations", INT32, 8, default=-2147483648),
+    F("cluster_authorized_operations", INT32, 8, 10, default=-2147483648),
 )
 
 # OffsetCommitRequest: Kafka schema flexibleVersions 8+
@@ -483,7 +499,11 @@ CREATE_TOPICS_RESPONSE = (
 
 # DeleteTopicsRequest: Kafka schema flexibleVersions 4+
 DELETE_TOPICS_REQUEST = (
-    F("topic_names", ARRAY(STRING)),
+    F("topics", [
+        F("name", STRING, 6, nullable=6),
+        F("topic_id", UUID, 6),
+    ], 6),
+    F("topic_names", ARRAY(STRING), 0, 5),
     F("timeout_ms", INT32),
 )
 
@@ -491,8 +511,10 @@ DELETE_TOPICS_REQUEST = (
 DELETE_TOPICS_RESPONSE = (
     F("throttle_time_ms", INT32, 1),
     F("responses", [
-        F("name", STRING),
+        F("name", STRING, nullable=6),
+        F("topic_id", UUID, 6),
         F("error_code", INT16),
+        F("error_message", STRING, 5, nullable=5),
     ]),
 )
 

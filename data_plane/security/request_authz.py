@@ -65,6 +65,8 @@ from common.security.acl import (
 )
 from common.security.principal import KafkaPrincipal
 from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.fetch_replica import fetch_replica_id
+from data_plane.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 
 Body = dict[str, Any]
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -191,6 +193,11 @@ class RequestAuthorizer:
         cache: dict[str, bool] = {}
         for item in items:
             name = item.get(name_key, "")
+            if name is None:
+                # A topic id this broker does not know (data_plane.broker.topic_ids): there is
+                # nothing to protect, and the handler answers UNKNOWN_TOPIC_ID.
+                allowed.append(item)
+                continue
             ok = cache.get(name)
             if ok is None:
                 ok = cache[name] = self._topic(s, op, name)
@@ -248,7 +255,7 @@ class RequestAuthorizer:
 
     def _fetch(self, s: Session, version: int, body: Body) -> Verdict:
         topics = body.get("topics") or []
-        if body.get("replica_id", -1) >= 0:
+        if fetch_replica_id(version, body) >= 0:
             if self._cluster(s, AclOperation.CLUSTER_ACTION):
                 return Verdict(body)
             v = Verdict({**body, "topics": []})
@@ -268,7 +275,8 @@ class RequestAuthorizer:
     ) -> Body:
         entries = [
             {
-                "topic": t.get("topic", ""),
+                "topic": t.get("topic") or "",
+                "topic_id": t.get("topic_id") or ZERO_ID,
                 "partitions": [
                     {
                         "partition_index": p.get("partition", 0),
@@ -370,10 +378,13 @@ class RequestAuthorizer:
             v.finish = lambda r: self._hide_topics(s, r)
             return v
         names = [t.get("name", "") for t in requested]
-        describable = {n for n in names if self._topic(s, AclOperation.DESCRIBE, n)}
+        # None: a topic id this broker does not know (answered UNKNOWN_TOPIC_ID).
+        describable = {
+            n for n in names if n is None or self._topic(s, AclOperation.DESCRIBE, n)
+        }
         new = body
         if body.get("allow_auto_topic_creation", True):
-            missing = [n for n in describable if not self._topic_exists(n)]
+            missing = [n for n in describable if n is not None and not self._topic_exists(n)]
             may_create = self._cluster(s, AclOperation.CREATE) or all(
                 self._topic(s, AclOperation.CREATE, n) for n in missing
             )
@@ -433,6 +444,19 @@ class RequestAuthorizer:
         return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _delete_topics(self, s: Session, version: int, body: Body) -> Verdict:
+        if version >= DELETE_TOPICS_BY_ID_SINCE:
+            new, denied = self._split_topics(s, body, AclOperation.DELETE)
+            if not denied:
+                return Verdict(body)
+            entries = [
+                {
+                    "name": t.get("name"),
+                    "topic_id": t.get("topic_id") or ZERO_ID,
+                    "error_code": TOPIC_DENIED,
+                }
+                for t in denied
+            ]
+            return self._with_denied_topics(new, len(denied), "responses", entries)
         names = body.get("topic_names") or []
         allowed = [n for n in names if self._topic(s, AclOperation.DELETE, n)]
         if len(allowed) == len(names):

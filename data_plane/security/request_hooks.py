@@ -28,6 +28,7 @@ from common.error_codes import ErrorCode
 from data_plane.metrics.names import NodeMetrics
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import RequestHeader, encode_response
+from data_plane.protocol.fetch_replica import fetch_replica_id
 from data_plane.security.broker_security import ConnectionSecurity
 
 Body = dict[str, Any]
@@ -145,7 +146,7 @@ class RequestHooks:
                 plan._after.append(verdict.finish)
         if api_key == ApiKey.PRODUCE:
             self._produce(plan, header, frame_bytes)
-        elif api_key == ApiKey.FETCH and plan.body.get("replica_id", -1) < 0:
+        elif api_key == ApiKey.FETCH and fetch_replica_id(header.api_version, plan.body) < 0:
             plan._after.append(lambda r: self._fetch_quota(header, r))
         if metrics is not None and api_key == ApiKey.FETCH:
             plan._after.append(self._bytes_out)

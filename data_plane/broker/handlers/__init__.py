@@ -59,12 +59,12 @@ from data_plane.security.broker_security import sasl_not_enabled
 # api key -> (handler, highest version it implements)
 HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.PRODUCE: (produce.handle, 9),
-    ApiKey.FETCH: (fetch.handle, 12),
+    ApiKey.FETCH: (fetch.handle, 17),
     ApiKey.LIST_OFFSETS: (list_offsets.handle, 6),
-    ApiKey.METADATA: (metadata.handle, 9),
+    ApiKey.METADATA: (metadata.handle, 12),
     ApiKey.API_VERSIONS: (api_versions.handle, 4),
     ApiKey.CREATE_TOPICS: (create_topics.handle, 7),
-    ApiKey.DELETE_TOPICS: (delete_topics.handle, 4),
+    ApiKey.DELETE_TOPICS: (delete_topics.handle, 6),
     ApiKey.DELETE_RECORDS: (delete_records.handle, 2),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.handle, 4),
     ApiKey.CREATE_PARTITIONS: (create_partitions.handle, 2),

@@ -24,6 +24,13 @@
   partitions and is answered with only the partitions that have news; the others are still
   read (a follower stays caught up on its idle partitions). Session errors
   (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) are top-level, with no partitions.
+- Topic ids (v13+, KIP-516): topics are named by id; data_plane.broker.topic_ids resolved
+  them to names before this handler. An id this broker does not know, or one that no longer
+  names the topic it was looked up for (deleted, or deleted and re-created under the same
+  name: also for partitions a session cached earlier), is answered UNKNOWN_TOPIC_ID, so a
+  fetcher never reads a re-created topic's data as the old one's. v15+ carries the replica id
+  in the tagged ``replica_state``; v16 and v17 add tagged fields kraftlog neither sends
+  (``node_endpoints``) nor uses (``replica_directory_id``).
 - Delayed fetch: with fewer than ``min_bytes`` available, no error, and ``max_wait_ms`` > 0
   the request parks in the fetch purgatory until enough data arrives (an append or HW move on
   one of its partitions wakes it) or ``min(max_wait_ms, kraftlog.fetch.max.wait.cap.ms)``
@@ -42,6 +49,8 @@ from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import DelayedFetch, FetchPartitionStatus
 from data_plane.broker.errors import BrokerRequestError
 from data_plane.broker.fetch_session import CachedPartition, FetchContext
+from data_plane.protocol.fetch_replica import fetch_replica_id
+from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.storage import FetchIsolation
 
 # Fetch v0-2 have no response-wide max_bytes.
@@ -53,30 +62,71 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 
-def _context(apis: KafkaApis, request: Request, replica_id: int) -> FetchContext:
+def _context(
+    apis: KafkaApis, request: Request, replica_id: int
+) -> tuple[FetchContext, list[dict[str, Any]]]:
+    """The fetch context, and the response entries of topics named by an id this broker does
+    not know (v13+: UNKNOWN_TOPIC_ID for each of their partitions; they join no session)."""
     body = request.body
-    requested = [
-        (TopicPartition(t["topic"], p["partition"]), p)
-        for t in body.get("topics") or ()
-        for p in t.get("partitions") or ()
-    ]
+    unknown: list[dict[str, Any]] = []
+    requested = []
+    for t in body.get("topics") or ():
+        name = t.get("topic")
+        if name is None:  # v13+: data_plane.broker.topic_ids found no topic with this id
+            unknown.append(_unknown_topic_id(t))
+            continue
+        topic_id = t.get("topic_id", ZERO_ID)
+        for p in t.get("partitions") or ():
+            if topic_id != ZERO_ID:
+                p["topic_id"] = topic_id
+            requested.append((TopicPartition(name, p["partition"]), p))
     if request.header.api_version < FIRST_SESSION_VERSION:
-        return FetchContext(
-            partitions=[(tp, CachedPartition.from_request(p)) for tp, p in requested]
-        )
-    forgotten = [
-        TopicPartition(t["topic"], partition)
-        for t in body.get("forgotten_topics_data") or ()
-        for partition in t.get("partitions") or ()
-    ]
-    return apis.fetch_sessions.new_context(
+        partitions = [(tp, CachedPartition.from_request(p)) for tp, p in requested]
+        return FetchContext(partitions=partitions), unknown
+    forgotten: list[TopicPartition] = []
+    forgotten_ids: list[tuple[bytes, int]] = []
+    for t in body.get("forgotten_topics_data") or ():
+        name = t.get("topic")
+        for partition in t.get("partitions") or ():
+            if name is not None:
+                forgotten.append(TopicPartition(name, partition))
+            else:
+                forgotten_ids.append((t.get("topic_id", ZERO_ID), partition))
+    ctx = apis.fetch_sessions.new_context(
         body.get("session_id", 0),
         body.get("session_epoch", -1),
         requested,
         forgotten,
         privileged=replica_id >= 0,
         now_ms=apis.clock_ms(),
+        forgotten_ids=forgotten_ids,
     )
+    return ctx, unknown
+
+
+def _unknown_topic_id(t: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "topic": "",
+        "topic_id": t.get("topic_id", ZERO_ID),
+        "partitions": [
+            {
+                "partition_index": p["partition"],
+                "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                "high_watermark": -1,
+                "records": None,
+            }
+            for p in t.get("partitions") or ()
+        ],
+    }
+
+
+def _topic_id_error(apis: KafkaApis, tp: TopicPartition, topic_id: bytes) -> int:
+    """UNKNOWN_TOPIC_ID when the fetcher means another topic than the one now named
+    ``tp.topic`` (deleted, or deleted and re-created since it looked the id up), else 0."""
+    topic = apis.image.topic(tp.topic)
+    if topic is None or topic.topic_id.bytes != topic_id:
+        return ErrorCode.UNKNOWN_TOPIC_ID
+    return ErrorCode.NO_ERROR
 
 
 def _read_all(
@@ -106,6 +156,13 @@ def _read_all(
             "records": b"",
         }
         try:
+            if p.topic_id != ZERO_ID:
+                code = _topic_id_error(apis, tp, p.topic_id)
+                if code:
+                    entry["error_code"] = code
+                    any_error = True
+                    out.append((tp, entry))
+                    continue
             part = rm.leader_partition(tp)
             if replica_id >= 0:
                 part.check_leader_epoch(p.current_leader_epoch)
@@ -163,8 +220,8 @@ def _body(responses: list[dict[str, Any]], session_id: int = 0, error_code: int 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
     body = request.body
-    replica_id = body.get("replica_id", -1)
-    ctx = _context(apis, request, replica_id)
+    replica_id = fetch_replica_id(request.header.api_version, body)
+    ctx, unknown = _context(apis, request, replica_id)
     if ctx.error_code != ErrorCode.NO_ERROR:
         return _body([], error_code=ctx.error_code)
     if replica_id >= 0:
@@ -179,8 +236,8 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     )
     max_wait_ms = min(max(0, body.get("max_wait_ms", 0)), apis.config.fetch_max_wait_cap_ms)
     min_bytes = body.get("min_bytes", 1)
-    if any_error or max_wait_ms == 0 or total >= min_bytes or not entries:
-        return _body(ctx.finish(entries), ctx.response_session_id)
+    if any_error or unknown or max_wait_ms == 0 or total >= min_bytes or not entries:
+        return _body(ctx.finish(entries) + unknown, ctx.response_session_id)
     statuses = [
         FetchPartitionStatus(tp, p.fetch_offset, p.partition_max_bytes) for tp, p in ctx.partitions
     ]

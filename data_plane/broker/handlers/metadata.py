@@ -11,7 +11,10 @@
   offline replicas (replicas on fenced or unregistered brokers).
 - v8+: the cluster's and each topic's authorized operations when asked (every operation
   without an authorizer; with one, data_plane.security.request_authz fills in what the
-  caller may do). librdkafka's describe_cluster and describe_topics read them here.
+  caller may do). librdkafka's describe_cluster and describe_topics read them here. v11+
+  drops the cluster's (DescribeCluster has them).
+- v10+: every topic's id (KIP-516); v12 looks a topic up by id when its name is null
+  (data_plane.broker.topic_ids resolves it first), UNKNOWN_TOPIC_ID for an unknown id.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from common.error_codes import ErrorCode
 from common.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.protocol.topic_id_versions import METADATA_LOOKUP_BY_ID_SINCE, ZERO_ID
 from metadata.client import ControllerError
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import NewTopic
@@ -68,13 +72,20 @@ def _topic(image: MetadataImage, t: TopicImage) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.NO_ERROR,
         "name": t.name,
+        "topic_id": t.topic_id.bytes,
         "is_internal": t.name in INTERNAL_TOPICS,
         "partitions": parts,
     }
 
 
-def _error_topic(name: str, code: int) -> dict[str, Any]:
-    return {"error_code": code, "name": name, "is_internal": False, "partitions": []}
+def _error_topic(name: str | None, code: int, topic_id: bytes = ZERO_ID) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [],
+    }
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -93,7 +104,13 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         for entry in requested:
             name = entry.get("name")
             if name is None:
-                topics.append(_error_topic("", ErrorCode.INVALID_TOPIC_EXCEPTION))
+                # v12 by topic id: an id this broker does not know (data_plane.broker.
+                # topic_ids filled in the name of a known one).
+                topic_id = entry.get("topic_id") or ZERO_ID
+                if topic_id != ZERO_ID:
+                    topics.append(_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
+                else:
+                    topics.append(_error_topic(None, ErrorCode.INVALID_TOPIC_EXCEPTION))
                 continue
             t = image.topic(name)
             if t is not None:
@@ -105,6 +122,10 @@ def handle(apis: KafkaApis, request: Request) -> Body:
                 topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
             else:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    if version < METADATA_LOOKUP_BY_ID_SINCE:  # names are not nullable before v12
+        for t in topics:
+            if t["name"] is None:
+                t["name"] = ""
     if body.get("include_topic_authorized_operations"):
         every = operations_bitfield(TOPIC_OPERATIONS)
         for t in topics:

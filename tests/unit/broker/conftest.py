@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.broker.harness import BrokerHarness
+from tests.unit.broker.wire import WireClient
 
 
 @pytest.fixture(params=["asyncio", "uvloop"])
@@ -16,3 +17,12 @@ def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerHar
     h = BrokerHarness(tmp_path, event_loop=request.param)
     yield h
     h.close()
+
+
+@pytest.fixture
+def client(broker: BrokerHarness) -> Iterator[WireClient]:
+    """A wire client of ``broker``, which has topic ``t`` with 2 partitions."""
+    broker.set_topics({"t": 2})
+    c = WireClient(broker.port)
+    yield c
+    c.close()

@@ -128,6 +128,20 @@ def test_delete_topics(h: Harness) -> None:
     assert h.create("gone", 1, 1).error_code == 0
 
 
+def test_delete_by_topic_id_spares_a_topic_recreated_under_the_name(h: Harness) -> None:
+    h.create("t", 1, 1)
+    old_id = h.image.topic("t").topic_id
+    h.commit(h.c.delete_topics(DeleteTopicsRequest(["t"])))
+    h.create("t", 1, 1)
+    new_id = h.image.topic("t").topic_id
+    stale = h.commit(h.c.delete_topics(DeleteTopicsRequest(["t"], {"t": old_id}))).topics
+    assert stale[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert h.image.topic("t").topic_id == new_id
+    (done,) = h.commit(h.c.delete_topics(DeleteTopicsRequest(["t"], {"t": new_id}))).topics
+    assert (done.error_code, done.topic_id) == (0, new_id)
+    assert h.image.topic("t") is None
+
+
 def test_delete_disabled() -> None:
     h = Harness(ControllerConfig(delete_topic_enable=False))
     h.add_brokers([1])

@@ -4,6 +4,7 @@ our responses. Imported inside warnings.catch_warnings because kafka-python warn
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from typing import Any
 
@@ -68,6 +69,9 @@ def build(cls: Any, body: dict, version: int) -> Any:
             value = [build(field.data_class, item, version) for item in value]
         elif value is not None and field.is_struct():
             value = build(field.data_class, value, version)
+        elif getattr(field, "_type_str", None) == "uuid" and isinstance(value, bytes):
+            # kafka-python: a uuid.UUID, None for the zero id.
+            value = None if value == bytes(16) else uuid.UUID(bytes=value)
         kwargs[name] = value
     return cls(version=version, **kwargs)
 
