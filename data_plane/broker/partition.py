@@ -479,6 +479,10 @@ class Partition:
         self._require_leader()
         return self.log.find_offset_by_timestamp(timestamp)
 
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        self._require_leader()
+        return self.log.find_max_timestamp()
+
     def delete_records_before(self, offset: int) -> int:
         """Move the log start offset up to ``offset`` (-1 = the HW); returns the new low
         watermark. Leader only; beyond the HW is OFFSET_OUT_OF_RANGE (raised by the Log)."""

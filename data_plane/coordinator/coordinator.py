@@ -807,12 +807,17 @@ class GroupCoordinator:
         if error != ErrorCode.NO_ERROR or group is None or member is None:
             out.respond(waiter, SyncGroupResult(error))
             return out
+        if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+            req.protocol_name is not None and req.protocol_name != group.protocol_name
+        ):
+            out.respond(waiter, SyncGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return out
         now = self._clock_ms()
         if group.is_(GroupState.PREPARING_REBALANCE):
             out.respond(waiter, SyncGroupResult(ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.is_(GroupState.STABLE):
             member.last_heartbeat_ms = now
-            out.respond(waiter, SyncGroupResult(ErrorCode.NO_ERROR, member.assignment))
+            out.respond(waiter, _synced(group, member.assignment))
         elif group.is_(GroupState.COMPLETING_REBALANCE):
             if member.sync_waiter is not None and member.sync_waiter != waiter:
                 out.respond(member.sync_waiter, SyncGroupResult(ErrorCode.REBALANCE_IN_PROGRESS))
@@ -846,7 +851,7 @@ class GroupCoordinator:
             for m in group.members.values():
                 m.assignment = full.get(m.member_id, b"")
                 if m.sync_waiter is not None:
-                    o.respond(m.sync_waiter, SyncGroupResult(ErrorCode.NO_ERROR, m.assignment))
+                    o.respond(m.sync_waiter, _synced(group, m.assignment))
                     m.sync_waiter = None
                 m.last_heartbeat_ms = now
             group.rebalance_deadline_ms = -1
@@ -1146,17 +1151,26 @@ class GroupCoordinator:
         return ErrorCode.NO_ERROR
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]] | None
+        self,
+        group_id: str,
+        partitions: list[tuple[str, int]] | None,
+        require_stable: bool = False,
     ) -> OffsetFetchResult:
-        """Committed offsets of ``partitions`` (None: every partition the group has one for)."""
+        """Committed offsets of ``partitions`` (None: every partition the group has one for).
+        With ``require_stable`` (OffsetFetch v7+, KIP-447) the result also names the
+        partitions whose transactional offset commit is still pending."""
         error = self._ownership_error(group_id)
         if error != ErrorCode.NO_ERROR:
             return OffsetFetchResult(error)
         group = self._groups.get(group_id)
         stored = group.offsets if group is not None else {}
-        if partitions is None:
-            return OffsetFetchResult(ErrorCode.NO_ERROR, dict(stored))
-        return OffsetFetchResult(ErrorCode.NO_ERROR, {tp: stored.get(tp) for tp in partitions})
+        offsets = dict(stored) if partitions is None else {tp: stored.get(tp) for tp in partitions}
+        unstable: frozenset[tuple[str, int]] = frozenset()
+        if require_stable and group is not None and group.pending_txn_offsets:
+            pending = {tp for values in group.pending_txn_offsets.values() for tp in values}
+            asked = pending if partitions is None else partitions
+            unstable = frozenset(tp for tp in asked if tp in pending)
+        return OffsetFetchResult(ErrorCode.NO_ERROR, offsets, unstable)
 
     def expire_offsets(self, out: CoordinatorOutputs | None = None) -> CoordinatorOutputs:
         """Offset retention (Kafka's cleanupGroupMetadata): offsets of Empty groups older than
@@ -1367,3 +1381,10 @@ class GroupCoordinator:
 def _ignore_write(error: int, _out: CoordinatorOutputs) -> None:
     if error != ErrorCode.NO_ERROR:
         logger.warning("a group metadata write failed with error %d", error)
+
+
+def _synced(group: GroupMetadata, assignment: bytes) -> SyncGroupResult:
+    """A member's successful SyncGroup answer: its assignment and the group's protocol."""
+    return SyncGroupResult(
+        ErrorCode.NO_ERROR, assignment, group.protocol_type, group.protocol_name
+    )

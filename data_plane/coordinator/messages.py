@@ -55,12 +55,19 @@ class SyncGroupRequest:
     member_id: str
     group_instance_id: str | None
     assignments: tuple[tuple[str, bytes], ...]
+    # v5+: what the member believes the group's protocol type and name are (None: not said);
+    # a mismatch is INCONSISTENT_GROUP_PROTOCOL.
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SyncGroupResult:
     error_code: int
     assignment: bytes = b""
+    # The group's protocol type and name, on success (SyncGroup v5+ answers them).
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,9 @@ class OffsetFetchResult:
     error_code: int
     # (topic, partition) -> committed offset, or None when the group has none for it.
     offsets: dict[tuple[str, int], OffsetAndMetadata | None] = field(default_factory=dict)
+    # Asked with require_stable: the partitions among them with a transactional offset
+    # commit still pending (their committed offset may change when it completes).
+    unstable: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

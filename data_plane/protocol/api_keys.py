@@ -91,24 +91,34 @@ class ApiKey(IntEnum):
 # flexible version; the others go as far as their entries say.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # v8 answers per-record errors (none are raised: a bad batch fails whole) and an error
-    # message; v9 is flexible.
-    ApiKey.PRODUCE: (0, 9),
+    # message; v9 is flexible; v10 adds leader hints to not-the-leader errors (KIP-951); v11
+    # may answer TRANSACTION_ABORTABLE (KIP-890), which kraftlog does not need to.
+    ApiKey.PRODUCE: (0, 11),
     # v12 is flexible and checks the follower's last fetched epoch (diverging_epoch); v13+
-    # names topics by id (KIP-516); v15 carries the replica in a tagged ReplicaState; v16 and
-    # v17 add tagged fields kraftlog does not send (node endpoints) or use (directory id).
+    # names topics by id (KIP-516); v15 carries the replica in a tagged ReplicaState; v16 adds
+    # leader hints to not-the-leader errors (KIP-951); v17's directory id is not used.
     ApiKey.FETCH: (0, 17),
-    ApiKey.LIST_OFFSETS: (0, 6),
+    # v7 lists by max timestamp (KIP-734), v8 earliest local (KIP-405), v9 latest tiered
+    # (KIP-1005).
+    ApiKey.LIST_OFFSETS: (0, 9),
     # v10 answers topic ids; v12 looks topics up by id (KIP-516).
     ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (0, 8),
-    ApiKey.OFFSET_FETCH: (0, 6),
-    ApiKey.FIND_COORDINATOR: (0, 3),
-    ApiKey.JOIN_GROUP: (0, 6),
+    # v7 takes require_stable (KIP-447); v8 (several groups at once) and v9 (KIP-848 member
+    # epochs) are not served yet.
+    ApiKey.OFFSET_FETCH: (0, 7),
+    # v4 batches keys (KIP-699); v5 may answer TRANSACTION_ABORTABLE (KIP-890); v6 knows the
+    # share-group key type (KIP-932), which kraftlog refuses (INVALID_REQUEST).
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    # v7 answers the protocol type (KIP-559), v8 takes a reason (KIP-800), v9 answers
+    # skip_assignment (KIP-814; always false: kraftlog always lets the leader assign).
+    ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),
     # v3 removes several members at once, static ones by instance id (KIP-345); v4 flexible;
     # v5 gives a reason.
     ApiKey.LEAVE_GROUP: (0, 5),
-    ApiKey.SYNC_GROUP: (0, 4),
+    # v5 checks and answers the protocol type and name (KIP-559).
+    ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     # v4 filters by state, v5 by type (KIP-518, KIP-848).
     ApiKey.LIST_GROUPS: (0, 5),
@@ -125,20 +135,23 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.DELETE_RECORDS: (0, 2),
     # v2+ flexible; v3 carries the producer id and epoch to bump (KIP-360); v4 answers
-    # PRODUCER_FENCED.
-    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    # PRODUCER_FENCED; v5 may answer TRANSACTION_ABORTABLE (KIP-890), which kraftlog does not
+    # need to (the same holds for AddPartitionsToTxn 5, AddOffsetsToTxn 4, EndTxn 4 and
+    # TxnOffsetCommit 4).
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
     # v3 is flexible; v4 batches transactions and verifies (KIP-890), between brokers.
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
-    ApiKey.END_TXN: (0, 3),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 4),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     # v3: flexible, with the consumer group generation and member (KIP-447).
-    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
-    ApiKey.CREATE_PARTITIONS: (0, 2),
+    # v3 may answer THROTTLING_QUOTA_EXCEEDED (KIP-599; not raised here).
+    ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     # v2+ flexible, v3 a top-level error, v4 each directory's total and usable bytes.
@@ -159,3 +172,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 2),
 }
+
+# FindCoordinator v4+ asks for several keys (of one key type) at once and is answered per key
+# (KIP-699): ``coordinator_keys`` and ``coordinators`` instead of ``key`` and one answer.
+FIND_COORDINATOR_BATCHED_SINCE = 4

@@ -28,6 +28,17 @@ from data_plane.protocol.fields import (
     F,
 )
 
+
+def _node_endpoints(since: int) -> F:
+    """The tagged NodeEndpoints array of Produce and Fetch responses (KIP-951), from ``since``."""
+    return F("node_endpoints", [
+        F("node_id", INT32, since),
+        F("host", STRING, since),
+        F("port", INT32, since),
+        F("rack", STRING, since, nullable=since),
+    ], since, tag=0)
+
+
 # The tables keep the nesting of the Kafka schemas; do not let the formatter explode them.
 # fmt: off
 # ProduceRequest: Kafka schema flexibleVersions 9+
@@ -59,9 +70,14 @@ PRODUCE_RESPONSE = (
                 F("batch_index_error_message", STRING, 8, nullable=8),
             ], 8),
             F("error_message", STRING, 8, nullable=8),
+            F("current_leader", STRUCT(
+                F("leader_id", INT32, 10, default=-1),
+                F("leader_epoch", INT32, 10, default=-1),
+            ), 10, tag=0),
         ]),
     ]),
     F("throttle_time_ms", INT32, 1),
+    _node_endpoints(10),
 )
 
 # FetchRequest: Kafka schema flexibleVersions 12+
@@ -133,12 +149,7 @@ FETCH_RESPONSE = (
             F("records", RECORDS, nullable=0),
         ]),
     ]),
-    F("node_endpoints", [
-        F("node_id", INT32, 16),
-        F("host", STRING, 16),
-        F("port", INT32, 16),
-        F("rack", STRING, 16, nullable=16),
-    ], 16, tag=0),
+    _node_endpoints(16),
 )
 
 # ListOffsetsRequest: Kafka schema flexibleVersions 6+
@@ -251,6 +262,7 @@ OFFSET_FETCH_REQUEST = (
         F("name", STRING),
         F("partition_indexes", ARRAY(INT32)),
     ], nullable=2),
+    F("require_stable", BOOL, 7),
 )
 
 # OffsetFetchResponse: Kafka schema flexibleVersions 6+
@@ -271,18 +283,27 @@ OFFSET_FETCH_RESPONSE = (
 
 # FindCoordinatorRequest: Kafka schema flexibleVersions 3+
 FIND_COORDINATOR_REQUEST = (
-    F("key", STRING),
+    F("key", STRING, 0, 3),
     F("key_type", INT8, 1),
+    F("coordinator_keys", ARRAY(STRING), 4),
 )
 
 # FindCoordinatorResponse: Kafka schema flexibleVersions 3+
 FIND_COORDINATOR_RESPONSE = (
     F("throttle_time_ms", INT32, 1),
-    F("error_code", INT16),
-    F("error_message", STRING, 1, nullable=1),
-    F("node_id", INT32),
-    F("host", STRING),
-    F("port", INT32),
+    F("error_code", INT16, 0, 3),
+    F("error_message", STRING, 1, 3, nullable=1),
+    F("node_id", INT32, 0, 3),
+    F("host", STRING, 0, 3),
+    F("port", INT32, 0, 3),
+    F("coordinators", [
+        F("key", STRING, 4),
+        F("node_id", INT32, 4),
+        F("host", STRING, 4),
+        F("port", INT32, 4),
+        F("error_code", INT16, 4),
+        F("error_message", STRING, 4, nullable=4),
+    ], 4),
 )
 
 # JoinGroupRequest: Kafka schema flexibleVersions 6+
@@ -297,6 +318,7 @@ JOIN_GROUP_REQUEST = (
         F("name", STRING),
         F("metadata", BYTES),
     ]),
+    F("reason", STRING, 8, nullable=8),
 )
 
 # JoinGroupResponse: Kafka schema flexibleVersions 6+
@@ -304,8 +326,10 @@ JOIN_GROUP_RESPONSE = (
     F("throttle_time_ms", INT32, 2),
     F("error_code", INT16),
     F("generation_id", INT32, default=-1),
-    F("protocol_name", STRING),
+    F("protocol_type", STRING, 7, nullable=7),
+    F("protocol_name", STRING, nullable=7),
     F("leader", STRING),
+    F("skip_assignment", BOOL, 9),
     F("member_id", STRING),
     F("members", [
         F("member_id", STRING),
@@ -356,6 +380,8 @@ SYNC_GROUP_REQUEST = (
     F("generation_id", INT32),
     F("member_id", STRING),
     F("group_instance_id", STRING, 3, nullable=3),
+    F("protocol_type", STRING, 5, nullable=5),
+    F("protocol_name", STRING, 5, nullable=5),
     F("assignments", [
         F("member_id", STRING),
         F("assignment", BYTES),
@@ -366,6 +392,8 @@ SYNC_GROUP_REQUEST = (
 SYNC_GROUP_RESPONSE = (
     F("throttle_time_ms", INT32, 1),
     F("error_code", INT16),
+    F("protocol_type", STRING, 5, nullable=5),
+    F("protocol_name", STRING, 5, nullable=5),
     F("assignment", BYTES),
 )
 

@@ -64,7 +64,7 @@ from common.security.acl import (
     operations_bitfield,
 )
 from common.security.principal import KafkaPrincipal
-from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE, ApiKey
 from data_plane.protocol.fetch_replica import fetch_replica_id
 from data_plane.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 
@@ -685,26 +685,38 @@ class RequestAuthorizer:
 
     def _find_coordinator(self, s: Session, version: int, body: Body) -> Verdict:
         key_type = body.get("key_type", 0)
-        key = body.get("key", "")
         if key_type == 1:
-            if self._allowed(s, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
-                return Verdict(body)
             code, rtype = TXN_DENIED, ResourceType.TRANSACTIONAL_ID
-        elif self._group(s, AclOperation.DESCRIBE, key):
-            return Verdict(body)
+
+            def allowed(key: str) -> bool:
+                return self._allowed(s, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key)
+
         else:
             code, rtype = GROUP_DENIED, ResourceType.GROUP
-        return Verdict.refused(
-            body,
-            {
-                "error_code": code,
-                "error_message": "Authorization failed.",
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-            },
-            rtype,
-        )
+
+            def allowed(key: str) -> bool:
+                return self._group(s, AclOperation.DESCRIBE, key)
+
+        denied_answer = {
+            "error_code": code,
+            "error_message": "Authorization failed.",
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
+        if version < FIND_COORDINATOR_BATCHED_SINCE:
+            if allowed(body.get("key", "")):
+                return Verdict(body)
+            return Verdict.refused(body, denied_answer, rtype)
+        keys = body.get("coordinator_keys") or []
+        denied = [k for k in keys if not allowed(k)]
+        if not denied:
+            return Verdict(body)
+        entries = [{"key": k, **denied_answer} for k in denied]
+        v = Verdict({**body, "coordinator_keys": [k for k in keys if k not in denied]})
+        v.note(rtype, len(denied))
+        v.finish = lambda r: self._append(r, "coordinators", entries)
+        return v
 
     def _group_read(self, s: Session, version: int, body: Body) -> Verdict:
         if self._group(s, AclOperation.READ, body.get("group_id", "")):

@@ -713,6 +713,21 @@ class Log:
                     break
             return out
 
+    def find_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with the largest timestamp in the log
+        (ListOffsets MAX_TIMESTAMP, KIP-734); None for a log without timestamped records.
+        Decodes one batch; not for the fetch path."""
+        with self._lock:
+            self._local.check_open()
+            stamps = [
+                seg.max_timestamp_so_far
+                for seg in self._local.segments
+                if seg.max_timestamp_so_far >= 0
+            ]
+        if not stamps:
+            return None
+        return self.find_offset_by_timestamp(max(stamps))
+
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp`` (ListOffsets);
         None if every record is older. Decodes one batch; not for the fetch path."""

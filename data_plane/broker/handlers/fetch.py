@@ -29,8 +29,8 @@
   names the topic it was looked up for (deleted, or deleted and re-created under the same
   name: also for partitions a session cached earlier), is answered UNKNOWN_TOPIC_ID, so a
   fetcher never reads a re-created topic's data as the old one's. v15+ carries the replica id
-  in the tagged ``replica_state``; v16 and v17 add tagged fields kraftlog neither sends
-  (``node_endpoints``) nor uses (``replica_directory_id``).
+  in the tagged ``replica_state``; v16+ adds leader hints to not-the-leader errors (KIP-951,
+  :mod:`data_plane.broker.leader_hints`); v17's ``replica_directory_id`` is not used.
 - Delayed fetch: with fewer than ``min_bytes`` available, no error, and ``max_wait_ms`` > 0
   the request parks in the fetch purgatory until enough data arrives (an append or HW move on
   one of its partitions wakes it) or ``min(max_wait_ms, kraftlog.fetch.max.wait.cap.ms)``
@@ -49,6 +49,7 @@ from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import DelayedFetch, FetchPartitionStatus
 from data_plane.broker.errors import BrokerRequestError
 from data_plane.broker.fetch_session import CachedPartition, FetchContext
+from data_plane.broker.leader_hints import FETCH_HINTS_SINCE, add_leader_hints
 from data_plane.protocol.fetch_replica import fetch_replica_id
 from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.storage import FetchIsolation
@@ -236,12 +237,29 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     )
     max_wait_ms = min(max(0, body.get("max_wait_ms", 0)), apis.config.fetch_max_wait_cap_ms)
     min_bytes = body.get("min_bytes", 1)
+    hints = request.listener_name if request.header.api_version >= FETCH_HINTS_SINCE else None
     if any_error or unknown or max_wait_ms == 0 or total >= min_bytes or not entries:
-        return _body(ctx.finish(entries) + unknown, ctx.response_session_id)
+        return _answer(apis, ctx, entries, unknown, hints)
     statuses = [
         FetchPartitionStatus(tp, p.fetch_offset, p.partition_max_bytes) for tp, p in ctx.partitions
     ]
-    return _delayed(apis, ctx, response_max_bytes, isolation, statuses, max_wait_ms, min_bytes)
+    return _delayed(
+        apis, ctx, response_max_bytes, isolation, statuses, max_wait_ms, min_bytes, hints
+    )
+
+
+def _answer(
+    apis: KafkaApis,
+    ctx: FetchContext,
+    entries: list[tuple[TopicPartition, dict[str, Any]]],
+    unknown: list[dict[str, Any]],
+    hints_listener: str | None,
+) -> Body:
+    """The response; for v16+ (``hints_listener`` set) with leader hints (KIP-951)."""
+    body = _body(ctx.finish(entries) + unknown, ctx.response_session_id)
+    if hints_listener is not None:
+        add_leader_hints(apis.image, hints_listener, body, entries)
+    return body
 
 
 async def _delayed(
@@ -252,6 +270,7 @@ async def _delayed(
     statuses: list[FetchPartitionStatus],
     max_wait_ms: int,
     min_bytes: int,
+    hints_listener: str | None,
 ) -> Body:
     done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
@@ -266,4 +285,4 @@ async def _delayed(
     finally:
         apis.fetch_purgatory.cancel(op)  # a no-op once completed; frees it on disconnect
     entries, _, _ = _read_all(apis, ctx.partitions, response_max_bytes, isolation)
-    return _body(ctx.finish(entries), ctx.response_session_id)
+    return _answer(apis, ctx, entries, [], hints_listener)

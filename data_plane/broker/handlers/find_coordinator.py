@@ -1,5 +1,5 @@
-"""FindCoordinator (10), v0-2: which broker coordinates a consumer group (key_type 0) or a
-transactional id (key_type 1).
+"""FindCoordinator (10), v0-6: which broker coordinates a consumer group (key_type 0) or a
+transactional id (key_type 1); v4+ asks for several keys at once and is answered per key.
 
 The coordinator of key ``k`` is the leader of partition ``abs(javaStringHash(k)) %
 partitions`` of ``__consumer_offsets`` (groups) or ``__transaction_state`` (transactional
@@ -12,7 +12,7 @@ connected to.
   and answers COORDINATOR_NOT_AVAILABLE; the client retries. While fewer brokers than the
   replication factor are registered it is not created (as Kafka).
 - The partition has no live leader: COORDINATOR_NOT_AVAILABLE.
-- Another key_type: INVALID_REQUEST.
+- Another key_type (v6's share groups, KIP-932, included): INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.coordinator_location import coordinator_broker
 from data_plane.coordinator import OFFSETS_TOPIC
+from data_plane.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
 from metadata.topics import TRANSACTION_STATE_TOPIC
@@ -67,9 +69,8 @@ def _internal_topic(apis: KafkaApis, key_type: int) -> _InternalTopic:
 
 def _answer(
     code: int, message: str | None = None, node_id: int = -1, host: str = "", port: int = -1
-) -> Body:
+) -> dict[str, Any]:
     return {
-        "throttle_time_ms": 0,
         "error_code": code,
         "error_message": message,
         "node_id": node_id,
@@ -80,8 +81,19 @@ def _answer(
 
 def handle(apis: KafkaApis, request: Request) -> Body:
     body = request.body
-    key = body.get("key") or ""
     key_type = body.get("key_type", KEY_TYPE_GROUP)
+    if request.header.api_version < FIND_COORDINATOR_BATCHED_SINCE:
+        answer = _locate(apis, request, body.get("key") or "", key_type)
+        return {"throttle_time_ms": 0, **answer}
+    coordinators = [
+        {"key": key, **_locate(apis, request, key or "", key_type)}
+        for key in body.get("coordinator_keys") or ()
+    ]
+    return {"throttle_time_ms": 0, "coordinators": coordinators}
+
+
+def _locate(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[str, Any]:
+    """Where the coordinator of ``key`` (of ``key_type``) is, or why it cannot be named."""
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
         return _answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key_type {key_type}")
     if not key:

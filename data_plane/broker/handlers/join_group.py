@@ -1,8 +1,10 @@
-"""JoinGroup (11), v0-5: join (or rejoin) a group; answered when the rebalance completes.
+"""JoinGroup (11), v0-9: join (or rejoin) a group; answered when the rebalance completes.
 
 v0 has no rebalance timeout: the session timeout is used. v4+ joins without a member id get
 MEMBER_ID_REQUIRED with an id to rejoin with (KIP-394); v5 carries group.instance.id (static
-membership). The leader's answer lists every member with its protocol metadata.
+membership). The leader's answer lists every member with its protocol metadata. v7+ answers
+the group's protocol type (KIP-559); v8's reason is not used; v9's skip_assignment is always
+false (KIP-814: a rejoining static leader is sent the members and assigns again).
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from data_plane.coordinator.messages import JoinGroupRequest
 
 # KIP-394: from JoinGroup v4 a new member first gets its id with MEMBER_ID_REQUIRED.
 MEMBER_ID_REQUIRED_SINCE_VERSION = 4
+
+
+# JoinGroup v7+ answers the protocol type and may answer a null protocol name (KIP-559).
+NULLABLE_PROTOCOL_SINCE = 7
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
@@ -35,16 +41,20 @@ def handle(apis: KafkaApis, request: Request) -> Response:
         client_host=request.client_host,
         require_known_member_id=version >= MEMBER_ID_REQUIRED_SINCE_VERSION,
     )
-    return _join(apis, req)
+    return _join(apis, req, version)
 
 
-async def _join(apis: KafkaApis, req: JoinGroupRequest) -> Body:
+async def _join(apis: KafkaApis, req: JoinGroupRequest, version: int) -> Body:
     r = await apis.group_coordinator.join_group(req)
+    ok = r.error_code == 0
     return {
         "throttle_time_ms": 0,
         "error_code": r.error_code,
         "generation_id": r.generation_id,
-        "protocol_name": r.protocol_name or "",
+        # v7+: the group's protocol type and a null protocol name when there is none.
+        "protocol_type": req.protocol_type if ok else None,
+        "protocol_name": r.protocol_name or (None if version >= NULLABLE_PROTOCOL_SINCE else ""),
+        "skip_assignment": False,
         "leader": r.leader_id,
         "member_id": r.member_id,
         "members": [

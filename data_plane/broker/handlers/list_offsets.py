@@ -1,7 +1,9 @@
-"""ListOffsets (2), v0-5: earliest (-2) = log start offset, latest (-1) = high watermark
+"""ListOffsets (2), v0-9: earliest (-2) = log start offset, latest (-1) = high watermark
 (read_uncommitted) or last stable offset (read_committed, ``isolation_level`` 1 from v2), else
 the first offset whose timestamp is >= the given one below that bound
-(Log.find_offset_by_timestamp; -1/-1 when none).
+(Log.find_offset_by_timestamp; -1/-1 when none). v7+ max timestamp (-3): the first record with
+the largest timestamp, below the same bound (KIP-734); v8+ earliest local (-4): the log start
+offset (every segment is local); v9+ latest tiered (-5): -1 (nothing is in remote storage).
 Leader only. Follower replicas (replica_id >= 0) asking for latest get the log end offset.
 v0 answers ``old_style_offsets`` ([offset], or [] when none)."""
 
@@ -17,6 +19,11 @@ from data_plane.broker.errors import BrokerRequestError
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+# v7+: the record with the largest timestamp (KIP-734); v8+: the first offset on local disk
+# (KIP-405); v9+: the last offset in remote storage (KIP-1005).
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
 # isolation_level (v2+): LATEST is the last stable offset for read_committed clients.
 READ_COMMITTED = 1
 
@@ -39,8 +46,10 @@ def _one(
         part = apis.replica_manager.leader_partition(tp)
         part.check_leader_epoch(p.get("current_leader_epoch", -1))
         ts = p["timestamp"]
-        if ts == EARLIEST_TIMESTAMP:
+        if ts in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # all of the log is local
             out["offset"] = part.log.log_start_offset
+        elif ts == LATEST_TIERED_TIMESTAMP:
+            pass  # nothing is tiered: -1, as Kafka answers without remote storage
         elif ts == LATEST_TIMESTAMP:
             if replica_id >= 0:
                 out["offset"] = part.log.log_end_offset
@@ -49,7 +58,10 @@ def _one(
             else:
                 out["offset"] = part.high_watermark
         else:
-            found = part.offset_for_timestamp(ts)
+            if ts == MAX_TIMESTAMP:
+                found = part.offset_of_max_timestamp()
+            else:
+                found = part.offset_for_timestamp(ts)
             limit = part.log.last_stable_offset if read_committed else part.high_watermark
             if found is not None and found[0] < limit:
                 out["offset"], out["timestamp"] = found

@@ -1,9 +1,11 @@
-"""OffsetFetch (9), v0-5: a group's committed offsets.
+"""OffsetFetch (9), v0-7: a group's committed offsets.
 
 A partition without a committed offset answers offset -1 and empty metadata. ``topics`` null
 (v2+) means every partition the group has an offset for. Errors (NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS...) are top level from v2 and per partition before (v0-1 have no
-top-level error field).
+top-level error field). v7+ with ``require_stable`` (KIP-447; read_committed consumers send
+it): a partition whose transactional offset commit is still pending answers
+UNSTABLE_OFFSET_COMMIT, which the client retries, instead of an offset that may change.
 """
 
 from __future__ import annotations
@@ -36,17 +38,22 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         if requested is None
         else [(t["name"] or "", i) for t in requested for i in t.get("partition_indexes") or ()]
     )
-    result = apis.group_coordinator.coordinator.fetch_offsets(b["group_id"] or "", wanted)
+    result = apis.group_coordinator.coordinator.fetch_offsets(
+        b["group_id"] or "", wanted, bool(b.get("require_stable"))
+    )
     top_level = version >= TOP_LEVEL_ERROR_SINCE_VERSION
     if result.error_code != ErrorCode.NO_ERROR and top_level:
         return {"throttle_time_ms": 0, "topics": [], "error_code": result.error_code}
     per_partition_error = result.error_code
     by_topic: dict[str, list[dict[str, Any]]] = {}
-    keys = wanted if wanted is not None else sorted(result.offsets)
+    keys = wanted if wanted is not None else sorted({*result.offsets, *result.unstable})
     for topic, index in keys:
-        by_topic.setdefault(topic, []).append(
-            _partition(index, result.offsets.get((topic, index)), per_partition_error)
-        )
+        if (topic, index) in result.unstable:
+            # The client retries until the pending transactional commit completes.
+            entry = _partition(index, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        else:
+            entry = _partition(index, result.offsets.get((topic, index)), per_partition_error)
+        by_topic.setdefault(topic, []).append(entry)
     return {
         "throttle_time_ms": 0,
         "topics": [{"name": n, "partitions": parts} for n, parts in by_topic.items()],

@@ -18,6 +18,10 @@ and CRC-32C only and appended as is (offsets and leader epoch stamped in place).
   Unconfirmed: INVALID_TXN_STATE; a coordinator moving, loading or deciding:
   NOT_ENOUGH_REPLICAS, which every client retries (as Kafka answers produce versions that
   predate the coordinator errors); PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
+- v10+ (KIP-951): a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH also
+  names its current leader, and the response that leader's endpoint
+  (:mod:`data_plane.broker.leader_hints`). v11 may answer TRANSACTION_ABORTABLE (KIP-890);
+  kraftlog keeps answering the v10 codes.
 - Internal topics (``__consumer_offsets``, ``__transaction_state``) get
   INVALID_TOPIC_EXCEPTION, as in Kafka: only the coordinators write them, through the
   ReplicaManager directly.
@@ -35,8 +39,10 @@ from common.record_batch import parse_header
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import await_replication
+from data_plane.broker.leader_hints import LEADER_HINT_ERRORS, PRODUCE_HINTS_SINCE, add_leader_hints
 from data_plane.broker.replica_manager import AppendResult
 from data_plane.storage import VerificationGuard
+from metadata.image import MetadataImage
 from metadata.topics import INTERNAL_TOPICS
 
 _INTERNAL_TOPIC_REFUSED = AppendResult(
@@ -44,24 +50,39 @@ _INTERNAL_TOPIC_REFUSED = AppendResult(
 )
 
 
-def _body(results: dict[TopicPartition, AppendResult], order: list[tuple[str, list[int]]]) -> Body:
+@dataclass(slots=True)
+class _Order:
+    """The request's topics and partitions in request order, and for v10+ where leader hints
+    come from (the image and the client's listener, data_plane.broker.leader_hints)."""
+
+    topics: list[tuple[str, list[int]]]
+    hints: tuple[MetadataImage, str] | None = None
+
+
+def _body(results: dict[TopicPartition, AppendResult], order: _Order) -> Body:
     responses: list[dict[str, Any]] = []
-    for name, indexes in order:
+    entries: list[tuple[TopicPartition, dict[str, Any]]] = []
+    for name, indexes in order.topics:
         parts = []
         for index in indexes:
-            r = results[TopicPartition(name, index)]
-            parts.append(
-                {
-                    "index": index,
-                    "error_code": r.error_code,
-                    "base_offset": r.base_offset,
-                    "log_append_time_ms": r.log_append_time_ms,
-                    "log_start_offset": r.log_start_offset,
-                    "error_message": r.error_message,
-                }
-            )
+            tp = TopicPartition(name, index)
+            r = results[tp]
+            entry = {
+                "index": index,
+                "error_code": r.error_code,
+                "base_offset": r.base_offset,
+                "log_append_time_ms": r.log_append_time_ms,
+                "log_start_offset": r.log_start_offset,
+                "error_message": r.error_message,
+            }
+            parts.append(entry)
+            if r.error_code in LEADER_HINT_ERRORS:
+                entries.append((tp, entry))
         responses.append({"name": name, "partition_responses": parts})
-    return {"responses": responses, "throttle_time_ms": 0}
+    body: Body = {"responses": responses, "throttle_time_ms": 0}
+    if entries and order.hints is not None:
+        add_leader_hints(order.hints[0], order.hints[1], body, entries)
+    return body
 
 
 # Verification errors a produce client may not know, as Kafka maps them: retriable ones become
@@ -89,7 +110,12 @@ class _Unverified:
 def handle(apis: KafkaApis, request: Request) -> Response:
     body = request.body
     acks = body.get("acks", 1)
-    order: list[tuple[str, list[int]]] = []
+    order = _Order(
+        [],
+        (apis.image, request.listener_name)
+        if request.header.api_version >= PRODUCE_HINTS_SINCE
+        else None,
+    )
     results: dict[TopicPartition, AppendResult] = {}
     refuse: AppendResult | None = None
     if acks not in (0, 1, -1):
@@ -123,7 +149,7 @@ def handle(apis: KafkaApis, request: Request) -> Response:
                 unverified[tp] = pending
                 continue
             results[tp] = rm.append_records(tp, records, acks, verify_transactions=verify)
-        order.append((name, indexes))
+        order.topics.append((name, indexes))
     if unverified:
         return _verify_then_append(apis, body, txn_id, results, order, unverified)
     return _finish(apis, body, results, order)
@@ -152,7 +178,7 @@ async def _verify_then_append(
     body: dict[str, Any],
     txn_id: str,
     results: dict[TopicPartition, AppendResult],
-    order: list[tuple[str, list[int]]],
+    order: _Order,
     unverified: dict[TopicPartition, _Unverified],
 ) -> Body | object:
     by_producer: dict[tuple[int, int], list[TopicPartition]] = {}
@@ -191,7 +217,7 @@ def _finish(
     apis: KafkaApis,
     body: dict[str, Any],
     results: dict[TopicPartition, AppendResult],
-    order: list[tuple[str, list[int]]],
+    order: _Order,
 ) -> Response:
     """The answer once every partition is appended (or refused): by ``acks``."""
     acks = body.get("acks", 1)
@@ -213,7 +239,7 @@ async def _wait_for_replication(
     apis: KafkaApis,
     body: dict[str, Any],
     results: dict[TopicPartition, AppendResult],
-    order: list[tuple[str, list[int]]],
+    order: _Order,
     required: dict[TopicPartition, int],
 ) -> Body:
     timeout_ms = max(0, min(body.get("timeout_ms", 0), apis.config.request_timeout_ms))

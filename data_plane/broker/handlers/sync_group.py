@@ -1,7 +1,9 @@
-"""SyncGroup (14), v0-3: members fetch their assignment; the leader brings everyone's.
+"""SyncGroup (14), v0-5: members fetch their assignment; the leader brings everyone's.
 
 Answered once the leader's assignment is stored in ``__consumer_offsets`` (committed), or at
-once in a Stable group; REBALANCE_IN_PROGRESS when a new rebalance began meanwhile.
+once in a Stable group; REBALANCE_IN_PROGRESS when a new rebalance began meanwhile. v5+
+(KIP-559): a protocol type or name that is not the group's is INCONSISTENT_GROUP_PROTOCOL,
+and a successful answer names the group's.
 """
 
 from __future__ import annotations
@@ -20,10 +22,18 @@ def handle(apis: KafkaApis, request: Request) -> Response:
         assignments=tuple(
             (a["member_id"] or "", bytes(a["assignment"] or b"")) for a in b["assignments"] or ()
         ),
+        protocol_type=b.get("protocol_type"),
+        protocol_name=b.get("protocol_name"),
     )
     return _sync(apis, req)
 
 
 async def _sync(apis: KafkaApis, req: SyncGroupRequest) -> Body:
     r = await apis.group_coordinator.sync_group(req)
-    return {"throttle_time_ms": 0, "error_code": r.error_code, "assignment": r.assignment}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": r.error_code,
+        "protocol_type": r.protocol_type,
+        "protocol_name": r.protocol_name,
+        "assignment": r.assignment,
+    }

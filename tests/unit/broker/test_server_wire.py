@@ -83,9 +83,9 @@ def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) 
     assert body["error_code"] == 0
     keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     # Produce v0-2 (message formats v0/v1) are not served, as in Kafka 4.
-    assert keys[ApiKey.PRODUCE] == (3, 9) and keys[ApiKey.FETCH] == (0, 17)
-    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 4)  # idempotence (REFERENCE.md section 1), KIP-360
-    assert keys[ApiKey.JOIN_GROUP] == (0, 6)  # v6 is flexible
+    assert keys[ApiKey.PRODUCE] == (3, 11) and keys[ApiKey.FETCH] == (0, 17)
+    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5)  # idempotence (REFERENCE.md section 1), KIP-360
+    assert keys[ApiKey.JOIN_GROUP] == (0, 9)  # v6+ is flexible
     assert keys[ApiKey.ELECT_LEADERS] == (0, 2)
     assert ApiKey.CREATE_DELEGATION_TOKEN not in keys
     # An old client's Produce v2 gets a clean UNSUPPORTED_VERSION, not CORRUPT_MESSAGE.
@@ -352,6 +352,25 @@ def test_list_offsets_earliest_latest_and_by_timestamp(client: WireClient) -> No
         },
     )
     assert v0["topics"][0]["partitions"][0]["old_style_offsets"] == [6]
+
+
+def test_list_offsets_by_max_timestamp_and_the_tiered_storage_specials(client: WireClient) -> None:
+    """v7+ -3: the first record with the largest timestamp (not the last offset: a later
+    batch may carry older timestamps); v8+ -4: the log start; v9+ -5: -1 (nothing tiered)."""
+    client.call(ApiKey.PRODUCE, 9, produce_body("t", 0, batch(3, start=5)))  # ts 1005..1007
+    client.call(ApiKey.PRODUCE, 9, produce_body("t", 0, batch(2, start=0)))  # ts 1000..1001
+
+    def lo(version: int, ts: int) -> dict:
+        r = client.call(ApiKey.LIST_OFFSETS, version, list_offsets_body("t", 0, ts))
+        return r["topics"][0]["partitions"][0]
+
+    top = lo(7, -3)
+    assert (top["error_code"], top["offset"], top["timestamp"]) == (0, 2, 1_007)
+    assert lo(8, -4)["offset"] == 0
+    assert lo(9, -5)["offset"] == -1
+    # An empty partition has no record to name.
+    none = client.call(ApiKey.LIST_OFFSETS, 7, list_offsets_body("t", 1, -3))
+    assert none["topics"][0]["partitions"][0]["offset"] == -1
 
 
 def test_delete_records_moves_low_watermark(client: WireClient) -> None:

@@ -91,6 +91,19 @@ def _fetch_offset(client: WireClient, version: int, group: str) -> tuple[int, in
     return p["error_code"], p["committed_offset"]
 
 
+def _join_body() -> dict:
+    """A JoinGroup request of a new member of group g (consumer protocol, range)."""
+    return {
+        "group_id": "g",
+        "session_timeout_ms": 6000,
+        "rebalance_timeout_ms": 6000,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"meta"}],
+    }
+
+
 def _coordinator_ready(client: WireClient, group: str) -> bool:
     body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": group, "key_type": 0})
     if body["error_code"] != ErrorCode.NO_ERROR:
@@ -115,15 +128,7 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     assert (fc["node_id"], fc["port"]) == (1, broker.port)
 
     # JoinGroup v5 without member id: MEMBER_ID_REQUIRED, then the real join.
-    join = {
-        "group_id": "g",
-        "session_timeout_ms": 6000,
-        "rebalance_timeout_ms": 6000,
-        "member_id": "",
-        "group_instance_id": None,
-        "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": b"meta"}],
-    }
+    join = _join_body()
     first = client.call(ApiKey.JOIN_GROUP, 5, join)
     assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
     member = first["member_id"]
@@ -157,7 +162,7 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
         )
         code = body["topics"][0]["partitions"][0]["error_code"]
         assert code == (ErrorCode.ILLEGAL_GENERATION if version == 0 else ErrorCode.NO_ERROR)
-    for version in range(6):
+    for version in range(8):
         assert _fetch_offset(client, version, "g") == (ErrorCode.NO_ERROR, 17)
     unknown = client.call(
         ApiKey.OFFSET_COMMIT,
@@ -299,3 +304,41 @@ def test_delete_groups_tombstones_an_empty_group(broker: BrokerHarness, client: 
         want = ErrorCode.NO_ERROR if version == 0 else ErrorCode.GROUP_ID_NOT_FOUND
         assert body["results"] == [{"group_id": gone, "error_code": want}]
     assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, -1)
+
+
+def test_recent_group_api_versions(broker: BrokerHarness, client: WireClient) -> None:
+    """FindCoordinator v4+ answers per key; JoinGroup v7+ names the protocol type and v9 never
+    asks to skip the assignment; SyncGroup v5 answers the group's protocol and refuses one
+    that is not the group's."""
+    broker.set_topics({OFFSETS_TOPIC: 2, "t": 1})
+    _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
+    found = client.call(
+        ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g", "", "h"]}
+    )
+    by_key = {c["key"]: c for c in found["coordinators"]}
+    assert (by_key["g"]["error_code"], by_key["g"]["node_id"]) == (0, 1)
+    assert by_key[""]["error_code"] == ErrorCode.INVALID_GROUP_ID
+    assert by_key["h"]["port"] == broker.port
+    share = client.call(ApiKey.FIND_COORDINATOR, 6, {"key_type": 2, "coordinator_keys": ["g"]})
+    assert share["coordinators"][0]["error_code"] == ErrorCode.INVALID_REQUEST
+
+    join = {**_join_body(), "reason": "test"}
+    member = client.call(ApiKey.JOIN_GROUP, 9, join)["member_id"]
+    joined = client.call(ApiKey.JOIN_GROUP, 9, {**join, "member_id": member})
+    assert joined["error_code"] == 0
+    assert (joined["protocol_type"], joined["protocol_name"]) == ("consumer", "range")
+    assert joined["skip_assignment"] is False
+    sync = {
+        "group_id": "g",
+        "generation_id": joined["generation_id"],
+        "member_id": member,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocol_name": "roundrobin",
+        "assignments": [{"member_id": member, "assignment": b"parts"}],
+    }
+    wrong = client.call(ApiKey.SYNC_GROUP, 5, sync)
+    assert wrong["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    synced = client.call(ApiKey.SYNC_GROUP, 5, {**sync, "protocol_name": "range"})
+    assert synced["error_code"] == 0 and synced["assignment"] == b"parts"
+    assert (synced["protocol_type"], synced["protocol_name"]) == ("consumer", "range")

@@ -59,3 +59,16 @@ def test_member_and_generation_are_checked_when_given() -> None:
     h = Harness()
     assert txn_commit(h, 5, member_id="nobody", gen=1).errors == {TP: ErrorCode.UNKNOWN_MEMBER_ID}
     assert h.written == []
+
+
+def test_require_stable_names_partitions_with_a_pending_transactional_commit() -> None:
+    h = Harness()
+    txn_commit(h, 5)
+    other = ("t", 1)
+    stable = h.c.fetch_offsets("g", [TP, other], require_stable=True)
+    assert stable.unstable == {TP}
+    assert h.c.fetch_offsets("g", None, require_stable=True).unstable == {TP}
+    assert h.c.fetch_offsets("g", [TP]).unstable == frozenset()  # not asked for
+    h.c.complete_transaction(0, 7, committed=True)
+    after = h.c.fetch_offsets("g", [TP], require_stable=True)
+    assert after.unstable == frozenset() and after.offsets[TP].offset == 5
