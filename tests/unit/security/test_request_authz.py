@@ -212,6 +212,17 @@ def test_groups() -> None:
     v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "other", "key_type": 0})
     assert v.respond_now["error_code"] == GROUP_DENIED
     assert az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "app"}).respond_now is None
+    # v4+ asks for several keys: the denied ones are answered per key, the others looked up.
+    v = az.check(
+        READER, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["app", "other"]}
+    )
+    assert v.respond_now is None and v.body["coordinator_keys"] == ["app"]
+    out = v.finish({"coordinators": [{"key": "app", "error_code": 0}]})
+    assert [(c["key"], c["error_code"]) for c in out["coordinators"]] == [
+        ("app", 0),
+        ("other", GROUP_DENIED),
+    ]
+    encodes(ApiKey.FIND_COORDINATOR, 4, {"throttle_time_ms": 0, **out})
     commit = {
         "group_id": "app",
         "topics": [
