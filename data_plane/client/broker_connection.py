@@ -70,44 +70,47 @@ from data_plane.security.tls_socket import MAX_JOIN_BYTES, MAX_RECV_BYTES, TlsSo
 # The versions this client can speak, per API (all non-flexible; REFERENCE.md section 1).
 # Lower bounds: record format v2 needs Produce 3 / Fetch 4; ListOffsets 1 and Metadata 1 are the
 # first versions with the fields we read.
+# Each API up to its first flexible version (KIP-482: compact encodings, tagged fields), whose
+# fields are those of the version before; LeaveGroup stops at 2 (v3 takes a list of members)
+# and SaslHandshake has no flexible version.
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 7),
-    ApiKey.FETCH: (4, 11),
-    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 6),
     ApiKey.METADATA: (1, 9),
     # v3: flexible, names the client's software (kraftlog-python and its version).
     ApiKey.API_VERSIONS: (0, 3),
-    ApiKey.CREATE_TOPICS: (0, 4),
-    ApiKey.DELETE_TOPICS: (0, 3),
-    ApiKey.DESCRIBE_CONFIGS: (0, 3),
-    ApiKey.CREATE_PARTITIONS: (0, 1),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.CREATE_TOPICS: (0, 5),
+    ApiKey.DELETE_TOPICS: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.INIT_PRODUCER_ID: (0, 2),
     # Transactions (FindCoordinator 1 is the first with key_type).
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
-    ApiKey.END_TXN: (0, 2),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 2),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     # Transaction tools (Admin): flexible-only APIs, and the marker an abort writes.
     ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
-    ApiKey.WRITE_TXN_MARKERS: (0, 0),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
     # Consumer groups. JoinGroup 1 is the first with a rebalance timeout, OffsetCommit 2 the
     # first without a per-partition timestamp, OffsetFetch 2 the first with "all topics".
-    ApiKey.FIND_COORDINATOR: (0, 2),
-    ApiKey.JOIN_GROUP: (1, 5),
-    ApiKey.SYNC_GROUP: (0, 3),
-    ApiKey.HEARTBEAT: (0, 3),
+    ApiKey.FIND_COORDINATOR: (0, 3),
+    ApiKey.JOIN_GROUP: (1, 6),
+    ApiKey.SYNC_GROUP: (0, 4),
+    ApiKey.HEARTBEAT: (0, 4),
     ApiKey.LEAVE_GROUP: (0, 2),
-    ApiKey.OFFSET_COMMIT: (2, 7),
-    ApiKey.OFFSET_FETCH: (2, 5),
-    ApiKey.LIST_GROUPS: (0, 2),
-    ApiKey.DESCRIBE_GROUPS: (0, 4),
-    ApiKey.DELETE_GROUPS: (0, 1),
+    ApiKey.OFFSET_COMMIT: (2, 8),
+    ApiKey.OFFSET_FETCH: (2, 6),
+    ApiKey.LIST_GROUPS: (0, 3),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.DELETE_GROUPS: (0, 2),
     # SASL: handshake v1 = tokens wrapped in SaslAuthenticate (v0 sent bare tokens).
     ApiKey.SASL_HANDSHAKE: (1, 1),
-    ApiKey.SASL_AUTHENTICATE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
 API_VERSIONS_PROBE = 3
 CLIENT_SOFTWARE_NAME = "kraftlog-python"

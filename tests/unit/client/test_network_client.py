@@ -46,8 +46,8 @@ def test_negotiates_versions_after_a_v0_fallback_and_reads_metadata(
         assert broker.requests[0] == (ApiKey.API_VERSIONS, 3)
         # The highest version both sides speak: Metadata 9, flexible (ours 1-9, the codec's).
         assert (ApiKey.METADATA, 9) in broker.requests
-        assert client.version_for(-1, ApiKey.PRODUCE) == 7
-        assert client.version_for(-1, ApiKey.FETCH) == 11
+        assert client.version_for(-1, ApiKey.PRODUCE) == 9  # flexible
+        assert client.version_for(-1, ApiKey.FETCH) == 12
     finally:
         client.close()
 
