@@ -104,9 +104,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # v10 answers topic ids; v12 looks topics up by id (KIP-516).
     ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (0, 8),
-    # v7 takes require_stable (KIP-447); v8 (several groups at once) and v9 (KIP-848 member
-    # epochs) are not served yet.
-    ApiKey.OFFSET_FETCH: (0, 7),
+    # v7 takes require_stable (KIP-447); v8 several groups at once (KIP-709); v9 (KIP-848
+    # member epochs) is not served yet.
+    ApiKey.OFFSET_FETCH: (0, 8),
     # v4 batches keys (KIP-699); v5 may answer TRANSACTION_ABORTABLE (KIP-890); v6 knows the
     # share-group key type (KIP-932), which kraftlog refuses (INVALID_REQUEST).
     ApiKey.FIND_COORDINATOR: (0, 6),
@@ -176,3 +176,6 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 # FindCoordinator v4+ asks for several keys (of one key type) at once and is answered per key
 # (KIP-699): ``coordinator_keys`` and ``coordinators`` instead of ``key`` and one answer.
 FIND_COORDINATOR_BATCHED_SINCE = 4
+
+# OffsetFetch v8+ names several groups, each answered with its own error code (KIP-709).
+OFFSET_FETCH_GROUPS_SINCE = 8

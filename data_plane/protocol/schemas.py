@@ -257,11 +257,18 @@ OFFSET_COMMIT_RESPONSE = (
 
 # OffsetFetchRequest: Kafka schema flexibleVersions 6+
 OFFSET_FETCH_REQUEST = (
-    F("group_id", STRING),
+    F("group_id", STRING, 0, 7),
     F("topics", [
-        F("name", STRING),
-        F("partition_indexes", ARRAY(INT32)),
-    ], nullable=2),
+        F("name", STRING, 0, 7),
+        F("partition_indexes", ARRAY(INT32), 0, 7),
+    ], 0, 7, nullable=2),
+    F("groups", [
+        F("group_id", STRING, 8),
+        F("topics", [
+            F("name", STRING, 8),
+            F("partition_indexes", ARRAY(INT32), 8),
+        ], 8, nullable=8),
+    ], 8),
     F("require_stable", BOOL, 7),
 )
 
@@ -269,16 +276,30 @@ OFFSET_FETCH_REQUEST = (
 OFFSET_FETCH_RESPONSE = (
     F("throttle_time_ms", INT32, 3),
     F("topics", [
-        F("name", STRING),
+        F("name", STRING, 0, 7),
         F("partitions", [
-            F("partition_index", INT32),
-            F("committed_offset", INT64),
-            F("committed_leader_epoch", INT32, 5, default=-1),
-            F("metadata", STRING, nullable=0),
-            F("error_code", INT16),
-        ]),
-    ]),
-    F("error_code", INT16, 2),
+            F("partition_index", INT32, 0, 7),
+            F("committed_offset", INT64, 0, 7),
+            F("committed_leader_epoch", INT32, 5, 7, default=-1),
+            F("metadata", STRING, 0, 7, nullable=0),
+            F("error_code", INT16, 0, 7),
+        ], 0, 7),
+    ], 0, 7),
+    F("error_code", INT16, 2, 7),
+    F("groups", [
+        F("group_id", STRING, 8),
+        F("topics", [
+            F("name", STRING, 8),
+            F("partitions", [
+                F("partition_index", INT32, 8),
+                F("committed_offset", INT64, 8),
+                F("committed_leader_epoch", INT32, 8, default=-1),
+                F("metadata", STRING, 8, nullable=8),
+                F("error_code", INT16, 8),
+            ], 8),
+        ], 8),
+        F("error_code", INT16, 8),
+    ], 8),
 )
 
 # FindCoordinatorRequest: Kafka schema flexibleVersions 3+

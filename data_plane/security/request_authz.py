@@ -64,7 +64,11 @@ from common.security.acl import (
     operations_bitfield,
 )
 from common.security.principal import KafkaPrincipal
-from data_plane.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE, ApiKey
+from data_plane.protocol.api_keys import (
+    FIND_COORDINATOR_BATCHED_SINCE,
+    OFFSET_FETCH_GROUPS_SINCE,
+    ApiKey,
+)
 from data_plane.protocol.fetch_replica import fetch_replica_id
 from data_plane.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 
@@ -748,6 +752,8 @@ class RequestAuthorizer:
         return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _offset_fetch(self, s: Session, version: int, body: Body) -> Verdict:
+        if version >= OFFSET_FETCH_GROUPS_SINCE:
+            return self._offset_fetch_groups(s, body)
         topics = body.get("topics")
         if not self._group(s, AclOperation.DESCRIBE, body.get("group_id", "")):
             response: Body = {"topics": [], "error_code": GROUP_DENIED}
@@ -800,6 +806,69 @@ class RequestAuthorizer:
             for t in denied
         ]
         return self._with_denied_topics(new, len(denied), "topics", entries)
+
+    def _offset_fetch_groups(self, s: Session, body: Body) -> Verdict:
+        """OffsetFetch v8+ (several groups): a group the principal may not describe is
+        answered GROUP_DENIED; within the others, topics it may not describe are answered
+        TOPIC_DENIED per partition (listed ones) or left out (all topics asked). The handler
+        answers the kept groups in request order, so their fixes go by position."""
+        kept: list[dict[str, Any]] = []
+        denied_groups: list[str] = []
+        denied_topics: dict[int, list[dict[str, Any]]] = {}  # position in kept -> entries
+        hide_in: set[int] = set()
+        for g in body.get("groups") or []:
+            gid = g.get("group_id", "")
+            if not self._group(s, AclOperation.DESCRIBE, gid):
+                denied_groups.append(gid)
+                continue
+            if g.get("topics") is None:
+                hide_in.add(len(kept))
+                kept.append(g)
+                continue
+            new, denied = self._split_topics(s, g, AclOperation.DESCRIBE)
+            if denied:
+                denied_topics[len(kept)] = [
+                    {
+                        "name": t.get("name", ""),
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "committed_offset": -1,
+                                "metadata": "",
+                                "error_code": TOPIC_DENIED,
+                            }
+                            for p in t.get("partition_indexes") or []
+                        ],
+                    }
+                    for t in denied
+                ]
+            kept.append(new)
+        if not denied_groups and not denied_topics and not hide_in:
+            return Verdict(body)
+        v = Verdict({**body, "groups": kept})
+        if denied_groups:
+            v.note(ResourceType.GROUP, len(denied_groups))
+        if denied_topics:
+            v.note(ResourceType.TOPIC, sum(len(t) for t in denied_topics.values()))
+
+        def finish(response: Body) -> Body:
+            for i, g in enumerate(response.get("groups") or []):
+                topics = list(g.get("topics") or [])
+                if i in hide_in:
+                    topics = [
+                        t
+                        for t in topics
+                        if self._topic(s, AclOperation.DESCRIBE, t.get("name", ""))
+                    ]
+                g["topics"] = topics + denied_topics.get(i, [])
+            entries = [
+                {"group_id": gid, "topics": [], "error_code": GROUP_DENIED}
+                for gid in denied_groups
+            ]
+            return self._append(response, "groups", entries)
+
+        v.finish = finish
+        return v
 
     def _describe_groups(self, s: Session, version: int, body: Body) -> Verdict:
         groups = body.get("groups") or []

@@ -97,7 +97,7 @@ HANDLERS: dict[ApiKey, tuple[Handler, int]] = {
     ApiKey.HEARTBEAT: (heartbeat.handle, 4),
     ApiKey.LEAVE_GROUP: (leave_group.handle, 5),
     ApiKey.OFFSET_COMMIT: (offset_commit.handle, 8),
-    ApiKey.OFFSET_FETCH: (offset_fetch.handle, 7),
+    ApiKey.OFFSET_FETCH: (offset_fetch.handle, 8),
     ApiKey.DESCRIBE_GROUPS: (describe_groups.handle, 5),
     ApiKey.LIST_GROUPS: (list_groups.handle, 5),
     # Answered by the SASL layer (data_plane.security) before any handler on SASL listeners.

@@ -1,4 +1,4 @@
-"""OffsetFetch (9), v0-7: a group's committed offsets.
+"""OffsetFetch (9), v0-8: a group's committed offsets (v8: several groups at once, KIP-709).
 
 A partition without a committed offset answers offset -1 and empty metadata. ``topics`` null
 (v2+) means every partition the group has an offset for. Errors (NOT_COORDINATOR,
@@ -14,6 +14,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.protocol.api_keys import OFFSET_FETCH_GROUPS_SINCE
 
 # From OffsetFetch v2 the response has a top-level error_code.
 TOP_LEVEL_ERROR_SINCE_VERSION = 2
@@ -32,18 +33,35 @@ def _partition(index: int, offset: Any, error: int) -> dict[str, Any]:
 def handle(apis: KafkaApis, request: Request) -> Body:
     b = request.body
     version = request.header.api_version
-    requested = b.get("topics")
+    stable = bool(b.get("require_stable"))
+    if version >= OFFSET_FETCH_GROUPS_SINCE:
+        groups = []
+        for g in b.get("groups") or ():
+            topics, error = _group_offsets(apis, g["group_id"] or "", g.get("topics"), stable, True)
+            groups.append({"group_id": g["group_id"], "topics": topics, "error_code": error})
+        return {"throttle_time_ms": 0, "groups": groups}
+    top_level = version >= TOP_LEVEL_ERROR_SINCE_VERSION
+    topics, error = _group_offsets(apis, b["group_id"] or "", b.get("topics"), stable, top_level)
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
+
+
+def _group_offsets(
+    apis: KafkaApis,
+    group_id: str,
+    requested: list[dict[str, Any]] | None,
+    require_stable: bool,
+    top_level: bool,
+) -> tuple[list[dict[str, Any]], int]:
+    """The ``topics`` answer for one group and its error code (a group error empties the
+    topics when ``top_level``, else every partition carries it)."""
     wanted = (
         None
         if requested is None
         else [(t["name"] or "", i) for t in requested for i in t.get("partition_indexes") or ()]
     )
-    result = apis.group_coordinator.coordinator.fetch_offsets(
-        b["group_id"] or "", wanted, bool(b.get("require_stable"))
-    )
-    top_level = version >= TOP_LEVEL_ERROR_SINCE_VERSION
+    result = apis.group_coordinator.coordinator.fetch_offsets(group_id, wanted, require_stable)
     if result.error_code != ErrorCode.NO_ERROR and top_level:
-        return {"throttle_time_ms": 0, "topics": [], "error_code": result.error_code}
+        return [], result.error_code
     per_partition_error = result.error_code
     by_topic: dict[str, list[dict[str, Any]]] = {}
     keys = wanted if wanted is not None else sorted({*result.offsets, *result.unstable})
@@ -54,8 +72,5 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         else:
             entry = _partition(index, result.offsets.get((topic, index)), per_partition_error)
         by_topic.setdefault(topic, []).append(entry)
-    return {
-        "throttle_time_ms": 0,
-        "topics": [{"name": n, "partitions": parts} for n, parts in by_topic.items()],
-        "error_code": ErrorCode.NO_ERROR,
-    }
+    topics = [{"name": n, "partitions": parts} for n, parts in by_topic.items()]
+    return topics, ErrorCode.NO_ERROR

@@ -164,6 +164,23 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
         assert code == (ErrorCode.ILLEGAL_GENERATION if version == 0 else ErrorCode.NO_ERROR)
     for version in range(8):
         assert _fetch_offset(client, version, "g") == (ErrorCode.NO_ERROR, 17)
+    # v8: several groups at once, each with its own error code.
+    batched = client.call(
+        ApiKey.OFFSET_FETCH,
+        8,
+        {
+            "groups": [
+                {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]},
+                {"group_id": "g", "topics": None},
+                {"group_id": "", "topics": None},
+            ],
+            "require_stable": True,
+        },
+    )
+    listed, everything, empty = batched["groups"]
+    assert listed["topics"][0]["partitions"][0]["committed_offset"] == 17
+    assert [t["name"] for t in everything["topics"]] == ["t"]
+    assert (listed["error_code"], empty["group_id"]) == (0, "")
     unknown = client.call(
         ApiKey.OFFSET_COMMIT,
         7,

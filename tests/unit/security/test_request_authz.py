@@ -247,6 +247,32 @@ def test_groups() -> None:
     v = az.check(READER, ApiKey.OFFSET_FETCH, 5, {"group_id": "app", "topics": None})
     out = v.finish({"topics": [{"name": "readable"}, {"name": "secret"}]})
     assert [t["name"] for t in out["topics"]] == ["readable"]
+    # v8: several groups, each authorized (and its listed topics) on its own.
+    groups = {
+        "groups": [
+            {"group_id": "app", "topics": [{"name": "readable", "partition_indexes": [0]},
+                                           {"name": "secret", "partition_indexes": [2]}]},
+            {"group_id": "other", "topics": None},
+            {"group_id": "app", "topics": None},
+        ]
+    }  # fmt: skip
+    v = az.check(READER, ApiKey.OFFSET_FETCH, 8, groups)
+    assert v.respond_now is None
+    assert [g["group_id"] for g in v.body["groups"]] == ["app", "app"]
+    assert [t["name"] for t in v.body["groups"][0]["topics"]] == ["readable"]
+    answered = {
+        "groups": [
+            {"group_id": "app", "topics": [{"name": "readable", "partitions": []}]},
+            {"group_id": "app", "topics": [{"name": "secret", "partitions": []}]},
+        ]
+    }
+    out = v.finish(answered)
+    first, second, other = out["groups"]
+    assert [t["name"] for t in first["topics"]] == ["readable", "secret"]
+    assert first["topics"][1]["partitions"][0]["error_code"] == TOPIC_DENIED
+    assert second["topics"] == []  # all topics asked: the undescribable one is left out
+    assert (other["group_id"], other["error_code"]) == ("other", GROUP_DENIED)
+    encodes(ApiKey.OFFSET_FETCH, 8, {"throttle_time_ms": 0, **out})
 
 
 def test_describe_groups_and_list_groups() -> None:
