@@ -758,21 +758,7 @@ class RequestAuthorizer:
         if not self._group(s, AclOperation.DESCRIBE, body.get("group_id", "")):
             response: Body = {"topics": [], "error_code": GROUP_DENIED}
             if version < 2:
-                response["topics"] = [
-                    {
-                        "name": t.get("name", ""),
-                        "partitions": [
-                            {
-                                "partition_index": p,
-                                "committed_offset": -1,
-                                "metadata": "",
-                                "error_code": GROUP_DENIED,
-                            }
-                            for p in t.get("partition_indexes") or []
-                        ],
-                    }
-                    for t in topics or []
-                ]
+                response["topics"] = _offset_fetch_denied(topics or [], GROUP_DENIED)
             return Verdict.refused(body, response, ResourceType.GROUP)
         if topics is None:
             v = Verdict(body)
@@ -790,21 +776,7 @@ class RequestAuthorizer:
         new, denied = self._split_topics(s, body, AclOperation.DESCRIBE)
         if not denied:
             return Verdict(body)
-        entries = [
-            {
-                "name": t.get("name", ""),
-                "partitions": [
-                    {
-                        "partition_index": p,
-                        "committed_offset": -1,
-                        "metadata": "",
-                        "error_code": TOPIC_DENIED,
-                    }
-                    for p in t.get("partition_indexes") or []
-                ],
-            }
-            for t in denied
-        ]
+        entries = _offset_fetch_denied(denied, TOPIC_DENIED)
         return self._with_denied_topics(new, len(denied), "topics", entries)
 
     def _offset_fetch_groups(self, s: Session, body: Body) -> Verdict:
@@ -827,21 +799,7 @@ class RequestAuthorizer:
                 continue
             new, denied = self._split_topics(s, g, AclOperation.DESCRIBE)
             if denied:
-                denied_topics[len(kept)] = [
-                    {
-                        "name": t.get("name", ""),
-                        "partitions": [
-                            {
-                                "partition_index": p,
-                                "committed_offset": -1,
-                                "metadata": "",
-                                "error_code": TOPIC_DENIED,
-                            }
-                            for p in t.get("partition_indexes") or []
-                        ],
-                    }
-                    for t in denied
-                ]
+                denied_topics[len(kept)] = _offset_fetch_denied(denied, TOPIC_DENIED)
             kept.append(new)
         if not denied_groups and not denied_topics and not hide_in:
             return Verdict(body)
@@ -1131,6 +1089,25 @@ def _partition_errors(topics: list[dict[str, Any]], code: int) -> list[dict[str,
             "partitions": [
                 {"partition_index": p.get("partition_index", 0), "error_code": code}
                 for p in t.get("partitions") or []
+            ],
+        }
+        for t in topics
+    ]
+
+
+def _offset_fetch_denied(topics: list[dict[str, Any]], code: int) -> list[dict[str, Any]]:
+    """OffsetFetch answers for ``topics`` (request entries): every listed partition ``code``."""
+    return [
+        {
+            "name": t.get("name", ""),
+            "partitions": [
+                {
+                    "partition_index": p,
+                    "committed_offset": -1,
+                    "metadata": "",
+                    "error_code": code,
+                }
+                for p in t.get("partition_indexes") or []
             ],
         }
         for t in topics
