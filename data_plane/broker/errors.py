@@ -40,6 +40,13 @@ class UnknownLeaderEpochError(BrokerRequestError):
     error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
+class OffsetNotAvailableError(BrokerRequestError):
+    """A new leader's high watermark is still below the start of its epoch (KIP-207): the
+    latest offset it could name would be lower than one a client already saw. Retriable."""
+
+    error_code = ErrorCode.OFFSET_NOT_AVAILABLE
+
+
 class NotEnoughReplicasError(BrokerRequestError):
     """acks=all with fewer in-sync replicas than ``min.insync.replicas``."""
 

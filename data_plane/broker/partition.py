@@ -39,6 +39,7 @@ from data_plane.broker.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
     UnknownLeaderEpochError,
 )
 from data_plane.replication.errors import ReplicationStateError, UnknownReplicaError
@@ -94,8 +95,11 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.min_insync_replicas = 1
-        # Only while leading: the followers' replication state.
+        # Only while leading: the followers' replication state, and the log end offset at
+        # which this leader's epoch began (KIP-207: offsets below the high watermark only are
+        # named while the HW is still behind it).
         self.leader_state: LeaderReplicationState | None = None
+        self.leader_epoch_start_offset = -1
 
     def __repr__(self) -> str:
         return (
@@ -135,6 +139,7 @@ class Partition:
         self.role = Role.LEADER if reg.leader == self.broker_id else Role.FOLLOWER
         if self.role is not Role.LEADER:
             self.leader_state = None
+            self.leader_epoch_start_offset = -1
             return changed
         if (
             new_leadership
@@ -143,6 +148,8 @@ class Partition:
         ):
             leo = self.log.log_end_offset
             self.log.leader_epoch_cache.assign(self.leader_epoch, leo)
+            if new_leadership:
+                self.leader_epoch_start_offset = leo
             self.leader_state = LeaderReplicationState(
                 self.broker_id,
                 self.replicas,
@@ -474,6 +481,18 @@ class Partition:
         if fetch_offset >= upper:
             return 0
         return self.log.read(fetch_offset, max_bytes, isolation=isolation).length
+
+    def check_offsets_available(self) -> None:
+        """KIP-207: raise OffsetNotAvailableError while this leader's high watermark is below
+        the offset at which its epoch began. The previous leader may already have told a
+        client a higher end offset; naming a lower one now would move the partition's end
+        backwards for that client (Spark reports that as data loss)."""
+        hw = self.high_watermark
+        if self.leader_epoch_start_offset > hw:
+            raise OffsetNotAvailableError(
+                f"{self.topic}-{self.partition}: the high watermark ({hw}) is behind the start "
+                f"of leader epoch {self.leader_epoch} ({self.leader_epoch_start_offset})"
+            )
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         self._require_leader()

@@ -4,6 +4,9 @@ the first offset whose timestamp is >= the given one below that bound
 (Log.find_offset_by_timestamp; -1/-1 when none). v7+ max timestamp (-3): the first record with
 the largest timestamp, below the same bound (KIP-734); v8+ earliest local (-4): the log start
 offset (every segment is local); v9+ latest tiered (-5): -1 (nothing is in remote storage).
+A new leader whose high watermark is still below the start of its epoch answers latest, and a
+timestamp lookup that finds nothing below the bound, OFFSET_NOT_AVAILABLE until the high
+watermark catches up (KIP-207), so a client never sees a partition's end move backwards.
 Leader only. Follower replicas (replica_id >= 0) asking for latest get the log end offset.
 v0 answers ``old_style_offsets`` ([offset], or [] when none)."""
 
@@ -53,10 +56,12 @@ def _one(
         elif ts == LATEST_TIMESTAMP:
             if replica_id >= 0:
                 out["offset"] = part.log.log_end_offset
-            elif read_committed:
-                out["offset"] = part.log.last_stable_offset
             else:
-                out["offset"] = part.high_watermark
+                part.check_offsets_available()
+                if read_committed:
+                    out["offset"] = part.log.last_stable_offset
+                else:
+                    out["offset"] = part.high_watermark
         else:
             if ts == MAX_TIMESTAMP:
                 found = part.offset_of_max_timestamp()
@@ -65,6 +70,10 @@ def _one(
             limit = part.log.last_stable_offset if read_committed else part.high_watermark
             if found is not None and found[0] < limit:
                 out["offset"], out["timestamp"] = found
+            elif replica_id < 0:
+                # Nothing below the bound: while a new leader's HW lags, a later record may
+                # exist that this leader cannot name yet (KIP-207).
+                part.check_offsets_available()
     except (BrokerRequestError, ApiError) as e:
         out["error_code"] = e.error_code
     out["old_style_offsets"] = [out["offset"]] if out["offset"] >= 0 else []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from common.error_codes import ErrorCode
+from data_plane.broker.errors import OffsetNotAvailableError
 from data_plane.broker.partition import Partition, Role
 from data_plane.replication.follower import truncation_offset
 from data_plane.replication.leader_state import IsrChangeKind
@@ -159,3 +160,27 @@ def test_a_fetch_beyond_the_log_end_counts_for_nothing(logs) -> None:
     assert leader.leader_state.followers[2].log_end_offset == -1
     _, proposal = leader.update_follower_fetch_state(2, 3, 20)
     assert proposal is not None and proposal.new_isr == (1, 2)
+
+
+def test_a_new_leader_names_no_offsets_until_its_hw_reaches_its_epoch_start(logs) -> None:
+    """KIP-207: broker 2 takes over with 5 records its HW does not cover yet (it copied them
+    but had not heard the HW move). Until broker 1, now its follower, fetches from it, it may
+    not answer the latest offset (a client may already have seen 5 from broker 1)."""
+    la, lb = logs
+    old, new = Partition("t", 0, 1, la), Partition("t", 0, 2, lb)
+    old.apply_registration(_reg(1, 0), 1, 0, LAG_MS)
+    new.apply_registration(_reg(1, 0), 1, 0, LAG_MS)
+    _append(old, 5)
+    _replicate(old, new, 10)  # broker 2 holds 5 records, HW 0
+    old.update_follower_fetch_state(2, 5, 15)  # the old leader's HW moves to 5
+    assert (old.high_watermark, new.high_watermark, lb.log_end_offset) == (5, 0, 5)
+    old.check_offsets_available()  # a follower's HW lag is nobody's business
+    new.apply_registration(_reg(2, 1), 1, 30, LAG_MS)
+    old.apply_registration(_reg(2, 1), 1, 30, LAG_MS)
+    assert (new.leader_epoch_start_offset, new.high_watermark) == (5, 0)
+    with pytest.raises(OffsetNotAvailableError):
+        new.check_offsets_available()
+    _replicate(new, old, 40)  # broker 1 reports its log end (5): the HW reaches the start
+    assert new.high_watermark == 5
+    new.check_offsets_available()
+    assert old.leader_epoch_start_offset == -1  # a follower names no epoch start
