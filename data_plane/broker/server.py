@@ -40,7 +40,6 @@ from common.topic_partition import TopicPartition
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.client_connection import Connection
 from data_plane.broker.config import BrokerConfig
-from data_plane.broker.topic_ids import id_of
 from data_plane.metrics.group_lag import GroupLagMetrics
 from data_plane.metrics.names import NodeMetrics
 from data_plane.metrics.state import BrokerStateMetrics
@@ -216,7 +215,6 @@ class KafkaServer:
             ),
             rm.get_partition,
             endpoint,
-            topic_ids=lambda name: id_of(rm.image, name),
         )
         self.alter_partition_manager = AlterPartitionManager(
             broker_id,

@@ -10,8 +10,8 @@ States::
 Both states can be *delayed* until ``delayed_until_s``: after a partition error the partition
 sits out for ``replica.fetch.backoff.ms``, or for METADATA_LAG_RETRY_MS when the error only
 means that one side has not applied the newest metadata yet (UNKNOWN_LEADER_EPOCH,
-NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID). A leader or leader-epoch change makes a new state
-(truncation first); answers for an old state are ignored by the fetcher.
+NOT_LEADER_OR_FOLLOWER). A leader or leader-epoch change makes a new state (truncation
+first); answers for an old state are ignored by the fetcher.
 
 Illegal transitions raise :class:`FetchStateError` and change nothing. Clocks are passed in
 (``now_s``, monotonic seconds).
@@ -30,9 +30,7 @@ from common.error_codes import ErrorCode
 # not applied the newest metadata yet, which takes tens of ms; waiting the full
 # replica.fetch.backoff.ms would add up to a second to every failover.
 METADATA_LAG_RETRY_MS = 50
-METADATA_LAG_ERRORS = frozenset(
-    {ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_ID}
-)
+METADATA_LAG_ERRORS = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
 # Partition errors that only say the metadata is moving: delayed without a warning.
 EXPECTED_FETCH_ERRORS = frozenset(
     {
@@ -40,9 +38,6 @@ EXPECTED_FETCH_ERRORS = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        # Fetch by id: the leader's topic of that name is another one, or it does not know
-        # the topic yet (its metadata is behind ours).
-        ErrorCode.UNKNOWN_TOPIC_ID,
     }
 )
 

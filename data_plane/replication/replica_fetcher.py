@@ -14,9 +14,7 @@ source broker (endpoint looked up in the metadata image each time it connects). 
    the current leader epoch). :func:`data_plane.replication.follower.truncation_offset` says
    where the local log diverges; the partition is truncated there (or asked again with an
    older epoch). A follower with no epoch in its cache truncates to its high watermark.
-2. **Fetch.** One Fetch request (v13, naming topics by the ids of this broker's metadata
-   image, when the manager has a topic id lookup, as the broker's does; v11 by name without
-   one) (replica_id, ``replica.fetch.wait.max.ms``,
+2. **Fetch.** One Fetch v11 request (replica_id, ``replica.fetch.wait.max.ms``,
    ``replica.fetch.min.bytes``) for every FETCHING partition at its log end offset with the
    current leader epoch, in an incremental fetch session with the leader (KIP-227,
    :mod:`data_plane.replication.fetch_session_handler`): after the first full fetch only the
@@ -30,8 +28,7 @@ source broker (endpoint looked up in the metadata image each time it connects). 
    ``replica.fetch.backoff.ms``. Per partition: OFFSET_OUT_OF_RANGE truncates (below the
    leader's log start offset: start the log afresh there; else truncate again by epoch);
    FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER /
-   UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (the leader's topic of that name is another
-   one: deleted and re-created) delay that partition by the backoff until the metadata moves it
+   UNKNOWN_TOPIC_OR_PARTITION delay that partition by the backoff until the metadata moves it
    (by METADATA_LAG_RETRY_MS only for UNKNOWN_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER, which
    mean that one side has not applied the newest metadata yet).
 
@@ -57,7 +54,6 @@ from common.errors import ApiError
 from common.topic_partition import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ProtocolError
-from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.replication.fetch_session_handler import (
     SESSION_ERRORS,
     FetchSessionHandler,
@@ -71,9 +67,6 @@ from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffse
 logger = logging.getLogger(__name__)
 
 FETCH_VERSION = 11
-# With a topic id lookup the fetcher names topics by id (KIP-516): a leader whose topic of that
-# name is another one (deleted and re-created) answers UNKNOWN_TOPIC_ID instead of its records.
-FETCH_BY_ID_VERSION = 13
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 # Offsets of batchLength in a RecordBatch header and the bytes before it are counted.
 _BATCH_LENGTH = struct.Struct(">i")
@@ -120,9 +113,6 @@ class FollowerPartition(Protocol):
 
 
 PartitionLookup = Callable[[TopicPartition], FollowerPartition | None]
-# The id (16 bytes) of a topic in this broker's metadata image; None or the zero id if it has
-# no such topic.
-TopicIdLookup = Callable[[str], bytes | None]
 
 
 def whole_batches_length(records: memoryview | bytes) -> int:
@@ -144,12 +134,10 @@ class ReplicaFetcherManager:
         config: ReplicaFetcherConfig,
         partitions: PartitionLookup,
         endpoint: EndpointLookup,
-        topic_ids: TopicIdLookup | None = None,
     ) -> None:
         self.config = config
         self._partitions = partitions
         self._endpoint = endpoint
-        self._topic_ids = topic_ids
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         self._assignment: dict[TopicPartition, tuple[int, int]] = {}
@@ -176,9 +164,7 @@ class ReplicaFetcherManager:
             self.remove_partition(tp)
         fetcher = self._fetchers.get(key)
         if fetcher is None:
-            fetcher = ReplicaFetcher(
-                self.config, leader_id, self._partitions, self._endpoint, self._topic_ids
-            )
+            fetcher = ReplicaFetcher(self.config, leader_id, self._partitions, self._endpoint)
             self._fetchers[key] = fetcher
         fetcher.add(tp, PartitionFetchState(leader_id, leader_epoch))
         self._assignment[tp] = key
@@ -225,16 +211,11 @@ class ReplicaFetcher:
         source_broker_id: int,
         partitions: PartitionLookup,
         endpoint: EndpointLookup,
-        topic_ids: TopicIdLookup | None = None,
     ) -> None:
         self.config = config
         self.source_broker_id = source_broker_id
         self._lookup = partitions
         self._endpoint = endpoint
-        self._topic_ids = topic_ids
-        # The id each topic was last fetched under, to name it when it is forgotten after the
-        # metadata dropped it.
-        self._sent_ids: dict[str, bytes] = {}
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._session = FetchSessionHandler()
         self._wake = asyncio.Event()
@@ -445,12 +426,6 @@ class ReplicaFetcher:
         forgotten: dict[str, list[int]] = {}
         for tp in request.forgotten:
             forgotten.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
-        forgotten_topics = [{"topic": t, "partitions": ps} for t, ps in forgotten.items()]
-        version, names = FETCH_VERSION, None
-        if self._topic_ids is not None:
-            names = self._name_topics_by_id(self._topic_ids, topics, forgotten_topics)
-            version = FETCH_BY_ID_VERSION
         body = {
             "replica_id": self.config.broker_id,
             "max_wait_ms": self.config.fetch_wait_max_ms,
@@ -459,11 +434,13 @@ class ReplicaFetcher:
             "isolation_level": 0,
             "session_id": request.session_id,
             "session_epoch": request.epoch,
-            "topics": topics,
-            "forgotten_topics_data": forgotten_topics,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            "forgotten_topics_data": [
+                {"topic": t, "partitions": ps} for t, ps in forgotten.items()
+            ],
             "rack_id": "",
         }
-        answer = await self._call(ApiKey.FETCH, version, body)
+        answer = await self._call(ApiKey.FETCH, FETCH_VERSION, body)
         self.fetches += 1
         error_code = answer.get("error_code", 0)
         if not self._session.handle_response(request, error_code, answer.get("session_id", 0)):
@@ -477,36 +454,12 @@ class ReplicaFetcher:
                 return True
             raise ProtocolError(f"fetch failed with error {error_code}")
         for topic in answer.get("responses") or ():
-            name = topic.get("topic") if names is None else names.get(topic.get("topic_id"))
-            if name is None:
-                continue  # an id this request did not send
             for p in topic.get("partitions") or ():
-                tp = TopicPartition(name, p["partition_index"])
+                tp = TopicPartition(topic["topic"], p["partition_index"])
                 fields = wanted.get(tp)
                 if fields is not None:
                     self._apply_fetched(tp, states[tp], fields[0], p)
         return True
-
-    def _name_topics_by_id(
-        self,
-        lookup: TopicIdLookup,
-        topics: list[dict[str, Any]],
-        forgotten: list[dict[str, Any]],
-    ) -> dict[bytes, str]:
-        """Give each topic entry its id (the image's, else the one it was last sent under);
-        return id -> name. A topic with no id known is named by the zero id, which the
-        leader answers UNKNOWN_TOPIC_ID (the partition waits until the metadata moves it)."""
-        names: dict[bytes, str] = {}
-        for t in (*topics, *forgotten):
-            name = t.pop("topic")
-            topic_id = lookup(name) or ZERO_ID
-            if topic_id == ZERO_ID:
-                topic_id = self._sent_ids.get(name, ZERO_ID)
-            t["topic_id"] = topic_id
-            names[topic_id] = name
-            if topic_id != ZERO_ID:
-                self._sent_ids[name] = topic_id
-        return names
 
     def _apply_fetched(
         self, tp: TopicPartition, state: PartitionFetchState, offset: int, p: dict[str, Any]

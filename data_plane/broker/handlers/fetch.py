@@ -28,12 +28,9 @@
   them to names before this handler. An id this broker does not know, or one that no longer
   names the topic it was looked up for (deleted, or deleted and re-created under the same
   name: also for partitions a session cached earlier), is answered UNKNOWN_TOPIC_ID, so a
-  fetcher never reads a re-created topic's data as the old one's. A fetch session never holds
-  a partition named by an unknown id: a full fetch with one gets no session, an incremental
-  one that adds one gets FETCH_SESSION_ID_NOT_FOUND (the client fetches in full again). v15+
-  carries the replica id in the tagged ``replica_state``; v16+ adds leader hints to
-  not-the-leader errors (KIP-951, :mod:`data_plane.broker.leader_hints`); v17's
-  ``replica_directory_id`` is not used.
+  fetcher never reads a re-created topic's data as the old one's. v15+ carries the replica id
+  in the tagged ``replica_state``; v16+ adds leader hints to not-the-leader errors (KIP-951,
+  :mod:`data_plane.broker.leader_hints`); v17's ``replica_directory_id`` is not used.
 - Delayed fetch: with fewer than ``min_bytes`` available, no error, and ``max_wait_ms`` > 0
   the request parks in the fetch purgatory until enough data arrives (an append or HW move on
   one of its partitions wakes it) or ``min(max_wait_ms, kraftlog.fetch.max.wait.cap.ms)``
@@ -54,7 +51,6 @@ from data_plane.broker.errors import BrokerRequestError
 from data_plane.broker.fetch_session import CachedPartition, FetchContext
 from data_plane.broker.leader_hints import FETCH_HINTS_SINCE, add_leader_hints
 from data_plane.protocol.fetch_replica import fetch_replica_id
-from data_plane.protocol.fetch_session_epochs import FINAL_EPOCH, INITIAL_EPOCH
 from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.storage import FetchIsolation
 
@@ -88,16 +84,6 @@ def _context(
     if request.header.api_version < FIRST_SESSION_VERSION:
         partitions = [(tp, CachedPartition.from_request(p)) for tp, p in requested]
         return FetchContext(partitions=partitions), unknown
-    session_id = body.get("session_id", 0)
-    session_epoch = body.get("session_epoch", -1)
-    if unknown and session_epoch != FINAL_EPOCH:
-        # A session never holds a partition this broker cannot name: an incremental fetch
-        # that adds one ends its session (the client starts again with a full fetch), and a
-        # full fetch with one is answered without a session, until every id resolves.
-        apis.fetch_sessions.remove(session_id)
-        if session_epoch != INITIAL_EPOCH:
-            return FetchContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), unknown
-        session_epoch = FINAL_EPOCH
     forgotten: list[TopicPartition] = []
     forgotten_ids: list[tuple[bytes, int]] = []
     for t in body.get("forgotten_topics_data") or ():
@@ -108,8 +94,8 @@ def _context(
             else:
                 forgotten_ids.append((t.get("topic_id", ZERO_ID), partition))
     ctx = apis.fetch_sessions.new_context(
-        session_id,
-        session_epoch,
+        body.get("session_id", 0),
+        body.get("session_epoch", -1),
         requested,
         forgotten,
         privileged=replica_id >= 0,

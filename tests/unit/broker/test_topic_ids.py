@@ -144,28 +144,3 @@ def test_delete_topics_by_id_without_a_known_id(broker: BrokerHarness, client: W
         (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID),
         (None, ZERO, ErrorCode.INVALID_REQUEST),
     ]
-
-
-def test_a_fetch_session_never_holds_an_unknown_topic_id(
-    broker: BrokerHarness, client: WireClient
-) -> None:
-    """A full fetch naming an unknown id gets no session; an incremental one that adds one
-    ends its session (the client fetches in full again)."""
-    tid = topic_id(broker, "t")
-    unknown = uuid.uuid4().bytes
-    full = by_id(fetch_body([("t", 0, 0), ("u", 0, 0)]), {"t": tid, "u": unknown})
-    full["session_epoch"] = 0
-    f = client.call(ApiKey.FETCH, 13, full)
-    assert f["session_id"] == 0 and f["error_code"] == 0
-    codes = {t["topic_id"]: t["partitions"][0]["error_code"] for t in f["responses"]}
-    assert codes == {tid: 0, unknown: ErrorCode.UNKNOWN_TOPIC_ID}
-
-    opening = by_id(fetch_body([("t", 0, 0)]), {"t": tid})
-    opening["session_epoch"] = 0
-    sid = client.call(ApiKey.FETCH, 13, opening)["session_id"]
-    assert sid != 0
-    adding = by_id(fetch_body([("u", 0, 0)]), {"u": unknown})
-    adding["session_id"], adding["session_epoch"] = sid, 1
-    f = client.call(ApiKey.FETCH, 13, adding)
-    assert f["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-    assert broker.apis.fetch_sessions.get(sid) is None

@@ -4,7 +4,6 @@ partitions, truncation of a divergent tail by leader epoch, then byte-identical 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,19 +42,13 @@ def follower_partitions(tmp_path: Path, logs: list[Log]) -> dict[TopicPartition,
     return followers
 
 
-def following(
-    followers: dict[TopicPartition, Partition],
-    port: int,
-    topic_ids: Callable[[str], bytes | None] | None = None,
-) -> ReplicaFetcherManager:
+def following(followers: dict[TopicPartition, Partition], port: int) -> ReplicaFetcherManager:
     """A fetcher manager on the running loop with every follower partition following the
-    leader on ``port`` (by topic id, Fetch v13, when ``topic_ids`` is given)."""
+    leader on ``port``."""
     config = ReplicaFetcherConfig(
         FOLLOWER_ID, "PLAINTEXT", fetch_wait_max_ms=100, fetch_backoff_ms=50
     )
-    manager = ReplicaFetcherManager(
-        config, followers.get, lambda _id, _name: ("127.0.0.1", port), topic_ids
-    )
+    manager = ReplicaFetcherManager(config, followers.get, lambda _id, _name: ("127.0.0.1", port))
     for tp in followers:
         manager.add_partition(tp, BROKER_ID, 0)
     return manager
@@ -161,52 +154,6 @@ def test_fetcher_keeps_an_incremental_session_and_recovers_when_the_leader_loses
             mine = log.read(0, 1 << 20).read_bytes()
             theirs = leader.log_manager.get_log("t", p).read(0, 1 << 20).read_bytes()
             assert mine == theirs
-    finally:
-        for log in logs:
-            log.close()
-        leader.close()
-
-
-def test_fetching_by_topic_id_never_takes_another_topics_records(tmp_path: Path) -> None:
-    """By id (v13): while the follower's metadata names another id for "t" (the topic was
-    deleted and re-created on one side only) the leader answers UNKNOWN_TOPIC_ID and nothing
-    is appended; with the leader's id the follower replicates."""
-    leader = BrokerHarness(tmp_path / "leader", event_loop="asyncio")
-    logs: list[Log] = []
-    try:
-        leader.set_topics({"t": PARTITIONS})
-        client = WireClient(leader.port)
-        try:
-            for p in range(PARTITIONS):
-                r = client.call(ApiKey.PRODUCE, 9, produce_body("t", p, records(0, 4)))
-                assert presult(r)["error_code"] == 0
-        finally:
-            client.close()
-        followers = follower_partitions(tmp_path, logs)
-        real = leader.apis.replica_manager.image.topic("t").topic_id.bytes
-        known = {"t": uuid.uuid4().bytes}  # the follower's idea of "t": another topic
-
-        async def replicate() -> int:
-            manager = following(followers, leader.port, known.get)
-            (fetcher,) = manager._fetchers.values()
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + DEADLINE_S
-            while fetcher.fetches < 5:
-                assert loop.time() < deadline
-                await asyncio.sleep(0.02)
-            stale_ends = sum(lg.log_end_offset for lg in logs)
-            known["t"] = real
-            while any(lg.log_end_offset != 4 for lg in logs):
-                assert loop.time() < deadline, [repr(lg) for lg in logs]
-                await asyncio.sleep(0.02)
-            manager.close()
-            await manager.wait_closed()
-            return stale_ends
-
-        assert asyncio.run(replicate()) == 0
-        for p, log in enumerate(logs):
-            theirs = leader.log_manager.get_log("t", p).read(0, 1 << 20).read_bytes()
-            assert log.read(0, 1 << 20).read_bytes() == theirs
     finally:
         for log in logs:
             log.close()
