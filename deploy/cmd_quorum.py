@@ -38,6 +38,7 @@ from deploy.cmd_cluster import STATUS_TIMEOUT_S, cluster_status_doc
 from deploy.command_group import add_command_group
 from deploy.node_config import load_node_config
 from metadata.client import ControllerClient, ControllerError
+from raft.membership import voters_text
 
 # How long add-controller / remove-controller wait by default (catching up included).
 VOTER_CHANGE_TIMEOUT_S = 120.0
@@ -134,5 +135,5 @@ def _print_voters(args: argparse.Namespace, what: str, voters: dict[int, str]) -
     if args.json:
         print_json({"voters": [{"id": i, "raft_address": a} for i, a in sorted(voters.items())]})
     else:
-        print(f"{what}; voters now {','.join(f'{i}@{a}' for i, a in sorted(voters.items()))}")
+        print(f"{what}; voters now {voters_text(voters)}")
     return 0

@@ -89,6 +89,7 @@ from raft.api import (
     SnapshotRequired,
     StaleEpochError,
 )
+from raft.membership import voters_text
 
 logger = logging.getLogger(__name__)
 
@@ -662,7 +663,7 @@ class ControllerServer:
         logger.info(
             "controller %d: the controller quorum's voters are now %s",
             self.node_id,
-            ", ".join(f"{i}@{a}" for i, a in sorted(voters.items())),
+            voters_text(voters),
         )
         return Envelope(body=m.RaftVoterResponse(voters=voters))
 

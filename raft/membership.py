@@ -120,6 +120,11 @@ class MembershipChange:
         return cls(fields[0], fields[3], fields[1], tuple(sorted(voters)))
 
 
+def is_voter(voters: VoterSet, node_id: int, address: str) -> bool:
+    """Whether ``node_id`` at Raft ``address`` is one of ``voters``."""
+    return voters.get(node_id) == address
+
+
 def voters_text(voters: VoterSet) -> str:
     """``id@host:port,...`` as in controller.quorum.voters."""
     return ",".join(f"{i}@{a}" for i, a in sorted(voters.items()))

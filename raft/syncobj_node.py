@@ -92,6 +92,7 @@ from raft.membership import (
     MEMBERSHIP_COMMAND_TYPE,
     MembershipChange,
     MembershipHistory,
+    is_voter,
     voters_text,
 )
 from raft.prevote import (
@@ -322,7 +323,7 @@ class _KraftSyncObj(SyncObj):
         self._kraft_own_address = own_address
         voters = membership.current()
         self.kraft_voters: dict[int, str] = voters
-        self.kraft_is_member = voters.get(node_id) == own_address
+        self.kraft_is_member = is_voter(voters, node_id, own_address)
         self._kraft_prevote = PreVote(
             voter_count=max(1, len(voters)),
             lease_s=conf.raftMinTimeout * LEASE_SHARE_OF_ELECTION_TIMEOUT,
@@ -363,7 +364,7 @@ class _KraftSyncObj(SyncObj):
         self._kraft_membership_seen = history.version
         voters = history.current()
         self.kraft_voters = voters
-        self.kraft_is_member = voters.get(self._kraft_node_id) == self._kraft_own_address
+        self.kraft_is_member = is_voter(voters, self._kraft_node_id, self._kraft_own_address)
         others = [
             a for i, a in voters.items() if not (self.kraft_is_member and i == self._kraft_node_id)
         ]
@@ -760,7 +761,7 @@ class RaftNode:
         return journal, membership
 
     def _wants_voter_mode(self) -> bool:
-        return self.membership.current().get(self.node_id) == self.own_address
+        return is_voter(self.membership.current(), self.node_id, self.own_address)
 
     def _new_sync(self) -> _KraftSyncObj:
         """A SyncObj in ``self.voter_mode`` on ``self.journal``; destroys the journal and

@@ -40,12 +40,6 @@ def name_of(image: MetadataImage, topic_id: Any) -> str | None:
     return None if topic is None else topic.name
 
 
-def id_of(image: MetadataImage, name: str | None) -> bytes:
-    """The id (16 bytes) of topic ``name`` in ``image``, the zero id if unknown."""
-    topic = image.topic(name) if name is not None else None
-    return ZERO_ID if topic is None else topic.topic_id.bytes
-
-
 def resolve_topic_ids(
     api_key: int, version: int, body: dict[str, Any], image: MetadataImage
 ) -> None:

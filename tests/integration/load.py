@@ -10,6 +10,9 @@ import uuid
 
 import confluent_kafka
 
+from deploy.local_cluster import LocalCluster
+from metadata.messages import NewTopic
+
 PARTITIONS = 3
 RATE_PER_S = 400
 DEADLINE_S = 120.0
@@ -133,3 +136,17 @@ def log_values(bootstrap: str, topic: str) -> list[bytes]:
         return values
     finally:
         c.close()
+
+
+def start_load(cluster: LocalCluster, topic: str) -> tuple[str, Load]:
+    """Create ``topic`` (PARTITIONS partitions, 3 replicas, min.insync.replicas 2) and start a
+    Load on it; returns the bootstrap servers and the running Load."""
+    with cluster.client(30.0) as admin:
+        (created,) = admin.create_topics(
+            [NewTopic(topic, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
+        )
+        assert created.error_code == 0, created
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    load = Load(bootstrap, topic)
+    load.start()
+    return bootstrap, load

@@ -12,9 +12,8 @@ import time
 import pytest
 
 from deploy.local_cluster import LocalCluster, wait_until
-from metadata.messages import NewTopic
 from tests.integration.clusters import ClusterFactory
-from tests.integration.load import PARTITIONS, Load
+from tests.integration.load import PARTITIONS, start_load
 
 pytestmark = pytest.mark.integration
 
@@ -81,14 +80,7 @@ def test_end_offsets_never_move_backwards_through_failovers(
     cluster_factory: ClusterFactory,
 ) -> None:
     cluster = cluster_factory(controllers=1, brokers=3)
-    with cluster.client(30.0) as admin:
-        (created,) = admin.create_topics(
-            [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
-        )
-        assert created.error_code == 0, created
-    bootstrap = ",".join(cluster.bootstrap_servers())
-    load = Load(bootstrap, TOPIC)
-    load.start()
+    bootstrap, load = start_load(cluster, TOPIC)
     poller = EndPoller(bootstrap)
     try:
         wait_until(lambda: len(load.acked) >= 200, WAIT_S, "the first acknowledged records")

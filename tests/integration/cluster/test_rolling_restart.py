@@ -12,9 +12,8 @@ import time
 import pytest
 
 from deploy.local_cluster import LocalCluster
-from metadata.messages import NewTopic
 from tests.integration.clusters import ClusterFactory
-from tests.integration.load import DEADLINE_S, PARTITIONS, RATE_PER_S, Load, log_values
+from tests.integration.load import DEADLINE_S, RATE_PER_S, log_values, start_load
 
 pytestmark = pytest.mark.integration
 
@@ -24,14 +23,7 @@ RESTART_TIMEOUT_S = 600.0
 def test_rolling_restart_under_load(cluster_factory: ClusterFactory) -> None:
     cluster: LocalCluster = cluster_factory()
     topic = "rolling"
-    with cluster.client(10.0) as admin:
-        (created,) = admin.create_topics(
-            [NewTopic(topic, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
-        )
-        assert created.error_code == 0, created
-    bootstrap = ",".join(cluster.bootstrap_servers())
-    load = Load(bootstrap, topic)
-    load.start()
+    bootstrap, load = start_load(cluster, topic)
     try:
         deadline = time.monotonic() + DEADLINE_S
         while len(load.consumed) < RATE_PER_S and time.monotonic() < deadline:
