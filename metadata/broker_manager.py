@@ -8,8 +8,12 @@ follows the committed metadata log with long-polling FetchMetadata calls, keepin
 now leads, follows or must delete.
 
 Threads: a *metadata* thread (fetch, apply, and every ``on_change`` call, so callbacks come
-from one thread, in log order) and a *lifecycle* thread (registration and heartbeats). Properties
-may be read from any thread. ``on_change`` exceptions are logged and do not stop the follower.
+from one thread, in log order), a *lifecycle* thread (registration and heartbeats) and a
+*session* thread, which holds the broker's session stream to the active controller open for
+the current registration (metadata.broker_session_streams): when this process dies its kernel
+closes the stream, and the controller fences the broker at once rather than after
+``broker.session.timeout.ms``. Properties may be read from any thread. ``on_change``
+exceptions are logged and do not stop the follower.
 
 ``incarnation_id`` must be new for every process start (e.g. ``uuid.uuid4().hex``): the
 controller treats a registration with the current incarnation id as a retry of the same one
@@ -31,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from common.error_codes import ErrorCode, error_name
-from metadata.client import ControllerClient, ControllerError
+from metadata.client import BrokerSessionCall, ControllerClient, ControllerError
 from metadata.delta import MetadataDelta
 from metadata.image import MetadataImage
 from metadata.messages import OfflineReplica, ReplicaLogEnd
@@ -97,6 +101,8 @@ class BrokerMetadataManager:
         self._unfenced = threading.Event()
         self._image_changed = threading.Condition()
         self._threads: list[threading.Thread] = []
+        self._session_lock = threading.Lock()
+        self._session: BrokerSessionCall | None = None
 
     # --- public state ---------------------------------------------------------------------------
 
@@ -134,7 +140,11 @@ class BrokerMetadataManager:
     # --- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        for name, target in (("metadata", self._fetch_loop), ("lifecycle", self._lifecycle_loop)):
+        for name, target in (
+            ("metadata", self._fetch_loop),
+            ("lifecycle", self._lifecycle_loop),
+            ("session", self._session_loop),
+        ):
             t = threading.Thread(target=target, name=f"broker-{self.broker_id}-{name}", daemon=True)
             self._threads.append(t)
             t.start()
@@ -143,6 +153,8 @@ class BrokerMetadataManager:
         self._stop.set()
         self._stop_heartbeats.set()
         self._wake.set()
+        self._registered.set()  # wakes the session thread if it waits for a registration
+        self._end_session()
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=self._client.timeout_s + 5)
@@ -219,6 +231,51 @@ class BrokerMetadataManager:
             except Exception:
                 logger.exception("broker %d: metadata change callback failed", self.broker_id)
 
+    # --- session thread -------------------------------------------------------------------------
+
+    def _track_session(self, session: BrokerSessionCall) -> None:
+        with self._session_lock:
+            self._session = session
+        if self._stop.is_set():
+            session.cancel()
+
+    def _end_session(self) -> None:
+        with self._session_lock:
+            session, self._session = self._session, None
+        if session is not None:
+            session.cancel()
+
+    def _session_loop(self) -> None:
+        backoff = RETRY_BACKOFF_MIN_S
+        while not self._stop.is_set():
+            epoch = self._broker_epoch
+            if epoch < 0:
+                self._registered.wait()
+                continue
+            try:
+                session = self._client.open_broker_session(
+                    self.broker_id, epoch, self._client.timeout_s, self._stop, self._track_session
+                )
+            except ControllerError as exc:
+                logger.debug("broker %d: session stream refused: %s", self.broker_id, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+                continue
+            with self._session_lock:
+                self._session = session
+            # Stopped or re-registered meanwhile: the stream would be held for nothing.
+            if self._stop.is_set() or self._broker_epoch != epoch:
+                self._end_session()
+                continue
+            backoff = RETRY_BACKOFF_MIN_S
+            how = session.wait()
+            with self._session_lock:
+                if self._session is session:
+                    self._session = None
+            if not self._stop.is_set():
+                logger.info("broker %d: session stream ended (%s); reopening", self.broker_id, how)
+                self._stop.wait(RETRY_BACKOFF_MIN_S)
+
     # --- lifecycle thread -----------------------------------------------------------------------
 
     def _interval_s(self, controller_interval_ms: int) -> float:
@@ -246,6 +303,7 @@ class BrokerMetadataManager:
                     logger.info("broker %d: registration failed: %s", self.broker_id, exc)
                 if reg is not None and reg.error_code == 0:
                     self._broker_epoch = reg.broker_epoch
+                    self._end_session()  # the session thread reopens it for this epoch
                     controller_interval_ms = reg.heartbeat_interval_ms
                     self._registered.set()
                     logger.info("broker %d registered, epoch %d", self.broker_id, reg.broker_epoch)
@@ -309,6 +367,7 @@ class BrokerMetadataManager:
                 self._broker_epoch,
             )
             self._broker_epoch = -1
+            self._registered.clear()
             self._fenced = True
             self._unfenced.clear()
             return

@@ -79,6 +79,9 @@ class _Session:
     # Replicas in failed log directories and those directories, from the latest heartbeat.
     offline: frozenset[tuple[uuid.UUID, int]] = frozenset()
     offline_dirs: tuple[str, ...] = ()
+    # The broker's session stream to this controller broke (its process is gone): the
+    # session counts as expired whatever its last contact.
+    stream_lost: bool = False
 
 
 class BrokerHeartbeatManager:
@@ -100,6 +103,24 @@ class BrokerHeartbeatManager:
             self._sessions[broker_id] = _Session(now_ms)
         else:
             s.last_contact_ms = max(s.last_contact_ms, now_ms)
+
+    def end_session(self, broker_id: int) -> None:
+        """The broker's session stream broke with a reset or end of stream, as when its
+        process dies: its session is over now rather than after the timeout. A heartbeat does
+        not undo that (one may still be in flight from the dead process); once the broker is
+        fenced its session is forgotten, and a live broker's next heartbeat starts a new one."""
+        s = self._sessions.setdefault(broker_id, _Session(0))
+        s.stream_lost = True
+
+    def stream_opened(self, broker_id: int) -> None:
+        """The broker holds a session stream again: a loss reported before no longer counts."""
+        s = self._sessions.get(broker_id)
+        if s is not None:
+            s.stream_lost = False
+
+    def stream_lost(self, broker_id: int) -> bool:
+        s = self._sessions.get(broker_id)
+        return s is not None and s.stream_lost
 
     def forget(self, broker_id: int) -> None:
         self._sessions.pop(broker_id, None)
@@ -166,7 +187,11 @@ class BrokerHeartbeatManager:
 
     def has_valid_session(self, broker_id: int, now_ms: int) -> bool:
         s = self._sessions.get(broker_id)
-        return s is not None and now_ms - s.last_contact_ms < self.session_timeout_ms
+        return (
+            s is not None
+            and not s.stream_lost
+            and now_ms - s.last_contact_ms < self.session_timeout_ms
+        )
 
     def expired(self, broker_ids: Iterable[int], now_ms: int) -> list[int]:
         """Those of ``broker_ids`` whose session has run out (unknown ones get one from now)."""
@@ -175,7 +200,7 @@ class BrokerHeartbeatManager:
             s = self._sessions.get(bid)
             if s is None:
                 self._sessions[bid] = _Session(now_ms)
-            elif now_ms - s.last_contact_ms >= self.session_timeout_ms:
+            elif s.stream_lost or now_ms - s.last_contact_ms >= self.session_timeout_ms:
                 out.append(bid)
         return sorted(out)
 
@@ -550,9 +575,12 @@ def expire_sessions(
     candidates = [b.broker_id for b in image.brokers.values() if not b.fenced]
     expired = sessions.expired(candidates, now_ms)
     for i, bid in enumerate(expired):
-        fence = fence_records(
-            current, bid, rules, sessions, reason="no heartbeat within broker.session.timeout.ms"
+        reason = (
+            "its session stream to the controller broke"
+            if sessions.stream_lost(bid)
+            else "no heartbeat within broker.session.timeout.ms"
         )
+        fence = fence_records(current, bid, rules, sessions, reason=reason)
         if not budget.try_add(fence):
             if not budget.try_add(fence[:1]):
                 return False  # the rest expire again on the next tick

@@ -19,7 +19,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import grpc
@@ -67,6 +67,28 @@ class ControllerError(Exception):
         super().__init__(f"{error_name(error_code)}: {message or ''}")
         self.error_code = int(error_code)
         self.message = message
+
+
+class BrokerSessionCall:
+    """An open broker session stream: :meth:`wait` blocks while the controller holds it,
+    :meth:`cancel` ends it from this side (any thread)."""
+
+    def __init__(self, call: Any, address: str) -> None:
+        self._call = call
+        self.address = address
+
+    def wait(self) -> str:
+        """Block until the stream ends; say how (the controller ended it, or the error)."""
+        try:
+            for _ in self._call:
+                pass  # the controller sends nothing after its first message
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            return f"{self.address}: {code}"
+        return f"{self.address}: ended by the controller"
+
+    def cancel(self) -> None:
+        self._call.cancel()
 
 
 class FetchMetadataResult(NamedTuple):
@@ -471,6 +493,60 @@ class ControllerClient:
             list(offline_replicas),
         )
         return self.call("BrokerHeartbeat", request, timeout_s=timeout_s)
+
+    def open_broker_session(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        timeout_s: float,
+        stop: threading.Event,
+        on_attempt: Callable[[BrokerSessionCall], None],
+    ) -> BrokerSessionCall:
+        """Open this broker's session stream on the active controller (following
+        NOT_CONTROLLER) and return it once the controller holds it. Each attempt's call is
+        given to ``on_attempt`` first, so that another thread may cancel it; ``stop`` ends the
+        attempts. Raises ControllerError when the controller refuses the session
+        (STALE_BROKER_EPOCH, ...), or none holds it within ``timeout_s`` or before ``stop``."""
+        payload = pack(m.BrokerSessionRequest(broker_id, broker_epoch))
+        deadline = time.monotonic() + timeout_s
+        backoff = RETRY_BACKOFF_MIN_S
+        last = "no attempt made"
+        while (remaining := deadline - time.monotonic()) > 0 and not stop.is_set():
+            target = self._pick()
+            call = self._channel(target).unary_stream(method_path("BrokerSession"))(payload)
+            on_attempt(BrokerSessionCall(call, target))
+            # No per-message deadline in gRPC's iterator: cancel the call if the first
+            # message does not come in time.
+            timer = threading.Timer(min(remaining, ATTEMPT_TIMEOUT_MAX_S), call.cancel)
+            timer.start()
+            try:
+                env = decode_envelope(next(call))
+            except (grpc.RpcError, StopIteration, MessageError) as exc:
+                last = f"{target}: {exc}"
+                self._forget(target)
+                call.cancel()
+            else:
+                if env.error_code == ErrorCode.NOT_CONTROLLER:
+                    self._remember(env.controller_address)
+                    call.cancel()
+                    last = f"{target}: not the active controller"
+                    if env.controller_address not in (None, target):
+                        continue
+                elif env.error_code != 0:
+                    call.cancel()
+                    raise ControllerError(env.error_code, env.error_message)
+                else:
+                    body = from_wire(m.BrokerSessionResponse, env.body)
+                    if body.error_code != 0:
+                        call.cancel()
+                        raise ControllerError(body.error_code, body.error_message)
+                    self._remember(target)
+                    return BrokerSessionCall(call, target)
+            finally:
+                timer.cancel()
+            stop.wait(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+        raise ControllerError(ErrorCode.REQUEST_TIMED_OUT, f"BrokerSession: {last}")
 
     def alter_partition(
         self, broker_id: int, broker_epoch: int, topics: Sequence[AlterPartitionTopic]

@@ -62,8 +62,8 @@ from common.security.pem_files import pem_bytes
 from common.security.principal import ANONYMOUS, KafkaPrincipal, user
 
 _CLUSTER_ACTION = frozenset(
-    {"RegisterBroker", "BrokerHeartbeat", "AlterPartition", "AllocateProducerIds",
-     "FetchMetadata"}
+    {"RegisterBroker", "BrokerHeartbeat", "BrokerSession", "AlterPartition",
+     "AllocateProducerIds", "FetchMetadata"}
 )
 _ALTER_CLUSTER = frozenset(
     {"ElectLeaders", "AlterPartitionReassignments", "CreateAcls", "DeleteAcls",

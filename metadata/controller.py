@@ -194,6 +194,30 @@ class QuorumController:
     ) -> ControllerResult[BrokerHeartbeatResponse]:
         return brokers.broker_heartbeat(self.image, request, self.sessions, self._rules, now_ms)
 
+    def broker_session_opened(self, broker_id: int, broker_epoch: int) -> int:
+        """A broker opened its session stream: NO_ERROR when ``broker_epoch`` is its current
+        registration, else STALE_BROKER_EPOCH (BROKER_ID_NOT_REGISTERED when unknown)."""
+        b = self.image.brokers.get(broker_id)
+        if b is None:
+            return ErrorCode.BROKER_ID_NOT_REGISTERED
+        if b.epoch != broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        self.sessions.stream_opened(broker_id)
+        return ErrorCode.NO_ERROR
+
+    def broker_session_lost(self, broker_id: int, broker_epoch: int) -> bool:
+        """The session stream of registration ``broker_epoch`` broke (reset or end of stream:
+        the broker's process is gone). An unfenced broker with that registration is fenced by
+        the next :meth:`tick` instead of after ``broker.session.timeout.ms``; True then. A
+        stream of an older registration, or of a broker already fenced, changes nothing."""
+        if not self.is_active:
+            return False
+        b = self.image.brokers.get(broker_id)
+        if b is None or b.epoch != broker_epoch or b.fenced:
+            return False
+        self.sessions.end_session(broker_id)
+        return True
+
     def create_topics(self, request: CreateTopicsRequest) -> ControllerResult[CreateTopicsResponse]:
         return topics.create_topics(
             self.image, request, self.config, self.rng, self._new_topic_id, self.max_append_bytes

@@ -98,6 +98,26 @@ class BrokerHeartbeatResponse:
     should_shut_down: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerSessionRequest:
+    """Opens a broker's session stream to the active controller (see
+    metadata.broker_session_streams): held open while the broker process lives, so that its
+    end tells the controller at once that the process is gone."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSessionResponse:
+    """The stream's one message: NO_ERROR when the controller holds the session, else why not
+    (STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED, THROTTLING_QUOTA_EXCEEDED when it holds as
+    many streams as it may)."""
+
+    error_code: int = 0
+    error_message: str | None = None
+
+
 # --- topics ------------------------------------------------------------------------------------
 
 

@@ -43,7 +43,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -51,6 +51,7 @@ import grpc
 from common.error_codes import ErrorCode
 from metadata import features, security_control
 from metadata import messages as m
+from metadata.broker_session_streams import BrokerSessionStreams
 from metadata.control_plane_authz import (
     ControlPlaneAuthorizer,
     host_of_peer,
@@ -101,6 +102,9 @@ CATCH_UP_MAX_ROUNDS = 10_000
 # Extra time a gRPC worker waits beyond the append timeout before giving up on the event thread.
 REQUEST_WAIT_MARGIN_S = 5.0
 DEFAULT_MAX_WORKERS = 64
+# Broker session streams held at once (metadata.broker_session_streams); each holds a gRPC
+# worker thread of its own, on top of max_workers.
+MAX_BROKER_SESSIONS = 256
 # Kafka's error code for each reason the metadata log refuses a voter change. Not caught up
 # and a change still committing are retriable, as Kafka answers them (REQUEST_TIMED_OUT).
 _VOTER_CHANGE_ERRORS = {
@@ -161,6 +165,9 @@ class ControllerServer:
         # At most half the gRPC workers may sit in FetchMetadata long-polls; beyond that a
         # fetch answers at once (the broker simply polls again).
         self._long_polls = threading.BoundedSemaphore(max(1, max_workers // 2))
+        self._sessions = BrokerSessionStreams(
+            MAX_BROKER_SESSIONS, lambda bid, epoch: self._post(("session_lost", (bid, epoch)))
+        )
         self._commit_pending = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -193,18 +200,20 @@ class ControllerServer:
     def start(self) -> None:
         server = grpc.server(
             concurrent.futures.ThreadPoolExecutor(
-                max_workers=self._max_workers, thread_name_prefix=f"controller-{self.node_id}-rpc"
+                max_workers=self._max_workers + MAX_BROKER_SESSIONS,
+                thread_name_prefix=f"controller-{self.node_id}-rpc",
             ),
             options=[
                 ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
                 ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
                 ("grpc.so_reuseport", 0),
             ],
-            maximum_concurrent_rpcs=self._max_workers * 4,
+            maximum_concurrent_rpcs=self._max_workers * 4 + MAX_BROKER_SESSIONS,
         )
         handlers = {
             name: grpc.unary_unary_rpc_method_handler(self._rpc_handler(name)) for name in METHODS
         }
+        handlers["BrokerSession"] = grpc.unary_stream_rpc_method_handler(self._broker_session)
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),)
         )
@@ -239,6 +248,7 @@ class ControllerServer:
 
     def stop(self, grace_s: float = 0.5) -> None:
         self._stopping.set()
+        self._sessions.end_all()
         if self._server is not None:
             self._server.stop(grace_s).wait(grace_s + 5)
         self._events.put_nowait(("stop", None))
@@ -256,6 +266,8 @@ class ControllerServer:
                 payload[3].set_result(
                     Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
                 )
+            elif kind == "session_open":
+                payload[2].set_result(ErrorCode.NOT_CONTROLLER)
 
     # --- log listeners (called on the log's thread: only enqueue) -------------------------------
 
@@ -300,6 +312,21 @@ class ControllerServer:
             elif kind == "request":
                 name, request, received_ms, future = payload
                 future.set_result(self._execute(name, request, received_ms))
+            elif kind == "session_open":
+                broker_id, broker_epoch, opened = payload
+                if self.controller.is_active:
+                    opened.set_result(
+                        self.controller.broker_session_opened(broker_id, broker_epoch)
+                    )
+                else:
+                    opened.set_result(ErrorCode.NOT_CONTROLLER)
+            elif kind == "session_lost" and self.controller.broker_session_lost(*payload):
+                logger.info(
+                    "controller %d: broker %d's session stream broke; fencing it now",
+                    self.node_id,
+                    payload[0],
+                )
+                self._tick()
         except _Stop:
             raise
         except Exception:
@@ -308,6 +335,8 @@ class ControllerServer:
                 payload[3].set_result(
                     Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
                 )
+            elif kind == "session_open" and not payload[2].done():
+                payload[2].set_result(ErrorCode.UNKNOWN_SERVER_ERROR)
         now = time.monotonic()
         # Heartbeats still queued must count before fencing: tick once the queue is drained, or
         # when it is overdue by more than its bound under a constant flood of requests.
@@ -326,6 +355,7 @@ class ControllerServer:
         if not is_leader:
             if self.controller.active_epoch is not None and epoch >= self.controller.active_epoch:
                 self.controller.deactivate()
+                self._sessions.end_all()
             return
         if self.controller.active_epoch == epoch:
             return
@@ -565,6 +595,60 @@ class ControllerServer:
             return Envelope(ErrorCode.NOT_CONTROLLER, message, None, None)
         return Envelope(ErrorCode.NOT_CONTROLLER, "not the active controller", leader_id, address)
 
+    def _refusal(self, name: str, request: Any, context: grpc.ServicerContext) -> Envelope | None:
+        """The envelope refusing ``name`` to the caller under the ACLs, or None."""
+        if self._authorizer is None:
+            return None
+        refusal = self._authorizer.check(
+            name,
+            request,
+            principal_of_context(context.auth_context()),
+            self.controller.image.security.acls,
+            host_of_peer(context.peer()),
+        )
+        if refusal is None:
+            return None
+        logger.info("controller %d: %s refused: %s", self.node_id, name, refusal.message)
+        return Envelope(refusal.error_code, refusal.message)
+
+    def _broker_session(self, data: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        """BrokerSession: answer whether the session is held, then hold the stream open until
+        the broker's side ends it (a loss: the broker is fenced now) or this controller does."""
+        try:
+            request = decode_request(m.BrokerSessionRequest, data)
+        except MessageError as exc:
+            yield encode_envelope(Envelope(ErrorCode.INVALID_REQUEST, str(exc)))
+            return
+        refused = self._refusal("BrokerSession", request, context)
+        if refused is not None:
+            yield encode_envelope(refused)
+            return
+        if self._stopping.is_set() or not self.controller.is_active:
+            yield encode_envelope(self._not_controller())
+            return
+        opened: concurrent.futures.Future[int] = concurrent.futures.Future()
+        self._post(("session_open", (request.broker_id, request.broker_epoch, opened)))
+        try:
+            code = opened.result(timeout=REQUEST_WAIT_MARGIN_S)
+        except concurrent.futures.TimeoutError:
+            yield encode_envelope(Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller busy"))
+            return
+        if code == ErrorCode.NOT_CONTROLLER:
+            yield encode_envelope(self._not_controller())
+            return
+        if code != ErrorCode.NO_ERROR:
+            yield encode_envelope(Envelope(body=m.BrokerSessionResponse(code, None)))
+            return
+        stream = self._sessions.open(request.broker_id, request.broker_epoch)
+        if stream is None:
+            message = f"this controller holds {MAX_BROKER_SESSIONS} broker sessions already"
+            body = m.BrokerSessionResponse(ErrorCode.THROTTLING_QUOTA_EXCEEDED, message)
+            yield encode_envelope(Envelope(body=body))
+            return
+        context.add_callback(lambda: self._sessions.broker_side_ended(stream))
+        yield encode_envelope(Envelope(body=m.BrokerSessionResponse()))
+        self._sessions.hold(stream, context.is_active)
+
     def _rpc_handler(self, name: str) -> Callable[[bytes, grpc.ServicerContext], bytes]:
         request_cls = METHODS[name][0]
 
@@ -574,19 +658,9 @@ class ControllerServer:
                     request = decode_request(request_cls, data)
                 except MessageError as exc:
                     return encode_envelope(Envelope(ErrorCode.INVALID_REQUEST, str(exc)))
-                if self._authorizer is not None:
-                    refusal = self._authorizer.check(
-                        name,
-                        request,
-                        principal_of_context(context.auth_context()),
-                        self.controller.image.security.acls,
-                        host_of_peer(context.peer()),
-                    )
-                    if refusal is not None:
-                        logger.info(
-                            "controller %d: %s refused: %s", self.node_id, name, refusal.message
-                        )
-                        return encode_envelope(Envelope(refusal.error_code, refusal.message))
+                refused = self._refusal(name, request, context)
+                if refused is not None:
+                    return encode_envelope(refused)
                 return encode_envelope(self._dispatch(name, request))
             except Exception:
                 logger.exception("controller %d: %s failed", self.node_id, name)

@@ -11,6 +11,7 @@ from typing import Any
 from data_plane.client import Consumer, TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch, validate_stored_payload
+from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
 from tests.integration.clusters import FAST_OVERRIDES as CLUSTER_FAST_OVERRIDES
@@ -227,6 +228,25 @@ def wait_leader_seen(
         return seen.pop() if len(seen) == 1 else None
 
     return wait_for(probe, f"{observers} to follow a leader outside {exclude}")
+
+
+def watch_session(
+    cluster: LocalCluster, topic: str, broker_id: int, seconds: float
+) -> dict[str, Any]:
+    """Watch the controller's view for ``seconds``: whether ``broker_id`` was ever fenced,
+    and the leaders ``topic``-0 had meanwhile."""
+    fenced = False
+    leaders: set[int] = set()
+    deadline = time.monotonic() + seconds
+    with cluster.client(10.0) as admin:
+        while time.monotonic() < deadline:
+            image = fetch_image(admin)
+            fenced = fenced or image.brokers[broker_id].fenced
+            p = image.partition(topic, 0)
+            if p is not None:
+                leaders.add(p.leader)
+            time.sleep(0.2)
+    return {"fenced": fenced, "leaders": sorted(leaders)}
 
 
 def checkpoint_text(cluster: LocalCluster, broker_id: int) -> str:

@@ -24,6 +24,7 @@ STEPS: dict[str, Callable[..., Any]] = {
     "wait_leader_seen": helpers.wait_leader_seen,
     "wait_isr": lambda c, t, want: helpers.wait_isr(c, t, set(want)),
     "list_latest": helpers.list_latest,
+    "watch_session": helpers.watch_session,
 }
 
 

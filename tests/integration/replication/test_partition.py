@@ -1,12 +1,15 @@
-"""A leader cut off from the controller quorum cannot complete an acks=all write (real network
-partition: a LocalCluster placed in chaos.netns namespaces, iptables DROP between two nodes)."""
+"""A leader cut off from the controller quorum cannot complete an acks=all write, and keeps its
+session until ``broker.session.timeout.ms`` (real network partition: a LocalCluster placed in
+chaos.netns namespaces, iptables DROP between two nodes)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +31,19 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def netns_cluster(tmp_path: Path):
+# Long enough that a partitioned broker watched for WATCH_S after the cut (plus the time a
+# step takes to start on a loaded machine) cannot have reached it.
+SLOW_SESSION_TIMEOUT_MS = 15_000
+WATCH_S = 4.0
+
+
+@contextlib.contextmanager
+def running_netns_cluster(path: Path, overrides: dict[str, str]) -> Iterator[LocalCluster]:
     cluster = LocalCluster.create(
-        tmp_path / "cluster",
+        path,
         controllers=1,
         brokers=3,
-        overrides=FAST_OVERRIDES,
+        overrides=overrides,
         placement=netns_placement(f"kl{os.getpid() % 1_000_000}"),
     )
     try:
@@ -43,6 +52,19 @@ def netns_cluster(tmp_path: Path):
         yield cluster
     finally:
         cluster.close()  # kills the nodes and deletes the namespaces with their rules
+
+
+@pytest.fixture
+def netns_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    with running_netns_cluster(tmp_path / "cluster", FAST_OVERRIDES) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def slow_session_netns_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    overrides = {**FAST_OVERRIDES, "broker.session.timeout.ms": str(SLOW_SESSION_TIMEOUT_MS)}
+    with running_netns_cluster(tmp_path / "cluster", overrides) as cluster:
+        yield cluster
 
 
 def topology(cluster: LocalCluster) -> NetnsTopology:
@@ -91,3 +113,22 @@ def test_leader_cut_off_from_the_controller_cannot_complete_acks_all(
 
     wait_for(converged, "the replicas to converge")
     assert "truncated 1 uncommitted offsets" in cluster.log_tail(leader, 400)
+
+
+def test_a_leader_cut_off_from_the_controller_keeps_its_session_until_the_timeout(
+    slow_session_netns_cluster: LocalCluster,
+) -> None:
+    """Nothing tells the controller that a partitioned broker's process is gone (its session
+    stream goes silent, it does not break): the broker is fenced only by the session timeout."""
+    cluster = slow_session_netns_cluster
+    topic = "silent"
+    leader = step(cluster, "create_topic", topic, 2)
+    followers = [b for b in cluster.broker_ids if b != leader]
+    (controller,) = cluster.controller_ids
+    topology(cluster).block(leader, controller)
+    seen = step(cluster, "watch_session", topic, leader, WATCH_S)
+    assert seen == {"fenced": False, "leaders": [leader]}, seen
+    # The timeout still fences it, and a follower takes over.
+    step(cluster, "wait_leader_seen", topic, followers, [leader])
+    topology(cluster).heal_all()
+    step(cluster, "wait_isr", topic, cluster.broker_ids)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import msgpack
@@ -284,3 +285,63 @@ def test_client_skips_dead_voters(cluster: Cluster) -> None:
     with ControllerClient(f"{dead},{cluster.servers[1].address}", timeout_s=10.0) as c:
         for _ in range(4):  # whichever bootstrap address it starts with
             assert c.describe_cluster().controller_id == 2
+
+
+def _register(client: ControllerClient, bid: int) -> int:
+    reg = client.register_broker(bid, f"i{bid}", {"PLAINTEXT": ("127.0.0.1", 9000 + bid)})
+    assert reg.error_code == 0
+    assert not client.broker_heartbeat(bid, reg.broker_epoch, 10**9).is_fenced
+    return reg.broker_epoch
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_session_stream_ended_by_the_broker_fences_it_without_the_timeout(
+    cluster: Cluster, client: ControllerClient
+) -> None:
+    cluster.quorum.elect(1)
+    cluster.wait_active(1)
+    epochs = {bid: _register(client, bid) for bid in (1, 2)}
+    stop = threading.Event()
+    session = client.open_broker_session(1, epochs[1], 10.0, stop, lambda _call: None)
+    image = lambda: cluster.servers[1].controller.image  # noqa: E731
+    assert not image().brokers[1].fenced
+    session.cancel()  # what the kernel's close of a dead process looks like from here
+    # CONFIG's session timeout is 60 s: only the stream's end can fence it within the wait.
+    _wait(lambda: image().brokers[1].fenced, "broker 1 was not fenced when its stream ended")
+    assert not image().brokers[2].fenced
+    # A stale registration cannot open a stream.
+    with pytest.raises(ControllerError) as info:
+        client.open_broker_session(2, epochs[2] + 1, 10.0, stop, lambda _call: None)
+    assert info.value.error_code == ErrorCode.STALE_BROKER_EPOCH
+
+
+def test_session_streams_end_without_fencing_when_the_controller_is_deposed(
+    cluster: Cluster, client: ControllerClient
+) -> None:
+    cluster.quorum.elect(1)
+    cluster.wait_active(1)
+    epoch = _register(client, 1)
+    stop = threading.Event()
+    session = client.open_broker_session(1, epoch, 10.0, stop, lambda _call: None)
+    ended: list[str] = []
+    waiter = threading.Thread(target=lambda: ended.append(session.wait()))
+    waiter.start()
+    cluster.quorum.elect(2)
+    cluster.wait_active(2)
+    waiter.join(20)
+    assert ended and "ended by the controller" in ended[0]
+    # The broker opens it again, following NOT_CONTROLLER to the new controller; nothing fenced.
+    again = client.open_broker_session(1, epoch, 10.0, stop, lambda _call: None)
+    assert again.address == cluster.servers[2].address
+    assert not cluster.servers[2].controller.image.brokers[1].fenced
+    again.cancel()
+    _wait(
+        lambda: cluster.servers[2].controller.image.brokers[1].fenced,
+        "the new controller did not fence broker 1 when its stream ended",
+    )
