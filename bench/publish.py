@@ -117,10 +117,12 @@ def markdown(doc: dict[str, Any]) -> str:
             "every broker / logs created everywhere (s)",
             f"{_num(p.get('ack_s'), '.1f')} / {_num(p.get('visible_on_all_brokers_s'), '.1f')}"
             f" / {_num(p.get('logs_settled_on_all_brokers_s'), '.1f')}")
-        add("partitions", "broker restart: logs loaded / cluster ready again (s)",
-            f"{_num(p.get('restart_logs_loaded_s'), '.1f')} / "
-            f"{_num(p.get('restart_ready_s'), '.1f')}"
-            + (f" ({p['restart_error']})" if p.get("restart_error") else ""))
+        for prefix, label in (("restart", "clean shutdown"), ("restart_after_kill", "kill -9")):
+            add("partitions", f"broker restart after a {label}: from its start to its logs "
+                "loaded / to the cluster ready again (s)",
+                f"{_num(p.get(prefix + '_logs_loaded_s'), '.1f')} / "
+                f"{_num(p.get(prefix + '_ready_s'), '.1f')}"
+                + (f" ({p[prefix + '_error']})" if p.get(prefix + "_error") else ""))
         add("partitions", "RSS of the restarted broker (MiB)",
             _num(p.get("rss_mib_after_restart")))
         rss = p.get("rss_mib_after", {})

@@ -14,6 +14,12 @@ File ``<partition dir>/leader-epoch-checkpoint`` in Kafka's checkpoint text form
 
 Every change is written at once, atomically (``.tmp``, fsync, rename, directory fsync), so a
 crash leaves the old or the new file. Changes are rare (one per leader change or truncation).
+The one exception is ``truncate_from_end(..., write=False)``, the truncation a log makes when
+it loads: it changes only the entries in memory and leaves the file *stale* (still naming the
+dropped epochs) until :meth:`write_pending`, which the log calls before it appends anything.
+A stale file is harmless while the log does not grow: the next load drops the same entries
+again. Loading then costs no write, where an empty log would otherwise rewrite its file (two
+fsyncs) at every start.
 
 Invariants: epochs and start offsets strictly increase along the entries. ``assign`` ignores an
 epoch that is not newer than the latest one (a follower sees every batch of an epoch).
@@ -53,6 +59,8 @@ class LeaderEpochFileCache:
         self.path = path
         self._lock = threading.Lock()
         self._entries: list[EpochEntry] = _read(path)
+        # The file still names epochs dropped by truncate_from_end(write=False).
+        self.stale = False
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -105,13 +113,25 @@ class LeaderEpochFileCache:
             self._write_locked()
             return True
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """The log was truncated to ``end_offset``: drop epochs starting at or after it."""
+    def truncate_from_end(self, end_offset: int, *, write: bool = True) -> None:
+        """The log was truncated to ``end_offset``: drop epochs starting at or after it. With
+        ``write`` False the file is left stale (see the module docstring)."""
         with self._lock:
             kept = [e for e in self._entries if e.start_offset < end_offset]
             if len(kept) != len(self._entries):
                 self._entries = kept
-                self._write_locked()
+                if write:
+                    self._write_locked()
+                else:
+                    self.stale = True
+
+    def write_pending(self) -> bool:
+        """Write a stale file; True if it was stale."""
+        with self._lock:
+            if not self.stale:
+                return False
+            self._write_locked()
+            return True
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log start offset moved to ``start_offset``: the epoch covering it now starts
@@ -141,6 +161,7 @@ class LeaderEpochFileCache:
         lines = [str(CHECKPOINT_VERSION), str(len(self._entries))]
         lines += [f"{e.epoch} {e.start_offset}" for e in self._entries]
         write_lines_durably(self.path, lines)
+        self.stale = False
 
 
 def _read(path: str) -> list[EpochEntry]:

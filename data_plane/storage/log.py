@@ -247,8 +247,10 @@ class Log:
         self.leader_epoch_cache = LeaderEpochFileCache(
             os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT)
         )
-        # Recovery may have cut a tail the cache still names.
-        self.leader_epoch_cache.truncate_from_end(self._local.next_offset)
+        # Recovery may have cut a tail the cache still names (and an empty log always drops
+        # the epoch it was last assigned at offset 0). The file is written before the log
+        # grows (append), not here: a stale one is harmless until then.
+        self.leader_epoch_cache.truncate_from_end(self._local.next_offset, write=False)
         self.producer_state = ProducerStateManager(dir_path)
         if self._log_start_offset > self._local.next_offset:
             # Everything on disk lies below the log start offset (deleted by DeleteRecords
@@ -438,6 +440,10 @@ class Log:
                         max_ts, offset_of_max = ts, last
                     offset = last + 1
                 cache = self.leader_epoch_cache
+                if cache.stale:
+                    # Before the log grows: a stale file could name an epoch for records
+                    # appended from here on.
+                    cache.write_pending()
                 if assign:
                     if leader_epoch > cache.latest_epoch:
                         cache.assign(leader_epoch, first)

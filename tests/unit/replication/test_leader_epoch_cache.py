@@ -48,3 +48,22 @@ def test_corrupt_files_are_named(tmp_path, text) -> None:
     path.write_text(text)
     with pytest.raises(CorruptCheckpointError, match="leader-epoch-checkpoint"):
         LeaderEpochFileCache(str(path))
+
+
+def test_a_truncation_without_write_leaves_the_file_stale_until_written(tmp_path) -> None:
+    path = str(tmp_path / "leader-epoch-checkpoint")
+    cache = LeaderEpochFileCache(path)
+    cache.assign(1, 0)
+    cache.assign(4, 50)
+    cache.truncate_from_end(50, write=False)
+    assert cache.entries() == [EpochEntry(1, 0)] and cache.stale
+    # The file still names epoch 4: a load drops it again.
+    assert LeaderEpochFileCache(path).entries() == [EpochEntry(1, 0), EpochEntry(4, 50)]
+    assert cache.write_pending() and not cache.stale
+    assert not cache.write_pending()
+    assert LeaderEpochFileCache(path).entries() == [EpochEntry(1, 0)]
+    # Any later write (here an assign) writes the whole, current list and clears staleness.
+    cache.truncate_from_end(0, write=False)
+    cache.assign(5, 0)
+    assert not cache.stale
+    assert LeaderEpochFileCache(path).entries() == [EpochEntry(5, 0)]
