@@ -45,10 +45,11 @@ run: $(STAMP)
 	$(PY) -m deploy.demo
 
 # Benchmarks print figures and never assert. `make bench` is one bounded session (bench/suite.py:
-# each section capped in time) beside NATS JetStream: it installs Debian's nats-server (as root)
-# and the `bench` extra (nats-py, matplotlib) first; the tests need neither. Results go to
+# each section capped in time) beside NATS JetStream: it installs Debian's nats-server, Go and
+# nats.go (as root) and the `bench` extra (nats-py, matplotlib) first; the tests need none of
+# them. Results go to
 # bench/results/ and docs/benchmarks.md; BENCH_ARGS=--quick for a shorter run.
-BENCH_DEB_PACKAGES := nats-server
+BENCH_DEB_PACKAGES := nats-server golang-go golang-github-nats-io-go-nats-dev
 BENCH_ARGS ?=
 bench: $(STAMP)
 	@missing=""; for p in $(BENCH_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

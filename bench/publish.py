@@ -128,6 +128,13 @@ def markdown(doc: dict[str, Any]) -> str:
         rss = p.get("rss_mib_after", {})
         add("partitions", "RSS per process after creation (MiB, by node id)",
             ", ".join(f"{k}: {_num(v)}" for k, v in rss.items()))
+    native = s.get("native_peers", {})
+    if "kraftlog" in native and "nats" in native:
+        from bench.native_peers import ratios as native_ratios
+
+        for label, kraftlog, nats, ratio in native_ratios(native):
+            add("native_peers", f"{label}: kraftlog (librdkafka) / NATS (nats.go); ratio, "
+                "> 1 favours kraftlog", f"{kraftlog} / {nats}; {ratio:.2f}")
     for name, sec in s.items():
         if "skipped" in sec:
             add(name, "skipped", sec["skipped"])

@@ -63,6 +63,7 @@ SECTIONS = [
     Section("single_broker", 60, 300),
     Section("replicated", 150, 540),
     Section("nats", 120, 480),
+    Section("native_peers", 150, 600),
     Section("controller_failover", 60, 300),
     Section("partitions", 180, 600),
     Section("groups", 60, 300, external=True),
@@ -87,6 +88,10 @@ def _run_section(name: str, directory: str, quick: bool) -> dict[str, Any]:
         if nats_jetstream.available() is None:
             return {"skipped": "nats-server or nats-py is not installed"}
         return nats_jetstream.section_nats(directory, quick)
+    if name == "native_peers":
+        from bench import native_peers
+
+        return native_peers.section_native_peers(directory, quick)
     from bench import sections
 
     return sections.SECTIONS[name](directory, quick)
