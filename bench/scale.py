@@ -1,0 +1,288 @@
+"""Scale: 1,000 idle client connections, 100 producers and a 50-member consumer group on one
+cluster, and the end-to-end latency they get at 20,000 records/s (prints; never asserts; on
+demand, not in the suite).
+
+    .venv/bin/python -m bench.scale [--seconds 30] [--rate 20000]
+
+1 controller + 3 brokers; one topic of 100 partitions, RF 3, ``min.insync.replicas`` 2.
+
+- Idle connections: 1,000 sockets spread over the brokers, each after an ApiVersions
+  exchange (a client that connected and then went quiet), held open for the whole run.
+- Consumers: 5 processes of 10 threads, each thread one native consumer of one group (50
+  members, 2 partitions each once the group has settled); the producers start only once
+  every member holds an assignment that has not changed for GROUP_SETTLE_S.
+- Producers: 4 processes of 25 native producers each (acks=all, idempotent, ``linger.ms`` 5
+  as in Kafka 4's default, or ``--linger-ms``);
+  each process offers a quarter of the rate, paced, round-robin over its producers; each
+  record carries its due time (CLOCK_MONOTONIC ns).
+- Latency: due -> received at a consumer, for the records due after WARMUP_S; p50 / p99 /
+  p99.9 over the timed seconds (target p99 <= 50 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.report import PACING_SLEEP_S, percentile
+from data_plane.client import Consumer, Producer
+from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import decode_response, encode_request
+from deploy.local_cluster import LocalCluster
+from metadata.messages import NewTopic
+
+TOPIC = "scale"
+PARTITIONS = 100
+IDLE_CONNECTIONS = 1_000
+PRODUCER_PROCESSES = 4
+PRODUCERS_PER_PROCESS = 25
+CONSUMER_PROCESSES = 5
+CONSUMERS_PER_PROCESS = 10
+GROUP = "scale-group"
+GROUP_SETTLE_S = 5.0
+GROUP_READY_TIMEOUT_S = 180.0
+WARMUP_S = 5.0
+DRAIN_S = 30.0
+RECORD_BYTES = 100
+P99_TARGET_MS = 50.0
+_DUE = struct.Struct(">q")
+_SIZE = struct.Struct(">i")
+
+
+def _now_ns() -> int:
+    return time.monotonic_ns()
+
+
+def idle_connections(brokers: list[tuple[str, int]], n: int) -> list[socket.socket]:
+    """``n`` connections, each after one ApiVersions v0 exchange, left open."""
+    out = []
+    request = encode_request(ApiKey.API_VERSIONS, 0, 1, "idle", {})
+    for i in range(n):
+        host, port = brokers[i % len(brokers)]
+        s = socket.create_connection((host, port), timeout=30)
+        s.sendall(request)  # encode_request frames it (size prefix included)
+        size = _SIZE.unpack(_recv_exactly(s, 4))[0]
+        _, body = decode_response(ApiKey.API_VERSIONS, 0, _recv_exactly(s, size))
+        if body.get("error_code"):
+            raise RuntimeError(f"ApiVersions refused: {body}")
+        out.append(s)
+    return out
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def _consumers(bootstrap: str, settled: Any, start: Any, warm_ns: Any, end_ns: Any,
+               conn: Any) -> None:
+    """Spawned: CONSUMERS_PER_PROCESS group members on threads. Sets ``settled`` once each
+    has held the same non-empty assignment for GROUP_SETTLE_S; after ``start`` collects the
+    latencies (s) of records due at or after ``warm_ns`` until ``end_ns`` plus DRAIN_S."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    stable = [False] * CONSUMERS_PER_PROCESS
+    stop = threading.Event()
+
+    def member(i: int) -> None:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                      "auto.offset.reset": "latest", "enable.auto.commit": "false"})
+        try:
+            c.subscribe([TOPIC])
+            last, since = None, time.monotonic()
+            mine: list[float] = []
+            while not stop.is_set():
+                records = c.poll(100)
+                now = _now_ns()
+                assignment = frozenset(c.assignment())
+                if assignment != last:
+                    last, since = assignment, time.monotonic()
+                stable[i] = bool(assignment) and time.monotonic() - since >= GROUP_SETTLE_S
+                if start.is_set():
+                    warm = warm_ns.value
+                    for r in records:
+                        due = _DUE.unpack_from(r.value)[0]
+                        if due >= warm:
+                            mine.append((now - due) / 1e9)
+                    if now > end_ns.value + int(DRAIN_S * 1e9):
+                        break
+            with lock:
+                latencies.extend(mine)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=member, args=(i,), daemon=True)
+               for i in range(CONSUMERS_PER_PROCESS)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + GROUP_READY_TIMEOUT_S + DRAIN_S + 600
+    while not start.is_set() and time.monotonic() < deadline:
+        if all(stable):
+            settled.set()
+        time.sleep(0.2)
+    for t in threads:
+        t.join(max(1.0, deadline - time.monotonic()))
+    stop.set()
+    conn.send(latencies)
+
+
+def _producers(bootstrap: str, rate: float, start_ns: int, seconds: float, linger_ms: int,
+               conn: Any) -> None:
+    """Spawned: PRODUCERS_PER_PROCESS producers sharing ``rate`` records/s, paced."""
+    producers = [
+        Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms,
+                  "enable.idempotence": "true"})
+        for _ in range(PRODUCERS_PER_PROCESS)
+    ]
+    failed = 0
+
+    def done(err: object, _md: object) -> None:
+        nonlocal failed
+        if err is not None:
+            failed += 1
+
+    sent = 0
+    try:
+        for p in producers:
+            p.partitions_for(TOPIC)
+        pad = os.urandom(RECORD_BYTES - _DUE.size)
+        step_ns = 1e9 / rate
+        total = int(rate * seconds)
+        while _now_ns() < start_ns:
+            time.sleep(0.001)
+        while sent < total:
+            due_count = min(total, int((_now_ns() - start_ns) / step_ns) + 1)
+            while sent < due_count:
+                producers[sent % PRODUCERS_PER_PROCESS].send(
+                    TOPIC, _DUE.pack(start_ns + int(sent * step_ns)) + pad, on_delivery=done
+                )
+                sent += 1
+            time.sleep(PACING_SLEEP_S)
+        for p in producers:
+            p.flush(120)
+    finally:
+        for p in producers:
+            p.close(30)
+        conn.send({"sent": sent, "failed": failed})
+
+
+def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int) -> dict[str, Any]:
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    brokers = []
+    for address in cluster.bootstrap_servers():
+        host, port = address.rsplit(":", 1)
+        brokers.append((host, int(port)))
+    idle = idle_connections(brokers, IDLE_CONNECTIONS)
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    warm_ns, end_ns = ctx.Value("q", 0), ctx.Value("q", 0)
+    consumer_procs, consumer_pipes, settled = [], [], []
+    try:
+        for _ in range(CONSUMER_PROCESSES):
+            parent, child = ctx.Pipe()
+            ready = ctx.Event()
+            proc = ctx.Process(target=_consumers,
+                               args=(bootstrap, ready, start, warm_ns, end_ns, child))
+            proc.start()
+            consumer_procs.append(proc)
+            consumer_pipes.append(parent)
+            settled.append(ready)
+        t0 = time.monotonic()
+        for ready in settled:
+            if not ready.wait(max(1.0, GROUP_READY_TIMEOUT_S - (time.monotonic() - t0))):
+                raise RuntimeError("the 50-member group did not settle")
+        group_s = time.monotonic() - t0
+        start_ns = _now_ns() + int(5e9)  # the producer processes start before the first due
+        warm_ns.value = start_ns + int(WARMUP_S * 1e9)
+        end_ns.value = start_ns + int((WARMUP_S + seconds) * 1e9)
+        start.set()
+        producer_pipes, producer_procs = [], []
+        for _ in range(PRODUCER_PROCESSES):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_producers, args=(
+                bootstrap, rate / PRODUCER_PROCESSES, start_ns, WARMUP_S + seconds, linger_ms,
+                child))
+            proc.start()
+            producer_procs.append(proc)
+            producer_pipes.append(parent)
+        produced = [p.recv() if p.poll(WARMUP_S + seconds + 240) else {} for p in producer_pipes]
+        latencies: list[float] = []
+        for p in consumer_pipes:
+            if p.poll(DRAIN_S + 120):
+                latencies.extend(p.recv())
+        for proc in producer_procs + consumer_procs:
+            proc.join(30)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        still_open = sum(1 for s in idle if s.fileno() >= 0)
+    finally:
+        for s in idle:
+            s.close()
+    return {
+        "rate": rate,
+        "seconds": seconds,
+        "group_settled_s": group_s,
+        "timed_expected": int(rate * seconds),
+        "idle_connections_open": still_open,
+        "sent": sum(p.get("sent", 0) for p in produced),
+        "send_failures": sum(p.get("failed", 0) for p in produced),
+        "samples": len(latencies),
+        "p50_ms": percentile(latencies, 0.5) * 1e3,
+        "p99_ms": percentile(latencies, 0.99) * 1e3,
+        "p999_ms": percentile(latencies, 0.999) * 1e3,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rate", type=int, default=20_000)
+    parser.add_argument("--linger-ms", type=int, default=5)
+    args = parser.parse_args()
+    workdir = tempfile.mkdtemp(prefix="kraftlog-scale-")
+    cluster = LocalCluster.create(workdir, controllers=1, brokers=3)
+    try:
+        cluster.start()
+        cluster.wait_ready(90)
+        with cluster.client(60.0) as admin:
+            (res,) = admin.create_topics(
+                [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
+            )
+        if res.error_code:
+            raise RuntimeError(f"create {TOPIC}: {res.error_message}")
+        out = run(cluster, args.rate, args.seconds, args.linger_ms)
+        print(
+            f"{IDLE_CONNECTIONS:,} idle connections ({out['idle_connections_open']:,} open at "
+            f"the end), {PRODUCER_PROCESSES * PRODUCERS_PER_PROCESS} producers, a "
+            f"{CONSUMER_PROCESSES * CONSUMERS_PER_PROCESS}-member group settled in "
+            f"{out['group_settled_s']:.1f} s; {out['rate']:,} records/s for "
+            f"{out['seconds']:g} s, linger.ms {args.linger_ms}: sent {out['sent']:,} "
+            f"({out['send_failures']} failed), {out['samples']:,} of "
+            f"{out['timed_expected']:,} timed records received; end-to-end p50 "
+            f"{out['p50_ms']:.1f} ms, p99 {out['p99_ms']:.1f} ms, p99.9 "
+            f"{out['p999_ms']:.1f} ms (target p99 <= {P99_TARGET_MS:g} ms)"
+        )
+    finally:
+        cluster.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
