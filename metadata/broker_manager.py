@@ -261,9 +261,8 @@ class BrokerMetadataManager:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
                 continue
-            with self._session_lock:
-                self._session = session
-            # Stopped or re-registered meanwhile: the stream would be held for nothing.
+            # _track_session holds it already. Stopped or re-registered meanwhile: the stream
+            # would be held for nothing.
             if self._stop.is_set() or self._broker_epoch != epoch:
                 self._end_session()
                 continue

@@ -39,13 +39,12 @@ HOLD_POLL_S = 1.0
 class SessionStream:
     """One held stream: the broker and the registration epoch it was opened for."""
 
-    __slots__ = ("_done", "broker_epoch", "broker_id", "ended_by_controller")
+    __slots__ = ("_done", "broker_epoch", "broker_id")
 
     def __init__(self, broker_id: int, broker_epoch: int) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._done = threading.Event()
-        self.ended_by_controller = False
 
     @property
     def done(self) -> bool:
@@ -75,7 +74,7 @@ class BrokerSessionStreams:
                 return None
             self._current[broker_id] = stream
         if previous is not None:
-            self._end(previous)
+            previous._done.set()
         return stream
 
     def hold(self, stream: SessionStream, call_alive: Callable[[], bool]) -> None:
@@ -89,9 +88,10 @@ class BrokerSessionStreams:
 
     def broker_side_ended(self, stream: SessionStream) -> None:
         """The gRPC call ended (gRPC's termination callback, or :meth:`hold` noticed): a loss,
-        unless the controller ended the stream itself or a newer one replaced it."""
+        unless the stream is no longer current (the controller ended it itself, or a newer one
+        replaced it: both take it out of the table first)."""
         with self._lock:
-            lost = not stream.ended_by_controller and self._current.get(stream.broker_id) is stream
+            lost = self._current.get(stream.broker_id) is stream
             if lost:
                 del self._current[stream.broker_id]
         stream._done.set()
@@ -104,9 +104,4 @@ class BrokerSessionStreams:
         with self._lock:
             streams, self._current = list(self._current.values()), {}
         for stream in streams:
-            self._end(stream)
-
-    @staticmethod
-    def _end(stream: SessionStream) -> None:
-        stream.ended_by_controller = True
-        stream._done.set()
+            stream._done.set()

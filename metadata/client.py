@@ -514,7 +514,8 @@ class ControllerClient:
         while (remaining := deadline - time.monotonic()) > 0 and not stop.is_set():
             target = self._pick()
             call = self._channel(target).unary_stream(method_path("BrokerSession"))(payload)
-            on_attempt(BrokerSessionCall(call, target))
+            session = BrokerSessionCall(call, target)
+            on_attempt(session)
             # No per-message deadline in gRPC's iterator: cancel the call if the first
             # message does not come in time.
             timer = threading.Timer(min(remaining, ATTEMPT_TIMEOUT_MAX_S), call.cancel)
@@ -541,7 +542,7 @@ class ControllerClient:
                         call.cancel()
                         raise ControllerError(body.error_code, body.error_message)
                     self._remember(target)
-                    return BrokerSessionCall(call, target)
+                    return session
             finally:
                 timer.cancel()
             stop.wait(min(backoff, max(0.0, deadline - time.monotonic())))

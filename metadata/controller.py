@@ -196,7 +196,10 @@ class QuorumController:
 
     def broker_session_opened(self, broker_id: int, broker_epoch: int) -> int:
         """A broker opened its session stream: NO_ERROR when ``broker_epoch`` is its current
-        registration, else STALE_BROKER_EPOCH (BROKER_ID_NOT_REGISTERED when unknown)."""
+        registration, else STALE_BROKER_EPOCH (BROKER_ID_NOT_REGISTERED when unknown,
+        NOT_CONTROLLER when this controller is not active)."""
+        if not self.is_active:
+            return ErrorCode.NOT_CONTROLLER
         b = self.image.brokers.get(broker_id)
         if b is None:
             return ErrorCode.BROKER_ID_NOT_REGISTERED

@@ -36,12 +36,6 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 FETCH_METADATA_MAX_BYTES = 16 * 1024 * 1024
 FETCH_METADATA_MAX_WAIT_MS = 5000
 
-# Response-streaming methods, name -> (request type, type of the one message it sends). Only
-# the active controller serves them.
-STREAMS: dict[str, tuple[type, type]] = {
-    "BrokerSession": (m.BrokerSessionRequest, m.BrokerSessionResponse),
-}
-
 # method name -> (request type, response body type, served only by the active controller)
 METHODS: dict[str, tuple[type, type, bool]] = {
     "RegisterBroker": (m.RegisterBrokerRequest, m.RegisterBrokerResponse, True),

@@ -314,12 +314,7 @@ class ControllerServer:
                 future.set_result(self._execute(name, request, received_ms))
             elif kind == "session_open":
                 broker_id, broker_epoch, opened = payload
-                if self.controller.is_active:
-                    opened.set_result(
-                        self.controller.broker_session_opened(broker_id, broker_epoch)
-                    )
-                else:
-                    opened.set_result(ErrorCode.NOT_CONTROLLER)
+                opened.set_result(self.controller.broker_session_opened(broker_id, broker_epoch))
             elif kind == "session_lost" and self.controller.broker_session_lost(*payload):
                 logger.info(
                     "controller %d: broker %d's session stream broke; fencing it now",
