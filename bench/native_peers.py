@@ -43,11 +43,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import confluent_kafka
 
-from bench import anchors
+from bench import anchors, replication
 from bench.nats_jetstream import NatsCluster
 from bench.report import latency_summary, rate
-from deploy.local_cluster import LocalCluster
-from metadata.messages import NewTopic
+from bench.sections import REPLICATED_OVERRIDES, local_cluster
 
 SOURCE_DIR = Path(__file__).resolve().parent / "nats_native"
 BUILD_ROOT = Path(__file__).resolve().parent / ".build"
@@ -55,7 +54,6 @@ GOCODE = "/usr/share/gocode"
 NATS_GO_SRC = Path(GOCODE) / "src" / "github.com" / "nats-io" / "nats.go"
 BUILD_TIMEOUT_S = 300.0
 RUN_TIMEOUT_S = 600.0
-READY_TIMEOUT_S = 90.0
 LATENCY_RATES = (5_000, 20_000, 50_000)
 WARMUP_S = 1.0
 SIZES = (100, 1024)
@@ -260,43 +258,26 @@ def _e2e(bootstrap: str, topic: str, offered: int, seconds: float) -> list[float
 
 
 def kraftlog_rows(directory: str, quick: bool) -> dict[str, Any]:
-    from bench.sections import REPLICATED_OVERRIDES
-
     counts = _counts(quick)
     seconds = _latency_seconds(quick)
-    cluster = LocalCluster.create(directory, controllers=1, brokers=3,
-                                  overrides=REPLICATED_OVERRIDES)
     out: dict[str, Any] = {}
-    try:
-        cluster.start()
-        cluster.wait_ready(READY_TIMEOUT_S)
+    with local_cluster(directory, 1, 3, REPLICATED_OVERRIDES) as cluster:
         bootstrap = ",".join(cluster.bootstrap_servers())
-
-        def create(name: str, partitions: int) -> None:
-            with cluster.client(60.0) as admin:
-                (res,) = admin.create_topics(
-                    [NewTopic(name, partitions, 3, configs={"min.insync.replicas": "2"})]
-                )
-            if res.error_code:
-                raise RuntimeError(f"create {name}: {res.error_message}")
-
-        create("native-warmup", PARTITIONS)
+        replication.create_topic(cluster, "native-warmup", PARTITIONS)
         _produce_n(bootstrap, "native-warmup", counts[100] // 4, 100)
         for size in SIZES:
             n, topic = counts[size], f"native{size}"
-            create(topic, PARTITIONS)
+            replication.create_topic(cluster, topic, PARTITIONS)
             out[f"produce_{size}"] = rate(n, _produce_n(bootstrap, topic, n, size), size)
             took, got = _consume_n(bootstrap, topic, n)  # the first record is not timed
             out[f"consume_{size}"] = rate(got, took, size)
         for offered in LATENCY_RATES:
             topic = f"nlat{offered}"
-            create(topic, 1)
+            replication.create_topic(cluster, topic, 1)
             os.sync()
             host = anchors.host_speed()
             lat = _e2e(bootstrap, topic, offered, seconds)
             out[f"e2e_{offered}"] = {**latency_summary(lat, offered, seconds), **host}
-    finally:
-        cluster.close()
     return out
 
 

@@ -1,6 +1,10 @@
-"""Report helpers shared by the benchmarks: percentiles and one throughput row per workload."""
+"""Report helpers shared by the benchmarks: percentiles, one throughput row per workload, and
+the paced sending of the latency runs."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 MB = 1_000_000
 # How long the paced publishers of the end-to-end latency runs (kraftlog and NATS alike) sleep
@@ -10,6 +14,30 @@ MB = 1_000_000
 # time and 31 us of CPU per call on the 2-core VM, and the extra wake-ups took CPU from the
 # brokers under test.
 PACING_SLEEP_S = 0.0005
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC in ns: the same clock in every process of the machine, so a due time
+    written by a producer process is comparable with a consumer process's clock."""
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def send_paced(send: Callable[[int, int], None], rate_per_s: float, start_ns: int,
+               total: int) -> None:
+    """Call ``send(i, due_ns)`` for i in range(``total``), record i being due at ``start_ns`` +
+    i / ``rate_per_s``: wait for ``start_ns``, then on each wake-up send every record due by
+    then and sleep PACING_SLEEP_S. A sender that falls behind catches up in a burst; each
+    record keeps its due time (no coordinated omission)."""
+    step_ns = 1e9 / rate_per_s
+    while now_ns() < start_ns:
+        time.sleep(0.001)
+    i = 0
+    while i < total:
+        due_count = min(total, int((now_ns() - start_ns) / step_ns) + 1)
+        while i < due_count:
+            send(i, start_ns + int(i * step_ns))
+            i += 1
+        time.sleep(PACING_SLEEP_S)
 
 
 def percentile(values: list[float], q: float) -> float:

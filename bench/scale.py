@@ -35,12 +35,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.report import PACING_SLEEP_S, percentile
+from bench import replication
+from bench.report import now_ns, percentile, send_paced
+from bench.sections import local_cluster
 from data_plane.client import Consumer, Producer
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.codec import decode_response, encode_request
 from deploy.local_cluster import LocalCluster
-from metadata.messages import NewTopic
 
 TOPIC = "scale"
 PARTITIONS = 100
@@ -58,10 +59,6 @@ RECORD_BYTES = 100
 P99_TARGET_MS = 50.0
 _DUE = struct.Struct(">q")
 _SIZE = struct.Struct(">i")
-
-
-def _now_ns() -> int:
-    return time.monotonic_ns()
 
 
 def idle_connections(brokers: list[tuple[str, int]], n: int) -> list[socket.socket]:
@@ -109,7 +106,7 @@ def _consumers(bootstrap: str, settled: Any, start: Any, warm_ns: Any, end_ns: A
             mine: list[float] = []
             while not stop.is_set():
                 records = c.poll(100)
-                now = _now_ns()
+                now = now_ns()
                 assignment = frozenset(c.assignment())
                 if assignment != last:
                     last, since = assignment, time.monotonic()
@@ -162,18 +159,14 @@ def _producers(bootstrap: str, rate: float, start_ns: int, seconds: float, linge
         for p in producers:
             p.partitions_for(TOPIC)
         pad = os.urandom(RECORD_BYTES - _DUE.size)
-        step_ns = 1e9 / rate
-        total = int(rate * seconds)
-        while _now_ns() < start_ns:
-            time.sleep(0.001)
-        while sent < total:
-            due_count = min(total, int((_now_ns() - start_ns) / step_ns) + 1)
-            while sent < due_count:
-                producers[sent % PRODUCERS_PER_PROCESS].send(
-                    TOPIC, _DUE.pack(start_ns + int(sent * step_ns)) + pad, on_delivery=done
-                )
-                sent += 1
-            time.sleep(PACING_SLEEP_S)
+
+        def send(i: int, due: int) -> None:
+            nonlocal sent
+            producers[i % PRODUCERS_PER_PROCESS].send(TOPIC, _DUE.pack(due) + pad,
+                                                       on_delivery=done)
+            sent += 1
+
+        send_paced(send, rate, start_ns, int(rate * seconds))
         for p in producers:
             p.flush(120)
     finally:
@@ -208,7 +201,7 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int) -> dic
             if not ready.wait(max(1.0, GROUP_READY_TIMEOUT_S - (time.monotonic() - t0))):
                 raise RuntimeError("the 50-member group did not settle")
         group_s = time.monotonic() - t0
-        start_ns = _now_ns() + int(5e9)  # the producer processes start before the first due
+        start_ns = now_ns() + int(5e9)  # the producer processes start before the first due
         warm_ns.value = start_ns + int(WARMUP_S * 1e9)
         end_ns.value = start_ns + int((WARMUP_S + seconds) * 1e9)
         start.set()
@@ -257,17 +250,10 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=int, default=5)
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="kraftlog-scale-")
-    cluster = LocalCluster.create(workdir, controllers=1, brokers=3)
     try:
-        cluster.start()
-        cluster.wait_ready(90)
-        with cluster.client(60.0) as admin:
-            (res,) = admin.create_topics(
-                [NewTopic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})]
-            )
-        if res.error_code:
-            raise RuntimeError(f"create {TOPIC}: {res.error_message}")
-        out = run(cluster, args.rate, args.seconds, args.linger_ms)
+        with local_cluster(workdir, 1, 3) as cluster:
+            replication.create_topic(cluster, TOPIC, PARTITIONS)
+            out = run(cluster, args.rate, args.seconds, args.linger_ms)
         print(
             f"{IDLE_CONNECTIONS:,} idle connections ({out['idle_connections_open']:,} open at "
             f"the end), {PRODUCER_PROCESSES * PRODUCERS_PER_PROCESS} producers, a "
@@ -280,7 +266,6 @@ def main() -> None:
             f"{out['p999_ms']:.1f} ms (target p99 <= {P99_TARGET_MS:g} ms)"
         )
     finally:
-        cluster.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

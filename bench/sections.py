@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import anchors, produce_consume, replication, storage
 from bench import metadata as metadata_bench
-from bench.report import PACING_SLEEP_S, latency_summary, rate
+from bench.report import latency_summary, now_ns, rate, send_paced
 from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import ClusterError, LocalCluster, wait_until
 from metadata.messages import NewTopic
@@ -46,10 +46,6 @@ E2E_DRAIN_TIMEOUT_S = 30.0
 # 1,690 ms with 0. 1 ms adds at most 1 ms and keeps requests near 1,000/s.
 E2E_LINGER_MS = 1
 _DUE = struct.Struct(">q")
-
-
-def _now_ns() -> int:
-    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
 @contextmanager
@@ -141,7 +137,7 @@ def _e2e_consumer(bootstrap: str, topic: str, expected: int, warm_until_ns: int,
         end = time.monotonic() + deadline_s
         while seen < expected and time.monotonic() < end:
             records = c.poll(100)
-            now = _now_ns()
+            now = now_ns()
             for r in records:
                 due = unpack(r.value)[0]
                 seen += 1
@@ -159,7 +155,7 @@ def e2e_latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float,
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     total = int(rate_per_s * (warmup_s + seconds))
-    start_ns = _now_ns() + int(3e9)  # the consumer's start-up lands before the first due
+    start_ns = now_ns() + int(3e9)  # the consumer's start-up lands before the first due
     warm_until_ns = start_ns + int(warmup_s * 1e9)
     proc = ctx.Process(target=_e2e_consumer, args=(
         bootstrap, topic, total, warm_until_ns, warmup_s + seconds + E2E_DRAIN_TIMEOUT_S, child))
@@ -172,17 +168,11 @@ def e2e_latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float,
         try:
             p.partitions_for(topic)
             pad = os.urandom(E2E_RECORD_BYTES - _DUE.size)
-            while _now_ns() < start_ns:
-                time.sleep(0.001)
-            step_ns = 1e9 / rate_per_s
             send, pack = p.send, _DUE.pack
-            i = 0
-            while i < total:
-                due_count = min(total, int((_now_ns() - start_ns) / step_ns) + 1)
-                while i < due_count:
-                    send(topic, pack(start_ns + int(i * step_ns)) + pad, partition=0)
-                    i += 1
-                time.sleep(PACING_SLEEP_S)
+            send_paced(
+                lambda _i, due: send(topic, pack(due) + pad, partition=0), rate_per_s,
+                start_ns, total,
+            )
             p.flush(60)
         finally:
             p.close(30)

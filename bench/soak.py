@@ -37,7 +37,8 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import replication
-from bench.report import PACING_SLEEP_S, percentile
+from bench.report import now_ns, percentile, send_paced
+from bench.sections import local_cluster
 from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
@@ -50,7 +51,6 @@ SAMPLE_S = 10.0
 CAPACITY_RECORDS = 200_000
 WARMUP_MAX_S = 300.0
 COMPARE_MAX_S = 300.0
-READY_TIMEOUT_S = 90.0
 DRAIN_S = 60.0
 TOPIC_CONFIGS = {
     "min.insync.replicas": "2",
@@ -59,10 +59,6 @@ TOPIC_CONFIGS = {
 }
 OVERRIDES = {**replication.OVERRIDES, "log.retention.check.interval.ms": "5000"}
 _DUE = struct.Struct(">q")
-
-
-def _now_ns() -> int:
-    return time.monotonic_ns()
 
 
 def _producer(bootstrap: str, rate: int, start_ns: int, seconds: float, conn: Any) -> None:
@@ -81,16 +77,13 @@ def _producer(bootstrap: str, rate: int, start_ns: int, seconds: float, conn: An
     try:
         p.partitions_for(TOPIC)
         pad = os.urandom(RECORD_BYTES - _DUE.size)
-        step_ns = 1e9 / rate
-        total = int(rate * seconds)
-        while _now_ns() < start_ns:
-            time.sleep(0.001)
-        while sent < total:
-            due_count = min(total, int((_now_ns() - start_ns) / step_ns) + 1)
-            while sent < due_count:
-                p.send(TOPIC, _DUE.pack(start_ns + int(sent * step_ns)) + pad, on_delivery=done)
-                sent += 1
-            time.sleep(PACING_SLEEP_S)
+
+        def send(_i: int, due: int) -> None:
+            nonlocal sent
+            p.send(TOPIC, _DUE.pack(due) + pad, on_delivery=done)
+            sent += 1
+
+        send_paced(send, rate, start_ns, int(rate * seconds))
         p.flush(120)
     finally:
         p.close(30)
@@ -126,9 +119,9 @@ def _consumer(bootstrap: str, start_ns: int, seconds: float, conn: Any) -> None:
             c.position(tp)
         conn.send("ready")
         end_ns = start_ns + int((seconds + DRAIN_S) * 1e9)
-        while _now_ns() < end_ns:
+        while now_ns() < end_ns:
             records = c.poll(100)
-            now = _now_ns()
+            now = now_ns()
             while now >= window_end:
                 close_window()
                 window_end += int(WINDOW_S * 1e9)
@@ -167,7 +160,7 @@ def soak(cluster: LocalCluster, rate: int, minutes: float) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     p_parent, p_child = ctx.Pipe()
     c_parent, c_child = ctx.Pipe()
-    start_ns = _now_ns() + int(5e9)  # both processes start before the first due time
+    start_ns = now_ns() + int(5e9)  # both processes start before the first due time
     consumer = ctx.Process(target=_consumer, args=(bootstrap, start_ns, seconds, c_child))
     producer = ctx.Process(target=_producer, args=(bootstrap, rate, start_ns, seconds, p_child))
     consumer.start()
@@ -178,9 +171,9 @@ def soak(cluster: LocalCluster, rate: int, minutes: float) -> dict[str, Any]:
     pids = {str(n): cluster.pid(n) for n in cluster.node_ids}
     next_sample = start_ns
     try:
-        while _now_ns() < start_ns + int(seconds * 1e9):
-            if _now_ns() >= next_sample:
-                sample: dict[str, Any] = {"t_s": (_now_ns() - start_ns) / 1e9}
+        while now_ns() < start_ns + int(seconds * 1e9):
+            if now_ns() >= next_sample:
+                sample: dict[str, Any] = {"t_s": (now_ns() - start_ns) / 1e9}
                 for name, pid in pids.items():
                     if pid is not None:
                         sample[f"rss_mib_{name}"] = _rss_mib(pid)
@@ -272,20 +265,20 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="write the raw result to this file")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="kraftlog-soak-")
-    cluster = LocalCluster.create(workdir, controllers=1, brokers=3, overrides=OVERRIDES)
     try:
-        cluster.start()
-        cluster.wait_ready(READY_TIMEOUT_S)
-        with cluster.client(60.0) as admin:
-            (res,) = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, configs=TOPIC_CONFIGS)])
-        if res.error_code:
-            raise RuntimeError(f"create {TOPIC}: {res.error_message}")
-        bootstrap = ",".join(cluster.bootstrap_servers())
-        cap = capacity(bootstrap)
-        rate = args.rate or int(cap / 2)
-        print(f"capacity {cap:,.0f} records/s of {RECORD_BYTES} B; soaking at {rate:,}/s "
-              f"for {args.minutes:g} min", flush=True)
-        result = soak(cluster, rate, args.minutes)
+        with local_cluster(workdir, 1, 3, OVERRIDES) as cluster:
+            with cluster.client(60.0) as admin:
+                (res,) = admin.create_topics(
+                    [NewTopic(TOPIC, PARTITIONS, 3, configs=TOPIC_CONFIGS)]
+                )
+            if res.error_code:
+                raise RuntimeError(f"create {TOPIC}: {res.error_message}")
+            bootstrap = ",".join(cluster.bootstrap_servers())
+            cap = capacity(bootstrap)
+            rate = args.rate or int(cap / 2)
+            print(f"capacity {cap:,.0f} records/s of {RECORD_BYTES} B; soaking at {rate:,}/s "
+                  f"for {args.minutes:g} min", flush=True)
+            result = soak(cluster, rate, args.minutes)
         result["capacity_per_s"] = cap
         v = verdicts(result)
         result["verdicts"] = v
@@ -297,9 +290,7 @@ def main() -> None:
             plot(result, args.plot)
             print(f"plots: {args.plot}")
     finally:
-        cluster.close()
         shutil.rmtree(workdir, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()
