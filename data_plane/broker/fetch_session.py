@@ -19,9 +19,10 @@ Request metadata (``session_id``, ``session_epoch``), Fetch v7+:
 
 Invariants:
 
-- The partitions read for an incremental fetch are all of the session's, in the session's
-  order, at their cached positions: a follower omitting an idle partition is still recorded
-  as caught up on it (the leader's ISR bookkeeping sees every partition on every fetch).
+- The partitions of an incremental fetch are all of the session's, in the session's order,
+  at their cached positions: a follower omitting an idle partition is still recorded as
+  caught up on it (the leader's ISR bookkeeping sees every partition on every fetch). The
+  handler need not read a *quiet* one (see ``handlers.fetch``): the answer would leave it out.
 - An incremental answer holds a partition iff it has records, an error, or a high watermark
   or log start offset other than the one last sent in this session; what is sent is cached.
   A full answer holds every partition and fills the cache.
@@ -110,6 +111,8 @@ class FetchContext:
     session: FetchSession | None = None  # the session the answer belongs to, if any
     incremental: bool = False
     partitions: list[tuple[TopicPartition, CachedPartition]] = field(default_factory=list)
+    # Incremental only: the partitions this request listed (new or moved positions).
+    listed: frozenset[TopicPartition] = frozenset()
 
     @property
     def response_session_id(self) -> int:
@@ -229,7 +232,10 @@ class FetchSessionCache:
         session.last_used_ms = now_ms
         self._sessions[session_id] = self._sessions.pop(session_id)  # most recently used
         return FetchContext(
-            session=session, incremental=True, partitions=list(session.partitions.items())
+            session=session,
+            incremental=True,
+            partitions=list(session.partitions.items()),
+            listed=frozenset(tp for tp, _ in requested),
         )
 
     def _create(

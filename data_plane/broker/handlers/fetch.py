@@ -21,8 +21,12 @@
   whole even above those limits (KIP-74), later partitions get what is left.
 - Fetch sessions (v7+, KIP-227; :mod:`data_plane.broker.fetch_session`): epoch 0 asks for a
   session (its id is in the answer), an incremental fetch (epoch > 0) lists only changed
-  partitions and is answered with only the partitions that have news; the others are still
-  read (a follower stays caught up on its idle partitions). Session errors
+  partitions and is answered with only the partitions that have news. A session partition
+  this request did not list is not read when it is *quiet* (:func:`_quiet`: still led here at
+  the epoch the fetcher named, nothing to read at its position, the high watermark and log
+  start offset last sent): it would be left out of the answer anyway, and a follower's long
+  session of idle partitions then costs a comparison each instead of a read. A follower is
+  still recorded as caught up on its quiet partitions. Session errors
   (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) are top-level, with no partitions.
 - Topic ids (v13+, KIP-516): topics are named by id; data_plane.broker.topic_ids resolved
   them to names before this handler. An id this broker does not know, or one that no longer
@@ -50,6 +54,7 @@ from data_plane.broker.delayed import DelayedFetch, FetchPartitionStatus
 from data_plane.broker.errors import BrokerRequestError
 from data_plane.broker.fetch_session import CachedPartition, FetchContext
 from data_plane.broker.leader_hints import FETCH_HINTS_SINCE, add_leader_hints
+from data_plane.broker.partition import Partition
 from data_plane.protocol.fetch_replica import fetch_replica_id
 from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.storage import FetchIsolation
@@ -130,15 +135,41 @@ def _topic_id_error(apis: KafkaApis, tp: TopicPartition, topic_id: bytes) -> int
     return ErrorCode.NO_ERROR
 
 
+def _quiet(part: Partition | None, p: CachedPartition, isolation: FetchIsolation) -> bool:
+    """Whether reading ``p`` on ``part`` now would give an incremental answer nothing to
+    send: no records (the position is at the isolation's end and inside the log), no error
+    (this broker leads at the epoch the fetcher named, if it named one), and the high
+    watermark and log start offset the session last sent."""
+    if part is None or not part.is_leader:
+        return False
+    if p.current_leader_epoch >= 0 and p.current_leader_epoch != part.leader_epoch:
+        return False
+    log = part.log
+    start = log.log_start_offset
+    if part.high_watermark != p.sent_high_watermark or start != p.sent_log_start_offset:
+        return False
+    end = log.log_end_offset
+    if isolation is FetchIsolation.HIGH_WATERMARK:
+        upper = log.high_watermark
+    elif isolation is FetchIsolation.TXN_COMMITTED:
+        upper = log.last_stable_offset
+    else:
+        upper = end
+    return start <= p.fetch_offset <= end and p.fetch_offset >= upper
+
+
 def _read_all(
     apis: KafkaApis,
     partitions: list[tuple[TopicPartition, CachedPartition]],
     response_max_bytes: int,
     isolation: FetchIsolation,
     replica_id: int = -1,
+    unread: frozenset[TopicPartition] | None = None,
 ) -> tuple[list[tuple[TopicPartition, dict[str, Any]]], int, bool]:
     """Read every partition; return (partition, response entry) pairs, the bytes of records
-    in them, and whether any partition carries an error."""
+    in them, and whether any partition carries an error. ``unread`` (an incremental fetch):
+    the partitions that must be read even when quiet; every other quiet one is skipped (no
+    entry; a follower's fetch of it is still recorded)."""
     rm = apis.replica_manager
     remaining = min(response_max_bytes, apis.config.fetch_max_bytes)
     min_one_message = True
@@ -146,6 +177,14 @@ def _read_all(
     any_error = False
     out = []
     for tp, p in partitions:
+        if unread is not None and tp not in unread:
+            part = rm.get_partition(tp)
+            if _quiet(part, p, isolation) and (
+                p.topic_id == ZERO_ID or not _topic_id_error(apis, tp, p.topic_id)
+            ):
+                if replica_id >= 0:
+                    rm.record_follower_fetch(part, replica_id, p.fetch_offset)
+                continue
         entry: dict[str, Any] = {
             "partition_index": tp.partition,
             "error_code": ErrorCode.NO_ERROR,
@@ -232,13 +271,15 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     else:
         isolation = FetchIsolation.HIGH_WATERMARK
     response_max_bytes = body.get("max_bytes", NO_RESPONSE_LIMIT)
+    # The partitions this request moved are read in full (their diverging-epoch check).
+    unread = ctx.listed if ctx.incremental else None
     entries, total, any_error = _read_all(
-        apis, ctx.partitions, response_max_bytes, isolation, replica_id
+        apis, ctx.partitions, response_max_bytes, isolation, replica_id, unread
     )
     max_wait_ms = min(max(0, body.get("max_wait_ms", 0)), apis.config.fetch_max_wait_cap_ms)
     min_bytes = body.get("min_bytes", 1)
     hints = request.listener_name if request.header.api_version >= FETCH_HINTS_SINCE else None
-    if any_error or unknown or max_wait_ms == 0 or total >= min_bytes or not entries:
+    if any_error or unknown or max_wait_ms == 0 or total >= min_bytes or not ctx.partitions:
         return _answer(apis, ctx, entries, unknown, hints)
     statuses = [
         FetchPartitionStatus(tp, p.fetch_offset, p.partition_max_bytes) for tp, p in ctx.partitions
@@ -284,5 +325,11 @@ async def _delayed(
         await done
     finally:
         apis.fetch_purgatory.cancel(op)  # a no-op once completed; frees it on disconnect
-    entries, _, _ = _read_all(apis, ctx.partitions, response_max_bytes, isolation)
+    entries, _, _ = _read_all(
+        apis,
+        ctx.partitions,
+        response_max_bytes,
+        isolation,
+        unread=frozenset() if ctx.incremental else None,
+    )
     return _answer(apis, ctx, entries, [], hints_listener)
