@@ -122,9 +122,10 @@ def test_a_fetch_of_quiet_partitions_waits_for_data(client: WireClient, broker) 
     wait_for(lambda: len(broker.apis.fetch_purgatory) == 1, "the quiet fetch to park")
     other = WireClient(broker.port)
     try:
-        assert presult(other.call(ApiKey.PRODUCE, 7, produce_body("t", 1, batch(2))))[
-            "error_code"
-        ] == 0
+        assert (
+            presult(other.call(ApiKey.PRODUCE, 7, produce_body("t", 1, batch(2))))["error_code"]
+            == 0
+        )
     finally:
         other.close()
     got, resp = client.recv(ApiKey.FETCH, FETCH_VERSION)
