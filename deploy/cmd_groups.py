@@ -35,7 +35,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from data_plane.client import Admin, KafkaError, TopicPartition
-from data_plane.client.group_admin import GroupDescription
+from data_plane.client.group_admin import CONSUMER_GROUP_TYPE, GroupDescription
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
 from deploy.command_group import add_command_group
@@ -172,22 +172,39 @@ def _cell(value: Any) -> str:
 def _describe(admin: Admin, args: argparse.Namespace) -> int:
     description, rows = describe_rows(admin, args.group)
     if args.members:
+        consumer = description.group_type == CONSUMER_GROUP_TYPE
+
+        def names(tps: Iterable[TopicPartition]) -> list[str]:
+            return [f"{tp.topic}-{tp.partition}" for tp in tps]
+
         members = [
             {"consumer_id": m.member_id, "group_instance_id": m.group_instance_id,
              "host": m.client_host, "client_id": m.client_id,
-             "partitions": [f"{tp.topic}-{tp.partition}" for tp in m.assignment]}
+             "partitions": names(m.assignment),
+             **({"member_epoch": m.member_epoch, "target": names(m.target_assignment)}
+                if consumer else {})}
             for m in description.members
         ]
         if args.json:
-            print(json.dumps({"group": args.group, "state": description.state,
-                              "members": members}, indent=2))
+            extra = ({"group_epoch": description.group_epoch,
+                      "assignment_epoch": description.assignment_epoch} if consumer else {})
+            print(json.dumps({"group": args.group, "protocol": description.group_type,
+                              "state": description.state, **extra, "members": members},
+                             indent=2))
             return 0
-        print(f"Group {args.group} is {description.state} "
-              f"({len(members)} members, assignor {description.protocol or NONE})")
+        epochs = (f", group epoch {description.group_epoch}, assignment epoch "
+                  f"{description.assignment_epoch}" if consumer else "")
+        print(f"Group {args.group} is {description.state} ({description.group_type} protocol, "
+              f"{len(members)} members, assignor {description.protocol or NONE}{epochs})")
         if members:
-            table = [["CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
-            table += [[m["consumer_id"], m["host"], m["client_id"], str(len(m["partitions"])),
-                       ",".join(m["partitions"]) or NONE] for m in members]
+            head = ["CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
+            table = [[*head, "EPOCH", "TARGET-ASSIGNMENT"] if consumer else head]
+            for m in members:
+                row = [m["consumer_id"], m["host"], m["client_id"], str(len(m["partitions"])),
+                       ",".join(m["partitions"]) or NONE]
+                if consumer:
+                    row += [str(m["member_epoch"]), ",".join(m["target"]) or NONE]
+                table.append(row)
             print_table(table)
         return 0
     if args.json:

@@ -435,3 +435,45 @@ class BrokerConfig:
             doc="Members a group may have; a further join gets GROUP_MAX_SIZE_REACHED.",
         ),
     )
+    group_coordinator_rebalance_protocols: str = field(
+        default="classic,consumer",
+        metadata=prop(
+            "group.coordinator.rebalance.protocols",
+            doc="Group protocols served, comma-separated: classic (JoinGroup/SyncGroup) and "
+            "consumer (KIP-848 ConsumerGroupHeartbeat).",
+        ),
+    )
+    group_consumer_session_timeout_ms: int = field(
+        default=45_000,
+        metadata=prop(
+            "group.consumer.session.timeout.ms",
+            min=1,
+            doc="A consumer-protocol member that has not heartbeaten for this long is removed "
+            "and its partitions reassigned.",
+        ),
+    )
+    group_consumer_heartbeat_interval_ms: int = field(
+        default=5_000,
+        metadata=prop(
+            "group.consumer.heartbeat.interval.ms",
+            min=1,
+            doc="How often consumer-protocol members are told to heartbeat.",
+        ),
+    )
+    group_consumer_assignors: str = field(
+        default="uniform,range",
+        metadata=prop(
+            "group.consumer.assignors",
+            doc="Server-side assignors of consumer-protocol groups, comma-separated (uniform, "
+            "range); the first is used unless the members ask for another.",
+        ),
+    )
+    group_consumer_max_size: int = field(
+        default=2_147_483_647,
+        metadata=prop(
+            "group.consumer.max.size",
+            min=1,
+            doc="Members a consumer-protocol group may have; a further join gets "
+            "GROUP_MAX_SIZE_REACHED.",
+        ),
+    )

@@ -108,6 +108,8 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_GROUPS: (0, 3),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
+    # KIP-848 group description (Admin.describe_groups; flexible only).
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
     # SASL: handshake v1 = tokens wrapped in SaslAuthenticate (v0 sent bare tokens).
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),

@@ -33,6 +33,8 @@ from data_plane.protocol.api_keys import ApiKey
 logger = logging.getLogger(__name__)
 
 EMPTY_STATES = frozenset({"Empty", "Dead"})
+CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 
 class GroupListing(NamedTuple):
@@ -47,15 +49,23 @@ class MemberDescription(NamedTuple):
     client_id: str
     client_host: str
     assignment: tuple[TopicPartition, ...]
+    # Consumer-protocol (KIP-848) groups only: the member's epoch and target assignment.
+    member_epoch: int = -1
+    target_assignment: tuple[TopicPartition, ...] = ()
 
 
 class GroupDescription(NamedTuple):
     group_id: str
-    state: str  # Kafka's: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    # Classic: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead; consumer
+    # protocol: Empty, Assigning, Reconciling, Stable.
+    state: str
     protocol_type: str
-    protocol: str  # the assignor chosen for the generation
+    protocol: str  # the assignor chosen for the generation (server-side for KIP-848 groups)
     members: tuple[MemberDescription, ...]
     coordinator: int
+    group_type: str = CLASSIC_GROUP_TYPE  # or "consumer" (KIP-848)
+    group_epoch: int = -1
+    assignment_epoch: int = -1
 
     @property
     def is_empty(self) -> bool:
@@ -94,6 +104,62 @@ def list_groups(
 
 
 def describe_group(
+    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
+) -> GroupDescription:
+    """A consumer-protocol group from ConsumerGroupDescribe when the coordinator serves it,
+    else (a classic or unknown group, or an older broker) from DescribeGroups."""
+    try:
+        described = _describe_consumer_group(client, group_id, deadline, backoff_ms)
+    except KafkaError as e:
+        if e.code != ErrorCode.UNSUPPORTED_VERSION:
+            raise
+        described = None  # a broker without KIP-848
+    if described is not None:
+        return described
+    return _describe_classic_group(client, group_id, deadline, backoff_ms)
+
+
+def _describe_consumer_group(
+    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
+) -> GroupDescription | None:
+    node, response = with_coordinator(
+        client, group_id, ApiKey.CONSUMER_GROUP_DESCRIBE,
+        {"group_ids": [group_id], "include_authorized_operations": False},
+        deadline, backoff_ms,
+        lambda r: error_code(r["groups"][0]["error_code"]) if r.get("groups") else 0,
+    )
+    groups = response.get("groups", [])
+    if not groups:
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ConsumerGroupDescribe({group_id})")
+    g = groups[0]
+    code = error_code(g.get("error_code", 0))
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None  # a classic group, or none
+    if code != ErrorCode.NO_ERROR:
+        raise KafkaError(code, f"ConsumerGroupDescribe({group_id})")
+
+    def partitions(assignment: dict[str, Any] | None) -> tuple[TopicPartition, ...]:
+        return tuple(
+            TopicPartition(t["topic_name"], p)
+            for t in (assignment or {}).get("topic_partitions") or ()
+            for p in t.get("partitions") or ()
+        )
+
+    members = tuple(
+        MemberDescription(
+            m["member_id"], m.get("instance_id"), m.get("client_id", ""),
+            m.get("client_host", ""), partitions(m.get("assignment")), m.get("member_epoch", -1),
+            partitions(m.get("target_assignment")),
+        )
+        for m in g.get("members") or ()
+    )
+    return GroupDescription(
+        g["group_id"], g.get("group_state", ""), PROTOCOL_TYPE, g.get("assignor_name", ""),
+        members, node, CONSUMER_GROUP_TYPE, g.get("group_epoch", -1), g.get("assignment_epoch", -1),
+    )
+
+
+def _describe_classic_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> GroupDescription:
     node, response = with_coordinator(

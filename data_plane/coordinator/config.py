@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_INT32 = 2_147_483_647
+# group.coordinator.rebalance.protocols names.
+CLASSIC_PROTOCOL = "classic"
+CONSUMER_PROTOCOL = "consumer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,3 +25,9 @@ class GroupCoordinatorConfig:
     offsets_retention_ms: int = 7 * 24 * 3_600_000
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    # KIP-848 consumer groups.
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = MAX_INT32

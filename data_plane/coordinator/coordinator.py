@@ -44,12 +44,18 @@ import heapq
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from common.error_codes import ErrorCode
-from data_plane.coordinator.config import GroupCoordinatorConfig
+from data_plane.coordinator.config import (
+    CLASSIC_PROTOCOL,
+    CONSUMER_PROTOCOL,
+    GroupCoordinatorConfig,
+)
+from data_plane.coordinator.consumer_assignors import AssignorTopic
+from data_plane.coordinator.consumer_group import JOIN_EPOCH, ConsumerGroup, HeartbeatSettings
 from data_plane.coordinator.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
 from data_plane.coordinator.group import GroupMetadata, GroupState, MemberMetadata
 from data_plane.coordinator.group_metadata_records import (
@@ -69,6 +75,10 @@ from data_plane.coordinator.group_metadata_records import (
 )
 from data_plane.coordinator.hashing import partition_for
 from data_plane.coordinator.messages import (
+    ConsumerGroupDescription,
+    ConsumerHeartbeatRequest,
+    ConsumerHeartbeatResult,
+    ConsumerMemberDescription,
     CoordinatorOutputs,
     DeleteGroupsResult,
     GroupDescription,
@@ -391,6 +401,10 @@ class GroupCoordinator:
         for m in group.members.values():
             if m.join_waiter is None and m.sync_waiter is None:
                 deadlines.append(m.last_heartbeat_ms + m.session_timeout_ms)
+        if group.consumer is not None:
+            consumer_deadline = group.consumer.next_deadline_ms()
+            if consumer_deadline is not None:
+                deadlines.append(consumer_deadline)
         return min(deadlines) if deadlines else None
 
     def _schedule_next(self, group: GroupMetadata) -> None:
@@ -424,6 +438,16 @@ class GroupCoordinator:
         return out
 
     def _check_timeouts(self, group: GroupMetadata, now: int, out: CoordinatorOutputs) -> None:
+        if group.consumer is not None:
+            gone = group.consumer.expire(now)
+            for mid in gone:
+                logger.info(
+                    "group %s: member %s fenced (session or revocation timeout)",
+                    group.group_id,
+                    mid,
+                )
+            if gone and not group.consumer.members:
+                group.state_timestamp_ms = now  # empty since now: offsets retention counts
         for mid, deadline in list(group.pending_members.items()):
             if deadline <= now:
                 del group.pending_members[mid]
@@ -459,9 +483,19 @@ class GroupCoordinator:
                 req.group_id, self.partition_of(req.group_id), state_timestamp_ms=self._clock_ms()
             )
             self._groups[req.group_id] = group
+        if group.consumer is not None and not group.consumer.members:
+            # An empty consumer-protocol group becomes a classic one again.
+            group.consumer = None
+            group.protocol_type = None
         if group.is_(GroupState.DEAD):
             # Being removed (deleted or expired) right now: the client retries.
             out.respond(waiter, JoinGroupResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        elif group.consumer is not None:
+            # Classic members cannot join a group of consumer-protocol members.
+            out.respond(
+                waiter,
+                JoinGroupResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id),
+            )
         elif not req.member_id and (
             len(group.members) + len(group.pending_members) >= self.config.group_max_size
         ):
@@ -498,7 +532,7 @@ class GroupCoordinator:
         """A group a failed first join created holds nothing: do not keep it."""
         if (
             group.is_(GroupState.EMPTY)
-            and not group.members
+            and not group.has_members()
             and not group.pending_members
             and not group.offsets
             and not group.pending_txn_offsets
@@ -999,7 +1033,7 @@ class GroupCoordinator:
         elif group is not None and (req.member_id or req.generation_id >= 0):
             # KIP-447: the producer's consumer must still be a member of this generation.
             error = self._membership_error(
-                group, req.member_id, req.generation_id, req.group_instance_id
+                group, req.member_id, req.generation_id, req.group_instance_id, transactional=True
             )
         if group is None or error != ErrorCode.NO_ERROR:
             return self._refuse_commit(out, waiter, req.offsets, error)
@@ -1123,8 +1157,25 @@ class GroupCoordinator:
         return out
 
     def _membership_error(
-        self, group: GroupMetadata, member_id: str, generation_id: int, instance_id: str | None
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        generation_id: int,
+        instance_id: str | None,
+        *,
+        transactional: bool = False,
     ) -> int:
+        if group.consumer is not None:
+            # KIP-848: the generation field carries the member epoch.
+            member = group.consumer.members.get(member_id)
+            if member is None or member.static_leaving:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if generation_id != member.member_epoch:
+                # Kafka: a stale epoch is retriable for OffsetCommit, fatal for TxnOffsetCommit.
+                return (
+                    ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+                )
+            return ErrorCode.NO_ERROR
         if group.is_static_fenced(member_id, instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in group.members:
@@ -1143,7 +1194,7 @@ class GroupCoordinator:
             )
             if error != ErrorCode.NO_ERROR:
                 return error
-        elif not group.is_(GroupState.EMPTY):
+        elif not group.is_(GroupState.EMPTY) or group.has_members():
             # A simple commit to a group managed by the coordinator.
             return ErrorCode.ILLEGAL_GENERATION
         if group.is_(GroupState.COMPLETING_REBALANCE):
@@ -1155,14 +1206,27 @@ class GroupCoordinator:
         group_id: str,
         partitions: list[tuple[str, int]] | None,
         require_stable: bool = False,
+        *,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResult:
         """Committed offsets of ``partitions`` (None: every partition the group has one for).
         With ``require_stable`` (OffsetFetch v7+, KIP-447) the result also names the
-        partitions whose transactional offset commit is still pending."""
+        partitions whose transactional offset commit is still pending. A member of a
+        consumer-protocol group that names itself (OffsetFetch v9) must be one at that epoch
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH)."""
         error = self._ownership_error(group_id)
         if error != ErrorCode.NO_ERROR:
             return OffsetFetchResult(error)
         group = self._groups.get(group_id)
+        if (
+            group is not None
+            and group.consumer is not None
+            and (member_id is not None or member_epoch >= 0)
+        ):
+            error = self._membership_error(group, member_id or "", member_epoch, None)
+            if error != ErrorCode.NO_ERROR:
+                return OffsetFetchResult(error)
         stored = group.offsets if group is not None else {}
         offsets = dict(stored) if partitions is None else {tp: stored.get(tp) for tp in partitions}
         unstable: frozenset[tuple[str, int]] = frozenset()
@@ -1191,7 +1255,7 @@ class GroupCoordinator:
             records: Records = [(offset_commit_key(gid, topic, p), None) for topic, p in expired]
             for tp in expired:
                 del group.offsets[tp]
-            if group.is_(GroupState.EMPTY) and not group.offsets:
+            if group.is_(GroupState.EMPTY) and not group.has_members() and not group.offsets:
                 group.transition_to(GroupState.DEAD, now)
                 del self._groups[gid]
                 self._scheduled.pop(gid, None)
@@ -1205,6 +1269,8 @@ class GroupCoordinator:
     def _expired_offsets(
         self, group: GroupMetadata, now: int, retention: int
     ) -> list[tuple[str, int]]:
+        if group.has_members() and group.consumer is not None:
+            return []  # a consumer-protocol group in use keeps its offsets
         if group.is_(GroupState.EMPTY):
             managed = group.protocol_type is not None
             return [
@@ -1237,6 +1303,22 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return GroupDescription(ErrorCode.NO_ERROR, group_id, GroupState.DEAD.value)
+        if group.consumer is not None:
+            # A KIP-848 group seen through the classic API: its state and members, no
+            # protocol metadata (ConsumerGroupDescribe has the assignments).
+            return GroupDescription(
+                ErrorCode.NO_ERROR,
+                group_id,
+                group.consumer.state().value,
+                PROTOCOL_TYPE,
+                "",
+                tuple(
+                    MemberDescription(
+                        m.member_id, m.instance_id, m.client_id, m.client_host, b"", b""
+                    )
+                    for m in group.consumer.members.values()
+                ),
+            )
         stable = group.is_(GroupState.STABLE) and group.protocol_name is not None
         members = tuple(
             MemberDescription(
@@ -1258,12 +1340,15 @@ class GroupCoordinator:
             members,
         )
 
-    def list_groups(self) -> tuple[int, list[tuple[str, str, str]]]:
-        """(error, [(group id, protocol type, state)]) of the groups loaded here; the error is
-        COORDINATOR_LOAD_IN_PROGRESS while a partition is still loading."""
+    def list_groups(self) -> tuple[int, list[tuple[str, str, str, str]]]:
+        """(error, [(group id, protocol type, state, type)]) of the groups loaded here (type
+        ``classic`` or ``consumer``, a KIP-848 group; its state is the consumer group's); the
+        error is COORDINATOR_LOAD_IN_PROGRESS while a partition is still loading."""
         loading = any(st is not None for st in self._owned.values())
         groups = [
-            (g.group_id, g.protocol_type or "", g.state.value)
+            (g.group_id, g.protocol_type or "", g.state.value, CLASSIC_PROTOCOL)
+            if g.consumer is None
+            else (g.group_id, g.protocol_type or "", g.consumer.state().value, CONSUMER_PROTOCOL)
             for g in self._groups.values()
             if not g.is_(GroupState.DEAD)
         ]
@@ -1283,7 +1368,11 @@ class GroupCoordinator:
                 errors[gid] = error
             elif group is None or group.is_(GroupState.DEAD):
                 errors[gid] = ErrorCode.GROUP_ID_NOT_FOUND
-            elif not group.is_(GroupState.EMPTY) or group.pending_offset_commits:
+            elif (
+                not group.is_(GroupState.EMPTY)
+                or group.has_members()
+                or group.pending_offset_commits
+            ):
                 errors[gid] = ErrorCode.NON_EMPTY_GROUP
             else:
                 doomed.append(group)
@@ -1373,6 +1462,107 @@ class GroupCoordinator:
             subscribed |= topics
         return subscribed
 
+    # --- KIP-848 consumer groups ----------------------------------------------------------------
+
+    def consumer_group_heartbeat(
+        self, req: ConsumerHeartbeatRequest, topics: Mapping[str, AssignorTopic]
+    ) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat (see :mod:`data_plane.coordinator.consumer_group`).
+        ``topics``: every topic a member may subscribe to, by name, from the metadata image.
+        A new group is created by a join; an empty classic group is converted by one; a
+        classic group with members answers GROUP_ID_NOT_FOUND."""
+        if CONSUMER_PROTOCOL not in self.config.rebalance_protocols:
+            return ConsumerHeartbeatResult(
+                ErrorCode.UNSUPPORTED_VERSION, "the consumer group protocol is not enabled"
+            )
+        if not req.group_id:
+            return ConsumerHeartbeatResult(ErrorCode.INVALID_REQUEST, "the group id is empty")
+        if req.member_epoch != JOIN_EPOCH and not req.member_id:
+            return ConsumerHeartbeatResult(ErrorCode.INVALID_REQUEST, "the member id is empty")
+        error = self._ownership_error(req.group_id)
+        if error != ErrorCode.NO_ERROR:
+            return ConsumerHeartbeatResult(error)
+        now = self._clock_ms()
+        group = self._groups.get(req.group_id)
+        if group is not None and group.is_(GroupState.DEAD):
+            return ConsumerHeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group is None or group.consumer is None:
+            if group is not None and (
+                group.members or group.pending_members or not group.is_(GroupState.EMPTY)
+            ):
+                return ConsumerHeartbeatResult(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"group {req.group_id} is a classic group"
+                )
+            if req.member_epoch != JOIN_EPOCH:
+                # Also what a member hears after a coordinator failover: it joins again.
+                return ConsumerHeartbeatResult(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"no member {req.member_id}"
+                )
+            if group is None:
+                group = GroupMetadata(req.group_id, self.partition_of(req.group_id))
+                self._groups[req.group_id] = group
+            group.consumer = ConsumerGroup(req.group_id)
+            group.protocol_type = PROTOCOL_TYPE
+            group.state_timestamp_ms = now
+        consumer = group.consumer
+        cfg = self.config
+        settings = HeartbeatSettings(
+            cfg.consumer_session_timeout_ms,
+            cfg.consumer_heartbeat_interval_ms,
+            cfg.consumer_assignors,
+            cfg.consumer_max_size,
+        )
+        had_members = bool(consumer.members)
+        result = consumer.heartbeat(
+            req, topics, settings, self._new_member_id(req.client_id or "consumer"), now
+        )
+        if had_members and not consumer.members:
+            group.state_timestamp_ms = now
+        self._drop_if_unused(group)
+        self._schedule_next(group)
+        return result
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self._ownership_error(group_id)
+        if error != ErrorCode.NO_ERROR:
+            return ConsumerGroupDescription(error, group_id)
+        group = self._groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return ConsumerGroupDescription(
+                ErrorCode.GROUP_ID_NOT_FOUND, group_id, error_message="no such group"
+            )
+        consumer = group.consumer
+        if consumer is None:
+            return ConsumerGroupDescription(
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                group_id,
+                error_message=f"group {group_id} is not a consumer group",
+            )
+        members = tuple(
+            ConsumerMemberDescription(
+                m.member_id,
+                m.instance_id,
+                m.rack_id,
+                m.member_epoch,
+                m.client_id,
+                m.client_host,
+                m.subscribed_topic_names,
+                m.subscribed_topic_regex,
+                dict(m.assigned),
+                dict(consumer.target.get(m.member_id, {})),
+            )
+            for m in consumer.members.values()
+        )
+        return ConsumerGroupDescription(
+            ErrorCode.NO_ERROR,
+            group_id,
+            consumer.state().value,
+            consumer.group_epoch,
+            consumer.assignment_epoch,
+            consumer.assignor_name,
+            members,
+        )
+
     def group(self, group_id: str) -> GroupMetadata | None:
         """The live group object (for tests and describe tools; do not mutate)."""
         return self._groups.get(group_id)
@@ -1385,6 +1575,4 @@ def _ignore_write(error: int, _out: CoordinatorOutputs) -> None:
 
 def _synced(group: GroupMetadata, assignment: bytes) -> SyncGroupResult:
     """A member's successful SyncGroup answer: its assignment and the group's protocol."""
-    return SyncGroupResult(
-        ErrorCode.NO_ERROR, assignment, group.protocol_type, group.protocol_name
-    )
+    return SyncGroupResult(ErrorCode.NO_ERROR, assignment, group.protocol_type, group.protocol_name)

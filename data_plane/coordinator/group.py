@@ -24,6 +24,7 @@ import enum
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from data_plane.coordinator.consumer_group import ConsumerGroup
 from data_plane.coordinator.group_metadata_records import OffsetAndMetadata
 
 
@@ -115,6 +116,13 @@ class GroupMetadata:
     # rebalance timeout, and whether a member joined during the current delay.
     initial_delay_remaining_ms: int = -1
     new_member_added: bool = False
+    # A KIP-848 consumer-protocol group: its members and assignments (the classic state then
+    # stays Empty, with no classic members). None: a classic group.
+    consumer: ConsumerGroup | None = None
+
+    def has_members(self) -> bool:
+        """Classic or consumer-protocol members."""
+        return bool(self.members) or (self.consumer is not None and bool(self.consumer.members))
 
     def is_(self, state: GroupState) -> bool:
         return self.state is state

@@ -9,6 +9,7 @@ with ``GroupCoordinator.complete_write``).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,3 +170,59 @@ class CoordinatorOutputs:
     def extend(self, other: CoordinatorOutputs) -> None:
         self.responses.extend(other.responses)
         self.writes.extend(other.writes)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatRequest:
+    """ConsumerGroupHeartbeat (KIP-848). None in a field: not changed since the last heartbeat."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    # topic id -> partitions the member owns; None: not said.
+    owned: dict[uuid.UUID, frozenset[int]] | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatResult:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    # topic id -> partitions the member may own now; None: unchanged, not sent.
+    assignment: dict[uuid.UUID, frozenset[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberDescription:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: dict[uuid.UUID, frozenset[int]]
+    target_assignment: dict[uuid.UUID, frozenset[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescription:
+    error_code: int
+    group_id: str
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[ConsumerMemberDescription, ...] = ()
+    error_message: str | None = None

@@ -44,7 +44,7 @@ class GroupLagMetrics:
         _error, groups = list_groups()
         hws = {(tp[0], tp[1]): hw for tp, hw in high_watermarks().items()}
         out: list[Series] = []
-        for group_id, _protocol, _state in groups:
+        for group_id, *_ in groups:
             result = fetch_offsets(group_id, None)
             if getattr(result, "error_code", 0) != 0:
                 continue

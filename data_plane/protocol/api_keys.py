@@ -84,6 +84,7 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
     CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
 
 
@@ -103,10 +104,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_OFFSETS: (0, 9),
     # v10 answers topic ids; v12 looks topics up by id (KIP-516).
     ApiKey.METADATA: (0, 12),
-    ApiKey.OFFSET_COMMIT: (0, 8),
-    # v7 takes require_stable (KIP-447); v8 several groups at once (KIP-709); v9 (KIP-848
-    # member epochs) is not served yet.
-    ApiKey.OFFSET_FETCH: (0, 8),
+    # v9 carries a KIP-848 member epoch in generation_id_or_member_epoch.
+    ApiKey.OFFSET_COMMIT: (0, 9),
+    # v7 takes require_stable (KIP-447); v8 several groups at once (KIP-709); v9 a KIP-848
+    # member id and epoch per group.
+    ApiKey.OFFSET_FETCH: (0, 9),
     # v4 batches keys (KIP-699); v5 may answer TRANSACTION_ABORTABLE (KIP-890); v6 knows the
     # share-group key type (KIP-932), which kraftlog refuses (INVALID_REQUEST).
     ApiKey.FIND_COORDINATOR: (0, 6),
@@ -171,6 +173,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 2),
+    # KIP-848 consumer groups, flexible only; heartbeat v1 subscribes by regex.
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
 }
 
 # FindCoordinator v4+ asks for several keys (of one key type) at once and is answered per key

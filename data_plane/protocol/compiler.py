@@ -522,8 +522,12 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
 # paths of the non-flexible generator: variable-width values go through the helpers.
 
 
-def _gen_decode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
-    depth = ind
+def _gen_decode_struct_flex(
+    g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int, depth: int = -1
+) -> None:
+    # Generated variable names are numbered by depth; a struct nested in place (same
+    # indentation as its parent) is one level deeper, or its names would shadow the parent's.
+    depth = ind if depth < 0 else depth
     for run in _runs(_fields_in(fields, version)):
         if isinstance(run, list):
             fmt = "".join(_FIXED[f.type][0] for f in run)
@@ -618,7 +622,7 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
             g.emit(ind, "else:")
             inner = ind + 1
         g.emit(inner, f"{item} = {{}}")
-        _gen_decode_struct_flex(g, f.type.fields, version, item, inner)
+        _gen_decode_struct_flex(g, f.type.fields, version, item, inner, max(inner, depth + 1))
         g.emit(inner, f"{key} = {item}")
     else:
         n, lst = f"n{depth}", f"l{depth}"
@@ -658,8 +662,12 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
             g.emit(ind + 2, f"{lst}.append({item})")
 
 
-def _gen_encode_struct_flex(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
-    depth = ind
+def _gen_encode_struct_flex(
+    g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int, depth: int = -1
+) -> None:
+    # Generated variable names are numbered by depth; a struct nested in place (same
+    # indentation as its parent) is one level deeper, or its names would shadow the parent's.
+    depth = ind if depth < 0 else depth
     for run in _runs(_fields_in(fields, version)):
         if isinstance(run, list):
             st = struct.Struct(">" + "".join(_FIXED[f.type][0] for f in run))
@@ -732,7 +740,7 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
             g.emit(ind, "else:")
             g.emit(ind + 1, "out += b'\\x01'")
             inner = ind + 1
-        _gen_encode_struct_flex(g, f.type.fields, version, item, inner)
+        _gen_encode_struct_flex(g, f.type.fields, version, item, inner, max(inner, depth + 1))
     else:
         v = f"v{depth}"
         g.emit(ind, f"{v} = {value}")

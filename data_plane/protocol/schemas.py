@@ -264,6 +264,8 @@ OFFSET_FETCH_REQUEST = (
     ], 0, 7, nullable=2),
     F("groups", [
         F("group_id", STRING, 8),
+        F("member_id", STRING, 9, nullable=9),
+        F("member_epoch", INT32, 9, default=-1),
         F("topics", [
             F("name", STRING, 8),
             F("partition_indexes", ARRAY(INT32), 8),
@@ -1084,6 +1086,85 @@ _CURSOR = STRUCT(
     F("partition_index", INT32),
 )
 
+# ConsumerGroupHeartbeatRequest (KIP-848): Kafka schema flexibleVersions 0+; v1 adds the regex.
+def _consumer_topic_partitions() -> list[F]:
+    # A fresh field list per use: the codec compiler keys its plans by field object.
+    return [
+        F("topic_id", UUID),
+        F("partitions", ARRAY(INT32)),
+    ]
+
+
+CONSUMER_GROUP_HEARTBEAT_REQUEST = (
+    F("group_id", STRING),
+    F("member_id", STRING),
+    F("member_epoch", INT32),
+    F("instance_id", STRING, nullable=0),
+    F("rack_id", STRING, nullable=0),
+    F("rebalance_timeout_ms", INT32, default=-1),
+    F("subscribed_topic_names", ARRAY(STRING), nullable=0),
+    F("subscribed_topic_regex", STRING, 1, nullable=1),
+    F("server_assignor", STRING, nullable=0),
+    F("topic_partitions", _consumer_topic_partitions(), nullable=0),
+)
+
+# ConsumerGroupHeartbeatResponse: Kafka schema flexibleVersions 0+
+CONSUMER_GROUP_HEARTBEAT_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("member_id", STRING, nullable=0),
+    F("member_epoch", INT32),
+    F("heartbeat_interval_ms", INT32),
+    F("assignment", STRUCT(
+        F("topic_partitions", _consumer_topic_partitions()),
+    ), nullable=0),
+)
+
+# ConsumerGroupDescribeRequest: Kafka schema flexibleVersions 0+
+CONSUMER_GROUP_DESCRIBE_REQUEST = (
+    F("group_ids", ARRAY(STRING)),
+    F("include_authorized_operations", BOOL),
+)
+
+# ConsumerGroupDescribeResponse: Kafka schema flexibleVersions 0+
+def _described_assignment() -> F:
+    # A fresh struct per use (see _consumer_topic_partitions).
+    return STRUCT(
+        F("topic_partitions", [
+            F("topic_id", UUID),
+            F("topic_name", STRING),
+            F("partitions", ARRAY(INT32)),
+        ]),
+    )
+
+
+CONSUMER_GROUP_DESCRIBE_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("groups", [
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+        F("group_id", STRING),
+        F("group_state", STRING),
+        F("group_epoch", INT32),
+        F("assignment_epoch", INT32),
+        F("assignor_name", STRING),
+        F("members", [
+            F("member_id", STRING),
+            F("instance_id", STRING, nullable=0),
+            F("rack_id", STRING, nullable=0),
+            F("member_epoch", INT32),
+            F("client_id", STRING),
+            F("client_host", STRING),
+            F("subscribed_topic_names", ARRAY(STRING)),
+            F("subscribed_topic_regex", STRING, nullable=0),
+            F("assignment", _described_assignment()),
+            F("target_assignment", _described_assignment()),
+        ]),
+        F("authorized_operations", INT32, default=-2147483648),
+    ]),
+)
+
 # DescribeTopicPartitionsRequest: Kafka schema flexibleVersions 0+
 DESCRIBE_TOPIC_PARTITIONS_REQUEST = (
     F("topics", [
@@ -1265,6 +1346,8 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 0,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: 0,
 }
 
 
@@ -1337,4 +1420,12 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
         DESCRIBE_TRANSACTIONS_RESPONSE,
     ),
     ApiKey.LIST_TRANSACTIONS: (LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (
+        CONSUMER_GROUP_HEARTBEAT_REQUEST,
+        CONSUMER_GROUP_HEARTBEAT_RESPONSE,
+    ),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (
+        CONSUMER_GROUP_DESCRIBE_REQUEST,
+        CONSUMER_GROUP_DESCRIBE_RESPONSE,
+    ),
 }

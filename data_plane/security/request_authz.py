@@ -159,6 +159,8 @@ class RequestAuthorizer:
             ApiKey.OFFSET_FETCH: self._offset_fetch,
             ApiKey.DESCRIBE_GROUPS: self._describe_groups,
             ApiKey.LIST_GROUPS: self._list_groups,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer_group_heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: self._consumer_group_describe,
         }
 
     def check(self, session: Session, api_key: int, version: int, body: Body) -> Verdict:
@@ -847,6 +849,46 @@ class RequestAuthorizer:
         ]
         v = Verdict({**body, "groups": allowed})
         v.note(ResourceType.GROUP, len(denied))
+        v.finish = lambda r: self._append(r, "groups", entries)
+        return v
+
+    def _consumer_group_heartbeat(self, s: Session, version: int, body: Body) -> Verdict:
+        if self._group(s, AclOperation.READ, body.get("group_id", "")):
+            return Verdict(body)
+        return Verdict.refused(
+            body,
+            {
+                "error_code": GROUP_DENIED,
+                "error_message": None,
+                "member_id": None,
+                "member_epoch": -1,
+                "heartbeat_interval_ms": 0,
+                "assignment": None,
+            },
+            ResourceType.GROUP,
+        )
+
+    def _consumer_group_describe(self, s: Session, version: int, body: Body) -> Verdict:
+        groups = body.get("group_ids") or []
+        allowed = [g for g in groups if self._group(s, AclOperation.DESCRIBE, g)]
+        if len(allowed) == len(groups):
+            return Verdict(body)
+        entries = [
+            {
+                "error_code": GROUP_DENIED,
+                "error_message": None,
+                "group_id": g,
+                "group_state": "",
+                "group_epoch": -1,
+                "assignment_epoch": -1,
+                "assignor_name": "",
+                "members": [],
+            }
+            for g in groups
+            if g not in allowed
+        ]
+        v = Verdict({**body, "group_ids": allowed})
+        v.note(ResourceType.GROUP, len(entries))
         v.finish = lambda r: self._append(r, "groups", entries)
         return v
 

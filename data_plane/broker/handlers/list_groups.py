@@ -2,15 +2,13 @@
 COORDINATOR_LOAD_IN_PROGRESS while one of its ``__consumer_offsets`` partitions is loading.
 
 v4 answers each group's state and takes a ``states_filter``, v5 its type and a
-``types_filter`` (both case-insensitive, empty = all, as Kafka). Every group here uses the
-classic protocol, so its type is ``classic``.
+``types_filter`` (both case-insensitive, empty = all, as Kafka): ``classic`` or ``consumer``
+(a KIP-848 group, whose state is Empty, Assigning, Reconciling or Stable).
 """
 
 from __future__ import annotations
 
 from data_plane.broker.apis import Body, KafkaApis, Request
-
-CLASSIC_GROUP_TYPE = "classic"
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -25,10 +23,9 @@ def handle(apis: KafkaApis, request: Request) -> Body:
                 "group_id": group_id,
                 "protocol_type": protocol_type,
                 "group_state": state,
-                "group_type": CLASSIC_GROUP_TYPE,
+                "group_type": group_type,
             }
-            for group_id, protocol_type, state in groups
-            if (not states or state.lower() in states)
-            and (not types or CLASSIC_GROUP_TYPE in types)
+            for group_id, protocol_type, state, group_type in groups
+            if (not states or state.lower() in states) and (not types or group_type in types)
         ],
     }

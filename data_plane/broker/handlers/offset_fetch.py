@@ -1,4 +1,5 @@
-"""OffsetFetch (9), v0-8: a group's committed offsets (v8: several groups at once, KIP-709).
+"""OffsetFetch (9), v0-9: a group's committed offsets (v8: several groups at once, KIP-709;
+v9: a KIP-848 member names itself and its epoch, checked in a consumer-protocol group).
 
 A partition without a committed offset answers offset -1 and empty metadata. ``topics`` null
 (v2+) means every partition the group has an offset for. Errors (NOT_COORDINATOR,
@@ -37,7 +38,15 @@ def handle(apis: KafkaApis, request: Request) -> Body:
     if version >= OFFSET_FETCH_GROUPS_SINCE:
         groups = []
         for g in b.get("groups") or ():
-            topics, error = _group_offsets(apis, g["group_id"] or "", g.get("topics"), stable, True)
+            topics, error = _group_offsets(
+                apis,
+                g["group_id"] or "",
+                g.get("topics"),
+                stable,
+                True,
+                g.get("member_id"),
+                g.get("member_epoch", -1),
+            )
             groups.append({"group_id": g["group_id"], "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     top_level = version >= TOP_LEVEL_ERROR_SINCE_VERSION
@@ -51,6 +60,8 @@ def _group_offsets(
     requested: list[dict[str, Any]] | None,
     require_stable: bool,
     top_level: bool,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[list[dict[str, Any]], int]:
     """The ``topics`` answer for one group and its error code (a group error empties the
     topics when ``top_level``, else every partition carries it)."""
@@ -59,7 +70,9 @@ def _group_offsets(
         if requested is None
         else [(t["name"] or "", i) for t in requested for i in t.get("partition_indexes") or ()]
     )
-    result = apis.group_coordinator.coordinator.fetch_offsets(group_id, wanted, require_stable)
+    result = apis.group_coordinator.coordinator.fetch_offsets(
+        group_id, wanted, require_stable, member_id=member_id, member_epoch=member_epoch
+    )
     if result.error_code != ErrorCode.NO_ERROR and top_level:
         return [], result.error_code
     per_partition_error = result.error_code

@@ -19,6 +19,9 @@ GROUP_OVERRIDES = {
     "offsets.topic.num.partitions": "3",
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
+    # KIP-848 members: quick expiry of a killed member, frequent heartbeats.
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.heartbeat.interval.ms": "500",
 }
 # Consumer settings of the tests: quick failure detection, frequent heartbeats.
 MEMBER = {

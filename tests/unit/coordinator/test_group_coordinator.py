@@ -549,7 +549,10 @@ def test_describe_and_list_groups() -> None:
     assert d.state == "PreparingRebalance" and d.protocol_data == ""
     assert all(m.assignment == b"" for m in d.members)
     assert h.c.describe_group("unknown").state == "Dead"
-    assert h.c.list_groups() == (ErrorCode.NO_ERROR, [("g", "consumer", "PreparingRebalance")])
+    assert h.c.list_groups() == (
+        ErrorCode.NO_ERROR,
+        [("g", "consumer", "PreparingRebalance", "classic")],
+    )
 
 
 def test_delete_groups() -> None:

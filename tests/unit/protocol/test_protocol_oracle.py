@@ -25,7 +25,7 @@ from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.schemas import MESSAGES
 from tests.unit.protocol import kafka_oracle
 from tests.unit.protocol.bodies import body_strategy, normalise, sample_body
-from tests.unit.protocol.conftest import ALL_IDS, ALL_VERSIONS
+from tests.unit.protocol.conftest import ORACLE_IDS, ORACLE_VERSIONS
 
 ORACLE_SETTINGS = settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -40,7 +40,7 @@ def _response_body(api_key: int, version: int, body: dict) -> dict:
     return body
 
 
-@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS, ids=ALL_IDS)
+@pytest.mark.parametrize(("api_key", "version"), ORACLE_VERSIONS, ids=ORACLE_IDS)
 @ORACLE_SETTINGS
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1))
 def test_kafka_python_request_decodes(api_key: ApiKey, version: int, data, correlation_id):
@@ -55,7 +55,7 @@ def test_kafka_python_request_decodes(api_key: ApiKey, version: int, data, corre
     assert normalise(decoded) == expected
 
 
-@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS, ids=ALL_IDS)
+@pytest.mark.parametrize(("api_key", "version"), ORACLE_VERSIONS, ids=ORACLE_IDS)
 @ORACLE_SETTINGS
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1))
 def test_our_response_decodes_in_kafka_python(api_key: ApiKey, version: int, data, correlation_id):
@@ -68,7 +68,7 @@ def test_our_response_decodes_in_kafka_python(api_key: ApiKey, version: int, dat
     assert normalise(kafka_oracle.to_body(obj, fields, version)) == normalise(body)
 
 
-@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS, ids=ALL_IDS)
+@pytest.mark.parametrize(("api_key", "version"), ORACLE_VERSIONS, ids=ORACLE_IDS)
 def test_our_request_matches_kafka_python_bytes(api_key: ApiKey, version: int):
     """The client direction: our request bytes equal kafka-python's for the same body."""
     body = sample_body(MESSAGES[api_key][0], version)

@@ -1,0 +1,84 @@
+"""ConsumerGroupHeartbeat (68), v0-1: a KIP-848 consumer-protocol member joins (epoch 0),
+keeps up (its epoch), or leaves (-1, or -2 for a static member) and gets its member id, epoch,
+heartbeat interval and, when it changed, the partitions it may own now
+(:mod:`data_plane.coordinator.consumer_group`). v1 subscribes by regular expression too.
+
+Partitions travel by topic id; the subscribable topics are every non-internal topic of the
+metadata image (:func:`subscribable_topics`, cached per image).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.coordinator.consumer_assignors import AssignorTopic
+from data_plane.coordinator.messages import ConsumerHeartbeatRequest
+from metadata.image import MetadataImage
+from metadata.topics import INTERNAL_TOPICS
+
+_cache: tuple[MetadataImage | None, dict[str, AssignorTopic]] = (None, {})
+
+
+def subscribable_topics(image: MetadataImage) -> dict[str, AssignorTopic]:
+    """Name -> (id, partition count) of every non-internal topic; one dict per image."""
+    global _cache
+    cached_image, topics = _cache
+    if cached_image is not image:
+        topics = {
+            name: AssignorTopic(t.topic_id, name, len(t.partitions))
+            for name, t in image.topics_by_name.items()
+            if name not in INTERNAL_TOPICS
+        }
+        _cache = (image, topics)
+    return topics
+
+
+def _owned(entries: list[dict[str, Any]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
+    if entries is None:
+        return None
+    owned: dict[uuid.UUID, frozenset[int]] = {}
+    for e in entries:
+        tid = uuid.UUID(bytes=bytes(e["topic_id"]))
+        owned[tid] = owned.get(tid, frozenset()) | frozenset(e.get("partitions") or ())
+    return owned
+
+
+def handle(apis: KafkaApis, request: Request) -> Body:
+    b = request.body
+    names = b.get("subscribed_topic_names")
+    req = ConsumerHeartbeatRequest(
+        group_id=b["group_id"] or "",
+        member_id=b["member_id"] or "",
+        member_epoch=b["member_epoch"],
+        instance_id=b.get("instance_id"),
+        rack_id=b.get("rack_id"),
+        rebalance_timeout_ms=b.get("rebalance_timeout_ms", -1),
+        subscribed_topic_names=tuple(names) if names is not None else None,
+        subscribed_topic_regex=b.get("subscribed_topic_regex"),
+        server_assignor=b.get("server_assignor"),
+        owned=_owned(b.get("topic_partitions")),
+        client_id=request.header.client_id or "",
+        client_host=request.client_host,
+    )
+    result = apis.group_coordinator.coordinator.consumer_group_heartbeat(
+        req, subscribable_topics(apis.image)
+    )
+    assignment = None
+    if result.assignment is not None:
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": tid.bytes, "partitions": sorted(ps)}
+                for tid, ps in sorted(result.assignment.items(), key=lambda kv: kv[0].bytes)
+            ]
+        }
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error_code,
+        "error_message": result.error_message,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval_ms": result.heartbeat_interval_ms,
+        "assignment": assignment,
+    }
