@@ -20,7 +20,11 @@ and every stored assignment waits for three replicas (acks=all). Clients are con
 3. Offset commits on the wire (the broker's own cost, without a client library's queues):
    OffsetCommit v7 requests (simple commits, one partition each) on one connection to the
    coordinator, 1 in flight (latency) and 64 pipelined (throughput).
-4. Loading (what a new coordinator does after a failover), in this process: decoding a
+4. A member killed with kill -9 (3 member processes, a record to every partition every 50 ms):
+   time until each of its partitions has a record consumed by another member, for the classic
+   protocol (cooperative-sticky) and KIP-848 (``group.protocol=consumer``), with the same
+   session timeout and heartbeat interval, in the same run.
+5. Loading (what a new coordinator does after a failover), in this process: decoding a
    ``__consumer_offsets`` partition's batches and rebuilding groups and offsets with the
    sans-IO GroupCoordinator, records/s (1,000 groups x 100 partitions, each committed twice).
 """
@@ -33,6 +37,7 @@ import shutil
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -58,12 +63,42 @@ from metadata.messages import NewTopic
 
 TOPIC, PARTITIONS = "bench-groups", 12
 HEARTBEAT_INTERVAL_MS = 300
+# A dead member is noticed after its session timeout, the same for both protocols here.
+MEMBER_SESSION_TIMEOUT_MS = 6_000
 OVERRIDES = {
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "10",
+    "group.min.session.timeout.ms": str(MEMBER_SESSION_TIMEOUT_MS),
+    "group.consumer.session.timeout.ms": str(MEMBER_SESSION_TIMEOUT_MS),
+    "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
 }
+FEED_EVERY_S = 0.05
+# A member process for the member-death trials: logs "assign TIME PARTITIONS" and, for every
+# record, "proc TIME PARTITION".
+DEATH_MEMBER = """
+import sys, time
+import confluent_kafka
+bootstrap, group, topic, protocol, log_path, session_ms, heartbeat_ms = sys.argv[1:8]
+log = open(log_path, "a", buffering=1)
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "latest",
+        "enable.auto.commit": True, "group.protocol": protocol}
+if protocol == "classic":
+    conf.update({"session.timeout.ms": int(session_ms), "heartbeat.interval.ms": int(heartbeat_ms),
+                 "partition.assignment.strategy": "cooperative-sticky"})
+c = confluent_kafka.Consumer(conf)
+def event(kind):
+    def on(_c, parts):
+        log.write(f"{kind} {time.time()} {','.join(str(p.partition) for p in parts)}\\n")
+    return on
+c.subscribe([topic], on_assign=event("assign"), on_revoke=event("revoke"))
+stop = time.monotonic() + 300
+while time.monotonic() < stop:
+    for m in c.consume(100, 0.05):
+        if m.error() is None:
+            log.write(f"proc {time.time()} {m.partition()}\\n")
+"""
 READY_TIMEOUT_S = 90.0
 REBALANCE_GIVE_UP_S = 60.0
 ASYNC_IN_FLIGHT = 64
@@ -158,6 +193,111 @@ def bench_rebalance(bootstrap: str, trials: int) -> None:
         print(
             f"  {label:<30} median {statistics.median(ms):7.0f} ms  "
             f"max {max(ms):7.0f} ms  ({len(ms)} trials)"
+        )
+
+
+def _death_log(path: str) -> list[list[str]]:
+    try:
+        with open(path) as f:
+            return [ln.split() for ln in f if ln.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def _owners(paths: list[str]) -> dict[int, int]:
+    """Partition -> index of the member holding it now: every member's assign and revoke
+    events replayed in time order (the rebalance callbacks of both protocols here are
+    incremental)."""
+    events = []
+    for i, path in enumerate(paths):
+        for w in _death_log(path):
+            if w[0] in ("assign", "revoke") and len(w) > 2:
+                events.append((float(w[1]), i, w[0], [int(p) for p in w[2].split(",")]))
+    out: dict[int, int] = {}
+    for _, i, kind, parts in sorted(events):
+        for p in parts:
+            if kind == "assign":
+                out[p] = i
+            elif out.get(p) == i:
+                del out[p]
+    return out
+
+
+def member_death_trial(bootstrap: str, protocol: str, trial: int, workdir: str) -> float:
+    """Seconds from a kill -9 of one of 3 members to the last of its partitions having a
+    record consumed by another member (a record is produced to every partition every
+    FEED_EVERY_S)."""
+    group = f"bench-death-{protocol}-{trial}"
+    paths = [os.path.join(workdir, f"{group}-{i}.log") for i in range(3)]
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", DEATH_MEMBER, bootstrap, group, TOPIC, protocol, path,
+             str(MEMBER_SESSION_TIMEOUT_MS), str(HEARTBEAT_INTERVAL_MS)],
+            cwd=repo, env={**os.environ, "PYTHONPATH": repo},
+        )
+        for path in paths
+    ]
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    stop = threading.Event()
+
+    def feed() -> None:
+        deadline = time.monotonic() + 3 * REBALANCE_GIVE_UP_S
+        while not stop.is_set() and time.monotonic() < deadline:
+            for p in range(PARTITIONS):
+                producer.produce(TOPIC, b"x", partition=p)
+            producer.poll(0)
+            time.sleep(FEED_EVERY_S)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        deadline = time.monotonic() + REBALANCE_GIVE_UP_S
+        while len(_owners(paths)) < PARTITIONS or len(set(_owners(paths).values())) < 3:
+            if time.monotonic() > deadline:
+                return float("nan")
+            time.sleep(0.05)
+        time.sleep(1.0)  # steady: everyone consuming
+        dead = [p for p, i in _owners(paths).items() if i == 0]
+        killed_at = time.time()
+        procs[0].kill()
+        procs[0].wait(10)
+        deadline = time.monotonic() + REBALANCE_GIVE_UP_S
+        while time.monotonic() < deadline:
+            first: dict[int, float] = {}
+            for path in paths[1:]:
+                for w in _death_log(path):
+                    if w[0] == "proc" and float(w[1]) > killed_at and int(w[2]) in dead:
+                        first.setdefault(int(w[2]), float(w[1]))
+            if len(first) == len(dead):
+                return max(first.values()) - killed_at
+            time.sleep(0.05)
+        return float("nan")
+    finally:
+        stop.set()
+        feeder.join(10)
+        producer.flush(10)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def bench_member_death(bootstrap: str, trials: int, workdir: str) -> None:
+    print(
+        f"member killed (kill -9), 3 members, {PARTITIONS} partitions, session timeout "
+        f"{MEMBER_SESSION_TIMEOUT_MS} ms, heartbeat {HEARTBEAT_INTERVAL_MS} ms: until its "
+        "partitions are consumed elsewhere"
+    )
+    for protocol, label in (("classic", "classic (cooperative-sticky)"), ("consumer", "KIP-848")):
+        ms = [member_death_trial(bootstrap, protocol, t, workdir) * 1000 for t in range(trials)]
+        print(
+            f"  {label:<30} median {statistics.median(ms):7.0f} ms  max {max(ms):7.0f} ms  "
+            f"({len(ms)} trials)",
+            flush=True,
         )
 
 
@@ -374,6 +514,7 @@ def main() -> None:
             f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
         )
         bench_rebalance(bootstrap, trials)
+        bench_member_death(bootstrap, trials, workdir)
         bench_commits(bootstrap, seconds)
         bench_wire_commits(bootstrap, seconds)
         bench_load()

@@ -435,10 +435,11 @@ class BrokerConfig:
             doc="Members a group may have; a further join gets GROUP_MAX_SIZE_REACHED.",
         ),
     )
-    group_coordinator_rebalance_protocols: str = field(
-        default="classic,consumer",
+    group_coordinator_rebalance_protocols: tuple[str, ...] = field(
+        default=("classic", "consumer"),
         metadata=prop(
             "group.coordinator.rebalance.protocols",
+            choices=("classic", "consumer"),
             doc="Group protocols served, comma-separated: classic (JoinGroup/SyncGroup) and "
             "consumer (KIP-848 ConsumerGroupHeartbeat).",
         ),
@@ -460,10 +461,11 @@ class BrokerConfig:
             doc="How often consumer-protocol members are told to heartbeat.",
         ),
     )
-    group_consumer_assignors: str = field(
-        default="uniform,range",
+    group_consumer_assignors: tuple[str, ...] = field(
+        default=("uniform", "range"),
         metadata=prop(
             "group.consumer.assignors",
+            choices=("uniform", "range"),
             doc="Server-side assignors of consumer-protocol groups, comma-separated (uniform, "
             "range); the first is used unless the members ask for another.",
         ),

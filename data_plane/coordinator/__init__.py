@@ -41,16 +41,12 @@ def coordinator_config(broker_config: Any) -> GroupCoordinatorConfig:
         offsets_retention_ms=c.offsets_retention_minutes * 60_000,
         offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
         offset_metadata_max_bytes=c.offset_metadata_max_bytes,
-        rebalance_protocols=_names(c.group_coordinator_rebalance_protocols),
+        rebalance_protocols=tuple(c.group_coordinator_rebalance_protocols),
         consumer_session_timeout_ms=c.group_consumer_session_timeout_ms,
         consumer_heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
-        consumer_assignors=_names(c.group_consumer_assignors),
+        consumer_assignors=tuple(c.group_consumer_assignors) or ("uniform",),
         consumer_max_size=c.group_consumer_max_size,
     )
-
-
-def _names(value: str) -> tuple[str, ...]:
-    return tuple(n.strip() for n in value.split(",") if n.strip())
 
 
 __all__ = [
