@@ -39,6 +39,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from common.error_codes import ErrorCode
 from data_plane.coordinator.consumer_assignors import (
@@ -106,6 +107,19 @@ class ConsumerMember:
 
 
 @dataclass(slots=True)
+class PersistedGroup:
+    """What a group last wrote to ``__consumer_offsets``: the bodies of its records, compared
+    whole to find what changed (:mod:`data_plane.coordinator.consumer_group_records`)."""
+
+    epoch: int | None = None
+    metadata: frozenset[tuple[uuid.UUID, str, int]] | None = None
+    assignment_epoch: int | None = None
+    members: dict[str, Any] = field(default_factory=dict)
+    targets: dict[str, Any] = field(default_factory=dict)
+    current: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
@@ -114,9 +128,10 @@ class ConsumerGroup:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     target: dict[str, Partitions] = field(default_factory=dict)
     owners: dict[PartitionKey, str] = field(default_factory=dict)
-    # The subscribed topics' (id, partition count) the target was computed for.
-    subscription_metadata: frozenset[tuple[uuid.UUID, int]] = frozenset()
+    # The subscribed topics' (id, name, partition count) the target was computed for.
+    subscription_metadata: frozenset[tuple[uuid.UUID, str, int]] = frozenset()
     assignor_name: str = ""
+    persisted: PersistedGroup = field(default_factory=PersistedGroup)
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -164,6 +179,11 @@ class ConsumerGroup:
             self.target[new.member_id] = self.target.pop(old.member_id)
         self.add(new)
 
+    def hold_all(self, member: ConsumerMember) -> None:
+        """Record ``member`` as the holder of what it is assigned or revoking (loading)."""
+        self._hold(member.member_id, member.assigned)
+        self._hold(member.member_id, member.pending_revocation)
+
     def _release(self, member_id: str, parts: Partitions) -> None:
         for tid, ps in parts.items():
             for p in ps:
@@ -189,12 +209,12 @@ class ConsumerGroup:
 
     def compute_subscription_metadata(
         self, topics: Mapping[str, AssignorTopic]
-    ) -> frozenset[tuple[uuid.UUID, int]]:
+    ) -> frozenset[tuple[uuid.UUID, str, int]]:
         by_id = {t.topic_id: t for t in topics.values()}
         ids: set[uuid.UUID] = set()
         for m in self.members.values():
             ids |= self.subscribed_topic_ids(m, topics)
-        return frozenset((tid, by_id[tid].partitions) for tid in ids)
+        return frozenset((tid, by_id[tid].name, by_id[tid].partitions) for tid in ids)
 
     def compute_target(self, assignor: ServerAssignor, topics: Mapping[str, AssignorTopic]) -> None:
         """A new target assignment for the group epoch."""

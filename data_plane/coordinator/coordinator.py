@@ -55,7 +55,22 @@ from data_plane.coordinator.config import (
     GroupCoordinatorConfig,
 )
 from data_plane.coordinator.consumer_assignors import AssignorTopic
-from data_plane.coordinator.consumer_group import JOIN_EPOCH, ConsumerGroup, HeartbeatSettings
+from data_plane.coordinator.consumer_group import (
+    JOIN_EPOCH,
+    ConsumerGroup,
+    HeartbeatSettings,
+    PersistedGroup,
+)
+from data_plane.coordinator.consumer_group_records import (
+    FIRST_CONSUMER_GROUP_KEY,
+    GROUP_EPOCH_KEY,
+    LAST_CONSUMER_GROUP_KEY,
+    changed_records,
+    group_tombstones,
+    record_kind,
+    restore,
+)
+from data_plane.coordinator.consumer_group_records import decode_key as decode_consumer_key
 from data_plane.coordinator.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
 from data_plane.coordinator.group import GroupMetadata, GroupState, MemberMetadata
 from data_plane.coordinator.group_metadata_records import (
@@ -116,6 +131,8 @@ class _LoadState:
 
     groups: dict[str, bytes | None] = field(default_factory=dict)
     offsets: dict[str, dict[tuple[str, int], bytes]] = field(default_factory=dict)
+    # KIP-848 groups' records (key versions 3-8): group -> (kind, member id) -> value.
+    consumer: dict[str, dict[tuple[int, str | None], bytes]] = field(default_factory=dict)
     # Transactional offset commits whose marker was not seen yet: producer id -> group -> ...
     txn_offsets: dict[int, dict[str, dict[tuple[str, int], bytes]]] = field(default_factory=dict)
     bad_records: int = 0
@@ -177,6 +194,15 @@ class GroupCoordinator:
             state.bad_records += 1
             return
         try:
+            kind = record_kind(key)
+            if FIRST_CONSUMER_GROUP_KEY <= kind <= LAST_CONSUMER_GROUP_KEY:
+                ck = decode_consumer_key(kind, key)
+                values = state.consumer.setdefault(ck.group, {})
+                if value is None:
+                    values.pop((kind, ck.member_id), None)
+                else:
+                    values[(kind, ck.member_id)] = value
+                return
             k = decode_key(key)
             if isinstance(k, OffsetKey):
                 per_group = state.offsets.setdefault(k.group, {})
@@ -227,7 +253,10 @@ class GroupCoordinator:
             raise ValueError(f"partition {partition} is not loading")
         now = self._clock_ms()
         pending_groups = {gid for per in state.txn_offsets.values() for gid in per}
-        for gid in state.groups.keys() | state.offsets.keys() | pending_groups:
+        for gid in (
+            state.groups.keys() | state.offsets.keys() | pending_groups | state.consumer.keys()
+        ):
+            consumer = self._load_consumer_group(partition, state, gid, now)
             value = self._decode_loaded(partition, state, decode_group_value, state.groups.get(gid))
             offsets = {}
             for tp, raw in state.offsets.get(gid, {}).items():
@@ -240,10 +269,13 @@ class GroupCoordinator:
                     decoded = self._decode_loaded(partition, state, decode_offset_value, raw)
                     if decoded is not None:
                         pending.setdefault(pid, {})[tp] = decoded
-            if value is None and not offsets and not pending:
+            if value is None and consumer is None and not offsets and not pending:
                 continue  # tombstoned group and no offsets left
             group = GroupMetadata(gid, partition, state_timestamp_ms=now)
-            if value is not None:
+            if consumer is not None:
+                group.consumer = consumer
+                group.protocol_type = PROTOCOL_TYPE
+            elif value is not None:
                 self._restore(group, value, now)
             group.offsets = dict(offsets)
             group.pending_txn_offsets = pending
@@ -273,6 +305,23 @@ class GroupCoordinator:
             state.bad_records += 1
             logger.warning("__consumer_offsets-%d: skipping a record: %s", partition, e)
             return None
+
+    def _load_consumer_group(
+        self, partition: int, state: _LoadState, gid: str, now: int
+    ) -> ConsumerGroup | None:
+        """The KIP-848 group whose records were loaded (None: none, or its group epoch record
+        was tombstoned); undecodable records count as skipped and drop the group's state."""
+        values = state.consumer.get(gid)
+        if not values or (GROUP_EPOCH_KEY, None) not in values:
+            return None
+        group = ConsumerGroup(gid)
+        try:
+            restore(group, values, now + self.config.consumer_session_timeout_ms, now)
+        except InvalidOffsetsRecordError as e:
+            state.bad_records += 1
+            logger.warning("__consumer_offsets-%d: skipping group %s: %s", partition, gid, e)
+            return None
+        return group
 
     def _restore(self, group: GroupMetadata, value: GroupMetadataValue, now: int) -> None:
         group.generation_id = value.generation
@@ -448,6 +497,8 @@ class GroupCoordinator:
                 )
             if gone and not group.consumer.members:
                 group.state_timestamp_ms = now  # empty since now: offsets retention counts
+            if gone:
+                self._write(out, group.partition, changed_records(group.consumer), _ignore_write)
         for mid, deadline in list(group.pending_members.items()):
             if deadline <= now:
                 del group.pending_members[mid]
@@ -485,6 +536,8 @@ class GroupCoordinator:
             self._groups[req.group_id] = group
         if group.consumer is not None and not group.consumer.members:
             # An empty consumer-protocol group becomes a classic one again.
+            if group.consumer.persisted.epoch is not None:
+                self._write(out, group.partition, group_tombstones(group.group_id), _ignore_write)
             group.consumer = None
             group.protocol_type = None
         if group.is_(GroupState.DEAD):
@@ -528,8 +581,9 @@ class GroupCoordinator:
             return ErrorCode.INVALID_SESSION_TIMEOUT
         return ErrorCode.NO_ERROR
 
-    def _drop_if_unused(self, group: GroupMetadata) -> None:
-        """A group a failed first join created holds nothing: do not keep it."""
+    def _drop_if_unused(self, group: GroupMetadata) -> bool:
+        """A group a failed first join (or a consumer group's last leave) left holding
+        nothing is not kept; True when it was dropped."""
         if (
             group.is_(GroupState.EMPTY)
             and not group.has_members()
@@ -540,6 +594,8 @@ class GroupCoordinator:
             and group.pending_offset_commits == 0
         ):
             self._groups.pop(group.group_id, None)
+            return True
+        return False
 
     def _join_unknown_member(
         self, group: GroupMetadata, waiter: Hashable, req: JoinGroupRequest, out: CoordinatorOutputs
@@ -1261,6 +1317,8 @@ class GroupCoordinator:
                 self._scheduled.pop(gid, None)
                 if group.generation_id > 0 or group.protocol_type is not None:
                     records.append((group_metadata_key(gid), None))
+                if group.consumer is not None and group.consumer.persisted.epoch is not None:
+                    records.extend(group_tombstones(gid))
             if records:
                 logger.info("group %s: %d offsets expired", gid, len(expired))
                 self._write(out, group.partition, records, _ignore_write)
@@ -1385,6 +1443,8 @@ class GroupCoordinator:
             gid = group.group_id
             records: Records = [(offset_commit_key(gid, t, p), None) for t, p in group.offsets]
             records.append((group_metadata_key(gid), None))
+            if group.consumer is not None and group.consumer.persisted.epoch is not None:
+                records.extend(group_tombstones(gid))
             group.transition_to(GroupState.DEAD, now)
             del self._groups[gid]
             self._scheduled.pop(gid, None)
@@ -1465,7 +1525,35 @@ class GroupCoordinator:
     # --- KIP-848 consumer groups ----------------------------------------------------------------
 
     def consumer_group_heartbeat(
-        self, req: ConsumerHeartbeatRequest, topics: Mapping[str, AssignorTopic]
+        self, waiter: Hashable, req: ConsumerHeartbeatRequest, topics: Mapping[str, AssignorTopic]
+    ) -> CoordinatorOutputs:
+        """ConsumerGroupHeartbeat, answered once what it changed is written to the group's
+        ``__consumer_offsets`` partition (:mod:`data_plane.coordinator.consumer_group_records`;
+        a write error is the answer then, and the next change rewrites the whole group)."""
+        out = CoordinatorOutputs()
+        records: Records = []
+        result = self._consumer_heartbeat(req, topics, records)
+        if not records or result.error_code != ErrorCode.NO_ERROR:
+            out.respond(waiter, result)
+            return out
+        group = self._groups.get(req.group_id)  # None: its last member left, it was dropped
+
+        def done(error: int, o: CoordinatorOutputs) -> None:
+            code = map_write_error(METADATA_WRITE_ERRORS, error)
+            if code != ErrorCode.NO_ERROR:
+                if group is not None and group.consumer is not None:
+                    group.consumer.persisted = PersistedGroup()
+                o.respond(
+                    waiter, ConsumerHeartbeatResult(code, "the group's state was not written")
+                )
+            else:
+                o.respond(waiter, result)
+
+        self._write(out, self.partition_of(req.group_id), records, done)
+        return out
+
+    def _consumer_heartbeat(
+        self, req: ConsumerHeartbeatRequest, topics: Mapping[str, AssignorTopic], records: Records
     ) -> ConsumerHeartbeatResult:
         """ConsumerGroupHeartbeat (see :mod:`data_plane.coordinator.consumer_group`).
         ``topics``: every topic a member may subscribe to, by name, from the metadata image.
@@ -1501,6 +1589,8 @@ class GroupCoordinator:
             if group is None:
                 group = GroupMetadata(req.group_id, self.partition_of(req.group_id))
                 self._groups[req.group_id] = group
+            elif group.generation_id > 0 or group.protocol_type is not None:
+                records.append((group_metadata_key(req.group_id), None))  # no longer classic
             group.consumer = ConsumerGroup(req.group_id)
             group.protocol_type = PROTOCOL_TYPE
             group.state_timestamp_ms = now
@@ -1518,7 +1608,10 @@ class GroupCoordinator:
         )
         if had_members and not consumer.members:
             group.state_timestamp_ms = now
-        self._drop_if_unused(group)
+        if result.error_code == ErrorCode.NO_ERROR:
+            records.extend(changed_records(consumer))
+        if self._drop_if_unused(group) and consumer.persisted.epoch is not None:
+            records.extend(group_tombstones(group.group_id))
         self._schedule_next(group)
         return result
 

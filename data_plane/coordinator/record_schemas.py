@@ -1,6 +1,7 @@
 """Versioned coordinator records (``__consumer_offsets``, ``__transaction_state``): an int16
-schema version followed by a body in the protocol codec's non-flexible encoding, compiled once
-per (schema, version) by the same schema compiler as the wire protocol.
+schema version followed by a body in the protocol codec's encoding (non-flexible, or flexible
+for the record types Kafka defines so: compact strings and arrays, tagged fields), compiled
+once per (schema, version) by the same schema compiler as the wire protocol.
 
 Pure functions; the compiled-codec cache is filled idempotently (thread-safe under the GIL).
 """
@@ -19,21 +20,23 @@ from data_plane.protocol.fields import F
 MAX_RECORD_ELEMENTS = 100_000
 
 _I16 = struct.Struct(">h")
-_CODECS: dict[tuple[str, int], CompiledMessage] = {}
+_CODECS: dict[tuple[str, int, bool], CompiledMessage] = {}
 
 
-def _codec(name: str, fields: tuple[F, ...], version: int) -> CompiledMessage:
-    key = (name, version)
+def _codec(name: str, fields: tuple[F, ...], version: int, flexible: bool) -> CompiledMessage:
+    key = (name, version, flexible)
     c = _CODECS.get(key)
     if c is None:
-        c = compile_message(fields, version, f"coordinator record {name}")
+        c = compile_message(fields, version, f"coordinator record {name}", flexible)
         _CODECS[key] = c
     return c
 
 
-def encode_versioned(version: int, fields: tuple[F, ...], name: str, body: dict[str, Any]) -> bytes:
+def encode_versioned(
+    version: int, fields: tuple[F, ...], name: str, body: dict[str, Any], flexible: bool = False
+) -> bytes:
     out = bytearray(_I16.pack(version))
-    _codec(name, fields, version).encode(out, body, [])
+    _codec(name, fields, version, flexible).encode(out, body, [])
     return bytes(out)
 
 
@@ -43,10 +46,13 @@ def decode_versioned(
     name: str,
     version: int,
     error: type[ValueError],
+    flexible: bool = False,
 ) -> dict[str, Any]:
     """Decode the body after the version; any malformation raises ``error``."""
     try:
-        body, _ = _codec(name, fields, version).decode(memoryview(data), 2, MAX_RECORD_ELEMENTS)
+        body, _ = _codec(name, fields, version, flexible).decode(
+            memoryview(data), 2, MAX_RECORD_ELEMENTS
+        )
     except (ProtocolError, struct.error, UnicodeDecodeError, ValueError) as e:
         raise error(f"{name} v{version}: {e}") from None
     return body

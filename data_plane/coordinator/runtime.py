@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from common.control_records import decode_end_txn_marker
 from common.topic_partition import TopicPartition
+from data_plane.coordinator.consumer_assignors import AssignorTopic
 from data_plane.coordinator.coordinator import GroupCoordinator
 from data_plane.coordinator.messages import (
+    ConsumerHeartbeatRequest,
+    ConsumerHeartbeatResult,
     CoordinatorOutputs,
     DeleteGroupsResult,
     JoinGroupRequest,
@@ -97,6 +100,14 @@ class GroupCoordinatorRuntime(CoordinatorRuntimeBase):
     async def txn_commit_offsets(self, req: TxnOffsetCommitRequest) -> OffsetCommitResult:
         result: OffsetCommitResult = await self._call(
             lambda w: self.coordinator.txn_commit_offsets(w, req)
+        )
+        return result
+
+    async def consumer_group_heartbeat(
+        self, req: ConsumerHeartbeatRequest, topics: Mapping[str, AssignorTopic]
+    ) -> ConsumerHeartbeatResult:
+        result: ConsumerHeartbeatResult = await self._call(
+            lambda w: self.coordinator.consumer_group_heartbeat(w, req, topics)
         )
         return result
 

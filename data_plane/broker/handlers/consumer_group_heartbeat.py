@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.coordinator.consumer_assignors import AssignorTopic
 from data_plane.coordinator.messages import ConsumerHeartbeatRequest
 from metadata.image import MetadataImage
@@ -45,7 +45,7 @@ def _owned(entries: list[dict[str, Any]] | None) -> dict[uuid.UUID, frozenset[in
     return owned
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> Response:
     b = request.body
     names = b.get("subscribed_topic_names")
     req = ConsumerHeartbeatRequest(
@@ -62,7 +62,12 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         client_id=request.header.client_id or "",
         client_host=request.client_host,
     )
-    result = apis.group_coordinator.coordinator.consumer_group_heartbeat(
+    return _heartbeat(apis, req)
+
+
+async def _heartbeat(apis: KafkaApis, req: ConsumerHeartbeatRequest) -> Body:
+    # Answered once what the heartbeat changed in the group is written (acks=all).
+    result = await apis.group_coordinator.consumer_group_heartbeat(
         req, subscribable_topics(apis.image)
     )
     assignment = None

@@ -166,3 +166,15 @@ def close_leaked_client_sockets() -> None:
             frames = [r for r in gc.get_referrers(obj) if isinstance(r, types.FrameType)]
             if any(f.f_code.co_filename.endswith("kafka/net/inet.py") for f in frames):
                 obj.close()
+
+
+def leader_of(bootstrap: str, topic: str, partition: int) -> int | None:
+    """The partition's leader as confluent-kafka's metadata names it (None: none or unknown)."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or partition not in t.partitions:
+        return None
+    leader = t.partitions[partition].leader
+    return leader if leader >= 0 else None

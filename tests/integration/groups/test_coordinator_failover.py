@@ -17,6 +17,7 @@ from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 from tests.integration.groups.helpers import (
     GROUP_OVERRIDES,
     close_leaked_client_sockets,
+    leader_of,
     wait_for,
 )
 
@@ -37,17 +38,6 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
             yield c
     finally:
         close_leaked_client_sockets()
-
-
-def _leader_of(bootstrap: str, topic: str, partition: int) -> int | None:
-    from confluent_kafka.admin import AdminClient
-
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
-    t = md.topics.get(topic)
-    if t is None or t.error is not None or partition not in t.partitions:
-        return None
-    leader = t.partitions[partition].leader
-    return leader if leader >= 0 else None
 
 
 def _committed(bootstrap: str) -> dict[int, int] | None:
@@ -150,7 +140,7 @@ def test_group_survives_coordinator_kill(cluster: LocalCluster) -> None:
         assert before == {p: 50 for p in range(PARTITIONS)}
 
         offsets_partition = partition_for(GROUP, OFFSETS_PARTITIONS)
-        old = _leader_of(bootstrap, "__consumer_offsets", offsets_partition)
+        old = leader_of(bootstrap, "__consumer_offsets", offsets_partition)
         assert old is not None
         cluster.kill(old)
         live = ",".join(
@@ -160,7 +150,7 @@ def test_group_survives_coordinator_kill(cluster: LocalCluster) -> None:
         )
         new = wait_for(
             lambda: (
-                (leader := _leader_of(live, "__consumer_offsets", offsets_partition)) != old
+                (leader := leader_of(live, "__consumer_offsets", offsets_partition)) != old
                 and leader
             ),
             "a new coordinator",

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from common.error_codes import ErrorCode
 from data_plane.coordinator.consumer_assignors import AssignorTopic
 from data_plane.coordinator.consumer_group import INVALID_REGULAR_EXPRESSION
+from data_plane.coordinator.coordinator import GroupCoordinator
 from data_plane.coordinator.messages import (
     ConsumerHeartbeatRequest,
     ConsumerHeartbeatResult,
@@ -61,7 +62,7 @@ class Group:
         req = ConsumerHeartbeatRequest(
             self.group_id, member_id, epoch, owned=owned, client_id="c", **fields
         )
-        r = self.h.c.consumer_group_heartbeat(req, self.topics)
+        r = self.send(req)
         if r.error_code == ErrorCode.NO_ERROR and r.member_id is not None:
             if r.member_epoch < 0:
                 self.epochs.pop(r.member_id, None)
@@ -71,6 +72,13 @@ class Group:
                 if r.assignment is not None:
                     self.owned[r.member_id] = dict(r.assignment)
         return r
+
+    def send(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        """One heartbeat, answered once its records are written (the harness writes at once)."""
+        token = self.h.token()
+        self.h.absorb(self.h.c.consumer_group_heartbeat(token, req, self.topics))
+        result: ConsumerHeartbeatResult = self.h.results[token]
+        return result
 
     def join(self, subscribed: tuple[str, ...] = ("t1",), **fields: Any) -> str:
         fields.setdefault("rebalance_timeout_ms", REBALANCE_TIMEOUT_MS)
@@ -162,11 +170,9 @@ def test_bad_joins_are_refused() -> None:
     r = g.hb("", 0, owned=None, subscribed_topic_regex="(", rebalance_timeout_ms=1000)
     assert r.error_code == INVALID_REGULAR_EXPRESSION
     assert g.h.c.group("g") is None  # refused joins leave no group behind
-    assert (
-        Harness(rebalance_protocols=("classic",))
-        .c.consumer_group_heartbeat(ConsumerHeartbeatRequest("g", "", 0), {})
-        .error_code
-        == ErrorCode.UNSUPPORTED_VERSION
+    classic_only = Group(Harness(rebalance_protocols=("classic",)))
+    assert classic_only.send(ConsumerHeartbeatRequest("g", "", 0)).error_code == (
+        ErrorCode.UNSUPPORTED_VERSION
     )
 
 
@@ -315,7 +321,7 @@ def test_no_partition_is_ever_owned_twice_and_the_group_converges(
             req = ConsumerHeartbeatRequest(
                 "g", mid, g.epochs[mid], owned=g.owned.get(mid), client_id="c"
             )
-            g.h.c.consumer_group_heartbeat(req, g.topics)
+            g.send(req)
         assert g.disjoint()
     g.settle(rounds=8)
     assert g.disjoint()
@@ -324,3 +330,78 @@ def test_no_partition_is_ever_owned_twice_and_the_group_converges(
         assert g.h.c.consumer_group_describe("g").state == "Stable"
         counts = [g.count(m) for m in g.epochs]
         assert max(counts) - min(counts) <= 1
+
+
+def reloaded(h: Harness) -> GroupCoordinator:
+    """A new coordinator that loads what ``h``'s wrote to its partition, in order."""
+    c = GroupCoordinator(h.c.config, h.clock, num_partitions=1)
+    c.begin_loading(0)
+    for write in h.written:
+        for key, value in write.records:
+            c.load_record(0, key, value)
+    c.complete_loading(0)
+    return c
+
+
+def state_of(c: GroupCoordinator, gid: str = "g") -> Any:
+    group = c.group(gid)
+    if group is None or group.consumer is None:
+        return None
+    cg = group.consumer
+    return (
+        cg.group_epoch,
+        cg.assignment_epoch,
+        cg.subscription_metadata,
+        dict(cg.owners),
+        {mid: cg.target.get(mid) for mid in cg.members},
+        {
+            mid: (m.member_epoch, m.previous_member_epoch, m.state, m.assigned,
+                  m.pending_revocation, m.subscribed_topic_names, m.instance_id,
+                  m.rebalance_timeout_ms)
+            for mid, m in cg.members.items()
+        },
+    )  # fmt: skip
+
+
+def test_a_new_coordinator_loads_the_groups_state_from_its_records() -> None:
+    h = Harness()
+    g = Group(h)
+    a, b = g.join(instance_id="i-a"), g.join()
+    g.hb(a)  # a is now revoking: the reload must keep that too
+    assert state_of(reloaded(h)) == state_of(h.c)
+    g.settle()
+    c = g.join()
+    g.settle()
+    g.hb(c, -1)
+    g.settle()
+    assert state_of(reloaded(h)) == state_of(h.c) is not None
+    # A member keeps heartbeating at its epoch against the new coordinator: nothing moves.
+    g.h.c = reloaded(h)
+    before = dict(g.owned)
+    for mid in (a, b):
+        r = g.hb(mid)
+        assert r.error_code == ErrorCode.NO_ERROR and r.assignment is None
+    assert g.owned == before
+    # The last members leave and the group (no offsets) is removed, in the log too.
+    g.hb(a, -1)
+    g.hb(b, -1)
+    assert h.c.group("g") is None and reloaded(h).group("g") is None
+
+
+def test_a_write_error_answers_the_heartbeat_and_the_next_change_rewrites_all() -> None:
+    h = Harness()
+    g = Group(h)
+    a = g.join()
+    h.auto_complete_writes = False
+    token = h.token()
+    join = ConsumerHeartbeatRequest(
+        "g", "", 0, subscribed_topic_names=("t1",), rebalance_timeout_ms=1000
+    )
+    h.absorb(h.c.consumer_group_heartbeat(token, join, g.topics))
+    assert token not in h.results  # answered once written
+    h.complete_writes(ErrorCode.NOT_ENOUGH_REPLICAS)
+    assert h.results[token].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    h.auto_complete_writes = True
+    g.settle()
+    assert state_of(reloaded(h)) == state_of(h.c)
+    assert a in h.c.group("g").consumer.members
