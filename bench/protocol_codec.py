@@ -5,7 +5,7 @@
 
 Figures: the best of 40 rounds of N messages each (time.perf_counter); the minimum filters out
 the noise of a shared machine. Each row sets the last non-flexible version beside the first
-flexible one (Produce v7/v9, Fetch v11/v12, Metadata v8/v9) with the difference (target: the
+flexible one (Produce v8/v9, Fetch v11/v12, Metadata v8/v9) with the difference (target: the
 flexible version within 10 %):
 1. decode_request of each request (1 topic x 6 partitions, 1 KiB record batch each; Metadata
    for 10 topics): the broker's request path.
@@ -13,7 +13,7 @@ flexible version within 10 %):
    bytes (copied into the frame) and as file slices (emitted as sendfile parts, never read);
    Metadata of 10 topics x 6 partitions.
 3. decode_response of the Fetch response (the client's consume path).
-4. For scale, kafka-python 3.x decoding the same Produce v7 request (if installed).
+4. For scale, kafka-python 3.x decoding the same Produce v8 request (if installed).
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def per_message_us(fn: Callable[[], object], n: int) -> float:
 
 
 # (message, the last non-flexible version, the first flexible one)
-PAIRS = (("Produce", 0, 7, 9), ("Fetch", 1, 11, 12), ("Metadata", 3, 8, 9))
+PAIRS = (("Produce", 0, 8, 9), ("Fetch", 1, 11, 12), ("Metadata", 3, 8, 9))
 # Target: a flexible version costs at most this much more than the non-flexible one.
 FLEXIBLE_OVERHEAD_TARGET = 0.10
 
@@ -258,10 +258,10 @@ def main() -> None:
             from kafka.protocol.producer import ProduceRequest
     except ImportError:
         return
-    produce = frames[("Produce", 7)]
+    produce = frames[("Produce", 8)]
     body = produce[10 + len("bench-client") :]  # after the v1 request header
-    us = per_message_us(lambda: ProduceRequest.decode(body, version=7), max(1, n // 4))
-    print(f"For scale: kafka-python ProduceRequest.decode v7  {us:8.2f} us/message")
+    us = per_message_us(lambda: ProduceRequest.decode(body, version=8), max(1, n // 4))
+    print(f"For scale: kafka-python ProduceRequest.decode v8  {us:8.2f} us/message")
 
 
 if __name__ == "__main__":

@@ -528,8 +528,18 @@ def _gen_decode_struct_flex(
     # Generated variable names are numbered by depth; a struct nested in place (same
     # indentation as its parent) is one level deeper, or its names would shadow the parent's.
     depth = ind if depth < 0 else depth
-    for run in _runs(_fields_in(fields, version)):
+    runs = _runs(_fields_in(fields, version))
+    skip_next = False
+    for i, run in enumerate(runs):
+        if skip_next:
+            skip_next = False
+            continue
         if isinstance(run, list):
+            after = runs[i + 1] if i + 1 < len(runs) else None
+            if isinstance(after, F) and after.type is Primitive.RECORDS:
+                _gen_decode_run_then_records(g, run, after, version, d, ind)
+                skip_next = True
+                continue
             fmt = "".join(_FIXED[f.type][0] for f in run)
             name = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
             targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
@@ -570,6 +580,43 @@ def _gen_decode_struct_flex(
         g.emit(ind + 3, f"raise ProtocolError(f'tagged field {f.tag} overruns its size')")
     # Unknown tags are skipped; a known one is read from its start, its size rules.
     g.emit(ind + 1, f"pos = {e}")
+
+
+def _gen_decode_run_then_records(
+    g: _Gen, run: list[F], records: F, version: int, d: str, ind: int
+) -> None:
+    """Fixed fields followed by compact records (a Produce request's or a Fetch response's
+    partition): one struct call reads the fields and the first two bytes of the records'
+    varint length, which covers batches under 16 KiB; anything else takes the checking
+    helper."""
+    fmt = "".join(_FIXED[f.type][0] for f in run)
+    size = struct.calcsize(">" + fmt)
+    peek = g.const(struct.Struct(">" + fmt + "BB").unpack_from, "unpack")
+    plain = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
+    targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
+    key = f"{d}[{records.name!r}]"
+    g.emit(ind, f"if pos + {size + 2} <= blen:")
+    g.emit(ind + 1, f"({targets}, b0, b1,) = {peek}(buf, pos)")
+    g.emit(ind + 1, f"pos += {size}")
+    g.emit(ind + 1, "if 0 < b0 < 0x80:")
+    g.emit(ind + 2, "n = b0 - 1")
+    g.emit(ind + 2, "p = pos + 1")
+    g.emit(ind + 1, "elif b0 >= 0x80 and b1 < 0x80:")
+    g.emit(ind + 2, "n = ((b0 & 0x7F) | (b1 << 7)) - 1")
+    g.emit(ind + 2, "p = pos + 2")
+    g.emit(ind + 1, "else:")
+    g.emit(ind + 2, "p = -1")
+    g.emit(ind, "else:")
+    g.emit(ind + 1, f"({targets},) = {plain}(buf, pos)")
+    g.emit(ind + 1, f"pos += {size}")
+    g.emit(ind + 1, "p = -1")
+    g.emit(ind, "if p > 0 and n <= blen - p:")
+    g.emit(ind + 1, f"{key} = buf[p:p + n]")
+    g.emit(ind + 1, "pos = p + n")
+    g.emit(ind, "else:")
+    g.emit(
+        ind + 1, f"{key}, pos = _read_compact_bytes_view(buf, pos, {records.nullable_in(version)})"
+    )
 
 
 def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, depth: int) -> None:
@@ -635,6 +682,11 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
         g.emit(ind, f"if 0 < {n} < 0x80 and ({n} - 1) * {size} <= blen - pos - 1:")
         g.emit(ind + 1, f"{n} -= 1")
         g.emit(ind + 1, "pos += 1")
+        if nullable:
+            # A null array (a single zero byte) is common: Fetch's aborted_transactions.
+            g.emit(ind, f"elif {n} == 0 and pos < blen:")
+            g.emit(ind + 1, f"{n} = -1")
+            g.emit(ind + 1, "pos += 1")
         g.emit(ind, "else:")
         g.emit(ind + 1, f"{n}, pos = _read_compact_count(buf, pos, {nullable}, {size})")
         g.emit(ind, f"if {n} < 0:")
