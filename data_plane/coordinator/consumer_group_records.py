@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from data_plane.coordinator.consumer_group import (
+    STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
@@ -188,9 +189,15 @@ def _member_metadata(m: ConsumerMember) -> dict[str, Any]:
 
 
 def _current(m: ConsumerMember) -> dict[str, Any]:
+    # A static member that left with epoch -2 is written at that epoch (as Kafka does), its
+    # own epoch kept in the previous epoch's place: only a rejoin of its instance reads it.
+    if m.static_leaving:
+        epoch, previous = STATIC_LEAVE_EPOCH, m.member_epoch
+    else:
+        epoch, previous = m.member_epoch, m.previous_member_epoch
     return {
-        "member_epoch": m.member_epoch,
-        "previous_member_epoch": m.previous_member_epoch,
+        "member_epoch": epoch,
+        "previous_member_epoch": previous,
         "state": STATE_BYTES[m.state],
         "assigned_partitions": _parts_out(m.assigned),
         "partitions_pending_revocation": _parts_out(m.pending_revocation),
@@ -315,6 +322,9 @@ def restore(
             cur = decode_value(CURRENT_ASSIGNMENT_KEY, raw)
             m.member_epoch = cur["member_epoch"]
             m.previous_member_epoch = cur["previous_member_epoch"]
+            if m.member_epoch == STATIC_LEAVE_EPOCH:
+                m.static_leaving = True
+                m.member_epoch = m.previous_member_epoch
             m.state = STATES_BY_BYTE.get(cur["state"], MemberState.STABLE)
             m.assigned = _parts_in(cur["assigned_partitions"])
             m.pending_revocation = _parts_in(cur["partitions_pending_revocation"])

@@ -355,9 +355,9 @@ def state_of(c: GroupCoordinator, gid: str = "g") -> Any:
         dict(cg.owners),
         {mid: cg.target.get(mid) for mid in cg.members},
         {
-            mid: (m.member_epoch, m.previous_member_epoch, m.state, m.assigned,
-                  m.pending_revocation, m.subscribed_topic_names, m.instance_id,
-                  m.rebalance_timeout_ms)
+            mid: (m.member_epoch, m.state, m.assigned, m.pending_revocation,
+                  m.subscribed_topic_names, m.instance_id, m.rebalance_timeout_ms,
+                  m.static_leaving)
             for mid, m in cg.members.items()
         },
     )  # fmt: skip
@@ -405,3 +405,17 @@ def test_a_write_error_answers_the_heartbeat_and_the_next_change_rewrites_all() 
     g.settle()
     assert state_of(reloaded(h)) == state_of(h.c)
     assert a in h.c.group("g").consumer.members
+
+
+def test_a_static_member_that_left_is_known_as_such_after_a_reload() -> None:
+    h = Harness()
+    g = Group(h)
+    a = g.join(instance_id="i-a")
+    g.join()
+    g.settle()
+    owned_a = dict(g.owned[a])
+    g.hb(a, -2)
+    h.c = reloaded(h)
+    assert state_of(h.c) is not None and h.c.group("g").consumer.members[a].static_leaving
+    a2 = g.join(instance_id="i-a")  # the instance comes back to the new coordinator
+    assert g.owned[a2] == owned_a
