@@ -734,6 +734,14 @@ def _gen_encode_struct_flex(
         g.emit(ind, "out += b'\\x00'")
         return
     tg, saved, v = f"tg{depth}", f"o{depth}", f"w{depth}"
+    if all(isinstance(f.type, StructOf) for f in tagged):
+        # Tagged structs are sent only when set, and usually none is (a Fetch partition's
+        # diverging epoch, current leader, snapshot id): one test, one empty section byte.
+        absent = " or ".join(f"{d}.get({f.name!r})" for f in tagged)
+        g.emit(ind, f"if not ({absent}):")
+        g.emit(ind + 1, "out.append(0)")
+        g.emit(ind, "else:")
+        ind += 1
     g.emit(ind, f"{tg} = []")
     for f in tagged:
         default = _default_literal(f, version)
@@ -800,6 +808,11 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
         g.emit(ind, f"if {v} is not None and len({v}) < 0x7F:")
         g.emit(ind + 1, f"out.append(len({v}) + 1)")
         g.emit(ind + 1, f"{ok} = True")
+        if nullable:
+            # A null array (Fetch's aborted_transactions) is one zero byte, written inline.
+            g.emit(ind, f"elif {v} is None:")
+            g.emit(ind + 1, "out.append(0)")
+            g.emit(ind + 1, f"{ok} = False")
         g.emit(ind, "else:")
         g.emit(ind + 1, f"{ok} = _write_compact_count(out, {v}, {nullable})")
         g.emit(ind, f"if {ok}:")
