@@ -29,6 +29,9 @@ Group states (ConsumerGroupDescribe, ListGroups): Empty (no members), Assigning 
 behind the group epoch; never visible here, the target is recomputed synchronously),
 Reconciling (a member is not yet at the target epoch or not Stable), Stable.
 
+The state is persisted by the coordinator in ``__consumer_offsets``
+(:mod:`data_plane.coordinator.consumer_group_records`); ``persisted`` is what was last written.
+
 Thread-safety: none; the group coordinator's owner (the broker event loop) serialises access.
 """
 

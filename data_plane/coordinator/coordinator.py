@@ -1,4 +1,5 @@
-"""GroupCoordinator: Kafka's classic consumer-group protocol and committed offsets, sans-IO.
+"""GroupCoordinator: Kafka's consumer groups (the classic protocol and KIP-848's consumer
+protocol, :mod:`data_plane.coordinator.consumer_group`) and committed offsets, sans-IO.
 
 Modelled on Kafka's GroupCoordinator / GroupMetadataManager. Inputs are method calls with an
 injected clock (``clock_ms``); outputs are :class:`CoordinatorOutputs`: results for parked
