@@ -3,8 +3,10 @@
 :class:`SourceClient` wraps the native client's :class:`NetworkClient` (one selector, blocking
 requests bounded by a deadline). It answers the planner's questions (which partitions match the
 subscription, their log start offset and high watermark, offsets for timestamps) and reads one
-:class:`OffsetRange` from the partition's leader with Fetch (isolation read_committed: the
-broker serves consumers only below the high watermark) as raw payloads.
+:class:`OffsetRange` from the partition's leader with Fetch as raw payloads:
+``kafka.isolation.level`` read_committed (the default) plans and reads up to the last stable
+offset, with the aborted transactions each answer lists (the decoders drop their records);
+read_uncommitted up to the high watermark.
 
 The reader asks for the offset after the whole batches it got, and sends that Fetch before
 handing the payload over (one request in flight, overlapping the caller's decoding); routing
@@ -40,6 +42,7 @@ DEFAULT_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 # How long the broker may park a Fetch that finds nothing (the HW has not reached the range
 # end yet, e.g. right after a leader change).
 FETCH_MAX_WAIT_MS = 500
+READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 _BATCH_PREFIX = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
@@ -84,7 +87,12 @@ class SourceClient:
         props = dict(client_props)
         props.setdefault("max.partition.fetch.bytes", str(DEFAULT_PARTITION_FETCH_BYTES))
         props.setdefault("client.id", "kraftlog-spark")
+        # kafka.isolation.level: committed data unless the query asks for read_uncommitted.
+        props.setdefault("isolation.level", "read_committed")
         self.config = client_config(ConsumerConfig, props)
+        self.isolation = (
+            READ_COMMITTED if self.config.isolation_level == "read_committed" else READ_UNCOMMITTED
+        )
         self.timeout_ms = timeout_ms
         self._client = NetworkClient(self.config, max_in_flight=1)
 
@@ -122,11 +130,13 @@ class SourceClient:
             {TopicPartition(*tp): ts for tp, ts in timestamps.items()},
             self.timeout_ms,
             self.config.retry_backoff_ms,
+            isolation_level=self.isolation,
         )
         return {TopicPartition(*tp): found.offset for tp, found in answer.items()}
 
     def bounds(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionBounds]:
-        """Log start offset and high watermark of each partition."""
+        """Log start offset and end of each partition: the last stable offset when reading
+        committed data (the default), else the high watermark."""
         earliest = self._list({tp: EARLIEST_OFFSET for tp in partitions})
         latest = self._list({tp: LATEST_OFFSET for tp in partitions})
         return {tp: PartitionBounds(earliest[tp], latest[tp]) for tp in partitions}
@@ -142,9 +152,11 @@ class SourceClient:
 
     def read_range(
         self, r: OffsetRange, *, fail_on_data_loss: bool
-    ) -> Iterator[tuple[bytes | memoryview, int]]:
-        """Yield ``(payload, fetch_offset)`` until every offset of ``r`` was fetched; the
-        payloads may hold records before ``fetch_offset`` and after ``r.end`` (whole batches).
+    ) -> Iterator[tuple[bytes | memoryview, int, list[tuple[int, int]]]]:
+        """Yield ``(payload, fetch_offset, aborted)`` until every offset of ``r`` was fetched;
+        the payloads may hold records before ``fetch_offset`` and after ``r.end`` (whole
+        batches); ``aborted`` lists the (producer id, first offset) of the aborted
+        transactions the payload may hold, whose records the decoders drop.
         The next Fetch is sent before a payload is yielded, so the broker and the network work
         while the caller decodes. Raises :class:`DataLossError` or :class:`KafkaTimeoutError`
         (``timeout_ms`` without progress)."""
@@ -175,6 +187,10 @@ class SourceClient:
                     continue
                 raise error
             records = part.get("records") or b""
+            aborted = [
+                (t["producer_id"], t["first_offset"])
+                for t in part.get("aborted_transactions") or ()
+            ]
             log_start = part.get("log_start_offset", -1)
             if log_start > position:
                 position = self._lost(r, position, log_start, fail_on_data_loss)
@@ -184,7 +200,7 @@ class SourceClient:
                 continue  # nothing committed yet at this offset: the broker waited, ask again
             if next_offset < r.end:
                 pending = self._start_fetch(tp, next_offset, deadline)  # prefetch
-            yield records, position
+            yield records, position, aborted
             position = next_offset
             deadline = time.monotonic() + self.timeout_ms / 1000.0
 
@@ -194,7 +210,7 @@ class SourceClient:
             "max_wait_ms": FETCH_MAX_WAIT_MS,
             "min_bytes": 1,
             "max_bytes": self.config.fetch_max_bytes,
-            "isolation_level": READ_COMMITTED,
+            "isolation_level": self.isolation,
             "session_id": 0,
             "session_epoch": -1,
             "topics": [

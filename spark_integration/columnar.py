@@ -17,7 +17,9 @@ whole payload, so its Python cost is per fetch and per record boundary, not per 
 Every record must end exactly where its fields do (checked for all), so corrupt framing is
 caught even though the CRC already passed. Only offsets in ``[min_offset, end_offset)`` are
 kept: a fetch starts at the batch holding the requested offset and may run past the planned
-end. Control batches are skipped. Corrupt data raises :class:`CorruptDataError`.
+end. Control batches are skipped, and so are the batches of the aborted transactions a
+read_committed answer lists (Kafka's consumer rule). Corrupt data raises
+:class:`CorruptDataError`.
 
 Pure functions, no shared state: thread-safe.
 """
@@ -25,6 +27,7 @@ Pure functions, no shared state: thread-safe.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +43,7 @@ from common.record_batch import (
     parse_header,
     validate_batch,
 )
+from data_plane.client.record_decoder import AbortedTransactions
 
 Header = tuple[str, bytes | None]
 # Decompressed size bound of one batch (a fetch holds at most a few MiB of compressed data).
@@ -103,8 +107,12 @@ def decode_columns(
     *,
     with_headers: bool = False,
     check_crcs: bool = True,
+    aborted_transactions: Iterable[tuple[int, int]] | None = None,
 ) -> Columns:
-    """The records of ``payload`` with offsets in ``[min_offset, end_offset)``."""
+    """The records of ``payload`` with offsets in ``[min_offset, end_offset)``;
+    ``aborted_transactions`` (producer id, first offset; a read_committed Fetch answer's)
+    drops the batches of aborted transactions."""
+    aborted = AbortedTransactions(aborted_transactions)
     view = memoryview(payload)
     n = len(view)
     pos = 0
@@ -122,10 +130,14 @@ def decode_columns(
         if header.base_offset >= end_offset:
             break
         next_offset = max(next_offset, header.next_offset)
+        dropped = aborted.skip(
+            view, pos, pos + size, header.next_offset, header.producer_id, header.attributes
+        )
         if (
             header.next_offset > min_offset
             and not header.attributes & CONTROL_MASK
             and header.records_count > 0
+            and not dropped
         ):
             try:
                 if check_crcs:

@@ -16,6 +16,7 @@ Read options (the built-in Kafka source's, see docs/spark.md):
     endingOffsets | endingTimestamp | endingOffsetsByTimestamp           at most one (batch)
     startingOffsetsByTimestampStrategy (error | latest), minPartitions, maxOffsetsPerTrigger,
     failOnDataLoss, includeHeaders, kafkaConsumer.pollTimeoutMs, kafka.<consumer property>
+    (kafka.isolation.level: read_committed, the default, or read_uncommitted)
     kraftlog.arrow (true: pyarrow record batches, false: tuples; kraftlog's own)
 """
 
@@ -49,7 +50,6 @@ class OptionError(ConfigError):
 _FORBIDDEN_CONSUMER_KEYS = {
     "kafka.group.id": "the source tracks offsets itself (no consumer group)",
     "kafka.auto.offset.reset": "use startingOffsets",
-    "kafka.isolation.level": "the source always reads committed data (below the high watermark)",
     "kafka.key.deserializer": "keys are always returned as binary",
     "kafka.value.deserializer": "values are always returned as binary",
     "kafka.enable.auto.commit": "the source commits nothing to the cluster",

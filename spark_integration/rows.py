@@ -116,9 +116,13 @@ def to_tuples(
     min_offset: int,
     end_offset: int,
     include_headers: bool,
+    aborted_transactions: list[tuple[int, int]] | None = None,
 ) -> Iterator[tuple]:
-    """Rows of the records in ``[min_offset, end_offset)`` of one fetched payload."""
-    fetched = FetchedRecords(topic, partition, payload, min_offset)
+    """Rows of the records in ``[min_offset, end_offset)`` of one fetched payload, without
+    the aborted transactions a read_committed answer lists."""
+    fetched = FetchedRecords(
+        topic, partition, payload, min_offset, aborted_transactions=aborted_transactions
+    )
     out: list = []
     while not fetched.exhausted:
         out.clear()

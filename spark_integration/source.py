@@ -88,19 +88,23 @@ def read_partition(options: ReadOptions, r: OffsetRange | None) -> Iterator[Any]
     if r is None:
         return
     with _client(options) as client:
-        for payload, position in client.read_range(
+        for payload, position, aborted in client.read_range(
             r, fail_on_data_loss=options.fail_on_data_loss
         ):
             low = max(position, r.start)
             if options.arrow:
                 columns = decode_columns(
-                    payload, low, r.end, with_headers=options.include_headers
+                    payload,
+                    low,
+                    r.end,
+                    with_headers=options.include_headers,
+                    aborted_transactions=aborted,
                 )
                 if len(columns):
                     yield to_record_batch(columns, r.topic, r.partition, options.include_headers)
             else:
                 yield from to_tuples(
-                    payload, r.topic, r.partition, low, r.end, options.include_headers
+                    payload, r.topic, r.partition, low, r.end, options.include_headers, aborted
                 )
 
 

@@ -30,8 +30,11 @@ def list_offsets(
     timestamps: Mapping[TopicPartition, int],
     timeout_ms: float,
     retry_backoff_ms: int,
+    *,
+    isolation_level: int = 0,
 ) -> dict[TopicPartition, OffsetAndTimestamp]:
-    """Resolve each partition's timestamp to an offset; raises :class:`KafkaError` for a
+    """Resolve each partition's timestamp to an offset (with ``isolation_level`` 1, "latest"
+    is the last stable offset, not the high watermark); raises :class:`KafkaError` for a
     non-retriable partition error and :class:`KafkaTimeoutError` at the deadline."""
     deadline = time.monotonic() + timeout_ms / 1000.0
     pending = dict(timestamps)
@@ -68,7 +71,7 @@ def list_offsets(
         for leader, topics in by_leader.items():
             body = {
                 "replica_id": -1,
-                "isolation_level": 0,
+                "isolation_level": isolation_level,
                 "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
             }
             try:

@@ -130,10 +130,7 @@ class FetchedRecords:
         self.position = min_offset
         self._batches: deque[_PendingBatch] = deque()
         next_offset = min_offset
-        # Aborted transactions not reached yet (by first offset), and the producers whose
-        # aborted transaction the batches are inside of.
-        pending = deque(sorted((first, pid) for pid, first in aborted_transactions or ()))
-        aborted_pids: set[int] = set()
+        aborted = AbortedTransactions(aborted_transactions)
         view = memoryview(payload)
         n = len(view)
         pos = 0
@@ -165,16 +162,7 @@ class FetchedRecords:
             if check_crcs and crc32c.crc32c(view[pos + ATTRIBUTES_POS : end]) != crc:
                 raise _corrupt(f"batch at offset {base_offset} fails its CRC-32C check")
             batch_next = base_offset + last_offset_delta + 1
-            skip = False
-            if pending or aborted_pids:
-                while pending and pending[0][0] < batch_next:
-                    aborted_pids.add(pending.popleft()[1])
-                if pid in aborted_pids:
-                    if attributes & CONTROL_MASK:
-                        if _is_abort_marker(view, pos + HEADER_SIZE, end, attributes):
-                            aborted_pids.discard(pid)
-                    elif attributes & TRANSACTIONAL_MASK:
-                        skip = True
+            skip = aborted.skip(view, pos, end, batch_next, pid, attributes)
             if batch_next > min_offset and not skip and not attributes & CONTROL_MASK:
                 codec = attributes & CODEC_MASK
                 block = view[pos + HEADER_SIZE : end]
@@ -516,6 +504,40 @@ def _decode_uniform_run(
     if not batch.remaining and stop != n:
         raise _corrupt(f"batch at offset {base_offset} has bytes after its last record")
     return run
+
+
+class AbortedTransactions:
+    """The read_committed filter of one partition's fetch answer, as Kafka's consumer applies
+    it: the broker lists the aborted transactions (producer id, first offset) the answer may
+    hold; from its first offset on, a producer's transactional batches are dropped until its
+    ABORT marker. Control batches are never data. Feed :meth:`skip` every batch in offset
+    order. Not thread-safe (one per fetch answer)."""
+
+    __slots__ = ("_aborted_pids", "_pending")
+
+    def __init__(self, aborted_transactions: Iterable[tuple[int, int]] | None) -> None:
+        # Aborted transactions not reached yet (by first offset), and the producers whose
+        # aborted transaction the batches are inside of.
+        self._pending = deque(sorted((first, pid) for pid, first in aborted_transactions or ()))
+        self._aborted_pids: set[int] = set()
+
+    def skip(
+        self, view: memoryview, pos: int, end: int, next_offset: int, pid: int, attributes: int
+    ) -> bool:
+        """Whether the batch ``view[pos:end]`` (ending before ``next_offset``, of producer
+        ``pid``) belongs to an aborted transaction."""
+        pending, aborted_pids = self._pending, self._aborted_pids
+        if not pending and not aborted_pids:
+            return False
+        while pending and pending[0][0] < next_offset:
+            aborted_pids.add(pending.popleft()[1])
+        if pid not in aborted_pids:
+            return False
+        if attributes & CONTROL_MASK:
+            if _is_abort_marker(view, pos + HEADER_SIZE, end, attributes):
+                aborted_pids.discard(pid)
+            return False
+        return bool(attributes & TRANSACTIONAL_MASK)
 
 
 def _is_abort_marker(view: memoryview, start: int, end: int, attributes: int) -> bool:

@@ -188,3 +188,28 @@ def test_high_bit_bytes_at_a_predicted_record_start_are_not_corruption() -> None
     payload = _payload([records])
     got = decode_columns(payload, 0, 1, with_headers=True)
     assert _rows(got) == _expected(payload, 0, 1)
+
+
+def test_read_committed_drops_aborted_transactions_like_the_client_decoder() -> None:
+    """The Arrow path and the row path (the native client's decoder) keep the same records of
+    a payload with an aborted transaction, a committed one, markers and a plain batch."""
+    from spark_integration.rows import to_tuples
+    from tests.unit.client.txn_payloads import (
+        ABORTED,
+        ALL_DATA_OFFSETS,
+        COMMITTED_OFFSETS,
+        mixed_payload,
+    )
+
+    payload = mixed_payload()
+    committed = decode_columns(payload, 0, 100, aborted_transactions=ABORTED)
+    assert committed.offsets.tolist() == COMMITTED_OFFSETS
+    assert committed.values.to_list() == [b"2-2", b"1-5", b"plain"]
+    rows = list(to_tuples(payload, "t", 0, 0, 100, False, ABORTED))
+    assert [r[4] for r in rows] == COMMITTED_OFFSETS
+    # Without the list (read_uncommitted) every data record; control batches never show.
+    assert decode_columns(payload, 0, 100).offsets.tolist() == ALL_DATA_OFFSETS
+    # A range starting inside the aborted transaction still drops it.
+    assert decode_columns(payload, 1, 100, aborted_transactions=ABORTED).offsets.tolist() == (
+        COMMITTED_OFFSETS
+    )

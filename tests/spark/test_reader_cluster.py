@@ -62,3 +62,69 @@ def test_data_loss_found_while_reading(
     with pytest.raises(DataLossError, match=r"0\.\.149"):
         _read(strict, [planned])
     assert _read(lenient, [planned]).column("offset").to_pylist() == list(range(150, 200))
+
+
+def test_a_read_returns_committed_transactions_only(
+    bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """Transactions committed, aborted, committed and one still open on one partition:
+    read_committed (the default) plans up to the last stable offset and reads exactly the
+    committed records, read_uncommitted every record, on the Arrow and the row path; markers
+    never become rows."""
+    import confluent_kafka
+
+    topic = new_topic(1)
+    p = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"spark-eos-{topic}"}
+    )
+    p.init_transactions(60)
+    for name, commit in (("first", True), ("aborted", False), ("second", True)):
+        p.begin_transaction()
+        for i in range(10):
+            p.produce(topic, b"%s-%d" % (name.encode(), i), partition=0)
+        p.flush(60)
+        if commit:
+            p.commit_transaction(60)
+        else:
+            p.abort_transaction(60)
+    # A transaction still open at planning time: read_committed stops before it.
+    p.begin_transaction()
+    for i in range(10):
+        p.produce(topic, b"open-%d" % i, partition=0)
+    p.flush(60)
+    committed = [b"first-%d" % i for i in range(10)] + [b"second-%d" % i for i in range(10)]
+    everything = [
+        b"%s-%d" % (name, i)
+        for name in (b"first", b"aborted", b"second", b"open")
+        for i in range(10)
+    ]
+    try:
+        for arrow in ("true", "false"):
+            for isolation, expected in (
+                ("read_committed", committed),
+                ("read_uncommitted", everything),
+            ):
+                options = parse_read_options(
+                    {
+                        "kafka.bootstrap.servers": bootstrap,
+                        "subscribe": topic,
+                        "kraftlog.arrow": arrow,
+                        "kafka.isolation.level": isolation,
+                    },
+                    streaming=False,
+                )
+                plan = KraftlogBatchReader(options).plan()
+                rows = [x for r in plan for x in read_partition(options, r)]
+                if arrow == "true":
+                    values = pa.Table.from_batches(rows).column("value").to_pylist()
+                else:
+                    values = [row[1] for row in rows]
+                assert values == expected, (arrow, isolation)
+        # The default is read_committed.
+        options = parse_read_options(
+            {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False
+        )
+        rows = [x for r in KraftlogBatchReader(options).plan() for x in read_partition(options, r)]
+        assert pa.Table.from_batches(rows).column("value").to_pylist() == committed
+    finally:
+        p.abort_transaction(60)

@@ -173,46 +173,20 @@ def test_fast_and_general_decoding_agree_with_the_storage_decoder(
 
 def test_read_committed_drops_aborted_transactions_up_to_their_marker() -> None:
     from data_plane.client.record_decoder import FetchedRecords
-    from data_plane.storage import Record, build_batch
-    from data_plane.storage.record_codec import build_end_txn_marker
-
-    def txn(pid: int, base: int, n: int, seq: int = 0) -> bytearray:
-        records = [Record(None, b"%d-%d" % (pid, base + i), 1) for i in range(n)]
-        return build_batch(
-            records,
-            base_offset=base,
-            producer_id=pid,
-            producer_epoch=0,
-            base_sequence=seq,
-            is_transactional=True,
-        )
-
-    def marker(pid: int, base: int, committed: bool) -> bytearray:
-        return build_end_txn_marker(
-            producer_id=pid,
-            producer_epoch=0,
-            coordinator_epoch=0,
-            committed=committed,
-            timestamp_ms=1,
-            base_offset=base,
-        )
-
-    payload = b"".join(
-        [
-            txn(1, 0, 2),  # aborted below
-            txn(2, 2, 1),  # committed
-            marker(1, 3, committed=False),
-            marker(2, 4, committed=True),
-            txn(1, 5, 1, seq=2),  # pid 1's next transaction, not aborted
-            build_batch([Record(None, b"plain", 1)], base_offset=6),
-        ]
+    from tests.unit.client.txn_payloads import (
+        ABORTED,
+        ALL_DATA_OFFSETS,
+        COMMITTED_OFFSETS,
+        mixed_payload,
     )
-    fetched = FetchedRecords("t", 0, payload, 0, aborted_transactions=[(1, 0)])
+
+    payload = mixed_payload()
+    fetched = FetchedRecords("t", 0, payload, 0, aborted_transactions=ABORTED)
     out: list = []
     fetched.take(100, out)
-    assert [r.offset for r in out] == [2, 5, 6]
+    assert [r.offset for r in out] == COMMITTED_OFFSETS
     assert fetched.next_offset == 7
     # read_uncommitted (no list): every data record; control batches never show.
     everything: list = []
     FetchedRecords("t", 0, payload, 0).take(100, everything)
-    assert [r.offset for r in everything] == [0, 1, 2, 5, 6]
+    assert [r.offset for r in everything] == ALL_DATA_OFFSETS
