@@ -78,6 +78,45 @@ def test_batch_read_is_the_committed_log_and_never_above_the_high_watermark(
         time.sleep(0.5)
 
 
+def test_batch_read_of_transactions_returns_the_committed_records(
+    spark, bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """Committed and aborted transactions on two partitions: a Spark batch read (the default
+    read_committed) returns exactly the committed records on both paths; read_uncommitted
+    returns the aborted ones too; markers never become rows."""
+    import confluent_kafka
+
+    topic = new_topic(2)
+    p = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"spark-read-{topic}"}
+    )
+    p.init_transactions(60)
+    committed, aborted = [], []
+    for n, commit in enumerate((True, False, True, False, True)):
+        p.begin_transaction()
+        values = [b"t%d-%d" % (n, i) for i in range(20)]
+        for i, v in enumerate(values):
+            p.produce(topic, v, partition=i % 2)
+        p.flush(60)
+        if commit:
+            p.commit_transaction(60)
+            committed += values
+        else:
+            p.abort_transaction(60)
+            aborted += values
+
+    def values_of(df) -> list[bytes]:
+        return sorted(bytes(r.value) for r in df.collect())
+
+    assert values_of(reader(spark, bootstrap, subscribe=topic)) == sorted(committed)
+    no_arrow = reader(spark, bootstrap, subscribe=topic, **{"kraftlog.arrow": "false"})
+    assert values_of(no_arrow) == sorted(committed)
+    everything = reader(
+        spark, bootstrap, subscribe=topic, **{"kafka.isolation.level": "read_uncommitted"}
+    )
+    assert values_of(everything) == sorted(committed + aborted)
+
+
 def test_offsets_json_timestamps_min_partitions_headers_and_patterns(
     spark, bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
