@@ -208,6 +208,50 @@ def test_streaming_available_now_reads_everything_once_across_a_restart(
     )
 
 
+def test_streaming_with_a_rate_limit_reads_committed_transactions_once(
+    spark, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """maxOffsetsPerTrigger over a partition whose offsets include aborted records and
+    markers: the triggers split the offsets (markers and aborted records are offsets that
+    give no row), and the output holds every committed record exactly once."""
+    import confluent_kafka
+
+    topic = new_topic(1)
+    p = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"spark-stream-{topic}"}
+    )
+    p.init_transactions(60)
+    committed = []
+    for n in range(6):
+        p.begin_transaction()
+        values = [b"s%d-%d" % (n, i) for i in range(15)]
+        for v in values:
+            p.produce(topic, v, partition=0)
+        p.flush(60)
+        if n % 3 == 1:
+            p.abort_transaction(60)
+        else:
+            p.commit_transaction(60)
+            committed += values
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    query = (
+        reader_stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest",
+                      maxOffsetsPerTrigger="20")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(240), "the availableNow query did not finish"
+    assert query.exception() is None
+    batches = [b["numInputRows"] for b in query.recentProgress if b["numInputRows"]]
+    assert len(batches) >= 3 and max(batches) <= 20
+    got = spark.read.parquet(str(out)).select("offset", "value").collect()
+    assert len({r.offset for r in got}) == len(got)  # exactly once
+    assert sorted(bytes(r.value) for r in got) == sorted(committed)
+
+
 def reader_stream(spark, bootstrap: str, **options: str):
     r = spark.readStream.format("kraftlog").option("kafka.bootstrap.servers", bootstrap)
     for key, value in options.items():
