@@ -470,14 +470,18 @@ class Partition:
             aborted,
         )
 
+    def isolation_end(self, isolation: FetchIsolation) -> int:
+        """The offset a read at ``isolation`` stops before: the high watermark, the last
+        stable offset, or the log end offset."""
+        if isolation is FetchIsolation.HIGH_WATERMARK:
+            return self.log.high_watermark
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            return self.log.last_stable_offset
+        return self.log.log_end_offset
+
     def available_bytes(self, fetch_offset: int, max_bytes: int, isolation: FetchIsolation) -> int:
         """Bytes a read at ``fetch_offset`` would return now (delayed fetch condition)."""
-        if isolation is FetchIsolation.HIGH_WATERMARK:
-            upper = self.log.high_watermark
-        elif isolation is FetchIsolation.TXN_COMMITTED:
-            upper = self.log.last_stable_offset
-        else:
-            upper = self.log.log_end_offset
+        upper = self.isolation_end(isolation)
         if fetch_offset >= upper:
             return 0
         return self.log.read(fetch_offset, max_bytes, isolation=isolation).length

@@ -119,20 +119,33 @@ def describe_group(
     return _describe_classic_group(client, group_id, deadline, backoff_ms)
 
 
-def _describe_consumer_group(
-    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
-) -> GroupDescription | None:
+def _describe_one(
+    client: NetworkClient,
+    group_id: str,
+    api_key: ApiKey,
+    body: dict[str, Any],
+    deadline: float,
+    backoff_ms: int,
+) -> tuple[int, dict[str, Any], int]:
+    """(coordinator, the group's entry, its error code) of a one-group describe request."""
     node, response = with_coordinator(
-        client, group_id, ApiKey.CONSUMER_GROUP_DESCRIBE,
-        {"group_ids": [group_id], "include_authorized_operations": False},
+        client, group_id, api_key, {**body, "include_authorized_operations": False},
         deadline, backoff_ms,
         lambda r: error_code(r["groups"][0]["error_code"]) if r.get("groups") else 0,
     )
     groups = response.get("groups", [])
     if not groups:
-        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ConsumerGroupDescribe({group_id})")
-    g = groups[0]
-    code = error_code(g.get("error_code", 0))
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{api_key.name}({group_id}): no answer")
+    return node, groups[0], error_code(groups[0].get("error_code", 0))
+
+
+def _describe_consumer_group(
+    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
+) -> GroupDescription | None:
+    node, g, code = _describe_one(
+        client, group_id, ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id]},
+        deadline, backoff_ms,
+    )
     if code == ErrorCode.GROUP_ID_NOT_FOUND:
         return None  # a classic group, or none
     if code != ErrorCode.NO_ERROR:
@@ -162,17 +175,9 @@ def _describe_consumer_group(
 def _describe_classic_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> GroupDescription:
-    node, response = with_coordinator(
-        client, group_id, ApiKey.DESCRIBE_GROUPS,
-        {"groups": [group_id], "include_authorized_operations": False},
-        deadline, backoff_ms,
-        lambda r: error_code(r["groups"][0]["error_code"]) if r.get("groups") else 0,
+    node, g, code = _describe_one(
+        client, group_id, ApiKey.DESCRIBE_GROUPS, {"groups": [group_id]}, deadline, backoff_ms
     )
-    groups = response.get("groups", [])
-    if not groups:
-        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"DescribeGroups({group_id}): no answer")
-    g = groups[0]
-    code = error_code(g.get("error_code", 0))
     if code != ErrorCode.NO_ERROR:
         raise KafkaError(code, f"DescribeGroups({group_id})")
     members = []

@@ -175,9 +175,7 @@ class ConsumerGroup:
         new.state, new.assigned = old.state, old.assigned
         new.pending_revocation = old.pending_revocation
         new.revocation_deadline_ms = old.revocation_deadline_ms
-        for tid, ps in (*old.assigned.items(), *old.pending_revocation.items()):
-            for p in ps:
-                self.owners[(tid, p)] = new.member_id
+        self.hold_all(new)
         if old.member_id in self.target:
             self.target[new.member_id] = self.target.pop(old.member_id)
         self.add(new)
@@ -277,9 +275,7 @@ class ConsumerGroup:
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = self.assignment_epoch
             changed = True
-        state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-        if state is not member.state:
-            member.state = state
+        member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
         return changed
 
     # --- heartbeats and deadlines --------------------------------------------------------------
@@ -296,7 +292,7 @@ class ConsumerGroup:
         target assignment for the group epoch and the member's next step towards it.
         ``new_member_id`` names a joining member that brings no id of its own."""
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            return self._leave(req, now_ms)
+            return self._leave(req)
         if (
             req.subscribed_topic_regex is not None
             and compile_regex(req.subscribed_topic_regex) is None
@@ -309,7 +305,7 @@ class ConsumerGroup:
             return _refused(ErrorCode.UNSUPPORTED_ASSIGNOR, f"no assignor {req.server_assignor!r}")
         joined = req.member_epoch == JOIN_EPOCH
         if joined:
-            result = self._join(req, settings, new_member_id, now_ms)
+            result = self._join(req, settings, new_member_id)
             if isinstance(result, ConsumerHeartbeatResult):
                 return result
             member = result
@@ -350,7 +346,6 @@ class ConsumerGroup:
         req: ConsumerHeartbeatRequest,
         settings: HeartbeatSettings,
         new_member_id: str,
-        now_ms: int,
     ) -> ConsumerMember | ConsumerHeartbeatResult:
         if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
             return _refused(ErrorCode.INVALID_REQUEST, "a joining member must subscribe")
@@ -379,15 +374,7 @@ class ConsumerGroup:
         if previous is not None:
             # A static member back within its session: same partitions, no epoch change
             # unless its subscription moved.
-            subscription_changed = (
-                previous.subscribed_topic_names,
-                previous.subscribed_topic_regex,
-                previous.server_assignor,
-            ) != (
-                member.subscribed_topic_names,
-                member.subscribed_topic_regex,
-                member.server_assignor,
-            )
+            subscription_changed = _subscription(previous) != _subscription(member)
             self.replace_static(previous, member)
             if subscription_changed:
                 self.group_epoch += 1
@@ -403,7 +390,7 @@ class ConsumerGroup:
         self.group_epoch += 1
         return member
 
-    def _leave(self, req: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResult:
+    def _leave(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
         member = self.members.get(req.member_id)
         if member is None:
             return _refused(ErrorCode.UNKNOWN_MEMBER_ID, f"no member {req.member_id}")
@@ -419,11 +406,7 @@ class ConsumerGroup:
     @staticmethod
     def _update_subscription(member: ConsumerMember, req: ConsumerHeartbeatRequest) -> bool:
         """Take the fields the heartbeat changes; True when the subscription moved."""
-        before = (
-            member.subscribed_topic_names,
-            member.subscribed_topic_regex,
-            member.server_assignor,
-        )
+        before = _subscription(member)
         if req.subscribed_topic_names is not None:
             member.subscribed_topic_names = tuple(sorted(set(req.subscribed_topic_names)))
         if req.subscribed_topic_regex is not None:
@@ -435,12 +418,7 @@ class ConsumerGroup:
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
         if req.rack_id is not None:
             member.rack_id = req.rack_id
-        after = (
-            member.subscribed_topic_names,
-            member.subscribed_topic_regex,
-            member.server_assignor,
-        )
-        return before != after
+        return before != _subscription(member)
 
     def _group_assignor(self, settings: HeartbeatSettings) -> str:
         """The assignor most members ask for (ties: the configured order), else the first
@@ -490,6 +468,11 @@ class ConsumerGroup:
         ):
             return ErrorCode.NO_ERROR
         return ErrorCode.FENCED_MEMBER_EPOCH
+
+
+def _subscription(member: ConsumerMember) -> tuple[object, ...]:
+    """What a member subscribes with: a change of it moves the group epoch."""
+    return (member.subscribed_topic_names, member.subscribed_topic_regex, member.server_assignor)
 
 
 def _refused(error: int, message: str) -> ConsumerHeartbeatResult:

@@ -153,7 +153,7 @@ def encode_value(kind: int, body: dict[str, Any]) -> bytes:
 
 
 def decode_value(kind: int, data: bytes) -> dict[str, Any]:
-    if len(data) < 2 or data[0:2] != b"\x00\x00":
+    if record_version(data, "value", InvalidOffsetsRecordError) != VALUE_VERSION:
         raise InvalidOffsetsRecordError(f"{_NAMES[kind]}Value: unknown version")
     return decode_versioned(
         data, _VALUES[kind], _NAMES[kind] + "Value", VALUE_VERSION, InvalidOffsetsRecordError, True
@@ -226,42 +226,25 @@ def changed_records(group: ConsumerGroup) -> Records:
     now = _snapshot(group)
     gid = group.group_id
     out: Records = []
+
+    def put(kind: int, body: dict[str, Any], member_id: str | None = None) -> None:
+        out.append((encode_key(kind, gid, member_id), encode_value(kind, body)))
+
     if was.epoch != now.epoch:
-        out.append(
-            (encode_key(GROUP_EPOCH_KEY, gid), encode_value(GROUP_EPOCH_KEY, {"epoch": now.epoch}))
-        )
+        put(GROUP_EPOCH_KEY, {"epoch": now.epoch})
     if was.metadata != now.metadata:
-        out.append(
-            (
-                encode_key(PARTITION_METADATA_KEY, gid),
-                encode_value(PARTITION_METADATA_KEY, _metadata(group)),
-            )
-        )
+        put(PARTITION_METADATA_KEY, _metadata(group))
     for mid in was.members.keys() - now.members.keys():
         out.extend((encode_key(kind, gid, mid), None) for kind in MEMBER_KEYS)
-    for mid, m in group.members.items():
+    for mid in group.members:
         if was.members.get(mid) != now.members[mid]:
-            out.append(
-                (
-                    encode_key(MEMBER_METADATA_KEY, gid, mid),
-                    encode_value(MEMBER_METADATA_KEY, _member_metadata(m)),
-                )
-            )
+            put(MEMBER_METADATA_KEY, now.members[mid], mid)
         if was.targets.get(mid) != now.targets.get(mid):
-            body = {"topic_partitions": _parts_out(group.target.get(mid, {}))}
-            out.append(
-                (encode_key(TARGET_MEMBER_KEY, gid, mid), encode_value(TARGET_MEMBER_KEY, body))
-            )
+            put(TARGET_MEMBER_KEY, {"topic_partitions": now.targets.get(mid, [])}, mid)
         if was.current.get(mid) != now.current[mid]:
-            out.append(
-                (
-                    encode_key(CURRENT_ASSIGNMENT_KEY, gid, mid),
-                    encode_value(CURRENT_ASSIGNMENT_KEY, _current(m)),
-                )
-            )
+            put(CURRENT_ASSIGNMENT_KEY, now.current[mid], mid)
     if was.assignment_epoch != now.assignment_epoch:
-        body = {"assignment_epoch": now.assignment_epoch}
-        out.append((encode_key(TARGET_EPOCH_KEY, gid), encode_value(TARGET_EPOCH_KEY, body)))
+        put(TARGET_EPOCH_KEY, {"assignment_epoch": now.assignment_epoch})
     group.persisted = now
     return out
 

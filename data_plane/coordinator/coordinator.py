@@ -496,9 +496,9 @@ class GroupCoordinator:
                     group.group_id,
                     mid,
                 )
-            if gone and not group.consumer.members:
-                group.state_timestamp_ms = now  # empty since now: offsets retention counts
             if gone:
+                if not group.consumer.members:
+                    group.state_timestamp_ms = now  # empty since now: offsets retention counts
                 self._write(out, group.partition, changed_records(group.consumer), _ignore_write)
         for mid, deadline in list(group.pending_members.items()):
             if deadline <= now:
@@ -537,8 +537,9 @@ class GroupCoordinator:
             self._groups[req.group_id] = group
         if group.consumer is not None and not group.consumer.members:
             # An empty consumer-protocol group becomes a classic one again.
-            if group.consumer.persisted.epoch is not None:
-                self._write(out, group.partition, group_tombstones(group.group_id), _ignore_write)
+            tombstones = _consumer_tombstones(group)
+            if tombstones:
+                self._write(out, group.partition, tombstones, _ignore_write)
             group.consumer = None
             group.protocol_type = None
         if group.is_(GroupState.DEAD):
@@ -1318,8 +1319,7 @@ class GroupCoordinator:
                 self._scheduled.pop(gid, None)
                 if group.generation_id > 0 or group.protocol_type is not None:
                     records.append((group_metadata_key(gid), None))
-                if group.consumer is not None and group.consumer.persisted.epoch is not None:
-                    records.extend(group_tombstones(gid))
+                records.extend(_consumer_tombstones(group))
             if records:
                 logger.info("group %s: %d offsets expired", gid, len(expired))
                 self._write(out, group.partition, records, _ignore_write)
@@ -1328,7 +1328,7 @@ class GroupCoordinator:
     def _expired_offsets(
         self, group: GroupMetadata, now: int, retention: int
     ) -> list[tuple[str, int]]:
-        if group.has_members() and group.consumer is not None:
+        if group.consumer is not None and group.consumer.members:
             return []  # a consumer-protocol group in use keeps its offsets
         if group.is_(GroupState.EMPTY):
             managed = group.protocol_type is not None
@@ -1444,8 +1444,7 @@ class GroupCoordinator:
             gid = group.group_id
             records: Records = [(offset_commit_key(gid, t, p), None) for t, p in group.offsets]
             records.append((group_metadata_key(gid), None))
-            if group.consumer is not None and group.consumer.persisted.epoch is not None:
-                records.extend(group_tombstones(gid))
+            records.extend(_consumer_tombstones(group))
             group.transition_to(GroupState.DEAD, now)
             del self._groups[gid]
             self._scheduled.pop(gid, None)
@@ -1611,8 +1610,8 @@ class GroupCoordinator:
             group.state_timestamp_ms = now
         if result.error_code == ErrorCode.NO_ERROR:
             records.extend(changed_records(consumer))
-        if self._drop_if_unused(group) and consumer.persisted.epoch is not None:
-            records.extend(group_tombstones(group.group_id))
+        if self._drop_if_unused(group):
+            records.extend(_consumer_tombstones(group))
         self._schedule_next(group)
         return result
 
@@ -1665,6 +1664,15 @@ class GroupCoordinator:
 def _ignore_write(error: int, _out: CoordinatorOutputs) -> None:
     if error != ErrorCode.NO_ERROR:
         logger.warning("a group metadata write failed with error %d", error)
+
+
+def _consumer_tombstones(group: GroupMetadata) -> Records:
+    """Tombstones of a consumer-protocol group's group-level records, when it wrote any (it
+    is removed, or turns classic)."""
+    consumer = group.consumer
+    if consumer is None or consumer.persisted.epoch is None:
+        return []
+    return group_tombstones(group.group_id)
 
 
 def _synced(group: GroupMetadata, assignment: bytes) -> SyncGroupResult:

@@ -148,14 +148,10 @@ def _quiet(part: Partition | None, p: CachedPartition, isolation: FetchIsolation
     start = log.log_start_offset
     if part.high_watermark != p.sent_high_watermark or start != p.sent_log_start_offset:
         return False
-    end = log.log_end_offset
-    if isolation is FetchIsolation.HIGH_WATERMARK:
-        upper = log.high_watermark
-    elif isolation is FetchIsolation.TXN_COMMITTED:
-        upper = log.last_stable_offset
-    else:
-        upper = end
-    return start <= p.fetch_offset <= end and p.fetch_offset >= upper
+    return (
+        start <= p.fetch_offset <= log.log_end_offset
+        and p.fetch_offset >= part.isolation_end(isolation)
+    )
 
 
 def _read_all(
