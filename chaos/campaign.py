@@ -1,15 +1,18 @@
 """A campaign: several seeded chaos runs in a row, one table of their outcomes.
 
     python -m chaos.campaign --runs 10 --time-limit 300 --artifacts .chaos   (= make chaos)
+    python -m chaos.campaign --workload transactional ...
 
 Each run is ``kraftlog chaos run`` in its own process (a run moves its process into the
 cluster's client namespace) with acks=all idempotent producers (the acceptance workload),
-seeds ``first_seed .. first_seed + runs - 1``, artifacts in ``DIR/seed-<n>``.
+the workload ``--workload`` names (default ``all``: the queue and the transactional
+workloads side by side), seeds ``first_seed .. first_seed + runs - 1``, artifacts in
+``DIR/seed-<n>``.
 
-The table, one row per run: exit code, sends ok / failed / unknown, reads, faults injected,
-the slowest recovery after a heal (first acknowledged write per partition), and the
-anomalies by kind. ``DIR/campaign.json`` holds the same. Exit code: 0 when every run exited
-0, else 1.
+The table, one row per run: exit code, sends ok / failed / unknown, transactions committed /
+aborted / unknown, reads, faults injected, the slowest recovery after a heal (first
+acknowledged write per partition), and the anomalies by kind. ``DIR/campaign.json`` holds
+the same. Exit code: 0 when every run exited 0, else 1.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def summarize(seed: int, exit_code: int, artifacts: Path) -> dict[str, Any]:
         return {**row, "error": "no run-summary.json (see runner.log)"}
     check = run.get("check", {})
     sends = check.get("sends", {})
+    txns = check.get("transactions", {})
     recoveries = [
         r.get("recovered_after_s") for r in check.get("recoveries", [])
     ]
@@ -87,6 +91,9 @@ def summarize(seed: int, exit_code: int, artifacts: Path) -> dict[str, Any]:
         "sends_ok": sends.get("ok", 0),
         "sends_failed": sends.get("failed", 0),
         "sends_unknown": sends.get("unknown", 0),
+        "txns_committed": txns.get("committed", 0),
+        "txns_aborted": txns.get("aborted", 0),
+        "txns_unknown": txns.get("unknown", 0),
         "reads": run.get("counts", {}).get("read", 0),
         "faults": len(run.get("faults", [])),
         "fault_kinds": sorted({f.get("fault") for f in run.get("faults", [])}),
@@ -99,8 +106,8 @@ def summarize(seed: int, exit_code: int, artifacts: Path) -> dict[str, Any]:
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     head = (
-        f"{'seed':>4} {'exit':>4} {'ok':>7} {'fail':>5} {'unknown':>7} {'reads':>8} "
-        f"{'faults':>6} {'max rec s':>9}  anomalies"
+        f"{'seed':>4} {'exit':>4} {'ok':>7} {'fail':>5} {'unknown':>7} {'txn c/a/u':>14} "
+        f"{'reads':>8} {'faults':>6} {'max rec s':>9}  anomalies"
     )
     lines = [head]
     for r in rows:
@@ -108,9 +115,10 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"{r['seed']:>4} {r['exit']:>4}  {r['error']}")
             continue
         rec = r["max_recovery_s"]
+        txns = f"{r['txns_committed']}/{r['txns_aborted']}/{r['txns_unknown']}"
         lines.append(
             f"{r['seed']:>4} {r['exit']:>4} {r['sends_ok']:>7} {r['sends_failed']:>5} "
-            f"{r['sends_unknown']:>7} {r['reads']:>8} {r['faults']:>6} "
+            f"{r['sends_unknown']:>7} {txns:>14} {r['reads']:>8} {r['faults']:>6} "
             f"{'-' if rec is None else f'{rec:.1f}':>9}  {r['anomalies'] or 'none'}"
         )
     return "\n".join(lines)
@@ -122,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--nemesis", default="all")
+    parser.add_argument("--workload", default="all", help="queue, transactional or all")
     parser.add_argument("--artifacts", type=Path, default=Path(".chaos"))
     args = parser.parse_args(argv)
     if args.runs < 1:
@@ -133,7 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if artifacts.exists():
             parser.error(f"{artifacts} exists; choose another --artifacts or --first-seed")
         print(f"run seed {seed} ({args.time_limit:.0f} s) -> {artifacts}", flush=True)
-        rows.append(run_one(seed, args.time_limit, artifacts, args.nemesis))
+        rows.append(
+            run_one(
+                seed, args.time_limit, artifacts, args.nemesis, ["--workload", args.workload]
+            )
+        )
         print(format_table(rows[-1:]).splitlines()[-1], flush=True)
         (args.artifacts / "campaign.json").write_text(
             json.dumps(rows, indent=2) + "\n", encoding="utf-8"

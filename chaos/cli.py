@@ -5,7 +5,8 @@ A plug-in command: the ``kraftlog.commands`` entry point ``chaos`` (pyproject.to
 given, so the product's command line never imports the chaos suite otherwise.
 
 kraftlog chaos run --nemesis kill,pause,partition --time-limit 120 --seed 7 --artifacts DIR
-                   [--bootstrap HOST:PORT,...] [--progress] [--partitions 3] ...
+                   [--workload queue|transactional|all] [--bootstrap HOST:PORT,...]
+                   [--progress] [--partitions 3] ...
 kraftlog chaos cleanup              remove namespaces, processes and mounts of crashed runs
 kraftlog chaos toxiproxy [--host H] [--port 8474]   a Toxiproxy-compatible server
 
@@ -21,8 +22,10 @@ import time
 from pathlib import Path
 
 from chaos.nemesis import NEMESES, parse_nemeses
+from chaos.runner import WORKLOADS
 from chaos.schedule import DEFAULT_RECOVERY_S, ScheduleTimings
 from chaos.workload.producer import PRODUCER_KINDS
+from chaos.workload.transactional import TxnWorkloadConfig
 from deploy.command_group import add_command_group
 
 
@@ -55,10 +58,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "checker counts as informational",
     )
     p.add_argument("--rate", type=float, default=50.0, help="records/s per producer")
+    p.add_argument(
+        "--workload",
+        default="queue",
+        choices=WORKLOADS,
+        help="queue: producers of each kind and consumers on one topic; transactional: "
+        "transactional producers (some aborts), consume-transform-produce workers and "
+        "read_committed/read_uncommitted observers on two topics; all: both",
+    )
+    p.add_argument(
+        "--txn-rate", type=float, default=10.0, help="transactions/s per transactional producer"
+    )
     p.add_argument("--consumers", type=int, default=2, help="consumers by assignment")
     p.add_argument("--group-consumers", type=int, default=1)
-    p.add_argument("--recovery", type=float, default=DEFAULT_RECOVERY_S,
-                   help="seconds of workload after the last heal")
+    p.add_argument(
+        "--recovery",
+        type=float,
+        default=DEFAULT_RECOVERY_S,
+        help="seconds of workload after the last heal",
+    )
     p.add_argument("--hold", default="3,10", help="min,max seconds a fault holds")
     p.add_argument("--gap", default="3,8", help="min,max seconds between faults")
     p.set_defaults(func=_run)
@@ -85,8 +103,10 @@ def _producers(text: str) -> dict[str, int]:
     for item in text.split(","):
         kind, _, count = item.strip().partition(":")
         if kind not in PRODUCER_KINDS or not count.isdigit():
-            raise ValueError(f"--producers item {item!r}: expected KIND:COUNT, KIND in "
-                             f"{', '.join(PRODUCER_KINDS)}")
+            raise ValueError(
+                f"--producers item {item!r}: expected KIND:COUNT, KIND in "
+                f"{', '.join(PRODUCER_KINDS)}"
+            )
         out[kind] = int(count)
     return out
 
@@ -113,8 +133,13 @@ def _run(args: argparse.Namespace) -> int:
             assign_consumers=args.consumers,
             group_consumers=args.group_consumers,
             progress=args.progress,
+            workload=args.workload,
+            txn=TxnWorkloadConfig(rate_per_producer=args.txn_rate),
             timings=ScheduleTimings(
-                hold_min_s=hold[0], hold_max_s=hold[1], gap_min_s=gap[0], gap_max_s=gap[1],
+                hold_min_s=hold[0],
+                hold_max_s=hold[1],
+                gap_min_s=gap[0],
+                gap_max_s=gap[1],
                 recovery_s=args.recovery,
             ),
         )

@@ -39,8 +39,10 @@ Operations and their values:
     definitely did not append it, e.g. NOT_ENOUGH_REPLICAS) and info (unknown: timeout,
     connection lost, NOT_ENOUGH_REPLICAS_AFTER_APPEND) add ``"error": str``.
 ``poll`` (invoke -> ok | fail | info): one consumer poll.
-    invoke value null or descriptive; ok adds ``"records": [[topic, partition, offset,
-    value], ...]`` in the order the consumer returned them.
+    invoke value null or descriptive, with ``"isolation": "read_committed"`` when the
+    consumer reads committed data only (``read_uncommitted`` when absent); ok adds
+    ``"records": [[topic, partition, offset, value], ...]`` in the order the consumer
+    returned them.
 ``assign`` (invoke -> ok): the partitions a consumer reads from now on; also written by
     group consumers at every rebalance (in the assignment callback). ok value
     ``{"partitions": [[topic, partition, position], ...], "group": str | null}`` with
@@ -49,10 +51,28 @@ Operations and their values:
     replaces the previous assignment of that process.
 ``final-read`` (invoke -> ok | fail | info): after the heal, a fresh consumer reads one
     partition from offset 0 to its high watermark. invoke ``{"topic", "partition"}``
-    (plus ``"start_offset"`` when the log no longer starts at 0); ok adds
-    ``"high_watermark": int`` and ``"records": [[topic, partition, offset, value], ...]``,
-    and means every offset below the high watermark was read (anything less is recorded as
-    info, or is an ``incomplete-final-read``).
+    (plus ``"start_offset"`` when the log no longer starts at 0, and ``"isolation"`` as for
+    ``poll``); ok adds ``"high_watermark": int`` and ``"records": [[topic, partition,
+    offset, value], ...]``, and means every offset below the high watermark was read
+    (anything less is recorded as info, or is an ``incomplete-final-read``). A read_committed
+    final read also adds ``"last_stable_offset": int``: it read every committed record below
+    it, and it equals the high watermark unless a transaction was still open.
+``txn`` (invoke -> ok | fail | info): one transaction of a transactional producer.
+    invoke ``{"id": str, "intent": "commit" | "abort", "writes": [[topic, partition, value],
+    ...]}``; a consume-transform-produce transaction adds ``"group": str``, ``"offsets":
+    [[topic, partition, next_offset], ...]`` (committed with the transaction) and ``"reads":
+    [[topic, partition, offset, value], ...]`` (the input records it transformed). ``id`` and
+    every written value are globally unique; a transform's output value is
+    ``<input value>|<transaction id>`` (:func:`transform_output`).
+    ok = the transaction ended as intended, with ``"outcome": "commit" | "abort"``; a commit
+    also adds ``"commit_at"``, the history time at which the client began to commit (no
+    read_committed reader may see a write of the transaction before it). fail = definitely
+    not committed (the coordinator acknowledged an abort); info = unknown (a commit that
+    timed out, a fenced producer). A transaction whose intent is ``abort`` never asks for a
+    commit, so it can never become visible.
+``group-offsets`` (invoke -> ok | info): after the final read, the committed offsets of a
+    consumer group (OffsetFetch of stable offsets). invoke ``{"group": str}``; ok adds
+    ``"offsets": [[topic, partition, offset], ...]``.
 ``nemesis`` (standalone ``info`` events): ``{"phase": "start" | "heal", "fault": str,
     "targets": [...], "id": str | null, ...}``. A fault window runs from a ``start`` to the
     ``heal`` with the same ``id`` (or, without ids, the same ``fault``); a heal with
@@ -90,7 +110,11 @@ ASSIGN = "assign"
 FINAL_READ = "final-read"
 NEMESIS = "nemesis"
 LEADER = "leader"
-OPERATIONS = frozenset({SEND, POLL, ASSIGN, FINAL_READ, NEMESIS, LEADER})
+TXN = "txn"
+GROUP_OFFSETS = "group-offsets"
+OPERATIONS = frozenset({SEND, POLL, ASSIGN, FINAL_READ, NEMESIS, LEADER, TXN, GROUP_OFFSETS})
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
 
 NEMESIS_PROCESS = "nemesis"
 OBSERVER_PROCESS = "observer"
@@ -100,6 +124,17 @@ HEAL_ALL = "all"
 
 # A record as consumers report it: (topic, partition, offset, value).
 Record = tuple[str, int, int, str]
+
+
+def transform_output(input_value: str, txn_id: str) -> str:
+    """The value a transform transaction writes for ``input_value``: unique per attempt,
+    and naming its input (:func:`transform_input`)."""
+    return f"{input_value}|{txn_id}"
+
+
+def transform_input(output_value: str) -> str:
+    """The input value an output value was made from (inverse of :func:`transform_output`)."""
+    return output_value.rpartition("|")[0]
 
 
 class HistoryFormatError(ValueError):

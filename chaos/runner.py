@@ -7,15 +7,18 @@
    controllers, 3 brokers by default) and moves this process into the cluster's client
    namespace, or, with ``bootstrap``, uses an existing cluster (then no nemesis: faults need
    control of the nodes).
-2. Creates the topic (RF 3, ``min.insync.replicas`` 2 by default).
-3. Runs the workload threads (producers of each kind, assign consumers, group consumers when
-   the cluster has groups, the leader observer) for ``time_limit_s``, while the nemesis loop
+2. Creates the workload's topics (RF 3, ``min.insync.replicas`` 2 by default).
+3. Runs the workload threads for ``time_limit_s``: the ``queue`` workload (producers of each
+   kind, assign consumers, group consumers when the cluster has groups), the
+   ``transactional`` workload (:mod:`chaos.workload.transactional`), or both (``all``),
+   and the leader observer, while the nemesis loop
    (this thread) plays the seeded schedule (:mod:`chaos.schedule`), one fault at a time, each
    recorded as nemesis start / heal events.
 4. Heals everything (network, paused, stopped and skewed nodes, full disk), records the
    heal-all, and keeps the workload running for the recovery window.
 5. Stops the producers (they flush), then the consumers; fresh consumers read every partition
-   from 0 to its high watermark (:mod:`chaos.workload.final_read`).
+   from 0 to its high watermark (:mod:`chaos.workload.final_read`), transactional topics
+   also with read_committed, and the transform group's offsets are recorded.
 6. Stops the cluster and collects, for each partition, the in-sync replicas' log
    directories and the high watermark for the checker's byte comparison.
 7. Runs the checker (``chaos.checker``) and writes the report. Artifacts in DIR::
@@ -72,6 +75,12 @@ from chaos.workload.final_read import final_read
 from chaos.workload.observer import LeaderObserver
 from chaos.workload.producer import PRODUCER_KINDS, ProducerSpec, ProducerWorker
 from chaos.workload.stats import OpStats
+from chaos.workload.transactional import (
+    TxnWorkload,
+    TxnWorkloadConfig,
+    build_txn_workload,
+    txn_final_reads,
+)
 from data_plane.client import Admin, NewTopic
 
 EXIT_OK = 0
@@ -80,6 +89,9 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 DEFAULT_TOPIC = "chaos"
+QUEUE = "queue"
+TRANSACTIONAL = "transactional"
+WORKLOADS = (QUEUE, TRANSACTIONAL, "all")
 # Cluster settings of a chaos run: failures are detected within seconds (so faults of a few
 # seconds matter), but not so fast that a loaded 2-core machine fences healthy brokers.
 CHAOS_OVERRIDES: dict[str, str] = {
@@ -125,8 +137,12 @@ class RunConfig:
     progress: bool = False
     timings: ScheduleTimings = field(default_factory=ScheduleTimings)
     overrides: dict[str, str] = field(default_factory=dict)
+    workload: str = QUEUE
+    txn: TxnWorkloadConfig = field(default_factory=TxnWorkloadConfig)
 
     def __post_init__(self) -> None:
+        if self.workload not in WORKLOADS:
+            raise ValueError(f"unknown workload {self.workload!r}; expected one of {WORKLOADS}")
         unknown = [n for n in self.nemeses if n not in NEMESES]
         if unknown:
             raise ValueError(f"unknown nemesis {unknown}")
@@ -141,6 +157,19 @@ class RunConfig:
             raise ValueError("time limit must be > 0")
         if self.partitions < 1 or self.replication_factor < 1:
             raise ValueError("partitions and replication factor must be >= 1")
+
+    @property
+    def runs_queue(self) -> bool:
+        return self.workload in (QUEUE, "all")
+
+    @property
+    def runs_transactions(self) -> bool:
+        return self.workload in (TRANSACTIONAL, "all")
+
+    @property
+    def topics(self) -> list[str]:
+        """Every topic the workload writes."""
+        return [self.topic] * self.runs_queue + list(self.txn.topics) * self.runs_transactions
 
     @property
     def session_timeout_ms(self) -> int:
@@ -270,9 +299,7 @@ def run(config: RunConfig, stream: TextIO = sys.stderr) -> RunOutcome:
         log.close()
 
 
-def _run_own_cluster(
-    config: RunConfig, schedule: list[ScheduledFault], log: _Log
-) -> RunOutcome:
+def _run_own_cluster(config: RunConfig, schedule: list[ScheduledFault], log: _Log) -> RunOutcome:
     name = f"{NAMESPACE_PREFIX}{os.getpid() % 100_000}"
     overrides = {
         **CHAOS_OVERRIDES,
@@ -281,8 +308,10 @@ def _run_own_cluster(
         **config.overrides,
     }
     cluster_dir = config.artifacts / "cluster"
-    log.say(f"creating a cluster of {config.controllers} controllers and {config.brokers} "
-            f"brokers in {cluster_dir} (namespaces {name}*)")
+    log.say(
+        f"creating a cluster of {config.controllers} controllers and {config.brokers} "
+        f"brokers in {cluster_dir} (namespaces {name}*)"
+    )
     cluster = ChaosCluster.create(
         cluster_dir,
         name=name,
@@ -325,20 +354,21 @@ def _copy_logs(cluster: ChaosCluster, dest: Path) -> None:
         shutil.copyfile(tox, dest / "toxiproxy.log")
 
 
-def _create_topic(config: RunConfig, bootstrap: str) -> None:
+def _create_topics(config: RunConfig, bootstrap: str) -> None:
     admin = Admin({"bootstrap.servers": bootstrap, "default.api.timeout.ms": 30_000})
     try:
         admin.create_topics(
             [
                 NewTopic(
-                    config.topic,
+                    topic,
                     config.partitions,
                     config.replication_factor,
                     {"min.insync.replicas": str(config.min_insync_replicas)},
                 )
+                for topic in config.topics
             ]
         )
-        admin.wait_for_leaders([config.topic], timeout_ms=TOPIC_READY_TIMEOUT_MS)
+        admin.wait_for_leaders(config.topics, timeout_ms=TOPIC_READY_TIMEOUT_MS)
     finally:
         admin.close()
 
@@ -351,16 +381,16 @@ def _run_against(
     schedule: list[ScheduledFault],
     log: _Log,
 ) -> RunOutcome:
-    _create_topic(config, bootstrap)
-    log(f"topic {config.topic}: {config.partitions} partitions, RF {config.replication_factor}")
+    _create_topics(config, bootstrap)
+    log(f"topics {config.topics}: {config.partitions} partitions, RF {config.replication_factor}")
     run_id = f"r{config.seed}"
     stats = OpStats()
     history = HistoryWriter(config.artifacts / "history.jsonl")
     stop_producers = threading.Event()
     stop_consumers = threading.Event()
-    producers: list[ProducerWorker] = []
+    producers: list[threading.Thread] = []
     consumers: list[threading.Thread] = []
-    for kind, count in config.producers.items():
+    for kind, count in config.producers.items() if config.runs_queue else ():
         for i in range(count):
             spec = ProducerSpec(f"producer-{kind}-{i}", kind, config.rate_per_producer)
             producers.append(
@@ -375,7 +405,7 @@ def _run_against(
                     stop=stop_producers,
                 )
             )
-    for i in range(config.assign_consumers):
+    for i in range(config.assign_consumers if config.runs_queue else 0):
         consumers.append(
             AssignConsumerWorker(
                 f"consumer-{i}",
@@ -388,7 +418,9 @@ def _run_against(
             )
         )
     groups_ok, why_not = groups_supported(bootstrap)
-    if config.group_consumers and not groups_ok:
+    if not config.runs_queue:
+        pass
+    elif config.group_consumers and not groups_ok:
         log.say(f"group consumers skipped: {why_not}")
     elif config.group_consumers:
         for i in range(config.group_consumers):
@@ -403,17 +435,32 @@ def _run_against(
                     stop=stop_consumers,
                 )
             )
+    txn_workload: TxnWorkload | None = None
+    if config.runs_transactions:
+        txn_workload = build_txn_workload(
+            config.txn,
+            run_id=run_id,
+            seed=config.seed,
+            bootstrap=bootstrap,
+            partitions=config.partitions,
+            history=history,
+            stats=stats,
+            stop_producers=stop_producers,
+            stop_consumers=stop_consumers,
+        )
+        producers += txn_workload.producers
+        consumers += txn_workload.consumers
+        for why in txn_workload.skipped:
+            log.say(f"skipped {why}")
     observer = LeaderObserver(
         bootstrap=bootstrap,
         controllers=controllers,
-        topic=config.topic,
+        topic=config.topics[0],
         history=history,
         stop=stop_consumers,
     )
     threads: list[threading.Thread] = [*producers, *consumers, observer]
-    progress = ProgressBar(
-        log.stream, config.time_limit_s, config.progress or log.stream.isatty()
-    )
+    progress = ProgressBar(log.stream, config.time_limit_s, config.progress or log.stream.isatty())
     t0 = time.monotonic()
     faults_done: list[dict[str, Any]] = []
     # On an interrupt the workload threads (daemons) are not waited for: cleanup comes first.
@@ -424,10 +471,12 @@ def _run_against(
         if cluster is not None:
             ctx = NemesisContext(
                 cluster=cluster,
-                topic=config.topic,
+                topic=config.topics[0],
                 rng=random.Random(config.seed ^ 0x5EED),
                 session_timeout_ms=config.session_timeout_ms,
                 log=log,
+                topics=tuple(config.topics),
+                transactional_ids=tuple(txn_workload.transactional_ids if txn_workload else ()),
             )
             faults_end = t0 + config.time_limit_s - config.timings.recovery_s
             faults_done = _play_schedule(
@@ -436,9 +485,7 @@ def _run_against(
             _heal_all(cluster, log)
             history.nemesis_heal(HEAL_ALL, [])
         # The recovery window follows the last heal even when faults overran the schedule.
-        recovery_end = max(
-            t0 + config.time_limit_s, time.monotonic() + config.timings.recovery_s
-        )
+        recovery_end = max(t0 + config.time_limit_s, time.monotonic() + config.timings.recovery_s)
         _wait_until(recovery_end, stats, progress, t0, "recovery")
         join_scale = 1.0
     finally:
@@ -452,13 +499,25 @@ def _run_against(
             if c.is_alive():
                 c.join(CONSUMER_JOIN_TIMEOUT_S * join_scale)
     log.say("workload stopped; final read")
-    hws = final_read(
-        bootstrap=bootstrap,
-        topic=config.topic,
-        partitions=config.partitions,
-        history=history,
-        timeout_s=FINAL_READ_TIMEOUT_S,
-    )
+    hws: dict[str, dict[int, int]] = {}
+    if config.runs_queue:
+        hws[config.topic] = final_read(
+            bootstrap=bootstrap,
+            topic=config.topic,
+            partitions=config.partitions,
+            history=history,
+            timeout_s=FINAL_READ_TIMEOUT_S,
+        )
+    if txn_workload is not None:
+        hws.update(
+            txn_final_reads(
+                txn_workload,
+                bootstrap=bootstrap,
+                partitions=config.partitions,
+                history=history,
+                timeout_s=FINAL_READ_TIMEOUT_S,
+            )
+        )
     replicas = _collect_replicas(config, bootstrap, cluster) if cluster else None
     history.close()
     if cluster is not None:
@@ -507,8 +566,10 @@ def _play_schedule(
         duration_s = max(planned.hold_s, nemesis.expected_duration_s(ctx))
         # Never eat into the recovery window.
         if time.monotonic() + duration_s > faults_end:
-            log(f"schedule: {planned.nemesis} and {len(schedule) - i - 1} later fault(s) "
-                "dropped: past the fault window")
+            log(
+                f"schedule: {planned.nemesis} and {len(schedule) - i - 1} later fault(s) "
+                "dropped: past the fault window"
+            )
             break
         fault_id = f"f{i}"
 
@@ -543,8 +604,9 @@ def _play_schedule(
         _heal_one(active, log)
         last_heal = time.monotonic()
         history.nemesis_heal(active.fault, active.targets, fault_id=fault_id, **active.detail)
-        done.append({"id": fault_id, "fault": active.fault, "targets": active.targets,
-                     **active.detail})
+        done.append(
+            {"id": fault_id, "fault": active.fault, "targets": active.targets, **active.detail}
+        )
     return done
 
 
@@ -605,13 +667,17 @@ class ReplicaDirs:
 def _collect_replicas(config: RunConfig, bootstrap: str, cluster: ChaosCluster) -> ReplicaDirs:
     admin = Admin({"bootstrap.servers": bootstrap, "default.api.timeout.ms": 10_000})
     try:
-        parts = admin.describe_topics([config.topic])[config.topic].partitions
+        described = admin.describe_topics(config.topics)
     finally:
         admin.close()
     local = cluster.local
     return ReplicaDirs(
         {b: str(local.node(b).data_dir) for b in local.broker_ids},
-        {(config.topic, p.partition): list(p.isr) for p in parts},
+        {
+            (topic, p.partition): list(p.isr)
+            for topic, info in described.items()
+            for p in info.partitions
+        },
     )
 
 

@@ -24,6 +24,15 @@ from chaos.checker.properties import (
 )
 from chaos.checker.replicas import ReplicaId, compare_replica_logs
 from chaos.checker.timeline import build_timeline
+from chaos.checker.txn_properties import (
+    check_offsets,
+    check_transform,
+    check_txn_consumers,
+    check_txn_reads,
+    check_txn_writes,
+    txn_write_attempts,
+)
+from chaos.checker.txn_timeline import build_txn_spans
 from chaos.checker.views import build_views
 from chaos.history import Op, read_history
 from common.topic_partition import TopicPartition
@@ -87,16 +96,29 @@ def check_history(
     found += check_realtime_order(views)
     found += check_uncommitted(views)
     found += check_leaders(views)
-    liveness, recoveries, liveness_notes = check_liveness(views, liveness_window_s)
+    found += check_txn_reads(views.txn)
+    found += check_txn_writes(views.txn)
+    found += check_txn_consumers(views)
+    found += check_offsets(views.txn)
+    transform, transform_notes = check_transform(views.txn)
+    found += transform
+    notes += transform_notes
+    liveness, recoveries, liveness_notes = check_liveness(
+        views, liveness_window_s, txn_write_attempts(views.txn)
+    )
     found += liveness
     notes += liveness_notes
     replicas_compared: dict[str, dict[str, int]] = {}
     if replicas is not None:
+        finals = {
+            **views.finals,
+            **{tp: f for (tp, committed), f in views.txn.finals.items() if not committed},
+        }
         comparison = compare_replica_logs(
             replicas,
-            {tp: f.high_watermark for tp, f in views.finals.items()},
+            {tp: f.high_watermark for tp, f in finals.items()},
             isr=isr,
-            finals=views.finals,
+            finals=finals,
         )
         found += comparison.anomalies
         replicas_compared = {f"{t}/{p}": v for (t, p), v in comparison.compared.items()}
@@ -105,12 +127,22 @@ def check_history(
             f"{unchecked} acknowledged send(s) in partitions without a final read and beyond "
             "every read offset: loss not decidable"
         )
-    if not any(s.type == "ok" for s in views.sends.values()):
-        notes.append("no send was acknowledged: the safety checks had nothing to hold")
+    if not any(s.type == "ok" for s in views.sends.values()) and not any(
+        t.committed for t in views.txn.txns.values()
+    ):
+        notes.append("no write was acknowledged: the safety checks had nothing to hold")
     written = {s.tp for s in views.sends.values()}
-    unread = sorted(written - set(views.finals))
+    written_txn = {tp for t in views.txn.txns.values() for tp, _v in t.writes}
+    unread = sorted(written - set(views.finals)) + sorted(
+        tp for tp in written_txn if views.txn.committed_final(tp) is None
+    )
     if unread:
         notes.append("no successful final read of " + ", ".join(f"{t}/{p}" for t, p in unread))
+    if views.txn.duplicate_writes:
+        notes.append(
+            f"{len(views.txn.duplicate_writes)} transactional write(s) reused a value (workload "
+            "bug); only the first writer of each value is checked"
+        )
     if views.duplicate_sends:
         notes.append(
             f"{len(views.duplicate_sends)} send(s) reused a value already sent (workload bug); "
@@ -138,6 +170,7 @@ def check_history(
         notes=notes,
         end_time=views.end_time,
         seed=seed,
-        checked_partitions=sorted(views.finals),
+        checked_partitions=sorted(set(views.finals) | {tp for tp, _c in views.txn.finals}),
         replicas_compared=replicas_compared,
+        transactions=build_txn_spans(views.txn),
     )

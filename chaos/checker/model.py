@@ -38,6 +38,16 @@ UNCOMMITTED_READ = "uncommitted-read"  # read at an offset at or above the final
 MULTIPLE_LEADERS = "multiple-leaders"  # two leaders observed in one leader epoch
 DIVERGENT_REPLICAS = "divergent-replicas"  # in-sync replicas differ below the HW
 UNAVAILABLE_AFTER_HEAL = "unavailable-after-heal"  # no acknowledged write soon after a heal
+# Transactions (topics written by transactional producers):
+ABORTED_READ = "aborted-read"  # read_committed returned a record of an aborted transaction
+INTERMEDIATE_READ = "intermediate-read"  # read_committed saw a write before its commit began
+LOST_COMMITTED_WRITE = "lost-committed-write"  # a committed transaction's write never read
+NON_ATOMIC_TRANSACTION = "non-atomic-transaction"  # only part of a transaction is committed
+TRANSFORM_LOST = "transform-lost"  # an input below the committed offset without its output
+TRANSFORM_DUPLICATE = "transform-duplicate"  # an input with two committed outputs
+TRANSFORM_AHEAD = "transform-ahead"  # an output of an input at or past the committed offset
+OFFSET_REGRESSION = "offset-regression"  # a group's committed offset moved backwards
+HANGING_TRANSACTION = "hanging-transaction"  # the last stable offset stuck below the HW
 
 # acks=1 acknowledges before followers have the record: Kafka may lose it on failover, so
 # these are reported (to count them) but are not violations.
@@ -65,6 +75,15 @@ ALL_KINDS = (
     MULTIPLE_LEADERS,
     DIVERGENT_REPLICAS,
     UNAVAILABLE_AFTER_HEAL,
+    ABORTED_READ,
+    INTERMEDIATE_READ,
+    LOST_COMMITTED_WRITE,
+    NON_ATOMIC_TRANSACTION,
+    TRANSFORM_LOST,
+    TRANSFORM_DUPLICATE,
+    TRANSFORM_AHEAD,
+    OFFSET_REGRESSION,
+    HANGING_TRANSACTION,
     LOST_WRITE_ACKS1,
     WRONG_OFFSET_ACKS1,
     DUPLICATE_NON_IDEMPOTENT,
@@ -124,6 +143,7 @@ class Read:
     process: str
     time: float  # when the poll (or final read) completed
     final: bool = False
+    committed: bool = False  # read with isolation.level read_committed
 
     @property
     def tp(self) -> TopicPartition:
@@ -138,6 +158,8 @@ class FinalRead:
     high_watermark: int
     reads: tuple[Read, ...]
     time: float
+    # read_committed final reads only: the last stable offset the read went up to.
+    last_stable_offset: int | None = None
 
     @property
     def offsets(self) -> list[int]:
@@ -214,6 +236,8 @@ class CheckResult:
     seed: int | None = None
     checked_partitions: list[TopicPartition] = field(default_factory=list)
     replicas_compared: dict[str, dict[str, int]] = field(default_factory=dict)
+    # chaos.checker.txn_timeline.TxnSpan per transaction, by begin time.
+    transactions: list[Any] = field(default_factory=list)
 
     @property
     def violations(self) -> list[Anomaly]:
@@ -240,6 +264,10 @@ class CheckResult:
                 "ok": sends.get("ok", 0),
                 "failed": sends.get("fail", 0),
                 "unknown": sends.get("info", 0),
+            },
+            "transactions": {
+                outcome: sum(1 for s in self.transactions if s.outcome == outcome)
+                for outcome in ("committed", "aborted", "unknown")
             },
             "anomalies": self.anomaly_counts,
             "violations": self.violation_count,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from chaos.checker.model import (
     DUPLICATE,
@@ -212,11 +212,35 @@ def check_acknowledged(views: HistoryViews, index: ReadIndex) -> tuple[list[Anom
     return out, unchecked
 
 
+# Offsets strictly between ``low`` and ``high`` of a partition that a reader of the given
+# isolation (read_committed?) must have read had it read both ends: a record sits there.
+Shown = Callable[[TopicPartition, bool, int, int], list[int]]
+
+
+def every_offset(_tp: TopicPartition, _committed: bool, low: int, high: int) -> list[int]:
+    """A log without transactions: every offset holds a record."""
+    return list(range(low + 1, high))
+
+
 def check_consumers(views: HistoryViews) -> list[Anomaly]:
+    out = check_consumer_order(views.consumer_events, views.group_of, every_offset)
+    for final in views.finals.values():
+        out.extend(_check_final(final))
+    return out
+
+
+def check_consumer_order(
+    events_by_process: Mapping[str, list[Assignment | Poll]],
+    group_of: Mapping[str, str],
+    shown: Shown,
+) -> list[Anomaly]:
+    """Consumers by assignment read each partition in order from their position, never over
+    a record (``shown``); group members may re-read after a rebalance, so each poll must be
+    in order and the group's reads of a partition together may skip no record."""
     out: list[Anomaly] = []
-    group_offsets: dict[tuple[str, TopicPartition], set[int]] = defaultdict(set)
-    for process, events in views.consumer_events.items():
-        group = views.group_of.get(process)
+    group_offsets: dict[tuple[str, TopicPartition, bool], set[int]] = defaultdict(set)
+    for process, events in events_by_process.items():
+        group = group_of.get(process)
         expected: dict[TopicPartition, int | None] = {}
         for event in events:
             if isinstance(event, Assignment):
@@ -224,31 +248,35 @@ def check_consumers(views: HistoryViews) -> list[Anomaly]:
                 continue
             if group is not None:
                 for r in event.reads:
-                    group_offsets[(group, r.tp)].add(r.offset)
+                    group_offsets[(group, r.tp, r.committed)].add(r.offset)
                 # A member's position after a rebalance is unknown; within one poll the
                 # records of a partition must still be consecutive.
                 expected = {}
-            out.extend(_sequence(process, event, expected))
-    for (group, tp), offsets in group_offsets.items():
-        ordered = sorted(offsets)
-        for a, b in itertools.pairwise(ordered):
-            if b > a + 1:
+            out.extend(_sequence(process, event, expected, shown))
+    for (group, tp, committed), offsets in group_offsets.items():
+        for a, b in itertools.pairwise(sorted(offsets)):
+            missed = shown(tp, committed, a, b)
+            if missed:
                 out.append(
                     Anomaly(
                         SKIPPED_READ,
                         f"group {group} read {tp[0]}/{tp[1]} offsets {a} and {b} but none of "
-                        f"{a + 1}..{b - 1}",
+                        f"{_span(missed)}",
                         None,
-                        {"group": group, "partition": list(tp), "missing": [a + 1, b - 1]},
+                        {"group": group, "partition": list(tp), "missing": [missed[0], missed[-1]]},
                     )
                 )
-    for final in views.finals.values():
-        out.extend(_check_final(final))
     return out
 
 
+def _span(offsets: list[int]) -> str:
+    if offsets == list(range(offsets[0], offsets[-1] + 1)):
+        return f"{offsets[0]}..{offsets[-1]}"
+    return ", ".join(map(str, offsets[:10])) + (" ..." if len(offsets) > 10 else "")
+
+
 def _sequence(
-    process: str, poll: Poll, expected: dict[TopicPartition, int | None]
+    process: str, poll: Poll, expected: dict[TopicPartition, int | None], shown: Shown
 ) -> list[Anomaly]:
     out: list[Anomaly] = []
     for r in poll.reads:
@@ -268,14 +296,20 @@ def _sequence(
                 )
             )
         elif want is not None and r.offset > want:
-            out.append(
-                Anomaly(
-                    SKIPPED_READ,
-                    f"{process} skipped {r.topic}/{r.partition} offsets {want}..{r.offset - 1}",
-                    poll.time,
-                    {"process": process, "partition": list(r.tp), "missing": [want, r.offset - 1]},
+            missed = shown(r.tp, r.committed, want - 1, r.offset)
+            if missed:
+                out.append(
+                    Anomaly(
+                        SKIPPED_READ,
+                        f"{process} skipped {r.topic}/{r.partition} offsets {_span(missed)}",
+                        poll.time,
+                        {
+                            "process": process,
+                            "partition": list(r.tp),
+                            "missing": [missed[0], missed[-1]],
+                        },
+                    )
                 )
-            )
         expected[r.tp] = r.offset + 1
     return out
 
@@ -287,7 +321,7 @@ def _check_final(final: FinalRead) -> list[Anomaly]:
     expected: dict[TopicPartition, int | None] = {
         (final.topic, final.partition): final.start_offset
     }
-    out = _sequence(process, Poll(process, final.reads, final.time), expected)
+    out = _sequence(process, Poll(process, final.reads, final.time), expected, every_offset)
     last = max(final.offsets, default=final.start_offset - 1)
     if last < final.high_watermark - 1:
         out.append(
@@ -390,19 +424,29 @@ def check_leaders(views: HistoryViews) -> list[Anomaly]:
     return out
 
 
+# A write attempt as liveness sees it: (partition, invoke time, completion time or None,
+# acknowledged?) — an acknowledged send, or a write of a committed transaction.
+WriteAttempt = tuple[TopicPartition, float, float | None, bool]
+
+
 def check_liveness(
-    views: HistoryViews, window_s: float
+    views: HistoryViews, window_s: float, extra_attempts: Iterable[WriteAttempt] = ()
 ) -> tuple[list[Anomaly], list[Recovery], list[str]]:
-    """Writes succeed again after every heal that leaves no fault active."""
+    """Writes succeed again after every heal that leaves no fault active (sends, and the
+    ``extra_attempts``: transactions' writes)."""
+    attempts: list[WriteAttempt] = [
+        (s.tp, s.invoke_time, s.complete_time, s.type == "ok") for s in views.sends.values()
+    ]
+    attempts += extra_attempts
     ok_times: dict[TopicPartition, list[float]] = defaultdict(list)
     # Until when the history shows writes to a partition being tried (a send still in flight
     # at the end counts until the end): past that, its silence proves nothing.
     tried_until: dict[TopicPartition, float] = {}
-    for send in views.sends.values():
-        if send.type == "ok" and send.complete_time is not None:
-            ok_times[send.tp].append(send.complete_time)
-        last = send.complete_time if send.complete_time is not None else views.end_time
-        tried_until[send.tp] = max(tried_until.get(send.tp, 0.0), last)
+    for tp, _invoked, completed, acked in attempts:
+        if acked and completed is not None:
+            ok_times[tp].append(completed)
+        last = completed if completed is not None else views.end_time
+        tried_until[tp] = max(tried_until.get(tp, 0.0), last)
     for times in ok_times.values():
         times.sort()
     starts = sorted(w.start for w in views.fault_windows)
@@ -417,10 +461,9 @@ def check_liveness(
         next_start = starts[after] if after < len(starts) else None
         # Partitions someone was writing to in the window after the heal.
         active = {
-            s.tp
-            for s in views.sends.values()
-            if s.invoke_time <= deadline
-            and (s.complete_time is None or s.complete_time >= heal_time)
+            tp
+            for tp, invoked, completed, _acked in attempts
+            if invoked <= deadline and (completed is None or completed >= heal_time)
         }
         if not active:
             continue

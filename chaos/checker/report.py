@@ -10,7 +10,8 @@
         timeline.json   per bucket: sends invoked/ok/fail/info, availability, latency
         report.html     one file, no external resources: summary tables, throughput and
                         latency plotted against time (inline SVG) with the fault windows
-                        shaded, availability over time, and the anomalies
+                        shaded, availability over time, the transactions on their own
+                        timeline (chaos.checker.txn_timeline), and the anomalies
 
 Node logs are the runner's to copy into the same folder. Thread-safety: none needed (pure
 function of the result, writing files).
@@ -29,6 +30,7 @@ from dataclasses import asdict
 from typing import Any
 
 from chaos.checker.model import INFORMATIONAL_KINDS, Bucket, CheckResult, FaultWindow
+from chaos.checker.txn_timeline import render_txn_lanes
 
 # Anomalies listed in the HTML (all kept ones are in anomalies.json).
 MAX_ANOMALIES_IN_HTML = 200
@@ -163,6 +165,15 @@ def render_html(result: CheckResult) -> str:
             ),
         ]
     )
+    txn_counts = result.summary()["transactions"]
+    txn_section = (
+        "<h2>Transactions</h2>"
+        f"<p>committed {txn_counts['committed']}, aborted {txn_counts['aborted']}, "
+        f"unknown {txn_counts['unknown']}.</p>"
+        + render_txn_lanes(result.transactions, result.fault_windows, result.end_time, _WIDTH)
+        if result.transactions
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>kraftlog chaos report: {verdict}</title>
@@ -186,6 +197,7 @@ sends ok {sends.get("ok", 0)}, failed {sends.get("fail", 0)}, unknown {sends.get
 <h2>Throughput, latency and availability</h2>
 <p>Shaded: fault windows (hover for the fault and its targets).</p>
 {charts}
+{txn_section}
 <h2>Faults</h2>
 <table><tr><th>fault</th><th>targets</th><th>start s</th><th>heal s</th></tr>{faults}</table>
 <h2>Recovery after full heals</h2>

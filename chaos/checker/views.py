@@ -2,7 +2,9 @@
 
 One pass over the paired operations builds: the sends (by value), every record read (from
 polls and final reads), each consumer's stream of assignments and polls in completion order,
-the final reads per partition, the fault windows and the leader observations. Malformed
+the final reads per partition, the fault windows and the leader observations. Reads of
+topics that transactions write, transactions and group offsets go to the transactional
+views (:mod:`chaos.checker.txn_views`) instead. Malformed
 values raise :class:`HistoryFormatError` naming the operation, rather than being skipped:
 a checker that silently ignores what it cannot parse would pass broken runs.
 """
@@ -14,15 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.checker.model import FaultWindow, FinalRead, Read, Send
+from chaos.checker.txn_views import TxnViews, add_group_offsets, add_txn, transactional_topics
 from chaos.history import (
     ASSIGN,
     FINAL_READ,
+    GROUP_OFFSETS,
     HEAL_ALL,
     LEADER,
     NEMESIS,
     OK,
     POLL,
+    READ_COMMITTED,
     SEND,
+    TXN,
     HistoryFormatError,
     Op,
     Operation,
@@ -72,6 +78,9 @@ class HistoryViews:
     leaders: list[LeaderObservation] = field(default_factory=list)
     ops: dict[str, dict[str, int]] = field(default_factory=dict)
     end_time: float = 0.0
+    txn: TxnViews = field(default_factory=TxnViews)
+    # Per consumer process: its assignments and polls of transactional topics.
+    txn_consumer_events: dict[str, list[Assignment | Poll]] = field(default_factory=dict)
 
 
 def _field(op: Op, value: Any, key: str, kind: type | tuple[type, ...]) -> Any:
@@ -83,7 +92,13 @@ def _field(op: Op, value: Any, key: str, kind: type | tuple[type, ...]) -> Any:
     return item
 
 
-def _records(op: Op, value: Any, process: str, final: bool) -> tuple[Read, ...]:
+def _committed(op: Op) -> bool:
+    return isinstance(op.value, dict) and op.value.get("isolation") == READ_COMMITTED
+
+
+def _records(
+    op: Op, value: Any, process: str, final: bool, committed: bool = False
+) -> tuple[Read, ...]:
     raw = _field(op, value, "records", list)
     reads: list[Read] = []
     for rec in raw:
@@ -98,7 +113,7 @@ def _records(op: Op, value: Any, process: str, final: bool) -> tuple[Read, ...]:
             raise HistoryFormatError(
                 f"op {op.index} ({op.f}): record {rec!r} is not [topic, partition, offset, value]"
             )
-        reads.append(Read(rec[0], rec[1], rec[2], rec[3], process, op.time, final))
+        reads.append(Read(rec[0], rec[1], rec[2], rec[3], process, op.time, final, committed))
     return tuple(reads)
 
 
@@ -106,11 +121,16 @@ def build_views(ops: Iterable[Op]) -> HistoryViews:
     ops = list(ops)
     operations, events = pair_operations(ops)
     views = HistoryViews(end_time=ops[-1].time if ops else 0.0)
+    views.txn.topics = transactional_topics(ops)
     for operation in operations:
         counts = views.ops.setdefault(operation.f, {"ok": 0, "fail": 0, "info": 0})
         counts[operation.type] += 1
         if operation.f == SEND:
             _add_send(views, operation)
+        elif operation.f == TXN:
+            add_txn(views.txn, operation)
+        elif operation.f == GROUP_OFFSETS:
+            add_group_offsets(views.txn, operation)
         elif operation.type != OK:
             continue
         elif operation.f == POLL:
@@ -119,8 +139,9 @@ def build_views(ops: Iterable[Op]) -> HistoryViews:
             _add_assign(views, operation)
         elif operation.f == FINAL_READ:
             _add_final(views, operation)
-    for events_list in views.consumer_events.values():
-        events_list.sort(key=lambda e: e.time)
+    for by_process in (views.consumer_events, views.txn_consumer_events):
+        for events_list in by_process.values():
+            events_list.sort(key=lambda e: e.time)
     _add_events(views, events)
     return views
 
@@ -163,11 +184,22 @@ def _add_send(views: HistoryViews, operation: Operation) -> None:
 
 def _add_poll(views: HistoryViews, operation: Operation) -> None:
     done = assert_done(operation.completion)
-    reads = _records(done, done.value, operation.process, final=False)
-    views.reads.extend(reads)
-    views.consumer_events.setdefault(operation.process, []).append(
-        Poll(operation.process, reads, done.time)
+    reads = _records(
+        done, done.value, operation.process, final=False, committed=_committed(operation.invoke)
     )
+    queue = tuple(r for r in reads if r.topic not in views.txn.topics)
+    txn = tuple(r for r in reads if r.topic in views.txn.topics)
+    views.reads.extend(queue)
+    views.txn.reads.extend(txn)
+    # A poll of nothing counts for both (it closes nothing, opens nothing).
+    if queue or not txn:
+        views.consumer_events.setdefault(operation.process, []).append(
+            Poll(operation.process, queue, done.time)
+        )
+    if txn:
+        views.txn_consumer_events.setdefault(operation.process, []).append(
+            Poll(operation.process, txn, done.time)
+        )
 
 
 def _add_assign(views: HistoryViews, operation: Operation) -> None:
@@ -189,9 +221,17 @@ def _add_assign(views: HistoryViews, operation: Operation) -> None:
         positions[(part[0], part[1])] = part[2]
     if group is not None:
         views.group_of[operation.process] = str(group)
-    views.consumer_events.setdefault(operation.process, []).append(
-        Assignment(operation.process, positions, str(group) if group else None, done.time)
-    )
+    grp = str(group) if group else None
+    queue = {tp: pos for tp, pos in positions.items() if tp[0] not in views.txn.topics}
+    txn = {tp: pos for tp, pos in positions.items() if tp[0] in views.txn.topics}
+    if queue or not txn:
+        views.consumer_events.setdefault(operation.process, []).append(
+            Assignment(operation.process, queue, grp, done.time)
+        )
+    if txn:
+        views.txn_consumer_events.setdefault(operation.process, []).append(
+            Assignment(operation.process, txn, grp, done.time)
+        )
 
 
 def _add_final(views: HistoryViews, operation: Operation) -> None:
@@ -202,10 +242,19 @@ def _add_final(views: HistoryViews, operation: Operation) -> None:
     start = done.value.get("start_offset", 0)
     if not isinstance(start, int):
         raise HistoryFormatError(f"op {done.index} (final-read): start_offset is {start!r}")
-    reads = _records(done, done.value, operation.process, final=True)
-    views.reads.extend(reads)
+    committed = _committed(operation.invoke)
+    reads = _records(done, done.value, operation.process, final=True, committed=committed)
+    lso = done.value.get("last_stable_offset")
+    if lso is not None and not isinstance(lso, int):
+        raise HistoryFormatError(f"op {done.index} (final-read): last_stable_offset is {lso!r}")
+    final = FinalRead(topic, partition, start, hw, reads, done.time, lso)
     # A later successful final read of the same partition supersedes an earlier one.
-    views.finals[(topic, partition)] = FinalRead(topic, partition, start, hw, reads, done.time)
+    if topic in views.txn.topics:
+        views.txn.reads.extend(reads)
+        views.txn.finals[((topic, partition), committed)] = final
+    else:
+        views.reads.extend(reads)
+        views.finals[(topic, partition)] = final
 
 
 def assert_done(done: Op | None) -> Op:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chaos.nemesis.base import ActiveFault, Nemesis, NemesisContext, NoTargetError
 from chaos.nemesis.clock import ClockSkewNemesis
+from chaos.nemesis.coordinator import TxnCoordinatorNemesis
 from chaos.nemesis.disk import DiskCorruptionNemesis, FullDiskNemesis
 from chaos.nemesis.leadership import LeadershipMoveNemesis
 from chaos.nemesis.network import LossyNemesis, PartitionNemesis, SlowNemesis
@@ -22,6 +23,7 @@ NEMESES: dict[str, type[Nemesis]] = {
         ClockSkewNemesis,
         RollingRestartNemesis,
         LeadershipMoveNemesis,
+        TxnCoordinatorNemesis,
     )
 }
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.cluster import ChaosCluster
-from data_plane.client import Admin
+from data_plane.client import Admin, KafkaError
 from data_plane.client.metadata import PartitionInfo
 from deploy.local_cluster import LocalCluster
 
@@ -43,6 +43,10 @@ class NemesisContext:
     # Broker session timeout of the cluster: pauses outlast it so the broker is fenced.
     session_timeout_ms: int
     log: Callable[[str], None] = print
+    # Every topic the workload writes (``topic`` among them; empty = ``topic`` only), and the
+    # transactional ids of its transactional producers (targets of coordinator faults).
+    topics: tuple[str, ...] = ()
+    transactional_ids: tuple[str, ...] = ()
     # Set by the runner for each fault: records the start event in the history.
     on_begin: Callable[[str, list[Any], dict[str, Any]], None] | None = None
     began: bool = False
@@ -62,9 +66,8 @@ class NemesisContext:
     def bootstrap(self) -> str:
         return ",".join(self.cluster.local.bootstrap_servers())
 
-    def partitions(self) -> dict[int, PartitionInfo]:
-        """The topic's partitions as the first answering broker sees them."""
-        admin = Admin(
+    def _admin(self) -> Admin:
+        return Admin(
             {
                 "bootstrap.servers": self.bootstrap(),
                 "request.timeout.ms": METADATA_TIMEOUT_MS,
@@ -72,18 +75,41 @@ class NemesisContext:
                 "socket.connection.setup.timeout.ms": 2000,
             }
         )
+
+    def partitions(self, topic: str | None = None) -> dict[int, PartitionInfo]:
+        """The partitions of ``topic`` (default ``self.topic``) as the first answering broker
+        sees them."""
+        topic = topic or self.topic
+        admin = self._admin()
         try:
-            info = admin.describe_topics([self.topic], timeout_ms=METADATA_TIMEOUT_MS)
+            info = admin.describe_topics([topic], timeout_ms=METADATA_TIMEOUT_MS)
         finally:
             admin.close()
-        return {p.partition: p for p in info[self.topic].partitions}
+        return {p.partition: p for p in info[topic].partitions}
 
     def pick_partition(self) -> PartitionInfo:
-        """A random partition that has a leader."""
-        led = [p for p in self.partitions().values() if p.leader >= 0]
+        """A random partition, of a random workload topic, that has a leader."""
+        topic = self.rng.choice(sorted(self.topics or (self.topic,)))
+        led = [p for p in self.partitions(topic).values() if p.leader >= 0]
         if not led:
-            raise NoTargetError(f"no partition of {self.topic} has a leader")
+            raise NoTargetError(f"no partition of {topic} has a leader")
         return self.rng.choice(sorted(led, key=lambda p: p.partition))
+
+    def transaction_coordinator(self) -> tuple[str, int]:
+        """A random workload transactional id and the broker coordinating it."""
+        if not self.transactional_ids:
+            raise NoTargetError("the workload has no transactional producer")
+        txn_id = self.rng.choice(sorted(self.transactional_ids))
+        admin = self._admin()
+        try:
+            coordinator = admin.describe_transaction(
+                txn_id, timeout_ms=METADATA_TIMEOUT_MS
+            ).coordinator
+        except KafkaError as e:
+            raise NoTargetError(f"no coordinator of {txn_id}: {e}") from None
+        finally:
+            admin.close()
+        return txn_id, coordinator
 
     def active_controller(self) -> int:
         return self.cluster.local.active_controller_id(METADATA_TIMEOUT_MS / 1000)

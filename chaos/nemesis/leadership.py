@@ -34,18 +34,18 @@ class LeadershipMoveNemesis(Nemesis):
         }
         ctx.begin("leader-move", [new_leader], detail)
         with ctx.local.client(_CONTROL_TIMEOUT_S) as client:
-            results = client.alter_partition_reassignments({(ctx.topic, p.partition): target})
+            results = client.alter_partition_reassignments({(p.topic, p.partition): target})
             detail["reassign_errors"] = [
                 f"{r.error_code}: {r.error_message}" for r in results if r.error_code
             ]
             deadline = time.monotonic() + REASSIGNMENT_TIMEOUT_S
             while time.monotonic() < deadline:
-                if not client.list_partition_reassignments({ctx.topic: [p.partition]}):
+                if not client.list_partition_reassignments({p.topic: [p.partition]}):
                     break
                 time.sleep(_POLL_S)
             else:
                 detail["reassignment_unfinished"] = True
-            elected = client.elect_leaders(True, {ctx.topic: [p.partition]})
+            elected = client.elect_leaders(True, {p.topic: [p.partition]})
             detail["elect_errors"] = [
                 f"{e.error_code}: {e.error_message}" for e in elected if e.error_code
             ]

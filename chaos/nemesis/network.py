@@ -17,8 +17,13 @@ from __future__ import annotations
 from chaos.cluster import CLIENT
 from chaos.nemesis.base import ActiveFault, Nemesis, NemesisContext, NoTargetError
 
-PARTITION_MODES = ("leader-followers", "leader-quorum", "controller-minority", "client-leader",
-                   "one-way")
+PARTITION_MODES = (
+    "leader-followers",
+    "leader-quorum",
+    "controller-minority",
+    "client-leader",
+    "one-way",
+)
 # Per-packet drop probabilities of the lossy nemesis (TCP retransmits; the link limps).
 LOSS_PROBABILITIES = (0.1, 0.3, 0.5)
 SLOW_KINDS = ("follower-leader", "client-leader", "broker-controller")
@@ -26,10 +31,16 @@ LATENCY_MS_CHOICES = (100, 300, 800)
 BANDWIDTH_KBPS_CHOICES = (16, 128)
 
 
-def _cut_links(ctx: NemesisContext, links: list[tuple[int, int]], mode: str) -> ActiveFault:
+def cut_links(
+    ctx: NemesisContext,
+    links: list[tuple[int, int]],
+    fault: str,
+    detail: dict[str, object],
+) -> ActiveFault:
+    """Cut each ordered link (recorded as ``fault`` with ``detail``); the heal restores them."""
     cluster = ctx.cluster
     targets = [[_name(s), _name(d)] for s, d in links]
-    ctx.begin("partition", targets, {"mode": mode})
+    ctx.begin(fault, targets, detail)
     done: list[tuple[int, int]] = []
     try:
         for src, dst in links:
@@ -44,7 +55,7 @@ def _cut_links(ctx: NemesisContext, links: list[tuple[int, int]], mode: str) -> 
         for src, dst in links:
             cluster.uncut(src, dst)
 
-    return ActiveFault("partition", targets, heal, {"mode": mode})
+    return ActiveFault(fault, targets, heal, detail)
 
 
 def _name(endpoint: int) -> int | str:
@@ -77,7 +88,7 @@ class PartitionNemesis(Nemesis):
             src = ctx.rng.choice(nodes)
             dst = ctx.rng.choice([n for n in nodes if n != src])
             links = [(src, dst)]
-        return _cut_links(ctx, links, mode)
+        return cut_links(ctx, links, "partition", {"mode": mode})
 
 
 class LossyNemesis(Nemesis):
@@ -139,8 +150,12 @@ class SlowNemesis(Nemesis):
             attrs = {"rate": ctx.rng.choice(BANDWIDTH_KBPS_CHOICES)}
             toxic_type = "bandwidth"
         toxics: list[dict[str, object]] = [
-            {"type": toxic_type, "name": f"{toxic_type}_{stream}", "stream": stream,
-             "attributes": attrs}
+            {
+                "type": toxic_type,
+                "name": f"{toxic_type}_{stream}",
+                "stream": stream,
+                "attributes": attrs,
+            }
             for stream in ("upstream", "downstream")
         ]
         cluster = ctx.cluster

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from chaos.history import HistoryWriter
+from chaos.history import READ_COMMITTED, READ_UNCOMMITTED, HistoryWriter
 from chaos.workload.stats import OpStats
 from common.configdef import ConfigError
 from data_plane.client import Consumer, KafkaError, TopicPartition, UnsupportedFeatureError
@@ -41,6 +41,11 @@ def consumer_config(bootstrap: str, process: str, **extra: Any) -> dict[str, Any
     }
 
 
+def poll_value(isolation: str) -> dict[str, str] | None:
+    """The invoke value of a poll: read_committed polls say so (history format)."""
+    return {"isolation": isolation} if isolation == READ_COMMITTED else None
+
+
 def records_of(batch: list[Any]) -> list[list[Any]]:
     return [
         [r.topic, r.partition, r.offset, r.value.decode("utf-8", "replace") if r.value else None]
@@ -59,12 +64,14 @@ class AssignConsumerWorker(threading.Thread):
         history: HistoryWriter,
         stats: OpStats,
         stop: threading.Event,
+        isolation: str = READ_UNCOMMITTED,
     ) -> None:
         super().__init__(name=process, daemon=True)
         self.process = process
         self._servers = bootstrap
         self._topic = topic
         self._partitions = partitions
+        self._isolation = isolation
         self._history = history
         self._stats = stats
         self._halt = stop
@@ -77,7 +84,9 @@ class AssignConsumerWorker(threading.Thread):
             self.error = e
 
     def _open(self, positions: dict[int, int]) -> Consumer:
-        consumer = Consumer(consumer_config(self._servers, self.process))
+        consumer = Consumer(
+            consumer_config(self._servers, self.process, **{"isolation.level": self._isolation})
+        )
         tps = [TopicPartition(self._topic, p) for p in range(self._partitions)]
         index = self._history.invoke(self.process, "assign", None)
         consumer.assign(tps)
@@ -97,7 +106,7 @@ class AssignConsumerWorker(threading.Thread):
         consumer = self._open(positions)
         try:
             while not self._halt.is_set():
-                index = self._history.invoke(self.process, "poll", None)
+                index = self._history.invoke(self.process, "poll", poll_value(self._isolation))
                 try:
                     batch = consumer.poll(POLL_TIMEOUT_MS)
                 except (KafkaError, IllegalStateError) as e:
@@ -111,11 +120,22 @@ class AssignConsumerWorker(threading.Thread):
                 records = records_of(batch)
                 for _topic, partition, offset, _value in records:
                     positions[partition] = offset + 1
+                # Past aborted records and transaction markers the position moves on
+                # without a record; a rebuilt consumer starts there, not before them.
+                for p in positions:
+                    positions[p] = max(positions[p], _position(consumer, self._topic, p))
                 self._history.ok(index, {"records": records})
                 self._stats.add("poll-ok")
                 self._stats.add("read", len(records))
         finally:
             consumer.close()
+
+
+def _position(consumer: Consumer, topic: str, partition: int) -> int:
+    try:
+        return consumer.position(TopicPartition(topic, partition), timeout_ms=0)
+    except (KafkaError, IllegalStateError):
+        return -1
 
 
 def groups_supported(bootstrap: str) -> tuple[bool, str]:

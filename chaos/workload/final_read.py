@@ -3,20 +3,31 @@ reads from offset 0 to the high watermark, recorded as one ``final-read`` operat
 partition (invoke ``{"topic", "partition"}``, ok adds ``high_watermark`` and ``records``).
 
 The high watermark is taken first (ListOffsets latest); the read then stops at it, so records
-appended later (nothing should be writing) are not part of the final read. Errors are retried
-until the deadline; a partition that cannot be read ends as ``info``.
+appended later (nothing should be writing) are not part of the final read. The read is done
+when the consumer's position reaches it: past transaction markers and aborted records the
+position moves without a record. Errors are retried until the deadline; a partition that
+cannot be read ends as ``info``.
+
+A read_committed final read (topics written in transactions) first waits, within the
+deadline, for the last stable offset to reach the high watermark (open transactions end by
+commit, abort or the coordinator's timeout), then reads up to the last stable offset and
+records it as ``last_stable_offset``.
+
+:func:`read_group_offsets` records a consumer group's committed offsets (``group-offsets``).
 """
 
 from __future__ import annotations
 
 import time
 
-from chaos.history import HistoryWriter
+from chaos.history import READ_COMMITTED, READ_UNCOMMITTED, HistoryWriter
 from chaos.workload.consumer import consumer_config, records_of
-from data_plane.client import Consumer, KafkaError, TopicPartition
+from data_plane.client import Admin, Consumer, KafkaError, TopicPartition
 
 _POLL_TIMEOUT_MS = 1000
 _RETRY_BACKOFF_S = 0.5
+# How often a read_committed final read asks whether the open transactions have ended.
+_LSO_POLL_S = 0.5
 
 
 def final_read(
@@ -26,50 +37,110 @@ def final_read(
     partitions: int,
     history: HistoryWriter,
     timeout_s: float,
+    isolation: str = READ_UNCOMMITTED,
 ) -> dict[int, int]:
     """Read every partition; returns partition -> high watermark of those read completely."""
     deadline = time.monotonic() + timeout_s
     hws: dict[int, int] = {}
+    committed = isolation == READ_COMMITTED
     for p in range(partitions):
-        process = f"final-{p}"
-        index = history.invoke(process, "final-read", {"topic": topic, "partition": p})
+        process = f"final-{'committed-' if committed else ''}{topic}-{p}"
+        invoke: dict[str, object] = {"topic": topic, "partition": p}
+        if committed:
+            invoke["isolation"] = READ_COMMITTED
+        index = history.invoke(process, "final-read", invoke)
         last_error = "deadline passed before the first attempt"
         while time.monotonic() < deadline:
             try:
-                hw, records = _read_partition(bootstrap, process, topic, p, deadline)
+                result = _read_partition(bootstrap, process, topic, p, deadline, isolation)
             except (KafkaError, TimeoutError) as e:
                 last_error = f"{type(e).__name__}: {e}"
                 time.sleep(_RETRY_BACKOFF_S)
                 continue
-            history.ok(index, {"high_watermark": hw, "records": records})
-            hws[p] = hw
+            history.ok(index, result)
+            hws[p] = int(result["high_watermark"])  # type: ignore[call-overload]
             break
         else:
             history.info(index, {"error": last_error})
     return hws
 
 
-def _read_partition(
-    bootstrap: str, process: str, topic: str, partition: int, deadline: float
-) -> tuple[int, list[list[object]]]:
-    tp = TopicPartition(topic, partition)
-    consumer = Consumer(consumer_config(bootstrap, process))
+def _end_offsets(
+    bootstrap: str, process: str, tp: TopicPartition, deadline: float
+) -> tuple[int, int]:
+    """(high watermark, last stable offset), waiting within ``deadline`` for them to meet."""
+    probes = {
+        level: Consumer(consumer_config(bootstrap, process, **{"isolation.level": level}))
+        for level in (READ_UNCOMMITTED, READ_COMMITTED)
+    }
     try:
-        remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000)
-        hw = consumer.end_offsets([tp], timeout_ms=min(remaining_ms, 10_000))[tp]
+        while True:
+            remaining_ms = min(max(1.0, (deadline - time.monotonic()) * 1000), 10_000)
+            hw = probes[READ_UNCOMMITTED].end_offsets([tp], timeout_ms=remaining_ms)[tp]
+            lso = probes[READ_COMMITTED].end_offsets([tp], timeout_ms=remaining_ms)[tp]
+            if lso >= hw or time.monotonic() + _LSO_POLL_S > deadline:
+                return hw, lso
+            time.sleep(_LSO_POLL_S)
+    finally:
+        for probe in probes.values():
+            probe.close()
+
+
+def _read_partition(
+    bootstrap: str,
+    process: str,
+    topic: str,
+    partition: int,
+    deadline: float,
+    isolation: str,
+) -> dict[str, object]:
+    tp = TopicPartition(topic, partition)
+    committed = isolation == READ_COMMITTED
+    if committed:
+        hw, end = _end_offsets(bootstrap, process, tp, deadline)
+    consumer = Consumer(consumer_config(bootstrap, process, **{"isolation.level": isolation}))
+    try:
+        if not committed:
+            remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000)
+            hw = end = consumer.end_offsets([tp], timeout_ms=min(remaining_ms, 10_000))[tp]
         consumer.assign([tp])
         consumer.seek(tp, 0)
         records: list[list[object]] = []
-        next_offset = 0
-        while next_offset < hw:
+        position = 0
+        while position < end:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"read {next_offset} of {hw} records of {tp} by the deadline")
+                raise TimeoutError(f"read to {position} of {end} of {tp} by the deadline")
             for rec in records_of(consumer.poll(_POLL_TIMEOUT_MS)):
-                if rec[2] >= hw:
-                    next_offset = hw
-                    break
-                records.append(rec)
-                next_offset = int(rec[2]) + 1  # type: ignore[call-overload]
-        return hw, records
+                if rec[2] < end:  # type: ignore[operator]
+                    records.append(rec)
+            position = consumer.position(tp, timeout_ms=10_000)
+        result: dict[str, object] = {"high_watermark": hw, "records": records}
+        if committed:
+            result["last_stable_offset"] = end
+        return result
     finally:
         consumer.close()
+
+
+def read_group_offsets(
+    *, bootstrap: str, group: str, history: HistoryWriter, timeout_s: float
+) -> dict[tuple[str, int], int]:
+    """Record ``group``'s committed offsets (retried until the deadline)."""
+    index = history.invoke("final-group", "group-offsets", {"group": group})
+    deadline = time.monotonic() + timeout_s
+    last_error = "deadline passed before the first attempt"
+    while time.monotonic() < deadline:
+        admin = Admin({"bootstrap.servers": bootstrap, "default.api.timeout.ms": 10_000})
+        try:
+            offsets = admin.list_consumer_group_offsets(group)
+        except KafkaError as e:
+            last_error = f"{type(e).__name__}: {e}"
+            time.sleep(_RETRY_BACKOFF_S)
+            continue
+        finally:
+            admin.close()
+        out = {(tp.topic, tp.partition): int(o) for tp, o in offsets.items() if o is not None}
+        history.ok(index, {"offsets": [[t, p, o] for (t, p), o in sorted(out.items())]})
+        return out
+    history.info(index, {"error": last_error})
+    return {}

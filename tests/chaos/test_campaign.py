@@ -1,8 +1,10 @@
-"""The acceptance campaign: 10 seeded runs of 5 minutes each mixing every nemesis,
+"""The acceptance campaigns: 10 seeded runs of 5 minutes each mixing every nemesis,
 RF 3, min.insync.replicas 2, acks=all idempotent producers: no lost, duplicated, reordered or
 divergent record, and writes succeed again within 30 s of every heal (the checker's liveness
-window). About an hour: marker ``slow``, runs only with KRAFTLOG_SLOW=1 (``make chaos`` runs
-the same through ``python -m chaos.campaign``)."""
+window); and 10 more of the transactional workload: no aborted or intermediate read, no lost
+committed write, every transaction all or nothing, exactly-once transform. About an hour
+each: marker ``slow``, runs only with KRAFTLOG_SLOW=1 (``make chaos`` runs the queue and the
+transactional workloads side by side through ``python -m chaos.campaign``)."""
 
 from __future__ import annotations
 
@@ -33,10 +35,24 @@ pytestmark = [
 @pytest.mark.timeout(CAMPAIGN_RUN_S + 600)
 @pytest.mark.parametrize("seed", range(1, 11))
 def test_five_minute_run_mixing_every_nemesis(tmp_path: Path, seed: int) -> None:
-    row = run_one(seed, CAMPAIGN_RUN_S, tmp_path / f"seed-{seed}", "all")
+    row = run_one(seed, CAMPAIGN_RUN_S, tmp_path / f"seed-{seed}", "all", ["--workload", "queue"])
     print(format_table([row]))
     assert row.get("error") is None, row
     assert row["exit"] == 0 and row["valid"] is True, row
     assert row["anomalies"] == {}, row
     assert len(row["fault_kinds"]) >= 8, row  # a 5-minute schedule mixes them all
     assert row["max_recovery_s"] is None or row["max_recovery_s"] <= LIVENESS_WINDOW_S, row
+
+
+@pytest.mark.timeout(CAMPAIGN_RUN_S + 600)
+@pytest.mark.parametrize("seed", range(1, 11))
+def test_five_minute_transactional_run_with_every_nemesis(tmp_path: Path, seed: int) -> None:
+    row = run_one(
+        seed, CAMPAIGN_RUN_S, tmp_path / f"seed-{seed}", "all", ["--workload", "transactional"]
+    )
+    print(format_table([row]))
+    assert row.get("error") is None, row
+    assert row["exit"] == 0 and row["valid"] is True, row
+    assert row["anomalies"] == {}, row
+    assert row["txns_committed"] > 0 and row["txns_aborted"] > 0, row
+    assert len(row["fault_kinds"]) >= 8, row

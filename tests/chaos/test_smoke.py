@@ -1,6 +1,7 @@
-"""Chaos smoke (CI; with test_links.py under 3 minutes): two short seeded runs of ``kraftlog
-chaos run`` against a cluster the runner starts in network namespaces, each mixing several
-nemeses; the history must check valid, the artifacts must be complete, and nothing may be
+"""Chaos smoke (CI; with test_links.py under 5 minutes): three short seeded runs of
+``kraftlog chaos run`` against a cluster the runner starts in network namespaces, each mixing
+several nemeses (the third one of the transactional workload, with the coordinator's
+faults); the history must check valid, the artifacts must be complete, and nothing may be
 left behind. Plus Ctrl-C: the run cleans up.
 
 The 10 x 5-minute acceptance campaign is ``test_campaign`` (marker ``slow``; runs only with
@@ -82,7 +83,7 @@ def chaos_run(artifacts: Path, seed: int, nemeses: str, time_limit_s: float, *ex
     return proc.returncode, out, left
 
 
-def _check_artifacts(artifacts: Path, seed: int) -> dict:
+def _check_artifacts(artifacts: Path, seed: int, final_reads: int = 3) -> dict:
     for name in ("history.jsonl", "report.html", "summary.json", "anomalies.json", "runner.log",
                  "run.json", "run-summary.json"):
         assert (artifacts / name).is_file(), f"missing artifact {name}"
@@ -96,7 +97,7 @@ def _check_artifacts(artifacts: Path, seed: int) -> dict:
     assert starts, "no fault was injected"
     assert all(v["id"] in heals for v in starts), "a fault was never healed"
     assert nemesis[-1]["fault"] == "all" and nemesis[-1]["phase"] == "heal"
-    assert sum(1 for op in ops if op.f == "final-read" and op.type == "ok") == 3
+    assert sum(1 for op in ops if op.f == "final-read" and op.type == "ok") == final_reads
     return json.loads((artifacts / "run-summary.json").read_text())
 
 
@@ -115,6 +116,27 @@ def test_seeded_run_is_valid_and_leaves_nothing(tmp_path: Path, seed: int, nemes
     assert summary["check"]["valid"] is True
     assert summary["counts"].get("send-ok", 0) > 0 and summary["counts"].get("read", 0) > 0
     assert not (artifacts / "cluster").exists(), "a valid run deletes its data directories"
+    assert left == [], f"namespaces left behind: {left}"
+
+
+def test_transactional_run_with_kill_and_partitions_is_valid(tmp_path: Path) -> None:
+    """Transactional producers (some aborts), native and confluent-kafka transforms and
+    observers of both isolation levels under kills, partitions and coordinator faults."""
+    artifacts = tmp_path / "artifacts"
+    code, out, left = chaos_run(
+        artifacts, 3, "kill,partition,txn-coordinator", 30, "--workload", "transactional"
+    )
+    assert code == 0, f"chaos run exited {code}:\n{out[-4000:]}"
+    # Two topics of 3 partitions, each read with both isolation levels.
+    summary = _check_artifacts(artifacts, 3, final_reads=12)
+    check = summary["check"]
+    assert check["valid"] is True and check["anomalies"] == {}
+    assert check["transactions"]["committed"] > 0 and check["transactions"]["aborted"] > 0
+    ops = read_history(artifacts / "history.jsonl")
+    transforms = {op.process for op in ops if op.f == "txn" and op.process.startswith("transform")}
+    assert transforms, "no consume-transform-produce transaction"
+    offsets = [op for op in ops if op.f == "group-offsets" and op.type == "ok"]
+    assert offsets and offsets[-1].value["offsets"], "the transform group committed nothing"
     assert left == [], f"namespaces left behind: {left}"
 
 

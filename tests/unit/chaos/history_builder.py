@@ -83,10 +83,16 @@ class HistoryBuilder:
             raise ValueError(outcome)
 
     def assign(
-        self, process: str, positions: dict[int, int | None], t: float, *, group: str | None = None
+        self,
+        process: str,
+        positions: dict[int, int | None],
+        t: float,
+        *,
+        group: str | None = None,
+        topic: str = TOPIC,
     ) -> None:
         index = self.at(t).invoke(process, "assign", None)
-        parts = [[TOPIC, p, pos] for p, pos in sorted(positions.items())]
+        parts = [[topic, p, pos] for p, pos in sorted(positions.items())]
         self.at(t).ok(index, {"partitions": parts, "group": group})
 
     def poll(
@@ -97,8 +103,10 @@ class HistoryBuilder:
         t1: float | None = None,
         *,
         topic: str = TOPIC,
+        committed: bool = False,
     ) -> None:
-        index = self.at(t0).invoke(process, "poll", None)
+        invoke = {"isolation": "read_committed"} if committed else None
+        index = self.at(t0).invoke(process, "poll", invoke)
         self.at(t0 + 0.01 if t1 is None else t1).ok(
             index, {"records": [[topic, p, o, v] for p, o, v in records]}
         )
@@ -112,20 +120,74 @@ class HistoryBuilder:
         *,
         records: list[tuple[int, str | None]] | None = None,
         topic: str = TOPIC,
+        committed: bool = False,
+        last_stable_offset: int | None = None,
     ) -> None:
-        """A final read; ``values`` = the values at offsets 0.., or explicit ``records``."""
+        """A final read; ``values`` = the values at offsets 0.., or explicit ``records``.
+        ``committed``: a read_committed one, up to ``last_stable_offset`` (default the HW)."""
         if records is None:
             records = list(enumerate(values or []))
-        index = self.at(t).invoke(
-            f"final-{partition}", "final-read", {"topic": topic, "partition": partition}
-        )
-        self.at(t + 0.01).ok(
-            index,
-            {
-                "high_watermark": high_watermark,
-                "records": [[topic, partition, o, v] for o, v in records],
-            },
-        )
+        invoke: dict[str, Any] = {"topic": topic, "partition": partition}
+        result: dict[str, Any] = {
+            "high_watermark": high_watermark,
+            "records": [[topic, partition, o, v] for o, v in records],
+        }
+        if committed:
+            invoke["isolation"] = "read_committed"
+            result["last_stable_offset"] = (
+                high_watermark if last_stable_offset is None else last_stable_offset
+            )
+        process = f"final-{'committed-' if committed else ''}{topic}-{partition}"
+        index = self.at(t).invoke(process, "final-read", invoke)
+        self.at(t + 0.01).ok(index, result)
+
+    def txn(
+        self,
+        txn_id: str,
+        writes: list[tuple[str, int, str]],
+        t0: float,
+        t1: float | None = None,
+        *,
+        intent: str = "commit",
+        outcome: str = "ok",
+        commit_at: float | None = None,
+        process: str = "txn-producer-0",
+        group: str | None = None,
+        offsets: list[tuple[str, int, int]] | None = None,
+        reads: list[tuple[str, int, int, str]] | None = None,
+    ) -> None:
+        """One ``txn`` operation; ``outcome`` ok | fail | info | open. An ok commit's
+        ``commit_at`` defaults to just before its completion."""
+        value: dict[str, Any] = {
+            "id": txn_id,
+            "intent": intent,
+            "writes": [list(w) for w in writes],
+        }
+        if group is not None:
+            value["group"] = group
+            value["offsets"] = [list(o) for o in offsets or ()]
+            value["reads"] = [list(r) for r in reads or ()]
+        index = self.at(t0).invoke(process, "txn", value)
+        t1 = t0 + 0.02 if t1 is None else t1
+        if outcome == "ok":
+            self.txn_ok(index, intent, t1, commit_at)
+        elif outcome == "fail":
+            self.at(t1).fail(index, {"error": "aborted"})
+        elif outcome == "info":
+            self.at(t1).info(index, {"error": "timeout"})
+        elif outcome != "open":
+            raise ValueError(outcome)
+
+    def txn_ok(self, index: int, intent: str, t: float, commit_at: float | None = None) -> None:
+        """Complete the ``txn`` invoke ``index`` as ended as intended."""
+        result: dict[str, Any] = {"outcome": intent}
+        if intent == "commit":
+            result["commit_at"] = t - 0.01 if commit_at is None else commit_at
+        self.at(t).ok(index, result)
+
+    def group_offsets(self, group: str, offsets: list[tuple[str, int, int]], t: float) -> None:
+        index = self.at(t).invoke("final-group", "group-offsets", {"group": group})
+        self.at(t + 0.01).ok(index, {"offsets": [list(o) for o in offsets]})
 
     def fault(
         self,
