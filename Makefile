@@ -63,7 +63,8 @@ bench: $(STAMP)
 	$(PY) -m bench.suite $(BENCH_ARGS)
 
 # The chaos acceptance campaign (root; about an hour): 10 seeded 5-minute runs mixing every
-# nemesis; one table of outcomes at the end, artifacts under .chaos/ (see docs/chaos.md).
+# nemesis, the queue and the transactional workloads side by side; one table of outcomes at
+# the end, artifacts under .chaos/ (see docs/chaos.md).
 CHAOS_RUNS ?= 10
 CHAOS_TIME_LIMIT ?= 300
 chaos: $(STAMP) system-deps
