@@ -228,7 +228,7 @@ def decode_request(
             header, f"unsupported api key {header.api_key} version {header.api_version}"
         )
     try:
-        if is_flexible(header.api_key, header.api_version):
+        if codec.flexible:
             if pos < len(view) and view[pos] == 0:
                 pos += 1  # no header tags: the usual case
             else:
@@ -258,7 +258,7 @@ def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseF
         )
     out = bytearray(8)
     struct.pack_into(">i", out, 4, header.correlation_id)
-    if _response_header_has_tags(header.api_key, header.api_version):
+    if codec.flexible and header.api_key != ApiKey.API_VERSIONS:  # ApiVersions: header v0
         out += b"\x00"
     cuts: list[tuple[int, Any]] = []
     _run_encoder(codec, out, body, cuts, header.api_key, header.api_version)
@@ -326,7 +326,7 @@ def encode_request(
             raise EncodeError("client_id longer than 32767 bytes")
         out += _I16.pack(len(encoded))
         out += encoded
-    if is_flexible(api_key, api_version):
+    if codec.flexible:
         out += b"\x00"
     cuts: list[tuple[int, Any]] = []
     _run_encoder(codec, out, body, cuts, api_key, api_version)
@@ -364,8 +364,9 @@ def decode_response(
         ):
             codec = _RESPONSES.get((api_key, 0)) or _compile(api_key, 0, False)
         pos = 4
-        if _response_header_has_tags(api_key, api_version):
-            pos = _skip_header_tags(view, pos)
+        if codec.flexible and api_key != ApiKey.API_VERSIONS:  # ApiVersions: header v0
+            # No header tags (one 0 byte) is the usual case.
+            pos = 5 if len(view) > 4 and view[4] == 0 else _skip_header_tags(view, pos)
         body, _end = codec.decode(view, pos, max_array_elements)
     except struct.error:
         raise ProtocolError(f"truncated {api_label(api_key)} v{api_version} response") from None
@@ -385,11 +386,6 @@ def api_label(api_key: int) -> str:
         return ApiKey(api_key).name
     except ValueError:
         return f"api key {api_key}"
-
-
-def _response_header_has_tags(api_key: int, api_version: int) -> bool:
-    """Response header v1 (flexible versions) but never for ApiVersions (always v0)."""
-    return api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version)
 
 
 def _skip_header_tags(view: memoryview, pos: int) -> int:

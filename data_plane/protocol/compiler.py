@@ -529,6 +529,7 @@ def _gen_decode_struct_flex(
     # indentation as its parent) is one level deeper, or its names would shadow the parent's.
     depth = ind if depth < 0 else depth
     runs = _runs(_fields_in(fields, version))
+    tagged = _tagged_in(fields, version)
     skip_next = False
     for i, run in enumerate(runs):
         if skip_next:
@@ -537,6 +538,15 @@ def _gen_decode_struct_flex(
         if isinstance(run, list):
             after = runs[i + 1] if i + 1 < len(runs) else None
             if isinstance(after, F) and after.type is Primitive.RECORDS:
+                if i + 2 == len(runs) and not tagged:
+                    # The struct ends with these records: one fused fast path reads the
+                    # fields, the length and the empty tag section, else the general code.
+                    flag = f"f{depth}"
+                    _gen_decode_run_records_end(g, run, after, d, ind, flag)
+                    g.emit(ind, f"if not {flag}:")
+                    _gen_decode_run_then_records(g, run, after, version, d, ind + 1)
+                    _gen_decode_tag_section(g, (), version, d, ind + 1, depth)
+                    return
                 _gen_decode_run_then_records(g, run, after, version, d, ind)
                 skip_next = True
                 continue
@@ -547,7 +557,13 @@ def _gen_decode_struct_flex(
             g.emit(ind, f"pos += {struct.calcsize('>' + fmt)}")
         else:
             _gen_decode_field_flex(g, run, version, f"{d}[{run.name!r}]", ind, depth)
-    tagged = _tagged_in(fields, version)
+    _gen_decode_tag_section(g, tagged, version, d, ind, depth)
+
+
+def _gen_decode_tag_section(
+    g: _Gen, tagged: list[F] | tuple[F, ...], version: int, d: str, ind: int, depth: int
+) -> None:
+    """The tagged-field section ending a struct: known tags decoded, unknown ones skipped."""
     t, e = f"t{depth}", f"e{depth}"
     if not tagged:
         # Fast path: almost every struct ends with an empty tagged-field section (one 0 byte).
@@ -580,6 +596,32 @@ def _gen_decode_struct_flex(
         g.emit(ind + 3, f"raise ProtocolError(f'tagged field {f.tag} overruns its size')")
     # Unknown tags are skipped; a known one is read from its start, its size rules.
     g.emit(ind + 1, f"pos = {e}")
+
+
+def _gen_decode_run_records_end(
+    g: _Gen, run: list[F], records: F, d: str, ind: int, flag: str
+) -> None:
+    """Fixed fields, then compact records of 127 B..16 KiB (a two-byte varint length), then an
+    empty tag section: the usual Produce partition. One struct call reads the fields and the
+    length; one comparison checks both that the records fit and that the byte after them is
+    the empty tag section. Sets ``flag`` true when it decoded, false to leave the struct to the
+    general code (which then sees ``pos`` unchanged)."""
+    fmt = "".join(_FIXED[f.type][0] for f in run)
+    size = struct.calcsize(">" + fmt)
+    peek = g.const(struct.Struct(">" + fmt + "H").unpack_from, "unpack")
+    targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
+    key = f"{d}[{records.name!r}]"
+    g.emit(ind, f"{flag} = False")
+    g.emit(ind, f"if pos + {size + 2} <= blen:")
+    g.emit(ind + 1, f"({targets}, h,) = {peek}(buf, pos)")
+    # First byte with the continuation bit, second without: a two-byte varint.
+    g.emit(ind + 1, "if h & 0x8080 == 0x8000:")
+    g.emit(ind + 2, f"q = pos + {size + 2}")
+    g.emit(ind + 2, "end = q + (((h >> 8) & 0x7F) | ((h & 0x7F) << 7)) - 1")
+    g.emit(ind + 2, "if end < blen and buf[end] == 0:")
+    g.emit(ind + 3, f"{key} = buf[q:end]")
+    g.emit(ind + 3, "pos = end + 1")
+    g.emit(ind + 3, f"{flag} = True")
 
 
 def _gen_decode_run_then_records(
@@ -834,11 +876,14 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
 
 @dataclass(frozen=True, slots=True)
 class CompiledMessage:
-    """The generated codec of one message in one version (``source`` kept for debugging)."""
+    """The generated codec of one message in one version (``source`` kept for debugging).
+    ``flexible``: the version uses the compact encodings and tagged fields, and so its
+    header (request v2, response v1) ends with a tagged-field section."""
 
     decode: Callable[[memoryview, int, int], tuple[dict, int]]
     encode: Callable[[bytearray, dict, list], None]
     source: str
+    flexible: bool = False
 
 
 def compile_message(
@@ -865,4 +910,4 @@ def compile_message(
     namespace: dict[str, Any] = {**_RUNTIME, **g.consts}
     # Source generated from our own schema tables only, never from peer input.
     exec(compile(source, f"<kafka codec {label} v{version}>", "exec"), namespace)
-    return CompiledMessage(namespace["decode"], namespace["encode"], source)
+    return CompiledMessage(namespace["decode"], namespace["encode"], source, flexible)
