@@ -538,23 +538,37 @@ def _gen_decode_struct_flex(
         if isinstance(run, list):
             after = runs[i + 1] if i + 1 < len(runs) else None
             if isinstance(after, F) and after.type is Primitive.RECORDS:
-                if i + 2 == len(runs) and not tagged:
+                if i + 2 == len(runs):
                     # The struct ends with these records: one fused fast path reads the
                     # fields, the length and the empty tag section, else the general code.
                     flag = f"f{depth}"
                     _gen_decode_run_records_end(g, run, after, d, ind, flag)
+                    _gen_tag_defaults(g, tagged, version, d, ind + 3)
                     g.emit(ind, f"if not {flag}:")
                     _gen_decode_run_then_records(g, run, after, version, d, ind + 1)
-                    _gen_decode_tag_section(g, (), version, d, ind + 1, depth)
+                    _gen_decode_tag_section(g, tagged, version, d, ind + 1, depth)
                     return
                 _gen_decode_run_then_records(g, run, after, version, d, ind)
                 skip_next = True
                 continue
             fmt = "".join(_FIXED[f.type][0] for f in run)
-            name = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
+            size = struct.calcsize(">" + fmt)
             targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
+            if i + 1 == len(runs):
+                # The struct ends with these fields: the same struct call reads the first
+                # byte of the tag section (it must be there: a shorter buffer is truncated).
+                name = g.const(struct.Struct(">" + fmt + "B").unpack_from, "unpack")
+                g.emit(ind, f"({targets}, tb,) = {name}(buf, pos)")
+                g.emit(ind, "if tb == 0:")
+                g.emit(ind + 1, f"pos += {size + 1}")
+                _gen_tag_defaults(g, tagged, version, d, ind + 1)
+                g.emit(ind, "else:")
+                g.emit(ind + 1, f"pos += {size}")
+                _gen_decode_tag_section(g, tagged, version, d, ind + 1, depth)
+                return
+            name = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
             g.emit(ind, f"({targets},) = {name}(buf, pos)")
-            g.emit(ind, f"pos += {struct.calcsize('>' + fmt)}")
+            g.emit(ind, f"pos += {size}")
         else:
             _gen_decode_field_flex(g, run, version, f"{d}[{run.name!r}]", ind, depth)
     _gen_decode_tag_section(g, tagged, version, d, ind, depth)
@@ -575,12 +589,7 @@ def _gen_decode_tag_section(
         g.emit(ind + 1, f"if {t}:")
         g.emit(ind + 2, f"pos = _skip_tags(buf, pos, {t})")
         return
-    for f in tagged:
-        default = _default_literal(f, version)
-        if isinstance(f.type, StructOf):
-            default = "None"  # an absent tagged struct: None (no map built per message)
-        # An absent array decodes as a new empty list, as a present empty one does.
-        g.emit(ind, f"{d}[{f.name!r}] = {'[]' if default == '()' else default}")
+    _gen_tag_defaults(g, tagged, version, d, ind)
     g.emit(ind, "if pos < blen and buf[pos] == 0:")  # no tagged field present: the usual case
     g.emit(ind + 1, "pos += 1")
     g.emit(ind, "else:")
@@ -598,11 +607,24 @@ def _gen_decode_tag_section(
     g.emit(ind + 1, f"pos = {e}")
 
 
+def _gen_tag_defaults(
+    g: _Gen, tagged: list[F] | tuple[F, ...], version: int, d: str, ind: int
+) -> None:
+    """Every tagged field at its default (what an absent tag decodes as)."""
+    for f in tagged:
+        default = _default_literal(f, version)
+        if isinstance(f.type, StructOf):
+            default = "None"  # an absent tagged struct: None (no map built per message)
+        # An absent array decodes as a new empty list, as a present empty one does.
+        g.emit(ind, f"{d}[{f.name!r}] = {'[]' if default == '()' else default}")
+
+
 def _gen_decode_run_records_end(
     g: _Gen, run: list[F], records: F, d: str, ind: int, flag: str
 ) -> None:
     """Fixed fields, then compact records of 127 B..16 KiB (a two-byte varint length), then an
-    empty tag section: the usual Produce partition. One struct call reads the fields and the
+    empty tag section: the usual Produce request and Fetch response partition (the caller
+    emits the tagged fields' defaults inside the success branch). One struct call reads the fields and the
     length; one comparison checks both that the records fit and that the byte after them is
     the empty tag section. Sets ``flag`` true when it decoded, false to leave the struct to the
     general code (which then sees ``pos`` unchanged)."""
@@ -831,7 +853,19 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
     elif f.type is Primitive.BYTES:
         g.emit(ind, f"_write_compact_bytes(out, {value}, {nullable})")
     elif f.type is Primitive.RECORDS:
-        g.emit(ind, f"_put_records(out, {value}, {nullable}, cuts, True)")
+        # Fast path: records held as bytes under 16 KiB (a one- or two-byte varint length)
+        # are copied in place; file slices, large or odd values take the general helper.
+        u16 = g.const(struct.Struct(">H").pack, "pack")
+        g.emit(ind, f"r = {value}")
+        g.emit(ind, "if r.__class__ is bytes and len(r) < 0x3FFF:")
+        g.emit(ind + 1, "n = len(r) + 1")
+        g.emit(ind + 1, "if n < 0x80:")
+        g.emit(ind + 2, "out.append(n)")
+        g.emit(ind + 1, "else:")
+        g.emit(ind + 2, f"out += {u16}((((n & 0x7F) | 0x80) << 8) | (n >> 7))")
+        g.emit(ind + 1, "out += r")
+        g.emit(ind, "else:")
+        g.emit(ind + 1, f"_put_records(out, r, {nullable}, cuts, True)")
     elif isinstance(f.type, StructOf):
         item = f"d{depth + 1}"
         g.emit(ind, f"{item} = {value}")
@@ -847,14 +881,16 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
         v = f"v{depth}"
         g.emit(ind, f"{v} = {value}")
         ok = f"k{depth}"
-        g.emit(ind, f"if {v} is not None and len({v}) < 0x7F:")
-        g.emit(ind + 1, f"out.append(len({v}) + 1)")
-        g.emit(ind + 1, f"{ok} = True")
         if nullable:
-            # A null array (Fetch's aborted_transactions) is one zero byte, written inline.
-            g.emit(ind, f"elif {v} is None:")
+            # A null array (Fetch's aborted_transactions, usually) is one zero byte, inline.
+            g.emit(ind, f"if {v} is None:")
             g.emit(ind + 1, "out.append(0)")
             g.emit(ind + 1, f"{ok} = False")
+            g.emit(ind, f"elif len({v}) < 0x7F:")
+        else:
+            g.emit(ind, f"if {v} is not None and len({v}) < 0x7F:")
+        g.emit(ind + 1, f"out.append(len({v}) + 1)")
+        g.emit(ind + 1, f"{ok} = True")
         g.emit(ind, "else:")
         g.emit(ind + 1, f"{ok} = _write_compact_count(out, {v}, {nullable})")
         g.emit(ind, f"if {ok}:")
