@@ -128,8 +128,10 @@ class NativeTransformClients(TransformClients):
         return self._producer
 
     def close(self) -> None:
-        self._producer.close(0)
-        self._consumer.close()
+        try:
+            self._producer.close(0)
+        finally:
+            self._consumer.close()
 
 
 class ConfluentTransformClients(TransformClients):
@@ -208,8 +210,19 @@ class ConfluentTransformClients(TransformClients):
         return self._producer
 
     def close(self) -> None:
-        self._producer.flush(0)
-        self._consumer.close()
+        try:
+            self._producer.flush(0)
+        finally:
+            self._consumer.close()
+
+
+def _close(clients: TransformClients) -> None:
+    """Close both clients; a client in a fatal state may raise on the way out (librdkafka's
+    flush after a fatal transactional error), which changes nothing: it is discarded."""
+    try:
+        clients.close()
+    except clients.errors:
+        pass
 
 
 class TransformWorker(threading.Thread):
@@ -285,10 +298,10 @@ class TransformWorker(threading.Thread):
                     seen = None
         finally:
             if clients is not None:
-                clients.close()
+                _close(clients)
 
     def _reopen(self, clients: TransformClients) -> TransformClients | None:
-        clients.close()
+        _close(clients)
         self._halt.wait(ERROR_BACKOFF_S)
         return self._open()
 
