@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
 
-from chaos.checker import CheckResult
+import pytest
+
+from chaos.checker import CheckResult, write_report
 from chaos.checker import model as k
 from tests.unit.chaos.history_builder import HistoryBuilder
 
@@ -271,3 +274,27 @@ def test_value_no_transaction_wrote_is_an_unknown_read(tmp_path: Path) -> None:
     ]
     result = run(tmp_path, base)
     assert k.UNKNOWN_READ in kinds(result)
+
+
+def test_report_draws_every_transaction_on_its_lane(tmp_path: Path) -> None:
+    result = run(tmp_path, Base())
+    assert result.summary()["transactions"] == {"committed": 4, "aborted": 1, "unknown": 0}
+    spans = {s.id: s for s in result.transactions}
+    assert spans["B"].outcome == "aborted" and spans["B"].visible_at is None
+    # A-0 was first seen by a read_committed poll at t=1.81 (the transform's).
+    assert spans["A"].visible_at == pytest.approx(1.81)
+    page = Path(write_report(result, tmp_path / "report")).read_text()
+    section = page[page.index("<h2>Transactions</h2>") :]
+    svg = ElementTree.fromstring(section[section.index("<svg") : section.index("</svg>") + 6])
+    ns = "{http://www.w3.org/2000/svg}"
+    bars = [r for r in svg.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    titles = sorted(r.find(f"{ns}title").text for r in bars)
+    assert titles == [
+        "A: committed",
+        "B: aborted",
+        "C: committed",
+        "T1: committed",
+        "T2: committed",
+    ]
+    lanes = {t.text for t in svg.iter(f"{ns}text")}
+    assert {"txn-producer-0", "transform-0"} <= lanes
