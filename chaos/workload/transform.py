@@ -44,6 +44,9 @@ MAX_RECORDS_PER_TXN = 100
 # Group timeouts of the members: a dead member's partitions move within seconds.
 SESSION_TIMEOUT_MS = 10_000
 HEARTBEAT_INTERVAL_MS = 1000
+# A member whose loop is stuck (a transaction call retrying through a fault) leaves the
+# group after this long, so its partitions move to a member that can make progress.
+MAX_POLL_INTERVAL_MS = 15_000
 # librdkafka logs connection failures (expected under faults) at level 3 to stderr, where
 # they would bury the runner's output; syslog level 2 keeps only critical ones.
 LIBRDKAFKA_LOG_LEVEL = 2
@@ -93,6 +96,7 @@ class NativeTransformClients(TransformClients):
                     "max.poll.records": MAX_RECORDS_PER_TXN,
                     "session.timeout.ms": SESSION_TIMEOUT_MS,
                     "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+                    "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
                 },
             )
         )
@@ -152,6 +156,7 @@ class ConfluentTransformClients(TransformClients):
                 "auto.offset.reset": "earliest",
                 "session.timeout.ms": SESSION_TIMEOUT_MS,
                 "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+                "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
                 "socket.timeout.ms": 5000,
                 "log_level": LIBRDKAFKA_LOG_LEVEL,
             }

@@ -31,8 +31,10 @@ from chaos.workload.stats import OpStats
 from data_plane.client import KafkaError, Producer
 from data_plane.client.errors import ClientClosedError, IllegalStateError
 
-# Bounds of one transaction's calls (a fault may hold any of them).
-TXN_CALL_TIMEOUT_S = 15.0
+# Bound of each call of a transaction (a fault may hold any of them). Short: a worker stuck
+# in a call holds its partitions, so its give-up-and-start-again must fit, with a rejoin,
+# well inside the checker's 30 s liveness window after a heal.
+TXN_CALL_TIMEOUT_S = 6.0
 # The coordinator aborts a transaction left open this long (a producer that died mid-way),
 # so a stuck transaction holds read_committed readers back for at most this long.
 TXN_TIMEOUT_MS = 10_000
