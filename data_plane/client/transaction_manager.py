@@ -8,6 +8,7 @@ States and what moves them::
     READY --begin_transaction--> IN_TRANSACTION
     IN_TRANSACTION --commit_transaction--> COMMITTING --EndTxn--> READY
     IN_TRANSACTION / ABORTABLE_ERROR --abort_transaction--> ABORTING --EndTxn--> READY
+    IN_TRANSACTION --prepare_transaction (every batch answered, partitions added)--> PREPARED
     IN_TRANSACTION --a batch or TxnOffsetCommit failed--> ABORTABLE_ERROR (commit refused)
     any --fenced, unauthorized, unsupported--> FATAL_ERROR (every call raises)
 
@@ -20,6 +21,12 @@ answers (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, connection error
 after ``retry.backoff.ms``. Errors are classified as Kafka's producer does: PRODUCER_FENCED,
 INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION and
 INVALID_TXN_STATE are fatal (close the producer); others abortable (abort, then go on).
+
+PREPARED (Kafka's KIP-939 two-phase commit) is final for the producer: the transaction stays
+open on the coordinator, no request is queued any more, and every call but ``close()``
+raises INVALID_TXN_STATE. Any process that holds the :class:`PreparedTxnState` ends it with
+EndTxn (:func:`data_plane.client.transaction_admin.complete_transaction`); a later
+InitProducerId of the same transactional id aborts it if nobody did.
 
 After an aborted transaction whose batches failed the sequence state may have gaps: the
 producer then asks InitProducerId again, which bumps the epoch and restarts sequences.
@@ -70,7 +77,31 @@ class TxnState(enum.Enum):
     COMMITTING = "committing"
     ABORTING = "aborting"
     ABORTABLE_ERROR = "abortable_error"
+    PREPARED = "prepared"
     FATAL_ERROR = "fatal_error"
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTxnState:
+    """What ends a prepared transaction from any process: EndTxn names exactly this
+    transactional id, producer id and epoch (EndTxn v0-v3 does not bump the epoch, so the
+    epoch of the prepare is the one the coordinator checks). Picklable and JSON-able
+    (:meth:`to_dict` / :meth:`from_dict`)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PreparedTxnState:
+        return cls(str(d["transactional_id"]), int(d["producer_id"]), int(d["producer_epoch"]))
 
 
 class TransactionalResult:
@@ -218,6 +249,27 @@ class TransactionManager:
             self.state = TxnState.ABORTING
             self._new_partitions.clear()
             return self._queue_end(committed=False)
+
+    def prepare(self) -> PreparedTxnState:
+        """Move an open transaction whose batches are all answered to PREPARED (the caller
+        flushed first) and return what ends it. Raises INVALID_TXN_STATE (the transaction
+        stays open) when a record failed, a partition or offset request is still queued (a
+        send() raced the flush), or the state is not IN_TRANSACTION."""
+        with self._lock:
+            if self.state is TxnState.ABORTABLE_ERROR:
+                raise KafkaError(
+                    ErrorCode.INVALID_TXN_STATE,
+                    f"the transaction must be aborted: {self._last_error}",
+                )
+            self._require(TxnState.IN_TRANSACTION, "prepare_transaction")
+            if self._new_partitions or self._adding or self._queue or self.in_flight:
+                raise KafkaError(
+                    ErrorCode.INVALID_TXN_STATE,
+                    "prepare_transaction: records or offsets of the transaction are still "
+                    "being sent (send() during prepare_transaction?)",
+                )
+            self.state = TxnState.PREPARED
+            return PreparedTxnState(self.transactional_id, self.producer_id, self.producer_epoch)
 
     def _queue_end(self, *, committed: bool) -> TransactionalResult:
         result = TransactionalResult()
@@ -470,9 +522,7 @@ class TransactionManager:
         )
 
     def _on_txn_offset_commit(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        codes = [
-            p["error_code"] for t in r.get("topics") or () for p in t.get("partitions") or ()
-        ]
+        codes = [p["error_code"] for t in r.get("topics") or () for p in t.get("partitions") or ()]
         bad = next((c for c in codes if c != 0), 0)
         if bad != 0:
             self._retry_or_fail(bad, "TxnOffsetCommit")

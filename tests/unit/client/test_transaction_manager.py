@@ -115,3 +115,67 @@ def test_send_outside_a_transaction_is_refused() -> None:
     with pytest.raises(KafkaError) as info:
         tm.maybe_add_partition(TP)
     assert info.value.code == ErrorCode.INVALID_TXN_STATE
+
+def _added(tm: TransactionManager) -> None:
+    req = tm.next_request(0.0, batches_outstanding=True)
+    assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    tm.handle_response(
+        req,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+
+
+def test_prepare_leaves_the_transaction_open_and_refuses_every_later_call() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    with pytest.raises(KafkaError) as pending:
+        tm.prepare()  # AddPartitionsToTxn not sent yet: records are still on their way
+    assert pending.value.code == ErrorCode.INVALID_TXN_STATE
+    assert tm.state is TxnState.IN_TRANSACTION
+    _added(tm)
+    prepared = tm.prepare()
+    assert (prepared.transactional_id, prepared.producer_id, prepared.producer_epoch) == (
+        "tx",
+        7,
+        2,
+    )
+    assert tm.state is TxnState.PREPARED
+    # Nothing is sent after the prepare: no EndTxn, whatever the sender asks.
+    assert tm.next_request(0.0, batches_outstanding=False) is None
+    assert not tm.has_work()
+    for call in (
+        lambda: tm.maybe_add_partition(TP),
+        tm.begin_commit,
+        tm.begin_abort,
+        tm.begin_transaction,
+        tm.prepare,
+    ):
+        with pytest.raises(KafkaError) as refused:
+            call()
+        assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+    assert tm.next_request(0.0, batches_outstanding=False) is None
+    assert type(prepared).from_dict(prepared.to_dict()) == prepared
+
+
+def test_prepare_after_a_failed_batch_refuses_and_abort_still_works() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    _added(tm)
+    tm.batch_failed(KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS, "batch"))
+    with pytest.raises(KafkaError) as refused:
+        tm.prepare()
+    assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+    tm.begin_abort()
+    end = tm.next_request(0.0, batches_outstanding=False)
+    assert end is not None and end.api_key == ApiKey.END_TXN and not end.body["committed"]
+    tm.handle_response(end, {"error_code": 0})
+    assert tm.state is TxnState.INITIALIZING  # the failed batch left a sequence gap
