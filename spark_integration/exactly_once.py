@@ -8,8 +8,9 @@ writes", states the protocol and why each step is safe.
   applied. A decided transaction that can no longer be committed raises
   :class:`TransactionLostError`.
 - :func:`commit_batch` (Spark's commit of batch ``batch_id``): recover; if the log already
-  holds a decision for ``batch_id`` or a later batch, this batch's output was committed by
-  an earlier run: abort this run's transactions. Otherwise append the decision (acks=all),
+  holds a decision for ``batch_id``, this batch's output was committed by an earlier run:
+  abort this run's transactions (a later batch's decision means another query shares the
+  prefix: :class:`StaleBatchError`). Otherwise append the decision (acks=all),
   THEN commit each transaction, then mark the decision applied.
 - :func:`abort_batch` (Spark's abort): abort each transaction the log has not decided.
   Spark also calls abort after a commit that raised, possibly after the decision was
@@ -48,6 +49,11 @@ class TransactionLostError(RuntimeError):
     """A decided transaction cannot be committed any more (the coordinator aborted it after
     transaction.timeout.ms, or another writer used the same transactionalIdPrefix): its
     records are lost and exactly-once does not hold for that batch."""
+
+
+class StaleBatchError(RuntimeError):
+    """A streaming batch id is older than the prefix's decisions allow: two queries (or a
+    new checkpoint) share a transactionalIdPrefix."""
 
 
 def _log(options: WriteOptions, timeout_s: float) -> CommitLog:
@@ -122,6 +128,14 @@ def commit_batch(
         latest = _roll_forward(log, admin, prefix, timeout_s)
         if batch_id is None:
             batch_id = 0 if latest is None else latest.batch_id + 1
+        elif latest is not None and latest.batch_id > batch_id:
+            # Spark replays only the last batch of its offset log, which is at least the
+            # last one decided: an older batch id is another query's (a new checkpoint with
+            # the prefix of an old one), whose output would otherwise be dropped.
+            raise StaleBatchError(
+                f"{prefix} already decided batch {latest.batch_id}; batch {batch_id} is "
+                "older: each query (each checkpoint) needs its own transactionalIdPrefix"
+            )
         elif latest is not None and latest.batch_id >= batch_id:
             logger.info(
                 "batch %d of %s was committed before (log at %d): aborting this run's",

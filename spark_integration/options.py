@@ -443,6 +443,9 @@ def parse_write_options(options: Mapping[str, Any], *, streaming: bool = False) 
     """Check and parse a writer's options (``streaming`` for writeStream: exactlyOnce is on
     by default there, off for batch writes). Raises :class:`OptionError`."""
     opts = _lower(options)
+    if streaming:
+        # Spark hands a streaming sink the query's checkpoint location too; it is Spark's.
+        opts.pop("checkpointlocation", None)
     for key in opts:
         if key not in _WRITE_KEYS and not key.startswith("kafka."):
             raise OptionError(

@@ -14,7 +14,7 @@ import pytest
 
 from data_plane.client import Admin, Consumer, PreparedTxnState, TopicPartition
 from spark_integration.commit_log import CommitLog, Decision
-from spark_integration.exactly_once import abort_batch, commit_batch, recover
+from spark_integration.exactly_once import StaleBatchError, abort_batch, commit_batch, recover
 from spark_integration.options import WriteOptions, parse_write_options
 from spark_integration.transactional_writer import write_transaction
 from tests.spark.helpers import DEADLINE_S
@@ -202,6 +202,21 @@ def test_spark_abort_after_a_failed_commit_keeps_the_decided_transactions(
         options.transactional_id_prefix or "", 0, tuple(prepared), True
     )
     assert sorted(read_committed(bootstrap, topic, TASKS * ROWS_PER_TASK)) == (expected_values(1))
+
+
+def test_a_batch_older_than_the_last_decision_is_refused(
+    bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """A new checkpoint reusing an old query's prefix starts at batch 0 again: refused, not
+    silently dropped as a replay."""
+    topic = new_topic(partitions=OUT_PARTITIONS, replication_factor=3, prefix="eos-out")
+    options = writer_options(bootstrap, topic)
+    assert commit_batch(options, [], 4)
+    prepared = run_tasks(options, 0)
+    with pytest.raises(StaleBatchError, match="needs its own transactionalIdPrefix"):
+        commit_batch(options, prepared, 0)
+    abort_batch(options, prepared)
+    assert read_committed(bootstrap, topic, 0) == []
 
 
 def test_an_aborted_batch_leaves_nothing_visible(

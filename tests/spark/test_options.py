@@ -158,9 +158,9 @@ def test_exactly_once_write_options() -> None:
         parse_write_options(
             {**BOOT, "topic": "o", "exactlyOnce": "true", "transactionalIdPrefix": "a b"}
         )
-    with pytest.raises(OptionError, match="kafka.transactional.id cannot be set"):
+    with pytest.raises(OptionError, match=r"kafka\.transactional\.id cannot be set"):
         parse_write_options({**BOOT, "topic": "o", "kafka.transactional.id": "x"})
-    with pytest.raises(OptionError, match="kafka.transaction.timeout.ms needs exactlyOnce"):
+    with pytest.raises(OptionError, match=r"kafka\.transaction\.timeout\.ms needs exactlyOnce"):
         parse_write_options({**BOOT, "topic": "o", "kafka.transaction.timeout.ms": "1000"})
 
 
