@@ -73,6 +73,8 @@ _time_ns = time.time_ns
 # Timestamps are int64 in the batch header; keep deltas inside one batch representable too.
 _MAX_TIMESTAMP_MS = 1 << 62
 _yield_gil = time.sleep
+# How often prepare_transaction looks whether the transaction's last requests finished.
+_PREPARE_POLL_S = 0.005
 
 
 class ProducerInterceptor:
@@ -337,7 +339,14 @@ class Producer:
         :class:`KafkaTimeoutError` if the flush takes longer than ``timeout`` seconds
         (default max.block.ms)."""
         txn = self._transactions()
-        self.flush(self._max_block_ms / 1000.0 if timeout is None else timeout)
+        limit_s = self._max_block_ms / 1000.0 if timeout is None else timeout
+        deadline = time.monotonic() + limit_s
+        self.flush(limit_s)
+        # Every batch is answered; a request the sender still has queued or in flight (an
+        # offset commit not waited for) is given the rest of the timeout to finish.
+        while not txn.idle() and time.monotonic() < deadline:
+            self._sender.wakeup()
+            time.sleep(_PREPARE_POLL_S)
         return txn.prepare()
 
     def abort_transaction(self, timeout: float | None = None) -> None:

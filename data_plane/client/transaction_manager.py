@@ -206,7 +206,8 @@ class TransactionManager:
                     f"send() outside a transaction (state {self.state.value}); call "
                     "begin_transaction() first",
                 )
-            if tp not in self._partitions:
+            # A partition whose AddPartitionsToTxn is in flight is not asked for again.
+            if tp not in self._partitions and tp not in self._adding:
                 self._new_partitions.add(tp)
 
     def send_offsets_to_transaction(
@@ -250,6 +251,11 @@ class TransactionManager:
             self._new_partitions.clear()
             return self._queue_end(committed=False)
 
+    def idle(self) -> bool:
+        """Whether no request is queued, in flight or waiting for partitions to add."""
+        with self._lock:
+            return not (self._new_partitions or self._adding or self._queue or self.in_flight)
+
     def prepare(self) -> PreparedTxnState:
         """Move an open transaction whose batches are all answered to PREPARED (the caller
         flushed first) and return what ends it. Raises INVALID_TXN_STATE (the transaction
@@ -262,7 +268,7 @@ class TransactionManager:
                     f"the transaction must be aborted: {self._last_error}",
                 )
             self._require(TxnState.IN_TRANSACTION, "prepare_transaction")
-            if self._new_partitions or self._adding or self._queue or self.in_flight:
+            if not self.idle():
                 raise KafkaError(
                     ErrorCode.INVALID_TXN_STATE,
                     "prepare_transaction: records or offsets of the transaction are still "

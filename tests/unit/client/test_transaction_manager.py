@@ -116,6 +116,7 @@ def test_send_outside_a_transaction_is_refused() -> None:
         tm.maybe_add_partition(TP)
     assert info.value.code == ErrorCode.INVALID_TXN_STATE
 
+
 def _added(tm: TransactionManager) -> None:
     req = tm.next_request(0.0, batches_outstanding=True)
     assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
@@ -179,3 +180,26 @@ def test_prepare_after_a_failed_batch_refuses_and_abort_still_works() -> None:
     assert end is not None and end.api_key == ApiKey.END_TXN and not end.body["committed"]
     tm.handle_response(end, {"error_code": 0})
     assert tm.state is TxnState.INITIALIZING  # the failed batch left a sequence gap
+
+
+def test_a_partition_being_added_is_not_added_again() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    req = tm.next_request(0.0, batches_outstanding=True)
+    assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    tm.maybe_add_partition(TP)  # another record while AddPartitionsToTxn is in flight
+    assert not tm.idle()
+    tm.handle_response(
+        req,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+    assert tm.idle() and tm.next_request(0.0, batches_outstanding=False) is None
+    assert tm.prepare().producer_id == 7
