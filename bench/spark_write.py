@@ -2,7 +2,7 @@
 beside the at-least-once one (prints, never asserts).
 
     .venv/bin/python -m bench.spark_write                  # 1,000,000 records
-    .venv/bin/python -m bench.spark_write --records 200000
+    .venv/bin/python -m bench.spark_write --quick          # 200,000 records
 
 Starts its own LocalCluster (1 controller + 3 brokers) in a temporary directory, then on a
 local[2] SparkSession:
@@ -94,7 +94,10 @@ def best_rate(label: str, action: Callable[[], int], runs: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--quick", action="store_true", help="200,000 records")
     args = parser.parse_args()
+    if args.quick:
+        args.records = min(args.records, 200_000)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -143,7 +146,9 @@ def main() -> int:
             )
             data = (
                 spark.range(args.records, numPartitions=2)
-                .selectExpr(f"CAST(lpad(CAST(id AS STRING), {VALUE_BYTES}, 'x') AS BINARY) AS value")
+                .selectExpr(
+                    f"CAST(lpad(CAST(id AS STRING), {VALUE_BYTES}, 'x') AS BINARY) AS value"
+                )
                 .cache()
             )
             data.count()
