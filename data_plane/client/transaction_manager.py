@@ -314,10 +314,13 @@ class TransactionManager:
         with self._lock:
             if self.in_flight or self.state is TxnState.FATAL_ERROR:
                 return None
-            if self._new_partitions and self.state in (
-                TxnState.IN_TRANSACTION,
-                TxnState.COMMITTING,
+            if (
+                self._new_partitions
+                and not self._adding
+                and self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING)
             ):
+                # One AddPartitionsToTxn at a time: ``_adding`` is the partitions of the one
+                # queued (a retriable answer keeps it queued); the next one waits for it.
                 parts = sorted(self._new_partitions)
                 self._adding = set(parts)
                 self._new_partitions.clear()

@@ -203,3 +203,61 @@ def test_a_partition_being_added_is_not_added_again() -> None:
     )
     assert tm.idle() and tm.next_request(0.0, batches_outstanding=False) is None
     assert tm.prepare().producer_id == 7
+
+
+def test_partitions_sent_while_an_add_is_retried_are_added_after_it() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    first = tm.next_request(0.0, batches_outstanding=True)
+    assert first is not None and first.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    tm.handle_response(
+        first,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [
+                        {
+                            "partition_index": 0,
+                            "partition_error_code": ErrorCode.CONCURRENT_TRANSACTIONS,
+                        }
+                    ],
+                }
+            ]
+        },
+    )
+    other = TopicPartition("t", 1)
+    tm.maybe_add_partition(other)  # sent while the first add waits for its retry
+    retry = tm.next_request(10.0, batches_outstanding=True)
+    assert retry is first and retry.body["v3_and_below_topics"] == [
+        {"name": "t", "partitions": [0]}
+    ]
+    tm.handle_response(
+        retry,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+    assert tm.may_drain(TP) and not tm.may_drain(other)
+    second = tm.next_request(10.0, batches_outstanding=True)
+    assert second is not None and second.body["v3_and_below_topics"] == [
+        {"name": "t", "partitions": [1]}
+    ]
+    tm.handle_response(
+        second,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 1, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+    assert tm.may_drain(TP) and tm.may_drain(other) and tm.idle()
