@@ -136,7 +136,7 @@ def commit_batch(
                 f"{prefix} already decided batch {latest.batch_id}; batch {batch_id} is "
                 "older: each query (each checkpoint) needs its own transactionalIdPrefix"
             )
-        elif latest is not None and latest.batch_id >= batch_id:
+        elif latest is not None and latest.batch_id == batch_id:
             logger.info(
                 "batch %d of %s was committed before (log at %d): aborting this run's",
                 batch_id,
