@@ -18,7 +18,7 @@ Where the work happens (Spark's Python data source protocol):
   restarted query resumes exactly where the last committed micro-batch ended.
 - Writers (``writer()`` for batch, ``streamWriter()`` for streaming) are created in a
   driver-side Python worker before the tasks of the write run (PySpark creates a streaming
-  writer there when it plans the query's first batch, and again in the worker that runs each
+  writer there when it plans each micro-batch, and again in the worker that runs each
   batch's commit); ``write()`` runs per task, ``commit()`` / ``abort()`` on the driver. With
   ``exactlyOnce`` the constructor rolls the prefix's last decision forward (it must happen
   before any task's ``init_transactions``), tasks prepare transactions and the driver
@@ -341,7 +341,9 @@ def _prepared(messages: list[WriterCommitMessage | None]) -> list[PreparedTxnSta
     ]
 
 
-def _write_prepared(options: WriteOptions, schema: StructType, rows: Iterator[Any]) -> Any:
+def _write_prepared(
+    options: WriteOptions, schema: StructType, rows: Iterator[Any]
+) -> PreparedMessage:
     context = TaskContext.get()
     if context is None:
         raise RuntimeError("the exactly-once writer's write() runs in a Spark task only")
@@ -372,9 +374,9 @@ class KraftlogTransactionalWriter(DataSourceWriter):
 
 class KraftlogTransactionalStreamWriter(DataSourceStreamWriter):
     """Exactly-once streaming writes: micro-batch ``batchId``'s tasks prepare transactions;
-    commit() commits them once per batch id across restarts. Created on the driver when the
-    query plans its first batch, before any of its tasks (and again for every commit):
-    rolls the prefix's last decision forward first."""
+    commit() commits them once per batch id across restarts. PySpark creates it on the
+    driver when it plans each micro-batch, before the batch's tasks (and again for every
+    commit): it rolls the prefix's last decision forward first."""
 
     def __init__(self, options: WriteOptions, schema: StructType) -> None:
         self.options = options

@@ -8,7 +8,9 @@ Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required
 A Spark task writes its rows with one producer and returns once every record is acknowledged
 by the partition's in-sync replicas; the first failed record fails the task. Retries of a
 task (or of a whole job) may write records again: the idempotent producer removes duplicates
-within one producer session only, so the sink is at-least-once, like Spark's Kafka sink.
+within one producer session only, so this path is at-least-once, like Spark's Kafka sink.
+With ``exactlyOnce`` the same rows go through :mod:`spark_integration.transactional_writer`
+(:func:`send_rows` serves both).
 """
 
 from __future__ import annotations
