@@ -174,6 +174,9 @@ class TransactionManager:
         self._adding: set[TopicPartition] = set()  # AddPartitionsToTxn in flight
         self._last_error: Exception | None = None
         self._needs_epoch_bump = False
+        # Whether the coordinator knows the open transaction (a partition or a group was
+        # added): an unknown one ends here, without EndTxn, as Kafka's producer does.
+        self._started = False
         self._on_producer_id: Callable[[int, int], None] = lambda _pid, _epoch: None
 
     # -- the producer's calls ------------------------------------------------------------
@@ -195,6 +198,7 @@ class TransactionManager:
         with self._lock:
             self._require(TxnState.READY, "begin_transaction")
             self.state = TxnState.IN_TRANSACTION
+            self._started = False
 
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """A record for ``tp`` was sent: the partition joins the transaction before its batch
@@ -357,6 +361,13 @@ class TransactionManager:
                             )
                         )
                     return None
+                if not self._started:
+                    # Nothing reached the coordinator: the transaction ends here (an EndTxn
+                    # would get INVALID_TXN_STATE from a coordinator that never saw it).
+                    self._queue.popleft()
+                    if req.result is not None:
+                        self._ended(req.result)
+                    return None
             self.in_flight = True
             return req
 
@@ -490,6 +501,7 @@ class TransactionManager:
         bad = next((c for c in codes if c != 0), 0)
         if bad == 0:
             self._queue.popleft()
+            self._started = True
             self._partitions |= self._adding
             self._adding = set()
             return
@@ -510,6 +522,7 @@ class TransactionManager:
             self._retry_or_fail(code, "AddOffsetsToTxn")
             return
         self._queue.popleft()
+        self._started = True
         body = {
             "transactional_id": self.transactional_id,
             "group_id": group.group_id,
@@ -545,6 +558,10 @@ class TransactionManager:
             self._retry_or_fail(code, "EndTxn")
             return
         self._queue.popleft()
+        self._ended(result)
+
+    def _ended(self, result: TransactionalResult) -> None:
+        """The transaction is over: READY, or a new epoch first after failed batches."""
         self._partitions.clear()
         self._new_partitions.clear()
         if self._needs_epoch_bump:

@@ -94,6 +94,8 @@ def test_retriable_errors_retry_and_fenced_is_fatal() -> None:
 def test_failed_batch_makes_commit_refused_and_abort_bumps_the_epoch() -> None:
     tm, ids = ready()
     tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    _added(tm)  # a batch is drained, so can fail, only once its partition is added
     tm.batch_failed(KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE, "x"))
     assert tm.state is TxnState.ABORTABLE_ERROR
     with pytest.raises(KafkaError):
@@ -261,3 +263,23 @@ def test_partitions_sent_while_an_add_is_retried_are_added_after_it() -> None:
         },
     )
     assert tm.may_drain(TP) and tm.may_drain(other) and tm.idle()
+
+
+def test_a_transaction_the_coordinator_never_saw_ends_without_end_txn() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    commit = tm.begin_commit()
+    assert tm.next_request(0.0, batches_outstanding=False) is None  # no EndTxn
+    commit.wait(0)
+    assert tm.state is TxnState.READY
+    tm.begin_transaction()
+    abort = tm.begin_abort()
+    assert tm.next_request(0.0, batches_outstanding=False) is None
+    abort.wait(0)
+    # Once a partition is added, the coordinator knows it: EndTxn again.
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    _added(tm)
+    tm.begin_commit()
+    end = tm.next_request(0.0, batches_outstanding=False)
+    assert end is not None and end.api_key == ApiKey.END_TXN
