@@ -13,8 +13,8 @@ figures: the machine is shared, and a figure without its load means little.
 Sections: the physical anchors (disk, fsync, loopback TCP), storage, one broker, three brokers
 (RF 3, acks=all, min.insync.replicas 2: throughput, end-to-end latency, leader failover), NATS
 JetStream R3 (same workloads), controller failover, 10,000 partitions, and the benchmarks other
-areas add (bench/groups.py, bench/cleaner.py, bench/spark_read.py) when they exist: these are
-run as ``python -m bench.<name>`` and their printed output is kept.
+areas add (bench/groups.py, bench/cleaner.py, bench/spark_read.py, bench/spark_write.py) when
+they exist: these are run as ``python -m bench.<name>`` and their printed output is kept.
 
 Results: bench/results/<UTC timestamp>.json and bench/results/latest.json; the table in
 docs/benchmarks.md and the plots in docs/img/ are rewritten from them by bench/publish.py
@@ -70,6 +70,7 @@ SECTIONS = [
     # The cleaner's own default (48 MB per workload) takes minutes on a loaded machine.
     Section("cleaner", 60, 300, external=True, full_args=("--size-mb", "16")),
     Section("spark_read", 120, 420, external=True),
+    Section("spark_write", 180, 600, external=True),
     Section("transactions", 120, 420, external=True),
     Section("rolling_restart", 90, 420, external=True),
     Section("log_dir_failure", 40, 240, external=True),

@@ -18,6 +18,16 @@ Read options (the built-in Kafka source's, see docs/spark.md):
     failOnDataLoss, includeHeaders, kafkaConsumer.pollTimeoutMs, kafka.<consumer property>
     (kafka.isolation.level: read_committed, the default, or read_uncommitted)
     kraftlog.arrow (true: pyarrow record batches, false: tuples; kraftlog's own)
+
+Write options (Spark's Kafka sink's, plus kraftlog's exactly-once writer; see docs/spark.md):
+
+    kafka.bootstrap.servers | bootstrap.servers      required
+    topic                                            or a topic column
+    exactlyOnce                     streaming: true, batch: false (at-least-once)
+    transactionalIdPrefix           exactly-once: default kraftlog-spark-<topic>
+    exactlyOnce.commitLog           exactly-once: the decision log topic
+    kafka.transaction.timeout.ms    exactly-once: default 300000 (5 min)
+    kafka.<producer property>
 """
 
 from __future__ import annotations
@@ -162,11 +172,29 @@ class ReadOptions:
         return {"bootstrap.servers": self.bootstrap_servers, **self.consumer_props}
 
 
+# The exactly-once writer's transaction.timeout.ms unless kafka.transaction.timeout.ms says
+# otherwise (milliseconds). A decided transaction must still be open when the driver's
+# EndTxn comes, which after a driver crash is only once the query has restarted: the timeout
+# covers a task's writing, the commit and a restart. An abandoned transaction (its task's
+# id not used again) holds read_committed readers of its partitions back at most this long.
+DEFAULT_TRANSACTION_TIMEOUT_MS = 300_000
+DEFAULT_COMMIT_LOG = "_kraftlog_spark_commits"
+TRANSACTIONAL_ID_PREFIX_DEFAULT = "kraftlog-spark-"
+
+
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
+    """A writer's options. ``exactly_once``: tasks write in transactions the driver commits
+    (:mod:`spark_integration.exactly_once`); then ``transactional_id_prefix`` names the
+    tasks' transactional ids and the decision log key, and ``commit_log`` the decision log
+    topic."""
+
     bootstrap_servers: str
     topic: str | None
     producer_props: Mapping[str, str]
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None
+    commit_log: str = DEFAULT_COMMIT_LOG
 
     def client_props(self) -> dict[str, str]:
         """Producer properties: idempotent, acks=all, plus every ``kafka.`` option."""
@@ -175,6 +203,18 @@ class WriteOptions:
             "acks": "all",
             "enable.idempotence": "true",
             **self.producer_props,
+        }
+
+    def transactional_props(self, partition_id: int) -> dict[str, str]:
+        """The producer properties of the task writing Spark partition ``partition_id``:
+        the stable transactional id ``<prefix>-<partition_id>``, the writer's
+        transaction.timeout.ms unless ``kafka.transaction.timeout.ms`` is given."""
+        if self.transactional_id_prefix is None:
+            raise OptionError("the exactly-once writer needs transactionalIdPrefix")
+        return {
+            "transaction.timeout.ms": str(DEFAULT_TRANSACTION_TIMEOUT_MS),
+            **self.client_props(),
+            "transactional.id": f"{self.transactional_id_prefix}-{partition_id}",
         }
 
 
@@ -334,8 +374,10 @@ def parse_read_options(options: Mapping[str, Any], *, streaming: bool) -> ReadOp
             raise OptionError("endingOffsets earliest (-2) is not allowed in a batch query")
     for name, spec in (("starting", starting), ("ending", ending)):
         table = (
-            spec.offsets if isinstance(spec, PartitionOffsets)
-            else spec.per_partition if isinstance(spec, PartitionTimestamps)
+            spec.offsets
+            if isinstance(spec, PartitionOffsets)
+            else spec.per_partition
+            if isinstance(spec, PartitionTimestamps)
             else None
         )
         if (
@@ -368,20 +410,65 @@ _FORBIDDEN_PRODUCER_KEYS = {
     "kafka.enable.idempotence": "the writer always uses the idempotent producer",
     "kafka.key.serializer": "the key column is written as bytes",
     "kafka.value.serializer": "the value column is written as bytes",
+    "kafka.transactional.id": "the exactly-once writer sets it from transactionalIdPrefix",
 }
-_WRITE_KEYS = {k.lower(): k for k in ("topic", *_BOOTSTRAP_KEYS)}
+_EXACTLY_ONCE_KEYS = ("exactlyOnce", "transactionalIdPrefix", "exactlyOnce.commitLog")
+_WRITE_KEYS = {k.lower(): k for k in ("topic", *_BOOTSTRAP_KEYS, *_EXACTLY_ONCE_KEYS)}
+# Kafka's legal topic names (the prefix also becomes part of transactional ids).
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 
 
-def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
-    """Check and parse a writer's options. Raises :class:`OptionError`."""
+def _flag(opts: dict[str, str], name: str, default: bool) -> bool:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    if raw.strip().lower() not in ("true", "false"):
+        raise OptionError(f"{name}: expected true or false, got {raw!r}")
+    return raw.strip().lower() == "true"
+
+
+def _name(opts: dict[str, str], name: str, default: str | None) -> str | None:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    value = raw.strip()
+    if not _NAME.fullmatch(value):
+        raise OptionError(
+            f"{name}: {raw!r} must be 1-200 characters of letters, digits, '.', '_' or '-'"
+        )
+    return value
+
+
+def parse_write_options(options: Mapping[str, Any], *, streaming: bool = False) -> WriteOptions:
+    """Check and parse a writer's options (``streaming`` for writeStream: exactlyOnce is on
+    by default there, off for batch writes). Raises :class:`OptionError`."""
     opts = _lower(options)
+    if streaming:
+        # Spark hands a streaming sink the query's checkpoint location too; it is Spark's.
+        opts.pop("checkpointlocation", None)
     for key in opts:
         if key not in _WRITE_KEYS and not key.startswith("kafka."):
             raise OptionError(
                 f"unknown option {key!r} for writing format kraftlog; known options: "
-                "kafka.bootstrap.servers (or bootstrap.servers), topic, kafka.<producer property>"
+                "kafka.bootstrap.servers (or bootstrap.servers), topic, exactlyOnce, "
+                "transactionalIdPrefix, exactlyOnce.commitLog, kafka.<producer property>"
             )
     bootstrap = _bootstrap(opts)
     producer_props = _client_props(opts, ProducerConfig, _FORBIDDEN_PRODUCER_KEYS)
     topic = opts.get("topic", "").strip() or None
-    return WriteOptions(bootstrap, topic, producer_props)
+    exactly_once = _flag(opts, "exactlyOnce", default=streaming)
+    if not exactly_once:
+        for name in (*_EXACTLY_ONCE_KEYS[1:], "kafka.transaction.timeout.ms"):
+            if name.lower() in opts:
+                raise OptionError(f"option {name} needs exactlyOnce=true")
+        return WriteOptions(bootstrap, topic, producer_props)
+    default_prefix = None if topic is None else TRANSACTIONAL_ID_PREFIX_DEFAULT + topic
+    prefix = _name(opts, "transactionalIdPrefix", default_prefix)
+    if prefix is None:
+        raise OptionError(
+            "exactlyOnce=true without the topic option needs transactionalIdPrefix "
+            "(unique to this query: it names the tasks' transactional ids)"
+        )
+    commit_log = _name(opts, "exactlyOnce.commitLog", DEFAULT_COMMIT_LOG)
+    assert commit_log is not None
+    return WriteOptions(bootstrap, topic, producer_props, True, prefix, commit_log)

@@ -16,6 +16,13 @@ Where the work happens (Spark's Python data source protocol):
 - ``KraftlogStreamReader`` lives in one long-running driver process for the whole query;
   its offsets are ``{"topic": {"partition": next_offset}}`` dicts that Spark checkpoints, so a
   restarted query resumes exactly where the last committed micro-batch ended.
+- Writers (``writer()`` for batch, ``streamWriter()`` for streaming) are created in a
+  driver-side Python worker before the tasks of the write run (PySpark creates a streaming
+  writer there when it plans each micro-batch, and again in the worker that runs each
+  batch's commit); ``write()`` runs per task, ``commit()`` / ``abort()`` on the driver. With
+  ``exactlyOnce`` the constructor rolls the prefix's last decision forward (it must happen
+  before any task's ``init_transactions``), tasks prepare transactions and the driver
+  commits them (:mod:`spark_integration.exactly_once`).
 
 Readers, partitions and options are pickled to the workers; connections are opened inside
 ``partitions()`` / ``read()`` / the stream reader and never pickled.
@@ -27,10 +34,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -45,8 +54,10 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from common.topic_partition import TopicPartition
+from data_plane.client import PreparedTxnState
 from spark_integration.cluster import SourceClient
 from spark_integration.columnar import decode_columns
+from spark_integration.exactly_once import abort_batch, commit_batch, recover
 from spark_integration.offsets import PartitionTimestamps, offsets_from_json, offsets_to_json
 from spark_integration.options import (
     OptionError,
@@ -65,6 +76,7 @@ from spark_integration.planning import (
     split_ranges,
 )
 from spark_integration.rows import schema_ddl, to_record_batch, to_tuples
+from spark_integration.transactional_writer import PreparedWrite, write_transaction
 from spark_integration.writer import check_write_schema, write_rows
 
 FORMAT_NAME = "kraftlog"
@@ -108,9 +120,7 @@ def read_partition(options: ReadOptions, r: OffsetRange | None) -> Iterator[Any]
                 )
 
 
-def _timestamps_needed(
-    spec: object, partitions: list[TopicPartition]
-) -> dict[TopicPartition, int]:
+def _timestamps_needed(spec: object, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
     if not isinstance(spec, PartitionTimestamps):
         return {}
     out = {}
@@ -280,6 +290,8 @@ class WriteResult(WriterCommitMessage):
 
 
 class KraftlogWriter(DataSourceWriter):
+    """At-least-once batch writes (``exactlyOnce=false``, the batch default)."""
+
     def __init__(self, options: WriteOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
@@ -292,6 +304,93 @@ class KraftlogWriter(DataSourceWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Acknowledged records cannot be withdrawn (at-least-once, as Spark's Kafka sink)."""
+
+
+class KraftlogStreamWriter(DataSourceStreamWriter):
+    """At-least-once streaming writes (``exactlyOnce=false``): a replayed micro-batch is
+    written again."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def write(self, iterator: Iterator[Any]) -> WriteResult:
+        return WriteResult(write_rows(self.options, self.schema.fieldNames(), iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Every record was acknowledged by the full ISR when write() returned."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Acknowledged records cannot be withdrawn."""
+
+
+@dataclass(frozen=True)
+class PreparedMessage(WriterCommitMessage):
+    """A task's prepared transaction, on its way to the driver's commit."""
+
+    write: PreparedWrite
+
+
+def _prepared(messages: list[WriterCommitMessage | None]) -> list[PreparedTxnState]:
+    """The prepared transactions of the tasks that wrote records (a failed task's message
+    is None; its transaction is aborted by itself, its id's next init or its timeout)."""
+    return [
+        m.write.prepared
+        for m in messages
+        if isinstance(m, PreparedMessage) and m.write.prepared is not None
+    ]
+
+
+def _write_prepared(
+    options: WriteOptions, schema: StructType, rows: Iterator[Any]
+) -> PreparedMessage:
+    context = TaskContext.get()
+    if context is None:
+        raise RuntimeError("the exactly-once writer's write() runs in a Spark task only")
+    return PreparedMessage(
+        write_transaction(options, context.partitionId(), schema.fieldNames(), rows)
+    )
+
+
+class KraftlogTransactionalWriter(DataSourceWriter):
+    """Exactly-once batch writes: tasks prepare transactions, commit() decides and commits
+    them (a new batch id after the prefix's last one), abort() aborts them. Created on the
+    driver before the tasks run: rolls the prefix's last decision forward first."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        recover(options)
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return _write_prepared(self.options, self.schema, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        commit_batch(self.options, _prepared(messages), None)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        abort_batch(self.options, _prepared(messages))
+
+
+class KraftlogTransactionalStreamWriter(DataSourceStreamWriter):
+    """Exactly-once streaming writes: micro-batch ``batchId``'s tasks prepare transactions;
+    commit() commits them once per batch id across restarts. PySpark creates it on the
+    driver when it plans each micro-batch, before the batch's tasks (and again for every
+    commit): it rolls the prefix's last decision forward first."""
+
+    def __init__(self, options: WriteOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        recover(options)
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return _write_prepared(self.options, self.schema, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        commit_batch(self.options, _prepared(messages), batchId)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        abort_batch(self.options, _prepared(messages))
 
 
 class KraftlogDataSource(DataSource):
@@ -314,6 +413,15 @@ class KraftlogDataSource(DataSource):
         return KraftlogStreamReader(parse_read_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        options = parse_write_options(self.options)
+        options = parse_write_options(self.options, streaming=False)
         check_write_schema(schema.fieldNames(), options)
+        if options.exactly_once:
+            return KraftlogTransactionalWriter(options, schema)
         return KraftlogWriter(options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        options = parse_write_options(self.options, streaming=True)
+        check_write_schema(schema.fieldNames(), options)
+        if options.exactly_once:
+            return KraftlogTransactionalStreamWriter(options, schema)
+        return KraftlogStreamWriter(options, schema)

@@ -8,7 +8,9 @@ Columns, as Spark's Kafka sink takes them: ``value`` (binary or string, required
 A Spark task writes its rows with one producer and returns once every record is acknowledged
 by the partition's in-sync replicas; the first failed record fails the task. Retries of a
 task (or of a whole job) may write records again: the idempotent producer removes duplicates
-within one producer session only, so the sink is at-least-once, like Spark's Kafka sink.
+within one producer session only, so this path is at-least-once, like Spark's Kafka sink.
+With ``exactlyOnce`` the same rows go through :mod:`spark_integration.transactional_writer`
+(:func:`send_rows` serves both).
 """
 
 from __future__ import annotations
@@ -56,36 +58,61 @@ def _headers(value: Any) -> list[tuple[str, bytes | None]] | None:
     return out
 
 
-def write_rows(options: WriteOptions, columns: Sequence[str], rows: Iterable[Any]) -> int:
-    """Send every row; returns the number of records written (all acknowledged)."""
+class DeliveryErrors:
+    """The first failed record's error, kept by :meth:`on_delivery` (called on the
+    producer's sender thread; one list append is atomic under the GIL)."""
+
+    def __init__(self) -> None:
+        self.errors: list[Exception] = []
+
+    def on_delivery(self, error: Exception | None, _metadata: object) -> None:
+        if error is not None and not self.errors:
+            self.errors.append(error)
+
+    def raise_first(self) -> None:
+        if self.errors:
+            raise self.errors[0]
+
+
+def send_rows(
+    producer: Producer,
+    options: WriteOptions,
+    columns: Sequence[str],
+    rows: Iterable[Any],
+    errors: DeliveryErrors,
+) -> int:
+    """Queue every row with ``producer`` (nothing waits for acknowledgements); returns the
+    number of records queued. Stops early once a record failed; the caller flushes, then
+    :meth:`DeliveryErrors.raise_first`."""
     index = {name: columns.index(name) for name in _KNOWN_COLUMNS if name in columns}
-    errors: list[Exception] = []
-
-    def on_delivery(error: Exception | None, _metadata: object) -> None:
-        if error is not None and not errors:
-            errors.append(error)
-
     count = 0
+    for row in rows:
+        if errors.errors:
+            break
+        topic = options.topic or (row[index["topic"]] if "topic" in index else None)
+        if not topic:
+            raise OptionError(f"row {count} has no topic (null topic column)")
+        producer.send(
+            topic,
+            _as_bytes("value", row[index["value"]]),
+            key=_as_bytes("key", row[index["key"]]) if "key" in index else None,
+            headers=_headers(row[index["headers"]]) if "headers" in index else None,
+            partition=row[index["partition"]] if "partition" in index else None,
+            on_delivery=errors.on_delivery,
+        )
+        count += 1
+    return count
+
+
+def write_rows(options: WriteOptions, columns: Sequence[str], rows: Iterable[Any]) -> int:
+    """Send every row (at-least-once); returns the number of records written (all
+    acknowledged)."""
+    errors = DeliveryErrors()
     producer = Producer(options.client_props())
     try:
-        for row in rows:
-            if errors:
-                break
-            topic = options.topic or (row[index["topic"]] if "topic" in index else None)
-            if not topic:
-                raise OptionError(f"row {count} has no topic (null topic column)")
-            producer.send(
-                topic,
-                _as_bytes("value", row[index["value"]]),
-                key=_as_bytes("key", row[index["key"]]) if "key" in index else None,
-                headers=_headers(row[index["headers"]]) if "headers" in index else None,
-                partition=row[index["partition"]] if "partition" in index else None,
-                on_delivery=on_delivery,
-            )
-            count += 1
+        count = send_rows(producer, options, columns, rows, errors)
         producer.flush(FLUSH_TIMEOUT_S)
     finally:
         producer.close(FLUSH_TIMEOUT_S)
-    if errors:
-        raise errors[0]
+    errors.raise_first()
     return count

@@ -63,6 +63,33 @@ Body = dict[str, Any] | _Sentinel
 Response = Body | Coroutine[Any, Any, Body]
 
 
+class ProduceGate:
+    """Keeps one connection's Produce appends in request order. A Produce request whose
+    appends wait (a transaction verification) holds the gate until they are done; every
+    later Produce request of the connection appends only after that, as Kafka's broker,
+    which handles one request of a connection at a time, does. Without it a later request
+    (its partition's transaction already open, nothing to verify) would append its batches
+    before the earlier request's: OUT_OF_ORDER_SEQUENCE_NUMBER for a pipelining producer.
+
+    Thread-safety: none; the connection's event loop owns it (asyncio.Event)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: asyncio.Event | None = None
+
+    def busy(self) -> bool:
+        """Whether an earlier request's appends are still waiting."""
+        return self._last is not None and not self._last.is_set()
+
+    def hold(self) -> tuple[asyncio.Event | None, asyncio.Event]:
+        """Take the next place: (the previous holder's event to await first, or None; this
+        request's event, to set once its appends are done)."""
+        previous, mine = self._last, asyncio.Event()
+        self._last = mine
+        return (previous if previous is not None and not previous.is_set() else None), mine
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     header: RequestHeader
@@ -70,6 +97,8 @@ class Request:
     listener_name: str
     # The client's address as Kafka reports it in group descriptions: "/" + IP.
     client_host: str = ""
+    # The connection's Produce order (None: a request outside a connection, e.g. a test).
+    produce_gate: ProduceGate | None = None
 
 
 Handler = Callable[["KafkaApis", Request], Response]

@@ -35,7 +35,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Request
+from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, ProduceGate, Request
 from data_plane.broker.handlers import advertised, handler_for
 from data_plane.broker.handlers.api_versions import valid_software
 from data_plane.broker.request_pipeline import RequestPipeline, ResponseSlot
@@ -118,6 +118,7 @@ class Connection:
         self.listener_name = listener_name
         self.peer = peer
         self.client_host = "/" + peer.rsplit(":", 1)[0]
+        self._produce_gate = ProduceGate()
         # (name, version) the client gave in ApiVersions v3+, None before (or never).
         self.client_software: tuple[str, str] | None = None
         # (api key, version) pairs this connection used (the versions it negotiated).
@@ -298,7 +299,9 @@ class Connection:
                     header.api_version,
                 )
         try:
-            request = Request(header, body, self.listener_name, self.client_host)
+            request = Request(
+                header, body, self.listener_name, self.client_host, self._produce_gate
+            )
             result = handler(self._apis, request)
             if plan is not None:
                 result = (

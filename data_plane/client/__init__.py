@@ -23,7 +23,7 @@ from data_plane.client.offsets import OffsetAndTimestamp
 from data_plane.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from data_plane.client.producer import Producer, ProducerInterceptor
 from data_plane.client.record_types import ConsumerRecord, ProducerRecord, RecordMetadata
-from data_plane.client.transaction_manager import ConsumerGroupMetadata
+from data_plane.client.transaction_manager import ConsumerGroupMetadata, PreparedTxnState
 
 __all__ = [
     "Admin",
@@ -49,6 +49,7 @@ __all__ = [
     "NoOffsetForPartitionError",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
+    "PreparedTxnState",
     "Producer",
     "ProducerConfig",
     "ProducerInterceptor",

@@ -11,6 +11,7 @@
     admin.alter_consumer_group_offsets("billing", {tp: 0})       # only while the group is empty
     admin.list_transactions(); admin.describe_transaction("etl-1")  # transactions
     admin.describe_producers(tp); admin.abort_transaction(tp, pid, epoch, coordinator_epoch)
+    admin.complete_transaction(prepared, commit=True)     # 2nd phase of prepare_transaction()
     admin.close()
 
 CreateTopics, DeleteTopics and DescribeConfigs go to any broker, which forwards them to the
@@ -50,10 +51,12 @@ from data_plane.client.transaction_admin import (
     TransactionDescription,
     TransactionListing,
     abort_transaction,
+    complete_transaction,
     describe_producers,
     describe_transaction,
     list_transactions,
 )
+from data_plane.client.transaction_manager import PreparedTxnState
 from data_plane.protocol.api_keys import ApiKey
 
 
@@ -433,6 +436,16 @@ class Admin:
         abort_transaction(
             self._client, tp, producer_id, producer_epoch, coordinator_epoch,
             self._deadline(timeout_ms), self.config.retry_backoff_ms,
+        )
+
+    def complete_transaction(
+        self, prepared: PreparedTxnState, commit: bool, *, timeout_ms: float | None = None
+    ) -> None:
+        """Commit (or abort) a transaction another producer prepared
+        (``Producer.prepare_transaction``); ending it the same way twice is harmless."""
+        complete_transaction(
+            self._client, prepared, commit, self._deadline(timeout_ms),
+            self.config.retry_backoff_ms,
         )
 
     def close(self) -> None:

@@ -26,6 +26,10 @@ transaction_manager`)::
     producer.send_offsets_to_transaction({TopicPartition("in", 0): 42}, consumer.group_metadata())
     producer.commit_transaction()          # or abort_transaction()
 
+Two-phase commit (Kafka's KIP-939): ``prepared = producer.prepare_transaction()`` flushes the
+transaction and leaves it open on the coordinator; ``producer.close()`` then does not end it,
+and another process decides it with ``Admin.complete_transaction(prepared, commit)``.
+
 A failed batch makes the transaction abortable (commit raises, abort and go on); being fenced
 by a newer instance is fatal (close the producer).
 
@@ -55,6 +59,7 @@ from data_plane.client.record_types import Header, ProducerRecord, RecordMetadat
 from data_plane.client.sender import Sender
 from data_plane.client.transaction_manager import (
     ConsumerGroupMetadata,
+    PreparedTxnState,
     TransactionalResult,
     TransactionManager,
 )
@@ -68,6 +73,8 @@ _time_ns = time.time_ns
 # Timestamps are int64 in the batch header; keep deltas inside one batch representable too.
 _MAX_TIMESTAMP_MS = 1 << 62
 _yield_gil = time.sleep
+# How often prepare_transaction looks whether the transaction's last requests finished.
+_PREPARE_POLL_S = 0.005
 
 
 class ProducerInterceptor:
@@ -78,9 +85,7 @@ class ProducerInterceptor:
     def on_send(self, record: ProducerRecord) -> ProducerRecord:
         return record
 
-    def on_acknowledgement(
-        self, metadata: RecordMetadata | None, error: Exception | None
-    ) -> None:
+    def on_acknowledgement(self, metadata: RecordMetadata | None, error: Exception | None) -> None:
         return None
 
     def close(self) -> None:
@@ -319,6 +324,30 @@ class Producer:
         txn = self._transactions()
         self.flush(timeout)
         self._wait(txn.begin_commit(), timeout)
+
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTxnState:
+        """First phase of a two-phase commit: flush every record of the open transaction
+        (all acknowledged, so every partition was added with AddPartitionsToTxn) and return
+        the state that ends it, leaving the transaction open on the coordinator (no EndTxn).
+
+        Afterwards the producer can only be closed: close() sends nothing that ends the
+        transaction, and send / commit / abort / begin raise INVALID_TXN_STATE. The
+        transaction stays open until EndTxn names the returned state
+        (:meth:`Admin.complete_transaction`), the coordinator aborts it after
+        transaction.timeout.ms, or an ``init_transactions`` of the same transactional id
+        fences and aborts it. Raises (transaction still open, abort it) if a record failed;
+        :class:`KafkaTimeoutError` if the flush takes longer than ``timeout`` seconds
+        (default max.block.ms)."""
+        txn = self._transactions()
+        limit_s = self._max_block_ms / 1000.0 if timeout is None else timeout
+        deadline = time.monotonic() + limit_s
+        self.flush(limit_s)
+        # Every batch is answered; a request the sender still has queued or in flight (an
+        # offset commit not waited for) is given the rest of the timeout to finish.
+        while not txn.idle() and time.monotonic() < deadline:
+            self._sender.wakeup()
+            time.sleep(_PREPARE_POLL_S)
+        return txn.prepare()
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort: records not sent yet fail with an error, those sent are dropped for

@@ -177,6 +177,12 @@ class Sender(threading.Thread):
             self._send_produce(node_id, batches)
         timeout_s = 0.0 if drained else min(next_ms, metadata_wait_ms) / 1000.0
         if txn is not None:
+            if txn.state is TxnState.ABORTABLE_ERROR and self._acc.has_incomplete():
+                # As Kafka's sender: the transaction can only abort now, so records queued
+                # and never sent fail at once (flush returns) rather than wait for an epoch.
+                self._acc.abort_undrained(
+                    txn.last_error or KafkaError(ErrorCode.INVALID_TXN_STATE, "abortable")
+                )
             self._maybe_send_txn_request(txn)
             if txn.has_work():
                 timeout_s = min(timeout_s, _TXN_POLL_S)

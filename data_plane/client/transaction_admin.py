@@ -6,6 +6,9 @@ kafka-transactions.sh does it.
 - Describing asks the id's coordinator (FindCoordinator key type 1, DescribeTransactions).
 - Producers of a partition come from its leader (DescribeProducers): the first offset of each
   producer's open transaction there is how a hanging transaction is found.
+- Completing a prepared transaction (:func:`complete_transaction`) sends EndTxn to the id's
+  coordinator naming the producer id and epoch of the prepare, as the producer would: the
+  second phase of a two-phase commit, from any process.
 - Aborting writes an ABORT marker for one producer straight to the partition's leader
   (WriteTxnMarkers, the request a coordinator sends; it needs ClusterAction on a secured
   cluster). It is meant for a transaction the coordinator no longer knows (a hanging one); the
@@ -31,7 +34,7 @@ from data_plane.client.coordinator_lookup import (
 )
 from data_plane.client.errors import KafkaError
 from data_plane.client.network_client import NetworkClient
-from data_plane.client.transaction_manager import TRANSACTION_KEY_TYPE
+from data_plane.client.transaction_manager import TRANSACTION_KEY_TYPE, PreparedTxnState
 from data_plane.protocol.api_keys import ApiKey
 
 logger = logging.getLogger(__name__)
@@ -268,3 +271,52 @@ def abort_transaction(
     code = error_of(response)
     if code != ErrorCode.NO_ERROR:
         raise KafkaError(code, f"WriteTxnMarkers(abort producer {producer_id} on {tp})")
+
+
+def complete_transaction(
+    client: NetworkClient,
+    prepared: PreparedTxnState,
+    committed: bool,
+    deadline: float,
+    backoff_ms: int,
+) -> None:
+    """End the prepared transaction: EndTxn(transactional_id, producer_id, producer_epoch,
+    committed) to its coordinator, retried until ``deadline`` while the coordinator moves or
+    loads, a connection fails, or it answers CONCURRENT_TRANSACTIONS (a previous EndTxn's
+    markers are still being written).
+
+    Idempotent: the coordinator answers NO_ERROR to EndTxn of a transaction it already ended
+    the same way with the same producer id and epoch, so a decision may be sent again after
+    a crash. Raises :class:`KafkaError` otherwise: PRODUCER_FENCED (the id's epoch moved on:
+    an InitProducerId, or the coordinator's abort of a timed-out transaction, came first),
+    INVALID_TXN_STATE (ended the other way), INVALID_PRODUCER_ID_MAPPING (another producer
+    id holds the transactional id); KafkaTimeoutError at the deadline."""
+    body = {
+        "transactional_id": prepared.transactional_id,
+        "producer_id": prepared.producer_id,
+        "producer_epoch": prepared.producer_epoch,
+        "committed": committed,
+    }
+    while True:
+        _node, response = with_coordinator(
+            client,
+            prepared.transactional_id,
+            ApiKey.END_TXN,
+            body,
+            deadline,
+            backoff_ms,
+            lambda r: error_code(r.get("error_code", 0)),
+            TRANSACTION_KEY_TYPE,
+        )
+        code = error_code(response.get("error_code", 0))
+        if code == ErrorCode.NO_ERROR:
+            return
+        if code != ErrorCode.CONCURRENT_TRANSACTIONS:
+            outcome = "commit" if committed else "abort"
+            raise KafkaError(
+                code,
+                f"EndTxn({outcome}) of {prepared.transactional_id} "
+                f"(producer {prepared.producer_id}, epoch {prepared.producer_epoch})",
+            )
+        remaining_ms(deadline, "EndTxn")
+        sleep_until_retry(deadline, backoff_ms)

@@ -8,6 +8,7 @@ States and what moves them::
     READY --begin_transaction--> IN_TRANSACTION
     IN_TRANSACTION --commit_transaction--> COMMITTING --EndTxn--> READY
     IN_TRANSACTION / ABORTABLE_ERROR --abort_transaction--> ABORTING --EndTxn--> READY
+    IN_TRANSACTION --prepare_transaction (every batch answered, partitions added)--> PREPARED
     IN_TRANSACTION --a batch or TxnOffsetCommit failed--> ABORTABLE_ERROR (commit refused)
     any --fenced, unauthorized, unsupported--> FATAL_ERROR (every call raises)
 
@@ -20,6 +21,12 @@ answers (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, connection error
 after ``retry.backoff.ms``. Errors are classified as Kafka's producer does: PRODUCER_FENCED,
 INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION and
 INVALID_TXN_STATE are fatal (close the producer); others abortable (abort, then go on).
+
+PREPARED (Kafka's KIP-939 two-phase commit) is final for the producer: the transaction stays
+open on the coordinator, no request is queued any more, and every call but ``close()``
+raises INVALID_TXN_STATE. Any process that holds the :class:`PreparedTxnState` ends it with
+EndTxn (:func:`data_plane.client.transaction_admin.complete_transaction`); a later
+InitProducerId of the same transactional id aborts it if nobody did.
 
 After an aborted transaction whose batches failed the sequence state may have gaps: the
 producer then asks InitProducerId again, which bumps the epoch and restarts sequences.
@@ -70,7 +77,31 @@ class TxnState(enum.Enum):
     COMMITTING = "committing"
     ABORTING = "aborting"
     ABORTABLE_ERROR = "abortable_error"
+    PREPARED = "prepared"
     FATAL_ERROR = "fatal_error"
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTxnState:
+    """What ends a prepared transaction from any process: EndTxn names exactly this
+    transactional id, producer id and epoch (EndTxn v0-v3 does not bump the epoch, so the
+    epoch of the prepare is the one the coordinator checks). Picklable and JSON-able
+    (:meth:`to_dict` / :meth:`from_dict`)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PreparedTxnState:
+        return cls(str(d["transactional_id"]), int(d["producer_id"]), int(d["producer_epoch"]))
 
 
 class TransactionalResult:
@@ -143,6 +174,9 @@ class TransactionManager:
         self._adding: set[TopicPartition] = set()  # AddPartitionsToTxn in flight
         self._last_error: Exception | None = None
         self._needs_epoch_bump = False
+        # Whether the coordinator knows the open transaction (a partition or a group was
+        # added): an unknown one ends here, without EndTxn, as Kafka's producer does.
+        self._started = False
         self._on_producer_id: Callable[[int, int], None] = lambda _pid, _epoch: None
 
     # -- the producer's calls ------------------------------------------------------------
@@ -164,6 +198,7 @@ class TransactionManager:
         with self._lock:
             self._require(TxnState.READY, "begin_transaction")
             self.state = TxnState.IN_TRANSACTION
+            self._started = False
 
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """A record for ``tp`` was sent: the partition joins the transaction before its batch
@@ -175,7 +210,8 @@ class TransactionManager:
                     f"send() outside a transaction (state {self.state.value}); call "
                     "begin_transaction() first",
                 )
-            if tp not in self._partitions:
+            # A partition whose AddPartitionsToTxn is in flight is not asked for again.
+            if tp not in self._partitions and tp not in self._adding:
                 self._new_partitions.add(tp)
 
     def send_offsets_to_transaction(
@@ -219,6 +255,32 @@ class TransactionManager:
             self._new_partitions.clear()
             return self._queue_end(committed=False)
 
+    def idle(self) -> bool:
+        """Whether no request is queued, in flight or waiting for partitions to add."""
+        with self._lock:
+            return not (self._new_partitions or self._adding or self._queue or self.in_flight)
+
+    def prepare(self) -> PreparedTxnState:
+        """Move an open transaction whose batches are all answered to PREPARED (the caller
+        flushed first) and return what ends it. Raises INVALID_TXN_STATE (the transaction
+        stays open) when a record failed, a partition or offset request is still queued (a
+        send() raced the flush), or the state is not IN_TRANSACTION."""
+        with self._lock:
+            if self.state is TxnState.ABORTABLE_ERROR:
+                raise KafkaError(
+                    ErrorCode.INVALID_TXN_STATE,
+                    f"the transaction must be aborted: {self._last_error}",
+                )
+            self._require(TxnState.IN_TRANSACTION, "prepare_transaction")
+            if not self.idle():
+                raise KafkaError(
+                    ErrorCode.INVALID_TXN_STATE,
+                    "prepare_transaction: records or offsets of the transaction are still "
+                    "being sent (send() during prepare_transaction?)",
+                )
+            self.state = TxnState.PREPARED
+            return PreparedTxnState(self.transactional_id, self.producer_id, self.producer_epoch)
+
     def _queue_end(self, *, committed: bool) -> TransactionalResult:
         result = TransactionalResult()
         body = {
@@ -256,10 +318,13 @@ class TransactionManager:
         with self._lock:
             if self.in_flight or self.state is TxnState.FATAL_ERROR:
                 return None
-            if self._new_partitions and self.state in (
-                TxnState.IN_TRANSACTION,
-                TxnState.COMMITTING,
+            if (
+                self._new_partitions
+                and not self._adding
+                and self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING)
             ):
+                # One AddPartitionsToTxn at a time: ``_adding`` is the partitions of the one
+                # queued (a retriable answer keeps it queued); the next one waits for it.
                 parts = sorted(self._new_partitions)
                 self._adding = set(parts)
                 self._new_partitions.clear()
@@ -295,6 +360,13 @@ class TransactionManager:
                                 f"the transaction must be aborted: {self._last_error}",
                             )
                         )
+                    return None
+                if not self._started:
+                    # Nothing reached the coordinator: the transaction ends here (an EndTxn
+                    # would get INVALID_TXN_STATE from a coordinator that never saw it).
+                    self._queue.popleft()
+                    if req.result is not None:
+                        self._ended(req.result)
                     return None
             self.in_flight = True
             return req
@@ -429,6 +501,7 @@ class TransactionManager:
         bad = next((c for c in codes if c != 0), 0)
         if bad == 0:
             self._queue.popleft()
+            self._started = True
             self._partitions |= self._adding
             self._adding = set()
             return
@@ -449,6 +522,7 @@ class TransactionManager:
             self._retry_or_fail(code, "AddOffsetsToTxn")
             return
         self._queue.popleft()
+        self._started = True
         body = {
             "transactional_id": self.transactional_id,
             "group_id": group.group_id,
@@ -470,9 +544,7 @@ class TransactionManager:
         )
 
     def _on_txn_offset_commit(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        codes = [
-            p["error_code"] for t in r.get("topics") or () for p in t.get("partitions") or ()
-        ]
+        codes = [p["error_code"] for t in r.get("topics") or () for p in t.get("partitions") or ()]
         bad = next((c for c in codes if c != 0), 0)
         if bad != 0:
             self._retry_or_fail(bad, "TxnOffsetCommit")
@@ -486,6 +558,10 @@ class TransactionManager:
             self._retry_or_fail(code, "EndTxn")
             return
         self._queue.popleft()
+        self._ended(result)
+
+    def _ended(self, result: TransactionalResult) -> None:
+        """The transaction is over: READY, or a new epoch first after failed batches."""
         self._partitions.clear()
         self._new_partitions.clear()
         if self._needs_epoch_bump:

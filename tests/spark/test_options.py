@@ -69,8 +69,11 @@ def test_assign_and_timestamps() -> None:
         ({"subscribe": "a", "typo": "1"}, False, "unknown option 'typo'"),
         ({"subscribe": "a", "assign": '{"a":[0]}'}, False, "exactly one of subscribe"),
         ({}, False, "exactly one of subscribe"),
-        ({"subscribe": "a", "startingOffsets": "earliest", "startingTimestamp": "1"}, False,
-         "conflict"),
+        (
+            {"subscribe": "a", "startingOffsets": "earliest", "startingTimestamp": "1"},
+            False,
+            "conflict",
+        ),
         ({"subscribe": "a", "startingOffsets": "latest"}, False, "not allowed in a batch"),
         ({"subscribe": "a", "startingOffsets": '{"a":{"0":-1}}'}, False, "not allowed in a batch"),
         ({"subscribe": "a", "endingOffsets": "earliest"}, False, "not allowed in a batch"),
@@ -119,6 +122,46 @@ def test_write_options() -> None:
         parse_write_options({**BOOT, "kafka.acks": "1"})
     with pytest.raises(OptionError, match="unknown option 'subscribe'"):
         parse_write_options({**BOOT, "subscribe": "x"})
+
+
+def test_exactly_once_write_options() -> None:
+    assert not parse_write_options({**BOOT, "topic": "out"}).exactly_once  # batch default
+    o = parse_write_options({**BOOT, "topic": "out"}, streaming=True)
+    assert o.exactly_once and o.transactional_id_prefix == "kraftlog-spark-out"
+    assert o.commit_log == "_kraftlog_spark_commits"
+    props = o.transactional_props(3)
+    assert props["transactional.id"] == "kraftlog-spark-out-3"
+    assert props["transaction.timeout.ms"] == "300000" and props["acks"] == "all"
+    o = parse_write_options(
+        {
+            **BOOT,
+            "topic": "out",
+            "exactlyOnce": "TRUE",
+            "transactionalIdPrefix": "q1",
+            "exactlyOnce.commitLog": "decisions",
+            "kafka.transaction.timeout.ms": "90000",
+        }
+    )
+    assert (o.exactly_once, o.transactional_id_prefix, o.commit_log) == (True, "q1", "decisions")
+    assert o.transactional_props(0)["transaction.timeout.ms"] == "90000"
+    at_least_once = parse_write_options(
+        {**BOOT, "topic": "out", "exactlyOnce": "false"}, streaming=True
+    )
+    assert not at_least_once.exactly_once
+    with pytest.raises(OptionError, match="transactionalIdPrefix needs exactlyOnce=true"):
+        parse_write_options({**BOOT, "topic": "out", "transactionalIdPrefix": "q1"})
+    with pytest.raises(OptionError, match="needs transactionalIdPrefix"):
+        parse_write_options(BOOT, streaming=True)  # no topic option: no default prefix
+    with pytest.raises(OptionError, match="exactlyOnce: expected true or false"):
+        parse_write_options({**BOOT, "topic": "out", "exactlyOnce": "yes"})
+    with pytest.raises(OptionError, match="transactionalIdPrefix: 'a b'"):
+        parse_write_options(
+            {**BOOT, "topic": "o", "exactlyOnce": "true", "transactionalIdPrefix": "a b"}
+        )
+    with pytest.raises(OptionError, match=r"kafka\.transactional\.id cannot be set"):
+        parse_write_options({**BOOT, "topic": "o", "kafka.transactional.id": "x"})
+    with pytest.raises(OptionError, match=r"kafka\.transaction\.timeout\.ms needs exactlyOnce"):
+        parse_write_options({**BOOT, "topic": "o", "kafka.transaction.timeout.ms": "1000"})
 
 
 def test_streaming_offsets_round_trip_through_json_with_string_partition_keys() -> None:

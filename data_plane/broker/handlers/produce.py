@@ -14,7 +14,9 @@ and CRC-32C only and appended as is (offsets and leader epoch stamped in place).
   marker closes it (WriteTxnMarkers). With ``transaction.partition.verification.enable`` a
   batch that would open the producer's transaction on a partition is appended only once the
   transaction coordinator confirms the partition is in the transaction
-  (:mod:`data_plane.broker.txn_verifier`); the whole request then waits for that answer.
+  (:mod:`data_plane.broker.txn_verifier`); the whole request then waits for that answer,
+  and so do the appends of the connection's later Produce requests (:class:`ProduceGate`:
+  a partition's batches are appended in the order the client sent them).
   Unconfirmed: INVALID_TXN_STATE; a coordinator moving, loading or deciding:
   NOT_ENOUGH_REPLICAS, which every client retries (as Kafka answers produce versions that
   predate the coordinator errors); PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
@@ -29,6 +31,7 @@ and CRC-32C only and appended as is (offsets and leader epoch stamped in place).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +40,15 @@ from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.record_batch import parse_header
 from common.topic_partition import TopicPartition
-from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Body, KafkaApis, Request, Response
+from data_plane.broker.apis import (
+    CLOSE_CONNECTION,
+    NO_RESPONSE,
+    Body,
+    KafkaApis,
+    ProduceGate,
+    Request,
+    Response,
+)
 from data_plane.broker.delayed import await_replication
 from data_plane.broker.leader_hints import LEADER_HINT_ERRORS, PRODUCE_HINTS_SINCE, add_leader_hints
 from data_plane.broker.replica_manager import AppendResult
@@ -108,6 +119,35 @@ class _Unverified:
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
+    gate = request.produce_gate
+    if gate is not None and gate.busy():
+        # An earlier request of this connection is still verifying: append after it.
+        previous, mine = gate.hold()
+        return _in_order(apis, request, previous, mine)
+    return _handle(apis, request, gate, None)
+
+
+async def _in_order(
+    apis: KafkaApis, request: Request, previous: asyncio.Event | None, mine: asyncio.Event
+) -> Body:
+    try:
+        if previous is not None:
+            await previous.wait()
+        outcome = _handle(apis, request, None, mine)
+    except BaseException:
+        mine.set()
+        raise
+    if asyncio.iscoroutine(outcome):
+        return await outcome
+    return outcome  # type: ignore[return-value]
+
+
+def _handle(
+    apis: KafkaApis, request: Request, gate: ProduceGate | None, mine: asyncio.Event | None
+) -> Response:
+    """Append (or refuse) every partition of ``request``; ``mine`` (or a place taken in
+    ``gate`` when the appends must wait for a verification) is set once the appends are
+    done, releasing the connection's later Produce requests."""
     body = request.body
     acks = body.get("acks", 1)
     order = _Order(
@@ -151,7 +191,11 @@ def handle(apis: KafkaApis, request: Request) -> Response:
             results[tp] = rm.append_records(tp, records, acks, verify_transactions=verify)
         order.topics.append((name, indexes))
     if unverified:
-        return _verify_then_append(apis, body, txn_id, results, order, unverified)
+        if mine is None and gate is not None:
+            _, mine = gate.hold()  # not busy: nothing earlier to wait for
+        return _verify_then_append(apis, body, txn_id, results, order, unverified, mine)
+    if mine is not None:
+        mine.set()
     return _finish(apis, body, results, order)
 
 
@@ -180,7 +224,26 @@ async def _verify_then_append(
     results: dict[TopicPartition, AppendResult],
     order: _Order,
     unverified: dict[TopicPartition, _Unverified],
+    appended: asyncio.Event | None,
 ) -> Body | object:
+    try:
+        await _verify_and_append(apis, body, txn_id, results, unverified)
+    finally:
+        if appended is not None:
+            appended.set()
+    outcome = _finish(apis, body, results, order)
+    if isinstance(outcome, Coroutine):
+        return await outcome
+    return outcome
+
+
+async def _verify_and_append(
+    apis: KafkaApis,
+    body: dict[str, Any],
+    txn_id: str,
+    results: dict[TopicPartition, AppendResult],
+    unverified: dict[TopicPartition, _Unverified],
+) -> None:
     by_producer: dict[tuple[int, int], list[TopicPartition]] = {}
     for tp, u in unverified.items():
         by_producer.setdefault((u.producer_id, u.producer_epoch), []).append(tp)
@@ -207,10 +270,6 @@ async def _verify_then_append(
         results[tp] = rm.append_records(
             tp, u.records, acks, verify_transactions=True, verification=u.guard
         )
-    outcome = _finish(apis, body, results, order)
-    if isinstance(outcome, Coroutine):
-        return await outcome
-    return outcome
 
 
 def _finish(

@@ -142,3 +142,48 @@ def test_bad_timestamps_are_refused_by_send(
             with pytest.raises(ValueError, match="timestamp_ms"):
                 p.send("t", b"v", timestamp_ms=bad)  # type: ignore[arg-type]
         assert p.send("t", b"v", timestamp_ms=1).get(30).offset == 0
+
+
+def test_records_queued_after_a_transactions_batch_failed_fail_at_once(
+    broker_factory: Callable[..., ScriptedBroker],
+) -> None:
+    """A failed batch makes the transaction abortable: later records are not sent (their
+    producer epoch must change first) and fail at once, so flush returns."""
+    holder: list[ScriptedBroker] = []
+
+    def handler(header: RequestHeader, body: dict[str, Any]) -> bytes | None:
+        if header.api_key == ApiKey.API_VERSIONS:
+            return unsupported_version_response(header).to_bytes()
+        if header.api_key == ApiKey.METADATA:
+            return metadata_response(header, port=holder[0].port)
+        answers: dict[int, dict[str, Any]] = {
+            ApiKey.FIND_COORDINATOR: {"throttle_time_ms": 0, "error_code": 0, "node_id": 7,
+                                      "host": "127.0.0.1", "port": holder[0].port},
+            ApiKey.INIT_PRODUCER_ID: {"throttle_time_ms": 0, "error_code": 0,
+                                      "producer_id": 1000, "producer_epoch": 0},
+            ApiKey.ADD_PARTITIONS_TO_TXN: {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+                {"name": "t", "results_by_partition": [
+                    {"partition_index": 0, "partition_error_code": 0}]}]},
+            ApiKey.END_TXN: {"throttle_time_ms": 0, "error_code": 0},
+            ApiKey.PRODUCE: {"responses": [{"name": "t", "partition_responses": [
+                {"index": 0, "error_code": ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                 "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": 0}]}],
+                "throttle_time_ms": 0},
+        }
+        answer = answers.get(header.api_key)
+        return None if answer is None else encode_response(header, answer).to_bytes()
+
+    holder.append(broker_factory(handler))
+    p = producer(holder[0], **{"transactional.id": "tx"})
+    try:
+        p.init_transactions(5)
+        p.begin_transaction()
+        with pytest.raises(KafkaError):
+            p.send("t", b"first", partition=0).get(5)
+        later = p.send("t", b"later", partition=0)
+        p.flush(5)  # no KafkaTimeoutError: the queued record failed at once
+        with pytest.raises(KafkaError):
+            later.get(0)
+        p.abort_transaction(5)
+    finally:
+        p.close(5)

@@ -94,6 +94,8 @@ def test_retriable_errors_retry_and_fenced_is_fatal() -> None:
 def test_failed_batch_makes_commit_refused_and_abort_bumps_the_epoch() -> None:
     tm, ids = ready()
     tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    _added(tm)  # a batch is drained, so can fail, only once its partition is added
     tm.batch_failed(KafkaError(ErrorCode.MESSAGE_SIZE_TOO_LARGE, "x"))
     assert tm.state is TxnState.ABORTABLE_ERROR
     with pytest.raises(KafkaError):
@@ -115,3 +117,169 @@ def test_send_outside_a_transaction_is_refused() -> None:
     with pytest.raises(KafkaError) as info:
         tm.maybe_add_partition(TP)
     assert info.value.code == ErrorCode.INVALID_TXN_STATE
+
+
+def _added(tm: TransactionManager) -> None:
+    req = tm.next_request(0.0, batches_outstanding=True)
+    assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    tm.handle_response(
+        req,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+
+
+def test_prepare_leaves_the_transaction_open_and_refuses_every_later_call() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    with pytest.raises(KafkaError) as pending:
+        tm.prepare()  # AddPartitionsToTxn not sent yet: records are still on their way
+    assert pending.value.code == ErrorCode.INVALID_TXN_STATE
+    assert tm.state is TxnState.IN_TRANSACTION
+    _added(tm)
+    prepared = tm.prepare()
+    assert (prepared.transactional_id, prepared.producer_id, prepared.producer_epoch) == (
+        "tx",
+        7,
+        2,
+    )
+    assert tm.state is TxnState.PREPARED
+    # Nothing is sent after the prepare: no EndTxn, whatever the sender asks.
+    assert tm.next_request(0.0, batches_outstanding=False) is None
+    assert not tm.has_work()
+    for call in (
+        lambda: tm.maybe_add_partition(TP),
+        tm.begin_commit,
+        tm.begin_abort,
+        tm.begin_transaction,
+        tm.prepare,
+    ):
+        with pytest.raises(KafkaError) as refused:
+            call()
+        assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+    assert tm.next_request(0.0, batches_outstanding=False) is None
+    assert type(prepared).from_dict(prepared.to_dict()) == prepared
+
+
+def test_prepare_after_a_failed_batch_refuses_and_abort_still_works() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    _added(tm)
+    tm.batch_failed(KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS, "batch"))
+    with pytest.raises(KafkaError) as refused:
+        tm.prepare()
+    assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+    tm.begin_abort()
+    end = tm.next_request(0.0, batches_outstanding=False)
+    assert end is not None and end.api_key == ApiKey.END_TXN and not end.body["committed"]
+    tm.handle_response(end, {"error_code": 0})
+    assert tm.state is TxnState.INITIALIZING  # the failed batch left a sequence gap
+
+
+def test_a_partition_being_added_is_not_added_again() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    req = tm.next_request(0.0, batches_outstanding=True)
+    assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    tm.maybe_add_partition(TP)  # another record while AddPartitionsToTxn is in flight
+    assert not tm.idle()
+    tm.handle_response(
+        req,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+    assert tm.idle() and tm.next_request(0.0, batches_outstanding=False) is None
+    assert tm.prepare().producer_id == 7
+
+
+def test_partitions_sent_while_an_add_is_retried_are_added_after_it() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    first = tm.next_request(0.0, batches_outstanding=True)
+    assert first is not None and first.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    tm.handle_response(
+        first,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [
+                        {
+                            "partition_index": 0,
+                            "partition_error_code": ErrorCode.CONCURRENT_TRANSACTIONS,
+                        }
+                    ],
+                }
+            ]
+        },
+    )
+    other = TopicPartition("t", 1)
+    tm.maybe_add_partition(other)  # sent while the first add waits for its retry
+    retry = tm.next_request(10.0, batches_outstanding=True)
+    assert retry is first and retry.body["v3_and_below_topics"] == [
+        {"name": "t", "partitions": [0]}
+    ]
+    tm.handle_response(
+        retry,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+    assert tm.may_drain(TP) and not tm.may_drain(other)
+    second = tm.next_request(10.0, batches_outstanding=True)
+    assert second is not None and second.body["v3_and_below_topics"] == [
+        {"name": "t", "partitions": [1]}
+    ]
+    tm.handle_response(
+        second,
+        {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": "t",
+                    "results_by_partition": [{"partition_index": 1, "partition_error_code": 0}],
+                }
+            ]
+        },
+    )
+    assert tm.may_drain(TP) and tm.may_drain(other) and tm.idle()
+
+
+def test_a_transaction_the_coordinator_never_saw_ends_without_end_txn() -> None:
+    tm, _ = ready()
+    tm.begin_transaction()
+    commit = tm.begin_commit()
+    assert tm.next_request(0.0, batches_outstanding=False) is None  # no EndTxn
+    commit.wait(0)
+    assert tm.state is TxnState.READY
+    tm.begin_transaction()
+    abort = tm.begin_abort()
+    assert tm.next_request(0.0, batches_outstanding=False) is None
+    abort.wait(0)
+    # Once a partition is added, the coordinator knows it: EndTxn again.
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP)
+    _added(tm)
+    tm.begin_commit()
+    end = tm.next_request(0.0, batches_outstanding=False)
+    assert end is not None and end.api_key == ApiKey.END_TXN
