@@ -4,7 +4,7 @@ session and JVM), is killed with SIGKILL at seeded random moments (during start-
 and inside micro-batches), and restarted from its checkpoint until it has consumed all its
 input; a read_committed read of the output then holds every input record exactly once.
 
-Slow (about 2 minutes): runs with KRAFTLOG_SLOW=1."""
+About 2 minutes; part of ``make test`` (KRAFTLOG_EOS_KILL_SEED picks other kill moments)."""
 
 from __future__ import annotations
 
@@ -24,14 +24,7 @@ from tests.spark.conftest import REPO_ROOT
 from tests.spark.helpers import produce
 from tests.spark.test_exactly_once_protocol import read_committed
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("KRAFTLOG_SLOW") != "1",
-        reason="kills and restarts a Spark driver 5 times (~2-3 min); set KRAFTLOG_SLOW=1",
-    ),
-]
+pytestmark = [pytest.mark.integration]
 
 RECORDS = 2000
 MAX_OFFSETS_PER_TRIGGER = 100  # about 20 micro-batches per full run
