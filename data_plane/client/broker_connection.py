@@ -97,14 +97,16 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     # Consumer groups. JoinGroup 1 is the first with a rebalance timeout, OffsetCommit 2 the
-    # first without a per-partition timestamp, OffsetFetch 2 the first with "all topics".
+    # first without a per-partition timestamp, OffsetFetch 2 the first with "all topics" and
+    # 7 the first with require_stable (KIP-447: read_committed members wait for offsets a
+    # transaction is still committing; 8 batches several groups, which nothing here needs).
     ApiKey.FIND_COORDINATOR: (0, 3),
     ApiKey.JOIN_GROUP: (1, 6),
     ApiKey.SYNC_GROUP: (0, 4),
     ApiKey.HEARTBEAT: (0, 4),
     ApiKey.LEAVE_GROUP: (0, 2),
     ApiKey.OFFSET_COMMIT: (2, 8),
-    ApiKey.OFFSET_FETCH: (2, 6),
+    ApiKey.OFFSET_FETCH: (2, 7),
     ApiKey.LIST_GROUPS: (0, 3),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),

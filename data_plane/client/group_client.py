@@ -431,7 +431,14 @@ class GroupClient:
     def fetch_committed(
         self, partitions: Iterable[TopicPartition], timeout_ms: float
     ) -> dict[TopicPartition, int | None]:
-        """The group's committed offsets of ``partitions`` (None where nothing is committed)."""
+        """The group's committed offsets of ``partitions`` (None where nothing is committed).
+
+        A read_committed consumer asks for stable offsets only (KIP-447 ``require_stable``):
+        while a transaction that commits offsets of a partition is still completing, the
+        coordinator answers UNSTABLE_OFFSET_COMMIT and this retries, rather than returning
+        the older offset. Without it a member resuming right after its own (or a previous
+        owner's) transactional commit would process the last transaction's input again,
+        breaking exactly-once consume-transform-produce."""
         wanted = sorted(set(partitions))
         if not wanted:
             return {}
@@ -442,6 +449,7 @@ class GroupClient:
         body = {
             "group_id": self._config.group_id,
             "topics": [{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
+            "require_stable": self._config.isolation_level == "read_committed",
         }
         while True:
             coordinator = self.ensure_coordinator(deadline)
