@@ -626,8 +626,8 @@ def _gen_decode_run_records_end(
     empty tag section: the usual Produce request and Fetch response partition (the caller
     emits the tagged fields' defaults inside the success branch). One struct call reads the
     fields and the length; one comparison checks both that the records fit and that the byte
-    after them is the empty tag section. Sets ``flag`` true when it decoded, false to leave the struct to the
-    general code (which then sees ``pos`` unchanged)."""
+    after them is the empty tag section. Sets ``flag`` true when it decoded, false to leave
+    the struct to the general code (which then sees ``pos`` unchanged)."""
     fmt = "".join(_FIXED[f.type][0] for f in run)
     size = struct.calcsize(">" + fmt)
     peek = g.const(struct.Struct(">" + fmt + "H").unpack_from, "unpack")
