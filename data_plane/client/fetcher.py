@@ -133,7 +133,8 @@ class Fetcher:
             topics.setdefault(tp.topic, []).append(
                 {
                     "partition": tp.partition,
-                    "current_leader_epoch": -1,
+                    # A broker on another leader epoch fences the fetch (KIP-320).
+                    "current_leader_epoch": self._client.metadata.leader_epoch_for(tp),
                     "fetch_offset": st.fetch_offset,
                     "log_start_offset": -1,
                     "partition_max_bytes": c.max_partition_fetch_bytes,

@@ -75,11 +75,22 @@ class ClusterMetadata:
         self._need_update = True
         self.interest: set[str] = set()
         self.topic_errors: dict[str, int] = {}
+        # Partitions whose answered leader epoch went back: since when (ms) it has.
+        self._regressed_since: dict[TopicPartition, float] = {}
 
     # -- queries -------------------------------------------------------------------------
 
     def leader_for(self, tp: TopicPartition) -> int | None:
         return self._leaders.get(tp)
+
+    def leader_epoch_for(self, tp: TopicPartition) -> int:
+        """The leader epoch of ``tp`` as last learnt (-1 when unknown): sent with fetches so
+        that a broker on another epoch fences them (KIP-320)."""
+        info = self.topics.get(tp.topic)
+        if info is None or tp.partition >= len(info.partitions):
+            return -1
+        part = info.partitions[tp.partition]
+        return part.leader_epoch if part.partition == tp.partition else -1
 
     def partition_count(self, topic: str) -> int | None:
         info = self.topics.get(topic)
@@ -131,7 +142,14 @@ class ClusterMetadata:
 
     def update(self, body: dict[str, Any], now_ms: float, *, all_topics: bool = False) -> None:
         """Apply a Metadata response (v1+); ``all_topics`` when it answered a request for
-        every topic (then topics it does not list are gone)."""
+        every topic (then topics it does not list are gone).
+
+        A partition whose answered leader epoch is older than the one already known keeps
+        what is known (KIP-320): the answer came from a broker that has not learnt of the
+        newer leader yet (a deposed leader cut from the controllers still names itself), and
+        following it would send fetches to a log that may end before the consumer's position.
+        Another update is asked for. An older epoch still answered after ``metadata.max.age.ms``
+        is believed: the topic was deleted and created again (its epochs start over)."""
         self.brokers = {
             b["node_id"]: BrokerInfo(b["node_id"], b["host"], b["port"], b.get("rack"))
             for b in body.get("brokers", [])
@@ -141,9 +159,11 @@ class ClusterMetadata:
         topics: dict[str, TopicInfo] = {}
         leaders: dict[TopicPartition, int] = {}
         missing_leader = False
+        stale = False
         for t in body.get("topics", []):
             name = t["name"]
             parts = []
+            known = self.topics.get(name)
             for p in sorted(t.get("partitions", []), key=lambda p: p["partition_index"]):
                 info = PartitionInfo(
                     name,
@@ -155,6 +175,10 @@ class ClusterMetadata:
                     tuple(p.get("offline_replicas", ())),
                     p.get("error_code", 0),
                 )
+                kept = self._unless_stale(known, info, now_ms)
+                if kept is not info:
+                    info = kept
+                    stale = True
                 parts.append(info)
                 if info.leader >= 0 and info.leader in self.brokers:
                     leaders[TopicPartition(name, info.partition)] = info.leader
@@ -175,4 +199,23 @@ class ClusterMetadata:
         self._leaders = leaders
         self.version += 1
         self.last_refresh_ms = now_ms
-        self._need_update = missing_leader
+        self._need_update = missing_leader or stale
+
+    def _unless_stale(
+        self, known: TopicInfo | None, info: PartitionInfo, now_ms: float
+    ) -> PartitionInfo:
+        """``info``, or the known partition when ``info`` names an older leader epoch
+        (see :meth:`update`)."""
+        tp = TopicPartition(info.topic, info.partition)
+        if known is None or info.partition >= len(known.partitions):
+            self._regressed_since.pop(tp, None)
+            return info
+        old = known.partitions[info.partition]
+        if old.partition != info.partition or not 0 <= info.leader_epoch < old.leader_epoch:
+            self._regressed_since.pop(tp, None)
+            return info
+        since = self._regressed_since.setdefault(tp, now_ms)
+        if now_ms - since >= self._max_age_ms:
+            del self._regressed_since[tp]
+            return info
+        return old
