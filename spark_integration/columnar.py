@@ -112,7 +112,7 @@ def decode_columns(
     """The records of ``payload`` with offsets in ``[min_offset, end_offset)``;
     ``aborted_transactions`` (producer id, first offset; a read_committed Fetch answer's)
     drops the batches of aborted transactions."""
-    aborted = AbortedTransactions(aborted_transactions)
+    aborted = AbortedTransactions(aborted_transactions) if aborted_transactions else None
     view = memoryview(payload)
     n = len(view)
     pos = 0
@@ -130,7 +130,7 @@ def decode_columns(
         if header.base_offset >= end_offset:
             break
         next_offset = max(next_offset, header.next_offset)
-        dropped = aborted.skip(
+        dropped = aborted is not None and aborted.skip(
             view, pos, pos + size, header.next_offset, header.producer_id, header.attributes
         )
         if (

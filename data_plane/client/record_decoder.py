@@ -130,7 +130,8 @@ class FetchedRecords:
         self.position = min_offset
         self._batches: deque[_PendingBatch] = deque()
         next_offset = min_offset
-        aborted = AbortedTransactions(aborted_transactions)
+        # Most answers list no aborted transaction: then no batch pays for the filter.
+        aborted = AbortedTransactions(aborted_transactions) if aborted_transactions else None
         view = memoryview(payload)
         n = len(view)
         pos = 0
@@ -162,7 +163,7 @@ class FetchedRecords:
             if check_crcs and crc32c.crc32c(view[pos + ATTRIBUTES_POS : end]) != crc:
                 raise _corrupt(f"batch at offset {base_offset} fails its CRC-32C check")
             batch_next = base_offset + last_offset_delta + 1
-            skip = aborted.skip(view, pos, end, batch_next, pid, attributes)
+            skip = aborted is not None and aborted.skip(view, pos, end, batch_next, pid, attributes)
             if batch_next > min_offset and not skip and not attributes & CONTROL_MASK:
                 codec = attributes & CODEC_MASK
                 block = view[pos + HEADER_SIZE : end]
@@ -511,14 +512,15 @@ class AbortedTransactions:
     it: the broker lists the aborted transactions (producer id, first offset) the answer may
     hold; from its first offset on, a producer's transactional batches are dropped until its
     ABORT marker. Control batches are never data. Feed :meth:`skip` every batch in offset
-    order. Not thread-safe (one per fetch answer)."""
+    order (callers build one only for an answer that lists aborted transactions). Not
+    thread-safe (one per fetch answer)."""
 
     __slots__ = ("_aborted_pids", "_pending")
 
-    def __init__(self, aborted_transactions: Iterable[tuple[int, int]] | None) -> None:
+    def __init__(self, aborted_transactions: Iterable[tuple[int, int]]) -> None:
         # Aborted transactions not reached yet (by first offset), and the producers whose
         # aborted transaction the batches are inside of.
-        self._pending = deque(sorted((first, pid) for pid, first in aborted_transactions or ()))
+        self._pending = deque(sorted((first, pid) for pid, first in aborted_transactions))
         self._aborted_pids: set[int] = set()
 
     def skip(
