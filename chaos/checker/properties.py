@@ -80,48 +80,62 @@ class ReadIndex:
                 self.max_offset[r.tp] = r.offset
 
 
-def _pos(p: Position) -> str:
+def pos_label(p: Position) -> str:
+    """``topic/partition@offset``, as anomaly messages name a position."""
     return f"{p[0]}/{p[1]}@{p[2]}"
 
 
-def _witness(r: Read) -> dict[str, object]:
-    return {"process": r.process, "time": r.time, "final": r.final}
+def witness(r: Read) -> dict[str, object]:
+    """Who read it, when, and how: an anomaly's evidence."""
+    return {"process": r.process, "time": r.time, "final": r.final, "committed": r.committed}
 
 
-def check_reads(views: HistoryViews, index: ReadIndex) -> list[Anomaly]:
+def inconsistent_offsets(index: ReadIndex) -> list[Anomaly]:
+    """Positions read with more than one value (across consumers and final reads)."""
     out: list[Anomaly] = []
     for pos, values in index.by_position.items():
         if len(values) > 1:
-            readers = {str(v): _witness(r) for v, r in values.items()}
+            readers = {str(v): witness(r) for v, r in values.items()}
             out.append(
                 Anomaly(
                     INCONSISTENT_OFFSET,
-                    f"{_pos(pos)} holds {len(values)} values: {sorted(map(str, values))}",
+                    f"{pos_label(pos)} holds {len(values)} values: {sorted(map(str, values))}",
                     min(r.time for r in values.values()),
                     {"position": list(pos), "values": readers},
                 )
             )
+    return out
+
+
+def duplicate_read(kind: str, value: str | None, positions: dict[Position, Read]) -> Anomaly:
+    """One value read at several positions (``kind``: a duplicate, or an allowed one)."""
+    first = min(positions.values(), key=lambda r: r.time)
+    return Anomaly(
+        kind,
+        f"value {value!r} read at {len(positions)} offsets: "
+        + ", ".join(pos_label(p) for p in sorted(positions)),
+        first.time,
+        {"value": value, "positions": [list(p) for p in sorted(positions)]},
+    )
+
+
+def check_reads(views: HistoryViews, index: ReadIndex) -> list[Anomaly]:
+    out = inconsistent_offsets(index)
     for value, positions in index.by_value.items():
         first = min(positions.values(), key=lambda r: r.time)
         send = views.sends.get(value) if value is not None else None
         if len(positions) > 1:
             plain = send is not None and not send.idempotent
             out.append(
-                Anomaly(
-                    DUPLICATE_NON_IDEMPOTENT if plain else DUPLICATE,
-                    f"value {value!r} read at {len(positions)} offsets: "
-                    + ", ".join(_pos(p) for p in sorted(positions)),
-                    first.time,
-                    {"value": value, "positions": [list(p) for p in sorted(positions)]},
-                )
+                duplicate_read(DUPLICATE_NON_IDEMPOTENT if plain else DUPLICATE, value, positions)
             )
         if send is None:
             out.append(
                 Anomaly(
                     UNKNOWN_READ,
-                    f"value {value!r} read at {_pos(min(positions))} was never sent",
+                    f"value {value!r} read at {pos_label(min(positions))} was never sent",
                     first.time,
-                    {"value": value, "reader": _witness(first)},
+                    {"value": value, "reader": witness(first)},
                 )
             )
             continue
@@ -131,7 +145,7 @@ def check_reads(views: HistoryViews, index: ReadIndex) -> list[Anomaly]:
                     FAILED_WRITE_READ,
                     f"value {value!r} was read although its send failed ({send.error})",
                     first.time,
-                    {"value": value, "error": send.error, "reader": _witness(first)},
+                    {"value": value, "error": send.error, "reader": witness(first)},
                 )
             )
         wrong = sorted(p for p in positions if (p[0], p[1]) != send.tp)
@@ -140,7 +154,7 @@ def check_reads(views: HistoryViews, index: ReadIndex) -> list[Anomaly]:
                 Anomaly(
                     WRONG_PARTITION,
                     f"value {value!r} sent to {send.topic}/{send.partition} read at "
-                    + ", ".join(_pos(p) for p in wrong),
+                    + ", ".join(pos_label(p) for p in wrong),
                     first.time,
                     {"value": value, "positions": [list(p) for p in wrong]},
                 )
@@ -152,7 +166,7 @@ def check_reads(views: HistoryViews, index: ReadIndex) -> list[Anomaly]:
                     f"value {value!r} read at t={first.time:.3f}s, before its send began "
                     f"at t={send.invoke_time:.3f}s",
                     first.time,
-                    {"value": value, "reader": _witness(first)},
+                    {"value": value, "reader": witness(first)},
                 )
             )
     return out
@@ -176,9 +190,14 @@ def check_acknowledged(views: HistoryViews, index: ReadIndex) -> tuple[list[Anom
                 out.append(
                     Anomaly(
                         WRONG_OFFSET if send.safe else WRONG_OFFSET_ACKS1,
-                        f"value {send.value!r} acknowledged at {_pos(acked)} (acks={send.acks})"
-                        f" but read at {', '.join(_pos(p) for p in sorted(read_at))}"
-                        + (f"; {_pos(acked)} holds {sorted(map(str, others))}" if others else ""),
+                        f"value {send.value!r} acknowledged at {pos_label(acked)} "
+                        f"(acks={send.acks}) but read at "
+                        + ", ".join(pos_label(p) for p in sorted(read_at))
+                        + (
+                            f"; {pos_label(acked)} holds {sorted(map(str, others))}"
+                            if others
+                            else ""
+                        ),
                         send.complete_time,
                         {
                             "value": send.value,
@@ -203,7 +222,7 @@ def check_acknowledged(views: HistoryViews, index: ReadIndex) -> tuple[list[Anom
         out.append(
             Anomaly(
                 LOST_WRITE if send.safe else LOST_WRITE_ACKS1,
-                f"value {send.value!r} acknowledged at {_pos(acked)} (acks={send.acks}) was "
+                f"value {send.value!r} acknowledged at {pos_label(acked)} (acks={send.acks}) was "
                 f"never read ({reason}){held}",
                 send.complete_time,
                 {"value": send.value, "acked": list(acked), "acks": send.acks},

@@ -43,7 +43,6 @@ from chaos.checker.model import (
     DUPLICATE,
     FUTURE_READ,
     HANGING_TRANSACTION,
-    INCONSISTENT_OFFSET,
     INTERMEDIATE_READ,
     LOST_COMMITTED_WRITE,
     NON_ATOMIC_TRANSACTION,
@@ -57,19 +56,19 @@ from chaos.checker.model import (
     Anomaly,
     Read,
 )
-from chaos.checker.properties import check_consumer_order
+from chaos.checker.properties import (
+    Position,
+    ReadIndex,
+    check_consumer_order,
+    duplicate_read,
+    inconsistent_offsets,
+    pos_label,
+    witness,
+)
 from chaos.checker.txn_views import Txn, TxnViews
 from chaos.checker.views import HistoryViews
 from chaos.history import transform_input
 from common.topic_partition import TopicPartition
-
-
-def _pos(tp: TopicPartition, offset: int) -> str:
-    return f"{tp[0]}/{tp[1]}@{offset}"
-
-
-def _who(r: Read) -> dict[str, object]:
-    return {"process": r.process, "time": r.time, "final": r.final, "committed": r.committed}
 
 
 def aborted_by_log(txv: TxnViews) -> set[str]:
@@ -86,50 +85,26 @@ def aborted_by_log(txv: TxnViews) -> set[str]:
 
 
 def check_txn_reads(txv: TxnViews) -> list[Anomaly]:
-    out: list[Anomaly] = []
-    by_position: dict[tuple[TopicPartition, int], dict[str | None, Read]] = defaultdict(dict)
-    by_value: dict[str | None, dict[tuple[TopicPartition, int], Read]] = defaultdict(dict)
+    index = ReadIndex(txv.reads)
     committed_by_value: dict[str | None, list[Read]] = defaultdict(list)
     for r in txv.reads:
-        by_position[(r.tp, r.offset)].setdefault(r.value, r)
-        by_value[r.value].setdefault((r.tp, r.offset), r)
         if r.committed:
             committed_by_value[r.value].append(r)
-    for (tp, offset), values in by_position.items():
-        if len(values) > 1:
-            out.append(
-                Anomaly(
-                    INCONSISTENT_OFFSET,
-                    f"{_pos(tp, offset)} holds {len(values)} values: {sorted(map(str, values))}",
-                    min(r.time for r in values.values()),
-                    {
-                        "position": [*tp, offset],
-                        "values": {str(v): _who(r) for v, r in values.items()},
-                    },
-                )
-            )
+    out = inconsistent_offsets(index)
     log_aborted = aborted_by_log(txv)
-    for value, positions in by_value.items():
-        first = min(positions.values(), key=lambda r: r.time)
+    for value, positions in index.by_value.items():
         if len(positions) > 1:
-            out.append(
-                Anomaly(
-                    DUPLICATE,
-                    f"value {value!r} read at {len(positions)} offsets: "
-                    + ", ".join(_pos(tp, o) for tp, o in sorted(positions)),
-                    first.time,
-                    {"value": value, "positions": [[*tp, o] for tp, o in sorted(positions)]},
-                )
-            )
+            out.append(duplicate_read(DUPLICATE, value, positions))
         txn = txv.writer_of.get(value) if value is not None else None
         if txn is None:
+            first = min(positions.values(), key=lambda r: r.time)
             out.append(
                 Anomaly(
                     UNKNOWN_READ,
-                    f"value {value!r} read at {_pos(*min(positions))} was written by no "
+                    f"value {value!r} read at {pos_label(min(positions))} was written by no "
                     "transaction",
                     first.time,
-                    {"value": value, "reader": _who(first)},
+                    {"value": value, "reader": witness(first)},
                 )
             )
             continue
@@ -144,22 +119,22 @@ def check_txn_reads(txv: TxnViews) -> list[Anomaly]:
 def _check_value_reads(
     txn: Txn,
     value: str,
-    positions: dict[tuple[TopicPartition, int], Read],
+    positions: dict[Position, Read],
     committed: list[Read],
     aborted_in_log: bool,
 ) -> list[Anomaly]:
     out: list[Anomaly] = []
     first = min(positions.values(), key=lambda r: r.time)
     sent_to = next(tp for tp, v in txn.writes if v == value)
-    wrong = sorted(pos for pos in positions if pos[0] != sent_to)
+    wrong = sorted(pos for pos in positions if (pos[0], pos[1]) != sent_to)
     if wrong:
         out.append(
             Anomaly(
                 WRONG_PARTITION,
                 f"value {value!r} written to {sent_to[0]}/{sent_to[1]} read at "
-                + ", ".join(_pos(tp, o) for tp, o in wrong),
+                + ", ".join(pos_label(p) for p in wrong),
                 first.time,
-                {"value": value, "positions": [[*tp, o] for tp, o in wrong]},
+                {"value": value, "positions": [list(p) for p in wrong]},
             )
         )
     if first.time < txn.invoke_time:
@@ -169,7 +144,7 @@ def _check_value_reads(
                 f"value {value!r} read at t={first.time:.3f}s, before transaction {txn.id} "
                 f"began at t={txn.invoke_time:.3f}s",
                 first.time,
-                {"value": value, "transaction": txn.id, "reader": _who(first)},
+                {"value": value, "transaction": txn.id, "reader": witness(first)},
             )
         )
     committed_reads = sorted(committed, key=lambda r: r.time)
@@ -190,7 +165,7 @@ def _check_value_reads(
                 f"{reader.process} (read_committed) read {value!r} of transaction {txn.id}, "
                 f"which aborted ({why})",
                 reader.time,
-                {"value": value, "transaction": txn.id, "reader": _who(reader)},
+                {"value": value, "transaction": txn.id, "reader": witness(reader)},
             )
         )
     elif txn.commit_at is not None and reader.time < txn.commit_at:
@@ -200,7 +175,7 @@ def _check_value_reads(
                 f"{reader.process} (read_committed) read {value!r} at t={reader.time:.3f}s, "
                 f"before transaction {txn.id} began to commit at t={txn.commit_at:.3f}s",
                 reader.time,
-                {"value": value, "transaction": txn.id, "reader": _who(reader)},
+                {"value": value, "transaction": txn.id, "reader": witness(reader)},
             )
         )
     return out
@@ -325,13 +300,14 @@ def check_transform(txv: TxnViews) -> tuple[list[Anomaly], list[str]]:
             committed_to = offsets.get(tp, 0)
             for r in log.reads:
                 got = made.get(str(r.value), [])
-                where = ", ".join(_pos(o.tp, o.offset) for o in got)
+                at = pos_label((*tp, r.offset))
+                where = ", ".join(pos_label((o.topic, o.partition, o.offset)) for o in got)
                 if r.offset < committed_to and not got:
                     out.append(
                         Anomaly(
                             TRANSFORM_LOST,
                             f"group {group} committed {tp[0]}/{tp[1]} to {committed_to}, but "
-                            f"input {_pos(tp, r.offset)} ({r.value!r}) has no committed output",
+                            f"input {at} ({r.value!r}) has no committed output",
                             None,
                             {"group": group, "input": [*tp, r.offset, r.value]},
                         )
@@ -340,8 +316,7 @@ def check_transform(txv: TxnViews) -> tuple[list[Anomaly], list[str]]:
                     out.append(
                         Anomaly(
                             TRANSFORM_DUPLICATE,
-                            f"input {_pos(tp, r.offset)} ({r.value!r}) has {len(got)} committed "
-                            f"outputs: {where}",
+                            f"input {at} ({r.value!r}) has {len(got)} committed outputs: {where}",
                             got[0].time,
                             {"group": group, "input": [*tp, r.offset, r.value]},
                         )
@@ -350,7 +325,7 @@ def check_transform(txv: TxnViews) -> tuple[list[Anomaly], list[str]]:
                     out.append(
                         Anomaly(
                             TRANSFORM_AHEAD,
-                            f"input {_pos(tp, r.offset)} is at or past group {group}'s "
+                            f"input {at} is at or past group {group}'s "
                             f"committed offset {committed_to}, yet has committed output {where}",
                             got[0].time,
                             {"group": group, "input": [*tp, r.offset, r.value]},
