@@ -191,15 +191,12 @@ def _add_poll(views: HistoryViews, operation: Operation) -> None:
     txn = tuple(r for r in reads if r.topic in views.txn.topics)
     views.reads.extend(queue)
     views.txn.reads.extend(txn)
-    # A poll of nothing counts for both (it closes nothing, opens nothing).
-    if queue or not txn:
-        views.consumer_events.setdefault(operation.process, []).append(
-            Poll(operation.process, queue, done.time)
-        )
-    if txn:
-        views.txn_consumer_events.setdefault(operation.process, []).append(
-            Poll(operation.process, txn, done.time)
-        )
+    _add_events_split(
+        views,
+        operation.process,
+        Poll(operation.process, queue, done.time) if queue or not txn else None,
+        Poll(operation.process, txn, done.time) if txn else None,
+    )
 
 
 def _add_assign(views: HistoryViews, operation: Operation) -> None:
@@ -224,14 +221,27 @@ def _add_assign(views: HistoryViews, operation: Operation) -> None:
     grp = str(group) if group else None
     queue = {tp: pos for tp, pos in positions.items() if tp[0] not in views.txn.topics}
     txn = {tp: pos for tp, pos in positions.items() if tp[0] in views.txn.topics}
-    if queue or not txn:
-        views.consumer_events.setdefault(operation.process, []).append(
-            Assignment(operation.process, queue, grp, done.time)
-        )
-    if txn:
-        views.txn_consumer_events.setdefault(operation.process, []).append(
-            Assignment(operation.process, txn, grp, done.time)
-        )
+    _add_events_split(
+        views,
+        operation.process,
+        Assignment(operation.process, queue, grp, done.time) if queue or not txn else None,
+        Assignment(operation.process, txn, grp, done.time) if txn else None,
+    )
+
+
+def _add_events_split(
+    views: HistoryViews,
+    process: str,
+    queue: Assignment | Poll | None,
+    txn: Assignment | Poll | None,
+) -> None:
+    """A consumer event's part on queue topics and its part on transactional topics, each
+    to its own stream (an event with no partition at all counts as a queue one: it closes
+    nothing, opens nothing)."""
+    if queue is not None:
+        views.consumer_events.setdefault(process, []).append(queue)
+    if txn is not None:
+        views.txn_consumer_events.setdefault(process, []).append(txn)
 
 
 def _add_final(views: HistoryViews, operation: Operation) -> None:

@@ -14,10 +14,12 @@ Thread-safety: each worker owns its consumer; history and stats are thread-safe.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from chaos.history import READ_COMMITTED, READ_UNCOMMITTED, HistoryWriter
 from chaos.workload.stats import OpStats
+from chaos.workload.worker import WorkloadThread
 from common.configdef import ConfigError
 from data_plane.client import Consumer, KafkaError, TopicPartition, UnsupportedFeatureError
 from data_plane.client.errors import IllegalStateError
@@ -46,6 +48,16 @@ def poll_value(isolation: str) -> dict[str, str] | None:
     return {"isolation": isolation} if isolation == READ_COMMITTED else None
 
 
+def record_assignment(
+    history: HistoryWriter, process: str, group: str, partitions: Iterable[tuple[str, int]]
+) -> None:
+    """A group member's new assignment, positions unknown (it resumes from the committed
+    offsets)."""
+    index = history.invoke(process, "assign", None)
+    parts = [[topic, partition, None] for topic, partition in sorted(partitions)]
+    history.ok(index, {"partitions": parts, "group": group})
+
+
 def records_of(batch: list[Any]) -> list[list[Any]]:
     return [
         [r.topic, r.partition, r.offset, r.value.decode("utf-8", "replace") if r.value else None]
@@ -53,7 +65,7 @@ def records_of(batch: list[Any]) -> list[list[Any]]:
     ]
 
 
-class AssignConsumerWorker(threading.Thread):
+class AssignConsumerWorker(WorkloadThread):
     def __init__(
         self,
         process: str,
@@ -66,7 +78,7 @@ class AssignConsumerWorker(threading.Thread):
         stop: threading.Event,
         isolation: str = READ_UNCOMMITTED,
     ) -> None:
-        super().__init__(name=process, daemon=True)
+        super().__init__(process)
         self.process = process
         self._servers = bootstrap
         self._topic = topic
@@ -75,13 +87,7 @@ class AssignConsumerWorker(threading.Thread):
         self._history = history
         self._stats = stats
         self._halt = stop
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as e:  # reported by the runner
-            self.error = e
 
     def _open(self, positions: dict[int, int]) -> Consumer:
         consumer = Consumer(
@@ -148,7 +154,7 @@ def groups_supported(bootstrap: str) -> tuple[bool, str]:
     return True, ""
 
 
-class GroupConsumerWorker(threading.Thread):
+class GroupConsumerWorker(WorkloadThread):
     """A group member subscribed to the topic. Each poll is recorded; an ``assign`` (position
     unknown) is recorded whenever the member's assignment changes."""
 
@@ -163,7 +169,7 @@ class GroupConsumerWorker(threading.Thread):
         stats: OpStats,
         stop: threading.Event,
     ) -> None:
-        super().__init__(name=process, daemon=True)
+        super().__init__(process)
         self.process = process
         self._group = group
         self._servers = bootstrap
@@ -171,18 +177,7 @@ class GroupConsumerWorker(threading.Thread):
         self._history = history
         self._stats = stats
         self._halt = stop
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as e:  # reported by the runner
-            self.error = e
-
-    def _record_assignment(self, assignment: set[TopicPartition]) -> None:
-        index = self._history.invoke(self.process, "assign", None)
-        parts = [[tp.topic, tp.partition, None] for tp in sorted(assignment)]
-        self._history.ok(index, {"partitions": parts, "group": self._group})
 
     def _run(self) -> None:
         consumer = Consumer(
@@ -205,7 +200,7 @@ class GroupConsumerWorker(threading.Thread):
                 if assignment != seen:
                     # Records of this poll came from the new assignment; note it first would
                     # need the rebalance callback, so positions stay unknown (null).
-                    self._record_assignment(assignment)
+                    record_assignment(self._history, self.process, self._group, assignment)
                     seen = assignment
                 self._history.ok(index, {"records": records_of(batch)})
                 self._stats.add("poll-ok")

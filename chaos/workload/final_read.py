@@ -65,25 +65,31 @@ def final_read(
     return hws
 
 
-def _end_offsets(
-    bootstrap: str, process: str, tp: TopicPartition, deadline: float
+def _end_offset(consumer: Consumer, tp: TopicPartition, deadline: float) -> int:
+    """``tp``'s end for the consumer's isolation (HW, or LSO for read_committed)."""
+    remaining_ms = min(max(1.0, (deadline - time.monotonic()) * 1000), 10_000)
+    return consumer.end_offsets([tp], timeout_ms=remaining_ms)[tp]
+
+
+def _ends(
+    consumer: Consumer, bootstrap: str, process: str, tp: TopicPartition, deadline: float
 ) -> tuple[int, int]:
-    """(high watermark, last stable offset), waiting within ``deadline`` for them to meet."""
-    probes = {
-        level: Consumer(consumer_config(bootstrap, process, **{"isolation.level": level}))
-        for level in (READ_UNCOMMITTED, READ_COMMITTED)
-    }
+    """(high watermark, where the read ends). A read_committed read waits, within the
+    deadline, for the last stable offset to reach the high watermark (a read_uncommitted
+    probe tells the high watermark)."""
+    end = _end_offset(consumer, tp, deadline)
+    if consumer.config.isolation_level != READ_COMMITTED:
+        return end, end
+    probe = Consumer(consumer_config(bootstrap, process))
     try:
         while True:
-            remaining_ms = min(max(1.0, (deadline - time.monotonic()) * 1000), 10_000)
-            hw = probes[READ_UNCOMMITTED].end_offsets([tp], timeout_ms=remaining_ms)[tp]
-            lso = probes[READ_COMMITTED].end_offsets([tp], timeout_ms=remaining_ms)[tp]
-            if lso >= hw or time.monotonic() + _LSO_POLL_S > deadline:
-                return hw, lso
+            hw = _end_offset(probe, tp, deadline)
+            if end >= hw or time.monotonic() + _LSO_POLL_S > deadline:
+                return hw, end
             time.sleep(_LSO_POLL_S)
+            end = _end_offset(consumer, tp, deadline)
     finally:
-        for probe in probes.values():
-            probe.close()
+        probe.close()
 
 
 def _read_partition(
@@ -95,14 +101,9 @@ def _read_partition(
     isolation: str,
 ) -> dict[str, object]:
     tp = TopicPartition(topic, partition)
-    committed = isolation == READ_COMMITTED
-    if committed:
-        hw, end = _end_offsets(bootstrap, process, tp, deadline)
     consumer = Consumer(consumer_config(bootstrap, process, **{"isolation.level": isolation}))
     try:
-        if not committed:
-            remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000)
-            hw = end = consumer.end_offsets([tp], timeout_ms=min(remaining_ms, 10_000))[tp]
+        hw, end = _ends(consumer, bootstrap, process, tp, deadline)
         consumer.assign([tp])
         consumer.seek(tp, 0)
         records: list[list[object]] = []
@@ -115,7 +116,7 @@ def _read_partition(
                     records.append(rec)
             position = consumer.position(tp, timeout_ms=10_000)
         result: dict[str, object] = {"high_watermark": hw, "records": records}
-        if committed:
+        if isolation == READ_COMMITTED:
             result["last_stable_offset"] = end
         return result
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 
 from chaos.history import CONTROLLER_TOPIC, HistoryWriter
+from chaos.workload.worker import WorkloadThread
 from data_plane.client import Admin, KafkaError
 from metadata.client import ControllerClient
 
@@ -18,7 +19,7 @@ OBSERVE_INTERVAL_S = 1.0
 _TIMEOUT_MS = 3000
 
 
-class LeaderObserver(threading.Thread):
+class LeaderObserver(WorkloadThread):
     def __init__(
         self,
         *,
@@ -28,22 +29,18 @@ class LeaderObserver(threading.Thread):
         history: HistoryWriter,
         stop: threading.Event,
     ) -> None:
-        super().__init__(name="observer", daemon=True)
+        super().__init__("observer")
         self._servers = bootstrap
         self._controllers = controllers
         self._topic = topic
         self._history = history
         self._halt = stop
         self._seen: dict[tuple[str, int], tuple[int, int]] = {}
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            while not self._halt.wait(OBSERVE_INTERVAL_S):
-                self._observe_partitions()
-                self._observe_quorum()
-        except BaseException as e:  # reported by the runner
-            self.error = e
+    def _run(self) -> None:
+        while not self._halt.wait(OBSERVE_INTERVAL_S):
+            self._observe_partitions()
+            self._observe_quorum()
 
     def _note(self, topic: str, partition: int, epoch: int, leader: int, source: str) -> None:
         key = (topic, partition)

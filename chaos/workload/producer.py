@@ -29,6 +29,7 @@ from typing import Any
 
 from chaos.history import HistoryWriter
 from chaos.workload.stats import OpStats
+from chaos.workload.worker import WorkloadThread
 from data_plane.client import KafkaError, Producer, RecordMetadata
 from data_plane.client.errors import ClientClosedError
 
@@ -70,7 +71,7 @@ class ProducerSpec:
         }
 
 
-class ProducerWorker(threading.Thread):
+class ProducerWorker(WorkloadThread):
     def __init__(
         self,
         spec: ProducerSpec,
@@ -83,7 +84,7 @@ class ProducerWorker(threading.Thread):
         stats: OpStats,
         stop: threading.Event,
     ) -> None:
-        super().__init__(name=spec.process, daemon=True)
+        super().__init__(spec.process)
         self.spec = spec
         self._run_id = run_id
         self._servers = bootstrap
@@ -93,13 +94,7 @@ class ProducerWorker(threading.Thread):
         self._stats = stats
         self._halt = stop
         self._slots = threading.BoundedSemaphore(spec.max_in_flight_records)
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as e:  # reported by the runner; the thread must not die silently
-            self.error = e
 
     def _run(self) -> None:
         spec = self.spec

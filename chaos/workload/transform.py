@@ -25,7 +25,12 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from chaos.history import READ_COMMITTED, HistoryWriter, transform_output
-from chaos.workload.consumer import POLL_TIMEOUT_MS, consumer_config, records_of
+from chaos.workload.consumer import (
+    POLL_TIMEOUT_MS,
+    consumer_config,
+    record_assignment,
+    records_of,
+)
 from chaos.workload.stats import OpStats
 from chaos.workload.txn_producer import (
     CLIENT_ERRORS,
@@ -36,6 +41,7 @@ from chaos.workload.txn_producer import (
     describe,
     txn_producer_config,
 )
+from chaos.workload.worker import WorkloadThread
 from data_plane.client import Consumer, Producer, TopicPartition
 
 TRANSFORM_CLIENTS = ("native", "confluent")
@@ -55,32 +61,52 @@ Record = list[Any]  # [topic, partition, offset, value]
 
 
 class TransformClients(ABC):
-    """One member's consumer and transactional producer, behind the calls the loop needs."""
+    """One member's consumer and transactional producer, behind the calls the loop needs.
+    A subclass builds both clients (``_consumer``, ``_producer``) and calls :meth:`_start`;
+    the calls both stacks spell the same way live here."""
 
     errors: tuple[type[BaseException], ...] = CLIENT_ERRORS
+    _consumer: Any
+    _producer: Any
+
+    def _start(self, topic: str) -> None:
+        """Subscribe and initialize transactions; on failure close both and raise."""
+        try:
+            self._consumer.subscribe([topic])
+            self._producer.init_transactions(TXN_CALL_TIMEOUT_S)
+        except BaseException:
+            self.close()
+            raise
 
     @abstractmethod
     def poll(self) -> list[Record]: ...
 
-    @abstractmethod
-    def assignment(self) -> list[tuple[str, int]]: ...
+    def assignment(self) -> list[tuple[str, int]]:
+        return sorted((tp.topic, tp.partition) for tp in self._consumer.assignment())
 
     @abstractmethod
     def send(self, topic: str, partition: int, value: str) -> None: ...
 
-    @abstractmethod
-    def begin(self) -> None: ...
+    def begin(self) -> None:
+        self._producer.begin_transaction()
 
     @abstractmethod
     def send_offsets(self, offsets: dict[tuple[str, int], int]) -> None: ...
 
     @property
-    @abstractmethod
     def producer(self) -> Any:
         """The producer: ``commit_transaction(timeout)`` / ``abort_transaction(timeout)``."""
+        return self._producer
 
     @abstractmethod
-    def close(self) -> None: ...
+    def _release_producer(self) -> None:
+        """Let go of the producer without waiting (nothing ends its transaction)."""
+
+    def close(self) -> None:
+        try:
+            self._release_producer()
+        finally:
+            self._consumer.close()
 
 
 class NativeTransformClients(TransformClients):
@@ -101,21 +127,10 @@ class NativeTransformClients(TransformClients):
             )
         )
         self._producer = Producer(txn_producer_config(bootstrap, txn_id, process))
-        try:
-            self._consumer.subscribe([topic])
-            self._producer.init_transactions(TXN_CALL_TIMEOUT_S)
-        except BaseException:
-            self.close()
-            raise
+        self._start(topic)
 
     def poll(self) -> list[Record]:
         return records_of(self._consumer.poll(POLL_TIMEOUT_MS))
-
-    def assignment(self) -> list[tuple[str, int]]:
-        return sorted((tp.topic, tp.partition) for tp in self._consumer.assignment())
-
-    def begin(self) -> None:
-        self._producer.begin_transaction()
 
     def send(self, topic: str, partition: int, value: str) -> None:
         self._producer.send(topic, value.encode(), partition=partition)
@@ -127,15 +142,8 @@ class NativeTransformClients(TransformClients):
             TXN_CALL_TIMEOUT_S,
         )
 
-    @property
-    def producer(self) -> Any:
-        return self._producer
-
-    def close(self) -> None:
-        try:
-            self._producer.close(0)
-        finally:
-            self._consumer.close()
+    def _release_producer(self) -> None:
+        self._producer.close(0)
 
 
 class ConfluentTransformClients(TransformClients):
@@ -174,12 +182,7 @@ class ConfluentTransformClients(TransformClients):
                 "message.timeout.ms": TXN_TIMEOUT_MS,
             }
         )
-        try:
-            self._consumer.subscribe([topic])
-            self._producer.init_transactions(TXN_CALL_TIMEOUT_S)
-        except BaseException:
-            self.close()
-            raise
+        self._start(topic)
 
     def poll(self) -> list[Record]:
         out: list[Record] = []
@@ -193,12 +196,6 @@ class ConfluentTransformClients(TransformClients):
             out.append([m.topic(), m.partition(), m.offset(), value.decode() if value else None])
         return out
 
-    def assignment(self) -> list[tuple[str, int]]:
-        return sorted((tp.topic, tp.partition) for tp in self._consumer.assignment())
-
-    def begin(self) -> None:
-        self._producer.begin_transaction()
-
     def send(self, topic: str, partition: int, value: str) -> None:
         # A failed delivery fails commit_transaction (librdkafka), which the recorder sees.
         self._producer.produce(topic, value.encode(), partition=partition)
@@ -210,15 +207,8 @@ class ConfluentTransformClients(TransformClients):
             tps, self._consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S
         )
 
-    @property
-    def producer(self) -> Any:
-        return self._producer
-
-    def close(self) -> None:
-        try:
-            self._producer.flush(0)
-        finally:
-            self._consumer.close()
+    def _release_producer(self) -> None:
+        self._producer.flush(0)  # librdkafka has no close: the object goes with its owner
 
 
 def _close(clients: TransformClients) -> None:
@@ -230,7 +220,7 @@ def _close(clients: TransformClients) -> None:
         pass
 
 
-class TransformWorker(threading.Thread):
+class TransformWorker(WorkloadThread):
     def __init__(
         self,
         process: str,
@@ -245,7 +235,7 @@ class TransformWorker(threading.Thread):
         stats: OpStats,
         stop: threading.Event,
     ) -> None:
-        super().__init__(name=process, daemon=True)
+        super().__init__(process)
         if client not in TRANSFORM_CLIENTS:
             raise ValueError(f"transform client {client!r}; expected one of {TRANSFORM_CLIENTS}")
         self.process = process
@@ -260,13 +250,7 @@ class TransformWorker(threading.Thread):
         self._halt = stop
         self._recorder = TransactionRecorder(process, history, stats)
         self._txns = 0
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as e:  # reported by the runner
-            self.error = e
 
     def _open(self) -> TransformClients | None:
         cls = NativeTransformClients if self._client == "native" else ConfluentTransformClients
@@ -294,7 +278,7 @@ class TransformWorker(threading.Thread):
                     clients = self._reopen(clients)
                     continue
                 if assignment != seen:
-                    self._record_assignment(assignment)
+                    record_assignment(self._history, self.process, self._group, assignment)
                     seen = assignment
                 self._history.ok(index, {"records": records})
                 self._stats.add("read", len(records))
@@ -309,11 +293,6 @@ class TransformWorker(threading.Thread):
         _close(clients)
         self._halt.wait(ERROR_BACKOFF_S)
         return self._open()
-
-    def _record_assignment(self, assignment: list[tuple[str, int]]) -> None:
-        index = self._history.invoke(self.process, "assign", None)
-        parts = [[t, p, None] for t, p in assignment]
-        self._history.ok(index, {"partitions": parts, "group": self._group})
 
     def _transform(self, clients: TransformClients, records: list[Record]) -> bool:
         """One transaction over ``records``; True when it committed."""

@@ -28,6 +28,7 @@ from typing import Any
 
 from chaos.history import HistoryWriter
 from chaos.workload.stats import OpStats
+from chaos.workload.worker import WorkloadThread
 from data_plane.client import KafkaError, Producer
 from data_plane.client.errors import ClientClosedError, IllegalStateError
 
@@ -148,7 +149,7 @@ def describe(error: BaseException | None) -> str:
     return "unknown" if error is None else f"{type(error).__name__}: {error}"
 
 
-class TxnProducerWorker(threading.Thread):
+class TxnProducerWorker(WorkloadThread):
     """Writes ``writes_per_txn`` values to distinct random partitions of ``topic`` per
     transaction, ``abort_ratio`` of them aborted on purpose (seeded per worker)."""
 
@@ -165,7 +166,7 @@ class TxnProducerWorker(threading.Thread):
         stats: OpStats,
         stop: threading.Event,
     ) -> None:
-        super().__init__(name=spec.process, daemon=True)
+        super().__init__(spec.process)
         self.spec = spec
         self._run_id = run_id
         self._rng = random.Random(seed)
@@ -176,13 +177,7 @@ class TxnProducerWorker(threading.Thread):
         self._stats = stats
         self._halt = stop
         self._recorder = TransactionRecorder(spec.process, history, stats)
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as e:  # reported by the runner; the thread must not die silently
-            self.error = e
 
     def _new_producer(self) -> Producer | None:
         """A producer with its transactions initialized, or None if stopped first."""
