@@ -289,8 +289,8 @@ class WriteResult(WriterCommitMessage):
     records: int
 
 
-class KraftlogWriter(DataSourceWriter):
-    """At-least-once batch writes (``exactlyOnce=false``, the batch default)."""
+class _AcknowledgedTasks:
+    """Tasks of an at-least-once write: each returns once its records are acknowledged."""
 
     def __init__(self, options: WriteOptions, schema: StructType) -> None:
         self.options = options
@@ -298,6 +298,10 @@ class KraftlogWriter(DataSourceWriter):
 
     def write(self, iterator: Iterator[Any]) -> WriteResult:
         return WriteResult(write_rows(self.options, self.schema.fieldNames(), iterator))
+
+
+class KraftlogWriter(_AcknowledgedTasks, DataSourceWriter):
+    """At-least-once batch writes (``exactlyOnce=false``, the batch default)."""
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Every record was acknowledged by the full ISR when write() returned."""
@@ -306,16 +310,9 @@ class KraftlogWriter(DataSourceWriter):
         """Acknowledged records cannot be withdrawn (at-least-once, as Spark's Kafka sink)."""
 
 
-class KraftlogStreamWriter(DataSourceStreamWriter):
+class KraftlogStreamWriter(_AcknowledgedTasks, DataSourceStreamWriter):
     """At-least-once streaming writes (``exactlyOnce=false``): a replayed micro-batch is
     written again."""
-
-    def __init__(self, options: WriteOptions, schema: StructType) -> None:
-        self.options = options
-        self.schema = schema
-
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
-        return WriteResult(write_rows(self.options, self.schema.fieldNames(), iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Every record was acknowledged by the full ISR when write() returned."""
@@ -341,21 +338,10 @@ def _prepared(messages: list[WriterCommitMessage | None]) -> list[PreparedTxnSta
     ]
 
 
-def _write_prepared(
-    options: WriteOptions, schema: StructType, rows: Iterator[Any]
-) -> PreparedMessage:
-    context = TaskContext.get()
-    if context is None:
-        raise RuntimeError("the exactly-once writer's write() runs in a Spark task only")
-    return PreparedMessage(
-        write_transaction(options, context.partitionId(), schema.fieldNames(), rows)
-    )
-
-
-class KraftlogTransactionalWriter(DataSourceWriter):
-    """Exactly-once batch writes: tasks prepare transactions, commit() decides and commits
-    them (a new batch id after the prefix's last one), abort() aborts them. Created on the
-    driver before the tasks run: rolls the prefix's last decision forward first."""
+class _PreparedTasks:
+    """Tasks of an exactly-once write: each prepares a transaction of its Spark partition's
+    id. The writer is created on the driver before the tasks run: it rolls the prefix's last
+    decision forward first (see spark_integration.exactly_once)."""
 
     def __init__(self, options: WriteOptions, schema: StructType) -> None:
         self.options = options
@@ -363,7 +349,19 @@ class KraftlogTransactionalWriter(DataSourceWriter):
         recover(options)
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return _write_prepared(self.options, self.schema, iterator)
+        context = TaskContext.get()
+        if context is None:
+            raise RuntimeError("the exactly-once writer's write() runs in a Spark task only")
+        return PreparedMessage(
+            write_transaction(
+                self.options, context.partitionId(), self.schema.fieldNames(), iterator
+            )
+        )
+
+
+class KraftlogTransactionalWriter(_PreparedTasks, DataSourceWriter):
+    """Exactly-once batch writes: tasks prepare transactions, commit() decides and commits
+    them (a new batch id after the prefix's last one), abort() aborts them."""
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         commit_batch(self.options, _prepared(messages), None)
@@ -372,19 +370,11 @@ class KraftlogTransactionalWriter(DataSourceWriter):
         abort_batch(self.options, _prepared(messages))
 
 
-class KraftlogTransactionalStreamWriter(DataSourceStreamWriter):
+class KraftlogTransactionalStreamWriter(_PreparedTasks, DataSourceStreamWriter):
     """Exactly-once streaming writes: micro-batch ``batchId``'s tasks prepare transactions;
     commit() commits them once per batch id across restarts. PySpark creates it on the
     driver when it plans each micro-batch, before the batch's tasks (and again for every
-    commit): it rolls the prefix's last decision forward first."""
-
-    def __init__(self, options: WriteOptions, schema: StructType) -> None:
-        self.options = options
-        self.schema = schema
-        recover(options)
-
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return _write_prepared(self.options, self.schema, iterator)
+    commit)."""
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         commit_batch(self.options, _prepared(messages), batchId)
