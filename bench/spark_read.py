@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,8 +42,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from collections.abc import Callable, Iterable
 
 from bench.report import row
-from data_plane.client import Admin, NewTopic, Producer
-from deploy.local_cluster import LocalCluster
+from bench.spark_setup import bench_cluster, local_session
+from data_plane.client import Producer
 from spark_integration.options import parse_read_options
 from spark_integration.source import KraftlogBatchReader, read_partition
 
@@ -172,18 +170,7 @@ def main() -> int:
     parser.add_argument("--jvm-arrow-unchecked", action="store_true",
                         help="start the JVM with Arrow Java's bounds and null checks off")
     args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    directory = tempfile.mkdtemp(prefix="kraftlog-spark-bench-")
-    cluster = LocalCluster.create(directory, controllers=1, brokers=3)
-    try:
-        cluster.start()
-        cluster.wait_ready(120)
-        bootstrap = ",".join(cluster.bootstrap_servers())
-        with Admin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
-            admin.wait_for_leaders([TOPIC])
+    with bench_cluster("kraftlog-spark-bench-", TOPIC, PARTITIONS) as (cluster, bootstrap):
         print(f"== Spark reads, {args.records:,} records of {VALUE_BYTES} B, "
               f"{PARTITIONS} partitions on 3 brokers, local[2]", flush=True)
         seconds = produce(bootstrap, args.records)
@@ -191,22 +178,16 @@ def main() -> int:
 
         timed("source read path in-process (no Spark)", lambda: in_process(bootstrap),
               args.records, runs=1)
-        builder = (
-            SparkSession.builder.master("local[2]").appName("kraftlog-bench")
-            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.memory", "2g")
-            .config("spark.ui.showConsoleProgress", "false")
-        )
+        extra: dict[str, str] = {}
         if args.jvm_arrow_unchecked:
             print(f"   JVM options: {JVM_ARROW_UNCHECKED}", flush=True)
-            builder = builder.config("spark.driver.extraJavaOptions", JVM_ARROW_UNCHECKED)
-        spark = builder.getOrCreate()
+            extra["spark.driver.extraJavaOptions"] = JVM_ARROW_UNCHECKED
+        spark = local_session("kraftlog-bench", extra)
         brokers = [cluster.pid(i) for i in cluster.broker_ids]
         meter = CpuMeter(
             [p for p in brokers if p is not None],
             [p for p in (cluster.pid(i) for i in cluster.node_ids) if p is not None],
         )
-        spark.sparkContext.setLogLevel("ERROR")
         try:
             for mode in ("true", "false"):
                 df = (
@@ -222,9 +203,6 @@ def main() -> int:
                       meter)
         finally:
             spark.stop()
-    finally:
-        cluster.close()
-        shutil.rmtree(directory, ignore_errors=True)
     return 0
 
 

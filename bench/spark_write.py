@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,8 +39,8 @@ from collections.abc import Callable
 
 from bench.machine import load_average
 from bench.report import row
+from bench.spark_setup import bench_cluster, local_session
 from data_plane.client import Admin, NewTopic, Producer
-from deploy.local_cluster import LocalCluster
 
 VALUE_BYTES = 100
 PARTITIONS = 6
@@ -106,18 +104,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.records = min(args.records, 200_000)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    directory = tempfile.mkdtemp(prefix="kraftlog-spark-write-bench-")
-    cluster = LocalCluster.create(directory, controllers=1, brokers=3)
-    try:
-        cluster.start()
-        cluster.wait_ready(120)
-        bootstrap = ",".join(cluster.bootstrap_servers())
-        with Admin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics([NewTopic(READ_TOPIC, PARTITIONS, 1)])
-            admin.wait_for_leaders([READ_TOPIC])
+    setup = bench_cluster("kraftlog-spark-write-bench-", READ_TOPIC, PARTITIONS)
+    with setup as (cluster, bootstrap):
         print(
             f"== Spark and transactions, {args.records:,} records of {VALUE_BYTES} B, "
             f"{PARTITIONS} partitions on 3 brokers, local[2]; load {load_average()}",
@@ -125,16 +113,7 @@ def main() -> int:
         )
         seconds, committed = produce_transactions(bootstrap, args.records)
         print(row("produce in transactions (1 in 10 aborted)", args.records, VALUE_BYTES, seconds))
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("kraftlog-bench-write")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.memory", "2g")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session("kraftlog-bench-write")
         try:
             rates: dict[str, float] = {}
             scanned: dict[str, float] = {}
@@ -208,7 +187,7 @@ def main() -> int:
                     .option("kafka.bootstrap.servers", bootstrap)
                     .option("topic", out)
                     .option("exactlyOnce", eos)
-                    .option("checkpointLocation", os.path.join(directory, f"checkpoint-{i}"))
+                    .option("checkpointLocation", str(cluster.directory / f"checkpoint-{i}"))
                     .trigger(availableNow=True)
                 )
                 started = time.monotonic()
@@ -231,9 +210,6 @@ def main() -> int:
             print(f"   load at the end: {load_average()}", flush=True)
         finally:
             spark.stop()
-    finally:
-        cluster.close()
-        shutil.rmtree(directory, ignore_errors=True)
     return 0
 
 
