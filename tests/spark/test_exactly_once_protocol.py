@@ -6,17 +6,17 @@ read_committed read of the output holds every input record exactly once."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 
 import pytest
 
-from data_plane.client import Admin, Consumer, PreparedTxnState, TopicPartition
+from data_plane.client import Admin, PreparedTxnState
 from spark_integration.commit_log import CommitLog, Decision
 from spark_integration.exactly_once import StaleBatchError, abort_batch, commit_batch, recover
 from spark_integration.options import WriteOptions, parse_write_options
 from spark_integration.transactional_writer import write_transaction
+from tests.integration.transactions.reads import read_values
 from tests.spark.helpers import DEADLINE_S
 
 pytestmark = pytest.mark.integration
@@ -90,28 +90,7 @@ def crash_after_end_txns(monkeypatch: pytest.MonkeyPatch) -> Callable[[int | Non
 def read_committed(bootstrap: str, topic: str, expected: int) -> list[bytes]:
     """Every value of ``topic`` a read_committed consumer sees (polls until ``expected``,
     then until 2 s pass without a record)."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    got: list[bytes] = []
-    try:
-        c.assign([TopicPartition(topic, p) for p in range(OUT_PARTITIONS)])
-        deadline = time.monotonic() + DEADLINE_S
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
-            records = c.poll(200)
-            if records:
-                got.extend(r.value for r in records)
-                quiet_since = time.monotonic()
-            elif len(got) >= expected and time.monotonic() - quiet_since > 2.0:
-                break
-    finally:
-        c.close()
-    return got
+    return read_values(bootstrap, topic, OUT_PARTITIONS, "read_committed", expected)
 
 
 def expected_values(batches: int) -> list[bytes]:

@@ -13,6 +13,7 @@ from data_plane.client import Consumer, KafkaError, Producer, TopicPartition
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster
 from tests.integration.replication.helpers import DEADLINE_S
+from tests.integration.transactions.reads import read_values
 from tests.integration.transactions.test_transactions_clients import PARTITIONS, make_topic
 
 pytestmark = [pytest.mark.integration]
@@ -29,29 +30,8 @@ def native_producer(cluster: LocalCluster, txn_id: str) -> Producer:
 
 
 def native_read(cluster: LocalCluster, topic: str, isolation: str, expected: int) -> list[bytes]:
-    c = Consumer(
-        {
-            "bootstrap.servers": ",".join(cluster.bootstrap_servers()),
-            "isolation.level": isolation,
-        }
-    )
-    try:
-        c.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        for p in range(PARTITIONS):
-            c.seek(TopicPartition(topic, p), 0)
-        got: list[bytes] = []
-        deadline = time.monotonic() + DEADLINE_S
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
-            records = c.poll(200)
-            if records:
-                got.extend(r.value for r in records)
-                quiet_since = time.monotonic()
-            elif len(got) >= expected and time.monotonic() - quiet_since > 2.0:
-                break
-        return got
-    finally:
-        c.close()
+    bootstrap = ",".join(cluster.bootstrap_servers())
+    return read_values(bootstrap, topic, PARTITIONS, isolation, expected)
 
 
 def test_native_commit_and_abort(cluster: LocalCluster, capsys: pytest.CaptureFixture[str]) -> None:
