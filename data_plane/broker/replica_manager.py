@@ -48,6 +48,7 @@ from data_plane.broker.errors import (
     UnknownTopicOrPartitionError,
 )
 from data_plane.broker.partition import Partition
+from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.leader_state import IsrChangeProposal
 from data_plane.replication.replica_fetcher import ReplicaFetcherManager
@@ -116,7 +117,7 @@ class ReplicaManager:
         self.alter_partition_manager = alter_partition_manager
         for tp, part in self._partitions.items():
             if not part.is_leader and part.leader_id >= 0:
-                fetcher_manager.add_partition(tp, part.leader_id, part.leader_epoch)
+                self._follow(fetcher_manager, tp, part)
 
     def set_partition_change_listener(self, fn: Callable[[TopicPartition], None]) -> None:
         """``fn(tp)`` is called after an append to ``tp`` and when ``tp`` changes role, so parked
@@ -192,8 +193,14 @@ class ReplicaManager:
             if part.is_leader or part.leader_id < 0:
                 fm.remove_partition(tp)
             else:
-                fm.add_partition(tp, part.leader_id, part.leader_epoch)
+                self._follow(fm, tp, part)
         return True
+
+    def _follow(self, fm: ReplicaFetcherManager, tp: TopicPartition, part: Partition) -> None:
+        """Fetch ``tp`` from its leader, naming it by the topic id of this broker's image."""
+        topic = self.image.topic(tp.topic)
+        topic_id = topic.topic_id.bytes if topic is not None else ZERO_ID
+        fm.add_partition(tp, part.leader_id, part.leader_epoch, topic_id)
 
     def handle_offline_partitions(self, tps: list[TopicPartition]) -> None:
         """Stop hosting ``tps``: their log directory went offline (their logs are closed; the

@@ -3,15 +3,20 @@ puts in its next Fetch, given the session it holds with its leader.
 
 State: the session id the leader gave (0 = none), the epoch the next request carries (0 =
 full fetch asking for a session) and, per partition in the session, the request fields last
-sent (fetch offset, current leader epoch, log start offset, partition max bytes).
+sent (fetch offset, current leader epoch, log start offset, partition max bytes, topic id).
 
 - **Full fetch** (no session yet, or after an error or a reconnect): every partition, epoch
   0, and the old session id if there was one, so the leader frees it in the same request.
   The answer's session id becomes the session (0: the leader keeps none; fetch in full again).
 - **Incremental fetch**: only partitions that are new or whose fields changed (after a round
   that appended records, the fetch offset moved), plus ``forgotten`` partitions no longer
-  fetched (moved, delayed after an error, truncating). The answer holds only partitions with
-  news: a partition missing from it has nothing new.
+  fetched (moved, delayed after an error, truncating), with the fields they were last sent
+  with (a forgotten partition is named by the topic id the leader knows it by). The answer
+  holds only partitions with news: a partition missing from it has nothing new.
+- A partition answered with an error is sent again in full the next time it is fetched
+  (:meth:`FetchSessionHandler.resend`): a leader may keep a partition it cannot serve out of
+  the session (a topic id it does not know yet), and an incremental request that leaves it
+  out would then never fetch it again.
 - A session error (FETCH_SESSION_ID_NOT_FOUND after a leader restart or eviction,
   INVALID_FETCH_SESSION_EPOCH) or any failed round (no answer, connection lost) resets to a
   full fetch.
@@ -33,8 +38,9 @@ from data_plane.protocol.fetch_session_epochs import (
     next_epoch,
 )
 
-# (fetch_offset, current_leader_epoch, log_start_offset, partition_max_bytes)
-PartitionFields = tuple[int, int, int, int]
+# (fetch_offset, current_leader_epoch, log_start_offset, partition_max_bytes, topic_id): the
+# topic id is 16 bytes, all zero when the partition is fetched by topic name.
+PartitionFields = tuple[int, int, int, int, bytes]
 
 SESSION_ERRORS = frozenset(
     {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
@@ -46,7 +52,7 @@ class SessionRequest:
     session_id: int
     epoch: int
     to_send: dict[TopicPartition, PartitionFields]
-    forgotten: list[TopicPartition]
+    forgotten: dict[TopicPartition, PartitionFields]
     wanted: dict[TopicPartition, PartitionFields]
 
     @property
@@ -65,10 +71,10 @@ class FetchSessionHandler:
     def build(self, wanted: dict[TopicPartition, PartitionFields]) -> SessionRequest:
         """The next request for the partitions to fetch now and their fields."""
         if self.session_id == INVALID_SESSION_ID or self.next_epoch == INITIAL_EPOCH:
-            return SessionRequest(self.session_id, INITIAL_EPOCH, dict(wanted), [], wanted)
+            return SessionRequest(self.session_id, INITIAL_EPOCH, dict(wanted), {}, wanted)
         sent = self._sent
         to_send = {tp: f for tp, f in wanted.items() if sent.get(tp) != f}
-        forgotten = [tp for tp in sent if tp not in wanted]
+        forgotten = {tp: f for tp, f in sent.items() if tp not in wanted}
         return SessionRequest(self.session_id, self.next_epoch, to_send, forgotten, wanted)
 
     def handle_response(self, request: SessionRequest, error_code: int, session_id: int) -> bool:
@@ -97,6 +103,11 @@ class FetchSessionHandler:
             self._sent.pop(tp, None)
         self._sent.update(request.to_send)
         return True
+
+    def resend(self, tp: TopicPartition) -> None:
+        """``tp`` was answered with an error: list it the next time it is fetched, as a
+        partition new to the session."""
+        self._sent.pop(tp, None)
 
     def reset(self) -> None:
         """After a failed round: the next request is a full fetch that closes the session."""

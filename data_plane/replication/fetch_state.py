@@ -10,8 +10,9 @@ States::
 Both states can be *delayed* until ``delayed_until_s``: after a partition error the partition
 sits out for ``replica.fetch.backoff.ms``, or for METADATA_LAG_RETRY_MS when the error only
 means that one side has not applied the newest metadata yet (UNKNOWN_LEADER_EPOCH,
-NOT_LEADER_OR_FOLLOWER). A leader or leader-epoch change makes a new state (truncation
-first); answers for an old state are ignored by the fetcher.
+NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID). A leader or leader-epoch
+change makes a new state (truncation first); answers for an old state are ignored by the
+fetcher.
 
 Illegal transitions raise :class:`FetchStateError` and change nothing. Clocks are passed in
 (``now_s``, monotonic seconds).
@@ -25,12 +26,22 @@ import enum
 from dataclasses import dataclass
 
 from common.error_codes import ErrorCode
+from data_plane.protocol.topic_id_versions import ZERO_ID
 
 # Retry delay after UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER: the leader (or we) just has
 # not applied the newest metadata yet, which takes tens of ms; waiting the full
 # replica.fetch.backoff.ms would add up to a second to every failover.
 METADATA_LAG_RETRY_MS = 50
-METADATA_LAG_ERRORS = frozenset({ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
+# UNKNOWN_TOPIC_ID and INCONSISTENT_TOPIC_ID say the same of a topic just created, deleted or
+# re-created under its name: the two images disagree on which topic the id stands for.
+METADATA_LAG_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.INCONSISTENT_TOPIC_ID,
+    }
+)
 # Partition errors that only say the metadata is moving: delayed without a warning.
 EXPECTED_FETCH_ERRORS = frozenset(
     {
@@ -38,6 +49,8 @@ EXPECTED_FETCH_ERRORS = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.INCONSISTENT_TOPIC_ID,
     }
 )
 
@@ -64,6 +77,10 @@ class PartitionFetchState:
     leader_epoch: int
     state: FetchState = FetchState.TRUNCATING
     delayed_until_s: float = 0.0
+    # The id (16 bytes) of the topic this follower replicates, from its metadata image; the
+    # leader answers UNKNOWN_TOPIC_ID when the name now stands for another topic. All zero:
+    # fetch by name.
+    topic_id: bytes = ZERO_ID
 
     def ready_to_truncate(self, now_s: float) -> bool:
         return self.state is FetchState.TRUNCATING and self.delayed_until_s <= now_s

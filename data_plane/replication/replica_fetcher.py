@@ -10,13 +10,17 @@ Each fetcher is one asyncio task on the broker's event loop, with one connection
 source broker (endpoint looked up in the metadata image each time it connects). Its loop:
 
 1. **Truncate.** Partitions that just got this leader (state TRUNCATING) are asked about in
-   one OffsetForLeaderEpoch v3 request (replica_id = this broker, the follower's latest epoch,
+   one OffsetForLeaderEpoch v4 request (replica_id = this broker, the follower's latest epoch,
    the current leader epoch). :func:`data_plane.replication.follower.truncation_offset` says
    where the local log diverges; the partition is truncated there (or asked again with an
    older epoch). A follower with no epoch in its cache truncates to its high watermark.
-2. **Fetch.** One Fetch v11 request (replica_id, ``replica.fetch.wait.max.ms``,
-   ``replica.fetch.min.bytes``) for every FETCHING partition at its log end offset with the
-   current leader epoch, in an incremental fetch session with the leader (KIP-227,
+2. **Fetch.** One Fetch v17 request (this broker in ``replica_state``,
+   ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``) for every FETCHING partition at
+   its log end offset with the current leader epoch, naming each topic by the id this broker's
+   metadata gave it (KIP-516): a leader whose topic of that name is another one (deleted and
+   re-created) answers UNKNOWN_TOPIC_ID instead of serving the other topic's records. A
+   partition added without a topic id makes the round a Fetch v12 by name. The round is in an
+   incremental fetch session with the leader (KIP-227,
    :mod:`data_plane.replication.fetch_session_handler`): after the first full fetch only the
    partitions whose position changed are listed and only those with news come back, so idle
    partitions cost next to nothing per round. The leader long-polls it; its appends answer
@@ -28,9 +32,9 @@ source broker (endpoint looked up in the metadata image each time it connects). 
    ``replica.fetch.backoff.ms``. Per partition: OFFSET_OUT_OF_RANGE truncates (below the
    leader's log start offset: start the log afresh there; else truncate again by epoch);
    FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER /
-   UNKNOWN_TOPIC_OR_PARTITION delay that partition by the backoff until the metadata moves it
-   (by METADATA_LAG_RETRY_MS only for UNKNOWN_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER, which
-   mean that one side has not applied the newest metadata yet).
+   UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID / INCONSISTENT_TOPIC_ID delay that partition
+   by the backoff until the metadata moves it (by METADATA_LAG_RETRY_MS for the errors that
+   mean that one side has not applied the newest metadata yet, see fetch_state).
 
 Every reply is applied only if the partition is still a follower of the same leader epoch
 (the metadata may have moved while the request was out).
@@ -54,6 +58,7 @@ from common.errors import ApiError
 from common.topic_partition import TopicPartition
 from data_plane.protocol.api_keys import ApiKey
 from data_plane.protocol.errors import ProtocolError
+from data_plane.protocol.topic_id_versions import FETCH_TOPIC_IDS_SINCE, ZERO_ID
 from data_plane.replication.fetch_session_handler import (
     SESSION_ERRORS,
     FetchSessionHandler,
@@ -66,8 +71,14 @@ from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffse
 
 logger = logging.getLogger(__name__)
 
-FETCH_VERSION = 11
-OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+# Kafka 3.9's follower versions: Fetch by topic id with the replica in the tagged
+# replica_state, and by name (the newest version that has names) for partitions without an id.
+FETCH_VERSION = 17
+FETCH_BY_NAME_VERSION = FETCH_TOPIC_IDS_SINCE - 1
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+# replica_state.replica_epoch: the broker epoch KIP-903 fences stale replicas with; -1 (not
+# given) because this broker's leaders do not check it.
+NO_REPLICA_EPOCH = -1
 # Offsets of batchLength in a RecordBatch header and the bytes before it are counted.
 _BATCH_LENGTH = struct.Struct(">i")
 _LOG_OVERHEAD = 12
@@ -115,6 +126,39 @@ class FollowerPartition(Protocol):
 PartitionLookup = Callable[[TopicPartition], FollowerPartition | None]
 
 
+def _by_topic(
+    fields: dict[TopicPartition, PartitionFields], by_id: bool
+) -> dict[tuple[str | None, bytes], list[tuple[int, PartitionFields]]]:
+    """Partitions grouped under their topic's (name, id); by id the name is None (Fetch v13+
+    has no names), by name the id is all zero."""
+    out: dict[tuple[str | None, bytes], list[tuple[int, PartitionFields]]] = {}
+    for tp, f in fields.items():
+        key = (None, f[4]) if by_id else (tp.topic, ZERO_ID)
+        out.setdefault(key, []).append((tp.partition, f))
+    return out
+
+
+def _fetch_topics(fields: dict[TopicPartition, PartitionFields], by_id: bool) -> list[Any]:
+    """The ``topics`` of a follower's Fetch request."""
+    return [
+        {
+            "topic": name,
+            "topic_id": tid,
+            "partitions": [
+                {
+                    "partition": partition,
+                    "current_leader_epoch": epoch,
+                    "fetch_offset": offset,
+                    "log_start_offset": log_start,
+                    "partition_max_bytes": part_max,
+                }
+                for partition, (offset, epoch, log_start, part_max, _) in ps
+            ],
+        }
+        for (name, tid), ps in _by_topic(fields, by_id).items()
+    ]
+
+
 def whole_batches_length(records: memoryview | bytes) -> int:
     """Bytes of the complete RecordBatches at the start of ``records`` (a sendfile slice may
     end inside a batch)."""
@@ -151,22 +195,30 @@ class ReplicaFetcherManager:
             out.update(f.partitions)
         return out
 
-    def add_partition(self, tp: TopicPartition, leader_id: int, leader_epoch: int) -> None:
-        """Follow ``leader_id`` in ``leader_epoch`` (truncation first). Re-adding with another
-        leader or epoch moves the partition and restarts it."""
+    def add_partition(
+        self, tp: TopicPartition, leader_id: int, leader_epoch: int, topic_id: bytes = ZERO_ID
+    ) -> None:
+        """Follow ``leader_id`` in ``leader_epoch`` (truncation first), fetching the topic by
+        ``topic_id`` (16 bytes; all zero: by name). Re-adding with another leader, epoch or
+        topic id moves the partition and restarts it."""
         key = (leader_id, hash(tp) % self.config.num_fetchers)
         old = self._assignment.get(tp)
         if old is not None:
             fetcher = self._fetchers.get(old)
             state = fetcher.partitions.get(tp) if fetcher else None
-            if old == key and state is not None and state.leader_epoch == leader_epoch:
+            if (
+                old == key
+                and state is not None
+                and state.leader_epoch == leader_epoch
+                and state.topic_id == topic_id
+            ):
                 return
             self.remove_partition(tp)
         fetcher = self._fetchers.get(key)
         if fetcher is None:
             fetcher = ReplicaFetcher(self.config, leader_id, self._partitions, self._endpoint)
             self._fetchers[key] = fetcher
-        fetcher.add(tp, PartitionFetchState(leader_id, leader_epoch))
+        fetcher.add(tp, PartitionFetchState(leader_id, leader_epoch, topic_id=topic_id))
         self._assignment[tp] = key
 
     def remove_partition(self, tp: TopicPartition) -> None:
@@ -232,6 +284,8 @@ class ReplicaFetcher:
         )
         self._closed = False
         self.fetches = 0
+        # Whether the session names topics by id (Fetch v13+) or by name.
+        self._by_id = True
 
     def add(self, tp: TopicPartition, state: PartitionFetchState) -> None:
         self.partitions[tp] = state
@@ -408,39 +462,45 @@ class ReplicaFetcher:
                 continue
             log_ = part.log
             states[tp] = state
-            wanted[tp] = (log_.log_end_offset, state.leader_epoch, log_.log_start_offset, max_bytes)
+            wanted[tp] = (
+                log_.log_end_offset,
+                state.leader_epoch,
+                log_.log_start_offset,
+                max_bytes,
+                state.topic_id,
+            )
         if not wanted:
             return False
+        by_id = all(f[4] != ZERO_ID for f in wanted.values())
+        if by_id != self._by_id:
+            # A session names its topics one way only: switching starts a new one.
+            self._session.reset()
+            self._by_id = by_id
         request = self._session.build(wanted)
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp, (offset, epoch, log_start, part_max) in request.to_send.items():
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition": tp.partition,
-                    "current_leader_epoch": epoch,
-                    "fetch_offset": offset,
-                    "log_start_offset": log_start,
-                    "partition_max_bytes": part_max,
-                }
-            )
-        forgotten: dict[str, list[int]] = {}
-        for tp in request.forgotten:
-            forgotten.setdefault(tp.topic, []).append(tp.partition)
         body = {
-            "replica_id": self.config.broker_id,
             "max_wait_ms": self.config.fetch_wait_max_ms,
             "min_bytes": self.config.fetch_min_bytes,
             "max_bytes": self.config.response_max_bytes,
             "isolation_level": 0,
             "session_id": request.session_id,
             "session_epoch": request.epoch,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            "topics": _fetch_topics(request.to_send, by_id),
             "forgotten_topics_data": [
-                {"topic": t, "partitions": ps} for t, ps in forgotten.items()
+                {"topic": name, "topic_id": tid, "partitions": [p[0] for p in ps]}
+                for (name, tid), ps in _by_topic(request.forgotten, by_id).items()
             ],
             "rack_id": "",
         }
-        answer = await self._call(ApiKey.FETCH, FETCH_VERSION, body)
+        if by_id:
+            body["replica_state"] = {
+                "replica_id": self.config.broker_id,
+                "replica_epoch": NO_REPLICA_EPOCH,
+            }
+            version = FETCH_VERSION
+        else:
+            body["replica_id"] = self.config.broker_id
+            version = FETCH_BY_NAME_VERSION
+        answer = await self._call(ApiKey.FETCH, version, body)
         self.fetches += 1
         error_code = answer.get("error_code", 0)
         if not self._session.handle_response(request, error_code, answer.get("session_id", 0)):
@@ -453,6 +513,15 @@ class ReplicaFetcher:
                 )
                 return True
             raise ProtocolError(f"fetch failed with error {error_code}")
+        if by_id:
+            named = {(f[4], tp.partition): tp for tp, f in wanted.items()}
+            for topic in answer.get("responses") or ():
+                tid = topic.get("topic_id")
+                for p in topic.get("partitions") or ():
+                    tp_ = named.get((tid, p["partition_index"]))
+                    if tp_ is not None:
+                        self._apply_fetched(tp_, states[tp_], wanted[tp_][0], p)
+            return True
         for topic in answer.get("responses") or ():
             for p in topic.get("partitions") or ():
                 tp = TopicPartition(topic["topic"], p["partition_index"])
@@ -487,5 +556,6 @@ class ReplicaFetcher:
                     "%s: behind the leader's log start offset, restarted at %d", tp, restart_at
                 )
             return
+        self._session.resend(tp)
         if state.partition_error(code, time.monotonic(), self.config.fetch_backoff_ms):
             logger.warning("%s: fetch from broker %d: error %d", tp, self.source_broker_id, code)

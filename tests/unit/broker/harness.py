@@ -74,14 +74,20 @@ class BrokerHarness:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def set_topics(self, topics: Mapping[str, int], leader: int = BROKER_ID) -> None:
+    def set_topics(
+        self,
+        topics: Mapping[str, int],
+        leader: int = BROKER_ID,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+    ) -> None:
         """Publish an image with these topics (name -> partitions), each led by ``leader``, and
-        wait until the server has applied it."""
+        wait until the server has applied it. A topic keeps its id, or gets the one in
+        ``topic_ids``, or a new one."""
         self._offset += 1
         by_name: dict[str, TopicImage] = {}
         for name, count in topics.items():
             old = self._image.topic(name)
-            tid = old.topic_id if old is not None else uuid.uuid4()
+            tid = old.topic_id if old is not None else (topic_ids or {}).get(name, uuid.uuid4())
             epoch = 0
             if old is not None and old.partitions and old.partitions[0].leader != leader:
                 epoch = old.partitions[0].leader_epoch + 1

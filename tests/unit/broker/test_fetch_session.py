@@ -12,6 +12,7 @@ from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
 from data_plane.broker.fetch_session import CachedPartition, FetchSessionCache
 from data_plane.protocol.fetch_session_epochs import MAX_EPOCH, next_epoch
+from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.replication.fetch_session_handler import FetchSessionHandler, PartitionFields
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
@@ -134,29 +135,32 @@ def test_a_full_cache_evicts_only_idle_sessions_or_a_consumer_for_a_follower() -
 
 def test_handler_full_then_incremental_then_reset() -> None:
     h = FetchSessionHandler()
-    wanted: dict[TopicPartition, PartitionFields] = {T0: (5, 3, 0, 1024), T1: (7, 3, 0, 1024)}
+    wanted: dict[TopicPartition, PartitionFields] = {
+        T0: (5, 3, 0, 1024, ZERO_ID),
+        T1: (7, 3, 0, 1024, ZERO_ID),
+    }
     r = h.build(wanted)
     assert r.full and r.session_id == 0 and set(r.to_send) == {T0, T1}
     assert h.handle_response(r, 0, 42)
-    r = h.build({T0: (6, 3, 0, 1024), T1: (7, 3, 0, 1024)})
+    r = h.build({T0: (6, 3, 0, 1024, ZERO_ID), T1: (7, 3, 0, 1024, ZERO_ID)})
     assert not r.full and (r.session_id, r.epoch) == (42, 1)
-    assert set(r.to_send) == {T0} and r.forgotten == []
+    assert set(r.to_send) == {T0} and r.forgotten == {}
     assert h.handle_response(r, 0, 42)
-    r = h.build({T0: (6, 3, 0, 1024)})
-    assert r.to_send == {} and r.forgotten == [T1] and r.epoch == 2
+    r = h.build({T0: (6, 3, 0, 1024, ZERO_ID)})
+    assert r.to_send == {} and list(r.forgotten) == [T1] and r.epoch == 2
     # A wrong epoch: close the session in the next, full, request.
     assert not h.handle_response(r, ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
-    r = h.build({T0: (6, 3, 0, 1024)})
+    r = h.build({T0: (6, 3, 0, 1024, ZERO_ID)})
     assert r.full and r.session_id == 42 and r.epoch == 0
     assert h.handle_response(r, 0, 43)
     # Unknown session: do not name it again.
-    r = h.build({T0: (6, 3, 0, 1024)})
+    r = h.build({T0: (6, 3, 0, 1024, ZERO_ID)})
     assert not h.handle_response(r, ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0)
-    r = h.build({T0: (6, 3, 0, 1024)})
+    r = h.build({T0: (6, 3, 0, 1024, ZERO_ID)})
     assert r.full and r.session_id == 0
     # The leader keeps no session (cache full): stay with full fetches.
     assert h.handle_response(r, 0, 0)
-    assert h.build({T0: (6, 3, 0, 1024)}).full
+    assert h.build({T0: (6, 3, 0, 1024, ZERO_ID)}).full
 
 
 PARTS = [TopicPartition("t", p) for p in range(4)]
@@ -190,13 +194,13 @@ def test_handler_and_cache_agree_on_every_position(ops: list[tuple[str, int]]) -
             for sid in cache.session_ids():
                 cache.remove(sid)
         elif op == "lose_answer":
-            wanted = {t: (o, 1, 0, 100) for t, o in positions.items()}
+            wanted = {t: (o, 1, 0, 100, ZERO_ID) for t, o in positions.items()}
             r = h.build(wanted)
             _serve(cache, r)  # the broker moved on, the answer never arrived
             h.reset()
         elif op == "round":
             for _attempt in range(3):  # a session error costs one extra round
-                wanted = {t: (o, 1, 0, 100) for t, o in positions.items()}
+                wanted = {t: (o, 1, 0, 100, ZERO_ID) for t, o in positions.items()}
                 r = h.build(wanted)
                 ctx = _serve(cache, r)
                 if h.handle_response(r, ctx.error_code, ctx.response_session_id):

@@ -1,15 +1,18 @@
 """ReplicaFetcherManager against a real in-process leader over a socket: one fetcher for many
-partitions, truncation of a divergent tail by leader epoch, then byte-identical replicas."""
+partitions, truncation of a divergent tail by leader epoch, then byte-identical replicas;
+fetching by topic id (a re-created topic is never copied under the old id) and by name."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from common.topic_partition import TopicPartition
 from data_plane.broker.partition import Partition
 from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
 from data_plane.storage import Log, LogConfig, Record, build_batch
 from metadata.image import PartitionRegistration
@@ -42,16 +45,25 @@ def follower_partitions(tmp_path: Path, logs: list[Log]) -> dict[TopicPartition,
     return followers
 
 
-def following(followers: dict[TopicPartition, Partition], port: int) -> ReplicaFetcherManager:
+def following(
+    followers: dict[TopicPartition, Partition], port: int, topic_id: bytes = ZERO_ID
+) -> ReplicaFetcherManager:
     """A fetcher manager on the running loop with every follower partition following the
-    leader on ``port``."""
+    leader on ``port``, by ``topic_id`` (all zero: by name)."""
     config = ReplicaFetcherConfig(
         FOLLOWER_ID, "PLAINTEXT", fetch_wait_max_ms=100, fetch_backoff_ms=50
     )
     manager = ReplicaFetcherManager(config, followers.get, lambda _id, _name: ("127.0.0.1", port))
     for tp in followers:
-        manager.add_partition(tp, BROKER_ID, 0)
+        manager.add_partition(tp, BROKER_ID, 0, topic_id)
     return manager
+
+
+def leader_topic_id(leader: BrokerHarness) -> bytes:
+    assert leader.apis is not None
+    topic = leader.apis.replica_manager.image.topic("t")
+    assert topic is not None
+    return topic.topic_id.bytes
 
 
 def test_fetcher_replicates_many_partitions_and_truncates_divergence(tmp_path: Path) -> None:
@@ -74,7 +86,7 @@ def test_fetcher_replicates_many_partitions_and_truncates_divergence(tmp_path: P
         assert diverged.log_end_offset == 5
 
         async def replicate() -> ReplicaFetcherManager:
-            manager = following(followers, leader.port)
+            manager = following(followers, leader.port, leader_topic_id(leader))
             assert manager.fetcher_count() == 1
             loop = asyncio.get_running_loop()
             deadline = loop.time() + DEADLINE_S
@@ -102,7 +114,8 @@ def test_fetcher_keeps_an_incremental_session_and_recovers_when_the_leader_loses
 ) -> None:
     """After the first full fetch the fetcher fetches incrementally (only partitions that
     moved are listed); when the leader drops the session (a restart, an eviction) the fetcher
-    gets FETCH_SESSION_ID_NOT_FOUND, fetches in full again and replication goes on."""
+    gets FETCH_SESSION_ID_NOT_FOUND, fetches in full again and replication goes on. The
+    partitions are followed without a topic id, so this is the by-name Fetch."""
     leader = BrokerHarness(tmp_path / "leader", event_loop="asyncio")
     logs: list[Log] = []
     try:
@@ -154,6 +167,112 @@ def test_fetcher_keeps_an_incremental_session_and_recovers_when_the_leader_loses
             mine = log.read(0, 1 << 20).read_bytes()
             theirs = leader.log_manager.get_log("t", p).read(0, 1 << 20).read_bytes()
             assert mine == theirs
+    finally:
+        for log in logs:
+            log.close()
+        leader.close()
+
+
+def test_fetcher_never_copies_a_recreated_topic_under_the_old_id(tmp_path: Path) -> None:
+    """The leader deleted ``t`` and created it again (a new id, new records) while the
+    follower still follows the old ``t``: every round is answered UNKNOWN_TOPIC_ID for the
+    old id and nothing of the new topic reaches the follower's logs. Following the new id
+    replicates it."""
+    leader = BrokerHarness(tmp_path / "leader", event_loop="asyncio")
+    logs: list[Log] = []
+    try:
+        leader.set_topics({"t": PARTITIONS})
+        old_id = leader_topic_id(leader)
+        leader.set_topics({})
+        leader.set_topics({"t": PARTITIONS})
+        new_id = leader_topic_id(leader)
+        assert new_id != old_id
+        client = WireClient(leader.port)
+        try:
+            for p in range(PARTITIONS):
+                r = client.call(ApiKey.PRODUCE, 7, produce_body("t", p, records(0, 3)))
+                assert presult(r)["error_code"] == 0
+        finally:
+            client.close()
+        followers = follower_partitions(tmp_path, logs)
+
+        async def replicate() -> None:
+            loop = asyncio.get_running_loop()
+            manager = following(followers, leader.port, old_id)
+            (fetcher,) = manager._fetchers.values()
+            try:
+                deadline = loop.time() + DEADLINE_S
+                # Each answered round delays every partition (UNKNOWN_TOPIC_ID); a few
+                # answered rounds with every partition delayed at least once.
+                while fetcher.fetches < 5 or any(
+                    s.delayed_until_s == 0 for s in fetcher.partitions.values()
+                ):
+                    assert loop.time() < deadline, fetcher.fetches
+                    await asyncio.sleep(0.02)
+                assert [lg.log_end_offset for lg in logs] == [0] * PARTITIONS
+                for tp in followers:
+                    manager.add_partition(tp, BROKER_ID, 0, new_id)
+                while any(lg.log_end_offset != 3 for lg in logs):
+                    assert loop.time() < deadline, [repr(lg) for lg in logs]
+                    await asyncio.sleep(0.02)
+            finally:
+                manager.close()
+                await manager.wait_closed()
+
+        asyncio.run(replicate())
+        for p, log in enumerate(logs):
+            mine = log.read(0, 1 << 20).read_bytes()
+            theirs = leader.log_manager.get_log("t", p).read(0, 1 << 20).read_bytes()
+            assert mine == theirs
+    finally:
+        for log in logs:
+            log.close()
+        leader.close()
+
+
+def test_fetcher_follows_a_topic_id_its_leader_learns_later(tmp_path: Path) -> None:
+    """The follower's metadata is ahead: it follows a topic id its leader does not know yet
+    (UNKNOWN_TOPIC_ID, and the leader keeps the partition out of the fetch session). Once
+    the leader applies the topic, replication starts, without a reconnect or a session
+    error to force a full fetch."""
+    leader = BrokerHarness(tmp_path / "leader", event_loop="asyncio")
+    logs: list[Log] = []
+    try:
+        leader.set_topics({"other": 1})
+        future_id = uuid.uuid4()
+        followers = follower_partitions(tmp_path, logs)
+
+        async def replicate() -> None:
+            loop = asyncio.get_running_loop()
+            manager = following(followers, leader.port, future_id.bytes)
+            (fetcher,) = manager._fetchers.values()
+            try:
+                deadline = loop.time() + DEADLINE_S
+                while fetcher.fetches < 3 or any(
+                    s.delayed_until_s == 0 for s in fetcher.partitions.values()
+                ):
+                    assert loop.time() < deadline, fetcher.fetches
+                    await asyncio.sleep(0.02)
+                full_fetches = fetcher._session.full_fetches
+                await asyncio.to_thread(
+                    leader.set_topics, {"t": PARTITIONS}, topic_ids={"t": future_id}
+                )
+                client = WireClient(leader.port)
+                try:
+                    for p in range(PARTITIONS):
+                        r = client.call(ApiKey.PRODUCE, 7, produce_body("t", p, records(0, 3)))
+                        assert presult(r)["error_code"] == 0
+                finally:
+                    client.close()
+                while any(lg.log_end_offset != 3 for lg in logs):
+                    assert loop.time() < deadline, [repr(lg) for lg in logs]
+                    await asyncio.sleep(0.02)
+                assert fetcher._session.full_fetches == full_fetches
+            finally:
+                manager.close()
+                await manager.wait_closed()
+
+        asyncio.run(replicate())
     finally:
         for log in logs:
             log.close()
