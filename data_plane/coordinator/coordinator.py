@@ -45,6 +45,7 @@ import heapq
 import itertools
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -1095,9 +1096,25 @@ class GroupCoordinator:
             )
         if group is None or error != ErrorCode.NO_ERROR:
             return self._refuse_commit(out, waiter, req.offsets, error)
+        pid = req.producer_id
+        in_flight = group.txn_offsets_in_flight.setdefault(pid, Counter())
+        tps = [tp for tp, _offset, _epoch, _metadata in req.offsets]
+        in_flight.update(tps)
 
         def pend(values: dict[tuple[str, int], OffsetAndMetadata]) -> None:
-            group.pending_txn_offsets.setdefault(req.producer_id, {}).update(values)
+            # Only while the same transaction is open: its marker drops ``in_flight``.
+            if group.txn_offsets_in_flight.get(pid) is in_flight:
+                group.pending_txn_offsets.setdefault(pid, {}).update(values)
+
+        def finished() -> None:
+            if group.txn_offsets_in_flight.get(pid) is not in_flight:
+                return
+            in_flight.subtract(tps)
+            for tp in tps:
+                if in_flight[tp] <= 0:
+                    del in_flight[tp]
+            if not in_flight:
+                del group.txn_offsets_in_flight[pid]
 
         return self._store_offsets(
             out,
@@ -1106,8 +1123,9 @@ class GroupCoordinator:
             req.offsets,
             now,
             pend,
-            producer_id=req.producer_id,
+            producer_id=pid,
             producer_epoch=req.producer_epoch,
+            on_finished=finished,
         )
 
     def complete_transaction(
@@ -1118,6 +1136,7 @@ class GroupCoordinator:
         for group in self._groups.values():
             if group.partition != partition:
                 continue
+            group.txn_offsets_in_flight.pop(producer_id, None)
             pending = group.pending_txn_offsets.pop(producer_id, None)
             if committed and pending:
                 group.offsets.update(pending)
@@ -1172,9 +1191,11 @@ class GroupCoordinator:
         *,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        on_finished: Callable[[], None] | None = None,
     ) -> CoordinatorOutputs:
         """Write the commit's records (a transactional batch when ``producer_id`` is set) and
-        answer ``waiter`` once written; ``on_written`` installs the values then. Metadata over
+        answer ``waiter`` once written; ``on_written`` installs the values then, and
+        ``on_finished`` runs after it whether or not anything was written. Metadata over
         ``offset.metadata.max.bytes`` is refused per partition."""
         errors: dict[tuple[str, int], int] = {}
         values: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -1191,6 +1212,8 @@ class GroupCoordinator:
                 (offset_commit_key(group.group_id, tp[0], tp[1]), offset_commit_value(value))
             )
         if not records:
+            if on_finished is not None:
+                on_finished()
             out.respond(waiter, OffsetCommitResult(errors))
             return out
         group.pending_offset_commits += 1
@@ -1200,6 +1223,8 @@ class GroupCoordinator:
             code = map_write_error(COMMIT_WRITE_ERRORS, write_error)
             if code == ErrorCode.NO_ERROR and self._groups.get(group.group_id) is group:
                 on_written(values)
+            if on_finished is not None:
+                on_finished()
             for tp in values:
                 errors[tp] = code
             o.respond(waiter, OffsetCommitResult(errors))
@@ -1288,8 +1313,11 @@ class GroupCoordinator:
         stored = group.offsets if group is not None else {}
         offsets = dict(stored) if partitions is None else {tp: stored.get(tp) for tp in partitions}
         unstable: frozenset[tuple[str, int]] = frozenset()
-        if require_stable and group is not None and group.pending_txn_offsets:
+        if require_stable and group is not None and (
+            group.pending_txn_offsets or group.txn_offsets_in_flight
+        ):
             pending = {tp for values in group.pending_txn_offsets.values() for tp in values}
+            pending.update(tp for writes in group.txn_offsets_in_flight.values() for tp in writes)
             asked = pending if partitions is None else partitions
             unstable = frozenset(tp for tp in asked if tp in pending)
         return OffsetFetchResult(ErrorCode.NO_ERROR, offsets, unstable)

@@ -21,6 +21,7 @@ Thread-safety: none; the coordinator's owner (the broker event loop) serialises 
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
@@ -110,6 +111,11 @@ class GroupMetadata:
     pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(
         default_factory=dict
     )
+    # TxnOffsetCommit writes not yet replicated: producer id -> how many writes of each
+    # partition are in flight. The transaction's marker drops the entry, so a write that
+    # completes after the marker is known to belong to an ended transaction and adds nothing
+    # to ``pending_txn_offsets``. Its partitions are unstable meanwhile (require_stable).
+    txn_offsets_in_flight: dict[int, Counter[tuple[str, int]]] = field(default_factory=dict)
     # Deadline of the current PreparingRebalance join phase or CompletingRebalance sync phase.
     rebalance_deadline_ms: int = -1
     # Initial rebalance delay of an Empty group (Kafka's InitialDelayedJoin): time left of the

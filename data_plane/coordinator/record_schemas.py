@@ -53,7 +53,7 @@ def decode_versioned(
         body, _ = _codec(name, fields, version, flexible).decode(
             memoryview(data), 2, MAX_RECORD_ELEMENTS
         )
-    except (ProtocolError, struct.error, UnicodeDecodeError, ValueError) as e:
+    except (ProtocolError, struct.error, IndexError, UnicodeDecodeError, ValueError) as e:
         raise error(f"{name} v{version}: {e}") from None
     return body
 

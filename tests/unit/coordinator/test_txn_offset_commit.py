@@ -72,3 +72,40 @@ def test_require_stable_names_partitions_with_a_pending_transactional_commit() -
     h.c.complete_transaction(0, 7, committed=True)
     after = h.c.fetch_offsets("g", [TP], require_stable=True)
     assert after.unstable == frozenset() and after.offsets[TP].offset == 5
+
+
+def test_a_marker_before_the_offsets_write_completes_leaves_nothing_pending() -> None:
+    """The transaction ends (the coordinator aborted it: the producer timed out or was
+    fenced) while its TxnOffsetCommit write is still being replicated: the write completing
+    afterwards must not leave offsets pending with no marker to come, or every
+    require_stable OffsetFetch of the partition would answer UNSTABLE_OFFSET_COMMIT for
+    ever. While the write is in flight the partition is already unstable."""
+    h = Harness()
+    h.auto_complete_writes = False
+    token = h.token()
+    req = TxnOffsetCommitRequest("tx", "g", 7, 0, ((TP, 5, -1, None),))
+    h.absorb(h.c.txn_commit_offsets(token, req))
+    assert h.pending_writes and token not in h.results
+    assert h.c.fetch_offsets("g", [TP], require_stable=True).unstable == {TP}
+    h.absorb(h.c.complete_transaction(0, 7, committed=False))
+    h.complete_writes()
+    assert h.results[token].errors == {TP: ErrorCode.NO_ERROR}
+    after = h.c.fetch_offsets("g", [TP], require_stable=True)
+    assert after.unstable == frozenset() and after.offsets[TP] is None
+    # The producer's next transaction is tracked afresh.
+    h.auto_complete_writes = True
+    txn_commit(h, 9)
+    assert h.c.fetch_offsets("g", [TP], require_stable=True).unstable == {TP}
+    h.c.complete_transaction(0, 7, committed=True)
+    assert committed(h) == 9
+
+
+def test_a_failed_offsets_write_leaves_the_partition_stable() -> None:
+    h = Harness()
+    h.auto_complete_writes = False
+    token = h.token()
+    req = TxnOffsetCommitRequest("tx", "g", 7, 0, ((TP, 5, -1, None),))
+    h.absorb(h.c.txn_commit_offsets(token, req))
+    h.complete_writes(ErrorCode.NOT_ENOUGH_REPLICAS)
+    assert h.results[token].errors[TP] != ErrorCode.NO_ERROR
+    assert h.c.fetch_offsets("g", [TP], require_stable=True).unstable == frozenset()
