@@ -229,12 +229,12 @@ def decode_request(
         )
     try:
         if codec.flexible:
-            if pos < len(view) and view[pos] == 0:
+            if view[pos] == 0:
                 pos += 1  # no header tags: the usual case
             else:
                 pos = _skip_header_tags(view, pos)
         body, _end = codec.decode(view, pos, max_array_elements)
-    except struct.error:
+    except (struct.error, IndexError):
         raise ProtocolError(
             f"truncated {api_label(header.api_key)} v{header.api_version} request"
         ) from None
@@ -368,7 +368,7 @@ def decode_response(
             # No header tags (one 0 byte) is the usual case.
             pos = 5 if len(view) > 4 and view[4] == 0 else _skip_header_tags(view, pos)
         body, _end = codec.decode(view, pos, max_array_elements)
-    except struct.error:
+    except (struct.error, IndexError):
         raise ProtocolError(f"truncated {api_label(api_key)} v{api_version} response") from None
     except UnicodeDecodeError:
         raise ProtocolError(

@@ -5,8 +5,8 @@ functions (no per-message interpretation of the schema) and compiles them once:
 
 ``decode(buf, pos, budget) -> (dict, pos)``
     ``buf`` is a byte-format memoryview that ends exactly where the frame ends, so any fixed
-    width read past the end raises ``struct.error`` (the caller turns it into
-    :class:`ProtocolError`). Every length (string, bytes, records, array count) is checked
+    width read past the end raises ``struct.error`` and any single byte read past it
+    ``IndexError`` (the caller turns both into :class:`ProtocolError`). Every length (string, bytes, records, array count) is checked
     against the bytes left before anything is sliced or allocated: an array's count must fit
     ``remaining // minimum element size``, so a forged count of 2**31-1 cannot allocate a huge
     list. ``budget`` bounds the total number of array elements in the message: each element
@@ -79,6 +79,18 @@ _i16_unpack = _I16.unpack_from
 _i32_unpack = _I32.unpack_from
 _i16_pack = _I16.pack
 _i32_pack = _I32.pack
+
+
+# A compact records length as the two bytes after the fixed fields, big-endian, read as one
+# uint16: the records' size when they are a canonical two-byte varint (length + 1 in 128..16383,
+# so 127..16382 bytes of records), else a number so negative that the fast path's bounds check
+# fails and the general code reads the length.
+_NOT_TWO_BYTES = -(1 << 62)
+_RECORDS_2: list[int] = [_NOT_TWO_BYTES] * 0x10000
+for _b0 in range(0x80, 0x100):
+    for _b1 in range(1, 0x80):
+        _RECORDS_2[(_b0 << 8) | _b1] = ((_b0 & 0x7F) | (_b1 << 7)) - 1
+del _b0, _b1
 
 
 # ---------------------------------------------------------------- runtime helpers (decode)
@@ -251,6 +263,7 @@ _RUNTIME: dict[str, Any] = {
     "EncodeError": EncodeError,
     # flexible versions
     "_uvarint": uvarint,
+    "_RECORDS_2": _RECORDS_2,
     "_read_compact_string": compact_types.read_compact_string,
     "_read_compact_bytes": compact_types.read_compact_bytes,
     "_read_compact_bytes_view": compact_types.read_compact_bytes_view,
@@ -522,7 +535,24 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
 # paths of the non-flexible generator: variable-width values go through the helpers.
 
 
+def _slot(d: str, f: F) -> str:
+    """The local variable a flexible decoder reads field ``f`` of struct ``d`` into."""
+    return f"{d}_{f.name}"
+
+
 def _gen_decode_struct_flex(
+    g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int, depth: int = -1
+) -> None:
+    """Decode a struct into the new dict ``d``. Its fields are read into locals
+    (:func:`_slot`) and the dict is built in one display at the end: a dict grown key by key
+    resizes twice past ten keys (a Fetch response partition has eleven), a display is sized
+    once."""
+    _gen_decode_struct_flex_fields(g, fields, version, d, ind, depth)
+    entries = _fields_in(fields, version) + _tagged_in(fields, version)
+    g.emit(ind, f"{d} = {{" + ", ".join(f"{f.name!r}: {_slot(d, f)}" for f in entries) + "}")
+
+
+def _gen_decode_struct_flex_fields(
     g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int, depth: int = -1
 ) -> None:
     # Generated variable names are numbered by depth; a struct nested in place (same
@@ -531,6 +561,7 @@ def _gen_decode_struct_flex(
     runs = _runs(_fields_in(fields, version))
     tagged = _tagged_in(fields, version)
     skip_next = False
+    peeked = False
     for i, run in enumerate(runs):
         if skip_next:
             skip_next = False
@@ -541,10 +572,9 @@ def _gen_decode_struct_flex(
                 if i + 2 == len(runs):
                     # The struct ends with these records: one fused fast path reads the
                     # fields, the length and the empty tag section, else the general code.
-                    flag = f"f{depth}"
-                    _gen_decode_run_records_end(g, run, after, d, ind, flag)
-                    _gen_tag_defaults(g, tagged, version, d, ind + 3)
-                    g.emit(ind, f"if not {flag}:")
+                    _gen_decode_run_records_end(g, run, after, d, ind)
+                    _gen_tag_defaults(g, tagged, version, d, ind + 1)
+                    g.emit(ind, "else:")
                     _gen_decode_run_then_records(g, run, after, version, d, ind + 1)
                     _gen_decode_tag_section(g, tagged, version, d, ind + 1, depth)
                     return
@@ -553,7 +583,7 @@ def _gen_decode_struct_flex(
                 continue
             fmt = "".join(_FIXED[f.type][0] for f in run)
             size = struct.calcsize(">" + fmt)
-            targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
+            targets = ", ".join(_slot(d, f) for f in run)
             if i + 1 == len(runs):
                 # The struct ends with these fields: the same struct call reads the first
                 # byte of the tag section (it must be there: a shorter buffer is truncated).
@@ -566,12 +596,26 @@ def _gen_decode_struct_flex(
                 g.emit(ind + 1, f"pos += {size}")
                 _gen_decode_tag_section(g, tagged, version, d, ind + 1, depth)
                 return
+            if isinstance(after, F) and _is_array(after):
+                # The same struct call reads the first byte of the array's count (a valid
+                # struct always has it).
+                name = g.const(struct.Struct(">" + fmt + "B").unpack_from, "unpack")
+                g.emit(ind, f"({targets}, n{depth},) = {name}(buf, pos)")
+                g.emit(ind, f"pos += {size + 1}")
+                peeked = True
+                continue
             name = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
             g.emit(ind, f"({targets},) = {name}(buf, pos)")
             g.emit(ind, f"pos += {size}")
         else:
-            _gen_decode_field_flex(g, run, version, f"{d}[{run.name!r}]", ind, depth)
+            _gen_decode_field_flex(g, run, version, _slot(d, run), ind, depth, peeked)
+            peeked = False
     _gen_decode_tag_section(g, tagged, version, d, ind, depth)
+
+
+def _is_array(f: F) -> bool:
+    """An array field (of primitives or of structs), whose compact count starts it."""
+    return not isinstance(f.type, Primitive | StructOf)
 
 
 def _gen_decode_tag_section(
@@ -581,7 +625,7 @@ def _gen_decode_tag_section(
     t, e = f"t{depth}", f"e{depth}"
     if not tagged:
         # Fast path: almost every struct ends with an empty tagged-field section (one 0 byte).
-        g.emit(ind, "if pos < blen and buf[pos] == 0:")
+        g.emit(ind, "if buf[pos] == 0:")
         g.emit(ind + 1, "pos += 1")
         g.emit(ind, "else:")
         g.emit(ind + 1, f"{t}, pos = _read_tag_count(buf, pos)")
@@ -590,7 +634,7 @@ def _gen_decode_tag_section(
         g.emit(ind + 2, f"pos = _skip_tags(buf, pos, {t})")
         return
     _gen_tag_defaults(g, tagged, version, d, ind)
-    g.emit(ind, "if pos < blen and buf[pos] == 0:")  # no tagged field present: the usual case
+    g.emit(ind, "if buf[pos] == 0:")  # no tagged field present: the usual case
     g.emit(ind + 1, "pos += 1")
     g.emit(ind, "else:")
     ind += 1
@@ -600,7 +644,7 @@ def _gen_decode_tag_section(
     g.emit(ind + 1, f"{t}, {e}, pos = _read_tag_header(buf, pos)")
     for i, f in enumerate(tagged):
         g.emit(ind + 1, f"{'if' if i == 0 else 'elif'} {t} == {f.tag}:")
-        _gen_decode_field_flex(g, f, version, f"{d}[{f.name!r}]", ind + 2, depth)
+        _gen_decode_field_flex(g, f, version, _slot(d, f), ind + 2, depth)
         g.emit(ind + 2, f"if pos > {e}:")
         g.emit(ind + 3, f"raise ProtocolError(f'tagged field {f.tag} overruns its size')")
     # Unknown tags are skipped; a known one is read from its start, its size rules.
@@ -616,34 +660,29 @@ def _gen_tag_defaults(
         if isinstance(f.type, StructOf):
             default = "None"  # an absent tagged struct: None (no map built per message)
         # An absent array decodes as a new empty list, as a present empty one does.
-        g.emit(ind, f"{d}[{f.name!r}] = {'[]' if default == '()' else default}")
+        g.emit(ind, f"{_slot(d, f)} = {'[]' if default == '()' else default}")
 
 
-def _gen_decode_run_records_end(
-    g: _Gen, run: list[F], records: F, d: str, ind: int, flag: str
-) -> None:
+def _gen_decode_run_records_end(g: _Gen, run: list[F], records: F, d: str, ind: int) -> None:
     """Fixed fields, then compact records of 127 B..16 KiB (a two-byte varint length), then an
-    empty tag section: the usual Produce request and Fetch response partition (the caller
-    emits the tagged fields' defaults inside the success branch). One struct call reads the
-    fields and the length; one comparison checks both that the records fit and that the byte
-    after them is the empty tag section. Sets ``flag`` true when it decoded, false to leave
-    the struct to the general code (which then sees ``pos`` unchanged)."""
+    empty tag section: the usual Produce request and Fetch response partition. One struct call
+    reads the fields and the two length bytes; ``_RECORDS_2`` turns those into the length (or
+    a large negative number when they are not a canonical two-byte varint), and one chained
+    comparison checks both that the records fit and that the byte after them is the empty tag
+    section. Emits the ``if`` of that fast path and leaves ``pos`` unchanged when it fails; the
+    caller emits the success branch's tag defaults and the ``else`` with the general code.
+    A valid struct always has the bytes read here (a varint byte and the tag byte follow the
+    fields), so a short buffer is truncated and struct.error is the right answer."""
     fmt = "".join(_FIXED[f.type][0] for f in run)
     size = struct.calcsize(">" + fmt)
     peek = g.const(struct.Struct(">" + fmt + "H").unpack_from, "unpack")
-    targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
-    key = f"{d}[{records.name!r}]"
-    g.emit(ind, f"{flag} = False")
-    g.emit(ind, f"if pos + {size + 2} <= blen:")
-    g.emit(ind + 1, f"({targets}, h,) = {peek}(buf, pos)")
-    # First byte with the continuation bit, second without: a two-byte varint.
-    g.emit(ind + 1, "if h & 0x8080 == 0x8000:")
-    g.emit(ind + 2, f"q = pos + {size + 2}")
-    g.emit(ind + 2, "end = q + (((h >> 8) & 0x7F) | ((h & 0x7F) << 7)) - 1")
-    g.emit(ind + 2, "if end < blen and buf[end] == 0:")
-    g.emit(ind + 3, f"{key} = buf[q:end]")
-    g.emit(ind + 3, "pos = end + 1")
-    g.emit(ind + 3, f"{flag} = True")
+    targets = ", ".join(_slot(d, f) for f in run)
+    key = _slot(d, records)
+    g.emit(ind, f"({targets}, h,) = {peek}(buf, pos)")
+    g.emit(ind, f"end = pos + {size + 2} + _RECORDS_2[h]")
+    g.emit(ind, "if pos < end < blen and buf[end] == 0:")
+    g.emit(ind + 1, f"{key} = buf[pos + {size + 2}:end]")
+    g.emit(ind + 1, "pos = end + 1")
 
 
 def _gen_decode_run_then_records(
@@ -652,27 +691,22 @@ def _gen_decode_run_then_records(
     """Fixed fields followed by compact records (a Produce request's or a Fetch response's
     partition): one struct call reads the fields and the first two bytes of the records'
     varint length, which covers batches under 16 KiB; anything else takes the checking
-    helper."""
+    helper. The two bytes are always there in a valid struct (a varint byte, then the tag
+    section or another field)."""
     fmt = "".join(_FIXED[f.type][0] for f in run)
     size = struct.calcsize(">" + fmt)
     peek = g.const(struct.Struct(">" + fmt + "BB").unpack_from, "unpack")
-    plain = g.const(struct.Struct(">" + fmt).unpack_from, "unpack")
-    targets = ", ".join(f"{d}[{f.name!r}]" for f in run)
-    key = f"{d}[{records.name!r}]"
-    g.emit(ind, f"if pos + {size + 2} <= blen:")
-    g.emit(ind + 1, f"({targets}, b0, b1,) = {peek}(buf, pos)")
-    g.emit(ind + 1, f"pos += {size}")
-    g.emit(ind + 1, "if 0 < b0 < 0x80:")
-    g.emit(ind + 2, "n = b0 - 1")
-    g.emit(ind + 2, "p = pos + 1")
-    g.emit(ind + 1, "elif b0 >= 0x80 and b1 < 0x80:")
-    g.emit(ind + 2, "n = ((b0 & 0x7F) | (b1 << 7)) - 1")
-    g.emit(ind + 2, "p = pos + 2")
-    g.emit(ind + 1, "else:")
-    g.emit(ind + 2, "p = -1")
+    targets = ", ".join(_slot(d, f) for f in run)
+    key = _slot(d, records)
+    g.emit(ind, f"({targets}, b0, b1,) = {peek}(buf, pos)")
+    g.emit(ind, f"pos += {size}")
+    g.emit(ind, "if 0 < b0 < 0x80:")
+    g.emit(ind + 1, "n = b0 - 1")
+    g.emit(ind + 1, "p = pos + 1")
+    g.emit(ind, "elif b0 >= 0x80 and b1 < 0x80:")
+    g.emit(ind + 1, "n = ((b0 & 0x7F) | (b1 << 7)) - 1")
+    g.emit(ind + 1, "p = pos + 2")
     g.emit(ind, "else:")
-    g.emit(ind + 1, f"({targets},) = {plain}(buf, pos)")
-    g.emit(ind + 1, f"pos += {size}")
     g.emit(ind + 1, "p = -1")
     g.emit(ind, "if p > 0 and n <= blen - p:")
     g.emit(ind + 1, f"{key} = buf[p:p + n]")
@@ -683,7 +717,11 @@ def _gen_decode_run_then_records(
     )
 
 
-def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, depth: int) -> None:
+def _gen_decode_field_flex(
+    g: _Gen, f: F, version: int, key: str, ind: int, depth: int, peeked: bool = False
+) -> None:
+    """Decode one field into ``key``. ``peeked`` (arrays only): the first byte of the count
+    is already in ``n{depth}`` and ``pos`` is past it."""
     nullable = f.nullable_in(version)
     if isinstance(f.type, Primitive) and f.type in _FIXED:
         code, size = _FIXED[f.type]
@@ -693,7 +731,7 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
     elif f.type is Primitive.STRING:
         # Fast path: a one-byte length (strings under 127 bytes) read inline; anything else
         # (null, long, truncated) goes through the checking helper.
-        g.emit(ind, "n = buf[pos] if pos < blen else 0x80")
+        g.emit(ind, "n = buf[pos]")
         g.emit(ind, "if 0 < n < 0x80 and pos + n <= blen:")
         g.emit(ind + 1, f"{key} = str(buf[pos + 1:pos + n], 'utf-8')")
         g.emit(ind + 1, "pos += n")
@@ -708,11 +746,11 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
     elif f.type is Primitive.RECORDS:
         # Fast path: a length of one or two varint bytes (batches under 16 KiB) read inline,
         # the data taken as a view of the frame (zero copy); else the checking helper.
-        g.emit(ind, "n = buf[pos] if pos < blen else 0")
+        g.emit(ind, "n = buf[pos]")
         g.emit(ind, "if 0 < n < 0x80:")
         g.emit(ind + 1, "n -= 1")
         g.emit(ind + 1, "p = pos + 1")
-        g.emit(ind, "elif n >= 0x80 and pos + 1 < blen and buf[pos + 1] < 0x80:")
+        g.emit(ind, "elif n >= 0x80 and buf[pos + 1] < 0x80:")
         g.emit(ind + 1, "n = ((n & 0x7F) | (buf[pos + 1] << 7)) - 1")
         g.emit(ind + 1, "p = pos + 2")
         g.emit(ind, "else:")
@@ -732,7 +770,6 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
             g.emit(ind + 1, f"{key} = None")
             g.emit(ind, "else:")
             inner = ind + 1
-        g.emit(inner, f"{item} = {{}}")
         _gen_decode_struct_flex(g, f.type.fields, version, item, inner, max(inner, depth + 1))
         g.emit(inner, f"{key} = {item}")
     else:
@@ -742,40 +779,56 @@ def _gen_decode_field_flex(g: _Gen, f: F, version: int, key: str, ind: int, dept
             size = _FIXED[element][1] if element in _FIXED else 1
         else:
             size = max(1, _min_size(f.type, version, True))
-        g.emit(ind, f"{n} = buf[pos] if pos < blen else 0")
-        g.emit(ind, f"if 0 < {n} < 0x80 and ({n} - 1) * {size} <= blen - pos - 1:")
-        g.emit(ind + 1, f"{n} -= 1")
-        g.emit(ind + 1, "pos += 1")
-        if nullable:
-            # A null array (a single zero byte) is common: Fetch's aborted_transactions.
-            g.emit(ind, f"elif {n} == 0 and pos < blen:")
-            g.emit(ind + 1, f"{n} = -1")
+        # Fast path: a one-byte count (under 127 elements). It is not checked against the
+        # bytes left: so few elements cannot allocate much, the budget still counts them and
+        # the first read past the end stops the loop.
+        if peeked:
+            g.emit(ind, f"if 0 < {n} < 0x80:")
+            g.emit(ind + 1, f"{n} -= 1")
+            if nullable:
+                g.emit(ind, f"elif {n} == 0:")
+                g.emit(ind + 1, f"{n} = -1")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"{n}, pos = _read_compact_count(buf, pos - 1, {nullable}, {size})")
+        else:
+            g.emit(ind, f"{n} = buf[pos]")
+            g.emit(ind, f"if 0 < {n} < 0x80:")
+            g.emit(ind + 1, f"{n} -= 1")
             g.emit(ind + 1, "pos += 1")
-        g.emit(ind, "else:")
-        g.emit(ind + 1, f"{n}, pos = _read_compact_count(buf, pos, {nullable}, {size})")
-        g.emit(ind, f"if {n} < 0:")
-        g.emit(ind + 1, f"{key} = None")
-        g.emit(ind, "else:")
-        _gen_budget(g, n, ind + 1)
-        g.emit(ind + 1, f"{key} = {lst} = []")
-        g.emit(ind + 1, f"for _ in range({n}):")
+            if nullable:
+                # A null array (a single zero byte) is common: Fetch's aborted_transactions.
+                g.emit(ind, f"elif {n} == 0:")
+                g.emit(ind + 1, f"{n} = -1")
+                g.emit(ind + 1, "pos += 1")
+            g.emit(ind, "else:")
+            g.emit(ind + 1, f"{n}, pos = _read_compact_count(buf, pos, {nullable}, {size})")
+        # An element struct's names are numbered deeper than any of this struct's.
+        element_depth = max(ind + 2, depth + 1)
+        if nullable:
+            g.emit(ind, f"if {n} < 0:")
+            g.emit(ind + 1, f"{key} = None")
+            g.emit(ind, "else:")
+            ind += 1
+        # (A non-nullable count is never -1: the helper refuses a null there.)
+        _gen_budget(g, n, ind)
+        g.emit(ind, f"{key} = {lst} = []")
+        g.emit(ind, f"for _ in range({n}):")
         if isinstance(f.type, ArrayOf) and f.type.element in _FIXED:
             code, width = _FIXED[f.type.element]
             name = g.const(struct.Struct(">" + code).unpack_from, "unpack")
-            g.emit(ind + 2, f"{lst}.append({name}(buf, pos)[0])")
-            g.emit(ind + 2, f"pos += {width}")
+            g.emit(ind + 1, f"{lst}.append({name}(buf, pos)[0])")
+            g.emit(ind + 1, f"pos += {width}")
         elif isinstance(f.type, ArrayOf):
             reader = {
                 Primitive.STRING: "_read_compact_string",
                 Primitive.BYTES: "_read_compact_bytes",
             }[f.type.element]
-            g.emit(ind + 2, f"v{depth}, pos = {reader}(buf, pos, False)")
-            g.emit(ind + 2, f"{lst}.append(v{depth})")
+            g.emit(ind + 1, f"v{depth}, pos = {reader}(buf, pos, False)")
+            g.emit(ind + 1, f"{lst}.append(v{depth})")
         else:
             item = f"d{depth + 1}"
-            g.emit(ind + 2, f"{item} = {{}}")
-            _gen_decode_struct_flex(g, f.type, version, item, ind + 2)
-            g.emit(ind + 2, f"{lst}.append({item})")
+            _gen_decode_struct_flex(g, f.type, version, item, ind + 1, element_depth)
+            g.emit(ind + 1, f"{lst}.append({item})")
 
 
 def _gen_encode_struct_flex(
@@ -784,11 +837,31 @@ def _gen_encode_struct_flex(
     # Generated variable names are numbered by depth; a struct nested in place (same
     # indentation as its parent) is one level deeper, or its names would shadow the parent's.
     depth = ind if depth < 0 else depth
-    for run in _runs(_fields_in(fields, version)):
+    runs = _runs(_fields_in(fields, version))
+    skip_next = False
+    for i, run in enumerate(runs):
+        if skip_next:
+            skip_next = False
+            continue
         if isinstance(run, list):
-            st = struct.Struct(">" + "".join(_FIXED[f.type][0] for f in run))
-            name = g.const(st.pack, "pack")
+            fmt = "".join(_FIXED[f.type][0] for f in run)
+            name = g.const(struct.Struct(">" + fmt).pack, "pack")
             args = ", ".join(f"{d}.get({f.name!r}, {_default_literal(f, version)})" for f in run)
+            after = runs[i + 1] if i + 1 < len(runs) else None
+            if isinstance(after, F) and after.type is Primitive.RECORDS:
+                # Fixed fields, then records held as bytes of 127 B..16 KiB (a two-byte varint
+                # length, the usual Fetch response partition): one pack call for both.
+                fused = g.const(struct.Struct(">" + fmt + "H").pack, "pack")
+                g.emit(ind, f"r = {d}.get({after.name!r}, None)")
+                g.emit(ind, "if r.__class__ is bytes and 0x7F <= len(r) < 0x3FFF:")
+                g.emit(ind + 1, "n = len(r) + 1")
+                g.emit(ind + 1, f"out += {fused}({args}, (((n & 0x7F) | 0x80) << 8) | (n >> 7))")
+                g.emit(ind + 1, "out += r")
+                g.emit(ind, "else:")
+                g.emit(ind + 1, f"out += {name}({args})")
+                _gen_encode_field_flex(g, after, version, "r", ind + 1, depth)
+                skip_next = True
+                continue
             g.emit(ind, f"out += {name}({args})")
         else:
             value = f"{d}.get({run.name!r}, {_default_literal(run, version)})"
@@ -856,7 +929,8 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
         # Fast path: records held as bytes under 16 KiB (a one- or two-byte varint length)
         # are copied in place; file slices, large or odd values take the general helper.
         u16 = g.const(struct.Struct(">H").pack, "pack")
-        g.emit(ind, f"r = {value}")
+        if value != "r":
+            g.emit(ind, f"r = {value}")
         g.emit(ind, "if r.__class__ is bytes and len(r) < 0x3FFF:")
         g.emit(ind + 1, "n = len(r) + 1")
         g.emit(ind + 1, "if n < 0x80:")
@@ -885,8 +959,9 @@ def _gen_encode_field_flex(g: _Gen, f: F, version: int, value: str, ind: int, de
             # A null array (Fetch's aborted_transactions, usually) is one zero byte, inline.
             g.emit(ind, f"if {v} is None:")
             g.emit(ind + 1, "out.append(0)")
-            g.emit(ind + 1, f"{ok} = False")
-            g.emit(ind, f"elif len({v}) < 0x7F:")
+            g.emit(ind, "else:")
+            ind += 1
+            g.emit(ind, f"if len({v}) < 0x7F:")
         else:
             g.emit(ind, f"if {v} is not None and len({v}) < 0x7F:")
         g.emit(ind + 1, f"out.append(len({v}) + 1)")
@@ -935,8 +1010,11 @@ def compile_message(
     g = _Gen()
     g.emit(0, "def decode(buf, pos, budget):")
     g.emit(1, "blen = len(buf)")
-    g.emit(1, "d0 = {}")
-    (_gen_decode_struct_flex if flexible else _gen_decode_struct)(g, fields, version, "d0", 1)
+    if flexible:
+        _gen_decode_struct_flex(g, fields, version, "d0", 1)
+    else:
+        g.emit(1, "d0 = {}")
+        _gen_decode_struct(g, fields, version, "d0", 1)
     g.emit(1, "return d0, pos")
     g.emit(0, "")
     g.emit(0, "def encode(out, d0, cuts):")
