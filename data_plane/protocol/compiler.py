@@ -6,10 +6,13 @@ functions (no per-message interpretation of the schema) and compiles them once:
 ``decode(buf, pos, budget) -> (dict, pos)``
     ``buf`` is a byte-format memoryview that ends exactly where the frame ends, so any fixed
     width read past the end raises ``struct.error`` and any single byte read past it
-    ``IndexError`` (the caller turns both into :class:`ProtocolError`). Every length (string, bytes, records, array count) is checked
-    against the bytes left before anything is sliced or allocated: an array's count must fit
-    ``remaining // minimum element size``, so a forged count of 2**31-1 cannot allocate a huge
-    list. ``budget`` bounds the total number of array elements in the message: each element
+    ``IndexError`` (the caller turns both into :class:`ProtocolError`). Every length (string,
+    bytes, records, array count) is checked against the bytes left before anything is sliced
+    or allocated: an array's count must fit ``remaining // minimum element size``, so a forged
+    count of 2**31-1 cannot allocate a huge list (a one-byte compact count, under 127, is
+    exempt: so few elements allocate little and the first read past the end stops the loop).
+    Flexible decoders read a struct's fields into locals and build its dict in one display.
+    ``budget`` bounds the total number of array elements in the message: each element
     costs far more memory as a Python object than its few bytes on the wire (a 2-byte string
     becomes a dict or str of 50-400 bytes), so the frame size bound alone would still let one
     100 MiB request allocate gigabytes. ``records`` values are memoryview slices of ``buf``
