@@ -875,9 +875,11 @@ def _gen_encode_struct_flex(
         return
     tg, saved, v = f"tg{depth}", f"o{depth}", f"w{depth}"
     if all(isinstance(f.type, StructOf) for f in tagged):
-        # Tagged structs are sent only when set, and usually none is (a Fetch partition's
-        # diverging epoch, current leader, snapshot id): one test, one empty section byte.
-        absent = " or ".join(f"{d}.get({f.name!r})" for f in tagged)
+        # Tagged structs are sent only when set, and usually none is even a key (a Fetch
+        # partition's diverging epoch, current leader, snapshot id): one test of key presence
+        # (cheaper than a get per field), one empty section byte. A key holding None or an
+        # empty map takes the general code below, which leaves it out.
+        absent = " or ".join(f"{f.name!r} in {d}" for f in tagged)
         g.emit(ind, f"if not ({absent}):")
         g.emit(ind + 1, "out.append(0)")
         g.emit(ind, "else:")
