@@ -286,9 +286,15 @@ class ReplicaFetcher:
         self.fetches = 0
         # Whether the session names topics by id (Fetch v13+) or by name.
         self._by_id = True
+        # Topic id (16 bytes) -> name, of every partition added by id: answers by id name no
+        # topic.
+        self._topic_names: dict[bytes, str] = {}
 
     def add(self, tp: TopicPartition, state: PartitionFetchState) -> None:
         self.partitions[tp] = state
+        if state.topic_id != ZERO_ID:
+            # Ids are never reused, so an entry left by a removed partition misleads nobody.
+            self._topic_names[state.topic_id] = tp.topic
         self._wake.set()
 
     def remove(self, tp: TopicPartition) -> None:
@@ -513,20 +519,17 @@ class ReplicaFetcher:
                 )
                 return True
             raise ProtocolError(f"fetch failed with error {error_code}")
-        if by_id:
-            named = {(f[4], tp.partition): tp for tp, f in wanted.items()}
-            for topic in answer.get("responses") or ():
-                tid = topic.get("topic_id")
-                for p in topic.get("partitions") or ():
-                    tp_ = named.get((tid, p["partition_index"]))
-                    if tp_ is not None:
-                        self._apply_fetched(tp_, states[tp_], wanted[tp_][0], p)
-            return True
         for topic in answer.get("responses") or ():
+            # By id the answer names topics only by id: the name is the one this fetcher
+            # added the id with, and a partition counts only if asked for under that id.
+            tid = topic.get("topic_id", ZERO_ID) if by_id else ZERO_ID
+            name = self._topic_names.get(tid) if by_id else topic["topic"]
+            if name is None:
+                continue
             for p in topic.get("partitions") or ():
-                tp = TopicPartition(topic["topic"], p["partition_index"])
+                tp = TopicPartition(name, p["partition_index"])
                 fields = wanted.get(tp)
-                if fields is not None:
+                if fields is not None and (not by_id or fields[4] == tid):
                     self._apply_fetched(tp, states[tp], fields[0], p)
         return True
 

@@ -277,3 +277,41 @@ def test_fetcher_follows_a_topic_id_its_leader_learns_later(tmp_path: Path) -> N
         for log in logs:
             log.close()
         leader.close()
+
+
+def test_a_partition_without_a_topic_id_makes_the_rounds_by_name(tmp_path: Path) -> None:
+    """One partition followed without an id, the others by id: the fetcher fetches all of
+    them by name (a session names topics one way) and every one replicates."""
+    leader = BrokerHarness(tmp_path / "leader", event_loop="asyncio")
+    logs: list[Log] = []
+    try:
+        leader.set_topics({"t": PARTITIONS})
+        client = WireClient(leader.port)
+        try:
+            for p in range(PARTITIONS):
+                r = client.call(ApiKey.PRODUCE, 7, produce_body("t", p, records(0, 3)))
+                assert presult(r)["error_code"] == 0
+        finally:
+            client.close()
+        followers = follower_partitions(tmp_path, logs)
+
+        async def replicate() -> None:
+            loop = asyncio.get_running_loop()
+            manager = following(followers, leader.port, leader_topic_id(leader))
+            manager.add_partition(TopicPartition("t", 0), BROKER_ID, 0, ZERO_ID)
+            (fetcher,) = manager._fetchers.values()
+            try:
+                deadline = loop.time() + DEADLINE_S
+                while any(lg.log_end_offset != 3 for lg in logs):
+                    assert loop.time() < deadline, [repr(lg) for lg in logs]
+                    await asyncio.sleep(0.02)
+                assert fetcher._by_id is False
+            finally:
+                manager.close()
+                await manager.wait_closed()
+
+        asyncio.run(replicate())
+    finally:
+        for log in logs:
+            log.close()
+        leader.close()
