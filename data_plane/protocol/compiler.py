@@ -703,11 +703,19 @@ def _gen_decode_run_then_records(
     key = _slot(d, records)
     g.emit(ind, f"({targets}, b0, b1,) = {peek}(buf, pos)")
     g.emit(ind, f"pos += {size}")
-    g.emit(ind, "if 0 < b0 < 0x80:")
-    g.emit(ind + 1, "n = b0 - 1")
+    _gen_decode_records_at(g, "b0", "b1", key, records.nullable_in(version), ind)
+
+
+def _gen_decode_records_at(g: _Gen, b0: str, b1: str, key: str, nullable: bool, ind: int) -> None:
+    """Compact records at ``pos``, given expressions for the first two bytes of their varint
+    length: one or two length bytes (batches under 16 KiB) are read inline and the data taken
+    as a view of the frame (zero copy); anything else (null, longer, overrunning) goes
+    through the checking helper."""
+    g.emit(ind, f"if 0 < {b0} < 0x80:")
+    g.emit(ind + 1, f"n = {b0} - 1")
     g.emit(ind + 1, "p = pos + 1")
-    g.emit(ind, "elif b0 >= 0x80 and b1 < 0x80:")
-    g.emit(ind + 1, "n = ((b0 & 0x7F) | (b1 << 7)) - 1")
+    g.emit(ind, f"elif {b0} >= 0x80 and {b1} < 0x80:")
+    g.emit(ind + 1, f"n = (({b0} & 0x7F) | ({b1} << 7)) - 1")
     g.emit(ind + 1, "p = pos + 2")
     g.emit(ind, "else:")
     g.emit(ind + 1, "p = -1")
@@ -715,9 +723,7 @@ def _gen_decode_run_then_records(
     g.emit(ind + 1, f"{key} = buf[p:p + n]")
     g.emit(ind + 1, "pos = p + n")
     g.emit(ind, "else:")
-    g.emit(
-        ind + 1, f"{key}, pos = _read_compact_bytes_view(buf, pos, {records.nullable_in(version)})"
-    )
+    g.emit(ind + 1, f"{key}, pos = _read_compact_bytes_view(buf, pos, {nullable})")
 
 
 def _gen_decode_field_flex(
@@ -747,22 +753,8 @@ def _gen_decode_field_flex(
     elif f.type is Primitive.BYTES:
         g.emit(ind, f"{key}, pos = _read_compact_bytes(buf, pos, {nullable})")
     elif f.type is Primitive.RECORDS:
-        # Fast path: a length of one or two varint bytes (batches under 16 KiB) read inline,
-        # the data taken as a view of the frame (zero copy); else the checking helper.
         g.emit(ind, "n = buf[pos]")
-        g.emit(ind, "if 0 < n < 0x80:")
-        g.emit(ind + 1, "n -= 1")
-        g.emit(ind + 1, "p = pos + 1")
-        g.emit(ind, "elif n >= 0x80 and buf[pos + 1] < 0x80:")
-        g.emit(ind + 1, "n = ((n & 0x7F) | (buf[pos + 1] << 7)) - 1")
-        g.emit(ind + 1, "p = pos + 2")
-        g.emit(ind, "else:")
-        g.emit(ind + 1, "p = -1")
-        g.emit(ind, "if p > 0 and n <= blen - p:")
-        g.emit(ind + 1, f"{key} = buf[p:p + n]")
-        g.emit(ind + 1, "pos = p + n")
-        g.emit(ind, "else:")
-        g.emit(ind + 1, f"{key}, pos = _read_compact_bytes_view(buf, pos, {nullable})")
+        _gen_decode_records_at(g, "n", "buf[pos + 1]", key, nullable, ind)
     elif isinstance(f.type, StructOf):
         item = f"d{depth + 1}"
         inner = ind
