@@ -86,11 +86,8 @@ class ClusterMetadata:
     def leader_epoch_for(self, tp: TopicPartition) -> int:
         """The leader epoch of ``tp`` as last learnt (-1 when unknown): sent with fetches so
         that a broker on another epoch fences them (KIP-320)."""
-        info = self.topics.get(tp.topic)
-        if info is None or tp.partition >= len(info.partitions):
-            return -1
-        part = info.partitions[tp.partition]
-        return part.leader_epoch if part.partition == tp.partition else -1
+        part = _partition_of(self.topics.get(tp.topic), tp.partition)
+        return part.leader_epoch if part is not None else -1
 
     def partition_count(self, topic: str) -> int | None:
         info = self.topics.get(topic)
@@ -207,11 +204,8 @@ class ClusterMetadata:
         """``info``, or the known partition when ``info`` names an older leader epoch
         (see :meth:`update`)."""
         tp = TopicPartition(info.topic, info.partition)
-        if known is None or info.partition >= len(known.partitions):
-            self._regressed_since.pop(tp, None)
-            return info
-        old = known.partitions[info.partition]
-        if old.partition != info.partition or not 0 <= info.leader_epoch < old.leader_epoch:
+        old = _partition_of(known, info.partition)
+        if old is None or not 0 <= info.leader_epoch < old.leader_epoch:
             self._regressed_since.pop(tp, None)
             return info
         since = self._regressed_since.setdefault(tp, now_ms)
@@ -219,3 +213,11 @@ class ClusterMetadata:
             del self._regressed_since[tp]
             return info
         return old
+
+
+def _partition_of(info: TopicInfo | None, partition: int) -> PartitionInfo | None:
+    """Partition ``partition`` of a topic's metadata (kept sorted by index), None if absent."""
+    if info is None or partition >= len(info.partitions):
+        return None
+    part = info.partitions[partition]
+    return part if part.partition == partition else None
