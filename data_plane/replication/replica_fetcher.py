@@ -460,6 +460,7 @@ class ReplicaFetcher:
         states: dict[TopicPartition, PartitionFetchState] = {}
         wanted: dict[TopicPartition, PartitionFields] = {}
         max_bytes = self.config.fetch_max_bytes
+        by_id = True  # every partition fetched has a topic id
         for tp, state in list(self.partitions.items()):
             if not state.ready_to_fetch(now_s):
                 continue
@@ -468,6 +469,8 @@ class ReplicaFetcher:
                 continue
             log_ = part.log
             states[tp] = state
+            if state.topic_id == ZERO_ID:
+                by_id = False
             wanted[tp] = (
                 log_.log_end_offset,
                 state.leader_epoch,
@@ -477,7 +480,6 @@ class ReplicaFetcher:
             )
         if not wanted:
             return False
-        by_id = all(f[4] != ZERO_ID for f in wanted.values())
         if by_id != self._by_id:
             # A session names its topics one way only: switching starts a new one.
             self._session.reset()
