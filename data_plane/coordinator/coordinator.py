@@ -1107,14 +1107,11 @@ class GroupCoordinator:
                 group.pending_txn_offsets.setdefault(pid, {}).update(values)
 
         def finished() -> None:
-            if group.txn_offsets_in_flight.get(pid) is not in_flight:
-                return
-            in_flight.subtract(tps)
-            for tp in tps:
-                if in_flight[tp] <= 0:
-                    del in_flight[tp]
-            if not in_flight:
-                del group.txn_offsets_in_flight[pid]
+            writes = group.txn_offsets_in_flight
+            if writes.get(pid) is in_flight:
+                writes[pid] -= Counter(tps)  # in place, dropping the counts that reach zero
+                if not in_flight:
+                    del writes[pid]
 
         return self._store_offsets(
             out,

@@ -109,3 +109,4 @@ def test_a_failed_offsets_write_leaves_the_partition_stable() -> None:
     h.complete_writes(ErrorCode.NOT_ENOUGH_REPLICAS)
     assert h.results[token].errors[TP] != ErrorCode.NO_ERROR
     assert h.c.fetch_offsets("g", [TP], require_stable=True).unstable == frozenset()
+    assert h.c._groups["g"].txn_offsets_in_flight == {}  # nothing left behind
