@@ -88,7 +88,6 @@ class AssignConsumerWorker(WorkloadThread):
         self._stats = stats
         self._halt = stop
 
-
     def _open(self, positions: dict[int, int]) -> Consumer:
         consumer = Consumer(
             consumer_config(self._servers, self.process, **{"isolation.level": self._isolation})
@@ -177,7 +176,6 @@ class GroupConsumerWorker(WorkloadThread):
         self._history = history
         self._stats = stats
         self._halt = stop
-
 
     def _run(self) -> None:
         consumer = Consumer(

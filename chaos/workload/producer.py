@@ -95,7 +95,6 @@ class ProducerWorker(WorkloadThread):
         self._halt = stop
         self._slots = threading.BoundedSemaphore(spec.max_in_flight_records)
 
-
     def _run(self) -> None:
         spec = self.spec
         producer = Producer(spec.client_config(self._servers))

@@ -251,7 +251,6 @@ class TransformWorker(WorkloadThread):
         self._recorder = TransactionRecorder(process, history, stats)
         self._txns = 0
 
-
     def _open(self) -> TransformClients | None:
         cls = NativeTransformClients if self._client == "native" else ConfluentTransformClients
         txn_id = f"{self._run_id}-{self.process}"

@@ -178,7 +178,6 @@ class TxnProducerWorker(WorkloadThread):
         self._halt = stop
         self._recorder = TransactionRecorder(spec.process, history, stats)
 
-
     def _new_producer(self) -> Producer | None:
         """A producer with its transactions initialized, or None if stopped first."""
         config = txn_producer_config(
