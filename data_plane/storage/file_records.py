@@ -36,6 +36,7 @@ from common.record_batch import (
     RecordBatchHeader,
     parse_header,
 )
+from data_plane.storage import page_cache
 from data_plane.storage.errors import LogClosedError
 
 # How much of the file one header scan reads at a time: about one index interval of small
@@ -146,6 +147,10 @@ class FileRecords:
             self._size = os.stat(path).st_size
         else:
             self._size = 0
+        # write_back_behind's marks: writeback was started for the bytes below
+        # _writeback_started, and the bytes below _cache_dropped were dropped from the
+        # page cache (0 <= _cache_dropped <= _writeback_started <= _size).
+        self._writeback_started = self._cache_dropped = self._size
 
     @property
     def size_in_bytes(self) -> int:
@@ -209,6 +214,20 @@ class FileRecords:
         self._size = position + total
         return position
 
+    def write_back_behind(self, window_bytes: int) -> None:
+        """Keep about the last 2 x ``window_bytes`` of the file in the page cache (see
+        :mod:`data_plane.storage.page_cache`): once ``window_bytes`` were appended since the
+        last call that acted, queue for the background worker the drop of the range whose
+        writeback that call started and the start of writeback of the bytes appended since.
+        Never waits for the disk. Called by the appending thread only."""
+        started = self._writeback_started
+        end = self._size
+        if end - started < window_bytes:
+            return
+        if page_cache.submit(self._get_handle(), self._cache_dropped, started, end):
+            self._cache_dropped = started
+            self._writeback_started = end
+
     def read(self, position: int, size: int) -> bytes:
         """Up to ``size`` bytes from ``position`` (fewer at the end of the file)."""
         self._check_open()
@@ -249,6 +268,8 @@ class FileRecords:
         if removed:
             os.ftruncate(self._get_handle().fileno(), size)
             self._size = size
+            self._writeback_started = min(self._writeback_started, size)
+            self._cache_dropped = min(self._cache_dropped, size)
         return removed
 
     def close(self, *, keep_open_for_slices: bool = False) -> None:

@@ -200,6 +200,8 @@ class LocalLog:
         except OSError as e:
             raise KafkaStorageError(f"{self.name}: append to {seg.log.path} failed: {e}") from e
         self.next_offset = last_offset + 1
+        if self.config.writeback_window_bytes:
+            seg.log.write_back_behind(self.config.writeback_window_bytes)
 
     # -- read (lock held by the caller) ------------------------------------------------------
 
