@@ -2,19 +2,22 @@
 cluster, and the end-to-end latency they get at 20,000 records/s (prints; never asserts; on
 demand, not in the suite).
 
-    .venv/bin/python -m bench.scale [--seconds 30] [--rate 20000]
+    .venv/bin/python -m bench.scale [--seconds 30] [--rate 20000] [--client kraftlog|librdkafka]
 
 1 controller + 3 brokers; one topic of 100 partitions, RF 3, ``min.insync.replicas`` 2.
 
 - Idle connections: 1,000 sockets spread over the brokers, each after an ApiVersions
   exchange (a client that connected and then went quiet), held open for the whole run.
-- Consumers: 5 processes of 10 threads, each thread one native consumer of one group (50
-  members, 2 partitions each once the group has settled); the producers start only once
-  every member holds an assignment that has not changed for GROUP_SETTLE_S.
-- Producers: 4 processes of 25 native producers each (acks=all, idempotent, ``linger.ms`` 5
-  as in Kafka 4's default, or ``--linger-ms``);
-  each process offers a quarter of the rate, paced, round-robin over its producers; each
-  record carries its due time (CLOCK_MONOTONIC ns).
+- Clients: kraftlog's own Python client (the default), or librdkafka through
+  confluent-kafka (``--client librdkafka``). On two cores both load generators take most
+  of the machine at this load (100 producers sending about one record per request), so
+  this run measures them as much as the brokers; docs/benchmarks.md has the figures.
+- Consumers: 5 processes of 10 threads, each thread one consumer of one group (50 members,
+  2 partitions each once the group has settled); the producers start only once every
+  member holds an assignment that has not changed for GROUP_SETTLE_S.
+- Producers: 4 processes of 25 producers each (acks=all, idempotent, ``linger.ms`` 5 as in
+  Kafka 4's default, or ``--linger-ms``); each process offers a quarter of the rate, paced,
+  round-robin over its producers; each record carries its due time (CLOCK_MONOTONIC ns).
 - Latency: due -> received at a consumer, for the records due after WARMUP_S; p50 / p99 /
   p99.9 over the timed seconds (target p99 <= 50 ms).
 """
@@ -34,6 +37,8 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import confluent_kafka
 
 from bench import replication
 from bench.report import now_ns, percentile, send_paced
@@ -55,6 +60,7 @@ GROUP_SETTLE_S = 5.0
 GROUP_READY_TIMEOUT_S = 180.0
 WARMUP_S = 5.0
 DRAIN_S = 30.0
+POLL_MS = 100
 RECORD_BYTES = 100
 P99_TARGET_MS = 50.0
 _DUE = struct.Struct(">q")
@@ -87,8 +93,39 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def _consumers(bootstrap: str, settled: Any, start: Any, warm_ns: Any, end_ns: Any,
-               conn: Any) -> None:
+class _GroupMember:
+    """One member of GROUP subscribed to TOPIC, through ``client``; ``poll`` returns the values
+    of the records it received (waiting up to POLL_MS for the first)."""
+
+    def __init__(self, client: str, bootstrap: str) -> None:
+        self._native = client == "librdkafka"
+        if self._native:
+            self._c: Any = confluent_kafka.Consumer({
+                "bootstrap.servers": bootstrap, "group.id": GROUP,
+                "auto.offset.reset": "latest", "enable.auto.commit": False, "log_level": 0})
+        else:
+            self._c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                                "auto.offset.reset": "latest", "enable.auto.commit": "false"})
+        self._c.subscribe([TOPIC])
+
+    def poll(self) -> list[bytes]:
+        if not self._native:
+            return [r.value for r in self._c.poll(POLL_MS)]
+        # poll() returns at the first record; consume(n, timeout) would wait for n of them.
+        m = self._c.poll(POLL_MS / 1e3)
+        return [] if m is None or m.error() is not None else [m.value()]
+
+    def assignment(self) -> frozenset[Any]:
+        if self._native:
+            return frozenset((tp.topic, tp.partition) for tp in self._c.assignment())
+        return frozenset(self._c.assignment())
+
+    def close(self) -> None:
+        self._c.close()
+
+
+def _consumers(client: str, bootstrap: str, settled: Any, start: Any, warm_ns: Any,
+               end_ns: Any, conn: Any) -> None:
     """Spawned: CONSUMERS_PER_PROCESS group members on threads. Sets ``settled`` once each
     has held the same non-empty assignment for GROUP_SETTLE_S; after ``start`` collects the
     latencies (s) of records due at or after ``warm_ns`` until ``end_ns`` plus DRAIN_S."""
@@ -98,23 +135,21 @@ def _consumers(bootstrap: str, settled: Any, start: Any, warm_ns: Any, end_ns: A
     stop = threading.Event()
 
     def member(i: int) -> None:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                      "auto.offset.reset": "latest", "enable.auto.commit": "false"})
+        c = _GroupMember(client, bootstrap)
         try:
-            c.subscribe([TOPIC])
             last, since = None, time.monotonic()
             mine: list[float] = []
             while not stop.is_set():
-                records = c.poll(100)
+                values = c.poll()
                 now = now_ns()
-                assignment = frozenset(c.assignment())
+                assignment = c.assignment()
                 if assignment != last:
                     last, since = assignment, time.monotonic()
                 stable[i] = bool(assignment) and time.monotonic() - since >= GROUP_SETTLE_S
                 if start.is_set():
                     warm = warm_ns.value
-                    for r in records:
-                        due = _DUE.unpack_from(r.value)[0]
+                    for value in values:
+                        due = _DUE.unpack_from(value)[0]
                         if due >= warm:
                             mine.append((now - due) / 1e9)
                     if now > end_ns.value + int(DRAIN_S * 1e9):
@@ -139,12 +174,14 @@ def _consumers(bootstrap: str, settled: Any, start: Any, warm_ns: Any, end_ns: A
     conn.send(latencies)
 
 
-def _producers(bootstrap: str, rate: float, start_ns: int, seconds: float, linger_ms: int,
-               conn: Any) -> None:
+def _producers(client: str, bootstrap: str, rate: float, start_ns: int, seconds: float,
+               linger_ms: int, conn: Any) -> None:
     """Spawned: PRODUCERS_PER_PROCESS producers sharing ``rate`` records/s, paced."""
-    producers = [
-        Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms,
-                  "enable.idempotence": "true"})
+    config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms}
+    native = client == "librdkafka"
+    producers: list[Any] = [
+        confluent_kafka.Producer({**config, "enable.idempotence": True, "log_level": 0})
+        if native else Producer({**config, "enable.idempotence": "true"})
         for _ in range(PRODUCERS_PER_PROCESS)
     ]
     failed = 0
@@ -157,25 +194,34 @@ def _producers(bootstrap: str, rate: float, start_ns: int, seconds: float, linge
     sent = 0
     try:
         for p in producers:
-            p.partitions_for(TOPIC)
+            if native:
+                p.list_topics(TOPIC, timeout=30)
+            else:
+                p.partitions_for(TOPIC)
         pad = os.urandom(RECORD_BYTES - _DUE.size)
 
         def send(i: int, due: int) -> None:
             nonlocal sent
-            producers[i % PRODUCERS_PER_PROCESS].send(TOPIC, _DUE.pack(due) + pad,
-                                                       on_delivery=done)
+            p = producers[i % PRODUCERS_PER_PROCESS]
+            if native:
+                p.produce(TOPIC, _DUE.pack(due) + pad, on_delivery=done)
+                p.poll(0)  # serves delivery reports; never waits
+            else:
+                p.send(TOPIC, _DUE.pack(due) + pad, on_delivery=done)
             sent += 1
 
         send_paced(send, rate, start_ns, int(rate * seconds))
         for p in producers:
             p.flush(120)
     finally:
-        for p in producers:
-            p.close(30)
+        if not native:  # librdkafka's producers close when collected
+            for p in producers:
+                p.close(30)
         conn.send({"sent": sent, "failed": failed})
 
 
-def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int) -> dict[str, Any]:
+def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
+        client: str) -> dict[str, Any]:
     bootstrap = ",".join(cluster.bootstrap_servers())
     brokers = []
     for address in cluster.bootstrap_servers():
@@ -191,7 +237,7 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int) -> dic
             parent, child = ctx.Pipe()
             ready = ctx.Event()
             proc = ctx.Process(target=_consumers,
-                               args=(bootstrap, ready, start, warm_ns, end_ns, child))
+                               args=(client, bootstrap, ready, start, warm_ns, end_ns, child))
             proc.start()
             consumer_procs.append(proc)
             consumer_pipes.append(parent)
@@ -209,8 +255,8 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int) -> dic
         for _ in range(PRODUCER_PROCESSES):
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_producers, args=(
-                bootstrap, rate / PRODUCER_PROCESSES, start_ns, WARMUP_S + seconds, linger_ms,
-                child))
+                client, bootstrap, rate / PRODUCER_PROCESSES, start_ns, WARMUP_S + seconds,
+                linger_ms, child))
             proc.start()
             producer_procs.append(proc)
             producer_pipes.append(parent)
@@ -248,18 +294,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=int, default=20_000)
     parser.add_argument("--linger-ms", type=int, default=5)
+    parser.add_argument("--client", choices=("kraftlog", "librdkafka"), default="kraftlog")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="kraftlog-scale-")
     try:
         with local_cluster(workdir, 1, 3) as cluster:
             replication.create_topic(cluster, TOPIC, PARTITIONS)
-            out = run(cluster, args.rate, args.seconds, args.linger_ms)
+            out = run(cluster, args.rate, args.seconds, args.linger_ms, args.client)
         print(
             f"{IDLE_CONNECTIONS:,} idle connections ({out['idle_connections_open']:,} open at "
             f"the end), {PRODUCER_PROCESSES * PRODUCERS_PER_PROCESS} producers, a "
             f"{CONSUMER_PROCESSES * CONSUMERS_PER_PROCESS}-member group settled in "
             f"{out['group_settled_s']:.1f} s; {out['rate']:,} records/s for "
-            f"{out['seconds']:g} s, linger.ms {args.linger_ms}: sent {out['sent']:,} "
+            f"{out['seconds']:g} s, {args.client} clients, linger.ms {args.linger_ms}: sent "
+            f"{out['sent']:,} "
             f"({out['send_failures']} failed), {out['samples']:,} of "
             f"{out['timed_expected']:,} timed records received; end-to-end p50 "
             f"{out['p50_ms']:.1f} ms, p99 {out['p99_ms']:.1f} ms, p99.9 "
