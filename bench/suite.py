@@ -64,6 +64,7 @@ SECTIONS = [
     Section("replicated", 150, 540),
     Section("nats", 120, 480),
     Section("native_peers", 150, 600),
+    Section("sustained_produce", 90, 420, external=True),
     Section("controller_failover", 60, 300),
     Section("partitions", 180, 600),
     Section("groups", 60, 300, external=True),

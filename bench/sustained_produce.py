@@ -1,16 +1,22 @@
-"""Sustained replicated produce with and without ``log.writeback.window.bytes`` (prints;
-never asserts; on demand, not in the suite).
+"""Sustained replicated produce of 1 KiB records from librdkafka, with and without
+``log.writeback.window.bytes`` (prints; never asserts; a ``make bench`` section).
 
-    .venv/bin/python -m bench.writeback_window [--records 1500000] [--rounds 2]
+    .venv/bin/python -m bench.sustained_produce [--records 1500000] [--rounds 1]
 
 Each trial is a fresh cluster (1 controller + 3 brokers, RF 3, ``min.insync.replicas`` 2,
 one topic of 3 partitions, one leader per broker) taking ``--records`` records of 1 KiB
-from librdkafka (acks=all, idempotent, 1 MiB batches, ``linger.ms`` 50), about 1.5 GB per
-trial so the page cache grows by several GB when the kernel keeps it all. Trials alternate
-window 0 (Kafka's behaviour) and WINDOW_BYTES, ``--rounds`` times, with PAUSE_S between
-them so memory freed by the previous trial has gone back to the host when the VM reports
-free pages. Per trial: MB/s from the first produce to the last acknowledgement, and the
-brokers' user / system CPU seconds from /proc.
+(1.5 GB by default, so the page cache grows by several GB when the kernel keeps it all)
+from one librdkafka producer with acks=all, 1 MiB batches and ``linger.ms`` 50, in one of
+two PRODUCERS:
+
+- ``idempotent``: ``enable.idempotence`` true (Kafka's Java default);
+- ``plain``: librdkafka's own default, idempotence off, with ``max.in.flight`` 5 (the Java
+  producer's default; librdkafka's is 1,000,000).
+
+Per round, each producer against window 0 (Kafka's behaviour) and WINDOW_BYTES, with
+PAUSE_S before each trial so memory freed by the previous one has gone back to the host
+when the VM reports free pages. Per trial: MB/s from the first produce to the last
+acknowledgement, and the brokers' and the producer's user / system CPU seconds.
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ RECORD_BYTES = 1024
 PAUSE_S = 10.0
 FLUSH_TIMEOUT_S = 300.0
 _HZ = os.sysconf("SC_CLK_TCK")
+PRODUCERS: dict[str, dict[str, object]] = {
+    "idempotent": {"enable.idempotence": True},
+    "plain": {"enable.idempotence": False, "max.in.flight": 5},
+}
 
 
 def _cpu_s(pid: int) -> tuple[float, float]:
@@ -43,7 +53,7 @@ def _cpu_s(pid: int) -> tuple[float, float]:
     return int(fields[11]) / _HZ, int(fields[12]) / _HZ
 
 
-def trial(window: int, records: int) -> dict[str, float]:
+def trial(window: int, records: int, producer: str) -> dict[str, float]:
     workdir = tempfile.mkdtemp(prefix="kraftlog-writeback-")
     try:
         overrides = {**REPLICATED_OVERRIDES, "log.writeback.window.bytes": str(window)}
@@ -52,13 +62,14 @@ def trial(window: int, records: int) -> dict[str, float]:
             pids = [pid for n in cluster.broker_ids if (pid := cluster.pid(n)) is not None]
             p = confluent_kafka.Producer({
                 "bootstrap.servers": ",".join(cluster.bootstrap_servers()),
-                "acks": "all", "enable.idempotence": True, "linger.ms": 50,
-                "batch.size": 1024 * 1024, "queue.buffering.max.messages": 1_000_000,
-                "log_level": 0})
+                "acks": "all", "linger.ms": 50, "batch.size": 1024 * 1024,
+                "queue.buffering.max.messages": 1_000_000, "log_level": 0,
+                **PRODUCERS[producer]})
             p.list_topics("wb", timeout=30)
             value = os.urandom(RECORD_BYTES)
             os.sync()
             before = [_cpu_s(pid) for pid in pids]
+            own_before = os.times()
             start = time.perf_counter()
             for _ in range(records):
                 while True:
@@ -71,11 +82,14 @@ def trial(window: int, records: int) -> dict[str, float]:
                 raise RuntimeError("records left unacknowledged")
             took = time.perf_counter() - start
             after = [_cpu_s(pid) for pid in pids]
+            own = os.times()
         used = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before, strict=True)]
         return {
             "mb_per_s": records * RECORD_BYTES / took / MB,
             "broker_user_s": sum(u for u, _ in used) / len(used),
             "broker_sys_s": sum(s for _, s in used) / len(used),
+            "producer_user_s": own.user - own_before.user,
+            "producer_sys_s": own.system - own_before.system,
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -84,15 +98,20 @@ def trial(window: int, records: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=1_500_000)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="500,000 records per trial")
     args = parser.parse_args()
+    records = 500_000 if args.quick else args.records
     for r in range(args.rounds):
-        for window in (0, WINDOW_BYTES):
-            time.sleep(PAUSE_S)
-            out = trial(window, args.records)
-            print(f"round {r + 1}, log.writeback.window.bytes {window}: "
-                  f"{out['mb_per_s']:.1f} MB/s; per broker CPU user {out['broker_user_s']:.2f} s,"
-                  f" system {out['broker_sys_s']:.2f} s", flush=True)
+        for producer in PRODUCERS:
+            for window in (0, WINDOW_BYTES):
+                time.sleep(PAUSE_S)
+                out = trial(window, records, producer)
+                print(f"round {r + 1}, {producer} producer, log.writeback.window.bytes "
+                      f"{window}: {out['mb_per_s']:.1f} MB/s; per broker CPU user "
+                      f"{out['broker_user_s']:.2f} s, system {out['broker_sys_s']:.2f} s; "
+                      f"producer {out['producer_user_s']:.2f} / {out['producer_sys_s']:.2f} s",
+                      flush=True)
 
 
 if __name__ == "__main__":
