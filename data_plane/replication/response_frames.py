@@ -1,11 +1,13 @@
 """ResponseFrames: an asyncio buffered protocol that receives Kafka response frames straight
 into one buffer per frame.
 
-Wire: each frame is a 4-byte big-endian size, then that many bytes. The transport's
-``recv_into`` writes the size into a 4-byte buffer, then the body into a ``bytearray`` of
-exactly the body's size, so a fetch answer of many megabytes is copied once, by the kernel:
-a stream reader would copy it into its own buffer, out of it, into a frame buffer and out
-again. The body is handed out as that ``bytearray`` (writable, never resized, never
+Wire: each frame is a 4-byte big-endian size, then that many bytes. Between frames the
+transport's ``recv_into`` fills a SCRATCH_BYTES buffer: frames complete in it are copied out
+(small answers: one read, one small copy). A frame that is not complete gets a ``bytearray``
+of exactly its size, takes what already arrived, and the transport then reads the rest
+straight into it, so a fetch answer of many megabytes is copied once, by the kernel (a
+stream reader would copy it into its own buffer, out of it, into a frame buffer and out
+again). Each body is handed out as its own ``bytearray`` (writable, never resized, never
 reused).
 
 Errors end the stream for good: a negative size or one over ``max_frame_bytes`` closes the
@@ -26,19 +28,22 @@ from typing import cast
 from data_plane.protocol.errors import FrameTooLargeError, ProtocolError
 
 _SIZE = struct.Struct(">i")
+# What one read between frames may take: a few small answers, or the start of a large one.
+SCRATCH_BYTES = 64 * 1024
 
 
 class ResponseFrames(asyncio.BufferedProtocol):
     def __init__(self, max_frame_bytes: int, peer: str) -> None:
         self._max_frame_bytes = max_frame_bytes
         self._peer = peer
-        self._size = bytearray(_SIZE.size)
-        self._size_view = memoryview(self._size)
-        # The frame body being received (None while its size is), and how much of the size
-        # or the body has arrived.
+        self._scratch = memoryview(bytearray(SCRATCH_BYTES))
+        # Bytes in the scratch buffer not yet taken as frames (less than one size prefix
+        # between reads).
+        self._scratch_filled = 0
+        # The frame body being read straight into, and how much of it has arrived.
         self._body: bytearray | None = None
         self._body_view: memoryview | None = None
-        self._filled = 0
+        self._body_filled = 0
         self._ready: collections.deque[bytearray] = collections.deque()
         self._waiter: asyncio.Future[bytearray] | None = None
         self._error: BaseException | None = None
@@ -51,32 +56,50 @@ class ResponseFrames(asyncio.BufferedProtocol):
         self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        view = self._size_view if self._body_view is None else self._body_view
-        return view[self._filled :]
+        if self._body_view is not None:
+            return self._body_view[self._body_filled :]
+        return self._scratch[self._scratch_filled :]
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._error is not None:  # failed: what still arrives before the close is dropped
-            self._filled = 0
             return
-        self._filled += nbytes
-        if self._body is None:
-            if self._filled < _SIZE.size:
-                return
-            (size,) = _SIZE.unpack(self._size)
+        if self._body is not None:
+            self._body_filled += nbytes
+            if self._body_filled == len(self._body):
+                body = self._body
+                self._body = self._body_view = None
+                self._deliver(body)
+            return
+        self._scratch_filled += nbytes
+        self._take_frames()
+
+    def _take_frames(self) -> None:
+        scratch, end = self._scratch, self._scratch_filled
+        pos = 0
+        while end - pos >= _SIZE.size:
+            (size,) = _SIZE.unpack_from(scratch, pos)
             if size < 0:
                 self._fail(ProtocolError(f"negative frame size {size} from {self._peer}"))
                 return
             if size > self._max_frame_bytes:
                 self._fail(FrameTooLargeError(size, self._max_frame_bytes))
                 return
-            self._body = bytearray(size)
-            self._body_view = memoryview(self._body)
-            self._filled = 0
-        if self._filled == len(self._body):
-            body = self._body
-            self._body = self._body_view = None
-            self._filled = 0
-            self._deliver(body)
+            start = pos + _SIZE.size
+            if end - start >= size:
+                self._deliver(bytearray(scratch[start : start + size]))
+                pos = start + size
+                continue
+            # Incomplete: the rest is read straight into the frame's own buffer.
+            body = bytearray(size)
+            have = end - start
+            body[:have] = scratch[start:end]
+            self._body, self._body_view, self._body_filled = body, memoryview(body), have
+            pos = end
+            break
+        left = end - pos
+        if left:
+            scratch[:left] = scratch[pos:end]
+        self._scratch_filled = left
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost reports it
@@ -121,7 +144,7 @@ class ResponseFrames(asyncio.BufferedProtocol):
     def _fail(self, error: BaseException) -> None:
         self._error = error
         self._body = self._body_view = None
-        self._filled = 0
+        self._scratch_filled = 0
         if self.transport is not None:
             self.transport.close()
         self._wake()
