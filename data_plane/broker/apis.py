@@ -131,6 +131,8 @@ class KafkaApis:
         self.fetch_purgatory = DelayedOperationPurgatory(
             "Fetch", clock_ms, config.purgatory_max_operations
         )
+        # tp -> the partition's produce_completion_state at its last produce wake-up.
+        self._produce_wake_states: dict[TopicPartition, tuple[object, ...]] = {}
         self.produce_purgatory = DelayedOperationPurgatory(
             "Produce", clock_ms, config.purgatory_max_operations
         )
@@ -203,7 +205,17 @@ class KafkaApis:
     def on_partition_change(self, tp: TopicPartition) -> None:
         """New data, a moved HW, or a leadership change on ``tp``: wake parked requests."""
         self.fetch_purgatory.check_and_complete(tp)
-        self.produce_purgatory.check_and_complete(tp)
+        # A leader's append rarely moves anything a parked acks=all produce waits for (the
+        # high watermark moves on follower fetches), yet every producer with a request in
+        # flight has one parked here: re-check them only when that state changed.
+        part = self.replica_manager.get_partition(tp)
+        state = part.produce_completion_state() if part is not None else None
+        if state is None or self._produce_wake_states.get(tp) != state:
+            if state is None:
+                self._produce_wake_states.pop(tp, None)
+            else:
+                self._produce_wake_states[tp] = state
+            self.produce_purgatory.check_and_complete(tp)
         if tp.topic == OFFSETS_TOPIC:
             self.group_coordinator.on_partition_change(tp)
         elif tp.topic == TRANSACTION_STATE_TOPIC:

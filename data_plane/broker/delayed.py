@@ -16,7 +16,7 @@ completion calls a plain callback (the server resolves an asyncio future with it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
 from common.error_codes import ErrorCode
@@ -86,17 +86,28 @@ class DelayedProduce(DelayedOperation):
         self.outcome: dict[TopicPartition, int] = {}
 
     def try_complete(self) -> bool:
-        for tp, required in self.required_offsets.items():
-            if tp in self.outcome:
-                continue
-            part = self._replicas.get_partition(tp)
-            if part is None:
-                self.outcome[tp] = self._replicas.missing_partition_error(tp)
-                continue
-            done, error = part.check_enough_replicas_reach_offset(required)
-            if done:
-                self.outcome[tp] = error
+        for tp in self.required_offsets:
+            if tp not in self.outcome:
+                self._check(tp)
         return len(self.outcome) == len(self.required_offsets)
+
+    def try_complete_after(self, key: Hashable) -> bool:
+        # Only the changed partition is re-checked: the others' state is as at their last
+        # check (each change of theirs wakes this operation under its own key). A request of
+        # many partitions parked by many producers would otherwise cost partitions x
+        # producers checks per append.
+        if key in self.required_offsets and key not in self.outcome:
+            self._check(key)  # type: ignore[arg-type]
+        return len(self.outcome) == len(self.required_offsets)
+
+    def _check(self, tp: TopicPartition) -> None:
+        part = self._replicas.get_partition(tp)
+        if part is None:
+            self.outcome[tp] = self._replicas.missing_partition_error(tp)
+            return
+        done, error = part.check_enough_replicas_reach_offset(self.required_offsets[tp])
+        if done:
+            self.outcome[tp] = error
 
     def on_complete(self, forced: bool) -> None:
         for tp in self.required_offsets:

@@ -352,6 +352,16 @@ class Partition:
         self.maybe_increment_high_watermark()
         return changed
 
+    def produce_completion_state(self) -> tuple[object, ...]:
+        """Everything :meth:`check_enough_replicas_reach_offset` reads: while this tuple is
+        unchanged, no parked produce on this partition can have become complete. The high
+        watermark and the leader epoch never move back, so a state never repeats after a
+        change."""
+        state = self.leader_state
+        size = len(state.maximal_isr) if state is not None else len(self.isr)
+        return (self.role, self.leader_epoch, self.log.high_watermark, size,
+                self.min_insync_replicas, len(self.replicas))
+
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """Kafka's checkEnoughReplicasReachOffset for a parked acks=all produce: (done, error).
         Done with NO_ERROR once the HW passed ``required_offset`` with the ISR still at least

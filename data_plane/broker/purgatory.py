@@ -41,6 +41,12 @@ class DelayedOperation:
     def try_complete(self) -> bool:
         raise NotImplementedError
 
+    def try_complete_after(self, key: Hashable) -> bool:
+        """Re-check after a change under ``key`` (one the operation watches). The default
+        re-checks everything; an operation whose condition is a conjunction over its keys
+        re-checks only ``key``'s part, since only it can have changed."""
+        return self.try_complete()
+
     def on_complete(self, forced: bool) -> None:
         raise NotImplementedError
 
@@ -90,7 +96,7 @@ class DelayedOperationPurgatory:
         ops = self._watchers.get(key)
         if not ops:
             return 0
-        done = [op for op in list(ops) if op.try_complete()]
+        done = [op for op in list(ops) if op.try_complete_after(key)]
         for op in done:
             self._finish(op, forced=False)
         return len(done)

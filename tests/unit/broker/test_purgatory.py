@@ -106,3 +106,51 @@ def test_cancel_all_clears_everything() -> None:
     assert p.cancel_all() == 3
     assert len(p) == 0 and p.next_deadline_ms() is None
     assert all(op.cancelled and not op.results for op in ops)
+
+
+class KeyedOp(DelayedOperation):
+    """Done once every key was seen ready; records which keys each wake-up re-checked."""
+
+    def __init__(self, keys: list[str], ready: set[str]) -> None:
+        super().__init__(1000)
+        self.pending = set(keys)
+        self.ready = ready
+        self.checked: list[str] = []
+
+    def try_complete(self) -> bool:
+        for key in list(self.pending):
+            self.try_complete_after(key)
+        return not self.pending
+
+    def try_complete_after(self, key) -> bool:
+        self.checked.append(key)
+        if key in self.ready:
+            self.pending.discard(key)
+        return not self.pending
+
+    def on_complete(self, forced: bool) -> None:
+        pass
+
+
+def test_a_wake_up_re_checks_only_the_key_that_changed() -> None:
+    p = DelayedOperationPurgatory("t", Clock(), 10)
+    ready: set[str] = set()
+    op = KeyedOp(["a", "b", "c"], ready)
+    assert p.try_complete_else_watch(op, ["a", "b", "c"]) is False
+    op.checked.clear()
+    ready.add("b")
+    assert p.check_and_complete("b") == 0
+    assert op.checked == ["b"]
+    ready.update({"a", "c"})
+    p.check_and_complete("a")
+    assert p.check_and_complete("c") == 1
+    assert op.checked == ["b", "a", "c"] and op.completed
+
+
+def test_the_default_wake_up_re_checks_everything() -> None:
+    p = DelayedOperationPurgatory("t", Clock(), 10)
+    ready = [False]
+    op = Op(1000, ready)
+    p.try_complete_else_watch(op, ["x"])
+    ready[0] = True
+    assert p.check_and_complete("x") == 1 and op.results == [False]

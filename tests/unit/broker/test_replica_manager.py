@@ -103,6 +103,40 @@ def test_delayed_produce_completes_when_hw_passes_or_times_out(log_manager: LogM
     assert outcomes[-1] == {TP: ErrorCode.NOT_LEADER_OR_FOLLOWER}
 
 
+def test_delayed_produce_re_checks_only_the_partition_that_changed() -> None:
+    class Part:
+        def __init__(self) -> None:
+            self.hw = 0
+            self.checks = 0
+
+        def check_enough_replicas_reach_offset(self, required: int) -> tuple[bool, int]:
+            self.checks += 1
+            return self.hw >= required, ErrorCode.NO_ERROR
+
+    tps = [TopicPartition("t", i) for i in range(3)]
+    parts = {tp: Part() for tp in tps}
+
+    class Replicas:
+        def get_partition(self, tp: TopicPartition) -> Part:
+            return parts[tp]
+
+    outcomes: list[dict] = []
+    purgatory = DelayedOperationPurgatory("Produce", Clock(), 10)
+    op = DelayedProduce(1000, dict.fromkeys(tps, 5), Replicas(), outcomes.append)  # type: ignore[arg-type]
+    assert purgatory.try_complete_else_watch(op, tps) is False
+    assert [parts[tp].checks for tp in tps] == [1, 1, 1]
+    parts[tps[1]].hw = 5
+    purgatory.check_and_complete(tps[1])
+    purgatory.check_and_complete(tps[1])  # decided: not checked again
+    assert [parts[tp].checks for tp in tps] == [1, 2, 1]
+    parts[tps[0]].hw = parts[tps[2]].hw = 5
+    purgatory.check_and_complete(tps[0])
+    assert outcomes == []
+    purgatory.check_and_complete(tps[2])
+    assert [parts[tp].checks for tp in tps] == [2, 2, 2]
+    assert outcomes == [dict.fromkeys(tps, ErrorCode.NO_ERROR)]
+
+
 def test_delayed_fetch_waits_for_min_bytes(log_manager: LogManager) -> None:
     log_manager.get_or_create_log("t", 0)
     rm = ReplicaManager(1, log_manager)
