@@ -25,7 +25,6 @@ producer's interpreter lock then; NATS's publisher and subscriber share one Go p
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import multiprocessing
 import os
@@ -43,16 +42,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import confluent_kafka
 
-from bench import anchors, replication
+from bench import anchors, go_build, replication
 from bench.nats_jetstream import NatsCluster
 from bench.report import latency_summary, rate
 from bench.sections import REPLICATED_OVERRIDES, local_cluster
 
 SOURCE_DIR = Path(__file__).resolve().parent / "nats_native"
-BUILD_ROOT = Path(__file__).resolve().parent / ".build"
-GOCODE = "/usr/share/gocode"
-NATS_GO_SRC = Path(GOCODE) / "src" / "github.com" / "nats-io" / "nats.go"
-BUILD_TIMEOUT_S = 300.0
 RUN_TIMEOUT_S = 600.0
 LATENCY_RATES = (5_000, 20_000, 50_000)
 WARMUP_S = 1.0
@@ -63,33 +58,7 @@ _DUE = struct.Struct(">q")
 
 def go_binary() -> Path | None:
     """The Go client program, built if needed; None when Go or nats.go is not installed."""
-    if shutil.which("go") is None or not NATS_GO_SRC.is_dir():
-        return None
-    source = (SOURCE_DIR / "main.go").read_bytes()
-    version = subprocess.run(
-        ["go", "version"], capture_output=True, text=True, timeout=30, check=True
-    ).stdout
-    out = BUILD_ROOT / hashlib.sha256(source + version.encode()).hexdigest()[:16] / "nats-bench"
-    if out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "GO111MODULE": "off",
-        "GOPATH": f"{GOCODE}:{BUILD_ROOT / 'gopath'}",
-        "GOCACHE": str(BUILD_ROOT / "gocache"),
-        "GOFLAGS": "",
-    }
-    partial = out.with_suffix(f".{os.getpid()}.tmp")
-    done = subprocess.run(
-        ["go", "build", "-o", str(partial), "."],
-        cwd=SOURCE_DIR, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"go build failed:\n{done.stdout}\n{done.stderr}")
-    partial.replace(out)
-    return out
+    return go_build.go_binary(SOURCE_DIR, "nats-bench", "github.com/nats-io/nats.go")
 
 
 # --- NATS with nats.go --------------------------------------------------------------------------

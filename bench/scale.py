@@ -2,16 +2,19 @@
 cluster, and the end-to-end latency they get at 20,000 records/s (prints; never asserts; on
 demand, not in the suite).
 
-    .venv/bin/python -m bench.scale [--seconds 30] [--rate 20000] [--client kraftlog|librdkafka]
+    .venv/bin/python -m bench.scale [--seconds 30] [--rate 20000]
+        [--client kraftlog|librdkafka|sarama]
 
 1 controller + 3 brokers; one topic of 100 partitions, RF 3, ``min.insync.replicas`` 2.
 
 - Idle connections: 1,000 sockets spread over the brokers, each after an ApiVersions
   exchange (a client that connected and then went quiet), held open for the whole run.
-- Clients: kraftlog's own Python client (the default), or librdkafka through
-  confluent-kafka (``--client librdkafka``). On two cores both load generators take most
-  of the machine at this load (100 producers sending about one record per request), so
-  this run measures them as much as the brokers; docs/benchmarks.md has the figures.
+- Clients: kraftlog's own Python client (the default), librdkafka through confluent-kafka
+  (``--client librdkafka``), or Sarama in one Go process (``--client sarama``:
+  ``bench/scale_sarama/main.go``, built offline from Debian's
+  golang-github-shopify-sarama-dev; goroutines instead of processes and threads). On two
+  cores the Python-driven load generators take most of the machine at this load (100
+  producers sending about one record per request); docs/benchmarks.md has the figures.
 - Consumers: 5 processes of 10 threads, each thread one consumer of one group (50 members,
   2 partitions each once the group has settled); the producers start only once every
   member holds an assignment that has not changed for GROUP_SETTLE_S.
@@ -25,22 +28,25 @@ demand, not in the suite).
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import shutil
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import confluent_kafka
 
-from bench import replication
+from bench import go_build, replication
 from bench.report import now_ns, percentile, send_paced
 from bench.sections import local_cluster
 from data_plane.client import Consumer, Producer
@@ -61,6 +67,7 @@ GROUP_READY_TIMEOUT_S = 180.0
 WARMUP_S = 5.0
 DRAIN_S = 30.0
 POLL_MS = 100
+SARAMA_SOURCE = Path(__file__).resolve().parent / "scale_sarama"
 RECORD_BYTES = 100
 P99_TARGET_MS = 50.0
 _DUE = struct.Struct(">q")
@@ -220,6 +227,31 @@ def _producers(client: str, bootstrap: str, rate: float, start_ns: int, seconds:
         conn.send({"sent": sent, "failed": failed})
 
 
+def _sarama(bootstrap: str, rate: int, seconds: float, linger_ms: int) -> dict[str, Any]:
+    """The whole load (producers and group members) from the Go program; its figures."""
+    binary = go_build.go_binary(SARAMA_SOURCE, "scale-sarama", "github.com/Shopify/sarama")
+    if binary is None:
+        raise RuntimeError("go or Sarama is not installed (make test installs them as root)")
+    done = subprocess.run(
+        [str(binary), "-brokers", bootstrap, "-topic", TOPIC, "-group", GROUP,
+         "-producers", str(PRODUCER_PROCESSES * PRODUCERS_PER_PROCESS),
+         "-members", str(CONSUMER_PROCESSES * CONSUMERS_PER_PROCESS), "-rate", str(rate),
+         "-seconds", f"{seconds}s", "-warmup", f"{WARMUP_S}s", "-drain", f"{DRAIN_S}s",
+         "-linger", f"{linger_ms}ms", "-settle", f"{GROUP_SETTLE_S}s",
+         "-ready-timeout", f"{GROUP_READY_TIMEOUT_S}s", "-size", str(RECORD_BYTES)],
+        capture_output=True, text=True, check=False,
+        timeout=GROUP_READY_TIMEOUT_S + WARMUP_S + seconds + DRAIN_S + 120,
+    )
+    try:
+        out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError) as e:
+        raise RuntimeError(
+            f"scale-sarama failed:\n{done.stdout}\n{done.stderr[-4000:]}") from e
+    if not out.get("ok"):
+        raise RuntimeError(f"scale-sarama: {out.get('error')}")
+    return out
+
+
 def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
         client: str) -> dict[str, Any]:
     bootstrap = ",".join(cluster.bootstrap_servers())
@@ -228,6 +260,16 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
         host, port = address.rsplit(":", 1)
         brokers.append((host, int(port)))
     idle = idle_connections(brokers, IDLE_CONNECTIONS)
+    if client == "sarama":
+        try:
+            out = _sarama(bootstrap, rate, seconds, linger_ms)
+            still_open = sum(1 for s in idle if s.fileno() >= 0)
+        finally:
+            for s in idle:
+                s.close()
+        latencies = [ms / 1e3 for ms in out["latencies_ms"]]
+        return _figures(rate, seconds, out["group_settled_s"], still_open, out["sent"],
+                        out["send_failures"], latencies)
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Event()
     warm_ns, end_ns = ctx.Value("q", 0), ctx.Value("q", 0)
@@ -274,14 +316,21 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
     finally:
         for s in idle:
             s.close()
+    return _figures(rate, seconds, group_s, still_open,
+                    sum(p.get("sent", 0) for p in produced),
+                    sum(p.get("failed", 0) for p in produced), latencies)
+
+
+def _figures(rate: int, seconds: float, group_s: float, still_open: int, sent: int,
+             failed: int, latencies: list[float]) -> dict[str, Any]:
     return {
         "rate": rate,
         "seconds": seconds,
         "group_settled_s": group_s,
         "timed_expected": int(rate * seconds),
         "idle_connections_open": still_open,
-        "sent": sum(p.get("sent", 0) for p in produced),
-        "send_failures": sum(p.get("failed", 0) for p in produced),
+        "sent": sent,
+        "send_failures": failed,
         "samples": len(latencies),
         "p50_ms": percentile(latencies, 0.5) * 1e3,
         "p99_ms": percentile(latencies, 0.99) * 1e3,
@@ -294,7 +343,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=int, default=20_000)
     parser.add_argument("--linger-ms", type=int, default=5)
-    parser.add_argument("--client", choices=("kraftlog", "librdkafka"), default="kraftlog")
+    parser.add_argument("--client", choices=("kraftlog", "librdkafka", "sarama"),
+                        default="kraftlog")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="kraftlog-scale-")
     try:
