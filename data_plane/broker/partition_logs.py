@@ -76,6 +76,8 @@ class PartitionLogs:
         self._lock = threading.Lock()
         # The last image digested and its sha256 (the reference keeps id() from being reused).
         self._digest_cache: tuple[MetadataImage, str] | None = None
+        # The last image summarised and its image-derived status (same reference rule).
+        self._summary_cache: tuple[MetadataImage, dict[str, object]] | None = None
         self.errors = 0
         self._publisher = MetadataPublisher()
         self._log_ends_cache: tuple[MetadataImage, list[ReplicaLogEnd]] | None = None
@@ -247,19 +249,33 @@ class PartitionLogs:
             )
 
     def summary(self, image: MetadataImage) -> dict[str, object]:
-        """Counts, the image digest and (for small images) every partition, for the status file."""
-        digest = self._image_digest(image)
+        """Counts, the image digest and (for small images) every partition, for the status file.
+        The image-derived part is built once per image (the status writer asks five times a
+        second); only the counters are read again."""
+        with self._lock:
+            cached = self._summary_cache
+        if cached is not None and cached[0] is image:
+            from_image = cached[1]
+        else:
+            from_image = self._image_summary(image)
+            with self._lock:
+                self._summary_cache = (image, from_image)
+        return {
+            **from_image,
+            "local_logs": len(self._log_manager.all_logs()),
+            "apply_errors": self.errors,
+            "stray_logs_deleted": self.strays_deleted,
+        }
+
+    def _image_summary(self, image: MetadataImage) -> dict[str, object]:
         out: dict[str, object] = {
             "metadata_offset": image.offset,
-            "image_sha256": digest,
+            "image_sha256": self._image_digest(image),
             "topics_count": len(image.topics_by_name),
             "partitions_count": image.partition_count(),
             "hosted_partitions": sum(
                 1 for _t, _p, reg in image.iter_partitions() if self.broker_id in reg.replicas
             ),
-            "local_logs": len(self._log_manager.all_logs()),
-            "apply_errors": self.errors,
-            "stray_logs_deleted": self.strays_deleted,
         }
         if image.partition_count() <= STATUS_MAX_PARTITIONS:
             out["topics"] = {
