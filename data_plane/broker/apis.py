@@ -205,21 +205,27 @@ class KafkaApis:
     def on_partition_change(self, tp: TopicPartition) -> None:
         """New data, a moved HW, or a leadership change on ``tp``: wake parked requests."""
         self.fetch_purgatory.check_and_complete(tp)
-        # A leader's append rarely moves anything a parked acks=all produce waits for (the
-        # high watermark moves on follower fetches), yet every producer with a request in
-        # flight has one parked here: re-check them only when that state changed.
-        part = self.replica_manager.get_partition(tp)
-        state = part.produce_completion_state() if part is not None else None
-        if state is None or self._produce_wake_states.get(tp) != state:
-            if state is None:
-                self._produce_wake_states.pop(tp, None)
-            else:
-                self._produce_wake_states[tp] = state
+        if self._produce_state_changed(tp):
             self.produce_purgatory.check_and_complete(tp)
         if tp.topic == OFFSETS_TOPIC:
             self.group_coordinator.on_partition_change(tp)
         elif tp.topic == TRANSACTION_STATE_TOPIC:
             self.transaction_coordinator.on_partition_change(tp)
+
+    def _produce_state_changed(self, tp: TopicPartition) -> bool:
+        """Whether what parked acks=all produces on ``tp`` wait for changed since their last
+        wake-up (always True for a partition no longer hosted). A leader's append rarely
+        moves it (the high watermark moves on follower fetches), yet every producer with a
+        request in flight has one parked there."""
+        part = self.replica_manager.get_partition(tp)
+        if part is None:
+            self._produce_wake_states.pop(tp, None)
+            return True
+        state = part.produce_completion_state()
+        if self._produce_wake_states.get(tp) == state:
+            return False
+        self._produce_wake_states[tp] = state
+        return True
 
     async def _write_markers_locally(self, markers: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # The handler module imports this one: import it when first needed.
