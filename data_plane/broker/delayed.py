@@ -34,6 +34,11 @@ class FetchPartitionStatus(NamedTuple):
 
 
 class DelayedFetch(DelayedOperation):
+    """Readable bytes are counted per partition at the first check; a wake-up under one
+    partition re-counts only that partition (every change of another one wakes this operation
+    under its own key), so a follower's fetch of many idle partitions costs one read of the
+    partition that moved, not one of each."""
+
     def __init__(
         self,
         delay_ms: int,
@@ -42,27 +47,69 @@ class DelayedFetch(DelayedOperation):
         isolation: FetchIsolation,
         replica_manager: ReplicaManager,
         on_done: Callable[[bool], None],
+        known: dict[TopicPartition, int] | None = None,
     ) -> None:
+        """``known``: the readable bytes of some partitions as the caller just read them
+        (every other one: none); the first check then takes them instead of reading."""
         super().__init__(delay_ms)
         self.min_bytes = min_bytes
         self.partitions = partitions
         self.isolation = isolation
         self._replicas = replica_manager
         self._on_done = on_done
+        self._statuses = {status.tp: status for status in partitions}
+        # tp -> readable bytes at its last check; complete (every partition) once a full
+        # check did not complete the operation.
+        self._available: dict[TopicPartition, int] = {}
+        self._total = 0
+        self._known = known
+        # The partitions whose change woke this operation (the only ones besides those it
+        # read at first that can have news for an incremental answer).
+        self.woken: set[TopicPartition] = set()
 
     def try_complete(self) -> bool:
+        known = self._known
+        if known is not None:
+            self._known = None
+            self._available = {tp: known.get(tp, 0) for tp in self._statuses}
+            self._total = sum(self._available.values())
+            return self._total >= self.min_bytes
         total = 0
+        available = self._available
         for status in self.partitions:
-            part = self._replicas.get_partition(status.tp)
-            if part is None or not part.is_leader:
-                return True  # the response reports the routing error now
-            try:
-                total += part.available_bytes(status.fetch_offset, status.max_bytes, self.isolation)
-            except ApiError:
-                return True  # OFFSET_OUT_OF_RANGE or a storage error: answer now
+            n = self._readable(status)
+            if n is None:
+                return True
+            available[status.tp] = n
+            total += n
             if total >= self.min_bytes:
                 return True
+        self._total = total
         return False
+
+    def try_complete_after(self, key: Hashable) -> bool:
+        self.woken.add(key)  # type: ignore[arg-type]
+        before = self._available.get(key)  # type: ignore[call-overload]
+        if before is None or len(self._available) != len(self.partitions):
+            return self.try_complete()
+        status = self._statuses[key]  # type: ignore[index]
+        n = self._readable(status)
+        if n is None:
+            return True
+        self._available[status.tp] = n
+        self._total += n - before
+        return self._total >= self.min_bytes
+
+    def _readable(self, status: FetchPartitionStatus) -> int | None:
+        """Bytes a read of ``status`` would return now; None when the response must be sent
+        now (the partition is not led here, its offset is out of range, a storage error)."""
+        part = self._replicas.get_partition(status.tp)
+        if part is None or not part.is_leader:
+            return None  # the response reports the routing error now
+        try:
+            return part.available_bytes(status.fetch_offset, status.max_bytes, self.isolation)
+        except ApiError:
+            return None  # OFFSET_OUT_OF_RANGE or a storage error: answer now
 
     def on_complete(self, forced: bool) -> None:
         self._on_done(forced)

@@ -308,6 +308,19 @@ class Partition:
         moved = self.maybe_increment_high_watermark()
         return moved, state.maybe_expand_isr(follower_id, self.log.high_watermark)
 
+    def refresh_caught_up_follower(self, follower_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """The cheap form of :meth:`update_follower_fetch_state` for a follower of the maximal
+        ISR fetching at this leader's log end again, with the HW already there: nothing can
+        move but its caught-up time. False (nothing recorded) for any other fetch."""
+        state = self.leader_state
+        if self.role is not Role.LEADER or state is None:
+            return False
+        log = self.log
+        leo = log.log_end_offset
+        if fetch_offset != leo or log.high_watermark != leo:
+            return False
+        return state.refresh_caught_up_follower(follower_id, leo, now_ms)
+
     def maybe_shrink_isr(self, now_ms: int) -> IsrChangeProposal | None:
         """An ISR shrink to send to the controller when followers lag too long."""
         state = self.leader_state

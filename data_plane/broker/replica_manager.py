@@ -333,11 +333,16 @@ class ReplicaManager:
 
     # --- replication --------------------------------------------------------------------------
 
-    def record_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
-        """A follower's fetch at ``fetch_offset`` (its LEO) reached the leader ``part``."""
-        moved, proposal = part.update_follower_fetch_state(
-            replica_id, fetch_offset, self.clock_ms()
-        )
+    def record_follower_fetch(
+        self, part: Partition, replica_id: int, fetch_offset: int, now_ms: int | None = None
+    ) -> None:
+        """A follower's fetch at ``fetch_offset`` (its LEO) reached the leader ``part`` at
+        ``now_ms`` (default: now; a fetch of many partitions reads the clock once)."""
+        if now_ms is None:
+            now_ms = self.clock_ms()
+        if part.refresh_caught_up_follower(replica_id, fetch_offset, now_ms):
+            return  # an idle partition of the follower's session: only its times moved
+        moved, proposal = part.update_follower_fetch_state(replica_id, fetch_offset, now_ms)
         tp = TopicPartition(part.topic, part.partition)
         if proposal is not None:
             self._submit(tp, proposal)

@@ -92,7 +92,7 @@ class InterBrokerConnection:
             raise ProtocolError("a response frame arrived without a request")
         correlation_id = next(self._correlation)
         transport.write(encode_request(api_key, version, correlation_id, self._client_id, body))
-        frame = await asyncio.wait_for(frames.next_frame(), timeout_s)
+        frame = await frames.next_frame(timeout_s)
         if frames.pending:
             raise ProtocolError("more than one response frame for one request")
         got, decoded = decode_response(api_key, version, frame)

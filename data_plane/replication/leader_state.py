@@ -151,6 +151,28 @@ class LeaderReplicationState:
         f.last_fetch_leader_log_end_offset = leader_log_end_offset
         f.last_fetch_time_ms = now_ms
 
+    def refresh_caught_up_follower(
+        self, follower_id: int, leader_log_end_offset: int, now_ms: int
+    ) -> bool:
+        """:meth:`update_follower_fetch_state` for the fetch of a maximal-ISR member already
+        known to be at ``leader_log_end_offset`` and fetching there again: only its times move
+        (its LEO, so the HW and the ISR, cannot). Returns False, recording nothing, for any
+        other fetch; the caller then takes the full path. Why: a follower's fetch session
+        names every partition it follows, and most of them are idle at its log end on each
+        fetch."""
+        f = self.followers.get(follower_id)
+        if f is None or f.log_end_offset != leader_log_end_offset:
+            return False
+        if follower_id not in self.isr and (
+            self.pending is None or follower_id not in self.pending.new_isr
+        ):
+            return False  # not in the maximal ISR: the full path may expand it
+        if f.last_caught_up_time_ms < now_ms:
+            f.last_caught_up_time_ms = now_ms
+        f.last_fetch_leader_log_end_offset = leader_log_end_offset
+        f.last_fetch_time_ms = now_ms
+        return True
+
     def maybe_expand_isr(self, follower_id: int, high_watermark: int) -> IsrChangeProposal | None:
         """The expansion to propose (now pending) if ``follower_id`` qualifies against the
         leader's current ``high_watermark``."""

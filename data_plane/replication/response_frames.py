@@ -114,18 +114,26 @@ class ResponseFrames(asyncio.BufferedProtocol):
 
     # -- the caller's side -------------------------------------------------------------------
 
-    async def next_frame(self) -> bytearray:
-        """The next frame body, waiting for it; raises the stream's error once it failed."""
+    async def next_frame(self, timeout_s: float | None = None) -> bytearray:
+        """The next frame body, waiting for it at most ``timeout_s`` (then TimeoutError;
+        None: no limit); raises the stream's error once it failed. The timeout is a timer
+        on the waiting future, not ``asyncio.wait_for``, which would wrap every call in a
+        task of its own: one frame per fetch round trip makes that a cost of the replication
+        path."""
         if self._ready:
             return self._ready.popleft()
         if self._error is not None:
             raise self._error
-        waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
         self._waiter = waiter
+        timer = None if timeout_s is None else loop.call_later(timeout_s, _time_out, waiter)
         try:
             return await waiter
         finally:
             self._waiter = None
+            if timer is not None:
+                timer.cancel()
 
     @property
     def pending(self) -> int:
@@ -153,3 +161,8 @@ class ResponseFrames(asyncio.BufferedProtocol):
         waiter = self._waiter
         if waiter is not None and not waiter.done() and self._error is not None:
             waiter.set_exception(self._error)
+
+
+def _time_out(waiter: asyncio.Future[bytearray]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError("no response frame in time"))

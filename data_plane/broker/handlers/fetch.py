@@ -126,13 +126,13 @@ def _unknown_topic_id(t: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _topic_id_error(apis: KafkaApis, tp: TopicPartition, topic_id: bytes) -> int:
-    """UNKNOWN_TOPIC_ID when the fetcher means another topic than the one now named
-    ``tp.topic`` (deleted, or deleted and re-created since it looked the id up), else 0."""
-    topic = apis.image.topic(tp.topic)
-    if topic is None or topic.topic_id.bytes != topic_id:
-        return ErrorCode.UNKNOWN_TOPIC_ID
-    return ErrorCode.NO_ERROR
+def _current_topic_id(apis: KafkaApis, ids: dict[str, bytes | None], name: str) -> bytes | None:
+    """The id of the topic now named ``name`` (None: no such topic), memoised in ``ids``."""
+    if name in ids:
+        return ids[name]
+    topic = apis.image.topic(name)
+    ids[name] = found = None if topic is None else topic.topic_id.bytes
+    return found
 
 
 def _quiet(part: Partition | None, p: CachedPartition, isolation: FetchIsolation) -> bool:
@@ -146,12 +146,16 @@ def _quiet(part: Partition | None, p: CachedPartition, isolation: FetchIsolation
         return False
     log = part.log
     start = log.log_start_offset
-    if part.high_watermark != p.sent_high_watermark or start != p.sent_log_start_offset:
+    hw = log.high_watermark
+    if hw != p.sent_high_watermark or start != p.sent_log_start_offset:
         return False
-    return (
-        start <= p.fetch_offset <= log.log_end_offset
-        and p.fetch_offset >= part.isolation_end(isolation)
-    )
+    offset = p.fetch_offset
+    leo = log.log_end_offset
+    if isolation is FetchIsolation.LOG_END:
+        return start <= offset == leo
+    if isolation is FetchIsolation.HIGH_WATERMARK:
+        return start <= offset <= leo and offset >= hw
+    return start <= offset <= leo and offset >= log.last_stable_offset
 
 
 def _read_all(
@@ -161,25 +165,33 @@ def _read_all(
     isolation: FetchIsolation,
     replica_id: int = -1,
     unread: frozenset[TopicPartition] | None = None,
+    candidates: set[TopicPartition] | None = None,
 ) -> tuple[list[tuple[TopicPartition, dict[str, Any]]], int, bool]:
     """Read every partition; return (partition, response entry) pairs, the bytes of records
     in them, and whether any partition carries an error. ``unread`` (an incremental fetch):
     the partitions that must be read even when quiet; every other quiet one is skipped (no
-    entry; a follower's fetch of it is still recorded)."""
+    entry; a follower's fetch of it is still recorded). ``candidates`` (with ``unread``):
+    the only partitions that can have news; the others are skipped unchecked."""
     rm = apis.replica_manager
     remaining = min(response_max_bytes, apis.config.fetch_max_bytes)
     min_one_message = True
     total = 0
     any_error = False
     out = []
+    # topic name -> the id the image has for it now: one image lookup per topic, not per
+    # partition (a follower's session names every partition it follows here).
+    ids: dict[str, bytes | None] = {}
+    now_ms = rm.clock_ms()
     for tp, p in partitions:
         if unread is not None and tp not in unread:
+            if candidates is not None and tp not in candidates:
+                continue
             part = rm.get_partition(tp)
             if _quiet(part, p, isolation) and (
-                p.topic_id == ZERO_ID or not _topic_id_error(apis, tp, p.topic_id)
+                p.topic_id == ZERO_ID or _current_topic_id(apis, ids, tp.topic) == p.topic_id
             ):
                 if replica_id >= 0:
-                    rm.record_follower_fetch(part, replica_id, p.fetch_offset)
+                    rm.record_follower_fetch(part, replica_id, p.fetch_offset, now_ms)
                 continue
         entry: dict[str, Any] = {
             "partition_index": tp.partition,
@@ -192,13 +204,13 @@ def _read_all(
             "records": b"",
         }
         try:
-            if p.topic_id != ZERO_ID:
-                code = _topic_id_error(apis, tp, p.topic_id)
-                if code:
-                    entry["error_code"] = code
-                    any_error = True
-                    out.append((tp, entry))
-                    continue
+            if p.topic_id != ZERO_ID and _current_topic_id(apis, ids, tp.topic) != p.topic_id:
+                # The fetcher means another topic than the one now named so (deleted, or
+                # deleted and re-created since it looked the id up).
+                entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID
+                any_error = True
+                out.append((tp, entry))
+                continue
             part = rm.leader_partition(tp)
             if replica_id >= 0:
                 part.check_leader_epoch(p.current_leader_epoch)
@@ -214,7 +226,7 @@ def _read_all(
                     out.append((tp, entry))
                     continue
             if replica_id >= 0:
-                rm.record_follower_fetch(part, replica_id, p.fetch_offset)
+                rm.record_follower_fetch(part, replica_id, p.fetch_offset, now_ms)
             max_bytes = max(0, min(p.partition_max_bytes, remaining))
             result = part.read_records(
                 p.fetch_offset,
@@ -280,9 +292,16 @@ def handle(apis: KafkaApis, request: Request) -> Response:
     statuses = [
         FetchPartitionStatus(tp, p.fetch_offset, p.partition_max_bytes) for tp, p in ctx.partitions
     ]
+    # What each partition held: the read ones as read, every skipped (quiet) one nothing.
+    had_news = {tp: _records_length(entry) for tp, entry in entries}
     return _delayed(
-        apis, ctx, response_max_bytes, isolation, statuses, max_wait_ms, min_bytes, hints
+        apis, ctx, response_max_bytes, isolation, statuses, max_wait_ms, min_bytes, hints, had_news
     )
+
+
+def _records_length(entry: dict[str, Any]) -> int:
+    records = entry["records"]
+    return len(records) if isinstance(records, bytes) else records.length
 
 
 def _answer(
@@ -308,24 +327,37 @@ async def _delayed(
     max_wait_ms: int,
     min_bytes: int,
     hints_listener: str | None,
+    had_news: dict[TopicPartition, int],
 ) -> Body:
+    """Park until ``min_bytes`` can be read (``had_news``: the bytes the partitions the
+    request read held; every other one held none), then answer."""
     done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
     def on_done(forced: bool) -> None:
         if not done.done():
             done.set_result(forced)
 
-    op = DelayedFetch(max_wait_ms, min_bytes, statuses, isolation, apis.replica_manager, on_done)
+    op = DelayedFetch(
+        max_wait_ms, min_bytes, statuses, isolation, apis.replica_manager, on_done, had_news
+    )
     apis.fetch_purgatory.try_complete_else_watch(op, [s.tp for s in statuses])
     try:
         await done
     finally:
         apis.fetch_purgatory.cancel(op)  # a no-op once completed; frees it on disconnect
+    # An incremental answer re-reads only what can have news: the partitions that had some
+    # (too few bytes) when the request came and those whose change woke the fetch. Every
+    # other one was quiet then, and a change to it would have woken the fetch under its key.
+    candidates = None
+    if ctx.incremental:
+        candidates = op.woken
+        candidates.update(had_news)
     entries, _, _ = _read_all(
         apis,
         ctx.partitions,
         response_max_bytes,
         isolation,
         unread=frozenset() if ctx.incremental else None,
+        candidates=candidates,
     )
     return _answer(apis, ctx, entries, [], hints_listener)

@@ -132,3 +132,36 @@ def test_a_fetch_of_quiet_partitions_waits_for_data(client: WireClient, broker) 
     assert got == cid
     (woke,) = _answered(resp).values()
     assert woke["partition_index"] == 1 and woke["high_watermark"] == 2 and woke["records"]
+
+
+def test_a_parked_fetch_answers_what_it_had_and_what_woke_it(client: WireClient, broker) -> None:
+    """A fetch that found some bytes (fewer than ``min_bytes``) parks; the append that wakes it
+    is answered together with what it had, and the partition nothing touched is left out."""
+    producer = WireClient(broker.port)
+    try:
+        def produce(partition: int, n: int) -> None:
+            resp = producer.call(ApiKey.PRODUCE, 7, produce_body("t", partition, batch(n)))
+            assert presult(resp)["error_code"] == 0
+
+        opening = fetch_body([("t", 0, 0), ("t", 1, 0)])
+        opening["session_epoch"] = 0
+        sid = client.call(ApiKey.FETCH, FETCH_VERSION, opening)["session_id"]
+        produce(0, 1)
+        small = len(batch(1))
+        waiting = fetch_body([], max_wait_ms=PARK_MS, min_bytes=small + len(batch(3)))
+        waiting["session_id"], waiting["session_epoch"] = sid, 1
+        cid = client.send(ApiKey.FETCH, FETCH_VERSION, waiting)
+        wait_for(lambda: len(broker.apis.fetch_purgatory) == 1, "the fetch to park")
+        produce(1, 3)
+        got, resp = client.recv(ApiKey.FETCH, FETCH_VERSION)
+        assert got == cid
+        answered = _answered(resp)
+        assert set(answered) == {0, 1}
+        assert answered[0]["high_watermark"] == 1 and answered[0]["records"]
+        assert answered[1]["high_watermark"] == 3 and answered[1]["records"]
+        # Nothing moved since: the next fetch of the session has nothing to answer.
+        again = fetch_body([("t", 0, 1), ("t", 1, 3)], max_wait_ms=0)
+        again["session_id"], again["session_epoch"] = sid, 2
+        assert _answered(client.call(ApiKey.FETCH, FETCH_VERSION, again)) == {}
+    finally:
+        producer.close()

@@ -137,6 +137,43 @@ def test_delayed_produce_re_checks_only_the_partition_that_changed() -> None:
     assert outcomes == [dict.fromkeys(tps, ErrorCode.NO_ERROR)]
 
 
+def test_delayed_fetch_counts_only_the_partition_that_changed() -> None:
+    class Part:
+        is_leader = True
+
+        def __init__(self) -> None:
+            self.bytes = 0
+            self.reads = 0
+
+        def available_bytes(self, offset: int, max_bytes: int, isolation: FetchIsolation) -> int:
+            self.reads += 1
+            return self.bytes
+
+    tps = [TopicPartition("t", i) for i in range(3)]
+    parts = {tp: Part() for tp in tps}
+
+    class Replicas:
+        def get_partition(self, tp: TopicPartition) -> Part:
+            return parts[tp]
+
+    done: list[bool] = []
+    purgatory = DelayedOperationPurgatory("Fetch", Clock(), 10)
+    statuses = [FetchPartitionStatus(tp, 0, 1 << 20) for tp in tps]
+    op = DelayedFetch(
+        500, 10, statuses, FetchIsolation.LOG_END, Replicas(), done.append,  # type: ignore[arg-type]
+        known={tps[0]: 4},  # as the request's own read found them: 4, 0, 0
+    )
+    assert purgatory.try_complete_else_watch(op, tps) is False
+    assert [parts[tp].reads for tp in tps] == [0, 0, 0]  # the first check read nothing
+    parts[tps[1]].bytes = 5
+    purgatory.check_and_complete(tps[1])
+    assert [parts[tp].reads for tp in tps] == [0, 1, 0] and done == []  # 4 + 5 < 10
+    parts[tps[2]].bytes = 1
+    purgatory.check_and_complete(tps[2])
+    assert [parts[tp].reads for tp in tps] == [0, 1, 1] and done == [False]
+    assert op.woken == {tps[1], tps[2]}
+
+
 def test_delayed_fetch_waits_for_min_bytes(log_manager: LogManager) -> None:
     log_manager.get_or_create_log("t", 0)
     rm = ReplicaManager(1, log_manager)

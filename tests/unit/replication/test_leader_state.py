@@ -116,3 +116,26 @@ def test_older_partition_epoch_is_ignored() -> None:
     s = state()
     assert not s.apply_committed((1, 2), 6)
     assert s.isr == (1, 2, 3)
+
+
+def test_refreshing_a_caught_up_follower_moves_only_its_times() -> None:
+    s = state(isr=(1, 2))
+    assert not s.refresh_caught_up_follower(2, 100, now_ms=5)  # its LEO is not known yet
+    s.update_follower_fetch_state(2, 100, 100, now_ms=10)
+    assert s.refresh_caught_up_follower(2, 100, now_ms=50)
+    f = s.followers[2]
+    assert (f.log_end_offset, f.last_caught_up_time_ms, f.last_fetch_time_ms) == (100, 50, 50)
+    assert f.last_fetch_leader_log_end_offset == 100
+    # The same as the full path would have recorded for that fetch.
+    full = state(isr=(1, 2))
+    full.update_follower_fetch_state(2, 100, 100, now_ms=10)
+    full.update_follower_fetch_state(2, 100, 100, now_ms=50)
+    assert full.followers[2] == f
+    assert not s.refresh_caught_up_follower(2, 120, now_ms=60)  # the leader's LEO moved
+    assert f.last_fetch_time_ms == 50
+    s.update_follower_fetch_state(3, 100, 100, now_ms=10)
+    assert not s.refresh_caught_up_follower(3, 100, now_ms=60)  # not in the ISR: may expand
+    proposal = s.maybe_expand_isr(3, s.high_watermark(100))
+    assert proposal is not None
+    assert s.refresh_caught_up_follower(3, 100, now_ms=70)  # in the maximal ISR now
+    assert not s.refresh_caught_up_follower(9, 100, now_ms=70)  # not a replica

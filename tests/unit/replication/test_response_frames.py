@@ -143,3 +143,38 @@ def test_a_bad_size_fails_the_stream_for_good(size: int, error: type[Exception])
 
     with pytest.raises(error):
         asyncio.run(again())
+
+
+def test_a_wait_with_a_timeout_fails_with_timeout_error_and_the_frame_still_arrives() -> None:
+    async def main() -> None:
+        release, served = asyncio.Event(), asyncio.Event()
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await release.wait()
+                writer.write(frame(b"late"))
+                await writer.drain()
+                await reader.read()  # until the client goes
+            finally:
+                writer.close()
+                await writer.wait_closed()
+                served.set()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport, frames = await asyncio.get_running_loop().create_connection(
+            lambda: ResponseFrames(MAX_FRAME, "test peer"), "127.0.0.1", port
+        )
+        try:
+            with pytest.raises(TimeoutError):
+                await frames.next_frame(0.05)
+            release.set()
+            # The frame that came too late is kept: the caller sees it as pending.
+            assert bytes(await frames.next_frame(DEADLINE_S)) == b"late"
+        finally:
+            transport.close()
+            await asyncio.wait_for(served.wait(), DEADLINE_S)
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(main())
