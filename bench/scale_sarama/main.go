@@ -4,12 +4,14 @@
 //
 // It starts -members group members subscribed to -topic, waits until every one has held the
 // same non-empty claim for -settle, then starts -producers async producers (acks=all,
-// idempotent, flushing every -linger) that together offer -rate records/s for -warmup plus
-// -seconds, each paced on its own share. Every record's value starts with its due time (ns
-// since this process started, big-endian); a member takes now - due. It prints one JSON
-// object: {"ok": true, "group_settled_s", "sent", "send_failures", "latencies_ms": [...]}
-// with the latencies of the records due after the warm-up, received until -drain after the
-// last one was due; or {"ok": false, "error": ...} and exit status 1.
+// idempotent, flushing every -linger, records without keys placed by Kafka's default sticky
+// partitioner unless -partitioner random) that together offer -rate records/s for -warmup
+// plus -seconds, each paced on its own share. Every record's value starts with its due time
+// (ns since this process started, big-endian); a member takes now - due, and so does the
+// producer when the record is acknowledged. It prints one JSON object: {"ok": true,
+// "group_settled_s", "sent", "send_failures", "latencies_ms": [...], "ack_latencies_ms":
+// [...]} with the latencies of the records due after the warm-up (received until -drain
+// after the last one was due); or {"ok": false, "error": ...} and exit status 1.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand"
 	"os"
 	"strings"
 	"sync"
@@ -42,7 +45,40 @@ var (
 	settle    = flag.Duration("settle", 5*time.Second, "a member's claim must hold this long")
 	ready     = flag.Duration("ready-timeout", 180*time.Second, "bound on the group settling")
 	size      = flag.Int("size", 100, "record value bytes")
+	partition = flag.String("partitioner", "sticky", "sticky (Kafka's default for null keys) or random (Sarama's)")
 )
+
+// stickyBatchBytes is how many value bytes a producer sends to one partition before it
+// moves on: Kafka's batch.size default, the switch point of its uniform sticky partitioner.
+const stickyBatchBytes = 16384
+
+// stickyPartitioner is Kafka's default for records without a key (the Java producer's
+// uniform sticky partitioner): every record goes to the current partition until
+// stickyBatchBytes were sent to it, then a random other partition becomes current. Records
+// then leave in a few multi-record batches instead of one-record batches spread over every
+// partition. One per producer and topic; Sarama calls it from one goroutine.
+type stickyPartitioner struct {
+	current int32
+	bytes   int
+}
+
+func newStickyPartitioner(string) sarama.Partitioner { return &stickyPartitioner{current: -1} }
+
+func (p *stickyPartitioner) Partition(m *sarama.ProducerMessage, n int32) (int32, error) {
+	if p.current < 0 || p.current >= n || p.bytes >= stickyBatchBytes {
+		next := rand.Int31n(n)
+		if n > 1 {
+			for next == p.current {
+				next = rand.Int31n(n)
+			}
+		}
+		p.current, p.bytes = next, 0
+	}
+	p.bytes += m.Value.Length()
+	return p.current, nil
+}
+
+func (p *stickyPartitioner) RequiresConsistency() bool { return false }
 
 var epoch = time.Now()
 
@@ -155,6 +191,8 @@ func run() (map[string]any, error) {
 
 	ps := make([]sarama.AsyncProducer, *producers)
 	var failures atomic.Int64
+	var ackMu sync.Mutex
+	var acks []float64 // due -> acknowledged, for the records due after the warm-up
 	var pwg sync.WaitGroup
 	for i := range ps {
 		c := config()
@@ -163,19 +201,36 @@ func run() (map[string]any, error) {
 		c.Net.MaxOpenRequests = 1 // Sarama's requirement for an idempotent producer
 		c.Producer.Retry.Max = 10
 		c.Producer.Flush.Frequency = *linger
-		c.Producer.Return.Successes = false
+		if *partition == "sticky" {
+			c.Producer.Partitioner = newStickyPartitioner
+		}
+		c.Producer.Return.Successes = true
 		c.Producer.Return.Errors = true
 		p, err := sarama.NewAsyncProducer(addrs, c)
 		if err != nil {
 			return nil, fmt.Errorf("producer %d: %w", i, err)
 		}
 		ps[i] = p
-		pwg.Add(1)
+		pwg.Add(2)
 		go func(p sarama.AsyncProducer) {
 			defer pwg.Done()
 			for range p.Errors() {
 				failures.Add(1)
 			}
+		}(p)
+		go func(p sarama.AsyncProducer) {
+			defer pwg.Done()
+			var mine []float64
+			for m := range p.Successes() {
+				t := now()
+				due := m.Metadata.(int64)
+				if warm := warmNs.Load(); warm > 0 && due >= warm {
+					mine = append(mine, float64(t-due)/1e6)
+				}
+			}
+			ackMu.Lock()
+			acks = append(acks, mine...)
+			ackMu.Unlock()
 		}(p)
 	}
 	start := now() + int64(time.Second)
@@ -197,7 +252,7 @@ func run() (map[string]any, error) {
 				}
 				v := make([]byte, 8, *size)
 				binary.BigEndian.PutUint64(v, uint64(due))
-				p.Input() <- &sarama.ProducerMessage{Topic: *topic, Value: sarama.ByteEncoder(append(v, pad...))}
+				p.Input() <- &sarama.ProducerMessage{Topic: *topic, Value: sarama.ByteEncoder(append(v, pad...)), Metadata: due}
 				sent.Add(1)
 			}
 		}(i, p)
@@ -227,10 +282,11 @@ func run() (map[string]any, error) {
 		m.mu.Unlock()
 	}
 	return map[string]any{
-		"group_settled_s": settled,
-		"sent":            sent.Load(),
-		"send_failures":   failures.Load(),
-		"latencies_ms":    lat,
+		"group_settled_s":  settled,
+		"sent":             sent.Load(),
+		"send_failures":    failures.Load(),
+		"latencies_ms":     lat,
+		"ack_latencies_ms": acks,
 	}, nil
 }
 
