@@ -42,20 +42,44 @@ def max_record_timestamp(view: memoryview, header: RecordBatchHeader) -> int:
     block: Buffer = view[start:end]
     if header.compression:
         block = decompress(header.compression, block)
-    pos, limit = 0, len(block)
+    # One copy of the records block: indexing bytes is the cheapest per-byte read Python
+    # has, and the loop reads two varints per record. Varints of one or two bytes (record
+    # lengths below 8 KiB, timestamp deltas below 8 s) are decoded inline; longer ones by
+    # decode_varint.
+    data = bytes(block)
+    limit = len(data)
+    pos = 0
     best = NO_TIMESTAMP
+    base = header.base_timestamp
     try:
         for _ in range(header.records_count):
-            length, pos = decode_varint(block, pos)
+            b = data[pos]
+            if b < 0x80:
+                length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif data[pos + 1] < 0x80:
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                length, pos = (v >> 1) ^ -(v & 1), pos + 2
+            else:
+                length, pos = decode_varint(data, pos)
             record_end = pos + length
             if length < 2 or record_end > limit:
                 raise CorruptRecordError(f"record of {length} bytes overruns its batch")
-            delta, after = decode_varint(block, pos + 1)  # after the attributes byte
+            b = data[pos + 1]  # after the attributes byte
+            if b < 0x80:
+                delta, after = (b >> 1) ^ -(b & 1), pos + 2
+            elif data[pos + 2] < 0x80:
+                v = (b & 0x7F) | (data[pos + 2] << 7)
+                delta, after = (v >> 1) ^ -(v & 1), pos + 3
+            else:
+                delta, after = decode_varint(data, pos + 1)
             if after > record_end:
                 raise CorruptRecordError(f"timestampDelta overruns its record at {pos}")
-            best = max(best, header.base_timestamp + delta)
+            if base + delta > best:
+                best = base + delta
             pos = record_end
-    except InvalidRecordError as e:  # a varint running off the block
+    except IndexError:  # a varint running off the block
+        raise CorruptRecordError("a record runs past the end of its batch") from None
+    except InvalidRecordError as e:
         raise CorruptRecordError(str(e)) from None
     return best
 

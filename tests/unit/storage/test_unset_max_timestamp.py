@@ -95,3 +95,41 @@ def test_a_lying_record_length_is_corrupt() -> None:
     info = validate_produce_payload(payload, max_batch_bytes=1 << 20)
     with pytest.raises(CorruptRecordError):
         fill_unset_max_timestamps(payload, info)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    records=st.lists(
+        st.tuples(st.integers(-(2**40), 2**40), st.integers(0, 20_000)), min_size=1, max_size=8
+    )
+)
+def test_record_and_delta_varints_of_any_width(records: list[tuple[int, int]]) -> None:
+    """Record lengths and timestamp deltas of one, two and more varint bytes."""
+    base = 2**41
+    batch = build_batch([Record(None, b"v" * size, base + delta) for delta, size in records])
+    batch[MAX_TIMESTAMP_POS : MAX_TIMESTAMP_POS + 8] = (-1).to_bytes(8, "big", signed=True)
+    header = parse_header(batch)
+    batch[CRC_POS : CRC_POS + 4] = compute_crc(
+        batch, 0, header.batch_length + LOG_OVERHEAD
+    ).to_bytes(4, "big")
+    info = validate_produce_payload(batch, max_batch_bytes=1 << 20)
+    assert fill_unset_max_timestamps(batch, info).max_timestamp == base + max(d for d, _ in records)
+
+
+@settings(max_examples=200, deadline=None)
+@given(at=st.integers(61, 200), byte=st.integers(0, 255))
+def test_damaged_records_are_corrupt_or_read_never_another_error(at: int, byte: int) -> None:
+    """A records block that lies (bytes changed, CRC made to match) is CorruptRecordError or
+    gives some timestamp; nothing else escapes."""
+    payload = sarama_batch([5, 9, 3, 2**33], Compression.NONE)
+    header = parse_header(payload)
+    if at < len(payload):
+        payload[at] = byte
+    payload[CRC_POS : CRC_POS + 4] = compute_crc(
+        payload, 0, header.batch_length + LOG_OVERHEAD
+    ).to_bytes(4, "big")
+    info = validate_produce_payload(payload, max_batch_bytes=1 << 20)
+    try:
+        fill_unset_max_timestamps(payload, info)
+    except CorruptRecordError:
+        pass
