@@ -3,7 +3,7 @@ cluster, and the end-to-end latency they get at 20,000 records/s (prints; never 
 demand, not in the suite).
 
     .venv/bin/python -m bench.scale [--seconds 30] [--rate 20000]
-        [--client kraftlog|librdkafka|sarama]
+        [--client kraftlog|librdkafka|sarama] [--config KEY=VALUE ...]
 
 1 controller + 3 brokers; one topic of 100 partitions, RF 3, ``min.insync.replicas`` 2.
 
@@ -355,10 +355,13 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--client", choices=("kraftlog", "librdkafka", "sarama"),
                         default="kraftlog")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a node setting for the cluster (repeatable); defaults otherwise")
     args = parser.parse_args()
+    overrides = dict(item.split("=", 1) for item in args.config)
     workdir = tempfile.mkdtemp(prefix="kraftlog-scale-")
     try:
-        with local_cluster(workdir, 1, 3) as cluster:
+        with local_cluster(workdir, 1, 3, overrides) as cluster:
             replication.create_topic(cluster, TOPIC, PARTITIONS)
             out = run(cluster, args.rate, args.seconds, args.linger_ms, args.client)
         print(
