@@ -21,10 +21,11 @@ demand, not in the suite).
 - Producers: 4 processes of 25 producers each (acks=all, idempotent, ``linger.ms`` 5 as in
   Kafka 4's default, or ``--linger-ms``); each process offers a quarter of the rate, paced,
   round-robin over its producers; each record carries its due time (CLOCK_MONOTONIC ns).
-  Records have no key and go where the client's default partitioner puts them: Kafka's
-  sticky partitioner (a producer fills one partition's batch, then moves on) in kraftlog's
-  client, in librdkafka and, written into the Go program, for Sarama, whose own default is
-  a random partition per record.
+  Records have no key and go where the client's default partitioner puts them: a sticky
+  partition that changes after a batch (kraftlog's client) or after
+  ``sticky.partitioning.linger.ms`` (librdkafka); for Sarama, whose own default is a random
+  partition per record, the Go program has the Java client's sticky partitioner (a new
+  partition after 16 KiB).
 - Latency: due -> received at a consumer, for the records due after WARMUP_S; p50 / p99 /
   p99.9 over the timed seconds (target p99 <= 50 ms). With Sarama also due -> acknowledged
   to the producer, which tells the produce path's share.
