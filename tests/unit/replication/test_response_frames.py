@@ -4,8 +4,10 @@ each in its own buffer; bad sizes and a closed peer fail the stream for good."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import struct
+from collections.abc import Awaitable, Callable
 
 import pytest
 from hypothesis import given, settings
@@ -22,43 +24,58 @@ def frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-async def _with_peer(send_chunks: list[bytes], take: int, *, close: bool = False):
-    """Serve ``send_chunks`` (each written and drained alone) to a ResponseFrames client and
-    return (the first ``take`` frames, or the exception that ended them)."""
+Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def _connected(serve: Serve):
+    """A ResponseFrames client of a loopback server running ``serve`` for it; on exit the
+    client closes first, then the server once ``serve`` has returned."""
     served = asyncio.Event()
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            for chunk in send_chunks:
-                writer.write(chunk)
-                await writer.drain()
-                await asyncio.sleep(0)
-            if not close:
-                await reader.read()  # until the client goes
+            await serve(reader, writer)
         except ConnectionError:
             pass
         finally:
             writer.close()
             served.set()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    loop = asyncio.get_running_loop()
-    transport, frames = await loop.create_connection(
+    transport, frames = await asyncio.get_running_loop().create_connection(
         lambda: ResponseFrames(MAX_FRAME, "test peer"), "127.0.0.1", port
     )
-    got: list[bytes] = []
-    error: BaseException | None = None
     try:
-        for _ in range(take):
-            got.append(bytes(await asyncio.wait_for(frames.next_frame(), DEADLINE_S)))
-    except (EOFError, ProtocolError) as e:
-        error = e
+        yield frames
     finally:
         transport.close()
         await asyncio.wait_for(served.wait(), DEADLINE_S)
         server.close()
         await server.wait_closed()
+
+
+async def _with_peer(send_chunks: list[bytes], take: int, *, close: bool = False):
+    """Serve ``send_chunks`` (each written and drained alone) to a ResponseFrames client and
+    return (the first ``take`` frames, or the exception that ended them)."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for chunk in send_chunks:
+            writer.write(chunk)
+            await writer.drain()
+            await asyncio.sleep(0)
+        if not close:
+            await reader.read()  # until the client goes
+
+    got: list[bytes] = []
+    error: BaseException | None = None
+    async with _connected(serve) as frames:
+        try:
+            for _ in range(take):
+                got.append(bytes(await asyncio.wait_for(frames.next_frame(), DEADLINE_S)))
+        except (EOFError, ProtocolError) as e:
+            error = e
     return got, error, frames
 
 
@@ -79,32 +96,14 @@ def test_frames_split_anywhere_arrive_whole_and_in_order(bodies: list[bytes], se
 
 def test_each_frame_is_its_own_writable_buffer() -> None:
     async def run() -> list[bytearray]:
-        server_frames = frame(b"a" * 70_000) + frame(b"b" * 5)
-
-        served = asyncio.Event()
-
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                writer.write(server_frames)
-                await writer.drain()
-                await reader.read()
-            finally:
-                writer.close()
-                served.set()
+            writer.write(frame(b"a" * 70_000) + frame(b"b" * 5))
+            await writer.drain()
+            await reader.read()
 
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        transport, frames = await asyncio.get_running_loop().create_connection(
-            lambda: ResponseFrames(MAX_FRAME, "p"), "127.0.0.1", port
-        )
-        try:
+        async with _connected(serve) as frames:
             first = await asyncio.wait_for(frames.next_frame(), DEADLINE_S)
             second = await asyncio.wait_for(frames.next_frame(), DEADLINE_S)
-        finally:
-            transport.close()
-            await asyncio.wait_for(served.wait(), DEADLINE_S)
-            server.close()
-            await server.wait_closed()
         return [first, second]
 
     first, second = asyncio.run(run())
@@ -147,34 +146,19 @@ def test_a_bad_size_fails_the_stream_for_good(size: int, error: type[Exception])
 
 def test_a_wait_with_a_timeout_fails_with_timeout_error_and_the_frame_still_arrives() -> None:
     async def main() -> None:
-        release, served = asyncio.Event(), asyncio.Event()
+        release = asyncio.Event()
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                await release.wait()
-                writer.write(frame(b"late"))
-                await writer.drain()
-                await reader.read()  # until the client goes
-            finally:
-                writer.close()
-                await writer.wait_closed()
-                served.set()
+            await release.wait()
+            writer.write(frame(b"late"))
+            await writer.drain()
+            await reader.read()  # until the client goes
 
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        transport, frames = await asyncio.get_running_loop().create_connection(
-            lambda: ResponseFrames(MAX_FRAME, "test peer"), "127.0.0.1", port
-        )
-        try:
+        async with _connected(serve) as frames:
             with pytest.raises(TimeoutError):
                 await frames.next_frame(0.05)
             release.set()
             # The frame that came too late is kept: the caller sees it as pending.
             assert bytes(await frames.next_frame(DEADLINE_S)) == b"late"
-        finally:
-            transport.close()
-            await asyncio.wait_for(served.wait(), DEADLINE_S)
-            server.close()
-            await server.wait_closed()
 
     asyncio.run(main())
