@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,6 +104,17 @@ def test_delayed_produce_completes_when_hw_passes_or_times_out(log_manager: LogM
     assert outcomes[-1] == {TP: ErrorCode.NOT_LEADER_OR_FOLLOWER}
 
 
+class _Replicas:
+    """A ReplicaManager stand-in over fake partitions (the delayed operations read only
+    get_partition)."""
+
+    def __init__(self, parts: dict[TopicPartition, Any]) -> None:
+        self.parts = parts
+
+    def get_partition(self, tp: TopicPartition) -> Any:
+        return self.parts[tp]
+
+
 def test_delayed_produce_re_checks_only_the_partition_that_changed() -> None:
     class Part:
         def __init__(self) -> None:
@@ -116,13 +128,9 @@ def test_delayed_produce_re_checks_only_the_partition_that_changed() -> None:
     tps = [TopicPartition("t", i) for i in range(3)]
     parts = {tp: Part() for tp in tps}
 
-    class Replicas:
-        def get_partition(self, tp: TopicPartition) -> Part:
-            return parts[tp]
-
     outcomes: list[dict] = []
     purgatory = DelayedOperationPurgatory("Produce", Clock(), 10)
-    op = DelayedProduce(1000, dict.fromkeys(tps, 5), Replicas(), outcomes.append)  # type: ignore[arg-type]
+    op = DelayedProduce(1000, dict.fromkeys(tps, 5), _Replicas(parts), outcomes.append)  # type: ignore[arg-type]
     assert purgatory.try_complete_else_watch(op, tps) is False
     assert [parts[tp].checks for tp in tps] == [1, 1, 1]
     parts[tps[1]].hw = 5
@@ -152,17 +160,12 @@ def test_delayed_fetch_counts_only_the_partition_that_changed() -> None:
     tps = [TopicPartition("t", i) for i in range(3)]
     parts = {tp: Part() for tp in tps}
 
-    class Replicas:
-        def get_partition(self, tp: TopicPartition) -> Part:
-            return parts[tp]
-
     done: list[bool] = []
     purgatory = DelayedOperationPurgatory("Fetch", Clock(), 10)
     statuses = [FetchPartitionStatus(tp, 0, 1 << 20) for tp in tps]
-    op = DelayedFetch(
-        500, 10, statuses, FetchIsolation.LOG_END, Replicas(), done.append,  # type: ignore[arg-type]
-        known={tps[0]: 4},  # as the request's own read found them: 4, 0, 0
-    )
+    replicas = _Replicas(parts)
+    # known: as the request's own read found the partitions: 4, 0, 0 bytes.
+    op = DelayedFetch(500, 10, statuses, FetchIsolation.LOG_END, replicas, done.append, {tps[0]: 4})  # type: ignore[arg-type]
     assert purgatory.try_complete_else_watch(op, tps) is False
     assert [parts[tp].reads for tp in tps] == [0, 0, 0]  # the first check read nothing
     parts[tps[1]].bytes = 5

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -33,44 +34,44 @@ def jobs(monkeypatch) -> list[tuple[int, int, int]]:
     return offered
 
 
-@linux_only
-def test_each_window_drops_the_range_started_one_window_earlier(tmp_path, jobs) -> None:
-    records = FileRecords(str(tmp_path / "0.log"))
-    try:
-        records.append(b"a" * 3000)
-        records.write_back_behind(4096)
-        assert jobs == []  # less than a window appended
-        records.append(b"b" * 2000)
-        records.write_back_behind(4096)
-        records.append(b"c" * 5000)
-        records.write_back_behind(4096)
-        records.append(b"d" * 100)
-        records.write_back_behind(4096)
-        assert jobs == [(0, 0, 5000), (0, 5000, 10_000)]
-        page_cache.wait_idle()
-        assert records.read(0, 20_000) == b"a" * 3000 + b"b" * 2000 + b"c" * 5000 + b"d" * 100
-    finally:
-        records.close()
+@pytest.fixture
+def records(tmp_path) -> Iterator[FileRecords]:
+    """A fresh segment file, closed after the test."""
+    f = FileRecords(str(tmp_path / "0.log"))
+    yield f
+    f.close()
 
 
 @linux_only
-def test_truncation_pulls_the_marks_back(tmp_path, jobs) -> None:
-    records = FileRecords(str(tmp_path / "0.log"))
-    try:
-        records.append(b"x" * 8192)
-        records.write_back_behind(4096)
-        records.truncate_to(1000)
-        records.append(b"y" * 5000)
-        records.write_back_behind(4096)
-        # Marks clamped to 1000: the new job drops nothing past the file's end.
-        assert jobs == [(0, 0, 8192), (0, 1000, 6000)]
-        page_cache.wait_idle()
-        assert records.read(0, 10_000) == b"x" * 1000 + b"y" * 5000
-    finally:
-        records.close()
+def test_each_window_drops_the_range_started_one_window_earlier(records, jobs) -> None:
+    records.append(b"a" * 3000)
+    records.write_back_behind(4096)
+    assert jobs == []  # less than a window appended
+    records.append(b"b" * 2000)
+    records.write_back_behind(4096)
+    records.append(b"c" * 5000)
+    records.write_back_behind(4096)
+    records.append(b"d" * 100)
+    records.write_back_behind(4096)
+    assert jobs == [(0, 0, 5000), (0, 5000, 10_000)]
+    page_cache.wait_idle()
+    assert records.read(0, 20_000) == b"a" * 3000 + b"b" * 2000 + b"c" * 5000 + b"d" * 100
 
 
-def test_a_skipped_job_leaves_the_marks_for_the_next_append(tmp_path, monkeypatch) -> None:
+@linux_only
+def test_truncation_pulls_the_marks_back(records, jobs) -> None:
+    records.append(b"x" * 8192)
+    records.write_back_behind(4096)
+    records.truncate_to(1000)
+    records.append(b"y" * 5000)
+    records.write_back_behind(4096)
+    # Marks clamped to 1000: the new job drops nothing past the file's end.
+    assert jobs == [(0, 0, 8192), (0, 1000, 6000)]
+    page_cache.wait_idle()
+    assert records.read(0, 10_000) == b"x" * 1000 + b"y" * 5000
+
+
+def test_a_skipped_job_leaves_the_marks_for_the_next_append(records, monkeypatch) -> None:
     offered: list[tuple[int, int, int]] = []
     accept = [False]
 
@@ -79,16 +80,12 @@ def test_a_skipped_job_leaves_the_marks_for_the_next_append(tmp_path, monkeypatc
         return accept[0]
 
     monkeypatch.setattr(page_cache, "submit", submit)
-    records = FileRecords(str(tmp_path / "0.log"))
-    try:
-        records.append(b"x" * 5000)
-        records.write_back_behind(4096)
-        accept[0] = True
-        records.append(b"x" * 10)
-        records.write_back_behind(4096)
-        assert offered == [(0, 0, 5000), (0, 0, 5010)]
-    finally:
-        records.close()
+    records.append(b"x" * 5000)
+    records.write_back_behind(4096)
+    accept[0] = True
+    records.append(b"x" * 10)
+    records.write_back_behind(4096)
+    assert offered == [(0, 0, 5000), (0, 0, 5010)]
 
 
 @linux_only
