@@ -163,10 +163,8 @@ class LeaderReplicationState:
         f = self.followers.get(follower_id)
         if f is None or f.log_end_offset != leader_log_end_offset:
             return False
-        if follower_id not in self.isr and (
-            self.pending is None or follower_id not in self.pending.new_isr
-        ):
-            return False  # not in the maximal ISR: the full path may expand it
+        if follower_id not in self.maximal_isr:
+            return False  # the full path may expand the ISR with it
         if f.last_caught_up_time_ms < now_ms:
             f.last_caught_up_time_ms = now_ms
         f.last_fetch_leader_log_end_offset = leader_log_end_offset

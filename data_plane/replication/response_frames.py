@@ -40,8 +40,8 @@ class ResponseFrames(asyncio.BufferedProtocol):
         # Bytes in the scratch buffer not yet taken as frames (less than one size prefix
         # between reads).
         self._scratch_filled = 0
-        # The frame body being read straight into, and how much of it has arrived.
-        self._body: bytearray | None = None
+        # A view of the frame body being read straight into (a bytearray of the frame's
+        # size), and how much of it has arrived.
         self._body_view: memoryview | None = None
         self._body_filled = 0
         self._ready: collections.deque[bytearray] = collections.deque()
@@ -63,12 +63,12 @@ class ResponseFrames(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._error is not None:  # failed: what still arrives before the close is dropped
             return
-        if self._body is not None:
+        view = self._body_view
+        if view is not None:
             self._body_filled += nbytes
-            if self._body_filled == len(self._body):
-                body = self._body
-                self._body = self._body_view = None
-                self._deliver(body)
+            if self._body_filled == len(view):
+                self._body_view = None
+                self._deliver(view.obj)  # type: ignore[arg-type]
             return
         self._scratch_filled += nbytes
         self._take_frames()
@@ -93,7 +93,7 @@ class ResponseFrames(asyncio.BufferedProtocol):
             body = bytearray(size)
             have = end - start
             body[:have] = scratch[start:end]
-            self._body, self._body_view, self._body_filled = body, memoryview(body), have
+            self._body_view, self._body_filled = memoryview(body), have
             pos = end
             break
         left = end - pos
@@ -151,7 +151,7 @@ class ResponseFrames(asyncio.BufferedProtocol):
 
     def _fail(self, error: BaseException) -> None:
         self._error = error
-        self._body = self._body_view = None
+        self._body_view = None
         self._scratch_filled = 0
         if self.transport is not None:
             self.transport.close()

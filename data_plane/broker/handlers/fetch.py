@@ -181,7 +181,7 @@ def _read_all(
     # topic name -> the id the image has for it now: one image lookup per topic, not per
     # partition (a follower's session names every partition it follows here).
     ids: dict[str, bytes | None] = {}
-    now_ms = rm.clock_ms()
+    now_ms = rm.clock_ms() if replica_id >= 0 else 0  # when a follower fetched
     for tp, p in partitions:
         if unread is not None and tp not in unread:
             if candidates is not None and tp not in candidates:
