@@ -14,7 +14,8 @@ thread never waits for the disk: dropping a range waits for its writeback. Linux
 (``sync_file_range``); elsewhere :data:`SUPPORTED` is False and nothing is done. None of it
 is a durability point: ``sync_file_range`` writes no metadata and flushes no device cache
 (flushing stays with ``FileRecords.flush``), and a write error it meets is logged here and
-surfaces again at the next flush, where the log directory fails as for any flush error.
+surfaces again at the next flush, where the log directory fails as for any flush error. A
+segment closed while its job waited (retention, deletion) makes the job a no-op.
 
 Thread-safety: :func:`submit` may be called from any thread; the worker holds a reference
 to each file's descriptor holder until its job is done, so the descriptor stays open (a
@@ -30,6 +31,8 @@ import queue
 import sys
 import threading
 from typing import Protocol
+
+from data_plane.storage.errors import LogClosedError
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +129,7 @@ def _run() -> None:
             fd = file.fileno()
             drop(fd, drop_from, writeback_from - drop_from)
             start_writeback(fd, writeback_from, end - writeback_from)
-        except OSError as e:  # LogClosedError included: the file went meanwhile
+        except (OSError, LogClosedError) as e:  # a write error, or the file went meanwhile
             logger.debug("page cache writeback of a segment skipped: %s", e)
         finally:
             _jobs.task_done()

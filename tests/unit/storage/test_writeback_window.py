@@ -12,6 +12,7 @@ import pytest
 from common.configdef import ConfigError, from_props, with_overrides
 from common.log_config import LogConfig
 from data_plane.storage import page_cache
+from data_plane.storage.errors import LogClosedError
 from data_plane.storage.file_records import FileRecords
 from data_plane.storage.log import Log
 
@@ -111,8 +112,14 @@ def test_a_job_on_a_bad_descriptor_is_skipped_and_the_worker_goes_on(tmp_path) -
             os.close(fd)
             return fd  # closed: every call on it fails with EBADF
 
+    class Closed:
+        def fileno(self) -> int:
+            raise LogClosedError("segment file is closed")  # as a closed segment's holder
+
     assert page_cache.submit(Gone(), 0, 4096, 8192)
+    assert page_cache.submit(Closed(), 0, 4096, 8192)
     page_cache.wait_idle()
+    worker = page_cache._worker
     fd = os.open(tmp_path / "h", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         os.pwrite(fd, b"z" * 8192, 0)
@@ -124,6 +131,7 @@ def test_a_job_on_a_bad_descriptor_is_skipped_and_the_worker_goes_on(tmp_path) -
         assert page_cache.submit(Open(), 0, 4096, 8192)
         page_cache.wait_idle()
         assert os.pread(fd, 8192, 0) == b"z" * 8192
+        assert page_cache._worker is worker and worker.is_alive()  # the same worker went on
     finally:
         os.close(fd)
 
