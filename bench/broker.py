@@ -24,6 +24,8 @@ import tempfile
 import time
 import uuid
 
+from bench.report import cpu_seconds
+
 RECORD_BYTES = 100
 RECORDS_PER_BATCH = 1000
 PIPELINE_DEPTH = 16
@@ -100,12 +102,6 @@ def serve(loop_choice: str, zero_copy: bool, directory: str, send_buffer_bytes: 
 
 
 # --- load generator -------------------------------------------------------------------------
-
-
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _recv_exact(sock: socket.socket, n: int, buf: bytearray) -> None:
@@ -221,19 +217,19 @@ def run_scenario(
                 )
                 for i in range(n_batches)
             ]
-            cpu0, t0 = _cpu_s(child.pid), time.perf_counter()
+            cpu0, t0 = cpu_seconds(child.pid), time.perf_counter()
             answers = _pipeline(sock, produce)
             _, first = decode_response(0, 7, answers[0])
             code = first["responses"][0]["partition_responses"][0]["error_code"]
             if code != 0:
                 raise RuntimeError(f"produce error {code}")
-            t1, cpu1 = time.perf_counter(), _cpu_s(child.pid)
+            t1, cpu1 = time.perf_counter(), cpu_seconds(child.pid)
             total_bytes = n_batches * len(batch)
             fetched = 0
             offset = 0
             buf = bytearray()
             position = passes = 0
-            cpu2, t2 = _cpu_s(child.pid), time.perf_counter()
+            cpu2, t2 = cpu_seconds(child.pid), time.perf_counter()
             cid = 0
             # Sequential fetches: each response says where the next one starts. The log is
             # read FETCH_PASSES times so the CPU clock (10 ms ticks) sees enough work.
@@ -254,7 +250,7 @@ def run_scenario(
                     passes += 1
                     position = 0
                 offset = passes * end_offset + position
-            t3, cpu3 = time.perf_counter(), _cpu_s(child.pid)
+            t3, cpu3 = time.perf_counter(), cpu_seconds(child.pid)
             sock.close()
         finally:
             if child.stdin is not None:

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import confluent_kafka
 
-from bench.report import percentile, row
+from bench.report import cpu_seconds, percentile, row
 from data_plane.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from data_plane.client.config import ConsumerConfig, client_config
 from data_plane.client.network_client import NetworkClient
@@ -49,7 +49,6 @@ from data_plane.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster
 
 GB = 1_000_000_000
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 _topic_seq = iter(range(1_000_000))
 
 
@@ -212,12 +211,6 @@ def confluent_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> 
 
 
 # -- broker CPU per GB fetched --------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
 def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,

@@ -1,8 +1,10 @@
-"""Report helpers shared by the benchmarks: percentiles, one throughput row per workload, and
-the paced sending of the latency runs."""
+"""Helpers shared by the benchmarks: percentiles, one throughput row per workload, the paced
+sending of the latency runs, a process's CPU time and an exact read from a socket."""
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from collections.abc import Callable
 
@@ -81,3 +83,30 @@ def latency_summary(lat: list[float], offered: int, seconds: float) -> dict[str,
         "p999_ms": percentile(lat, 0.999) * 1e3,
         "max_ms": max(lat, default=float("nan")) * 1e3,
     }
+
+
+_CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_times(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds process ``pid`` has used so far (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) / _CLOCK_TICKS_PER_S, int(fields[12]) / _CLOCK_TICKS_PER_S
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used so far."""
+    user, system = cpu_times(pid)
+    return user + system
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    """``n`` bytes from a blocking ``sock``; ConnectionError if the peer closes first."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the peer closed the connection")
+        buf += chunk
+    return bytes(buf)

@@ -31,6 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import replication
+from bench.report import cpu_seconds, recv_exactly
 from bench.sections import local_cluster
 from data_plane.client.record_encoder import RecordBatchBuilder
 from data_plane.protocol.api_keys import ApiKey
@@ -45,16 +46,6 @@ SOCKET_TIMEOUT_S = 30.0
 # committed it; a leader probe answered UNKNOWN_TOPIC_OR_PARTITION is retried this long.
 LEADER_PROBE_S = 60.0
 _SIZE = struct.Struct(">i")
-_CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS_PER_S
-
-
 def produce_request(partition: int, correlation_id: int) -> bytes:
     batch = RecordBatchBuilder()
     batch.append(int(time.time() * 1000), None, b"v" * VALUE_BYTES)
@@ -75,19 +66,9 @@ def produce_request(partition: int, correlation_id: int) -> bytes:
 def call(sock: socket.socket, request: bytes) -> int:
     """Send one request, wait for its answer; the partition's error code."""
     sock.sendall(request)
-    (size,) = _SIZE.unpack(_recv_exactly(sock, 4))
-    _, body = decode_response(ApiKey.PRODUCE, PRODUCE_VERSION, _recv_exactly(sock, size))
+    (size,) = _SIZE.unpack(recv_exactly(sock, 4))
+    _, body = decode_response(ApiKey.PRODUCE, PRODUCE_VERSION, recv_exactly(sock, size))
     return int(body["responses"][0]["partition_responses"][0]["error_code"])
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        out += chunk
-    return bytes(out)
 
 
 def leader_sockets(cluster: LocalCluster, partitions: int) -> list[socket.socket]:
@@ -119,14 +100,14 @@ def run(cluster: LocalCluster, partitions: int, requests: int) -> dict[str, floa
         (leaders[i % partitions], produce_request(i % partitions, i + 2)) for i in range(requests)
     ]
     pids = [pid for pid in (cluster.pid(b) for b in cluster.broker_ids) if pid is not None]
-    cpu_before = sum(process_cpu_s(pid) for pid in pids)
+    cpu_before = sum(cpu_seconds(pid) for pid in pids)
     started = time.perf_counter()
     for sock, request in work:
         code = call(sock, request)
         if code != 0:
             raise RuntimeError(f"produce failed with error {code}")
     elapsed = time.perf_counter() - started
-    cpu_s = sum(process_cpu_s(pid) for pid in pids) - cpu_before
+    cpu_s = sum(cpu_seconds(pid) for pid in pids) - cpu_before
     for sock in set(leaders):
         sock.close()
     return {

@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import confluent_kafka
 
 from bench import go_build, replication
-from bench.report import now_ns, percentile, send_paced
+from bench.report import now_ns, percentile, recv_exactly, send_paced
 from bench.sections import local_cluster
 from data_plane.client import Consumer, Producer
 from data_plane.protocol.api_keys import ApiKey
@@ -88,22 +88,12 @@ def idle_connections(brokers: list[tuple[str, int]], n: int) -> list[socket.sock
         host, port = brokers[i % len(brokers)]
         s = socket.create_connection((host, port), timeout=30)
         s.sendall(request)  # encode_request frames it (size prefix included)
-        size = _SIZE.unpack(_recv_exactly(s, 4))[0]
-        _, body = decode_response(ApiKey.API_VERSIONS, 0, _recv_exactly(s, size))
+        size = _SIZE.unpack(recv_exactly(s, 4))[0]
+        _, body = decode_response(ApiKey.API_VERSIONS, 0, recv_exactly(s, size))
         if body.get("error_code"):
             raise RuntimeError(f"ApiVersions refused: {body}")
         out.append(s)
     return out
-
-
-def _recv_exactly(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return bytes(buf)
 
 
 class _GroupMember:

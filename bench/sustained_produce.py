@@ -33,24 +33,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import confluent_kafka
 
 from bench import replication
-from bench.report import MB
+from bench.report import MB, cpu_times
 from bench.sections import REPLICATED_OVERRIDES, local_cluster
 
 WINDOW_BYTES = 16 * 1024 * 1024
 RECORD_BYTES = 1024
 PAUSE_S = 10.0
 FLUSH_TIMEOUT_S = 300.0
-_HZ = os.sysconf("SC_CLK_TCK")
 PRODUCERS: dict[str, dict[str, object]] = {
     "idempotent": {"enable.idempotence": True},
     "plain": {"enable.idempotence": False, "max.in.flight": 5},
 }
-
-
-def _cpu_s(pid: int) -> tuple[float, float]:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) / _HZ, int(fields[12]) / _HZ
 
 
 def trial(window: int, records: int, producer: str) -> dict[str, float]:
@@ -68,7 +61,7 @@ def trial(window: int, records: int, producer: str) -> dict[str, float]:
             p.list_topics("wb", timeout=30)
             value = os.urandom(RECORD_BYTES)
             os.sync()
-            before = [_cpu_s(pid) for pid in pids]
+            before = [cpu_times(pid) for pid in pids]
             own_before = os.times()
             start = time.perf_counter()
             for _ in range(records):
@@ -81,7 +74,7 @@ def trial(window: int, records: int, producer: str) -> dict[str, float]:
             if p.flush(FLUSH_TIMEOUT_S) != 0:
                 raise RuntimeError("records left unacknowledged")
             took = time.perf_counter() - start
-            after = [_cpu_s(pid) for pid in pids]
+            after = [cpu_times(pid) for pid in pids]
             own = os.times()
         used = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before, strict=True)]
         return {
