@@ -101,9 +101,15 @@ class FrameReader:
             self._validate(_unpack_size(self._buffer, 0)[0])
 
     def _validate(self, size: int) -> None:
-        if size < 0:
+        if size < 0 or size > self._max_frame_bytes:
             self._broken = True
-            raise ProtocolError(f"negative frame size {size}")
-        if size > self._max_frame_bytes:
-            self._broken = True
-            raise FrameTooLargeError(size, self._max_frame_bytes)
+            check_frame_size(size, self._max_frame_bytes)
+
+
+def check_frame_size(size: int, max_frame_bytes: int) -> None:
+    """Raise for a size prefix no frame may have: :class:`ProtocolError` when negative,
+    :class:`FrameTooLargeError` above ``max_frame_bytes``."""
+    if size < 0:
+        raise ProtocolError(f"negative frame size {size}")
+    if size > max_frame_bytes:
+        raise FrameTooLargeError(size, max_frame_bytes)

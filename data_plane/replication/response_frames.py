@@ -25,7 +25,8 @@ import collections
 import struct
 from typing import cast
 
-from data_plane.protocol.errors import FrameTooLargeError, ProtocolError
+from data_plane.protocol.errors import ProtocolError
+from data_plane.protocol.framing import check_frame_size
 
 _SIZE = struct.Struct(">i")
 # What one read between frames may take: a few small answers, or the start of a large one.
@@ -78,11 +79,10 @@ class ResponseFrames(asyncio.BufferedProtocol):
         pos = 0
         while end - pos >= _SIZE.size:
             (size,) = _SIZE.unpack_from(scratch, pos)
-            if size < 0:
-                self._fail(ProtocolError(f"negative frame size {size} from {self._peer}"))
-                return
-            if size > self._max_frame_bytes:
-                self._fail(FrameTooLargeError(size, self._max_frame_bytes))
+            try:
+                check_frame_size(size, self._max_frame_bytes)
+            except ProtocolError as e:
+                self._fail(e)
                 return
             start = pos + _SIZE.size
             if end - start >= size:
