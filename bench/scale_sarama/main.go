@@ -135,6 +135,9 @@ func (m *member) stable() bool {
 }
 
 func run() (map[string]any, error) {
+	if *partition != "sticky" && *partition != "random" {
+		return nil, fmt.Errorf("-partitioner %q: sticky or random", *partition)
+	}
 	addrs := strings.Split(*brokers, ",")
 	var warmNs atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
