@@ -44,6 +44,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from typing import Any
 
 from common.error_codes import ErrorCode
@@ -318,7 +319,7 @@ def _answer(
     return body
 
 
-async def _delayed(
+def _delayed(
     apis: KafkaApis,
     ctx: FetchContext,
     response_max_bytes: int,
@@ -328,9 +329,16 @@ async def _delayed(
     min_bytes: int,
     hints_listener: str | None,
     had_news: dict[TopicPartition, int],
-) -> Body:
+) -> Coroutine[Any, Any, Body]:
     """Park until ``min_bytes`` can be read (``had_news``: the bytes the partitions the
-    request read held; every other one held none), then answer."""
+    request read held; every other one held none); return the wait for the answer.
+
+    The operation is parked here, in the same step of the event loop as the read that found
+    too few bytes, not when the returned coroutine first runs: that is a later step, and an
+    append in between would wake nothing while ``had_news`` still said the partition was
+    empty, so the fetch would sit until another partition moved or its wait ran out. A wait
+    that never starts (its connection closed first) leaves the operation parked until its
+    deadline, which bounds it."""
     done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
     def on_done(forced: bool) -> None:
@@ -341,6 +349,21 @@ async def _delayed(
         max_wait_ms, min_bytes, statuses, isolation, apis.replica_manager, on_done, had_news
     )
     apis.fetch_purgatory.try_complete_else_watch(op, [s.tp for s in statuses])
+    return _answer_when_done(
+        apis, ctx, response_max_bytes, isolation, hints_listener, had_news, op, done
+    )
+
+
+async def _answer_when_done(
+    apis: KafkaApis,
+    ctx: FetchContext,
+    response_max_bytes: int,
+    isolation: FetchIsolation,
+    hints_listener: str | None,
+    had_news: dict[TopicPartition, int],
+    op: DelayedFetch,
+    done: asyncio.Future[bool],
+) -> Body:
     try:
         await done
     finally:

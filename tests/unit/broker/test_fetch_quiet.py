@@ -1,7 +1,8 @@
 """Incremental fetches skip reading quiet session partitions: over the wire against an
 in-process broker, the answers equal a model of KIP-227's rule (a partition is in an
 incremental answer iff it has records at its position or a high watermark other than the one
-last sent), and a fetch whose partitions are all quiet still waits for data."""
+last sent), a fetch whose partitions are all quiet still waits for data, and a fetch is
+woken by an append that comes right after its read."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from data_plane.protocol.api_keys import ApiKey
+from data_plane.protocol.codec import encode_request
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.test_server_wire import batch, fetch_body, presult, produce_body, wait_for
 from tests.unit.broker.wire import WireClient
@@ -165,3 +167,24 @@ def test_a_parked_fetch_answers_what_it_had_and_what_woke_it(client: WireClient,
         assert _answered(client.call(ApiKey.FETCH, FETCH_VERSION, again)) == {}
     finally:
         producer.close()
+
+
+def test_an_append_in_the_step_of_the_read_wakes_the_fetch(client: WireClient, broker) -> None:
+    """A fetch and a produce in one write on one connection: the broker reads the fetch
+    (nothing there), then appends in the same step of its event loop, before the fetch's
+    wait has begun. That append must wake the fetch; the fetch must not sit out its wait."""
+    purgatory = broker.apis.fetch_purgatory
+    expired = purgatory.expired_count
+    fetch = fetch_body([("t", 0, 0)], max_wait_ms=PARK_MS)
+    produce = produce_body("t", 0, batch(2))
+    client.sock.sendall(
+        encode_request(ApiKey.FETCH, FETCH_VERSION, 1, "test", fetch)
+        + encode_request(ApiKey.PRODUCE, 7, 2, "test", produce)
+    )
+    got, resp = client.recv(ApiKey.FETCH, FETCH_VERSION)
+    assert got == 1
+    (woke,) = _answered(resp).values()
+    assert woke["partition_index"] == 0 and woke["high_watermark"] == 2 and woke["records"]
+    got, produced = client.recv(ApiKey.PRODUCE, 7)
+    assert got == 2 and presult(produced)["error_code"] == 0
+    assert purgatory.expired_count == expired, "the fetch waited until its deadline"
