@@ -3,7 +3,7 @@ cluster, and the end-to-end latency they get at 20,000 records/s (prints; never 
 demand, not in the suite).
 
     .venv/bin/python -m bench.scale [--seconds 30] [--rate 20000]
-        [--client kraftlog|librdkafka|sarama] [--config KEY=VALUE ...]
+        [--client kraftlog|librdkafka|sarama] [--producers 100] [--config KEY=VALUE ...]
 
 1 controller + 3 brokers; one topic of 100 partitions, RF 3, ``min.insync.replicas`` 2.
 
@@ -18,9 +18,10 @@ demand, not in the suite).
 - Consumers: 5 processes of 10 threads, each thread one consumer of one group (50 members,
   2 partitions each once the group has settled); the producers start only once every
   member holds an assignment that has not changed for GROUP_SETTLE_S.
-- Producers: 4 processes of 25 producers each (acks=all, idempotent, ``linger.ms`` 5 as in
-  Kafka 4's default, or ``--linger-ms``); each process offers a quarter of the rate, paced,
-  round-robin over its producers; each record carries its due time (CLOCK_MONOTONIC ns).
+- Producers: 4 processes of 25 producers each (``--producers N``: N/4 each; acks=all,
+  idempotent, ``linger.ms`` 5 as in Kafka 4's default, or ``--linger-ms``); each process
+  offers a quarter of the rate, paced, round-robin over its producers; each record carries
+  its due time (CLOCK_MONOTONIC ns).
   Records have no key and go where the client's default partitioner puts them: a sticky
   partition that changes after a batch (kraftlog's client) or after
   ``sticky.partitioning.linger.ms`` (librdkafka); for Sarama, whose own default is a random
@@ -64,7 +65,7 @@ TOPIC = "scale"
 PARTITIONS = 100
 IDLE_CONNECTIONS = 1_000
 PRODUCER_PROCESSES = 4
-PRODUCERS_PER_PROCESS = 25
+PRODUCERS = 100
 CONSUMER_PROCESSES = 5
 CONSUMERS_PER_PROCESS = 10
 GROUP = "scale-group"
@@ -177,15 +178,15 @@ def _consumers(client: str, bootstrap: str, settled: Any, start: Any, warm_ns: A
     conn.send(latencies)
 
 
-def _producers(client: str, bootstrap: str, rate: float, start_ns: int, seconds: float,
-               linger_ms: int, conn: Any) -> None:
-    """Spawned: PRODUCERS_PER_PROCESS producers sharing ``rate`` records/s, paced."""
+def _producers(client: str, bootstrap: str, count: int, rate: float, start_ns: int,
+               seconds: float, linger_ms: int, conn: Any) -> None:
+    """Spawned: ``count`` producers sharing ``rate`` records/s, paced."""
     config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms}
     native = client == "librdkafka"
     producers: list[Any] = [
         confluent_kafka.Producer({**config, "enable.idempotence": True, "log_level": 0})
         if native else Producer({**config, "enable.idempotence": "true"})
-        for _ in range(PRODUCERS_PER_PROCESS)
+        for _ in range(count)
     ]
     failed = 0
 
@@ -205,7 +206,7 @@ def _producers(client: str, bootstrap: str, rate: float, start_ns: int, seconds:
 
         def send(i: int, due: int) -> None:
             nonlocal sent
-            p = producers[i % PRODUCERS_PER_PROCESS]
+            p = producers[i % count]
             if native:
                 p.produce(TOPIC, _DUE.pack(due) + pad, on_delivery=done)
                 p.poll(0)  # serves delivery reports; never waits
@@ -223,14 +224,15 @@ def _producers(client: str, bootstrap: str, rate: float, start_ns: int, seconds:
         conn.send({"sent": sent, "failed": failed})
 
 
-def _sarama(bootstrap: str, rate: int, seconds: float, linger_ms: int) -> dict[str, Any]:
+def _sarama(bootstrap: str, producers: int, rate: int, seconds: float,
+            linger_ms: int) -> dict[str, Any]:
     """The whole load (producers and group members) from the Go program; its figures."""
     binary = go_build.go_binary(SARAMA_SOURCE, "scale-sarama", "github.com/Shopify/sarama")
     if binary is None:
         raise RuntimeError("go or Sarama is not installed (make test installs them as root)")
     done = subprocess.run(
         [str(binary), "-brokers", bootstrap, "-topic", TOPIC, "-group", GROUP,
-         "-producers", str(PRODUCER_PROCESSES * PRODUCERS_PER_PROCESS),
+         "-producers", str(producers),
          "-members", str(CONSUMER_PROCESSES * CONSUMERS_PER_PROCESS), "-rate", str(rate),
          "-seconds", f"{seconds}s", "-warmup", f"{WARMUP_S}s", "-drain", f"{DRAIN_S}s",
          "-linger", f"{linger_ms}ms", "-settle", f"{GROUP_SETTLE_S}s",
@@ -249,7 +251,7 @@ def _sarama(bootstrap: str, rate: int, seconds: float, linger_ms: int) -> dict[s
 
 
 def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
-        client: str) -> dict[str, Any]:
+        client: str, producers: int = PRODUCERS) -> dict[str, Any]:
     bootstrap = ",".join(cluster.bootstrap_servers())
     brokers = []
     for address in cluster.bootstrap_servers():
@@ -258,7 +260,7 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
     idle = idle_connections(brokers, IDLE_CONNECTIONS)
     if client == "sarama":
         try:
-            out = _sarama(bootstrap, rate, seconds, linger_ms)
+            out = _sarama(bootstrap, producers, rate, seconds, linger_ms)
             still_open = sum(1 for s in idle if s.fileno() >= 0)
         finally:
             for s in idle:
@@ -298,8 +300,8 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
         for _ in range(PRODUCER_PROCESSES):
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_producers, args=(
-                client, bootstrap, rate / PRODUCER_PROCESSES, start_ns, WARMUP_S + seconds,
-                linger_ms, child))
+                client, bootstrap, producers // PRODUCER_PROCESSES, rate / PRODUCER_PROCESSES,
+                start_ns, WARMUP_S + seconds, linger_ms, child))
             proc.start()
             producer_procs.append(proc)
             producer_pipes.append(parent)
@@ -346,18 +348,23 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--client", choices=("kraftlog", "librdkafka", "sarama"),
                         default="kraftlog")
+    parser.add_argument("--producers", type=int, default=PRODUCERS,
+                        help=f"a multiple of {PRODUCER_PROCESSES} (default %(default)s)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a node setting for the cluster (repeatable); defaults otherwise")
     args = parser.parse_args()
+    if args.producers <= 0 or args.producers % PRODUCER_PROCESSES:
+        parser.error(f"--producers must be a positive multiple of {PRODUCER_PROCESSES}")
     overrides = dict(item.split("=", 1) for item in args.config)
     workdir = tempfile.mkdtemp(prefix="kraftlog-scale-")
     try:
         with local_cluster(workdir, 1, 3, overrides) as cluster:
             replication.create_topic(cluster, TOPIC, PARTITIONS)
-            out = run(cluster, args.rate, args.seconds, args.linger_ms, args.client)
+            out = run(cluster, args.rate, args.seconds, args.linger_ms, args.client,
+                      args.producers)
         print(
             f"{IDLE_CONNECTIONS:,} idle connections ({out['idle_connections_open']:,} open at "
-            f"the end), {PRODUCER_PROCESSES * PRODUCERS_PER_PROCESS} producers, a "
+            f"the end), {args.producers} producers, a "
             f"{CONSUMER_PROCESSES * CONSUMERS_PER_PROCESS}-member group settled in "
             f"{out['group_settled_s']:.1f} s; {out['rate']:,} records/s for "
             f"{out['seconds']:g} s, {args.client} clients, linger.ms {args.linger_ms}: sent "
