@@ -291,12 +291,23 @@ class Partition:
     ) -> tuple[bool, IsrChangeProposal | None]:
         """A follower fetched at ``fetch_offset`` (its LEO). Returns whether the HW moved and
         an ISR expansion to send to the controller. A fetch from a broker that is not a replica
-        is ignored (its data is served, nothing is tracked)."""
+        is ignored (its data is served, nothing is tracked).
+
+        A member of the maximal ISR fetching again at the log end it was already recorded at,
+        with the HW there too, only has its times refreshed: nothing else can move. A
+        follower's fetch session names every partition it follows, and most of them are idle
+        like this on each fetch."""
         self._require_leader()
         state = self.leader_state
         if state is None:
             return False, None
-        leo = self.log.log_end_offset
+        log = self.log
+        leo = log.log_end_offset
+        if (
+            fetch_offset == leo == log.high_watermark
+            and state.refresh_caught_up_follower(follower_id, leo, now_ms)
+        ):
+            return False, None
         if fetch_offset > leo or fetch_offset < self.log.log_start_offset:
             # Out of range: the read answers OFFSET_OUT_OF_RANGE and the follower truncates;
             # a diverged log end must not count as replicated.
@@ -307,19 +318,6 @@ class Partition:
             return False, None
         moved = self.maybe_increment_high_watermark()
         return moved, state.maybe_expand_isr(follower_id, self.log.high_watermark)
-
-    def refresh_caught_up_follower(self, follower_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """The cheap form of :meth:`update_follower_fetch_state` for a follower of the maximal
-        ISR fetching at this leader's log end again, with the HW already there: nothing can
-        move but its caught-up time. False (nothing recorded) for any other fetch."""
-        state = self.leader_state
-        if self.role is not Role.LEADER or state is None:
-            return False
-        log = self.log
-        leo = log.log_end_offset
-        if fetch_offset != leo or log.high_watermark != leo:
-            return False
-        return state.refresh_caught_up_follower(follower_id, leo, now_ms)
 
     def maybe_shrink_isr(self, now_ms: int) -> IsrChangeProposal | None:
         """An ISR shrink to send to the controller when followers lag too long."""

@@ -340,9 +340,9 @@ class ReplicaManager:
         ``now_ms`` (default: now; a fetch of many partitions reads the clock once)."""
         if now_ms is None:
             now_ms = self.clock_ms()
-        if part.refresh_caught_up_follower(replica_id, fetch_offset, now_ms):
-            return  # an idle partition of the follower's session: only its times moved
         moved, proposal = part.update_follower_fetch_state(replica_id, fetch_offset, now_ms)
+        if not moved and proposal is None:
+            return  # most fetches: an idle partition of the follower's session
         tp = TopicPartition(part.topic, part.partition)
         if proposal is not None:
             self._submit(tp, proposal)

@@ -165,10 +165,9 @@ class LeaderReplicationState:
             return False
         if follower_id not in self.maximal_isr:
             return False  # the full path may expand the ISR with it
-        if f.last_caught_up_time_ms < now_ms:
-            f.last_caught_up_time_ms = now_ms
-        f.last_fetch_leader_log_end_offset = leader_log_end_offset
-        f.last_fetch_time_ms = now_ms
+        self.update_follower_fetch_state(
+            follower_id, leader_log_end_offset, leader_log_end_offset, now_ms
+        )
         return True
 
     def maybe_expand_isr(self, follower_id: int, high_watermark: int) -> IsrChangeProposal | None:
