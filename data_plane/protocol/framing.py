@@ -101,9 +101,11 @@ class FrameReader:
             self._validate(_unpack_size(self._buffer, 0)[0])
 
     def _validate(self, size: int) -> None:
-        if size < 0 or size > self._max_frame_bytes:
-            self._broken = True
+        try:
             check_frame_size(size, self._max_frame_bytes)
+        except ProtocolError:
+            self._broken = True
+            raise
 
 
 def check_frame_size(size: int, max_frame_bytes: int) -> None:
