@@ -131,7 +131,7 @@ class FetchContext:
             cached = session.partitions.get(tp) if session is not None else None
             if cached is not None:
                 hw, lso = entry["high_watermark"], entry["log_start_offset"]
-                has_records = bool(_records_length(entry["records"]))
+                has_records = bool(records_length(entry["records"]))
                 changed = (
                     has_records
                     or entry["error_code"] != ErrorCode.NO_ERROR
@@ -158,7 +158,8 @@ class FetchContext:
         ]
 
 
-def _records_length(records: Any) -> int:
+def records_length(records: Any) -> int:
+    """Bytes of a response entry's records: a file slice's length or a buffer's size."""
     length = getattr(records, "length", None)
     return length if length is not None else len(records)
 

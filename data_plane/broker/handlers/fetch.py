@@ -53,7 +53,7 @@ from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import DelayedFetch, FetchPartitionStatus
 from data_plane.broker.errors import BrokerRequestError
-from data_plane.broker.fetch_session import CachedPartition, FetchContext
+from data_plane.broker.fetch_session import CachedPartition, FetchContext, records_length
 from data_plane.broker.leader_hints import FETCH_HINTS_SINCE, add_leader_hints
 from data_plane.broker.partition import Partition
 from data_plane.protocol.fetch_replica import fetch_replica_id
@@ -147,16 +147,10 @@ def _quiet(part: Partition | None, p: CachedPartition, isolation: FetchIsolation
         return False
     log = part.log
     start = log.log_start_offset
-    hw = log.high_watermark
-    if hw != p.sent_high_watermark or start != p.sent_log_start_offset:
+    if log.high_watermark != p.sent_high_watermark or start != p.sent_log_start_offset:
         return False
     offset = p.fetch_offset
-    leo = log.log_end_offset
-    if isolation is FetchIsolation.LOG_END:
-        return start <= offset == leo
-    if isolation is FetchIsolation.HIGH_WATERMARK:
-        return start <= offset <= leo and offset >= hw
-    return start <= offset <= leo and offset >= log.last_stable_offset
+    return start <= offset <= log.log_end_offset and offset >= part.isolation_end(isolation)
 
 
 def _read_all(
@@ -294,15 +288,10 @@ def handle(apis: KafkaApis, request: Request) -> Response:
         FetchPartitionStatus(tp, p.fetch_offset, p.partition_max_bytes) for tp, p in ctx.partitions
     ]
     # What each partition held: the read ones as read, every skipped (quiet) one nothing.
-    had_news = {tp: _records_length(entry) for tp, entry in entries}
+    had_news = {tp: records_length(entry["records"]) for tp, entry in entries}
     return _delayed(
         apis, ctx, response_max_bytes, isolation, statuses, max_wait_ms, min_bytes, hints, had_news
     )
-
-
-def _records_length(entry: dict[str, Any]) -> int:
-    records = entry["records"]
-    return len(records) if isinstance(records, bytes) else records.length
 
 
 def _answer(
