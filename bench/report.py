@@ -1,10 +1,12 @@
 """Helpers shared by the benchmarks: percentiles, one throughput row per workload, the paced
-sending of the latency runs, a process's CPU time and an exact read from a socket."""
+sending of the latency runs, a process's CPU time and exact reads from a socket (bytes, or
+one Kafka frame)."""
 
 from __future__ import annotations
 
 import os
 import socket
+import struct
 import time
 from collections.abc import Callable
 
@@ -110,3 +112,12 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
             raise ConnectionError("the peer closed the connection")
         buf += chunk
     return bytes(buf)
+
+
+_FRAME_SIZE = struct.Struct(">i")
+
+
+def recv_frame(sock: socket.socket) -> bytes:
+    """The body of the next Kafka frame (int32 size prefix + body) from a blocking ``sock``."""
+    (size,) = _FRAME_SIZE.unpack(recv_exactly(sock, _FRAME_SIZE.size))
+    return recv_exactly(sock, size)

@@ -23,7 +23,6 @@ import argparse
 import os
 import shutil
 import socket
-import struct
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import replication
-from bench.report import cpu_seconds, recv_exactly
+from bench.report import cpu_seconds, recv_frame
 from bench.sections import local_cluster
 from data_plane.client.record_encoder import RecordBatchBuilder
 from data_plane.protocol.api_keys import ApiKey
@@ -45,7 +44,8 @@ SOCKET_TIMEOUT_S = 30.0
 # The brokers learn a new topic from the metadata log a little after the controller
 # committed it; a leader probe answered UNKNOWN_TOPIC_OR_PARTITION is retried this long.
 LEADER_PROBE_S = 60.0
-_SIZE = struct.Struct(">i")
+
+
 def produce_request(partition: int, correlation_id: int) -> bytes:
     batch = RecordBatchBuilder()
     batch.append(int(time.time() * 1000), None, b"v" * VALUE_BYTES)
@@ -66,8 +66,7 @@ def produce_request(partition: int, correlation_id: int) -> bytes:
 def call(sock: socket.socket, request: bytes) -> int:
     """Send one request, wait for its answer; the partition's error code."""
     sock.sendall(request)
-    (size,) = _SIZE.unpack(recv_exactly(sock, 4))
-    _, body = decode_response(ApiKey.PRODUCE, PRODUCE_VERSION, recv_exactly(sock, size))
+    _, body = decode_response(ApiKey.PRODUCE, PRODUCE_VERSION, recv_frame(sock))
     return int(body["responses"][0]["partition_responses"][0]["error_code"])
 
 

@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import confluent_kafka
 
 from bench import go_build, replication
-from bench.report import now_ns, percentile, recv_exactly, send_paced
+from bench.report import now_ns, percentile, recv_frame, send_paced
 from bench.sections import local_cluster
 from data_plane.client import Consumer, Producer
 from data_plane.protocol.api_keys import ApiKey
@@ -78,7 +78,6 @@ SARAMA_SOURCE = Path(__file__).resolve().parent / "scale_sarama"
 RECORD_BYTES = 100
 P99_TARGET_MS = 50.0
 _DUE = struct.Struct(">q")
-_SIZE = struct.Struct(">i")
 
 
 def idle_connections(brokers: list[tuple[str, int]], n: int) -> list[socket.socket]:
@@ -89,8 +88,7 @@ def idle_connections(brokers: list[tuple[str, int]], n: int) -> list[socket.sock
         host, port = brokers[i % len(brokers)]
         s = socket.create_connection((host, port), timeout=30)
         s.sendall(request)  # encode_request frames it (size prefix included)
-        size = _SIZE.unpack(recv_exactly(s, 4))[0]
-        _, body = decode_response(ApiKey.API_VERSIONS, 0, recv_exactly(s, size))
+        _, body = decode_response(ApiKey.API_VERSIONS, 0, recv_frame(s))
         if body.get("error_code"):
             raise RuntimeError(f"ApiVersions refused: {body}")
         out.append(s)
