@@ -31,9 +31,11 @@ system-deps:
 	  else echo "warning: missing Debian packages:$$missing (tests that need them are skipped)"; fi; \
 	fi
 
-# ruff, and the import contracts of pyproject.toml (layers that only point down).
+# ruff (lint rules and formatting), and the import contracts of pyproject.toml (layers that
+# only point down).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
 # pytest exits 5 when it collects no tests; that is not a failure of the suite.

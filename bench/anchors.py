@@ -38,8 +38,9 @@ LOOPBACK_BUFFER_BYTES = 1 * MIB
 READER_JOIN_TIMEOUT_S = 60.0
 
 
-def disk_sequential_write(directory: str, total_bytes: int = 512 * MIB,
-                          chunk_bytes: int = 1 * MIB) -> float:
+def disk_sequential_write(
+    directory: str, total_bytes: int = 512 * MIB, chunk_bytes: int = 1 * MIB
+) -> float:
     """MB/s of sequential writes ending with one fdatasync."""
     chunk = os.urandom(chunk_bytes)
     fd, path = tempfile.mkstemp(dir=directory, prefix="anchor-seq-")

@@ -30,11 +30,15 @@ ROUNDS = 7
 def payload(value_bytes: int = 100) -> bytes:
     ts = int(time.time() * 1000)
     return b"".join(
-        bytes(build_batch(
-            [Record(None, os.urandom(value_bytes), ts + i // RECORDS_PER_MS)
-             for i in range(RECORDS_PER_BATCH)],
-            base_offset=b * RECORDS_PER_BATCH,
-        ))
+        bytes(
+            build_batch(
+                [
+                    Record(None, os.urandom(value_bytes), ts + i // RECORDS_PER_MS)
+                    for i in range(RECORDS_PER_BATCH)
+                ],
+                base_offset=b * RECORDS_PER_BATCH,
+            )
+        )
         for b in range(BATCHES)
     )
 
@@ -59,8 +63,11 @@ def decode_rate(data: bytes, max_poll_records: int) -> float:
 def main() -> None:
     data = payload()
     for mpr in (500, 10_000):
-        print(f"  decode 100 B records, max.poll.records {mpr:>6,}: "
-              f"{decode_rate(data, mpr):>12,.0f} records per CPU second", flush=True)
+        print(
+            f"  decode 100 B records, max.poll.records {mpr:>6,}: "
+            f"{decode_rate(data, mpr):>12,.0f} records per CPU second",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

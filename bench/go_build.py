@@ -41,7 +41,11 @@ def go_binary(source_dir: Path, name: str, needs: str) -> Path | None:
     partial = out.with_suffix(f".{os.getpid()}.tmp")
     done = subprocess.run(
         ["go", "build", "-o", str(partial), "."],
-        cwd=source_dir, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+        cwd=source_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
         check=False,
     )
     if done.returncode != 0:

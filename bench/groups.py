@@ -232,9 +232,20 @@ def member_death_trial(bootstrap: str, protocol: str, trial: int, workdir: str) 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", DEATH_MEMBER, bootstrap, group, TOPIC, protocol, path,
-             str(MEMBER_SESSION_TIMEOUT_MS), str(HEARTBEAT_INTERVAL_MS)],
-            cwd=repo, env={**os.environ, "PYTHONPATH": repo},
+            [
+                sys.executable,
+                "-c",
+                DEATH_MEMBER,
+                bootstrap,
+                group,
+                TOPIC,
+                protocol,
+                path,
+                str(MEMBER_SESSION_TIMEOUT_MS),
+                str(HEARTBEAT_INTERVAL_MS),
+            ],
+            cwd=repo,
+            env={**os.environ, "PYTHONPATH": repo},
         )
         for path in paths
     ]

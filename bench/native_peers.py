@@ -67,7 +67,10 @@ def go_binary() -> Path | None:
 def _go(binary: Path, servers: list[str], *args: str) -> dict[str, Any]:
     done = subprocess.run(
         [str(binary), *args, "-servers", ",".join(servers)],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"nats-bench {args[0]} failed: {done.stderr[-2000:]}")
@@ -84,16 +87,36 @@ def nats_rows(binary: Path, directory: str, quick: bool) -> dict[str, Any]:
         cluster.start()
         for size in SIZES:
             n, stream = counts[size], f"native{size}"
-            p = _go(binary, cluster.servers, "produce", "-stream", stream, "-n", str(n),
-                    "-size", str(size))
+            p = _go(
+                binary,
+                cluster.servers,
+                "produce",
+                "-stream",
+                stream,
+                "-n",
+                str(n),
+                "-size",
+                str(size),
+            )
             out[f"produce_{size}"] = {**rate(n, p["seconds"], size), "errors": p["errors"]}
             c = _go(binary, cluster.servers, "consume", "-stream", stream, "-n", str(n))
             out[f"consume_{size}"] = rate(c["messages"], c["seconds"], size)
         for offered in LATENCY_RATES:
             os.sync()
             host = anchors.host_speed()
-            r = _go(binary, cluster.servers, "latency", "-stream", f"nlat{offered}",
-                    "-rate", str(offered), "-seconds", str(seconds), "-warmup", str(WARMUP_S))
+            r = _go(
+                binary,
+                cluster.servers,
+                "latency",
+                "-stream",
+                f"nlat{offered}",
+                "-rate",
+                str(offered),
+                "-seconds",
+                str(seconds),
+                "-warmup",
+                str(WARMUP_S),
+            )
             out[f"e2e_{offered}"] = {**latency_summary(r["latencies_s"], offered, seconds), **host}
     finally:
         cluster.close()
@@ -205,8 +228,9 @@ def _e2e(bootstrap: str, topic: str, offered: int, seconds: float) -> list[float
     ctx = multiprocessing.get_context("spawn")  # librdkafka threads do not survive fork
     ready = ctx.Event()
     receive, send = ctx.Pipe(duplex=False)
-    reader = ctx.Process(target=_latency_reader, args=(bootstrap, topic, total, ready, send),
-                         daemon=True)
+    reader = ctx.Process(
+        target=_latency_reader, args=(bootstrap, topic, total, ready, send), daemon=True
+    )
     reader.start()
     ready.wait(60)
     p = _producer(bootstrap, **{"linger.ms": 1})
@@ -265,8 +289,10 @@ def section_native_peers(directory: str, quick: bool) -> dict[str, Any]:
     """Both servers with native clients, one after the other in the same session."""
     binary = go_binary()
     if binary is None:
-        return {"skipped": "go or nats.go missing (make bench installs golang-go and "
-                           "golang-github-nats-io-go-nats-dev)"}
+        return {
+            "skipped": "go or nats.go missing (make bench installs golang-go and "
+            "golang-github-nats-io-go-nats-dev)"
+        }
     if shutil.which("nats-server") is None:
         return {"skipped": "nats-server missing (make bench installs it)"}
     return {
@@ -309,9 +335,11 @@ def main() -> None:
         if "skipped" in section:
             print(f"skipped: {section['skipped']}")
             return
-        print(f"native clients, {os.cpu_count()} cores: kraftlog RF 3 with confluent-kafka "
-              f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}); "
-              "NATS JetStream R3 with nats.go")
+        print(
+            f"native clients, {os.cpu_count()} cores: kraftlog RF 3 with confluent-kafka "
+            f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}); "
+            "NATS JetStream R3 with nats.go"
+        )
         print(f"  {'row':<42} {'kraftlog':>18} {'NATS':>18} {'ratio':>7}")
         for label, kf, nf, ratio in ratios(section):
             print(f"  {label:<42} {kf:>18} {nf:>18} {ratio:>6.2f}x")

@@ -136,12 +136,18 @@ class NatsCluster:
                         f"{(node.directory / 'nats.log').read_text()[-2000:]}"
                     )
             try:
-                nc = await nats.connect(self.servers, connect_timeout=2, max_reconnect_attempts=0,
-                                       error_cb=_quiet, allow_reconnect=False)
+                nc = await nats.connect(
+                    self.servers,
+                    connect_timeout=2,
+                    max_reconnect_attempts=0,
+                    error_cb=_quiet,
+                    allow_reconnect=False,
+                )
                 try:
                     js = nc.jetstream(timeout=5)
-                    await js.add_stream(name="ready-probe", subjects=["ready-probe"],
-                                        num_replicas=STREAM_REPLICAS)
+                    await js.add_stream(
+                        name="ready-probe", subjects=["ready-probe"], num_replicas=STREAM_REPLICAS
+                    )
                     await js.delete_stream("ready-probe")
                     return
                 finally:
@@ -174,8 +180,9 @@ async def _stream(nc: object, name: str) -> None:
     from nats.js.api import StorageType
 
     js = nc.jetstream(timeout=10)  # type: ignore[attr-defined]
-    await js.add_stream(name=name, subjects=[name], num_replicas=STREAM_REPLICAS,
-                        storage=StorageType.FILE)
+    await js.add_stream(
+        name=name, subjects=[name], num_replicas=STREAM_REPLICAS, storage=StorageType.FILE
+    )
 
 
 async def _produce(servers: list[str], stream: str, n: int, size: int) -> float:
@@ -207,9 +214,12 @@ async def _consume(servers: list[str], stream: str, n: int) -> tuple[float, int]
     try:
         js = nc.jetstream(timeout=30)
         sub = await js.pull_subscribe(
-            stream, durable=None, stream=stream,
-            config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL,
-                                  max_ack_pending=-1),
+            stream,
+            durable=None,
+            stream=stream,
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL, max_ack_pending=-1
+            ),
         )
         count = 0
         nbytes = 0
@@ -247,8 +257,12 @@ async def _e2e_latency(
 
         from nats.js.api import AckPolicy, ConsumerConfig
 
-        await js.subscribe(stream, cb=on_msg, ordered_consumer=True,
-                           config=ConsumerConfig(ack_policy=AckPolicy.NONE))
+        await js.subscribe(
+            stream,
+            cb=on_msg,
+            ordered_consumer=True,
+            config=ConsumerConfig(ack_policy=AckPolicy.NONE),
+        )
         pad = os.urandom(100 - _DUE.size)
         total = int(rate * (warmup_s + seconds))
         start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -283,8 +297,9 @@ def consume(cluster: NatsCluster, stream: str, n: int) -> tuple[float, int]:
     return asyncio.run(_consume(cluster.servers, stream, n))
 
 
-def e2e_latency(cluster: NatsCluster, stream: str, rate: int, seconds: float,
-                warmup_s: float = 1.0) -> list[float]:
+def e2e_latency(
+    cluster: NatsCluster, stream: str, rate: int, seconds: float, warmup_s: float = 1.0
+) -> list[float]:
     """Due -> delivered seconds of each message after ``warmup_s`` at ``rate`` messages/s."""
     return asyncio.run(_e2e_latency(cluster.servers, stream, rate, seconds, warmup_s))
 
@@ -344,15 +359,20 @@ def main() -> None:
         print(f"NATS JetStream: 3 nats-server on 127.0.0.1, stream R{STREAM_REPLICAS}, file")
         for size, n in ((100, int(200_000 * scale)), (1024, int(100_000 * scale))):
             stream = f"s{size}"
-            print(row(f"produce publish_async {size} B", n, size,
-                      produce(cluster, stream, n, size)), flush=True)
+            print(
+                row(f"produce publish_async {size} B", n, size, produce(cluster, stream, n, size)),
+                flush=True,
+            )
             seconds, got = consume(cluster, stream, n)
             print(row(f"consume pull {size} B", got, size, seconds), flush=True)
         for rate in (5_000, 20_000):
             lat = e2e_latency(cluster, f"lat{rate}", rate, 3.0 if args.quick else 5.0)
-            print(f"  e2e at {rate:,}/s: n={len(lat)} p50 {percentile(lat, 0.5) * 1e3:.2f} ms "
-                  f"p99 {percentile(lat, 0.99) * 1e3:.2f} ms "
-                  f"p99.9 {percentile(lat, 0.999) * 1e3:.2f} ms", flush=True)
+            print(
+                f"  e2e at {rate:,}/s: n={len(lat)} p50 {percentile(lat, 0.5) * 1e3:.2f} ms "
+                f"p99 {percentile(lat, 0.99) * 1e3:.2f} ms "
+                f"p99.9 {percentile(lat, 0.999) * 1e3:.2f} ms",
+                flush=True,
+            )
     finally:
         cluster.close()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -65,11 +65,13 @@ def new_topic(admin: Admin, partitions: int) -> str:
 BATCH_BYTES = 256 * 1024
 
 
-def native_produce(bootstrap: str, topic: str, n: int, size: int,
-                   batch_bytes: int = BATCH_BYTES) -> float:
+def native_produce(
+    bootstrap: str, topic: str, n: int, size: int, batch_bytes: int = BATCH_BYTES
+) -> float:
     value = os.urandom(size)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
-                  "batch.size": batch_bytes})
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "batch.size": batch_bytes}
+    )
     try:
         p.partitions_for(topic)  # metadata outside the timed part
         send = p.send
@@ -115,8 +117,11 @@ def native_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> lis
             while (now := time.perf_counter()) < due:
                 time.sleep(min(due - now, 0.001))
             sent = time.perf_counter()
-            p.send(topic, value, on_delivery=lambda e, m, s=sent: latencies.append(
-                time.perf_counter() - s))
+            p.send(
+                topic,
+                value,
+                on_delivery=lambda e, m, s=sent: latencies.append(time.perf_counter() - s),
+            )
         p.flush(60)
     finally:
         p.close(30)
@@ -128,8 +133,15 @@ def client_cpu(bootstrap: str, admin: Admin, n: int) -> None:
     value = os.urandom(100)
     for partitions in (1, 3):
         topic = new_topic(admin, partitions)
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
-                      "enable.idempotence": "true", "batch.size": BATCH_BYTES})
+        p = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 5,
+                "acks": "all",
+                "enable.idempotence": "true",
+                "batch.size": BATCH_BYTES,
+            }
+        )
         try:
             p.partitions_for(topic)
             send = p.send
@@ -140,14 +152,19 @@ def client_cpu(bootstrap: str, admin: Admin, n: int) -> None:
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         finally:
             p.close(30)
-        print(f"  produce 100 B, {partitions} partition(s): {cpu / n * 1e6:6.2f} µs CPU/record"
-              f"  {n / wall:>10,.0f} records/s", flush=True)
+        print(
+            f"  produce 100 B, {partitions} partition(s): {cpu / n * 1e6:6.2f} µs CPU/record"
+            f"  {n / wall:>10,.0f} records/s",
+            flush=True,
+        )
         cpu0 = time.process_time()
         seconds, got = native_consume(bootstrap, topic, partitions, n)
         cpu = time.process_time() - cpu0
-        print(f"  consume 100 B, {partitions} partition(s): "
-              f"{cpu / max(got, 1) * 1e6:6.2f} µs CPU/record  {got / seconds:>10,.0f} records/s",
-              flush=True)
+        print(
+            f"  consume 100 B, {partitions} partition(s): "
+            f"{cpu / max(got, 1) * 1e6:6.2f} µs CPU/record  {got / seconds:>10,.0f} records/s",
+            flush=True,
+        )
 
 
 # -- confluent-kafka -----------------------------------------------------------------------
@@ -155,9 +172,15 @@ def client_cpu(bootstrap: str, admin: Admin, n: int) -> None:
 
 def confluent_produce(bootstrap: str, topic: str, n: int, size: int) -> float:
     value = os.urandom(size)
-    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
-                                  "batch.size": BATCH_BYTES,
-                                  "queue.buffering.max.messages": 1_000_000})
+    p = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "acks": "all",
+            "batch.size": BATCH_BYTES,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
     p.list_topics(topic, timeout=30)
     produce = p.produce
     start = time.perf_counter()
@@ -173,11 +196,16 @@ def confluent_produce(bootstrap: str, topic: str, n: int, size: int) -> float:
 
 
 def confluent_consume(bootstrap: str, topic: str, partitions: int, n: int) -> tuple[float, int]:
-    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused",
-                                  "enable.auto.commit": False})
+    c = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False}
+    )
     try:
-        c.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-                  for p in range(partitions)])
+        c.assign(
+            [
+                confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                for p in range(partitions)
+            ]
+        )
         count = 0
         start = time.perf_counter()
         deadline = time.monotonic() + 300
@@ -203,8 +231,9 @@ def confluent_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> 
             p.poll(0)
             time.sleep(min(due - now, 0.001))
         sent = time.perf_counter()
-        p.produce(topic, value, on_delivery=lambda e, m, s=sent: latencies.append(
-            time.perf_counter() - s))
+        p.produce(
+            topic, value, on_delivery=lambda e, m, s=sent: latencies.append(time.perf_counter() - s)
+        )
         p.poll(0)
     p.flush(60)
     return latencies
@@ -213,12 +242,14 @@ def confluent_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> 
 # -- broker CPU per GB fetched --------------------------------------------------------------
 
 
-def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,
-                  total_bytes: int) -> tuple[float, float, float]:
+def raw_fetch_cpu(
+    bootstrap: str, pid: int, topic: str, end_offset: int, total_bytes: int
+) -> tuple[float, float, float]:
     """Fetch ``topic``-0 from 0 to ``end_offset`` repeatedly, without decoding, until
     ``total_bytes`` arrived; returns (GB fetched, broker CPU s per GB, seconds)."""
-    config = client_config(ConsumerConfig, {"bootstrap.servers": bootstrap,
-                                            "receive.buffer.bytes": 4 << 20})
+    config = client_config(
+        ConsumerConfig, {"bootstrap.servers": bootstrap, "receive.buffer.bytes": 4 << 20}
+    )
     client = NetworkClient(config, max_in_flight=1)
     try:
         client.fetch_metadata([topic], 30_000)
@@ -230,12 +261,31 @@ def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,
         cpu0 = cpu_seconds(pid)
         start = time.perf_counter()
         while got < total_bytes:
-            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 64 << 20,
-                    "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-                    "topics": [{"topic": topic, "partitions": [
-                        {"partition": 0, "current_leader_epoch": -1, "fetch_offset": offset,
-                         "log_start_offset": -1, "partition_max_bytes": 8 << 20}]}],
-                    "forgotten_topics_data": [], "rack_id": ""}
+            body = {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 0,
+                "max_bytes": 64 << 20,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": offset,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": 8 << 20,
+                            }
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            }
             response = client.request(leader, ApiKey.FETCH, body, 30_000)
             part = response["responses"][0]["partitions"][0]
             records = part["records"] or b""
@@ -244,11 +294,11 @@ def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,
             pos = 0
             n = len(records)
             while n - pos >= 12:
-                base = int.from_bytes(records[pos:pos + 8], "big")
-                size = int.from_bytes(records[pos + 8:pos + 12], "big") + 12
+                base = int.from_bytes(records[pos : pos + 8], "big")
+                size = int.from_bytes(records[pos + 8 : pos + 12], "big") + 12
                 if pos + size > n:
                     break
-                last_delta = int.from_bytes(records[pos + 23:pos + 27], "big")
+                last_delta = int.from_bytes(records[pos + 23 : pos + 27], "big")
                 offset = base + last_delta + 1
                 pos += size
             if offset >= end_offset or not records:
@@ -266,10 +316,14 @@ def raw_fetch_cpu(bootstrap: str, pid: int, topic: str, end_offset: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts (~1 minute)")
-    parser.add_argument("--client-cpu", action="store_true",
-                        help="only the native client's CPU per record (about 1 minute)")
-    parser.add_argument("--records", type=int, default=300_000,
-                        help="records per workload with --client-cpu")
+    parser.add_argument(
+        "--client-cpu",
+        action="store_true",
+        help="only the native client's CPU per record (about 1 minute)",
+    )
+    parser.add_argument(
+        "--records", type=int, default=300_000, help="records per workload with --client-cpu"
+    )
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
     counts = {100: int(300_000 * scale), 1024: int(100_000 * scale)}
@@ -277,25 +331,35 @@ def main() -> None:
     latency_rate, latency_s = 2000, (3.0 if args.quick else 8.0)
 
     tmp = tempfile.mkdtemp(prefix="kraftlog-bench-pc-")
-    cluster = LocalCluster.create(os.path.join(tmp, "cluster"), controllers=1, brokers=1,
-                                  overrides={"controller.quorum.election.timeout.ms": "500"})
+    cluster = LocalCluster.create(
+        os.path.join(tmp, "cluster"),
+        controllers=1,
+        brokers=1,
+        overrides={"controller.quorum.election.timeout.ms": "500"},
+    )
     try:
         cluster.start()
         cluster.wait_ready(60)
         bootstrap = ",".join(cluster.bootstrap_servers())
         broker_id = cluster.broker_ids[0]
         admin = Admin({"bootstrap.servers": bootstrap})
-        print(f"cluster: 1 controller + 1 broker at {bootstrap}, RF 1; "
-              f"{os.cpu_count()} CPUs; quick={args.quick}")
+        print(
+            f"cluster: 1 controller + 1 broker at {bootstrap}, RF 1; "
+            f"{os.cpu_count()} CPUs; quick={args.quick}"
+        )
         if args.client_cpu:
-            print(f"\nNative client CPU per record ({args.records:,} records of 100 B; load "
-                  f"{os.getloadavg()[0]:.1f})")
+            print(
+                f"\nNative client CPU per record ({args.records:,} records of 100 B; load "
+                f"{os.getloadavg()[0]:.1f})"
+            )
             client_cpu(bootstrap, admin, args.records)
             admin.close()
             return
 
-        print("\n1. Throughput (values only; null keys; acks=all; linger.ms=5; batch.size=256 KiB; "
-              "no compression)")
+        print(
+            "\n1. Throughput (values only; null keys; acks=all; linger.ms=5; batch.size=256 KiB; "
+            "no compression)"
+        )
         clients: list[tuple[str, Callable[..., float], Callable[..., tuple[float, int]]]] = [
             ("native", native_produce, native_consume),
             ("confluent-kafka", confluent_produce, confluent_consume),
@@ -305,30 +369,48 @@ def main() -> None:
                 for name, produce, consume in clients:
                     topic = new_topic(admin, partitions)
                     seconds = produce(bootstrap, topic, n, size)
-                    print(row(f"produce {name} {size} B, {partitions} partition(s)", n, size,
-                              seconds), flush=True)
+                    print(
+                        row(
+                            f"produce {name} {size} B, {partitions} partition(s)", n, size, seconds
+                        ),
+                        flush=True,
+                    )
                     seconds, got = consume(bootstrap, topic, partitions, n)
-                    print(row(f"consume {name} {size} B, {partitions} partition(s)", got, size,
-                              seconds), flush=True)
+                    print(
+                        row(
+                            f"consume {name} {size} B, {partitions} partition(s)",
+                            got,
+                            size,
+                            seconds,
+                        ),
+                        flush=True,
+                    )
 
         topic = new_topic(admin, 1)
         n = counts[100]
         seconds = native_produce(bootstrap, topic, n, 100, batch_bytes=16384)
-        print(row("produce native 100 B, 1 partition, batch.size=16 KiB", n, 100, seconds),
-              flush=True)
+        print(
+            row("produce native 100 B, 1 partition, batch.size=16 KiB", n, 100, seconds), flush=True
+        )
 
-        print(f"\n2. Produce latency, 100 B at {latency_rate} records/s for {latency_s:.0f} s "
-              "(send -> delivery report; linger.ms=0)")
+        print(
+            f"\n2. Produce latency, 100 B at {latency_rate} records/s for {latency_s:.0f} s "
+            "(send -> delivery report; linger.ms=0)"
+        )
         for name, fn in (("native", native_latency), ("confluent-kafka", confluent_latency)):
             topic = new_topic(admin, 1)
             lat = fn(bootstrap, topic, latency_rate, latency_s)
-            print(f"  {name:<16} n={len(lat):>6}  p50 {percentile(lat, 0.5) * 1000:7.2f} ms  "
-                  f"p99 {percentile(lat, 0.99) * 1000:7.2f} ms  "
-                  f"mean {statistics.fmean(lat) * 1000 if lat else float('nan'):7.2f} ms",
-                  flush=True)
+            print(
+                f"  {name:<16} n={len(lat):>6}  p50 {percentile(lat, 0.5) * 1000:7.2f} ms  "
+                f"p99 {percentile(lat, 0.99) * 1000:7.2f} ms  "
+                f"mean {statistics.fmean(lat) * 1000 if lat else float('nan'):7.2f} ms",
+                flush=True,
+            )
 
-        print(f"\n3. Broker CPU per GB fetched ({fetch_bytes / GB:.0f} GB per mode, raw Fetch "
-              "loop over a 1 KiB-record topic, page cache warm)")
+        print(
+            f"\n3. Broker CPU per GB fetched ({fetch_bytes / GB:.0f} GB per mode, raw Fetch "
+            "loop over a 1 KiB-record topic, page cache warm)"
+        )
         topic = new_topic(admin, 1)
         fill = int(200_000 * (0.5 if args.quick else 1.0))
         native_produce(bootstrap, topic, fill, 1024)
@@ -343,11 +425,13 @@ def main() -> None:
             pid = cluster.pid(broker_id)
             if pid is None:
                 raise RuntimeError("broker not running")
-            gb, cpu_per_gb, seconds = raw_fetch_cpu(bootstrap, pid, topic, end.offset,
-                                                    fetch_bytes)
+            gb, cpu_per_gb, seconds = raw_fetch_cpu(bootstrap, pid, topic, end.offset, fetch_bytes)
             results[mode] = cpu_per_gb
-            print(f"  {mode:<10} {gb:5.2f} GB in {seconds:5.1f} s ({gb / seconds:5.2f} GB/s)  "
-                  f"broker CPU {cpu_per_gb:6.3f} s/GB", flush=True)
+            print(
+                f"  {mode:<10} {gb:5.2f} GB in {seconds:5.1f} s ({gb / seconds:5.2f} GB/s)  "
+                f"broker CPU {cpu_per_gb:6.3f} s/GB",
+                flush=True,
+            )
         print(f"  sendfile / read+send CPU ratio: {results['sendfile'] / results['read+send']:.2f}")
     finally:
         cluster.close()

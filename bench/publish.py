@@ -72,69 +72,109 @@ def markdown(doc: dict[str, Any]) -> str:
     add("anchors", "disk sequential write (MB/s)", _num(a.get("disk_seq_write_mb_s")))
     add("anchors", "fdatasync per second (4 KiB appends)", _num(a.get("fsync_per_s")))
     add("anchors", "loopback TCP, one connection (MB/s)", _num(a.get("loopback_tcp_mb_s")))
-    add("anchors", "Python loop (million additions/s; the host's CPU speed now)",
-        _num(a.get("python_loop_m_per_s"), ".1f"))
-    add("anchors", "process wake-up: one-byte ping-pong between two processes (p50 / p99 us)",
-        f"{_num(a.get('ping_pong_p50_us'), '.0f')} / {_num(a.get('ping_pong_p99_us'), '.0f')}")
+    add(
+        "anchors",
+        "Python loop (million additions/s; the host's CPU speed now)",
+        _num(a.get("python_loop_m_per_s"), ".1f"),
+    )
+    add(
+        "anchors",
+        "process wake-up: one-byte ping-pong between two processes (p50 / p99 us)",
+        f"{_num(a.get('ping_pong_p50_us'), '.0f')} / {_num(a.get('ping_pong_p99_us'), '.0f')}",
+    )
     st = s.get("storage", {})
-    add("storage", "Log.append, 1 MiB batches (MB/s; raw os.write)",
-        f"{_num(st.get('append_1mib_batches_mb_s'))} ({_num(st.get('append_raw_write_mb_s'))})")
-    add("storage", "sendfile read (MB/s; CPU s/GB)",
-        f"{_num(st.get('sendfile_read_mb_s'))} ({_num(st.get('sendfile_cpu_s_per_gb'), '.2f')})")
-    for name, title in (("single_broker", "1 broker RF 1"), ("replicated", "3 brokers RF 3"),
-                        ("nats", "NATS JetStream R3")):
+    add(
+        "storage",
+        "Log.append, 1 MiB batches (MB/s; raw os.write)",
+        f"{_num(st.get('append_1mib_batches_mb_s'))} ({_num(st.get('append_raw_write_mb_s'))})",
+    )
+    add(
+        "storage",
+        "sendfile read (MB/s; CPU s/GB)",
+        f"{_num(st.get('sendfile_read_mb_s'))} ({_num(st.get('sendfile_cpu_s_per_gb'), '.2f')})",
+    )
+    for name, title in (
+        ("single_broker", "1 broker RF 1"),
+        ("replicated", "3 brokers RF 3"),
+        ("nats", "NATS JetStream R3"),
+    ):
         sec = s.get(name, {})
         for key in WORKLOADS:
             r = sec.get(key)
             if r:
-                add(name, f"{title}: {key.replace('_', ' ')} B (records/s; MB/s)",
-                    f"{_num(r['records_per_s'])} ({_num(r['mb_per_s'], '.1f')})")
+                add(
+                    name,
+                    f"{title}: {key.replace('_', ' ')} B (records/s; MB/s)",
+                    f"{_num(r['records_per_s'])} ({_num(r['mb_per_s'], '.1f')})",
+                )
     for name, title in (("replicated", "kraftlog RF 3"), ("nats", "NATS R3")):
         for rate, r in (s.get(name, {}).get("e2e_latency") or {}).items():
             host = ""
             if "python_loop_m_per_s" in r:
-                host = (f"; host {_num(r['python_loop_m_per_s'], '.1f')} M loop/s, "
-                        f"ping-pong {_num(r.get('ping_pong_p50_us'), '.0f')} us")
-            add(name, f"{title}: end-to-end at {int(rate):,} rec/s offered "
+                host = (
+                    f"; host {_num(r['python_loop_m_per_s'], '.1f')} M loop/s, "
+                    f"ping-pong {_num(r.get('ping_pong_p50_us'), '.0f')} us"
+                )
+            add(
+                name,
+                f"{title}: end-to-end at {int(rate):,} rec/s offered "
                 f"(p50 / p99 / p99.9 ms; received/s; host speed just before)",
                 f"{_num(r['p50_ms'], '.2f')} / {_num(r['p99_ms'], '.2f')} / "
-                f"{_num(r['p999_ms'], '.2f')}; {_num(r['received_per_s'])}{host}")
+                f"{_num(r['p999_ms'], '.2f')}; {_num(r['received_per_s'])}{host}",
+            )
     lf = _get(doc, "replicated", "leader_failover") or {}
     if lf:
-        add("replicated", "partition-leader failover, kill -9 -> first acks=all ack (median s; "
-            "trials)", f"{_num(lf.get('median_s'), '.2f')}; "
-            + ", ".join(_num(t, ".2f") for t in lf.get("trials_s", [])))
+        add(
+            "replicated",
+            "partition-leader failover, kill -9 -> first acks=all ack (median s; trials)",
+            f"{_num(lf.get('median_s'), '.2f')}; "
+            + ", ".join(_num(t, ".2f") for t in lf.get("trials_s", [])),
+        )
     cf = s.get("controller_failover", {})
     if "write_median_s" in cf:
-        add("controller_failover", "kill -9 of the active controller -> new Raft leader seen / "
+        add(
+            "controller_failover",
+            "kill -9 of the active controller -> new Raft leader seen / "
             "next committed write (median s; max write s; failed trials)",
             f"{_num(cf.get('new_leader_median_s'), '.2f')} / "
             f"{_num(cf['write_median_s'], '.2f')}; {_num(cf.get('write_max_s'), '.2f')}; "
-            f"{cf.get('failed_trials')}")
+            f"{cf.get('failed_trials')}",
+        )
     p = s.get("partitions", {})
     if "partitions" in p:
-        add("partitions", f"{p['partitions']:,} partitions RF 3: acknowledged / visible on "
+        add(
+            "partitions",
+            f"{p['partitions']:,} partitions RF 3: acknowledged / visible on "
             "every broker / logs created everywhere (s)",
             f"{_num(p.get('ack_s'), '.1f')} / {_num(p.get('visible_on_all_brokers_s'), '.1f')}"
-            f" / {_num(p.get('logs_settled_on_all_brokers_s'), '.1f')}")
+            f" / {_num(p.get('logs_settled_on_all_brokers_s'), '.1f')}",
+        )
         for prefix, label in (("restart", "clean shutdown"), ("restart_after_kill", "kill -9")):
-            add("partitions", f"broker restart after a {label}: from its start to its logs "
+            add(
+                "partitions",
+                f"broker restart after a {label}: from its start to its logs "
                 "loaded / to the cluster ready again (s)",
                 f"{_num(p.get(prefix + '_logs_loaded_s'), '.1f')} / "
                 f"{_num(p.get(prefix + '_ready_s'), '.1f')}"
-                + (f" ({p[prefix + '_error']})" if p.get(prefix + "_error") else ""))
-        add("partitions", "RSS of the restarted broker (MiB)",
-            _num(p.get("rss_mib_after_restart")))
+                + (f" ({p[prefix + '_error']})" if p.get(prefix + "_error") else ""),
+            )
+        add("partitions", "RSS of the restarted broker (MiB)", _num(p.get("rss_mib_after_restart")))
         rss = p.get("rss_mib_after", {})
-        add("partitions", "RSS per process after creation (MiB, by node id)",
-            ", ".join(f"{k}: {_num(v)}" for k, v in rss.items()))
+        add(
+            "partitions",
+            "RSS per process after creation (MiB, by node id)",
+            ", ".join(f"{k}: {_num(v)}" for k, v in rss.items()),
+        )
     native = s.get("native_peers", {})
     if "kraftlog" in native and "nats" in native:
         from bench.native_peers import ratios as native_ratios
 
         for label, kraftlog, nats, ratio in native_ratios(native):
-            add("native_peers", f"{label}: kraftlog (librdkafka) / NATS (nats.go); ratio, "
-                "> 1 favours kraftlog", f"{kraftlog} / {nats}; {ratio:.2f}")
+            add(
+                "native_peers",
+                f"{label}: kraftlog (librdkafka) / NATS (nats.go); ratio, > 1 favours kraftlog",
+                f"{kraftlog} / {nats}; {ratio:.2f}",
+            )
     for name, sec in s.items():
         if "skipped" in sec:
             add(name, "skipped", sec["skipped"])
@@ -144,8 +184,14 @@ def markdown(doc: dict[str, Any]) -> str:
             add(name, "ran (output in the JSON result)", f"{_num(sec.get('seconds'))} s")
     ratios = doc.get("ratios_kraftlog_over_nats", {})
     if ratios:
-        lines += ["", "kraftlog / NATS JetStream, same run (records/s: higher favours kraftlog; "
-                  "latency: lower favours kraftlog):", "", "| ratio | value |", "|---|---|"]
+        lines += [
+            "",
+            "kraftlog / NATS JetStream, same run (records/s: higher favours kraftlog; "
+            "latency: lower favours kraftlog):",
+            "",
+            "| ratio | value |",
+            "|---|---|",
+        ]
         lines += [f"| {k} | {v:.2f} |" for k, v in ratios.items()]
     return "\n".join(lines)
 
@@ -155,8 +201,12 @@ def summary(doc: dict[str, Any]) -> str:
 
 
 def _run_note(doc: dict[str, Any]) -> str:
-    loads = [sec[k][0] for sec in doc.get("sections", {}).values()
-             for k in ("load_before", "load_after") if k in sec]
+    loads = [
+        sec[k][0]
+        for sec in doc.get("sections", {}).values()
+        for k in ("load_before", "load_after")
+        if k in sec
+    ]
     load = f"load {min(loads):.1f}-{max(loads):.1f}" if loads else "load unknown"
     return f"run {doc.get('started_utc', '?')}, {doc.get('machine', {}).get('cores')} cores, {load}"
 
@@ -173,23 +223,37 @@ def _plots(doc: dict[str, Any]) -> list[Path]:
     written = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
     styles = {"p50_ms": ":", "p99_ms": "-", "p999_ms": "--"}
-    for name, label, colour in (("replicated", "kraftlog RF 3 acks=all", "tab:blue"),
-                                ("nats", "NATS JetStream R3", "tab:orange")):
+    for name, label, colour in (
+        ("replicated", "kraftlog RF 3 acks=all", "tab:blue"),
+        ("nats", "NATS JetStream R3", "tab:orange"),
+    ):
         lat = _get(doc, name, "e2e_latency") or {}
         rates = sorted(lat, key=int)
         for key, style in styles.items():
             xs = [lat[r]["offered_per_s"] for r in rates if lat[r]["samples"]]
             ys = [lat[r][key] for r in rates if lat[r]["samples"]]
             if xs:
-                ax.plot(xs, ys, style, marker="o", color=colour,
-                        label=f"{label} {key[:-3].replace('p999', 'p99.9')}")
+                ax.plot(
+                    xs,
+                    ys,
+                    style,
+                    marker="o",
+                    color=colour,
+                    label=f"{label} {key[:-3].replace('p999', 'p99.9')}",
+                )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("records/s offered (100 B records, paced producer)")
     ax.set_ylabel("end-to-end latency, ms")
     ax.axhline(TARGET_P99_MS, color="grey", linewidth=0.8)
-    ax.annotate(f"kraftlog p99 target {TARGET_P99_MS} ms at 20,000/s", (0.01, TARGET_P99_MS),
-                xycoords=("axes fraction", "data"), fontsize=7, color="grey", va="bottom")
+    ax.annotate(
+        f"kraftlog p99 target {TARGET_P99_MS} ms at 20,000/s",
+        (0.01, TARGET_P99_MS),
+        xycoords=("axes fraction", "data"),
+        fontsize=7,
+        color="grey",
+        va="bottom",
+    )
     ax.set_title(f"End-to-end latency against throughput\n{_run_note(doc)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
@@ -204,12 +268,13 @@ def _plots(doc: dict[str, Any]) -> list[Path]:
     for i, (name, label) in enumerate((("replicated", "kraftlog RF 3"), ("nats", "NATS R3"))):
         values = [(_get(doc, name, k) or {}).get("records_per_s", 0) for k in WORKLOADS]
         ax.bar([x + i * width for x in range(len(WORKLOADS))], values, width, label=label)
-    ax.set_xticks([x + width / 2 for x in range(len(WORKLOADS))],
-                  [k.replace("_", " ") + " B" for k in WORKLOADS])
+    ax.set_xticks(
+        [x + width / 2 for x in range(len(WORKLOADS))],
+        [k.replace("_", " ") + " B" for k in WORKLOADS],
+    )
     ax.set_yscale("log")
     ax.set_ylabel("records/s")
-    ax.set_title(f"Throughput, 3 replicas, acknowledged by a quorum\n{_run_note(doc)}",
-                 fontsize=10)
+    ax.set_title(f"Throughput, 3 replicas, acknowledged by a quorum\n{_run_note(doc)}", fontsize=10)
     ax.legend()
     fig.tight_layout()
     path = IMG_DIR / "bench-throughput.png"

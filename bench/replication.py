@@ -279,8 +279,14 @@ def main() -> None:
         topic = "tp-confluent"
         create_topic(cluster, topic, 3)
         n = counts[100]
-        print(row("confluent-kafka (idempotent), 100 B", n, 100,
-                  confluent_throughput(bootstrap, topic, n, 100)))
+        print(
+            row(
+                "confluent-kafka (idempotent), 100 B",
+                n,
+                100,
+                confluent_throughput(bootstrap, topic, n, 100),
+            )
+        )
 
         print(
             f"\n2. Produce latency, 100 B, 1 partition, {latency_s:.0f} s per rate after "

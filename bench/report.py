@@ -26,8 +26,9 @@ def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-def send_paced(send: Callable[[int, int], None], rate_per_s: float, start_ns: int,
-               total: int) -> None:
+def send_paced(
+    send: Callable[[int, int], None], rate_per_s: float, start_ns: int, total: int
+) -> None:
     """Call ``send(i, due_ns)`` for i in range(``total``), record i being due at ``start_ns`` +
     i / ``rate_per_s``: wait for ``start_ns``, then on each wake-up send every record due by
     then and sleep PACING_SLEEP_S. A sender that falls behind catches up in a burst; each

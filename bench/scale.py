@@ -102,12 +102,24 @@ class _GroupMember:
     def __init__(self, client: str, bootstrap: str) -> None:
         self._native = client == "librdkafka"
         if self._native:
-            self._c: Any = confluent_kafka.Consumer({
-                "bootstrap.servers": bootstrap, "group.id": GROUP,
-                "auto.offset.reset": "latest", "enable.auto.commit": False, "log_level": 0})
+            self._c: Any = confluent_kafka.Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": GROUP,
+                    "auto.offset.reset": "latest",
+                    "enable.auto.commit": False,
+                    "log_level": 0,
+                }
+            )
         else:
-            self._c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                                "auto.offset.reset": "latest", "enable.auto.commit": "false"})
+            self._c = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": GROUP,
+                    "auto.offset.reset": "latest",
+                    "enable.auto.commit": "false",
+                }
+            )
         self._c.subscribe([TOPIC])
 
     def poll(self) -> list[bytes]:
@@ -126,8 +138,9 @@ class _GroupMember:
         self._c.close()
 
 
-def _consumers(client: str, bootstrap: str, settled: Any, start: Any, warm_ns: Any,
-               end_ns: Any, conn: Any) -> None:
+def _consumers(
+    client: str, bootstrap: str, settled: Any, start: Any, warm_ns: Any, end_ns: Any, conn: Any
+) -> None:
     """Spawned: CONSUMERS_PER_PROCESS group members on threads. Sets ``settled`` once each
     has held the same non-empty assignment for GROUP_SETTLE_S; after ``start`` collects the
     latencies (s) of records due at or after ``warm_ns`` until ``end_ns`` plus DRAIN_S."""
@@ -161,8 +174,10 @@ def _consumers(client: str, bootstrap: str, settled: Any, start: Any, warm_ns: A
         finally:
             c.close()
 
-    threads = [threading.Thread(target=member, args=(i,), daemon=True)
-               for i in range(CONSUMERS_PER_PROCESS)]
+    threads = [
+        threading.Thread(target=member, args=(i,), daemon=True)
+        for i in range(CONSUMERS_PER_PROCESS)
+    ]
     for t in threads:
         t.start()
     deadline = time.monotonic() + GROUP_READY_TIMEOUT_S + DRAIN_S + 600
@@ -176,14 +191,23 @@ def _consumers(client: str, bootstrap: str, settled: Any, start: Any, warm_ns: A
     conn.send(latencies)
 
 
-def _producers(client: str, bootstrap: str, count: int, rate: float, start_ns: int,
-               seconds: float, linger_ms: int, conn: Any) -> None:
+def _producers(
+    client: str,
+    bootstrap: str,
+    count: int,
+    rate: float,
+    start_ns: int,
+    seconds: float,
+    linger_ms: int,
+    conn: Any,
+) -> None:
     """Spawned: ``count`` producers sharing ``rate`` records/s, paced."""
     config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms}
     native = client == "librdkafka"
     producers: list[Any] = [
         confluent_kafka.Producer({**config, "enable.idempotence": True, "log_level": 0})
-        if native else Producer({**config, "enable.idempotence": "true"})
+        if native
+        else Producer({**config, "enable.idempotence": "true"})
         for _ in range(count)
     ]
     failed = 0
@@ -222,34 +246,65 @@ def _producers(client: str, bootstrap: str, count: int, rate: float, start_ns: i
         conn.send({"sent": sent, "failed": failed})
 
 
-def _sarama(bootstrap: str, producers: int, rate: int, seconds: float,
-            linger_ms: int) -> dict[str, Any]:
+def _sarama(
+    bootstrap: str, producers: int, rate: int, seconds: float, linger_ms: int
+) -> dict[str, Any]:
     """The whole load (producers and group members) from the Go program; its figures."""
     binary = go_build.go_binary(SARAMA_SOURCE, "scale-sarama", "github.com/Shopify/sarama")
     if binary is None:
         raise RuntimeError("go or Sarama is not installed (make test installs them as root)")
     done = subprocess.run(
-        [str(binary), "-brokers", bootstrap, "-topic", TOPIC, "-group", GROUP,
-         "-producers", str(producers),
-         "-members", str(CONSUMER_PROCESSES * CONSUMERS_PER_PROCESS), "-rate", str(rate),
-         "-seconds", f"{seconds}s", "-warmup", f"{WARMUP_S}s", "-drain", f"{DRAIN_S}s",
-         "-linger", f"{linger_ms}ms", "-settle", f"{GROUP_SETTLE_S}s",
-         "-ready-timeout", f"{GROUP_READY_TIMEOUT_S}s", "-size", str(RECORD_BYTES)],
-        capture_output=True, text=True, check=False,
+        [
+            str(binary),
+            "-brokers",
+            bootstrap,
+            "-topic",
+            TOPIC,
+            "-group",
+            GROUP,
+            "-producers",
+            str(producers),
+            "-members",
+            str(CONSUMER_PROCESSES * CONSUMERS_PER_PROCESS),
+            "-rate",
+            str(rate),
+            "-seconds",
+            f"{seconds}s",
+            "-warmup",
+            f"{WARMUP_S}s",
+            "-drain",
+            f"{DRAIN_S}s",
+            "-linger",
+            f"{linger_ms}ms",
+            "-settle",
+            f"{GROUP_SETTLE_S}s",
+            "-ready-timeout",
+            f"{GROUP_READY_TIMEOUT_S}s",
+            "-size",
+            str(RECORD_BYTES),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
         timeout=GROUP_READY_TIMEOUT_S + WARMUP_S + seconds + DRAIN_S + 120,
     )
     try:
         out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError) as e:
-        raise RuntimeError(
-            f"scale-sarama failed:\n{done.stdout}\n{done.stderr[-4000:]}") from e
+        raise RuntimeError(f"scale-sarama failed:\n{done.stdout}\n{done.stderr[-4000:]}") from e
     if not out.get("ok"):
         raise RuntimeError(f"scale-sarama: {out.get('error')}")
     return out
 
 
-def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
-        client: str, producers: int = PRODUCERS) -> dict[str, Any]:
+def run(
+    cluster: LocalCluster,
+    rate: int,
+    seconds: float,
+    linger_ms: int,
+    client: str,
+    producers: int = PRODUCERS,
+) -> dict[str, Any]:
     bootstrap = ",".join(cluster.bootstrap_servers())
     brokers = []
     for address in cluster.bootstrap_servers():
@@ -264,8 +319,15 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
             for s in idle:
                 s.close()
         latencies = [ms / 1e3 for ms in out["latencies_ms"]]
-        figures = _figures(rate, seconds, out["group_settled_s"], still_open, out["sent"],
-                           out["send_failures"], latencies)
+        figures = _figures(
+            rate,
+            seconds,
+            out["group_settled_s"],
+            still_open,
+            out["sent"],
+            out["send_failures"],
+            latencies,
+        )
         acks = [ms / 1e3 for ms in out.get("ack_latencies_ms") or ()]
         if acks:
             figures["ack_p50_ms"] = percentile(acks, 0.5) * 1e3
@@ -279,8 +341,9 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
         for _ in range(CONSUMER_PROCESSES):
             parent, child = ctx.Pipe()
             ready = ctx.Event()
-            proc = ctx.Process(target=_consumers,
-                               args=(client, bootstrap, ready, start, warm_ns, end_ns, child))
+            proc = ctx.Process(
+                target=_consumers, args=(client, bootstrap, ready, start, warm_ns, end_ns, child)
+            )
             proc.start()
             consumer_procs.append(proc)
             consumer_pipes.append(parent)
@@ -297,9 +360,19 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
         producer_pipes, producer_procs = [], []
         for _ in range(PRODUCER_PROCESSES):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_producers, args=(
-                client, bootstrap, producers // PRODUCER_PROCESSES, rate / PRODUCER_PROCESSES,
-                start_ns, WARMUP_S + seconds, linger_ms, child))
+            proc = ctx.Process(
+                target=_producers,
+                args=(
+                    client,
+                    bootstrap,
+                    producers // PRODUCER_PROCESSES,
+                    rate / PRODUCER_PROCESSES,
+                    start_ns,
+                    WARMUP_S + seconds,
+                    linger_ms,
+                    child,
+                ),
+            )
             proc.start()
             producer_procs.append(proc)
             producer_pipes.append(parent)
@@ -317,13 +390,26 @@ def run(cluster: LocalCluster, rate: int, seconds: float, linger_ms: int,
     finally:
         for s in idle:
             s.close()
-    return _figures(rate, seconds, group_s, still_open,
-                    sum(p.get("sent", 0) for p in produced),
-                    sum(p.get("failed", 0) for p in produced), latencies)
+    return _figures(
+        rate,
+        seconds,
+        group_s,
+        still_open,
+        sum(p.get("sent", 0) for p in produced),
+        sum(p.get("failed", 0) for p in produced),
+        latencies,
+    )
 
 
-def _figures(rate: int, seconds: float, group_s: float, still_open: int, sent: int,
-             failed: int, latencies: list[float]) -> dict[str, Any]:
+def _figures(
+    rate: int,
+    seconds: float,
+    group_s: float,
+    still_open: int,
+    sent: int,
+    failed: int,
+    latencies: list[float],
+) -> dict[str, Any]:
     return {
         "rate": rate,
         "seconds": seconds,
@@ -344,12 +430,22 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=int, default=20_000)
     parser.add_argument("--linger-ms", type=int, default=5)
-    parser.add_argument("--client", choices=("kraftlog", "librdkafka", "sarama"),
-                        default="kraftlog")
-    parser.add_argument("--producers", type=int, default=PRODUCERS,
-                        help=f"a multiple of {PRODUCER_PROCESSES} (default %(default)s)")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="a node setting for the cluster (repeatable); defaults otherwise")
+    parser.add_argument(
+        "--client", choices=("kraftlog", "librdkafka", "sarama"), default="kraftlog"
+    )
+    parser.add_argument(
+        "--producers",
+        type=int,
+        default=PRODUCERS,
+        help=f"a multiple of {PRODUCER_PROCESSES} (default %(default)s)",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a node setting for the cluster (repeatable); defaults otherwise",
+    )
     args = parser.parse_args()
     if args.producers <= 0 or args.producers % PRODUCER_PROCESSES:
         parser.error(f"--producers must be a positive multiple of {PRODUCER_PROCESSES}")
@@ -358,8 +454,7 @@ def main() -> None:
     try:
         with local_cluster(workdir, 1, 3, overrides) as cluster:
             replication.create_topic(cluster, TOPIC, PARTITIONS)
-            out = run(cluster, args.rate, args.seconds, args.linger_ms, args.client,
-                      args.producers)
+            out = run(cluster, args.rate, args.seconds, args.linger_ms, args.client, args.producers)
         print(
             f"{IDLE_CONNECTIONS:,} idle connections ({out['idle_connections_open']:,} open at "
             f"the end), {args.producers} producers, a "
@@ -371,8 +466,12 @@ def main() -> None:
             f"{out['timed_expected']:,} timed records received; end-to-end p50 "
             f"{out['p50_ms']:.1f} ms, p99 {out['p99_ms']:.1f} ms, p99.9 "
             f"{out['p999_ms']:.1f} ms (target p99 <= {P99_TARGET_MS:g} ms)"
-            + (f"; produce acknowledged p50 {out['ack_p50_ms']:.1f} ms, p99 "
-               f"{out['ack_p99_ms']:.1f} ms" if "ack_p99_ms" in out else "")
+            + (
+                f"; produce acknowledged p50 {out['ack_p50_ms']:.1f} ms, p99 "
+                f"{out['ack_p99_ms']:.1f} ms"
+                if "ack_p99_ms" in out
+                else ""
+            )
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

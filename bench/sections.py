@@ -49,10 +49,15 @@ _DUE = struct.Struct(">q")
 
 
 @contextmanager
-def local_cluster(directory: str, controllers: int, brokers: int,
-                  overrides: dict[str, str] | None = None) -> Iterator[LocalCluster]:
-    cluster = LocalCluster.create(os.path.join(directory, "cluster"), controllers=controllers,
-                                  brokers=brokers, overrides=overrides or {})
+def local_cluster(
+    directory: str, controllers: int, brokers: int, overrides: dict[str, str] | None = None
+) -> Iterator[LocalCluster]:
+    cluster = LocalCluster.create(
+        os.path.join(directory, "cluster"),
+        controllers=controllers,
+        brokers=brokers,
+        overrides=overrides or {},
+    )
     try:
         cluster.start()
         cluster.wait_ready(READY_TIMEOUT_S)
@@ -67,8 +72,9 @@ def local_cluster(directory: str, controllers: int, brokers: int,
 def section_storage(directory: str, quick: bool) -> dict[str, Any]:
     total = (128 if quick else 512) * MIB
     mb_s, _batches_s, raw_mb_s = storage.bench_append(directory, 1 * MIB, total, fsync=False)
-    reads = storage.bench_read(directory, (128 if quick else 256) * MIB,
-                               (512 if quick else 2048) * MIB)
+    reads = storage.bench_read(
+        directory, (128 if quick else 256) * MIB, (512 if quick else 2048) * MIB
+    )
     return {
         "append_1mib_batches_mb_s": mb_s,
         "append_raw_write_mb_s": raw_mb_s,
@@ -120,12 +126,14 @@ def produce_consume_rows(cluster: LocalCluster, rf: int, quick: bool) -> dict[st
     return out
 
 
-def _e2e_consumer(bootstrap: str, topic: str, expected: int, warm_until_ns: int,
-                  deadline_s: float, conn: Any) -> None:
+def _e2e_consumer(
+    bootstrap: str, topic: str, expected: int, warm_until_ns: int, deadline_s: float, conn: Any
+) -> None:
     """Spawned process: read ``topic``-0 from its end; send back the latencies (s) of records
     due at or after ``warm_until_ns``."""
-    c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "latest",
-                  "max.poll.records": 10_000})
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "auto.offset.reset": "latest", "max.poll.records": 10_000}
+    )
     latencies: list[float] = []
     try:
         tp = TopicPartition(topic, 0)
@@ -149,29 +157,52 @@ def _e2e_consumer(bootstrap: str, topic: str, expected: int, warm_until_ns: int,
         conn.close()
 
 
-def e2e_latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float,
-                warmup_s: float = 1.0, linger_ms: int = E2E_LINGER_MS) -> list[float]:
+def e2e_latency(
+    bootstrap: str,
+    topic: str,
+    rate_per_s: int,
+    seconds: float,
+    warmup_s: float = 1.0,
+    linger_ms: int = E2E_LINGER_MS,
+) -> list[float]:
     """Due -> consumed latencies (s) at ``rate_per_s`` 100 B records/s, acks=all producer."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     total = int(rate_per_s * (warmup_s + seconds))
     start_ns = now_ns() + int(3e9)  # the consumer's start-up lands before the first due
     warm_until_ns = start_ns + int(warmup_s * 1e9)
-    proc = ctx.Process(target=_e2e_consumer, args=(
-        bootstrap, topic, total, warm_until_ns, warmup_s + seconds + E2E_DRAIN_TIMEOUT_S, child))
+    proc = ctx.Process(
+        target=_e2e_consumer,
+        args=(
+            bootstrap,
+            topic,
+            total,
+            warm_until_ns,
+            warmup_s + seconds + E2E_DRAIN_TIMEOUT_S,
+            child,
+        ),
+    )
     proc.start()
     try:
         if not parent.poll(E2E_CONSUMER_READY_TIMEOUT_S) or parent.recv() != "ready":
             raise RuntimeError("e2e consumer did not start")
-        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms,
-                      "enable.idempotence": "true"})
+        p = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "linger.ms": linger_ms,
+                "enable.idempotence": "true",
+            }
+        )
         try:
             p.partitions_for(topic)
             pad = os.urandom(E2E_RECORD_BYTES - _DUE.size)
             send, pack = p.send, _DUE.pack
             send_paced(
-                lambda _i, due: send(topic, pack(due) + pad, partition=0), rate_per_s,
-                start_ns, total,
+                lambda _i, due: send(topic, pack(due) + pad, partition=0),
+                rate_per_s,
+                start_ns,
+                total,
             )
             p.flush(60)
         finally:
@@ -231,8 +262,9 @@ def section_replicated(directory: str, quick: bool) -> dict[str, Any]:
         bootstrap = ",".join(cluster.bootstrap_servers())
         cfg = replication.native_config(bootstrap, **{"enable.idempotence": "true"})
         _create(cluster, "failover", 1, 3)
-        trials = [replication.failover_trial(cluster, cfg, "failover")
-                  for _ in range(2 if quick else 3)]
+        trials = [
+            replication.failover_trial(cluster, cfg, "failover") for _ in range(2 if quick else 3)
+        ]
         valid = [t for t in trials if t == t]
         out["leader_failover"] = {
             "trials_s": trials,
@@ -279,8 +311,12 @@ def section_partitions(directory: str, quick: bool) -> dict[str, Any]:
             t0 = time.monotonic()
             cluster.start_node(broker)
             try:
-                wait_until(recovered, RESTART_RECOVERY_TIMEOUT_S, "the restarted broker's logs",
-                           interval_s=0.05)
+                wait_until(
+                    recovered,
+                    RESTART_RECOVERY_TIMEOUT_S,
+                    "the restarted broker's logs",
+                    interval_s=0.05,
+                )
                 out[f"{prefix}_logs_loaded_s"] = time.monotonic() - t0
                 cluster.wait_ready(RESTART_RECOVERY_TIMEOUT_S)
                 out[f"{prefix}_ready_s"] = time.monotonic() - t0

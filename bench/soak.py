@@ -71,8 +71,14 @@ def _producer(bootstrap: str, rate: int, start_ns: int, seconds: float, conn: An
         if err is not None:
             failed += 1
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 1,
-                  "enable.idempotence": "true"})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 1,
+            "enable.idempotence": "true",
+        }
+    )
     sent = 0
     try:
         p.partitions_for(TOPIC)
@@ -93,8 +99,9 @@ def _producer(bootstrap: str, rate: int, start_ns: int, seconds: float, conn: An
 def _consumer(bootstrap: str, start_ns: int, seconds: float, conn: Any) -> None:
     """Spawned: read every partition from its end; per WINDOW_S window of receive time, the
     records received and the p50 / p99 / p99.9 of their latency (ms)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "latest",
-                  "max.poll.records": 20_000})
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "auto.offset.reset": "latest", "max.poll.records": 20_000}
+    )
     windows: list[dict[str, float]] = []
     current: list[float] = []
     window_end = start_ns + int(WINDOW_S * 1e9)
@@ -189,8 +196,14 @@ def soak(cluster: LocalCluster, rate: int, minutes: float) -> dict[str, Any]:
             if proc.is_alive():
                 proc.kill()
                 proc.join()
-    return {"rate": rate, "minutes": minutes, "produced": produced, "windows": windows,
-            "samples": samples, "nodes": sorted(pids)}
+    return {
+        "rate": rate,
+        "minutes": minutes,
+        "produced": produced,
+        "windows": windows,
+        "samples": samples,
+        "nodes": sorted(pids),
+    }
 
 
 def verdicts(result: dict[str, Any]) -> dict[str, Any]:
@@ -259,8 +272,9 @@ def plot(result: dict[str, Any], path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--rate", type=int, default=None, help="records/s (default: half of "
-                        "the measured capacity)")
+    parser.add_argument(
+        "--rate", type=int, default=None, help="records/s (default: half of the measured capacity)"
+    )
     parser.add_argument("--plot", default=None, help="write the plots to this PNG")
     parser.add_argument("--json", default=None, help="write the raw result to this file")
     args = parser.parse_args()
@@ -276,8 +290,11 @@ def main() -> None:
             bootstrap = ",".join(cluster.bootstrap_servers())
             cap = capacity(bootstrap)
             rate = args.rate or int(cap / 2)
-            print(f"capacity {cap:,.0f} records/s of {RECORD_BYTES} B; soaking at {rate:,}/s "
-                  f"for {args.minutes:g} min", flush=True)
+            print(
+                f"capacity {cap:,.0f} records/s of {RECORD_BYTES} B; soaking at {rate:,}/s "
+                f"for {args.minutes:g} min",
+                flush=True,
+            )
             result = soak(cluster, rate, args.minutes)
         result["capacity_per_s"] = cap
         v = verdicts(result)
@@ -291,6 +308,7 @@ def main() -> None:
             print(f"plots: {args.plot}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
 
 if __name__ == "__main__":
     main()

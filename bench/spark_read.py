@@ -135,7 +135,10 @@ class CpuMeter:
 
 
 def timed(
-    label: str, action: Callable[[], object], records: int, runs: int = 2,
+    label: str,
+    action: Callable[[], object],
+    records: int,
+    runs: int = 2,
     meter: CpuMeter | None = None,
 ) -> None:
     for run in range(1, runs + 1):
@@ -148,9 +151,12 @@ def timed(
         if meter is not None:
             cpu = meter.delta()
             total = sum(cpu.values())
-            print(f"      cpu s: jvm {cpu['jvm']:.1f}, python workers {cpu['python']:.1f}, "
-                  f"brokers {cpu['brokers']:.1f}; {total / records * 1e6:.2f} us/row "
-                  f"(2 cores: {2 * records / total:,.0f} rows/s)", flush=True)
+            print(
+                f"      cpu s: jvm {cpu['jvm']:.1f}, python workers {cpu['python']:.1f}, "
+                f"brokers {cpu['brokers']:.1f}; {total / records * 1e6:.2f} us/row "
+                f"(2 cores: {2 * records / total:,.0f} rows/s)",
+                flush=True,
+            )
 
 
 def in_process(bootstrap: str) -> int:
@@ -167,17 +173,27 @@ def in_process(bootstrap: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=5_000_000)
-    parser.add_argument("--jvm-arrow-unchecked", action="store_true",
-                        help="start the JVM with Arrow Java's bounds and null checks off")
+    parser.add_argument(
+        "--jvm-arrow-unchecked",
+        action="store_true",
+        help="start the JVM with Arrow Java's bounds and null checks off",
+    )
     args = parser.parse_args()
     with bench_cluster("kraftlog-spark-bench-", TOPIC, PARTITIONS) as (cluster, bootstrap):
-        print(f"== Spark reads, {args.records:,} records of {VALUE_BYTES} B, "
-              f"{PARTITIONS} partitions on 3 brokers, local[2]", flush=True)
+        print(
+            f"== Spark reads, {args.records:,} records of {VALUE_BYTES} B, "
+            f"{PARTITIONS} partitions on 3 brokers, local[2]",
+            flush=True,
+        )
         seconds = produce(bootstrap, args.records)
         print(row("produce (native, acks=1)", args.records, VALUE_BYTES, seconds), flush=True)
 
-        timed("source read path in-process (no Spark)", lambda: in_process(bootstrap),
-              args.records, runs=1)
+        timed(
+            "source read path in-process (no Spark)",
+            lambda: in_process(bootstrap),
+            args.records,
+            runs=1,
+        )
         extra: dict[str, str] = {}
         if args.jvm_arrow_unchecked:
             print(f"   JVM options: {JVM_ARROW_UNCHECKED}", flush=True)
@@ -191,16 +207,23 @@ def main() -> int:
         try:
             for mode in ("true", "false"):
                 df = (
-                    spark.read.format("kraftlog").option("kafka.bootstrap.servers", bootstrap)
-                    .option("subscribe", TOPIC).option("kraftlog.arrow", mode).load()
+                    spark.read.format("kraftlog")
+                    .option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", TOPIC)
+                    .option("kraftlog.arrow", mode)
+                    .load()
                 )
                 name = "Arrow" if mode == "true" else "tuple"
                 # Tuple mode is several times slower: one run each keeps the benchmark short.
                 runs = 3 if mode == "true" else 1
                 timed(f"{name} count()", df.count, args.records, runs, meter)
-                timed(f"{name} groupBy(key).count()",
-                      lambda df=df: len(df.groupBy("key").count().collect()), args.records, runs,
-                      meter)
+                timed(
+                    f"{name} groupBy(key).count()",
+                    lambda df=df: len(df.groupBy("key").count().collect()),
+                    args.records,
+                    runs,
+                    meter,
+                )
         finally:
             spark.stop()
     return 0

@@ -146,14 +146,24 @@ def run_suite(selected: list[Section], quick: bool, workdir: Path) -> dict[str, 
                 bar.finish_section("absent")
                 continue
         else:
-            cmd = [sys.executable, "-m", "bench.suite", "--run-section", section.name,
-                   "--out", str(out_path), "--dir", str(scratch)] + (["--quick"] if quick else [])
+            cmd = [
+                sys.executable,
+                "-m",
+                "bench.suite",
+                "--run-section",
+                section.name,
+                "--out",
+                str(out_path),
+                "--dir",
+                str(scratch),
+            ] + (["--quick"] if quick else [])
         load_before = load_average()
         started = time.monotonic()
         with open(log_path, "wb") as log:
             # A new session: the cap kills the child and everything it started.
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
             finished = _wait(proc, section.cap_s, bar)
         entry: dict[str, Any] = {
             "seconds": time.monotonic() - started,
@@ -195,8 +205,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller counts")
     parser.add_argument("--only", action="append", default=[], metavar="SECTION")
     parser.add_argument("--skip", action="append", default=[], metavar="SECTION")
-    parser.add_argument("--no-publish", action="store_true",
-                        help="do not rewrite docs/benchmarks.md and docs/img/")
+    parser.add_argument(
+        "--no-publish", action="store_true", help="do not rewrite docs/benchmarks.md and docs/img/"
+    )
     parser.add_argument("--run-section", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
@@ -211,16 +222,20 @@ def main() -> int:
     unknown = [x for x in args.only + args.skip if x not in names]
     if unknown:
         parser.error(f"unknown sections {unknown}; choose from {sorted(names)}")
-    selected = [s for s in SECTIONS
-                if (not args.only or s.name in args.only) and s.name not in args.skip]
+    selected = [
+        s for s in SECTIONS if (not args.only or s.name in args.only) and s.name not in args.skip
+    ]
     started = datetime.datetime.now(datetime.UTC)
     doc: dict[str, Any] = {
         "started_utc": started.isoformat(timespec="seconds"),
         "quick": args.quick,
         "machine": describe_machine(),
     }
-    print(f"kraftlog benchmark suite, {len(selected)} sections"
-          f"{' (quick)' if args.quick else ''}; load {load_average()}", flush=True)
+    print(
+        f"kraftlog benchmark suite, {len(selected)} sections"
+        f"{' (quick)' if args.quick else ''}; load {load_average()}",
+        flush=True,
+    )
     # Section directories are removed after the results are written: deleting 10,000
     # partitions' logs took minutes on a loaded machine and is no part of any figure.
     workdir = Path(tempfile.mkdtemp(prefix="kraftlog-bench-suite-"))

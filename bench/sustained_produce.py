@@ -53,11 +53,17 @@ def trial(window: int, records: int, producer: str) -> dict[str, float]:
         with local_cluster(workdir, 1, 3, overrides) as cluster:
             replication.create_topic(cluster, "wb", 3)
             pids = [pid for n in cluster.broker_ids if (pid := cluster.pid(n)) is not None]
-            p = confluent_kafka.Producer({
-                "bootstrap.servers": ",".join(cluster.bootstrap_servers()),
-                "acks": "all", "linger.ms": 50, "batch.size": 1024 * 1024,
-                "queue.buffering.max.messages": 1_000_000, "log_level": 0,
-                **PRODUCERS[producer]})
+            p = confluent_kafka.Producer(
+                {
+                    "bootstrap.servers": ",".join(cluster.bootstrap_servers()),
+                    "acks": "all",
+                    "linger.ms": 50,
+                    "batch.size": 1024 * 1024,
+                    "queue.buffering.max.messages": 1_000_000,
+                    "log_level": 0,
+                    **PRODUCERS[producer],
+                }
+            )
             p.list_topics("wb", timeout=30)
             value = os.urandom(RECORD_BYTES)
             os.sync()
@@ -100,11 +106,13 @@ def main() -> None:
             for window in (0, WINDOW_BYTES):
                 time.sleep(PAUSE_S)
                 out = trial(window, records, producer)
-                print(f"round {r + 1}, {producer} producer, log.writeback.window.bytes "
-                      f"{window}: {out['mb_per_s']:.1f} MB/s; per broker CPU user "
-                      f"{out['broker_user_s']:.2f} s, system {out['broker_sys_s']:.2f} s; "
-                      f"producer {out['producer_user_s']:.2f} / {out['producer_sys_s']:.2f} s",
-                      flush=True)
+                print(
+                    f"round {r + 1}, {producer} producer, log.writeback.window.bytes "
+                    f"{window}: {out['mb_per_s']:.1f} MB/s; per broker CPU user "
+                    f"{out['broker_user_s']:.2f} s, system {out['broker_sys_s']:.2f} s; "
+                    f"producer {out['producer_user_s']:.2f} / {out['producer_sys_s']:.2f} s",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -41,9 +41,22 @@ def run_argv(
     seed: int, time_limit_s: float, artifacts: Path, nemeses: str, extra: Sequence[str] = ()
 ) -> list[str]:
     return [
-        sys.executable, "-m", "deploy.cli", "chaos", "run", "--nemesis", nemeses,
-        "--time-limit", str(time_limit_s), "--seed", str(seed), "--artifacts", str(artifacts),
-        "--producers", CAMPAIGN_PRODUCERS, *extra,
+        sys.executable,
+        "-m",
+        "deploy.cli",
+        "chaos",
+        "run",
+        "--nemesis",
+        nemeses,
+        "--time-limit",
+        str(time_limit_s),
+        "--seed",
+        str(seed),
+        "--artifacts",
+        str(artifacts),
+        "--producers",
+        CAMPAIGN_PRODUCERS,
+        *extra,
     ]
 
 
@@ -81,9 +94,7 @@ def summarize(seed: int, exit_code: int, artifacts: Path) -> dict[str, Any]:
     check = run.get("check", {})
     sends = check.get("sends", {})
     txns = check.get("transactions", {})
-    recoveries = [
-        r.get("recovered_after_s") for r in check.get("recoveries", [])
-    ]
+    recoveries = [r.get("recovered_after_s") for r in check.get("recoveries", [])]
     measured = [r for r in recoveries if isinstance(r, int | float)]
     return {
         **row,
@@ -143,9 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{artifacts} exists; choose another --artifacts or --first-seed")
         print(f"run seed {seed} ({args.time_limit:.0f} s) -> {artifacts}", flush=True)
         rows.append(
-            run_one(
-                seed, args.time_limit, artifacts, args.nemesis, ["--workload", args.workload]
-            )
+            run_one(seed, args.time_limit, artifacts, args.nemesis, ["--workload", args.workload])
         )
         print(format_table(rows[-1:]).splitlines()[-1], flush=True)
         (args.artifacts / "campaign.json").write_text(

@@ -204,8 +204,17 @@ class ChaosCluster:
         """Start the Toxiproxy-compatible server in the hub (API on the hub's address on the
         client's link, :attr:`toxiproxy_host`, port :data:`TOXIPROXY_API_PORT`)."""
         argv = [
-            "ip", "netns", "exec", self.topology.name, sys.executable, "-m",
-            "chaos.toxiproxy", "--host", "0.0.0.0", "--port", str(TOXIPROXY_API_PORT),
+            "ip",
+            "netns",
+            "exec",
+            self.topology.name,
+            sys.executable,
+            "-m",
+            "chaos.toxiproxy",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(TOXIPROXY_API_PORT),
         ]
         if seed is not None:
             argv += ["--seed", str(seed)]
@@ -249,9 +258,19 @@ class ChaosCluster:
         if not 0.0 < probability < 1.0:
             raise ValueError(f"loss probability must be in (0, 1), got {probability}")
         return [
-            "FORWARD", "-s", self.topology.address(src), "-d", self.topology.address(dst),
-            "-m", "statistic", "--mode", "random", "--probability", f"{probability:.3f}",
-            "-j", "DROP",
+            "FORWARD",
+            "-s",
+            self.topology.address(src),
+            "-d",
+            self.topology.address(dst),
+            "-m",
+            "statistic",
+            "--mode",
+            "random",
+            "--probability",
+            f"{probability:.3f}",
+            "-j",
+            "DROP",
         ]
 
     def lossy(self, src: int, dst: int, probability: float) -> None:
@@ -283,14 +302,51 @@ class ChaosCluster:
             for toxic in toxics:
                 proxy.add_toxic(**toxic)
             dnat = (
-                "PREROUTING", "-s", a, "-d", b, "-p", "tcp", "--dport", str(port),
-                "-j", "DNAT", "--to-destination", proxy.listen,
+                "PREROUTING",
+                "-s",
+                a,
+                "-d",
+                b,
+                "-p",
+                "tcp",
+                "--dport",
+                str(port),
+                "-j",
+                "DNAT",
+                "--to-destination",
+                proxy.listen,
             )
             resets = (
-                ("FORWARD", "-s", a, "-d", b, "-p", "tcp", "--dport", str(port),
-                 "-j", "REJECT", "--reject-with", "tcp-reset"),
-                ("FORWARD", "-s", b, "-d", a, "-p", "tcp", "--sport", str(port),
-                 "-j", "REJECT", "--reject-with", "tcp-reset"),
+                (
+                    "FORWARD",
+                    "-s",
+                    a,
+                    "-d",
+                    b,
+                    "-p",
+                    "tcp",
+                    "--dport",
+                    str(port),
+                    "-j",
+                    "REJECT",
+                    "--reject-with",
+                    "tcp-reset",
+                ),
+                (
+                    "FORWARD",
+                    "-s",
+                    b,
+                    "-d",
+                    a,
+                    "-p",
+                    "tcp",
+                    "--sport",
+                    str(port),
+                    "-j",
+                    "REJECT",
+                    "--reject-with",
+                    "tcp-reset",
+                ),
             )
             self.topology.insert_rule(list(dnat), table="nat")
             for rule in resets:

@@ -45,4 +45,3 @@ class RecordTooLargeError(ApiError):
     """One batch is larger than ``max.message.bytes`` (MESSAGE_TOO_LARGE)."""
 
     error_code = ErrorCode.MESSAGE_SIZE_TOO_LARGE
-

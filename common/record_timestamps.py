@@ -96,8 +96,8 @@ def fill_unset_max_timestamps(buf: bytearray | memoryview, info: PayloadInfo) ->
             raise TypeError("fill_unset_max_timestamps needs a writable buffer")
         for h in unset:
             ts = max_record_timestamp(view, h)
-            view[h.position + MAX_TIMESTAMP_POS : h.position + MAX_TIMESTAMP_POS + 8] = (
-                ts.to_bytes(8, "big", signed=True)
+            view[h.position + MAX_TIMESTAMP_POS : h.position + MAX_TIMESTAMP_POS + 8] = ts.to_bytes(
+                8, "big", signed=True
             )
             crc = compute_crc(view, h.position, h.batch_length + LOG_OVERHEAD)
             view[h.position + CRC_POS : h.position + CRC_POS + 4] = crc.to_bytes(4, "big")

@@ -310,8 +310,7 @@ def _up(args: argparse.Namespace) -> int:
             print(f"Monitoring files:      {monitoring}")
             print(f"  prometheus --config.file={monitoring / 'prometheus.yml'}")
             print(
-                f"  GF_PATHS_PROVISIONING={monitoring / 'grafana' / 'provisioning'} "
-                "grafana-server"
+                f"  GF_PATHS_PROVISIONING={monitoring / 'grafana' / 'provisioning'} grafana-server"
             )
     sys.stdout.flush()
     if args.detach:

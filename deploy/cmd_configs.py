@@ -52,7 +52,8 @@ TOPICS, BROKERS = "topics", "brokers"
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "configs", help="describe and alter topic and broker configs (as kafka-configs.sh)",
+        "configs",
+        help="describe and alter topic and broker configs (as kafka-configs.sh)",
         description="Describe and alter configs with kafka-configs.sh's flags. --alter (topics "
         "only) and --describe of a topic take either target; --describe of a broker needs the "
         "brokers (--bootstrap-server or --dir).",
@@ -63,18 +64,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--entity-type", choices=(TOPICS, BROKERS))
     p.add_argument("--entity-name", metavar="NAME", help="a topic name or a broker id")
     p.add_argument("--topic", metavar="T", help="the same as --entity-type topics --entity-name T")
-    p.add_argument("--broker", metavar="ID", help="the same as --entity-type brokers "
-                   "--entity-name ID")
-    p.add_argument("--add-config", action="append", default=[], metavar="K=V[,K=V...]",
-                   help="--alter: set these (repeatable)")
-    p.add_argument("--delete-config", action="append", default=[], metavar="K[,K...]",
-                   help="--alter: remove these overrides (repeatable)")
-    p.add_argument("--all", action="store_true",
-                   help="--describe: every config, defaults included")
+    p.add_argument(
+        "--broker", metavar="ID", help="the same as --entity-type brokers --entity-name ID"
+    )
+    p.add_argument(
+        "--add-config",
+        action="append",
+        default=[],
+        metavar="K=V[,K=V...]",
+        help="--alter: set these (repeatable)",
+    )
+    p.add_argument(
+        "--delete-config",
+        action="append",
+        default=[],
+        metavar="K[,K...]",
+        help="--alter: remove these overrides (repeatable)",
+    )
+    p.add_argument("--all", action="store_true", help="--describe: every config, defaults included")
     add_target_args(p)
     group = p.add_argument_group("or where the brokers are (Kafka protocol)")
-    group.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
-                       help="brokers' Kafka listeners")
+    group.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers' Kafka listeners"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -143,20 +155,24 @@ def plan(args: argparse.Namespace) -> Plan:
         raise UsageError("give --describe or --alter")
     kind, name = entity(args)
     if args.bootstrap_server and controller_target_flags(args):
-        raise UsageError("--bootstrap-server and the controller options both name the target: "
-                         "give one")
+        raise UsageError(
+            "--bootstrap-server and the controller options both name the target: give one"
+        )
     if args.describe:
         if args.add_config or args.delete_config:
             raise UsageError("--add-config and --delete-config go with --alter")
         if kind == BROKERS:
             if args.bootstrap_controller or args.command_config:
-                raise UsageError("a broker describes its own configs: use --bootstrap-server "
-                                 "(or --dir), not the controllers")
+                raise UsageError(
+                    "a broker describes its own configs: use --bootstrap-server "
+                    "(or --dir), not the controllers"
+                )
             return Plan(kind, name, "brokers")
         return Plan(kind, name, "brokers" if args.bootstrap_server else "controllers")
     if kind == BROKERS:
-        raise UsageError("broker configs are static (server.properties): kraftlog cannot "
-                         "alter them")
+        raise UsageError(
+            "broker configs are static (server.properties): kraftlog cannot alter them"
+        )
     if args.all:
         raise UsageError("--all goes with --describe")
     sets = [item for text in args.add_config for item in split_list(text)]
@@ -190,21 +206,26 @@ def run(args: argparse.Namespace) -> int:
         alter = topics_args(chosen.topics_argv)
         return int(alter.func(alter))
     if chosen.via == "controllers":
-        return run_admin_command(lambda client, a: _describe_on_controllers(client, a, chosen),
-                                 args)
+        return run_admin_command(
+            lambda client, a: _describe_on_controllers(client, a, chosen), args
+        )
     try:
-        config = {"bootstrap.servers": resolve_bootstrap(args),
-                  "default.api.timeout.ms": int(args.timeout * 1000)}
+        config = {
+            "bootstrap.servers": resolve_bootstrap(args),
+            "default.api.timeout.ms": int(args.timeout * 1000),
+        }
         with Admin(config) as admin:
             if chosen.kind == TOPICS:
                 entries = admin.describe_config_entries(RESOURCE_TOPIC, [chosen.name])
             else:
                 entries = admin.describe_config_entries(
-                    RESOURCE_BROKER, [chosen.name], node_id=int(chosen.name))
+                    RESOURCE_BROKER, [chosen.name], node_id=int(chosen.name)
+                )
     except (CommandError, ConfigError, KafkaError, ValueError) as e:
         return fail(str(e))
-    rows = [(e["name"], e.get("value"), bool(e.get("is_default")))
-            for e in entries.get(chosen.name, [])]
+    rows = [
+        (e["name"], e.get("value"), bool(e.get("is_default"))) for e in entries.get(chosen.name, [])
+    ]
     return _print(chosen, rows, args)
 
 
@@ -215,17 +236,17 @@ def _describe_on_controllers(
     if result is None:
         raise AdminError(f"no answer for topic {chosen.name}")
     if result.error_code:
-        return fail(f"cannot describe topic {chosen.name}: "
-                    f"{error_text(result.error_code, result.error_message)}")
+        return fail(
+            f"cannot describe topic {chosen.name}: "
+            f"{error_text(result.error_code, result.error_message)}"
+        )
     return _print(chosen, [(c.name, c.value, c.is_default) for c in result.configs], args)
 
 
-def _print(chosen: Plan, rows: list[tuple[str, str | None, bool]],
-           args: argparse.Namespace) -> int:
+def _print(chosen: Plan, rows: list[tuple[str, str | None, bool]], args: argparse.Namespace) -> int:
     shown = sorted((k, v) for k, v, is_default in rows if args.all or not is_default)
     if args.json:
-        print_json({"entity_type": chosen.kind, "entity_name": chosen.name,
-                    "configs": dict(shown)})
+        print_json({"entity_type": chosen.kind, "entity_name": chosen.name, "configs": dict(shown)})
         return 0
     if chosen.kind == BROKERS:
         title = f"Static configs for broker {chosen.name} are:"

@@ -68,8 +68,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--partition", type=int)
     p.add_argument("--offset", default=None, help="earliest, latest or an offset (--partition)")
     p.add_argument("--max-messages", type=int, default=None)
-    p.add_argument("--timeout-ms", type=int, default=None,
-                   help="exit after this long without a record (default: never)")
+    p.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=None,
+        help="exit after this long without a record (default: never)",
+    )
     p.add_argument("--format", default="value", choices=("value", "kv", "json"))
     for field_name in ("key", "headers", "partition", "offset", "timestamp"):
         p.add_argument(f"--print-{field_name}", action="store_true")
@@ -81,8 +85,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="read_committed: stop at the last stable offset, skip aborted transactions "
         "(default read_uncommitted)",
     )
-    add_property_args(p, tool="kafka-console-consumer.sh formatter", known=PROPERTIES,
-                      booleans=_PRINT_PROPERTIES, client="consumer")
+    add_property_args(
+        p,
+        tool="kafka-console-consumer.sh formatter",
+        known=PROPERTIES,
+        booleans=_PRINT_PROPERTIES,
+        client="consumer",
+    )
     p.set_defaults(func=run, print_value=True)
 
 
@@ -103,15 +112,15 @@ def consumer_config(args: argparse.Namespace, bootstrap: str) -> dict[str, str]:
     """The consumer's configuration: ``--consumer-property`` plus what the flags say."""
     props = parse_pairs(args.consumer_property, "--consumer-property")
     props["bootstrap.servers"] = bootstrap
-    reset = props.setdefault("auto.offset.reset",
-                             "earliest" if args.from_beginning else "latest")
+    reset = props.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
     if args.from_beginning and reset != "earliest":
         raise UsageError(f"--from-beginning contradicts auto.offset.reset={reset}")
     props.setdefault("client.id", "kraftlog-consume")
     isolation = props.setdefault("isolation.level", args.isolation_level or "read_uncommitted")
     if args.isolation_level is not None and isolation != args.isolation_level:
-        raise UsageError(f"--isolation-level {args.isolation_level} contradicts "
-                         f"isolation.level={isolation}")
+        raise UsageError(
+            f"--isolation-level {args.isolation_level} contradicts isolation.level={isolation}"
+        )
     if args.group is not None and props.setdefault("group.id", args.group) != args.group:
         raise UsageError(f"--group {args.group} contradicts group.id={props['group.id']}")
     return props

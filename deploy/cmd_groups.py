@@ -45,19 +45,41 @@ from deploy.text_table import print_table
 NONE = "-"
 
 _TARGETS = frozenset({"--bootstrap-server", "--dir", "--timeout-ms", "--json"})
-_RESET = frozenset({"--topic", "--all-topics", "--to-earliest", "--to-latest", "--to-offset",
-                    "--shift-by", "--to-datetime", "--dry-run", "--execute"})
+_RESET = frozenset(
+    {
+        "--topic",
+        "--all-topics",
+        "--to-earliest",
+        "--to-latest",
+        "--to-offset",
+        "--shift-by",
+        "--to-datetime",
+        "--dry-run",
+        "--execute",
+    }
+)
 # kafka-consumer-groups.sh's flags, translated into the subcommands below.
 KAFKA_STYLE = KafkaStyle(
     tool="kafka-consumer-groups.sh",
     actions=(
         Action("--list", "list", "list the groups", options=_TARGETS),
-        Action("--describe", "describe", "offsets, lag and owners of --group", "--group", True,
-               _TARGETS | {"--members"}),
-        Action("--reset-offsets", "reset-offsets", "move --group's committed offsets",
-               "--group", True, _TARGETS | _RESET),
-        Action("--delete", "delete", "delete --group and its offsets", "--group", True,
-               _TARGETS),
+        Action(
+            "--describe",
+            "describe",
+            "offsets, lag and owners of --group",
+            "--group",
+            True,
+            _TARGETS | {"--members"},
+        ),
+        Action(
+            "--reset-offsets",
+            "reset-offsets",
+            "move --group's committed offsets",
+            "--group",
+            True,
+            _TARGETS | _RESET,
+        ),
+        Action("--delete", "delete", "delete --group and its offsets", "--group", True, _TARGETS),
     ),
     options=(
         Option("--group", metavar="G"),
@@ -81,7 +103,9 @@ KAFKA_STYLE = KafkaStyle(
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser, groups_sub = add_command_group(
-        sub, "groups", "list, describe, reset and delete consumer groups",
+        sub,
+        "groups",
+        "list, describe, reset and delete consumer groups",
         description="List, describe, reset and delete consumer groups: with a SUBCOMMAND, or "
         "with kafka-consumer-groups.sh's flags (kraftlog groups --describe --group G ...).",
     )
@@ -97,10 +121,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = groups_sub.add_parser("reset-offsets", help="move a stopped group's committed offsets")
     p.add_argument("group")
     scope = p.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]",
-                       help="a topic, or some of its partitions (repeatable)")
-    scope.add_argument("--all-topics", action="store_true",
-                       help="every partition the group has committed offsets for")
+    scope.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[:P,P...]",
+        help="a topic, or some of its partitions (repeatable)",
+    )
+    scope.add_argument(
+        "--all-topics",
+        action="store_true",
+        help="every partition the group has committed offsets for",
+    )
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--to-earliest", action="store_true")
     how.add_argument("--to-latest", action="store_true")
@@ -125,8 +156,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _list(admin: Admin, args: argparse.Namespace) -> int:
     groups = admin.list_groups()
     if args.json:
-        print(json.dumps([{"group": g.group_id, "protocol_type": g.protocol_type,
-                           "coordinator": g.coordinator} for g in groups], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "group": g.group_id,
+                        "protocol_type": g.protocol_type,
+                        "coordinator": g.coordinator,
+                    }
+                    for g in groups
+                ],
+                indent=2,
+            )
+        )
     else:
         for g in groups:
             print(g.group_id)
@@ -144,24 +186,27 @@ def describe_rows(admin: Admin, group: str) -> tuple[GroupDescription, list[dict
     partitions = sorted(set(committed) | set(owners))
     ends = (
         {tp: r.offset for tp, r in admin.list_offsets({tp: "latest" for tp in partitions}).items()}
-        if partitions else {}
+        if partitions
+        else {}
     )
     rows = []
     for tp in partitions:
         current = committed.get(tp)
         end = ends.get(tp)
         owner = owners.get(tp)
-        rows.append({
-            "group": group,
-            "topic": tp.topic,
-            "partition": tp.partition,
-            "current_offset": current,
-            "log_end_offset": end,
-            "lag": (max(0, end - current) if current is not None and end is not None else None),
-            "consumer_id": owner.member_id if owner else None,
-            "host": owner.client_host if owner else None,
-            "client_id": owner.client_id if owner else None,
-        })
+        rows.append(
+            {
+                "group": group,
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "current_offset": current,
+                "log_end_offset": end,
+                "lag": (max(0, end - current) if current is not None and end is not None else None),
+                "consumer_id": owner.member_id if owner else None,
+                "host": owner.client_host if owner else None,
+                "client_id": owner.client_id if owner else None,
+            }
+        )
     return description, rows
 
 
@@ -178,49 +223,107 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
             return [f"{tp.topic}-{tp.partition}" for tp in tps]
 
         members = [
-            {"consumer_id": m.member_id, "group_instance_id": m.group_instance_id,
-             "host": m.client_host, "client_id": m.client_id,
-             "partitions": names(m.assignment),
-             **({"member_epoch": m.member_epoch, "target": names(m.target_assignment)}
-                if consumer else {})}
+            {
+                "consumer_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "host": m.client_host,
+                "client_id": m.client_id,
+                "partitions": names(m.assignment),
+                **(
+                    {"member_epoch": m.member_epoch, "target": names(m.target_assignment)}
+                    if consumer
+                    else {}
+                ),
+            }
             for m in description.members
         ]
         if args.json:
-            extra = ({"group_epoch": description.group_epoch,
-                      "assignment_epoch": description.assignment_epoch} if consumer else {})
-            print(json.dumps({"group": args.group, "protocol": description.group_type,
-                              "state": description.state, **extra, "members": members},
-                             indent=2))
+            extra = (
+                {
+                    "group_epoch": description.group_epoch,
+                    "assignment_epoch": description.assignment_epoch,
+                }
+                if consumer
+                else {}
+            )
+            print(
+                json.dumps(
+                    {
+                        "group": args.group,
+                        "protocol": description.group_type,
+                        "state": description.state,
+                        **extra,
+                        "members": members,
+                    },
+                    indent=2,
+                )
+            )
             return 0
-        epochs = (f", group epoch {description.group_epoch}, assignment epoch "
-                  f"{description.assignment_epoch}" if consumer else "")
-        print(f"Group {args.group} is {description.state} ({description.group_type} protocol, "
-              f"{len(members)} members, assignor {description.protocol or NONE}{epochs})")
+        epochs = (
+            f", group epoch {description.group_epoch}, assignment epoch "
+            f"{description.assignment_epoch}"
+            if consumer
+            else ""
+        )
+        print(
+            f"Group {args.group} is {description.state} ({description.group_type} protocol, "
+            f"{len(members)} members, assignor {description.protocol or NONE}{epochs})"
+        )
         if members:
             head = ["CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
             table = [[*head, "EPOCH", "TARGET-ASSIGNMENT"] if consumer else head]
             for m in members:
-                row = [m["consumer_id"], m["host"], m["client_id"], str(len(m["partitions"])),
-                       ",".join(m["partitions"]) or NONE]
+                row = [
+                    m["consumer_id"],
+                    m["host"],
+                    m["client_id"],
+                    str(len(m["partitions"])),
+                    ",".join(m["partitions"]) or NONE,
+                ]
                 if consumer:
                     row += [str(m["member_epoch"]), ",".join(m["target"]) or NONE]
                 table.append(row)
             print_table(table)
         return 0
     if args.json:
-        print(json.dumps({"group": args.group, "state": description.state,
-                          "partitions": rows}, indent=2))
+        print(
+            json.dumps(
+                {"group": args.group, "state": description.state, "partitions": rows}, indent=2
+            )
+        )
         return 0
     if description.state == "Dead" and not rows:
         print(f"error: consumer group {args.group} does not exist", file=sys.stderr)
         return 1
     if not description.members:
         print(f"Consumer group '{args.group}' has no active members.")
-    table = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-              "CONSUMER-ID", "HOST", "CLIENT-ID"]]
-    table += [[r["group"], r["topic"], str(r["partition"]), _cell(r["current_offset"]),
-               _cell(r["log_end_offset"]), _cell(r["lag"]), _cell(r["consumer_id"]),
-               _cell(r["host"]), _cell(r["client_id"])] for r in rows]
+    table = [
+        [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ]
+    ]
+    table += [
+        [
+            r["group"],
+            r["topic"],
+            str(r["partition"]),
+            _cell(r["current_offset"]),
+            _cell(r["log_end_offset"]),
+            _cell(r["lag"]),
+            _cell(r["consumer_id"]),
+            _cell(r["host"]),
+            _cell(r["client_id"]),
+        ]
+        for r in rows
+    ]
     print_table(table)
     return 0
 
@@ -250,8 +353,10 @@ def parse_datetime_ms(text: str) -> int:
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise CommandError(f"--to-datetime {text!r} is not ISO 8601 "
-                           "(e.g. 2026-11-22T10:00:00 or 2026-11-22T10:00:00+01:00)") from None
+        raise CommandError(
+            f"--to-datetime {text!r} is not ISO 8601 "
+            "(e.g. 2026-11-22T10:00:00 or 2026-11-22T10:00:00+01:00)"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return int(when.timestamp() * 1000)
@@ -266,15 +371,18 @@ def plan_reset(admin: Admin, args: argparse.Namespace) -> dict[TopicPartition, i
             raise CommandError(f"group {args.group} has no committed offsets; use --topic")
     else:
         partitions = _parse_topics(args.topic, admin)
-    starts = {tp: r.offset for tp, r in
-              admin.list_offsets({tp: "earliest" for tp in partitions}).items()}
-    ends = {tp: r.offset for tp, r in
-            admin.list_offsets({tp: "latest" for tp in partitions}).items()}
+    starts = {
+        tp: r.offset for tp, r in admin.list_offsets({tp: "earliest" for tp in partitions}).items()
+    }
+    ends = {
+        tp: r.offset for tp, r in admin.list_offsets({tp: "latest" for tp in partitions}).items()
+    }
     if args.to_datetime is not None:
         ts = parse_datetime_ms(args.to_datetime)
         found = admin.list_offsets({tp: ts for tp in partitions})
-        wanted = {tp: (found[tp].offset if found[tp].offset >= 0 else ends[tp])
-                  for tp in partitions}
+        wanted = {
+            tp: (found[tp].offset if found[tp].offset >= 0 else ends[tp]) for tp in partitions
+        }
     elif args.to_earliest:
         wanted = dict(starts)
     elif args.to_latest:
@@ -307,9 +415,19 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
                 return 1
             raise
     if args.json:
-        print(json.dumps({"group": args.group, "executed": bool(args.execute), "offsets": [
-            {"topic": tp.topic, "partition": tp.partition, "new_offset": o}
-            for tp, o in sorted(plan.items())]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "group": args.group,
+                    "executed": bool(args.execute),
+                    "offsets": [
+                        {"topic": tp.topic, "partition": tp.partition, "new_offset": o}
+                        for tp, o in sorted(plan.items())
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
     table = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]]
     table += [[args.group, tp.topic, str(tp.partition), str(o)] for tp, o in sorted(plan.items())]

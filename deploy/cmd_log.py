@@ -105,9 +105,7 @@ def run_dump(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 if args.verify_index:
                     ok = verify_index(path, out) and ok
             else:
-                print(
-                    f"{path}: not a .log, .index, .timeindex or .txnindex file", file=sys.stderr
-                )
+                print(f"{path}: not a .log, .index, .timeindex or .txnindex file", file=sys.stderr)
                 rc = max(rc, 2)
                 continue
         except OSError as e:

@@ -56,10 +56,14 @@ class CommandError(Exception):
 
 def add_bootstrap_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where the brokers are")
-    group.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
-                       help="brokers' Kafka listeners (bootstrap.servers)")
-    group.add_argument("--dir", metavar="D",
-                       help=f"a local cluster directory (default: {DEFAULT_CLUSTER_DIR})")
+    group.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        help="brokers' Kafka listeners (bootstrap.servers)",
+    )
+    group.add_argument(
+        "--dir", metavar="D", help=f"a local cluster directory (default: {DEFAULT_CLUSTER_DIR})"
+    )
 
 
 def resolve_bootstrap(args: argparse.Namespace) -> str:
@@ -93,28 +97,53 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--headers-delimiter", default="\t", metavar="SEP")
     p.add_argument("--headers-separator", default=",", metavar="SEP")
     p.add_argument("--headers-key-separator", default=":", metavar="SEP")
-    p.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
-                   help="a header for every record (repeatable)")
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a header for every record (repeatable)",
+    )
     p.add_argument("--partition", type=int, help="default: the partitioner decides")
-    p.add_argument("--acks", default=None, choices=("all", "-1", "0", "1"),
-                   help="default: all (or acks from --producer-property)")
-    p.add_argument("--compression-type", default=None, choices=COMPRESSION_TYPES,
-                   help="default: none (or compression.type from --producer-property)")
-    add_property_args(p, tool="kafka-console-producer.sh line reader", known=PROPERTIES,
-                      booleans=_BOOLEAN_PROPERTIES, client="producer")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="wait this long for the last acknowledgements (default 60)")
+    p.add_argument(
+        "--acks",
+        default=None,
+        choices=("all", "-1", "0", "1"),
+        help="default: all (or acks from --producer-property)",
+    )
+    p.add_argument(
+        "--compression-type",
+        default=None,
+        choices=COMPRESSION_TYPES,
+        help="default: none (or compression.type from --producer-property)",
+    )
+    add_property_args(
+        p,
+        tool="kafka-console-producer.sh line reader",
+        known=PROPERTIES,
+        booleans=_BOOLEAN_PROPERTIES,
+        client="producer",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="wait this long for the last acknowledgements (default 60)",
+    )
     p.set_defaults(func=run)
 
 
 def apply_properties(args: argparse.Namespace) -> None:
     """Fold the ``--property`` pairs into the line parsing attributes they name."""
     props = dict(args.property)
-    parse_key = (parse_bool("parse.key", props["parse.key"]) if "parse.key" in props
-                 else args.key_separator is not None)
+    parse_key = (
+        parse_bool("parse.key", props["parse.key"])
+        if "parse.key" in props
+        else args.key_separator is not None
+    )
     if parse_key:
-        args.key_separator = props.get("key.separator",
-                                       args.key_separator or DEFAULT_KEY_SEPARATOR)
+        args.key_separator = props.get("key.separator", args.key_separator or DEFAULT_KEY_SEPARATOR)
     elif "key.separator" in props:
         raise UsageError("key.separator needs parse.key=true")
     else:
@@ -135,9 +164,10 @@ def _normal(value: str) -> str:
 def producer_config(args: argparse.Namespace, bootstrap: str) -> dict[str, str]:
     """The producer's configuration: ``--producer-property`` plus what the flags say."""
     props = parse_pairs(args.producer_property, "--producer-property")
-    for flag, key, value, default in (("--acks", "acks", args.acks, "all"),
-                                      ("--compression-type", "compression.type",
-                                       args.compression_type, "none")):
+    for flag, key, value, default in (
+        ("--acks", "acks", args.acks, "all"),
+        ("--compression-type", "compression.type", args.compression_type, "none"),
+    ):
         if value is not None and _normal(props.get(key, value)) != _normal(value):
             raise UsageError(f"{flag} {value} contradicts {key}={props[key]}")
         props[key] = value or props.get(key, default)
@@ -185,7 +215,10 @@ def run(args: argparse.Namespace) -> int:
             line = raw[:-1] if raw.endswith("\n") else raw
             key, value, headers = parse_line(line, args)
             future = producer.send(
-                args.topic, value, key=key, headers=common_headers + headers or None,
+                args.topic,
+                value,
+                key=key,
+                headers=common_headers + headers or None,
                 partition=args.partition,
             )
             pending.append(future)

@@ -73,23 +73,45 @@ REASSIGN_POLL_INTERVAL_S = 0.5
 BrokerCommand = Callable[[Admin, argparse.Namespace], int]
 
 _TARGETS = frozenset(
-    {"--bootstrap-server", "--bootstrap-controller", "--dir", "--command-config", "--timeout",
-     "--json"}
+    {
+        "--bootstrap-server",
+        "--bootstrap-controller",
+        "--dir",
+        "--command-config",
+        "--timeout",
+        "--json",
+    }
 )
 # kafka-topics.sh's flags, translated into the subcommands below.
 KAFKA_STYLE = KafkaStyle(
     tool="kafka-topics.sh",
     actions=(
-        Action("--create", "create", "create the topic --topic", "--topic", True,
-               _TARGETS | {"--partitions", "--replication-factor", "--config",
-                           "--if-not-exists"}),
+        Action(
+            "--create",
+            "create",
+            "create the topic --topic",
+            "--topic",
+            True,
+            _TARGETS | {"--partitions", "--replication-factor", "--config", "--if-not-exists"},
+        ),
         Action("--list", "list", "list topic names", options=_TARGETS),
-        Action("--describe", "describe", "describe --topic (default: every topic)", "--topic",
-               False, _TARGETS),
+        Action(
+            "--describe",
+            "describe",
+            "describe --topic (default: every topic)",
+            "--topic",
+            False,
+            _TARGETS,
+        ),
         Action("--delete", "delete", "delete the topic --topic", "--topic", True, _TARGETS),
-        Action("--alter", "alter", "add partitions or change configs of --topic", "--topic",
-               True,
-               _TARGETS | {"--partitions", "--config", "--delete-config"}),
+        Action(
+            "--alter",
+            "alter",
+            "add partitions or change configs of --topic",
+            "--topic",
+            True,
+            _TARGETS | {"--partitions", "--config", "--delete-config"},
+        ),
     ),
     options=(
         Option("--topic", metavar="T"),
@@ -98,10 +120,12 @@ KAFKA_STYLE = KafkaStyle(
         Option("--config", APPEND, "KEY=VALUE"),
         Option("--delete-config", APPEND, "KEY"),
         Option("--if-not-exists", SWITCH),
-        Option("--bootstrap-server", metavar="HOST:PORT[,...]",
-               help="brokers' Kafka listeners"),
-        Option("--bootstrap-controller", metavar="HOST:PORT[,...]",
-               help="controllers' CONTROLLER listeners"),
+        Option("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers' Kafka listeners"),
+        Option(
+            "--bootstrap-controller",
+            metavar="HOST:PORT[,...]",
+            help="controllers' CONTROLLER listeners",
+        ),
         Option("--dir", metavar="D", help="a local cluster directory (its controllers)"),
         Option("--command-config", metavar="FILE", help="control plane TLS properties"),
         Option("--timeout", metavar="SECONDS"),
@@ -112,7 +136,9 @@ KAFKA_STYLE = KafkaStyle(
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser, topics_sub = add_command_group(
-        sub, "topics", "create, list, describe, delete and alter topics",
+        sub,
+        "topics",
+        "create, list, describe, delete and alter topics",
         description="Create, list, describe, delete and alter topics: with a SUBCOMMAND, or "
         "with kafka-topics.sh's flags (kraftlog topics --create --topic T ...).",
     )
@@ -177,28 +203,31 @@ def _add_topic_command(
     add_admin_command(p, on_controllers, run=lambda func, args: _run(func, on_brokers, args))
     group = p.add_argument_group("or where the brokers are (Kafka protocol)")
     group.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT[,...]",
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
         help="brokers' Kafka listeners (bootstrap.servers)",
     )
 
 
-def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand,
-         args: argparse.Namespace) -> int:
+def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand, args: argparse.Namespace) -> int:
     if not args.bootstrap_server:
         return run_admin_command(on_controllers, args)
     conflicting = controller_target_flags(args)
     if conflicting:
         flag = conflicting[0][0]
-        return usage_error(f"kraftlog topics {args.topics_command}",
-                           f"--bootstrap-server and {flag} both name the target: give one")
+        return usage_error(
+            f"kraftlog topics {args.topics_command}",
+            f"--bootstrap-server and {flag} both name the target: give one",
+        )
     try:
-        config = {"bootstrap.servers": args.bootstrap_server,
-                  "default.api.timeout.ms": int(args.timeout * 1000)}
+        config = {
+            "bootstrap.servers": args.bootstrap_server,
+            "default.api.timeout.ms": int(args.timeout * 1000),
+        }
         with Admin(config) as admin:
             return int(on_brokers(admin, args))
     except (AdminError, ConfigError, KafkaError, ValueError) as e:
         return fail(str(e))
-
 
 
 def parse_configs(items: list[str]) -> dict[str, str]:
@@ -424,8 +453,9 @@ def _topic_error(e: TopicOperationError, name: str) -> KafkaError:
 
 
 def _create_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
-    topic = KafkaNewTopic(args.name, args.partitions, args.replication_factor,
-                          parse_configs(args.config))
+    topic = KafkaNewTopic(
+        args.name, args.partitions, args.replication_factor, parse_configs(args.config)
+    )
     exists = False
     try:
         admin.create_topics([topic])
@@ -456,20 +486,29 @@ def _describe_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
     topics = []
     for name in names:
         parts = sorted(infos[name].partitions, key=lambda p: p.partition)
-        topics.append({
-            "name": name,
-            "topic_id": None,  # not in Metadata v8 answers
-            "partition_count": len(parts),
-            "replication_factor": len(parts[0].replicas) if parts else 0,
-            "configs": {c["name"]: c["value"] for c in entries.get(name, [])
-                        if not c.get("is_default")},
-            "partitions": [
-                {"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
-                 "replicas": list(p.replicas), "isr": list(p.isr),
-                 "adding_replicas": [], "removing_replicas": []}
-                for p in parts
-            ],
-        })
+        topics.append(
+            {
+                "name": name,
+                "topic_id": None,  # not in Metadata v8 answers
+                "partition_count": len(parts),
+                "replication_factor": len(parts[0].replicas) if parts else 0,
+                "configs": {
+                    c["name"]: c["value"] for c in entries.get(name, []) if not c.get("is_default")
+                },
+                "partitions": [
+                    {
+                        "partition": p.partition,
+                        "leader": p.leader,
+                        "leader_epoch": p.leader_epoch,
+                        "replicas": list(p.replicas),
+                        "isr": list(p.isr),
+                        "adding_replicas": [],
+                        "removing_replicas": [],
+                    }
+                    for p in parts
+                ],
+            }
+        )
     return _print_topics(topics, args)
 
 

@@ -37,12 +37,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _, txn_sub = add_command_group(sub, "transactions", "list, describe and abort transactions")
 
     p = txn_sub.add_parser("list", help="every transactional id of the cluster")
-    p.add_argument("--state", action="append", default=[], metavar="STATE",
-                   help="only these states (Ongoing, PrepareCommit, ...; repeatable)")
-    p.add_argument("--producer-id", action="append", type=int, default=[], metavar="N",
-                   help="only these producer ids (repeatable)")
-    p.add_argument("--duration-ms", type=int, default=-1, metavar="N",
-                   help="only transactions running longer than N ms")
+    p.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        metavar="STATE",
+        help="only these states (Ongoing, PrepareCommit, ...; repeatable)",
+    )
+    p.add_argument(
+        "--producer-id",
+        action="append",
+        type=int,
+        default=[],
+        metavar="N",
+        help="only these producer ids (repeatable)",
+    )
+    p.add_argument(
+        "--duration-ms",
+        type=int,
+        default=-1,
+        metavar="N",
+        help="only transactions running longer than N ms",
+    )
     add_broker_admin_command(p, _list)
 
     p = txn_sub.add_parser("describe", help="one transactional id as its coordinator holds it")
@@ -55,8 +71,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = txn_sub.add_parser("abort", help="abort a (hanging) transaction on one partition")
     _partition_args(p)
-    p.add_argument("--start-offset", type=int, metavar="O",
-                   help="the first offset of the open transaction to abort")
+    p.add_argument(
+        "--start-offset",
+        type=int,
+        metavar="O",
+        help="the first offset of the open transaction to abort",
+    )
     p.add_argument("--producer-id", type=int, metavar="N")
     p.add_argument("--producer-epoch", type=int, metavar="E")
     p.add_argument("--coordinator-epoch", type=int, metavar="C")
@@ -152,9 +172,21 @@ def _abort(admin: Admin, args: argparse.Namespace) -> int:
             ) from None
         raise
     if args.json:
-        print(json.dumps({"aborted": {"topic": tp.topic, "partition": tp.partition,
-                                      "producer_id": pid, "producer_epoch": epoch}}))
+        print(
+            json.dumps(
+                {
+                    "aborted": {
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "producer_id": pid,
+                        "producer_epoch": epoch,
+                    }
+                }
+            )
+        )
     else:
-        print(f"aborted the transaction of producer {pid} (epoch {epoch}) on "
-              f"{tp.topic}-{tp.partition}")
+        print(
+            f"aborted the transaction of producer {pid} (epoch {epoch}) on "
+            f"{tp.topic}-{tp.partition}"
+        )
     return 0

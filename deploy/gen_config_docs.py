@@ -39,8 +39,7 @@ _SECTIONS: dict[str, tuple[str, str]] = {
     ),
     "RaftConfig": (
         "Metadata log (raft)",
-        "Read by controllers: the Raft quorum that replicates the metadata log "
-        "(`raft/config.py`).",
+        "Read by controllers: the Raft quorum that replicates the metadata log (`raft/config.py`).",
     ),
     "ControllerConfig": (
         "Controller (metadata)",

@@ -172,16 +172,23 @@ def add_kafka_style(
     actions = group.add_mutually_exclusive_group()
     for action in style.actions:
         actions.add_argument(
-            action.flag, dest=ACTION_DEST, action="store_const", const=action.subcommand,
+            action.flag,
+            dest=ACTION_DEST,
+            action="store_const",
+            const=action.subcommand,
             help=f"{action.help} (= {action.subcommand})",
         )
     for option in style.options:
         if option.kind == SWITCH:
-            group.add_argument(option.flag, dest=option.dest, action="store_true",
-                               default=None, help=option.help)
+            group.add_argument(
+                option.flag, dest=option.dest, action="store_true", default=None, help=option.help
+            )
         else:
             group.add_argument(
-                option.flag, dest=option.dest, metavar=option.metavar, help=option.help,
+                option.flag,
+                dest=option.dest,
+                metavar=option.metavar,
+                help=option.help,
                 action="append" if option.kind == APPEND else "store",
             )
     translator = Translator(parser, style)
@@ -202,9 +209,7 @@ def _refuse_mixing(
 
     def run(args: argparse.Namespace) -> int:
         if any(_given(getattr(args, d, None)) for d in dests):
-            parser.error(
-                f"Kafka-style flags go without a subcommand: drop them or {subcommand!r}"
-            )
+            parser.error(f"Kafka-style flags go without a subcommand: drop them or {subcommand!r}")
         return int(func(args))
 
     return run
@@ -255,12 +260,18 @@ def add_property_args(
     ``booleans``, checked by :func:`property_pair`) and ``--<client>-property KEY=VALUE`` (the
     client's configuration); both repeatable."""
     parser.add_argument(
-        "--property", action="append", default=[], metavar="KEY=VALUE",
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         type=property_pair(known, booleans=booleans),
         help=f"{tool} property: {', '.join(known)}",
     )
     parser.add_argument(
-        f"--{client}-property", action="append", default=[], metavar="KEY=VALUE",
+        f"--{client}-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help=f"a {client} configuration property (repeatable)",
     )
 

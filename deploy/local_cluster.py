@@ -93,8 +93,17 @@ LOCAL_CLUSTER_DEFAULTS: Mapping[str, str] = {
 
 # Keys of a node's config that name the node itself (not copied to a node added later).
 _NODE_SPECIFIC_KEYS = frozenset(
-    {"node.id", "process.roles", "listeners", "advertised.listeners", "log.dirs", "metrics.port",
-     "metadata.log.dir", "controller.quorum.voters", RAFT_ADDRESS_KEY}
+    {
+        "node.id",
+        "process.roles",
+        "listeners",
+        "advertised.listeners",
+        "log.dirs",
+        "metrics.port",
+        "metadata.log.dir",
+        "controller.quorum.voters",
+        RAFT_ADDRESS_KEY,
+    }
 )
 
 # Order of keys in generated config files (others follow, sorted).
@@ -517,9 +526,7 @@ class LocalCluster:
             for p in (n.raft_port, n.controller_port, n.broker_port, n.metrics_port)
             if p
         }
-        return [p for p in free_ports(len(used) + count, host=layout.host) if p not in used][
-            :count
-        ]
+        return [p for p in free_ports(len(used) + count, host=layout.host) if p not in used][:count]
 
     def _add_node(
         self, node: NodeLayout, template: NodeLayout | None, overrides: dict[str, str]

@@ -62,16 +62,37 @@ from common.security.pem_files import pem_bytes
 from common.security.principal import ANONYMOUS, KafkaPrincipal, user
 
 _CLUSTER_ACTION = frozenset(
-    {"RegisterBroker", "BrokerHeartbeat", "BrokerSession", "AlterPartition",
-     "AllocateProducerIds", "FetchMetadata"}
+    {
+        "RegisterBroker",
+        "BrokerHeartbeat",
+        "BrokerSession",
+        "AlterPartition",
+        "AllocateProducerIds",
+        "FetchMetadata",
+    }
 )
 _ALTER_CLUSTER = frozenset(
-    {"ElectLeaders", "AlterPartitionReassignments", "CreateAcls", "DeleteAcls",
-     "AlterUserScramCredentials", "UpdateFeatures", "AddRaftVoter", "RemoveRaftVoter"}
+    {
+        "ElectLeaders",
+        "AlterPartitionReassignments",
+        "CreateAcls",
+        "DeleteAcls",
+        "AlterUserScramCredentials",
+        "UpdateFeatures",
+        "AddRaftVoter",
+        "RemoveRaftVoter",
+    }
 )
 _DESCRIBE_CLUSTER = frozenset(
-    {"DescribeCluster", "QuorumStatus", "DescribeAcls", "DescribeUserScramCredentials",
-     "ListPartitionReassignments", "DescribeFeatures", "DescribeQuorum"}
+    {
+        "DescribeCluster",
+        "QuorumStatus",
+        "DescribeAcls",
+        "DescribeUserScramCredentials",
+        "ListPartitionReassignments",
+        "DescribeFeatures",
+        "DescribeQuorum",
+    }
 )
 
 # The short names cryptography gives RDN attributes, as Java's X500Principal writes them.

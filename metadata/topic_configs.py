@@ -77,9 +77,7 @@ def election_rules(
             min_isr = max(1, int(value.strip()))
         except ValueError:
             pass
-    return TopicRules(
-        unclean=unclean_election_enabled(overrides, config), min_isr=min_isr, elr=elr
-    )
+    return TopicRules(unclean=unclean_election_enabled(overrides, config), min_isr=min_isr, elr=elr)
 
 
 def describe_topic_configs(

@@ -246,8 +246,7 @@ def _create_one(
         topic_id = new_topic_id()
     unit: list[MetadataRecord] = [TopicRecord(t.name, topic_id)]
     unit.extend(
-        ConfigRecord(RESOURCE_TOPIC, t.name, key, value)
-        for key, value in sorted(t.configs.items())
+        ConfigRecord(RESOURCE_TOPIC, t.name, key, value) for key, value in sorted(t.configs.items())
     )
     unit.extend(_partition_records(topic_id, assignment, image.brokers))
     first = assignment[min(assignment)]

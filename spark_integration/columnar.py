@@ -146,15 +146,19 @@ def decode_columns(
                 codec = header.attributes & CODEC_MASK
                 # Uncompressed blocks stay views of the payload: the one join below copies them.
                 blocks.append(
-                    block if codec == 0
-                    else decompress(codec, block, MAX_DECOMPRESSED_BATCH_BYTES)
+                    block if codec == 0 else decompress(codec, block, MAX_DECOMPRESSED_BATCH_BYTES)
                 )
             except ApiError as e:
                 raise CorruptDataError(str(e)) from None
             ts_type = 1 if header.attributes & TIMESTAMP_TYPE_MASK else 0
             meta.append(
-                (header.base_offset, header.base_timestamp, header.max_timestamp, ts_type,
-                 header.records_count)
+                (
+                    header.base_offset,
+                    header.base_timestamp,
+                    header.max_timestamp,
+                    ts_type,
+                    header.records_count,
+                )
             )
         pos += size
     if not blocks:
@@ -164,9 +168,13 @@ def decode_columns(
 
 def _empty(with_headers: bool, next_offset: int) -> Columns:
     return Columns(
-        _EMPTY_I64, _EMPTY_I64, _EMPTY_I32,
-        BinaryColumn(_EMPTY_I32, b""), BinaryColumn(_EMPTY_I32, b""),
-        [] if with_headers else None, next_offset,
+        _EMPTY_I64,
+        _EMPTY_I64,
+        _EMPTY_I32,
+        BinaryColumn(_EMPTY_I32, b""),
+        BinaryColumn(_EMPTY_I32, b""),
+        [] if with_headers else None,
+        next_offset,
     )
 
 

@@ -107,8 +107,10 @@ def resolve_offsets(
         elif isinstance(spec, PartitionOffsets):
             value = spec.offsets[tp]
             out[tp] = (
-                b.earliest if value == EARLIEST_OFFSET
-                else b.latest if value == LATEST_OFFSET
+                b.earliest
+                if value == EARLIEST_OFFSET
+                else b.latest
+                if value == LATEST_OFFSET
                 else value
             )
         elif isinstance(spec, PartitionTimestamps):

@@ -98,9 +98,7 @@ def to_record_batch(
     if include_headers:
         headers = columns.headers or [() for _ in range(n)]
         arrays.append(
-            pa.array(
-                [[{"key": k, "value": v} for k, v in hs] for hs in headers], type=HEADER_TYPE
-            )
+            pa.array([[{"key": k, "value": v} for k, v in hs] for hs in headers], type=HEADER_TYPE)
         )
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(include_headers))
 
@@ -131,7 +129,12 @@ def to_tuples(
             if r.offset >= end_offset:
                 return
             row = (
-                r.key, r.value, topic, partition, r.offset, _timestamp(r.timestamp),
+                r.key,
+                r.value,
+                topic,
+                partition,
+                r.offset,
+                _timestamp(r.timestamp),
                 r.timestamp_type,
             )
             if include_headers:

@@ -84,6 +84,7 @@ def _handler(api_key: int, api_version: int) -> Any:
             _HANDLER_CACHE[key] = handler
         return handler
 
+
 RECV_CHUNK_BYTES = 256 * 1024
 # Largest number of buffers handed to one sendmsg call (IOV_MAX is 1024 on Linux).
 MAX_IOV = 64
@@ -128,9 +129,7 @@ class Connection:
         if hooks is not None:
             hooks.bind_mute(self.mute)
         # TLS sockets cannot sendfile: the bytes would bypass encryption.
-        self._zero_copy = self._config.fetch_zero_copy_enable and getattr(
-            sock, "zero_copy", True
-        )
+        self._zero_copy = self._config.fetch_zero_copy_enable and getattr(sock, "zero_copy", True)
         # A plain TCP socket: writes may hold back partial frames (MSG_MORE, TCP_CORK; see
         # _write_out).
         self._plain = isinstance(sock, socket.socket)

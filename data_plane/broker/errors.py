@@ -51,5 +51,3 @@ class NotEnoughReplicasError(BrokerRequestError):
     """acks=all with fewer in-sync replicas than ``min.insync.replicas``."""
 
     error_code = ErrorCode.NOT_ENOUGH_REPLICAS
-
-

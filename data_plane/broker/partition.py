@@ -303,9 +303,8 @@ class Partition:
             return False, None
         log = self.log
         leo = log.log_end_offset
-        if (
-            fetch_offset == leo == log.high_watermark
-            and state.refresh_caught_up_follower(follower_id, leo, now_ms)
+        if fetch_offset == leo == log.high_watermark and state.refresh_caught_up_follower(
+            follower_id, leo, now_ms
         ):
             return False, None
         if fetch_offset > leo or fetch_offset < self.log.log_start_offset:
@@ -370,8 +369,14 @@ class Partition:
         change."""
         state = self.leader_state
         size = len(state.maximal_isr) if state is not None else len(self.isr)
-        return (self.role, self.leader_epoch, self.log.high_watermark, size,
-                self.min_insync_replicas, len(self.replicas))
+        return (
+            self.role,
+            self.leader_epoch,
+            self.log.high_watermark,
+            size,
+            self.min_insync_replicas,
+            len(self.replicas),
+        )
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """Kafka's checkEnoughReplicasReachOffset for a parked acks=all produce: (done, error).

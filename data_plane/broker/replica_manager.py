@@ -148,8 +148,7 @@ class ReplicaManager:
                         # partition with the old log (if replacing it failed).
                         self._retired_logs[tp] = old.log
             fresh = {
-                tp: lp.registration
-                for tp, lp in (*local.leaders.items(), *local.followers.items())
+                tp: lp.registration for tp, lp in (*local.leaders.items(), *local.followers.items())
             }
         else:
             fresh = {}

@@ -140,10 +140,18 @@ class RecordAccumulator:
             ts_field = VARINTS[delta]
             od_field = VARINTS[count]
             vl_field = VARINTS[value_size]
-            encoded = b"".join((
-                VARINTS[3 + len(ts_field) + len(od_field) + len(vl_field) + value_size],
-                b"\x00", ts_field, od_field, b"\x01", vl_field, value, b"\x00",
-            ))
+            encoded = b"".join(
+                (
+                    VARINTS[3 + len(ts_field) + len(od_field) + len(vl_field) + value_size],
+                    b"\x00",
+                    ts_field,
+                    od_field,
+                    b"\x01",
+                    vl_field,
+                    value,
+                    b"\x00",
+                )
+            )
             records = batch.records
             size = len(records) + len(encoded)
             room = self._batch_room
@@ -201,11 +209,20 @@ class RecordAccumulator:
                         ts_field = VARINTS[delta]
                         od_field = VARINTS[count]
                         vl_field = VARINTS[value_size]
-                        encoded = b"".join((
-                            VARINTS[3 + len(ts_field) + len(od_field) + len(vl_field)
-                                    + value_size],
-                            b"\x00", ts_field, od_field, b"\x01", vl_field, value, b"\x00",
-                        ))
+                        encoded = b"".join(
+                            (
+                                VARINTS[
+                                    3 + len(ts_field) + len(od_field) + len(vl_field) + value_size
+                                ],
+                                b"\x00",
+                                ts_field,
+                                od_field,
+                                b"\x01",
+                                vl_field,
+                                value,
+                                b"\x00",
+                            )
+                        )
                     else:
                         encoded = encode_record(count, delta, key, value, headers)
                     records = last.records
@@ -248,9 +265,7 @@ class RecordAccumulator:
                 batch.closed = True
             dq.append(batch)
             self._incomplete.add(batch)
-            future = FutureRecordMetadata(
-                (batch.result, rel, timestamp_ms, key_size, value_size)
-            )
+            future = FutureRecordMetadata((batch.result, rel, timestamp_ms, key_size, value_size))
             return future, True, rolled, batch
 
     def _reserve(self, size: int, max_block_ms: float) -> None:
@@ -364,8 +379,13 @@ class RecordAccumulator:
                     expired.append(batch)
         return expired
 
-    def complete(self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int,
-                 error: Exception | None) -> None:
+    def complete(
+        self,
+        batch: ProducerBatch,
+        base_offset: int,
+        log_append_time_ms: int,
+        error: Exception | None,
+    ) -> None:
         """Finish ``batch`` (runs its callbacks on this thread) and free its memory.
 
         Its record bytes are released too: the producer may keep a reference to a finished

@@ -167,7 +167,8 @@ class Admin:
 
     def list_topics(self, *, timeout_ms: float | None = None) -> list[str]:
         return sorted(
-            name for name, info in self.describe_topics(timeout_ms=timeout_ms).items()
+            name
+            for name, info in self.describe_topics(timeout_ms=timeout_ms).items()
             if not info.is_internal
         )
 
@@ -178,8 +179,11 @@ class Admin:
         timeout = self._timeout(timeout_ms)
         body = {
             "resources": [
-                {"resource_type": RESOURCE_TOPIC, "resource_name": topic,
-                 "configuration_keys": None}
+                {
+                    "resource_type": RESOURCE_TOPIC,
+                    "resource_name": topic,
+                    "configuration_keys": None,
+                }
             ],
             "include_synonyms": False,
             "include_documentation": False,
@@ -221,9 +225,7 @@ class Admin:
         """Set and delete overrides of ``topic`` (IncrementalAlterConfigs); raises
         :class:`KafkaError` if the cluster refuses."""
         timeout = self._timeout(timeout_ms)
-        configs = [
-            {"name": k, "config_operation": OP_SET, "value": v} for k, v in sets.items()
-        ]
+        configs = [{"name": k, "config_operation": OP_SET, "value": v} for k, v in sets.items()]
         configs += [{"name": k, "config_operation": OP_DELETE, "value": None} for k in deletes]
         body = {
             "resources": [
@@ -255,8 +257,7 @@ class Admin:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
         body = {
             "resources": [
-                {"resource_type": resource_type, "resource_name": name,
-                 "configuration_keys": None}
+                {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
                 for name in names
             ],
             "include_synonyms": False,
@@ -271,8 +272,11 @@ class Admin:
                 )
             out[result["resource_name"]] = [
                 # v0 flags defaults with is_default; v1+ replaced it by config_source.
-                {**entry, "is_default": bool(entry.get("is_default"))
-                 or entry.get("config_source") == SOURCE_DEFAULT}
+                {
+                    **entry,
+                    "is_default": bool(entry.get("is_default"))
+                    or entry.get("config_source") == SOURCE_DEFAULT,
+                }
                 for entry in result.get("configs", [])
             ]
         return out
@@ -305,8 +309,10 @@ class Admin:
         response = self._client.fetch_metadata([], self._timeout(timeout_ms))
         brokers = tuple(
             sorted(
-                (BrokerInfo(b["node_id"], b["host"], b["port"], b.get("rack"))
-                 for b in response.get("brokers", [])),
+                (
+                    BrokerInfo(b["node_id"], b["host"], b["port"], b.get("rack"))
+                    for b in response.get("brokers", [])
+                ),
                 key=lambda b: b.node_id,
             )
         )
@@ -321,9 +327,9 @@ class Admin:
         while True:
             try:
                 infos = self.describe_topics(topics, timeout_ms=timeout_ms)
-                if all(
-                    p.leader >= 0 for info in infos.values() for p in info.partitions
-                ) and all(info.partitions for info in infos.values()):
+                if all(p.leader >= 0 for info in infos.values() for p in info.partitions) and all(
+                    info.partitions for info in infos.values()
+                ):
                     return
             except KafkaError as e:
                 if not (e.retriable or e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
@@ -363,7 +369,10 @@ class Admin:
     ) -> dict[TopicPartition, int]:
         """Committed offsets of the group (of ``partitions``, or all)."""
         return fetch_offsets(
-            self._client, group_id, partitions, self._deadline(timeout_ms),
+            self._client,
+            group_id,
+            partitions,
+            self._deadline(timeout_ms),
             self.config.retry_backoff_ms,
         )
 
@@ -376,13 +385,14 @@ class Admin:
     ) -> None:
         """Set committed offsets; raises KafkaError NON_EMPTY_GROUP while members are active."""
         commit_offsets_while_empty(
-            self._client, group_id, offsets, self._deadline(timeout_ms),
+            self._client,
+            group_id,
+            offsets,
+            self._deadline(timeout_ms),
             self.config.retry_backoff_ms,
         )
 
-    def delete_groups(
-        self, group_ids: Iterable[str], *, timeout_ms: float | None = None
-    ) -> None:
+    def delete_groups(self, group_ids: Iterable[str], *, timeout_ms: float | None = None) -> None:
         """Delete empty groups with their offsets (DeleteGroups)."""
         deadline = self._deadline(timeout_ms)
         for g in group_ids:
@@ -401,8 +411,12 @@ class Admin:
         """Every transactional id of the cluster matching the filters (empty: all; a
         duration keeps transactions running longer than it)."""
         return list_transactions(
-            self._client, self._deadline(timeout_ms), float(self.config.request_timeout_ms),
-            states=states, producer_ids=producer_ids, min_duration_ms=min_duration_ms,
+            self._client,
+            self._deadline(timeout_ms),
+            float(self.config.request_timeout_ms),
+            states=states,
+            producer_ids=producer_ids,
+            min_duration_ms=min_duration_ms,
         )
 
     def describe_transaction(
@@ -410,7 +424,9 @@ class Admin:
     ) -> TransactionDescription:
         """State, producer id and epoch, timeout, start time and partitions of one id."""
         return describe_transaction(
-            self._client, transactional_id, self._deadline(timeout_ms),
+            self._client,
+            transactional_id,
+            self._deadline(timeout_ms),
             self.config.retry_backoff_ms,
         )
 
@@ -434,8 +450,13 @@ class Admin:
         """Abort ``producer_id``'s open transaction on ``tp`` by writing an ABORT marker there
         (for a hanging transaction its coordinator no longer knows)."""
         abort_transaction(
-            self._client, tp, producer_id, producer_epoch, coordinator_epoch,
-            self._deadline(timeout_ms), self.config.retry_backoff_ms,
+            self._client,
+            tp,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            self._deadline(timeout_ms),
+            self.config.retry_backoff_ms,
         )
 
     def complete_transaction(
@@ -444,7 +465,10 @@ class Admin:
         """Commit (or abort) a transaction another producer prepared
         (``Producer.prepare_transaction``); ending it the same way twice is harmless."""
         complete_transaction(
-            self._client, prepared, commit, self._deadline(timeout_ms),
+            self._client,
+            prepared,
+            commit,
+            self._deadline(timeout_ms),
             self.config.retry_backoff_ms,
         )
 

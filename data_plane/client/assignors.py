@@ -95,9 +95,7 @@ class RoundRobinAssignor:
         if not ordered:
             return {}
         subscribed = {m.member_id: set(m.subscription.topics) for m in ordered}
-        topics = sorted(
-            t for t in set().union(*subscribed.values()) if partitions_per_topic.get(t)
-        )
+        topics = sorted(t for t in set().union(*subscribed.values()) if partitions_per_topic.get(t))
         index = 0
         for topic in topics:
             for partition in range(partitions_per_topic[topic]):

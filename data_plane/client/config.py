@@ -222,16 +222,13 @@ class ConsumerConfig(CommonClientConfig):
         default=45000,
         metadata=prop("session.timeout.ms", min=1, doc="no heartbeat for this long: removed"),
     )
-    heartbeat_interval_ms: int = field(
-        default=3000, metadata=prop("heartbeat.interval.ms", min=1)
-    )
+    heartbeat_interval_ms: int = field(default=3000, metadata=prop("heartbeat.interval.ms", min=1))
     max_poll_interval_ms: int = field(
         default=300000,
         metadata=prop(
             "max.poll.interval.ms",
             min=1,
-            doc="no poll() for this long: the member leaves the group (also the rebalance "
-            "timeout)",
+            doc="no poll() for this long: the member leaves the group (also the rebalance timeout)",
         ),
     )
     enable_auto_commit: bool = field(default=True, metadata=prop("enable.auto.commit"))

@@ -173,7 +173,8 @@ class Consumer:
             self._next_pattern_check_s = time.monotonic() + self.config.retry_backoff_ms / 1000
             return
         matched = {
-            name for name, info in self._client.metadata.topics.items()
+            name
+            for name, info in self._client.metadata.topics.items()
             if self._pattern.fullmatch(name)
             and not (self.config.exclude_internal_topics and info.is_internal)
         }

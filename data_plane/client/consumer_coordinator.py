@@ -70,9 +70,7 @@ UNKNOWN_MEMBER_ID = ""
 # FindCoordinator key_type of a consumer group.
 GROUP_KEY_TYPE = 0
 
-_COORDINATOR_ERRORS = frozenset(
-    {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
-)
+_COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 _FATAL_JOIN_ERRORS = frozenset(
     {
         ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
@@ -143,7 +141,11 @@ class GroupFatalError:
 
 
 Output = (
-    Send | PartitionsRevoked | PartitionsLost | PartitionsAssigned | AssignmentNeeded
+    Send
+    | PartitionsRevoked
+    | PartitionsLost
+    | PartitionsAssigned
+    | AssignmentNeeded
     | GroupFatalError
 )
 
@@ -390,8 +392,10 @@ class ConsumerCoordinator:
             try:
                 sub = decode_subscription(m["metadata"])
             except ConsumerProtocolError as e:
-                self._fatal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                            f"member {m['member_id']} sent unreadable metadata: {e}")
+                self._fatal(
+                    ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                    f"member {m['member_id']} sent unreadable metadata: {e}",
+                )
                 return
             decoded.append(GroupMember(m["member_id"], m.get("group_instance_id"), sub))
         self._join_members = decoded
@@ -404,12 +408,12 @@ class ConsumerCoordinator:
         no metadata left out) and send SyncGroup with everyone's share."""
         if self.state != AWAITING_ASSIGNMENT:
             raise CoordinatorStateError(f"perform_assignment in state {self.state}")
-        assignor = next(
-            (a for a in self.settings.assignors if a.name == self.protocol_name), None
-        )
+        assignor = next((a for a in self.settings.assignors if a.name == self.protocol_name), None)
         if assignor is None:
-            self._fatal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                        f"the group chose assignor {self.protocol_name!r}, not one of ours")
+            self._fatal(
+                ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                f"the group chose assignor {self.protocol_name!r}, not one of ours",
+            )
             return self._drain()
         counts = {t: n for t, n in partition_counts.items() if n > 0}
         result = assignor.assign(counts, self._join_members)
@@ -519,11 +523,7 @@ class ConsumerCoordinator:
 
     def _emit_leave(self) -> None:
         s = self.settings
-        if (
-            self.member_id
-            and self.coordinator_id is not None
-            and s.group_instance_id is None
-        ):
+        if self.member_id and self.coordinator_id is not None and s.group_instance_id is None:
             self._send(
                 self.coordinator_id,
                 ApiKey.LEAVE_GROUP,

@@ -70,5 +70,3 @@ class NoOffsetForPartitionError(IllegalStateError):
 
 class UnsupportedFeatureError(Exception):
     """A configured feature this client does not provide (e.g. an API the broker lacks)."""
-
-

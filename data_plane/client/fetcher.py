@@ -208,7 +208,10 @@ class Fetcher:
             try:
                 aborted = part.get("aborted_transactions") if self._isolation else None
                 fetched = FetchedRecords(
-                    tp.topic, tp.partition, records, fetch_offset,
+                    tp.topic,
+                    tp.partition,
+                    records,
+                    fetch_offset,
                     check_crcs=self._config.check_crcs,
                     aborted_transactions=(
                         [(t["producer_id"], t["first_offset"]) for t in aborted]

@@ -129,8 +129,12 @@ def _describe_one(
 ) -> tuple[int, dict[str, Any], int]:
     """(coordinator, the group's entry, its error code) of a one-group describe request."""
     node, response = with_coordinator(
-        client, group_id, api_key, {**body, "include_authorized_operations": False},
-        deadline, backoff_ms,
+        client,
+        group_id,
+        api_key,
+        {**body, "include_authorized_operations": False},
+        deadline,
+        backoff_ms,
         lambda r: error_code(r["groups"][0]["error_code"]) if r.get("groups") else 0,
     )
     groups = response.get("groups", [])
@@ -143,8 +147,12 @@ def _describe_consumer_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> GroupDescription | None:
     node, g, code = _describe_one(
-        client, group_id, ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id]},
-        deadline, backoff_ms,
+        client,
+        group_id,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        {"group_ids": [group_id]},
+        deadline,
+        backoff_ms,
     )
     if code == ErrorCode.GROUP_ID_NOT_FOUND:
         return None  # a classic group, or none
@@ -160,15 +168,26 @@ def _describe_consumer_group(
 
     members = tuple(
         MemberDescription(
-            m["member_id"], m.get("instance_id"), m.get("client_id", ""),
-            m.get("client_host", ""), partitions(m.get("assignment")), m.get("member_epoch", -1),
+            m["member_id"],
+            m.get("instance_id"),
+            m.get("client_id", ""),
+            m.get("client_host", ""),
+            partitions(m.get("assignment")),
+            m.get("member_epoch", -1),
             partitions(m.get("target_assignment")),
         )
         for m in g.get("members") or ()
     )
     return GroupDescription(
-        g["group_id"], g.get("group_state", ""), PROTOCOL_TYPE, g.get("assignor_name", ""),
-        members, node, CONSUMER_GROUP_TYPE, g.get("group_epoch", -1), g.get("assignment_epoch", -1),
+        g["group_id"],
+        g.get("group_state", ""),
+        PROTOCOL_TYPE,
+        g.get("assignor_name", ""),
+        members,
+        node,
+        CONSUMER_GROUP_TYPE,
+        g.get("group_epoch", -1),
+        g.get("assignment_epoch", -1),
     )
 
 
@@ -190,13 +209,20 @@ def _describe_classic_group(
                 assignment = ()  # another client's private format: show no partitions
         members.append(
             MemberDescription(
-                m["member_id"], m.get("group_instance_id"), m.get("client_id", ""),
-                m.get("client_host", ""), assignment,
+                m["member_id"],
+                m.get("group_instance_id"),
+                m.get("client_id", ""),
+                m.get("client_host", ""),
+                assignment,
             )
         )
     return GroupDescription(
-        g["group_id"], g.get("group_state", ""), g.get("protocol_type", ""),
-        g.get("protocol_data", ""), tuple(members), node,
+        g["group_id"],
+        g.get("group_state", ""),
+        g.get("protocol_type", ""),
+        g.get("protocol_data", ""),
+        tuple(members),
+        node,
     )
 
 
@@ -227,8 +253,13 @@ def fetch_offsets(
         return 0
 
     _node, response = with_coordinator(
-        client, group_id, ApiKey.OFFSET_FETCH, {"group_id": group_id, "topics": topics},
-        deadline, backoff_ms, first_error,
+        client,
+        group_id,
+        ApiKey.OFFSET_FETCH,
+        {"group_id": group_id, "topics": topics},
+        deadline,
+        backoff_ms,
+        first_error,
     )
     code = first_error(response)
     if code:
@@ -262,12 +293,19 @@ def commit_offsets_while_empty(
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for tp, offset in sorted(offsets.items()):
         by_topic.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "committed_offset": offset,
-             "committed_leader_epoch": -1, "committed_metadata": ""}
+            {
+                "partition_index": tp.partition,
+                "committed_offset": offset,
+                "committed_leader_epoch": -1,
+                "committed_metadata": "",
+            }
         )
     body = {
-        "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
-        "group_instance_id": None, "retention_time_ms": -1,
+        "group_id": group_id,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "retention_time_ms": -1,
         "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
     }
 
@@ -289,9 +327,7 @@ def commit_offsets_while_empty(
         raise KafkaError(code, f"OffsetCommit({group_id})")
 
 
-def delete_group(
-    client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
-) -> None:
+def delete_group(client: NetworkClient, group_id: str, deadline: float, backoff_ms: int) -> None:
     """DeleteGroups (42): remove an empty group and its offsets (NON_EMPTY_GROUP otherwise)."""
 
     def first_error(r: dict[str, Any]) -> int:
@@ -299,8 +335,13 @@ def delete_group(
         return error_code(results[0]["error_code"]) if results else 0
 
     _node, response = with_coordinator(
-        client, group_id, ApiKey.DELETE_GROUPS, {"groups_names": [group_id]},
-        deadline, backoff_ms, first_error,
+        client,
+        group_id,
+        ApiKey.DELETE_GROUPS,
+        {"groups_names": [group_id]},
+        deadline,
+        backoff_ms,
+        first_error,
     )
     code = first_error(response)
     if code:

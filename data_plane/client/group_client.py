@@ -180,8 +180,9 @@ class GroupClient:
             if self.coordinator.coordinator_id != coordinator:
                 return False  # declared dead meanwhile (heartbeat failure)
             if self._clock() >= limit:
-                self.coordinator.on_commit_error(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                                 self._now_ms())
+                self.coordinator.on_commit_error(
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE, self._now_ms()
+                )
                 return False
             self.drive(may_rejoin=False)
             self._client.poll(min(HEARTBEAT_TICK_S, max(0.0, limit - self._clock())))
@@ -335,9 +336,7 @@ class GroupClient:
                 continue
             remaining = deadline_s - self._clock()
             if remaining <= 0:
-                raise KafkaTimeoutError(
-                    f"no coordinator found for group {self._config.group_id}"
-                )
+                raise KafkaTimeoutError(f"no coordinator found for group {self._config.group_id}")
             self._client.poll(min(remaining, HEARTBEAT_TICK_S))
 
     def commit_sync(self, offsets: Mapping[TopicPartition, int], timeout_ms: float) -> None:
@@ -375,8 +374,9 @@ class GroupClient:
                 raise KafkaError(code, "OffsetCommit")
             if self._clock() >= deadline:
                 raise KafkaTimeoutError(f"commit did not succeed in {timeout_ms} ms ({code.name})")
-            time.sleep(min(self._config.retry_backoff_ms / 1000.0,
-                           max(0.0, deadline - self._clock())))
+            time.sleep(
+                min(self._config.retry_backoff_ms / 1000.0, max(0.0, deadline - self._clock()))
+            )
 
     def commit_async(
         self, offsets: Mapping[TopicPartition, int], callback: CommitCallback | None
@@ -386,13 +386,21 @@ class GroupClient:
         offsets = dict(offsets)
         coordinator = self.coordinator.coordinator_id
         if not self._may_commit():
-            self._complete(callback, offsets, CommitFailedError(
-                ErrorCode.REBALANCE_IN_PROGRESS, "the group is rebalancing"))
+            self._complete(
+                callback,
+                offsets,
+                CommitFailedError(ErrorCode.REBALANCE_IN_PROGRESS, "the group is rebalancing"),
+            )
             return
         if coordinator is None or not self._client.is_ready(coordinator):
             self.drive(may_rejoin=False)  # starts the lookup / connection for the next try
-            self._complete(callback, offsets, KafkaError(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE, "no connection to the group coordinator"))
+            self._complete(
+                callback,
+                offsets,
+                KafkaError(
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE, "no connection to the group coordinator"
+                ),
+            )
             return
         body = self.coordinator.commit_body(offsets)
 
@@ -481,14 +489,16 @@ class GroupClient:
                 raise KafkaError(code, "OffsetFetch")
             if self._clock() >= deadline:
                 raise KafkaTimeoutError(f"OffsetFetch did not succeed in {timeout_ms} ms")
-            time.sleep(min(self._config.retry_backoff_ms / 1000.0,
-                           max(0.0, deadline - self._clock())))
+            time.sleep(
+                min(self._config.retry_backoff_ms / 1000.0, max(0.0, deadline - self._clock()))
+            )
 
     def refresh_committed_positions(self, timeout_ms: float) -> None:
         """Partitions without a position start at the committed offset; the others keep no
         position, so auto.offset.reset applies to them only after this succeeded."""
         missing = [
-            tp for tp, st in self._subs.assignment.items()
+            tp
+            for tp, st in self._subs.assignment.items()
             if st.position is None and st.reset_strategy is None
         ]
         if not missing:
@@ -532,8 +542,9 @@ class HeartbeatThread(threading.Thread):
     socket work."""
 
     def __init__(self, group: GroupClient, client: NetworkClient, lock: threading.RLock) -> None:
-        super().__init__(name=f"kraftlog-heartbeat-{group.coordinator.settings.group_id}",
-                         daemon=True)
+        super().__init__(
+            name=f"kraftlog-heartbeat-{group.coordinator.settings.group_id}", daemon=True
+        )
         self._group = group
         self._client = client
         self._lock = lock

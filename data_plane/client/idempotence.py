@@ -146,4 +146,3 @@ class IdempotenceManager:
             self._in_flight.pop(tp, None)
         else:
             self._in_flight[tp] = count - 1
-

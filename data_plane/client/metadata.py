@@ -181,8 +181,9 @@ class ClusterMetadata:
                     leaders[TopicPartition(name, info.partition)] = info.leader
                 else:
                     missing_leader = True
-            topics[name] = TopicInfo(name, t.get("error_code", 0), t.get("is_internal", False),
-                                     tuple(parts))
+            topics[name] = TopicInfo(
+                name, t.get("error_code", 0), t.get("is_internal", False), tuple(parts)
+            )
             self.topic_errors[name] = t.get("error_code", 0)
         # Keep topics a request for some topics only did not mention.
         for name, info in ({} if all_topics else self.topics).items():

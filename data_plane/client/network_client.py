@@ -126,9 +126,7 @@ class NetworkClient:
         """Connected, negotiated, and below the in-flight bound (starts connecting if not)."""
         conn = self._connection(node_id)
         return (
-            conn is not None
-            and conn.state is READY
-            and len(conn.in_flight) < self._max_in_flight
+            conn is not None and conn.state is READY and len(conn.in_flight) < self._max_in_flight
         )
 
     def any_ready_node(self) -> int | None:
@@ -139,9 +137,7 @@ class NetworkClient:
                 best = (len(conn.in_flight), node_id)
         if best is not None:
             return best[1]
-        candidates = list(self.metadata.brokers) or [
-            -(i + 1) for i in range(len(self._bootstrap))
-        ]
+        candidates = list(self.metadata.brokers) or [-(i + 1) for i in range(len(self._bootstrap))]
         for node_id in candidates:
             self._connection(node_id)
         if self.metadata.brokers:
@@ -175,8 +171,14 @@ class NetworkClient:
             raise KafkaConnectionError(f"no ready connection to broker {node_id}")
         if api_key == ApiKey.FIND_COORDINATOR:
             callback = self._learning_coordinator(callback)
-        conn.send(api_key, body, callback, self._clock(), expect_response=expect_response,
-                  timeout_ms=timeout_ms)
+        conn.send(
+            api_key,
+            body,
+            callback,
+            self._clock(),
+            expect_response=expect_response,
+            timeout_ms=timeout_ms,
+        )
         conn.write()
         self._update_interest(conn)
 

@@ -90,8 +90,9 @@ def list_offsets(
                     tp = TopicPartition(topic["name"], part["partition_index"])
                     code = part.get("error_code", 0)
                     if code == 0:
-                        out[tp] = OffsetAndTimestamp(part.get("offset", -1),
-                                                     part.get("timestamp", -1))
+                        out[tp] = OffsetAndTimestamp(
+                            part.get("offset", -1), part.get("timestamp", -1)
+                        )
                         pending.pop(tp, None)
                     elif code in REFRESH_ERRORS or KafkaError(code).retriable:
                         last_error = KafkaError(code, f"{tp.topic}-{tp.partition}")
@@ -102,8 +103,10 @@ def list_offsets(
         if retry and pending:
             # Forget stale leaders so the next round asks the cluster again.
             try:
-                client.fetch_metadata(sorted({tp.topic for tp in pending}),
-                                      max(1.0, (deadline - time.monotonic()) * 1000.0))
+                client.fetch_metadata(
+                    sorted({tp.topic for tp in pending}),
+                    max(1.0, (deadline - time.monotonic()) * 1000.0),
+                )
             except KafkaError as e:
                 last_error = e
             time.sleep(min(retry_backoff_ms / 1000.0, max(0.0, deadline - time.monotonic())))

@@ -180,7 +180,13 @@ class FetchedRecords:
                     ts_type, fixed_ts = 0, None
                 self._batches.append(
                     _PendingBatch(
-                        data, count, base_offset, base_ts, ts_type, fixed_ts, batch_next,
+                        data,
+                        count,
+                        base_offset,
+                        base_ts,
+                        ts_type,
+                        fixed_ts,
+                        batch_next,
                         leader_epoch,
                     )
                 )
@@ -206,8 +212,12 @@ class FetchedRecords:
             )
             if not appended:
                 appended = _decode_records(
-                    batch, min(max_records - taken, _GENERAL_STEP_RECORDS), self.topic,
-                    self.partition, self.min_offset, out,
+                    batch,
+                    min(max_records - taken, _GENERAL_STEP_RECORDS),
+                    self.topic,
+                    self.partition,
+                    self.min_offset,
+                    out,
                 )
             taken += appended
             if batch.remaining == 0:
@@ -241,7 +251,11 @@ def decode_fetched(
 ) -> DecodedFetch:
     """Decode every whole batch of ``payload`` at once (see :class:`FetchedRecords`)."""
     fetched = FetchedRecords(
-        topic, partition, payload, min_offset, check_crcs=check_crcs,
+        topic,
+        partition,
+        payload,
+        min_offset,
+        check_crcs=check_crcs,
         max_decompressed_bytes=max_decompressed_bytes,
     )
     out: list[ConsumerRecord] = []
@@ -283,11 +297,14 @@ def _consecutive_offsets(
     else:
         first = ((strided[0][0] & 0x7F) | (strided[1][0] << 7)) >> 1
         i = first - _ONE_BYTE_DELTAS
-        if i < 0 or strided[0][:run] != _DELTA_LOW[i : i + run] or (
-            strided[1][:run] != _DELTA_HIGH[i : i + run]
+        if (
+            i < 0
+            or strided[0][:run] != _DELTA_LOW[i : i + run]
+            or (strided[1][:run] != _DELTA_HIGH[i : i + run])
         ):
             return None
     return range(base_offset + first, base_offset + first + run)
+
 
 def _first_other(strided: bytes, value: int) -> int:
     """Index of the first byte of ``strided`` that is not ``value`` (len if none)."""
@@ -413,13 +430,19 @@ def _decode_uniform_run(
     if ts_width == 1:
         run = min(run, _first_marked(ts_bytes[0], _NOT_LAST))
     else:
-        run = min(run, _first_marked(ts_bytes[0], _NOT_FIRST_OF_TWO),
-                  _first_marked(ts_bytes[1], _NOT_LAST))
+        run = min(
+            run,
+            _first_marked(ts_bytes[0], _NOT_FIRST_OF_TWO),
+            _first_marked(ts_bytes[1], _NOT_LAST),
+        )
     if od_width == 1:
         run = min(run, _first_marked(od_bytes[0], _NOT_EVEN_LAST))
     else:
-        run = min(run, _first_marked(od_bytes[0], _NOT_EVEN_FIRST_OF_TWO),
-                  _first_marked(od_bytes[1], _NOT_LAST))
+        run = min(
+            run,
+            _first_marked(od_bytes[0], _NOT_EVEN_FIRST_OF_TWO),
+            _first_marked(od_bytes[1], _NOT_LAST),
+        )
     if run < _MIN_UNIFORM_RUN:
         return 0
     base_offset = batch.base_offset
@@ -691,17 +714,19 @@ def _decode_records(
             offset = base_offset + offset_delta
             if offset >= min_offset:
                 append(
-                    record((
-                        topic,
-                        partition,
-                        offset,
-                        base_ts + ts_delta if fixed_ts is None else fixed_ts,
-                        ts_type,
-                        key,
-                        value,
-                        headers,
-                        leader_epoch,
-                    ))
+                    record(
+                        (
+                            topic,
+                            partition,
+                            offset,
+                            base_ts + ts_delta if fixed_ts is None else fixed_ts,
+                            ts_type,
+                            key,
+                            value,
+                            headers,
+                            leader_epoch,
+                        )
+                    )
                 )
     except IndexError:
         raise _corrupt(

@@ -18,11 +18,13 @@ except ImportError:  # other interpreters: the same through a property
     def _tuplegetter(index: int, doc: str) -> Any:  # type: ignore[misc]
         return property(itemgetter(index), doc=doc)
 
+
 Header = tuple[str, bytes | None]
 
 
 def _field(index: int, doc: str) -> Any:
     return _tuplegetter(index, doc)
+
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -122,14 +124,14 @@ class ConsumerRecord(tuple):
     ) -> ConsumerRecord:
         """A record from its fields as arguments (tests, tools)."""
         return cls(
-            (topic, partition, offset, timestamp, timestamp_type, key, value, headers,
-             leader_epoch)
+            (topic, partition, offset, timestamp, timestamp_type, key, value, headers, leader_epoch)
         )
 
     def _asdict(self) -> dict[str, object]:
         return dict(zip(self._fields, self, strict=True))
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self,
-                                                                       strict=True))
+        fields = ", ".join(
+            f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)
+        )
         return f"ConsumerRecord({fields})"

@@ -309,8 +309,9 @@ class Sender(threading.Thread):
                 records = batch.wire_bytes(self._codec)
             except (ValueError, OverflowError, struct.error) as e:
                 # A batch that cannot be encoded fails alone; the sender keeps running.
-                self._complete(batch, -1, -1,
-                               KafkaError(ErrorCode.INVALID_RECORD, f"cannot encode: {e}"))
+                self._complete(
+                    batch, -1, -1, KafkaError(ErrorCode.INVALID_RECORD, f"cannot encode: {e}")
+                )
                 continue
             sendable.append(batch)
             by_topic.setdefault(batch.tp.topic, []).append(
@@ -370,12 +371,11 @@ class Sender(threading.Thread):
             code = part.get("error_code", 0)
             if code == 0:
                 # An idempotent duplicate is answered with the original offset: the same path.
-                self._complete(
-                    batch, part["base_offset"], part.get("log_append_time_ms", -1), None
-                )
+                self._complete(batch, part["base_offset"], part.get("log_append_time_ms", -1), None)
             else:
-                self._retry_or_fail(batch, KafkaError(code, part.get("error_message") or ""),
-                                    now_ms)
+                self._retry_or_fail(
+                    batch, KafkaError(code, part.get("error_message") or ""), now_ms
+                )
 
     def _retry_or_fail(self, batch: ProducerBatch, error: Exception, now_ms: float) -> None:
         retriable = isinstance(error, KafkaError) and error.retriable
@@ -417,7 +417,10 @@ class Sender(threading.Thread):
         self._complete(batch, -1, -1, error)
 
     def _complete(
-        self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int,
+        self,
+        batch: ProducerBatch,
+        base_offset: int,
+        log_append_time_ms: int,
         error: Exception | None,
     ) -> None:
         """Complete an answered (in-flight) batch."""

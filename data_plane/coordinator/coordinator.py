@@ -1310,8 +1310,10 @@ class GroupCoordinator:
         stored = group.offsets if group is not None else {}
         offsets = dict(stored) if partitions is None else {tp: stored.get(tp) for tp in partitions}
         unstable: frozenset[tuple[str, int]] = frozenset()
-        if require_stable and group is not None and (
-            group.pending_txn_offsets or group.txn_offsets_in_flight
+        if (
+            require_stable
+            and group is not None
+            and (group.pending_txn_offsets or group.txn_offsets_in_flight)
         ):
             pending = {tp for values in group.pending_txn_offsets.values() for tp in values}
             pending.update(tp for writes in group.txn_offsets_in_flight.values() for tp in writes)

@@ -31,12 +31,17 @@ from data_plane.protocol.fields import (
 
 def _node_endpoints(since: int) -> F:
     """The tagged NodeEndpoints array of Produce and Fetch responses (KIP-951), from ``since``."""
-    return F("node_endpoints", [
-        F("node_id", INT32, since),
-        F("host", STRING, since),
-        F("port", INT32, since),
-        F("rack", STRING, since, nullable=since),
-    ], since, tag=0)
+    return F(
+        "node_endpoints",
+        [
+            F("node_id", INT32, since),
+            F("host", STRING, since),
+            F("port", INT32, since),
+            F("rack", STRING, since, nullable=since),
+        ],
+        since,
+        tag=0,
+    )
 
 
 # The tables keep the nesting of the Kafka schemas; do not let the formatter explode them.

@@ -385,9 +385,7 @@ class RequestAuthorizer:
             return v
         names = [t.get("name", "") for t in requested]
         # None: a topic id this broker does not know (answered UNKNOWN_TOPIC_ID).
-        describable = {
-            n for n in names if n is None or self._topic(s, AclOperation.DESCRIBE, n)
-        }
+        describable = {n for n in names if n is None or self._topic(s, AclOperation.DESCRIBE, n)}
         new = body
         if body.get("allow_auto_topic_creation", True):
             missing = [n for n in describable if n is not None and not self._topic_exists(n)]
@@ -822,8 +820,7 @@ class RequestAuthorizer:
                     ]
                 g["topics"] = topics + denied_topics.get(i, [])
             entries = [
-                {"group_id": gid, "topics": [], "error_code": GROUP_DENIED}
-                for gid in denied_groups
+                {"group_id": gid, "topics": [], "error_code": GROUP_DENIED} for gid in denied_groups
             ]
             return self._append(response, "groups", entries)
 

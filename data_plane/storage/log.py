@@ -891,10 +891,7 @@ class Log:
                 # there may close a transaction whose data lies in a closed segment. Entries
                 # added after this snapshot cover offsets above its last stable offset.
                 aborted_transactions=tuple(
-                    t
-                    for seg in local.segments
-                    if seg.files_created
-                    for t in seg.txn_index.entries
+                    t for seg in local.segments if seg.files_created for t in seg.txn_index.entries
                 ),
             )
 

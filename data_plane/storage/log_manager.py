@@ -527,9 +527,7 @@ class LogManager:
                     f.flush()
                     fsync_directory(log.dir_path)
                 except OSError as e:
-                    self.failures.maybe_add_offline(
-                        os.path.dirname(log.dir_path), f"{f.path}: {e}"
-                    )
+                    self.failures.maybe_add_offline(os.path.dirname(log.dir_path), f"{f.path}: {e}")
                     continue
                 flushed += 1
         return flushed
@@ -805,9 +803,7 @@ class LogManager:
         # An offline directory gets no marker: its logs recover when it is loaded again.
         for log_dir in self.online_dirs():
             try:
-                fd = os.open(
-                    os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT
-                )
+                fd = os.open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), os.O_WRONLY | os.O_CREAT)
                 try:
                     os.fsync(fd)
                 finally:

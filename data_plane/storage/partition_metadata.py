@@ -76,9 +76,7 @@ class PartitionMetadataFile:
                 raise CorruptCheckpointError(f"{self.path}:{n}: expected 'key: value'")
             fields[key.strip()] = value.strip()
         if fields.get("version") != str(PARTITION_METADATA_VERSION):
-            raise CorruptCheckpointError(
-                f"{self.path}: unknown version {fields.get('version')!r}"
-            )
+            raise CorruptCheckpointError(f"{self.path}: unknown version {fields.get('version')!r}")
         try:
             return topic_id_from_string(fields.get("topic_id", ""))
         except ValueError as e:
@@ -88,8 +86,7 @@ class PartitionMetadataFile:
         """Write the file (atomically, not fsynced: see :meth:`flush`)."""
         tmp = self.path + TMP_SUFFIX
         body = (
-            f"version: {PARTITION_METADATA_VERSION}\n"
-            f"topic_id: {topic_id_to_string(topic_id)}\n"
+            f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id_to_string(topic_id)}\n"
         ).encode()
         try:
             # A new log has no file yet: write it in place (a crash that tears it leaves a

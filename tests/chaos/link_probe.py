@@ -77,7 +77,9 @@ def hub_rules(cluster: ChaosCluster) -> str:
     for table in ("filter", "nat"):
         done = subprocess.run(
             ["ip", "netns", "exec", name, "iptables", "-t", table, "-S"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         out.append(done.stdout)
     return "".join(out)

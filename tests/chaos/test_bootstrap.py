@@ -27,9 +27,23 @@ def test_run_against_an_existing_cluster(tmp_path: Path) -> None:
     with running_cluster(tmp_path / "cluster", controllers=1, brokers=3) as cluster:
         artifacts = tmp_path / "artifacts"
         argv = [
-            sys.executable, "-m", "deploy.cli", "chaos", "run", "--nemesis", "none",
-            "--bootstrap", ",".join(cluster.bootstrap_servers()), "--time-limit", "15",
-            "--seed", "5", "--recovery", "5", "--artifacts", str(artifacts),
+            sys.executable,
+            "-m",
+            "deploy.cli",
+            "chaos",
+            "run",
+            "--nemesis",
+            "none",
+            "--bootstrap",
+            ",".join(cluster.bootstrap_servers()),
+            "--time-limit",
+            "15",
+            "--seed",
+            "5",
+            "--recovery",
+            "5",
+            "--artifacts",
+            str(artifacts),
         ]
         done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stderr[-4000:]
@@ -41,6 +55,9 @@ def test_run_against_an_existing_cluster(tmp_path: Path) -> None:
         assert not (artifacts / "cluster").exists() and not (artifacts / "logs").exists()
         refused = subprocess.run(
             [*argv[:6], "kill", *argv[7:-1], str(tmp_path / "other")],
-            cwd=REPO, capture_output=True, text=True, timeout=60,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert refused.returncode == 2 and "nemeses need a cluster" in refused.stderr

@@ -36,8 +36,9 @@ def test_cleanup_removes_one_clusters_namespaces_and_processes() -> None:
             procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"]))
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not all(
-            subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
-                           timeout=10).stdout.strip()
+            subprocess.run(
+                ["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
             for ns in (name, f"{name}-1")
         ):
             time.sleep(0.05)

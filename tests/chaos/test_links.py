@@ -33,7 +33,10 @@ def test_slow_cut_lossy_and_heal(tmp_path: Path) -> None:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "tests.chaos.link_probe", str(tmp_path / "c"), name],
-            cwd=REPO, capture_output=True, text=True, timeout=120,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     finally:
         cleanup_leftovers(cluster_name=name)

@@ -56,14 +56,37 @@ def chaos_run(artifacts: Path, seed: int, nemeses: str, time_limit_s: float, *ex
     namespaces still present when it ended — what it left behind). Whatever happens, the run's
     process group is ended and those namespaces are removed afterwards."""
     argv = [
-        sys.executable, "-m", "deploy.cli", "chaos", "run",
-        "--nemesis", nemeses, "--time-limit", str(time_limit_s), "--seed", str(seed),
-        "--artifacts", str(artifacts), "--hold", "3,5", "--gap", "2,3", "--recovery", "10",
-        "--rate", "30", *extra,
+        sys.executable,
+        "-m",
+        "deploy.cli",
+        "chaos",
+        "run",
+        "--nemesis",
+        nemeses,
+        "--time-limit",
+        str(time_limit_s),
+        "--seed",
+        str(seed),
+        "--artifacts",
+        str(artifacts),
+        "--hold",
+        "3,5",
+        "--gap",
+        "2,3",
+        "--recovery",
+        "10",
+        "--rate",
+        "30",
+        *extra,
     ]
     proc = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, text=True, preexec_fn=_default_sigint,
+        argv,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        text=True,
+        preexec_fn=_default_sigint,
     )
     try:
         out, _ = proc.communicate(timeout=time_limit_s + RUN_MARGIN_S)
@@ -84,8 +107,15 @@ def chaos_run(artifacts: Path, seed: int, nemeses: str, time_limit_s: float, *ex
 
 
 def _check_artifacts(artifacts: Path, seed: int, final_reads: int = 3) -> dict:
-    for name in ("history.jsonl", "report.html", "summary.json", "anomalies.json", "runner.log",
-                 "run.json", "run-summary.json"):
+    for name in (
+        "history.jsonl",
+        "report.html",
+        "summary.json",
+        "anomalies.json",
+        "runner.log",
+        "run.json",
+        "run-summary.json",
+    ):
         assert (artifacts / name).is_file(), f"missing artifact {name}"
     assert (artifacts / "seed").read_text().strip() == str(seed)
     logs = sorted(p.name for p in (artifacts / "logs").glob("node-*.log"))
@@ -143,12 +173,27 @@ def test_transactional_run_with_kill_and_partitions_is_valid(tmp_path: Path) -> 
 def test_ctrl_c_cleans_up_namespaces_processes_and_tmpfs(tmp_path: Path) -> None:
     artifacts = tmp_path / "artifacts"
     argv = [
-        sys.executable, "-m", "deploy.cli", "chaos", "run", "--nemesis", "full-disk,pause",
-        "--time-limit", "120", "--seed", "3", "--artifacts", str(artifacts),
+        sys.executable,
+        "-m",
+        "deploy.cli",
+        "chaos",
+        "run",
+        "--nemesis",
+        "full-disk,pause",
+        "--time-limit",
+        "120",
+        "--seed",
+        "3",
+        "--artifacts",
+        str(artifacts),
     ]
     proc = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, text=True,
+        argv,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        text=True,
     )
     name = f"{NAMESPACE_PREFIX}{proc.pid % 100_000}"
     try:

@@ -270,9 +270,7 @@ def test_create_topics_v7_answers_counts_configs_and_the_topic_id(cluster: Local
         assert again["error_code"] == 36  # TOPIC_ALREADY_EXISTS
         # DescribeConfigs v4 (flexible): Kafka's config types, documentation when asked.
         request = {
-            "resources": [
-                {"resource_type": 2, "resource_name": topic, "configuration_keys": None}
-            ],
+            "resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
             "include_synonyms": False,
             "include_documentation": True,
         }

@@ -104,8 +104,13 @@ def test_log_append_time_batches_report_the_batch_timestamp() -> None:
 
 
 def test_control_batches_are_skipped() -> None:
-    control = build_batch([Record(b"\x00\x00\x00\x00", b"", BASE_TS)], is_control=True,
-                          producer_id=1, producer_epoch=0, base_offset=0)
+    control = build_batch(
+        [Record(b"\x00\x00\x00\x00", b"", BASE_TS)],
+        is_control=True,
+        producer_id=1,
+        producer_epoch=0,
+        base_offset=0,
+    )
     data = build_batch(_fixed(10), base_offset=1)
     got = decode_columns(bytes(control + data), 0, 100)
     assert got.offsets.tolist() == list(range(1, 11))
@@ -151,19 +156,23 @@ _record = st.builds(
     st.one_of(st.none(), st.binary(max_size=20)),
     st.one_of(st.none(), st.binary(max_size=200)),
     st.integers(BASE_TS, BASE_TS + 100_000),
-    st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))),
-             max_size=2).map(tuple),
+    st.lists(
+        st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))), max_size=2
+    ).map(tuple),
 )
 _uniform_run = st.builds(
-    lambda n, k, v: _fixed(n, k, v), st.integers(1, 300), st.sampled_from([None, 0, 4]),
+    lambda n, k, v: _fixed(n, k, v),
+    st.integers(1, 300),
+    st.sampled_from([None, 0, 4]),
     st.integers(0, 150),
 )
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    batches=st.lists(st.one_of(st.lists(_record, min_size=1, max_size=40), _uniform_run),
-                     min_size=1, max_size=4),
+    batches=st.lists(
+        st.one_of(st.lists(_record, min_size=1, max_size=40), _uniform_run), min_size=1, max_size=4
+    ),
     lo=st.integers(0, 400),
     span=st.integers(0, 800),
 )

@@ -29,8 +29,10 @@ def test_earliest_latest_and_json_with_special_values() -> None:
     assert resolve_offsets(LATEST, parts, BOUNDS, {}, ending=True) == {A0: 100, A1: 50}
     spec = PartitionOffsets({A0: -2, A1: -1})
     assert resolve_offsets(spec, parts, BOUNDS, {}, ending=False) == {A0: 10, A1: 50}
-    assert resolve_offsets(PartitionOffsets({A0: 42, A1: 7}), parts, BOUNDS, {},
-                           ending=False) == {A0: 42, A1: 7}
+    assert resolve_offsets(PartitionOffsets({A0: 42, A1: 7}), parts, BOUNDS, {}, ending=False) == {
+        A0: 42,
+        A1: 7,
+    }
     with pytest.raises(PlanError, match="must name every partition"):
         resolve_offsets(PartitionOffsets({A0: 1}), parts, BOUNDS, {}, ending=False)
 

@@ -32,8 +32,13 @@ def reader(spark, bootstrap: str, **options: str):
 
 def rows(df) -> list[tuple]:
     return sorted(
-        (r.topic, r.partition, r.offset, bytes(r.key) if r.key is not None else None,
-         bytes(r.value) if r.value is not None else None)
+        (
+            r.topic,
+            r.partition,
+            r.offset,
+            bytes(r.key) if r.key is not None else None,
+            bytes(r.value) if r.value is not None else None,
+        )
         for r in df.collect()
     )
 
@@ -60,8 +65,13 @@ def test_batch_read_is_the_committed_log_and_never_above_the_high_watermark(
         df = reader(spark, bootstrap, subscribe=topic)
         # Every record has these columns: declared NOT NULL (key and value may be null).
         assert [(f.name, f.nullable) for f in df.schema.fields] == [
-            ("key", True), ("value", True), ("topic", False), ("partition", False),
-            ("offset", False), ("timestamp", False), ("timestampType", False),
+            ("key", True),
+            ("value", True),
+            ("topic", False),
+            ("partition", False),
+            ("offset", False),
+            ("timestamp", False),
+            ("timestampType", False),
         ]
         arrow_rows = rows(df)
         tuple_rows = rows(reader(spark, bootstrap, subscribe=topic, **{"kraftlog.arrow": "false"}))
@@ -126,13 +136,20 @@ def test_offsets_json_timestamps_min_partitions_headers_and_patterns(
     stamps = [T0_MS + i * 1000 for i in range(40)]
     headers = [[("n", b"%d" % i), ("null", None)] if i % 10 == 0 else None for i in range(40)]
     for p in (0, 1):
-        produce(bootstrap, topic, [b"p%d-%d" % (p, i) for i in range(40)], partition=p,
-                timestamps=stamps, headers=headers)
+        produce(
+            bootstrap,
+            topic,
+            [b"p%d-%d" % (p, i) for i in range(40)],
+            partition=p,
+            timestamps=stamps,
+            headers=headers,
+        )
     produce(bootstrap, other, [b"o-%d" % i for i in range(10)], partition=0)
 
     # subscribePattern (and a topic it must not match), minPartitions, includeHeaders.
-    df = reader(spark, bootstrap, subscribePattern="opts-.*", minPartitions="6",
-                includeHeaders="true")
+    df = reader(
+        spark, bootstrap, subscribePattern="opts-.*", minPartitions="6", includeHeaders="true"
+    )
     assert df.rdd.getNumPartitions() == 6
     got = df.selectExpr("*", "unix_millis(timestamp) AS ms").collect()
     assert {(r.topic, r.partition) for r in got} == {(other, 0), (topic, 0), (topic, 1)}
@@ -144,7 +161,9 @@ def test_offsets_json_timestamps_min_partitions_headers_and_patterns(
 
     # Offsets JSON with -2 (earliest) and -1 (latest).
     df = reader(
-        spark, bootstrap, subscribe=topic,
+        spark,
+        bootstrap,
+        subscribe=topic,
         startingOffsets=json.dumps({topic: {"0": 10, "1": -2}}),
         endingOffsets=json.dumps({topic: {"0": 30, "1": -1}}),
     )
@@ -154,9 +173,13 @@ def test_offsets_json_timestamps_min_partitions_headers_and_patterns(
     ]
 
     # Timestamps: the first offset at or after each.
-    df = reader(spark, bootstrap, subscribe=topic, startingTimestamp=str(T0_MS + 4500),
-                endingOffsetsByTimestamp=json.dumps({topic: {"0": T0_MS + 8000,
-                                                              "1": T0_MS + 99_000}}))
+    df = reader(
+        spark,
+        bootstrap,
+        subscribe=topic,
+        startingTimestamp=str(T0_MS + 4500),
+        endingOffsetsByTimestamp=json.dumps({topic: {"0": T0_MS + 8000, "1": T0_MS + 99_000}}),
+    )
     assert [(r[1], r[2]) for r in rows(df)] == [(0, o) for o in range(5, 8)] + [
         (1, o) for o in range(5, 40)
     ]
@@ -165,8 +188,9 @@ def test_offsets_json_timestamps_min_partitions_headers_and_patterns(
     assert reader(spark, bootstrap, subscribe="opts-no-such-topic").count() == 0
 
     with pytest.raises(Exception, match="conflict"):
-        reader(spark, bootstrap, subscribe=topic, startingOffsets="earliest",
-               startingTimestamp="1").collect()
+        reader(
+            spark, bootstrap, subscribe=topic, startingOffsets="earliest", startingTimestamp="1"
+        ).collect()
 
 
 def test_streaming_available_now_reads_everything_once_across_a_restart(
@@ -179,8 +203,13 @@ def test_streaming_available_now_reads_everything_once_across_a_restart(
 
     def run() -> list[int]:
         query = (
-            reader_stream(spark, bootstrap, subscribePattern=f"{prefix}-.*",
-                          startingOffsets="earliest", maxOffsetsPerTrigger="120")
+            reader_stream(
+                spark,
+                bootstrap,
+                subscribePattern=f"{prefix}-.*",
+                startingOffsets="earliest",
+                maxOffsetsPerTrigger="120",
+            )
             .writeStream.format("parquet")
             .option("path", str(out))
             .option("checkpointLocation", str(checkpoint))
@@ -203,7 +232,8 @@ def test_streaming_available_now_reads_everything_once_across_a_restart(
     assert len(keys) == len(set(keys)) == 450  # exactly once
     values = sorted(bytes(r.value) for r in got)
     assert values == sorted(
-        [b"a-%d" % i for i in range(300)] + [b"b-%d" % i for i in range(100)]
+        [b"a-%d" % i for i in range(300)]
+        + [b"b-%d" % i for i in range(100)]
         + [b"c-%d" % i for i in range(50)]
     )
 
@@ -235,8 +265,9 @@ def test_streaming_with_a_rate_limit_reads_committed_transactions_once(
             committed += values
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     query = (
-        reader_stream(spark, bootstrap, subscribe=topic, startingOffsets="earliest",
-                      maxOffsetsPerTrigger="20")
+        reader_stream(
+            spark, bootstrap, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger="20"
+        )
         .writeStream.format("parquet")
         .option("path", str(out))
         .option("checkpointLocation", str(checkpoint))
@@ -268,8 +299,9 @@ def test_fail_on_data_loss_after_the_log_start_moved(
     start = json.dumps({topic: {"0": 0}})
     with pytest.raises(Exception, match="failOnDataLoss"):
         reader(spark, bootstrap, subscribe=topic, startingOffsets=start).collect()
-    got = rows(reader(spark, bootstrap, subscribe=topic, startingOffsets=start,
-                      failOnDataLoss="false"))
+    got = rows(
+        reader(spark, bootstrap, subscribe=topic, startingOffsets=start, failOnDataLoss="false")
+    )
     assert [r[2] for r in got] == list(range(40, 100))
 
 
@@ -285,8 +317,8 @@ def test_writer_uses_key_value_partition_and_headers(
         for i in range(40)
     ]
     df = spark.createDataFrame(
-        data, "key binary, value string, partition int, "
-        "headers array<struct<key:string,value:binary>>"
+        data,
+        "key binary, value string, partition int, headers array<struct<key:string,value:binary>>",
     )
     df.write.format("kraftlog").option("kafka.bootstrap.servers", bootstrap).option(
         "topic", topic

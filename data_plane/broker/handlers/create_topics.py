@@ -80,9 +80,7 @@ async def _details(
             if t.name in created:
                 out[t.name] = {
                     "num_partitions": t.num_partitions if t.num_partitions > 0 else -1,
-                    "replication_factor": t.replication_factor
-                    if t.replication_factor > 0
-                    else -1,
+                    "replication_factor": t.replication_factor if t.replication_factor > 0 else -1,
                     "configs": None,
                 }
         return out

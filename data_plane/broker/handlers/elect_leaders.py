@@ -27,9 +27,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
         else {t["topic"]: list(t.get("partitions") or ()) for t in requested}
     )
     try:
-        results = await forward(
-            apis, "elect_leaders", election == ELECTION_PREFERRED, partitions
-        )
+        results = await forward(apis, "elect_leaders", election == ELECTION_PREFERRED, partitions)
     except ControllerError as e:
         failed = [
             {

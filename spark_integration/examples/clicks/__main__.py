@@ -25,7 +25,10 @@ def local_cluster_bootstrap(directory: str) -> str:
     )
     status = subprocess.run(
         [*cli, "status", "--dir", directory, "--json"],
-        check=True, capture_output=True, text=True, timeout=60,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return ",".join(json.loads(status.stdout)["bootstrap_servers"])
 
@@ -44,8 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ensure_topic(bootstrap, args.topic)
     started = time.monotonic()
     produced = produce_clicks(bootstrap, args.topic, args.events)
-    print(f"produced {produced} click events to {args.topic} ({bootstrap}) "
-          f"in {time.monotonic() - started:.1f} s")
+    print(
+        f"produced {produced} click events to {args.topic} ({bootstrap}) "
+        f"in {time.monotonic() - started:.1f} s"
+    )
 
     # Spark's Python workers must run this interpreter and import this repository.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -54,9 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from spark_integration.examples.clicks.job import run_job
 
     spark = (
-        SparkSession.builder.master("local[2]").appName("kraftlog-clicks")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        SparkSession.builder.master("local[2]")
+        .appName("kraftlog-clicks")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -65,9 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark_integration.register(spark)
         started = time.monotonic()
         summary = run_job(spark, bootstrap, args.topic, args.output)
-        print(f"read {summary['events']} committed events; wrote {summary['rows']} rows "
-              f"(page x minute, {summary['clicks']} clicks) to {args.output} "
-              f"in {time.monotonic() - started:.1f} s")
+        print(
+            f"read {summary['events']} committed events; wrote {summary['rows']} rows "
+            f"(page x minute, {summary['clicks']} clicks) to {args.output} "
+            f"in {time.monotonic() - started:.1f} s"
+        )
         print("top pages:", ", ".join(f"{r.page} {r.clicks}" for r in summary["top"]))
         spark.read.parquet(args.output).show(10, truncate=False)
     finally:

@@ -49,8 +49,11 @@ def run_job(spark: SparkSession, bootstrap: str, topic: str, output: str) -> dic
             "events": events.count(),
             "rows": written.count(),
             "clicks": written.agg(F.sum("clicks")).first()[0],
-            "top": written.groupBy("page").agg(F.sum("clicks").alias("clicks"))
-            .orderBy(F.desc("clicks")).limit(5).collect(),
+            "top": written.groupBy("page")
+            .agg(F.sum("clicks").alias("clicks"))
+            .orderBy(F.desc("clicks"))
+            .limit(5)
+            .collect(),
         }
     finally:
         events.unpersist()

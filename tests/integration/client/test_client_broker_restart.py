@@ -25,8 +25,14 @@ def test_records_sent_across_a_broker_restart_are_all_delivered(
         cluster.restart(broker_id)
         restarted.set()
 
-    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 2,
-                   "retry.backoff.ms": 50, "request.timeout.ms": 5000}) as p:
+    with Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 2,
+            "retry.backoff.ms": 50,
+            "request.timeout.ms": 5000,
+        }
+    ) as p:
         futures = []
         restarter = threading.Thread(target=restart)
         for i in range(3000):

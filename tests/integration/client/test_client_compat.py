@@ -49,7 +49,9 @@ def _kafka_python_read(bootstrap: str, topic: str, partitions: int, n: int) -> l
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         consumer = kafka.KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+            bootstrap_servers=bootstrap,
+            group_id=None,
+            auto_offset_reset="earliest",
             enable_auto_commit=False,
         )
         try:
@@ -59,8 +61,16 @@ def _kafka_python_read(bootstrap: str, topic: str, partitions: int, n: int) -> l
             while len(rows) < n and time.monotonic() < deadline:
                 for batch in consumer.poll(timeout_ms=500).values():
                     for r in batch:
-                        rows.append((r.partition, r.offset, r.key, r.value,
-                                     tuple((k, v) for k, v in r.headers), r.timestamp))
+                        rows.append(
+                            (
+                                r.partition,
+                                r.offset,
+                                r.key,
+                                r.value,
+                                tuple((k, v) for k, v in r.headers),
+                                r.timestamp,
+                            )
+                        )
         finally:
             consumer.close()
     return sorted(rows)
@@ -83,23 +93,37 @@ def _confluent_write(
 
 
 def _confluent_read(bootstrap: str, topic: str, partitions: int, n: int) -> list[Row]:
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "compat-unused",
-        "enable.auto.commit": False, "enable.auto.offset.store": False,
-    })
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "compat-unused",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+        }
+    )
     try:
-        consumer.assign([
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(partitions)
-        ])
+        consumer.assign(
+            [
+                confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                for p in range(partitions)
+            ]
+        )
         rows: list[Row] = []
         deadline = time.monotonic() + 60
         while len(rows) < n and time.monotonic() < deadline:
             for m in consumer.consume(num_messages=1000, timeout=0.5):
                 if m.error():
                     continue
-                rows.append((m.partition(), m.offset(), m.key(), m.value(),
-                             tuple(m.headers() or ()), m.timestamp()[1]))
+                rows.append(
+                    (
+                        m.partition(),
+                        m.offset(),
+                        m.key(),
+                        m.value(),
+                        tuple(m.headers() or ()),
+                        m.timestamp()[1],
+                    )
+                )
     finally:
         consumer.close()
     return sorted(rows)
@@ -111,7 +135,8 @@ def test_kafka_python_writes_native_reads(bootstrap: str, new_topic: Callable[..
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         producer = kafka.KafkaProducer(
-            bootstrap_servers=bootstrap, compression_type="gzip",
+            bootstrap_servers=bootstrap,
+            compression_type="gzip",
             enable_idempotence=False,
         )
         try:
@@ -176,8 +201,7 @@ def test_same_key_same_partition_from_every_client(
             kp.close(10)
 
     topic = new_topic(partitions=partitions)
-    cp = confluent_kafka.Producer({"bootstrap.servers": bootstrap,
-                                   "partitioner": "murmur2_random"})
+    cp = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
     seen: dict[bytes, int] = {}
 
     def report(err: object, msg: confluent_kafka.Message) -> None:

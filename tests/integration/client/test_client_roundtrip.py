@@ -24,8 +24,9 @@ from data_plane.client import (
 pytestmark = pytest.mark.integration
 
 
-def consume(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0,
-            **props: object) -> list[ConsumerRecord]:
+def consume(
+    bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0, **props: object
+) -> list[ConsumerRecord]:
     config = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}
     config.update({k: str(v) for k, v in props.items()})
     out: list[ConsumerRecord] = []
@@ -75,8 +76,9 @@ def test_delivery_callbacks_and_interceptors(bootstrap: str, new_topic: Callable
             record.headers = [*(record.headers or ()), ("tagged", b"1")]
             return record
 
-        def on_acknowledgement(self, metadata: RecordMetadata | None,
-                               error: Exception | None) -> None:
+        def on_acknowledgement(
+            self, metadata: RecordMetadata | None, error: Exception | None
+        ) -> None:
             acks.append((metadata, error))
 
     delivered: list[tuple[Exception | None, RecordMetadata | None]] = []
@@ -113,8 +115,9 @@ def test_unknown_topic_times_out_after_max_block_ms(bootstrap: str) -> None:
     assert "max.block.ms" in str(info.value)
 
 
-def test_assign_seek_position_and_offset_reset(bootstrap: str,
-                                               new_topic: Callable[..., str]) -> None:
+def test_assign_seek_position_and_offset_reset(
+    bootstrap: str, new_topic: Callable[..., str]
+) -> None:
     topic = new_topic()
     tp = TopicPartition(topic, 0)
     with Producer({"bootstrap.servers": bootstrap, "linger.ms": "0"}) as p:
@@ -169,8 +172,9 @@ def test_admin_topics_offsets_and_cluster(bootstrap: str, admin: Admin) -> None:
     assert "client-admin-topic" not in admin.list_topics()
 
 
-def test_no_position_with_reset_none_is_a_clear_error(bootstrap: str,
-                                                       new_topic: Callable[..., str]) -> None:
+def test_no_position_with_reset_none_is_a_clear_error(
+    bootstrap: str, new_topic: Callable[..., str]
+) -> None:
     topic = new_topic()
     with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "none"}) as c:
         c.assign([TopicPartition(topic, 0)])

@@ -35,8 +35,7 @@ _ids = itertools.count()
 
 @pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("groups-cluster"),
-                         overrides=GROUP_OVERRIDES) as c:
+    with running_cluster(tmp_path_factory.mktemp("groups-cluster"), overrides=GROUP_OVERRIDES) as c:
         yield c
 
 

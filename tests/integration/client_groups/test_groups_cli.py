@@ -36,14 +36,25 @@ def read(consumer: Consumer, count: int) -> list:
 
 
 def test_describe_lag_and_reset_offsets(
-    bootstrap: str, admin: Admin, new_topic: Callable[..., str], group_id: str,
-    produce: Callable[..., list[bytes]], capsys: pytest.CaptureFixture[str],
+    bootstrap: str,
+    admin: Admin,
+    new_topic: Callable[..., str],
+    group_id: str,
+    produce: Callable[..., list[bytes]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     topic = new_topic(2)
     produce(topic, 40, 2)
     where = ("--bootstrap-server", bootstrap)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id,
-                         "client.id": "cli-test", "enable.auto.commit": "false", **MEMBER})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "client.id": "cli-test",
+            "enable.auto.commit": "false",
+            **MEMBER,
+        }
+    )
     try:
         consumer.subscribe([topic])
         read(consumer, 40)
@@ -52,8 +63,7 @@ def test_describe_lag_and_reset_offsets(
         code, out, _ = cli(capsys, "groups", "describe", group_id, *where, "--json")
         assert code == 0
         rows = {r["partition"]: r for r in json.loads(out)["partitions"]}
-        assert (rows[0]["current_offset"], rows[0]["log_end_offset"], rows[0]["lag"]) == (
-            5, 20, 15)
+        assert (rows[0]["current_offset"], rows[0]["log_end_offset"], rows[0]["lag"]) == (5, 20, 15)
         assert rows[1]["lag"] == 0
         member_id = consumer.group_generation()[1]
         assert {r["consumer_id"] for r in rows.values()} == {member_id}
@@ -61,8 +71,17 @@ def test_describe_lag_and_reset_offsets(
 
         code, out, _ = cli(capsys, "groups", "describe", group_id, *where)
         header, *lines = out.strip().splitlines()
-        assert header.split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET",
-                                  "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+        assert header.split() == [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ]
         assert [line.split()[3:6] for line in lines] == [["5", "20", "15"], ["20", "20", "0"]]
         assert {line.split()[7] for line in lines} == {"/127.0.0.1"}  # the member's address
 
@@ -70,8 +89,16 @@ def test_describe_lag_and_reset_offsets(
         assert code == 0 and group_id in out.split()
 
         # An active member would overwrite a reset: refused.
-        code, _, err = cli(capsys, "groups", "reset-offsets", group_id, "--all-topics",
-                           "--to-earliest", "--execute", *where)
+        code, _, err = cli(
+            capsys,
+            "groups",
+            "reset-offsets",
+            group_id,
+            "--all-topics",
+            "--to-earliest",
+            "--execute",
+            *where,
+        )
         assert code == 1 and "inactive" in err
         with pytest.raises(KafkaError, match="NON_EMPTY_GROUP"):
             admin.alter_consumer_group_offsets(group_id, {TopicPartition(topic, 0): 0})
@@ -85,23 +112,52 @@ def test_describe_lag_and_reset_offsets(
     finally:
         consumer.close()
 
-    code, out, _ = cli(capsys, "groups", "reset-offsets", group_id, "--topic", topic,
-                       "--to-earliest", *where)
+    code, out, _ = cli(
+        capsys, "groups", "reset-offsets", group_id, "--topic", topic, "--to-earliest", *where
+    )
     assert code == 0 and "dry run" in out
     assert admin.list_consumer_group_offsets(group_id) == {
-        TopicPartition(topic, 0): 20, TopicPartition(topic, 1): 20}
-    code, out, _ = cli(capsys, "groups", "reset-offsets", group_id, "--topic", f"{topic}:1",
-                       "--shift-by", "-3", "--execute", *where)
+        TopicPartition(topic, 0): 20,
+        TopicPartition(topic, 1): 20,
+    }
+    code, out, _ = cli(
+        capsys,
+        "groups",
+        "reset-offsets",
+        group_id,
+        "--topic",
+        f"{topic}:1",
+        "--shift-by",
+        "-3",
+        "--execute",
+        *where,
+    )
     assert code == 0
     assert admin.list_consumer_group_offsets(group_id)[TopicPartition(topic, 1)] == 17
-    code, out, _ = cli(capsys, "groups", "reset-offsets", group_id, "--all-topics",
-                       "--to-earliest", "--execute", *where)
+    code, out, _ = cli(
+        capsys,
+        "groups",
+        "reset-offsets",
+        group_id,
+        "--all-topics",
+        "--to-earliest",
+        "--execute",
+        *where,
+    )
     assert code == 0
     assert admin.list_consumer_group_offsets(group_id) == {
-        TopicPartition(topic, 0): 0, TopicPartition(topic, 1): 0}
+        TopicPartition(topic, 0): 0,
+        TopicPartition(topic, 1): 0,
+    }
 
-    again = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, **MEMBER,
-                      "auto.offset.reset": "latest"})
+    again = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            **MEMBER,
+            "auto.offset.reset": "latest",
+        }
+    )
     try:
         again.subscribe([topic])
         records = read(again, 40)  # from the reset committed offsets, not "latest"
@@ -119,21 +175,41 @@ def test_describe_lag_and_reset_offsets(
 
 
 def test_console_consumer_with_a_group_commits_and_resumes(
-    bootstrap: str, admin: Admin, new_topic: Callable[..., str], group_id: str,
-    produce: Callable[..., list[bytes]], capsys: pytest.CaptureFixture[str],
+    bootstrap: str,
+    admin: Admin,
+    new_topic: Callable[..., str],
+    group_id: str,
+    produce: Callable[..., list[bytes]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     topic = new_topic(2)
     first = produce(topic, 10, 2)
     where = ("--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id)
-    code, out, _ = cli(capsys, "consume", *where, "--from-beginning", "--max-messages", "10",
-                       *(f"--consumer-property={k}={v}" for k, v in MEMBER.items()))
+    code, out, _ = cli(
+        capsys,
+        "consume",
+        *where,
+        "--from-beginning",
+        "--max-messages",
+        "10",
+        *(f"--consumer-property={k}={v}" for k, v in MEMBER.items()),
+    )
     assert code == 0 and sorted(out.split()) == sorted(v.decode() for v in first)
     # Closing committed the group's position: a second run starts there, not at the beginning.
     assert admin.list_consumer_group_offsets(group_id) == {
-        TopicPartition(topic, 0): 5, TopicPartition(topic, 1): 5}
+        TopicPartition(topic, 0): 5,
+        TopicPartition(topic, 1): 5,
+    }
     more = produce(topic, 4, 2, start=10)
-    code, out, _ = cli(capsys, "consume", *where, "--from-beginning", "--max-messages", "4",
-                       *(f"--consumer-property={k}={v}" for k, v in MEMBER.items()))
+    code, out, _ = cli(
+        capsys,
+        "consume",
+        *where,
+        "--from-beginning",
+        "--max-messages",
+        "4",
+        *(f"--consumer-property={k}={v}" for k, v in MEMBER.items()),
+    )
     assert code == 0 and sorted(out.split()) == sorted(v.decode() for v in more)
     code, _, err = cli(capsys, "consume", *where, "--partition", "0")
     assert code == 1 and "--partition" in err

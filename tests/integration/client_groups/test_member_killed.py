@@ -40,17 +40,27 @@ CHILD = textwrap.dedent("""
 
 
 def test_killed_member_is_expired_and_its_partitions_move(
-    bootstrap: str, new_topic: Callable[..., str], group_id: str,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    group_id: str,
     produce: Callable[..., list[bytes]],
 ) -> None:
     topic = new_topic(2)
     produce(topic, 20, 2)
     # The survivor never commits: offset 10 of the other partition can only be the child's.
-    survivor = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, **MEMBER,
-                         "session.timeout.ms": "2000", "enable.auto.commit": "false"})
+    survivor = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            **MEMBER,
+            "session.timeout.ms": "2000",
+            "enable.auto.commit": "false",
+        }
+    )
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, bootstrap, group_id, topic],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE,
     )
     try:

@@ -130,7 +130,9 @@ def test_pattern_subscription_follows_new_topics(
 
 
 def test_commit_async_reports_through_its_callback(
-    bootstrap: str, new_topic: Callable[..., str], group_id: str,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    group_id: str,
     produce: Callable[..., list[bytes]],
 ) -> None:
     topic = new_topic(1)

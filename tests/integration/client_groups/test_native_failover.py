@@ -29,8 +29,10 @@ from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("KRAFTLOG_SLOW") != "1",
-                       reason="starts a 3-broker cluster (~20 s); set KRAFTLOG_SLOW=1"),
+    pytest.mark.skipif(
+        os.environ.get("KRAFTLOG_SLOW") != "1",
+        reason="starts a 3-broker cluster (~20 s); set KRAFTLOG_SLOW=1",
+    ),
 ]
 
 DEADLINE_S = 90.0
@@ -61,9 +63,15 @@ def test_native_member_survives_coordinator_kill(three_brokers: LocalCluster) ->
             for i in range(300):
                 producer.send(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
             producer.flush(30)
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "native-failover",
-                             **MEMBER, "enable.auto.commit": "false",
-                             "max.poll.records": "50"})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "native-failover",
+                **MEMBER,
+                "enable.auto.commit": "false",
+                "max.poll.records": "50",
+            }
+        )
         try:
             consumer.subscribe([TOPIC])
             seen: list = []

@@ -24,8 +24,9 @@ DEADLINE_S = 60.0
 
 
 def member(bootstrap: str, group: str, name: str, **extra: str) -> Consumer:
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
-                     **MEMBER, **extra})
+    return Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name, **MEMBER, **extra}
+    )
 
 
 def poll_until(
@@ -82,7 +83,10 @@ def test_three_members_share_six_partitions_and_rebalance_when_one_leaves(
         poll_until(consumers, balanced(consumers, 6, 2))
         # range: each member holds two consecutive partitions
         assert sorted(sorted(tp.partition for tp in s) for s in shares(consumers)) == [
-            [0, 1], [2, 3], [4, 5]]
+            [0, 1],
+            [2, 3],
+            [4, 5],
+        ]
         assert listener.calls[-1][0] == "assigned"
         consumers[2].close()
         rest = consumers[:2]
@@ -96,16 +100,20 @@ def test_three_members_share_six_partitions_and_rebalance_when_one_leaves(
 
 
 def test_at_least_once_across_a_rebalance_with_auto_commit(
-    bootstrap: str, new_topic: Callable[..., str], group_id: str,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    group_id: str,
     produce: Callable[..., list[bytes]],
 ) -> None:
     topic = new_topic(4)
     sent = produce(topic, 400, 4)
     seen: list = []
-    a = member(bootstrap, group_id, "a", **{"auto.commit.interval.ms": "100",
-                                            "max.poll.records": "20"})
-    b = member(bootstrap, group_id, "b", **{"auto.commit.interval.ms": "100",
-                                            "max.poll.records": "20"})
+    a = member(
+        bootstrap, group_id, "a", **{"auto.commit.interval.ms": "100", "max.poll.records": "20"}
+    )
+    b = member(
+        bootstrap, group_id, "b", **{"auto.commit.interval.ms": "100", "max.poll.records": "20"}
+    )
     try:
         a.subscribe([topic])
         poll_until([a], lambda: len(seen) >= 100, seen)
@@ -127,15 +135,21 @@ def test_at_least_once_across_a_rebalance_with_auto_commit(
 
 
 def test_a_group_mixing_the_native_consumer_and_kafka_python(
-    bootstrap: str, new_topic: Callable[..., str], group_id: str,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    group_id: str,
 ) -> None:
     topic = new_topic(6)
     native = member(bootstrap, group_id, "native")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = kafka.KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=group_id, client_id="kafka-python",
-            auto_offset_reset="earliest", session_timeout_ms=6000, heartbeat_interval_ms=300,
+            bootstrap_servers=bootstrap,
+            group_id=group_id,
+            client_id="kafka-python",
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=300,
         )
     try:
         # kafka-python joins first and leads: the native member decodes its assignment
@@ -157,8 +171,7 @@ def test_a_group_mixing_the_native_consumer_and_kafka_python(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 theirs.poll(timeout_ms=50)
-                their_share = {TopicPartition(tp.topic, tp.partition)
-                               for tp in theirs.assignment()}
+                their_share = {TopicPartition(tp.topic, tp.partition) for tp in theirs.assignment()}
             mine = native.assignment()
             if len(mine) == 3 and len(their_share) == 3 and not mine & their_share:
                 break
@@ -172,15 +185,23 @@ def test_a_group_mixing_the_native_consumer_and_kafka_python(
 
 
 def test_a_group_mixing_the_native_consumer_and_librdkafka(
-    bootstrap: str, new_topic: Callable[..., str], group_id: str,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    group_id: str,
 ) -> None:
     topic = new_topic(6)
     native = member(bootstrap, group_id, "native")
-    theirs = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group_id, "client.id": "librdkafka",
-        "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 300, "partition.assignment.strategy": "range",
-    })
+    theirs = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "client.id": "librdkafka",
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "partition.assignment.strategy": "range",
+        }
+    )
     try:
         native.subscribe([topic])
         native.poll(200)  # joins first: the native member leads and reads librdkafka's metadata

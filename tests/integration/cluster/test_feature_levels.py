@@ -107,7 +107,12 @@ def test_describe_upgrade_and_refusals(cluster: LocalCluster) -> None:
         )
 
     code, out = cli(
-        "features", "upgrade", "--dir", str(cluster.directory), "--feature", "metadata.version=1",
+        "features",
+        "upgrade",
+        "--dir",
+        str(cluster.directory),
+        "--feature",
+        "metadata.version=1",
         "--json",
     )
     assert code == 1

@@ -100,13 +100,11 @@ def test_failed_directories_go_offline_and_the_broker_keeps_serving(
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
     topics = [TOPIC, *EXTRA_TOPICS]
     futures = admin.create_topics(
-        [
-            confluent_kafka.admin.NewTopic(t, PARTITIONS if t == TOPIC else 1, 3)
-            for t in topics
-        ]
+        [confluent_kafka.admin.NewTopic(t, PARTITIONS if t == TOPIC else 1, 3) for t in topics]
     )
     for f in futures.values():
         f.result(30)
+
     def all_placed() -> dict[tuple[str, int], Path] | None:
         found = disks.replica_dirs()
         return found if len(found) == PARTITIONS + len(EXTRA_TOPICS) else None
@@ -137,8 +135,7 @@ def test_failed_directories_go_offline_and_the_broker_keeps_serving(
                 extra.poll(0)
                 state = partitions_of(admin)
                 return all(
-                    state[tp][0] not in (jbod, -1) and jbod not in state[tp][1]
-                    for tp in by_dir[d]
+                    state[tp][0] not in (jbod, -1) and jbod not in state[tp][1] for tp in by_dir[d]
                 )
 
             wait_until(moved, DEADLINE_S, f"leadership and ISR moved off {broken}")

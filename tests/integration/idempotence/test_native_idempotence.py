@@ -32,13 +32,15 @@ def test_native_producer_is_idempotent_by_default_across_a_leader_kill(
     old_leader = create_topic(cluster, topic, min_isr=2)
     sent = values(b"n")
     acks = Acks()
-    producer = Producer({
-        "bootstrap.servers": ",".join(cluster.bootstrap_servers()),
-        "linger.ms": 2,
-        "batch.size": 1024,  # about 50 records a batch: many batches, 5 in flight
-        "retry.backoff.ms": 100,
-        "metadata.max.age.ms": 1000,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": ",".join(cluster.bootstrap_servers()),
+            "linger.ms": 2,
+            "batch.size": 1024,  # about 50 records a batch: many batches, 5 in flight
+            "retry.backoff.ms": 100,
+            "metadata.max.age.ms": 1000,
+        }
+    )
     assert producer.config.idempotent and producer.config.acks_value == -1
 
     def callback(value: bytes) -> object:
@@ -47,6 +49,7 @@ def test_native_producer_is_idempotent_by_default_across_a_leader_kill(
                 acks.ok(value, md.offset)  # type: ignore[attr-defined]
             else:
                 acks.fail(value, error)
+
         return done
 
     killer = KillLeaderAfterAcks(cluster, old_leader, acks, KILL_AFTER_ACKS)

@@ -92,8 +92,13 @@ def _client(pki: Path, address: str, name: str) -> ControllerClient:
     return ControllerClient(address, DEADLINE_S, credentials=channel_credentials(_cfg(pki, name)))
 
 
-def _acl(op: AclOperation, rtype: ResourceType, name: str, ptype: PatternType,
-         perm: AclPermissionType = AclPermissionType.ALLOW) -> sm.AclCreation:
+def _acl(
+    op: AclOperation,
+    rtype: ResourceType,
+    name: str,
+    ptype: PatternType,
+    perm: AclPermissionType = AclPermissionType.ALLOW,
+) -> sm.AclCreation:
     return sm.AclCreation(int(rtype), name, int(ptype), ADMIN, "*", int(op), int(perm))
 
 
@@ -109,9 +114,14 @@ def test_admin_needs_acls_broker_is_super_user(pki: Path, address: str) -> None:
         assert "admin-orders" in str(refused.value)
         for call in (
             admin.describe_cluster,
-            lambda: create_acls(admin, [_acl(
-                AclOperation.ALL, ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL
-            )]),
+            lambda: create_acls(
+                admin,
+                [
+                    _acl(
+                        AclOperation.ALL, ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL
+                    )
+                ],
+            ),
         ):
             with pytest.raises(ControllerError) as refused:
                 call()
@@ -132,9 +142,12 @@ def test_admin_needs_acls_broker_is_super_user(pki: Path, address: str) -> None:
             assert time.monotonic() < deadline, "broker 7 never unfenced"
             time.sleep(0.05)
         assert broker.describe_cluster().controller_id == 1
-        results = create_acls(broker, [
-            _acl(AclOperation.CREATE, ResourceType.TOPIC, "admin-", PatternType.PREFIXED),
-        ])
+        results = create_acls(
+            broker,
+            [
+                _acl(AclOperation.CREATE, ResourceType.TOPIC, "admin-", PatternType.PREFIXED),
+            ],
+        )
         assert [r.error_code for r in results] == [0]
         assert admin.create_topics([NewTopic("admin-orders", 1, 1)])[0].error_code == 0
         with pytest.raises(ControllerError) as refused:
@@ -142,10 +155,18 @@ def test_admin_needs_acls_broker_is_super_user(pki: Path, address: str) -> None:
         assert refused.value.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
         # Deny wins over allow.
-        results = create_acls(broker, [_acl(
-            AclOperation.CREATE, ResourceType.TOPIC, "admin-secret", PatternType.LITERAL,
-            AclPermissionType.DENY,
-        )])
+        results = create_acls(
+            broker,
+            [
+                _acl(
+                    AclOperation.CREATE,
+                    ResourceType.TOPIC,
+                    "admin-secret",
+                    PatternType.LITERAL,
+                    AclPermissionType.DENY,
+                )
+            ],
+        )
         assert [r.error_code for r in results] == [0]
         with pytest.raises(ControllerError) as refused:
             admin.create_topics([NewTopic("admin-secret", 1, 1)])

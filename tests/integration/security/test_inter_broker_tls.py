@@ -53,8 +53,11 @@ def _ssl_listener_cluster(path: Path, pki: Path, inter_broker: str) -> LocalClus
         )
         cluster.update_config(
             broker_id,
-            {"listeners": listeners, "advertised.listeners": listeners,
-             "metrics.port": str(metrics_port)},
+            {
+                "listeners": listeners,
+                "advertised.listeners": listeners,
+                "metrics.port": str(metrics_port),
+            },
         )
     return cluster
 

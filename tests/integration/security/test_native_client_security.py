@@ -47,8 +47,13 @@ def _connect(address: str, props: dict[str, str]) -> BrokerConnection:
     config = client_config(ConsumerConfig, {"bootstrap.servers": address, **props})
     host, _, port = address.rpartition(":")
     return BrokerConnection(
-        -1, host, int(port), client_id="native-security-test", request_timeout_ms=10000,
-        connect_timeout_ms=10000, security=client_security(config),
+        -1,
+        host,
+        int(port),
+        client_id="native-security-test",
+        request_timeout_ms=10000,
+        connect_timeout_ms=10000,
+        security=client_security(config),
     )
 
 
@@ -142,27 +147,57 @@ def test_sasl_ssl_scram_512_produce_and_fetch(secure: Secure) -> None:
         # Larger than one bounded TLS write (MAX_JOIN_BYTES) and many TLS records each way.
         big = os.urandom(600 * 1024)
         builder.append(now_ms, b"big", big)
-        produced = pump.request(ApiKey.PRODUCE, {
-            "transactional_id": None, "acks": -1, "timeout_ms": 10000,
-            "topic_data": [{"name": "orders", "partition_data": [
-                {"index": 0, "records": bytes(builder.build())}]}],
-        })
+        produced = pump.request(
+            ApiKey.PRODUCE,
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout_ms": 10000,
+                "topic_data": [
+                    {
+                        "name": "orders",
+                        "partition_data": [{"index": 0, "records": bytes(builder.build())}],
+                    }
+                ],
+            },
+        )
         part = produced["responses"][0]["partition_responses"][0]
         assert part["error_code"] == 0, part
         base = part["base_offset"]
-        fetched = pump.request(ApiKey.FETCH, {
-            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 4 << 20,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": "orders", "partitions": [{
-                "partition": 0, "current_leader_epoch": -1, "fetch_offset": base,
-                "log_start_offset": -1, "partition_max_bytes": 4 << 20}]}],
-            "forgotten_topics_data": [], "rack_id": "",
-        })
+        fetched = pump.request(
+            ApiKey.FETCH,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 0,
+                "max_bytes": 4 << 20,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": "orders",
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": base,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": 4 << 20,
+                            }
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
         fpart = fetched["responses"][0]["partitions"][0]
         assert fpart["error_code"] == 0, fpart
         records = decode_fetched("orders", 0, fpart["records"], base).records
         assert [r.value for r in records[:4]] == [
-            *(f"native-over-sasl-ssl-{i}".encode() for i in range(3)), big
+            *(f"native-over-sasl-ssl-{i}".encode() for i in range(3)),
+            big,
         ]
     finally:
         pump.close()
@@ -177,9 +212,13 @@ def test_ssl_client_certificate_principal(secure: Secure) -> None:
     }
     pump = _ready(secure.ssl_addr, props)
     try:
-        metadata = pump.request(ApiKey.METADATA, {
-            "topics": None, "allow_auto_topic_creation": False,
-        })
+        metadata = pump.request(
+            ApiKey.METADATA,
+            {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+            },
+        )
         # User:CN=client,... may describe payments only (deny by default for the rest).
         assert [t["name"] for t in metadata["topics"]] == ["payments"]
     finally:
@@ -211,8 +250,9 @@ def test_producer_consumer_admin_over_sasl_ssl(secure: Secure) -> None:
     props = {"bootstrap.servers": secure.sasl_ssl, **_sasl_props(secure, APP_PASSWORD)}
     producer = Producer({**props, "enable.idempotence": "false", "acks": "all"})
     try:
-        futures = [producer.send("orders", value=b"whole-client-%d" % i, partition=0)
-                   for i in range(5)]
+        futures = [
+            producer.send("orders", value=b"whole-client-%d" % i, partition=0) for i in range(5)
+        ]
         producer.flush(30)
         offsets = [f.get(timeout=30).offset for f in futures]
     finally:

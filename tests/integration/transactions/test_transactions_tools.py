@@ -67,9 +67,12 @@ def test_list_describe_and_abort_a_hanging_transaction(
                 "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
             },
         )
-        assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0][
-            "partition_error_code"
-        ] == 0
+        assert (
+            added["results_by_topic_v3_and_below"][0]["results_by_partition"][0][
+                "partition_error_code"
+            ]
+            == 0
+        )
         listed = json.loads(kraftlog(cluster, capsys, "list", "--state", "Ongoing", "--json"))
         assert {"transactional_id": txn_id, "producer_id": ids["producer_id"],
                 "state": "Ongoing"}.items() <= next(
@@ -146,4 +149,3 @@ def test_tool_errors_are_clear(cluster: LocalCluster, capsys: pytest.CaptureFixt
     assert main(["transactions", "abort", "--topic", topic, "--partition", "0",
                  "--start-offset", "0", "--bootstrap-server", bootstrap]) == 1  # fmt: skip
     assert "no transaction open" in capsys.readouterr().err
-

@@ -141,6 +141,7 @@ def test_a_parked_fetch_answers_what_it_had_and_what_woke_it(client: WireClient,
     is answered together with what it had, and the partition nothing touched is left out."""
     producer = WireClient(broker.port)
     try:
+
         def produce(partition: int, n: int) -> None:
             resp = producer.call(ApiKey.PRODUCE, 7, produce_body("t", partition, batch(n)))
             assert presult(resp)["error_code"] == 0

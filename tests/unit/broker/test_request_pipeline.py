@@ -91,7 +91,7 @@ def test_close_after_drops_later_requests_and_keeps_earlier_answers() -> None:
 def test_illegal_calls_raise_and_change_nothing() -> None:
     p = RequestPipeline(3)
     p.frames_read(["a"])
-    (_, a), = dispatch_all(p)
+    ((_, a),) = dispatch_all(p)
     p.resolve(a, "A")
     with pytest.raises(PipelineStateError):
         p.resolve(a, "again")

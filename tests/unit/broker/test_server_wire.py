@@ -75,7 +75,6 @@ def wait_for(cond: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
-
 def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) -> None:
     # A newer-than-supported ApiVersions (clients probe v3/v4) gets the v0 fallback.
     cid = client.send(ApiKey.API_VERSIONS, 2, {})

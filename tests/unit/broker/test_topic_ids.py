@@ -18,7 +18,6 @@ from tests.unit.broker.wire import WireClient
 ZERO = bytes(16)
 
 
-
 def topic_id(broker: BrokerHarness, name: str) -> bytes:
     return broker.apis.replica_manager.image.topic(name).topic_id.bytes
 

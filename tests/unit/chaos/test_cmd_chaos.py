@@ -22,7 +22,8 @@ def test_toxiproxy_command_serves_the_api() -> None:
     (port,) = free_ports(1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "deploy.cli", "chaos", "toxiproxy", "--port", str(port)],
-        cwd=REPO, stderr=subprocess.PIPE,
+        cwd=REPO,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 30

@@ -27,8 +27,10 @@ def test_damage_tail_truncates_or_overwrites_only_the_tail(tmp_path: Path) -> No
     done = damage_tail(seg, "corrupt", 10, seed=2)
     assert done == {"size_before": 170, "bytes_overwritten": 10}
     data = seg.read_bytes()
-    assert len(data) == 170 and data[:160] == bytes(range(160)) and data[160:] != bytes(
-        range(160, 170)
+    assert (
+        len(data) == 170
+        and data[:160] == bytes(range(160))
+        and data[160:] != bytes(range(160, 170))
     )
     with pytest.raises(ValueError):
         damage_tail(seg, "shred", 1, seed=0)

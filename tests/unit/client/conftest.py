@@ -21,5 +21,3 @@ def broker_factory() -> Iterator[Callable[[Handler], ScriptedBroker]]:
     yield make
     for b in brokers:
         b.close()
-
-

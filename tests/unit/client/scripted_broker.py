@@ -100,11 +100,30 @@ def answer_v0_fallback(header: RequestHeader, body: dict[str, Any]) -> bytes | N
 
 def metadata_response(header: RequestHeader, port: int, partitions: int = 1) -> bytes:
     """Broker 7 at 127.0.0.1:``port`` leads every partition of topic "t"."""
-    return encode_response(header, {
+    return encode_response(
+        header,
+        {
             "brokers": [{"node_id": 7, "host": "127.0.0.1", "port": port}],
-            "cluster_id": "c", "controller_id": 7,
-            "topics": [{"error_code": 0, "name": "t", "is_internal": False, "partitions": [
-                {"error_code": 0, "partition_index": i, "leader_id": 7, "leader_epoch": 3,
-                 "replica_nodes": [7], "isr_nodes": [7], "offline_replicas": []}
-                for i in range(partitions)]}],
-        }).to_bytes()
+            "cluster_id": "c",
+            "controller_id": 7,
+            "topics": [
+                {
+                    "error_code": 0,
+                    "name": "t",
+                    "is_internal": False,
+                    "partitions": [
+                        {
+                            "error_code": 0,
+                            "partition_index": i,
+                            "leader_id": 7,
+                            "leader_epoch": 3,
+                            "replica_nodes": [7],
+                            "isr_nodes": [7],
+                            "offline_replicas": [],
+                        }
+                        for i in range(partitions)
+                    ],
+                }
+            ],
+        },
+    ).to_bytes()

@@ -88,7 +88,9 @@ def test_assignor_for_names() -> None:
 
 TOPICS = ["a", "b", "c"]
 member_ids = st.lists(
-    st.text(alphabet="abcdefxyz0123-", min_size=1, max_size=6), min_size=1, max_size=6,
+    st.text(alphabet="abcdefxyz0123-", min_size=1, max_size=6),
+    min_size=1,
+    max_size=6,
     unique=True,
 )
 

@@ -36,9 +36,7 @@ DEADLINE_S = 20.0
 
 
 def _lookup() -> Callable[[str, ScramMechanism], ScramCredential | None]:
-    creds = {
-        (m, "alice"): make_credential(m, PASSWORD, iterations=4096) for m in ScramMechanism
-    }
+    creds = {(m, "alice"): make_credential(m, PASSWORD, iterations=4096) for m in ScramMechanism}
     return lambda user, mech: creds.get((mech, user))
 
 
@@ -154,10 +152,15 @@ class SaslBroker:
             return encode_response(header, answer).to_bytes()
         if header.api_key == ApiKey.SASL_AUTHENTICATE:
             auth = self.server.authenticate(body["auth_bytes"])
-            return encode_response(header, {
-                "error_code": auth.error_code, "error_message": auth.error_message,
-                "auth_bytes": auth.auth_bytes, "session_lifetime_ms": 0,
-            }).to_bytes()
+            return encode_response(
+                header,
+                {
+                    "error_code": auth.error_code,
+                    "error_message": auth.error_message,
+                    "auth_bytes": auth.auth_bytes,
+                    "session_lifetime_ms": 0,
+                },
+            ).to_bytes()
         return None
 
 
@@ -192,8 +195,13 @@ def _drive(conn: BrokerConnection) -> None:
 
 def _connection(port: int, security: ClientSecurity) -> BrokerConnection:
     return BrokerConnection(
-        -1, "127.0.0.1", port, client_id="t", request_timeout_ms=10000,
-        connect_timeout_ms=10000, security=security,
+        -1,
+        "127.0.0.1",
+        port,
+        client_id="t",
+        request_timeout_ms=10000,
+        connect_timeout_ms=10000,
+        security=security,
     )
 
 
@@ -263,8 +271,13 @@ def test_not_ready_while_authenticating() -> None:
     try:
         security = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "alice", PASSWORD)
         conn = BrokerConnection(
-            -1, "127.0.0.1", broker.port, client_id="t", request_timeout_ms=300,
-            connect_timeout_ms=10000, security=security,
+            -1,
+            "127.0.0.1",
+            broker.port,
+            client_id="t",
+            request_timeout_ms=300,
+            connect_timeout_ms=10000,
+            security=security,
         )
         seen: list[str] = []
         conn.on_ready = lambda c: seen.append(c.state)

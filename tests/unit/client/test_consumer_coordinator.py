@@ -62,14 +62,19 @@ def events(outputs, kind) -> list:
 def find_coordinator(c: ConsumerCoordinator, now: float) -> list:
     req = only_send(c.poll(now), ApiKey.FIND_COORDINATOR)
     assert req.target is None and req.body == {"key": "g", "key_type": 0}
-    return c.on_response(req.request_id, req.api_key,
-                         {"error_code": 0, "node_id": COORDINATOR}, now)
+    return c.on_response(
+        req.request_id, req.api_key, {"error_code": 0, "node_id": COORDINATOR}, now
+    )
 
 
 def join_response(member: str, leader: str, generation: int = 1, members=None) -> dict:
     return {
-        "error_code": 0, "generation_id": generation, "protocol_name": "range",
-        "leader": leader, "member_id": member, "members": members or [],
+        "error_code": 0,
+        "generation_id": generation,
+        "protocol_name": "range",
+        "leader": leader,
+        "member_id": member,
+        "members": members or [],
     }
 
 
@@ -84,9 +89,15 @@ def stable_follower(now: float = 0.0, **kw) -> ConsumerCoordinator:
         ApiKey.SYNC_GROUP,
     )
     assert sync.body["assignments"] == []
-    out = c.on_response(sync.request_id, sync.api_key, {
-        "error_code": 0, "assignment": encode_assignment(Assignment((TP0, TP1))),
-    }, now)
+    out = c.on_response(
+        sync.request_id,
+        sync.api_key,
+        {
+            "error_code": 0,
+            "assignment": encode_assignment(Assignment((TP0, TP1))),
+        },
+        now,
+    )
     assert events(out, PartitionsAssigned) == [PartitionsAssigned(frozenset({TP0, TP1}), 1)]
     assert c.is_stable
     return c
@@ -104,24 +115,40 @@ def test_member_id_required_then_leader_assigns() -> None:
     assert decode_subscription(join.body["protocols"][0]["metadata"]).topics == ("t", "u")
     assert join.body["rebalance_timeout_ms"] == 60_000
     # KIP-394: the broker names the member and asks it to join again at once.
-    out = c.on_response(join.request_id, join.api_key, {
-        "error_code": ErrorCode.MEMBER_ID_REQUIRED, "member_id": "m0", "generation_id": -1,
-        "protocol_name": "", "leader": "", "members": [],
-    }, 0)
+    out = c.on_response(
+        join.request_id,
+        join.api_key,
+        {
+            "error_code": ErrorCode.MEMBER_ID_REQUIRED,
+            "member_id": "m0",
+            "generation_id": -1,
+            "protocol_name": "",
+            "leader": "",
+            "members": [],
+        },
+        0,
+    )
     join2 = only_send(out, ApiKey.JOIN_GROUP)
     assert join2.body["member_id"] == "m0"
     members = [
-        {"member_id": "m0", "group_instance_id": None,
-         "metadata": encode_subscription(Subscription(("t", "u")))},
-        {"member_id": "m1", "group_instance_id": None,
-         "metadata": encode_subscription(Subscription(("t",)))},
+        {
+            "member_id": "m0",
+            "group_instance_id": None,
+            "metadata": encode_subscription(Subscription(("t", "u"))),
+        },
+        {
+            "member_id": "m1",
+            "group_instance_id": None,
+            "metadata": encode_subscription(Subscription(("t",))),
+        },
     ]
-    out = c.on_response(join2.request_id, join2.api_key,
-                        join_response("m0", "m0", 1, members), 0)
+    out = c.on_response(join2.request_id, join2.api_key, join_response("m0", "m0", 1, members), 0)
     assert events(out, AssignmentNeeded) == [AssignmentNeeded(frozenset({"t", "u"}))]
     sync = only_send(c.perform_assignment({"t": 2, "u": 1}), ApiKey.SYNC_GROUP)
-    shares = {a["member_id"]: decode_assignment(a["assignment"]).partitions
-              for a in sync.body["assignments"]}
+    shares = {
+        a["member_id"]: decode_assignment(a["assignment"]).partitions
+        for a in sync.body["assignments"]
+    }
     assert shares == {"m0": (TP0, TopicPartition("u", 0)), "m1": (TP1,)}
     mine = encode_assignment(Assignment(shares["m0"]))
     out = c.on_response(sync.request_id, sync.api_key, {"error_code": 0, "assignment": mine}, 5)
@@ -133,8 +160,12 @@ def test_heartbeats_every_interval_one_at_a_time() -> None:
     c = stable_follower(0)
     assert sends(c.poll(2_999)) == []
     hb = only_send(c.poll(3_000), ApiKey.HEARTBEAT)
-    assert hb.body == {"group_id": "g", "generation_id": 1, "member_id": "m1",
-                       "group_instance_id": None}
+    assert hb.body == {
+        "group_id": "g",
+        "generation_id": 1,
+        "member_id": "m1",
+        "group_instance_id": None,
+    }
     assert sends(c.poll(7_000)) == []  # the first is still unanswered
     c.on_response(hb.request_id, hb.api_key, {"error_code": 0}, 7_100)
     assert only_send(c.poll(7_100), ApiKey.HEARTBEAT)  # 3 s after the last send passed
@@ -206,8 +237,12 @@ def test_connection_failure_and_not_coordinator() -> None:
     assert c.coordinator_id is None and c.state == "UNJOINED"
     find_coordinator(c, 2)
     join = only_send(c.poll(2), ApiKey.JOIN_GROUP)
-    c.on_response(join.request_id, join.api_key,
-                  {**join_response("", ""), "error_code": ErrorCode.NOT_COORDINATOR}, 3)
+    c.on_response(
+        join.request_id,
+        join.api_key,
+        {**join_response("", ""), "error_code": ErrorCode.NOT_COORDINATOR},
+        3,
+    )
     assert only_send(c.poll(3), ApiKey.FIND_COORDINATOR)
 
 
@@ -215,8 +250,12 @@ def test_find_coordinator_error_backs_off() -> None:
     c = ConsumerCoordinator(settings(), 0)
     c.subscribe(["t"])
     req = only_send(c.poll(0), ApiKey.FIND_COORDINATOR)
-    c.on_response(req.request_id, req.api_key,
-                  {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1}, 10)
+    c.on_response(
+        req.request_id,
+        req.api_key,
+        {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1},
+        10,
+    )
     assert sends(c.poll(50)) == []
     assert only_send(c.poll(110), ApiKey.FIND_COORDINATOR)
 
@@ -255,8 +294,12 @@ def test_fatal_join_error_is_reported() -> None:
     c.subscribe(["t"])
     find_coordinator(c, 0)
     join = only_send(c.poll(0), ApiKey.JOIN_GROUP)
-    out = c.on_response(join.request_id, join.api_key, {
-        **join_response("", ""), "error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL}, 1)
+    out = c.on_response(
+        join.request_id,
+        join.api_key,
+        {**join_response("", ""), "error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL},
+        1,
+    )
     [fatal] = events(out, GroupFatalError)
     assert fatal.code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert only_send(c.poll(2), ApiKey.JOIN_GROUP)  # the next poll() tries again
@@ -269,10 +312,19 @@ def test_leader_with_unknown_protocol_is_fatal_and_wrong_calls_raise() -> None:
     c.subscribe(["t"])
     find_coordinator(c, 0)
     join = only_send(c.poll(0), ApiKey.JOIN_GROUP)
-    members = [{"member_id": "m0", "group_instance_id": None,
-                "metadata": encode_subscription(Subscription(("t",)))}]
-    c.on_response(join.request_id, join.api_key,
-                  {**join_response("m0", "m0", 1, members), "protocol_name": "sticky"}, 1)
+    members = [
+        {
+            "member_id": "m0",
+            "group_instance_id": None,
+            "metadata": encode_subscription(Subscription(("t",))),
+        }
+    ]
+    c.on_response(
+        join.request_id,
+        join.api_key,
+        {**join_response("m0", "m0", 1, members), "protocol_name": "sticky"},
+        1,
+    )
     assert events(c.perform_assignment({"t": 1}), GroupFatalError)
 
 
@@ -309,10 +361,16 @@ def test_subscription_change_triggers_rejoin_and_sync_errors_reset() -> None:
     assert events(c.poll(1), PartitionsRevoked)
     join = only_send(c.revocation_done(2), ApiKey.JOIN_GROUP)
     assert decode_subscription(join.body["protocols"][0]["metadata"]).topics == ("t", "u")
-    sync = only_send(c.on_response(join.request_id, join.api_key,
-                                   join_response("m1", "m0", 2), 3), ApiKey.SYNC_GROUP)
-    c.on_response(sync.request_id, sync.api_key,
-                  {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "assignment": b""}, 4)
+    sync = only_send(
+        c.on_response(join.request_id, join.api_key, join_response("m1", "m0", 2), 3),
+        ApiKey.SYNC_GROUP,
+    )
+    c.on_response(
+        sync.request_id,
+        sync.api_key,
+        {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "assignment": b""},
+        4,
+    )
     assert c.state == "UNJOINED"
     assert only_send(c.poll(5), ApiKey.JOIN_GROUP).body["member_id"] == "m1"
 

@@ -29,9 +29,9 @@ with warnings.catch_warnings():
     )
 
 topic_names = st.text(alphabet="abcxyz._-0123", min_size=1, max_size=8)
-partition_sets = st.sets(
-    st.tuples(topic_names, st.integers(0, 2**31 - 1)), max_size=8
-).map(lambda s: tuple(sorted(TopicPartition(t, p) for t, p in s)))
+partition_sets = st.sets(st.tuples(topic_names, st.integers(0, 2**31 - 1)), max_size=8).map(
+    lambda s: tuple(sorted(TopicPartition(t, p) for t, p in s))
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -44,9 +44,14 @@ partition_sets = st.sets(
     st.integers(0, 3),
 )
 def test_subscription_round_trip(topics, user_data, owned, generation, rack, version) -> None:
-    sub = Subscription(tuple(topics), user_data, owned if version >= 1 else (),
-                       generation if version >= 2 else -1, rack if version >= 3 else None,
-                       version)
+    sub = Subscription(
+        tuple(topics),
+        user_data,
+        owned if version >= 1 else (),
+        generation if version >= 2 else -1,
+        rack if version >= 3 else None,
+        version,
+    )
     assert decode_subscription(encode_subscription(sub)) == sub
 
 

@@ -28,8 +28,11 @@ def test_records_are_immutable_and_compare_by_fields() -> None:
 
 @pytest.mark.parametrize("count", [3, 50])  # the general loop and a uniform run
 def test_decoded_records_carry_the_batch_leader_epoch(count: int) -> None:
-    batch = build_batch([Record(None, b"x" * 20, 100 + i) for i in range(count)],
-                        base_offset=5, partition_leader_epoch=9)
+    batch = build_batch(
+        [Record(None, b"x" * 20, 100 + i) for i in range(count)],
+        base_offset=5,
+        partition_leader_epoch=9,
+    )
     records = decode_fetched("t", 0, bytes(batch), 0).records
     assert [r.offset for r in records] == list(range(5, 5 + count))
     assert {r.leader_epoch for r in records} == {9}

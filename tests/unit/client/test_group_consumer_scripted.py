@@ -48,18 +48,41 @@ class Coordinator:
 
     def _answer(self, key: int, body: dict[str, Any]) -> dict[str, Any] | None:
         if key == ApiKey.FIND_COORDINATOR:
-            return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-                    "node_id": 7, "host": "127.0.0.1", "port": self.port}
+            return {
+                "throttle_time_ms": 0,
+                "error_code": 0,
+                "error_message": None,
+                "node_id": 7,
+                "host": "127.0.0.1",
+                "port": self.port,
+            }
         if key == ApiKey.JOIN_GROUP:
             self.joins.append(body)
             if not body["member_id"]:
-                return {"throttle_time_ms": 0, "error_code": ErrorCode.MEMBER_ID_REQUIRED,
-                        "generation_id": -1, "protocol_name": "", "leader": "",
-                        "member_id": "m-1", "members": []}
-            return {"throttle_time_ms": 0, "error_code": 0, "generation_id": 1,
-                    "protocol_name": "range", "leader": "m-1", "member_id": "m-1",
-                    "members": [{"member_id": "m-1", "group_instance_id": None,
-                                 "metadata": body["protocols"][0]["metadata"]}]}
+                return {
+                    "throttle_time_ms": 0,
+                    "error_code": ErrorCode.MEMBER_ID_REQUIRED,
+                    "generation_id": -1,
+                    "protocol_name": "",
+                    "leader": "",
+                    "member_id": "m-1",
+                    "members": [],
+                }
+            return {
+                "throttle_time_ms": 0,
+                "error_code": 0,
+                "generation_id": 1,
+                "protocol_name": "range",
+                "leader": "m-1",
+                "member_id": "m-1",
+                "members": [
+                    {
+                        "member_id": "m-1",
+                        "group_instance_id": None,
+                        "metadata": body["protocols"][0]["metadata"],
+                    }
+                ],
+            }
         if key == ApiKey.SYNC_GROUP:
             self.assignment = body["assignments"][0]["assignment"]
             return {"throttle_time_ms": 0, "error_code": 0, "assignment": self.assignment}
@@ -69,32 +92,86 @@ class Coordinator:
         if key == ApiKey.OFFSET_FETCH:
             self.offset_fetches += 1
             if self.offset_fetches <= 2:
-                return {"throttle_time_ms": 0, "topics": [],
-                        "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
-            parts = [{"partition_index": p, "committed_offset": 5 if p == 0 else -1,
-                      "committed_leader_epoch": -1, "metadata": "", "error_code": 0}
-                     for t in body["topics"] for p in t["partition_indexes"]]
-            return {"throttle_time_ms": 0, "error_code": 0,
-                    "topics": [{"name": "t", "partitions": parts}]}
+                return {
+                    "throttle_time_ms": 0,
+                    "topics": [],
+                    "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                }
+            parts = [
+                {
+                    "partition_index": p,
+                    "committed_offset": 5 if p == 0 else -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": 0,
+                }
+                for t in body["topics"]
+                for p in t["partition_indexes"]
+            ]
+            return {
+                "throttle_time_ms": 0,
+                "error_code": 0,
+                "topics": [{"name": "t", "partitions": parts}],
+            }
         if key == ApiKey.LIST_OFFSETS:
-            return {"throttle_time_ms": 0, "topics": [{"name": "t", "partitions": [
-                {"partition_index": p["partition_index"], "error_code": 0, "timestamp": -1,
-                 "offset": 0, "leader_epoch": 3}
-                for p in body["topics"][0]["partitions"]]}]}
+            return {
+                "throttle_time_ms": 0,
+                "topics": [
+                    {
+                        "name": "t",
+                        "partitions": [
+                            {
+                                "partition_index": p["partition_index"],
+                                "error_code": 0,
+                                "timestamp": -1,
+                                "offset": 0,
+                                "leader_epoch": 3,
+                            }
+                            for p in body["topics"][0]["partitions"]
+                        ],
+                    }
+                ],
+            }
         if key == ApiKey.FETCH:
-            return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
-                {"topic": t["topic"], "partitions": [
-                    {"partition_index": p["partition"], "error_code": 0, "high_watermark": 5,
-                     "last_stable_offset": 5, "log_start_offset": 0,
-                     "aborted_transactions": None, "preferred_read_replica": -1,
-                     "records": None} for p in t["partitions"]]}
-                for t in body["topics"]]}
+            return {
+                "throttle_time_ms": 0,
+                "error_code": 0,
+                "session_id": 0,
+                "responses": [
+                    {
+                        "topic": t["topic"],
+                        "partitions": [
+                            {
+                                "partition_index": p["partition"],
+                                "error_code": 0,
+                                "high_watermark": 5,
+                                "last_stable_offset": 5,
+                                "log_start_offset": 0,
+                                "aborted_transactions": None,
+                                "preferred_read_replica": -1,
+                                "records": None,
+                            }
+                            for p in t["partitions"]
+                        ],
+                    }
+                    for t in body["topics"]
+                ],
+            }
         if key == ApiKey.OFFSET_COMMIT:
             self.commits.append(body)
-            return {"throttle_time_ms": 0, "topics": [
-                {"name": t["name"], "partitions": [
-                    {"partition_index": p["partition_index"], "error_code": 0}
-                    for p in t["partitions"]]} for t in body["topics"]]}
+            return {
+                "throttle_time_ms": 0,
+                "topics": [
+                    {
+                        "name": t["name"],
+                        "partitions": [
+                            {"partition_index": p["partition_index"], "error_code": 0}
+                            for p in t["partitions"]
+                        ],
+                    }
+                    for t in body["topics"]
+                ],
+            }
         if key == ApiKey.LEAVE_GROUP:
             self.leaves.append(body)
             return {"throttle_time_ms": 0, "error_code": 0}
@@ -119,11 +196,16 @@ def test_join_lead_committed_positions_heartbeat_and_leave(
     broker = broker_factory(script)
     script.port = broker.port
     listener = Recorder()
-    consumer = Consumer({
-        "bootstrap.servers": f"127.0.0.1:{broker.port}", "group.id": "g",
-        "auto.offset.reset": "earliest", "retry.backoff.ms": "20",
-        "session.timeout.ms": "6000", "heartbeat.interval.ms": "100",
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{broker.port}",
+            "group.id": "g",
+            "auto.offset.reset": "earliest",
+            "retry.backoff.ms": "20",
+            "session.timeout.ms": "6000",
+            "heartbeat.interval.ms": "100",
+        }
+    )
     try:
         consumer.subscribe(["t"], listener=listener)
         deadline = time.monotonic() + DEADLINE_S
@@ -147,7 +229,8 @@ def test_join_lead_committed_positions_heartbeat_and_leave(
     # close(): the final auto commit under generation 1, the revocation, then LeaveGroup.
     final = script.commits[-1]
     assert (final["generation_id_or_member_epoch"], final["member_id"]) == (1, "m-1")
-    assert {p["partition_index"]: p["committed_offset"]
-            for p in final["topics"][0]["partitions"]} == {0: 5, 1: 0}
+    assert {
+        p["partition_index"]: p["committed_offset"] for p in final["topics"][0]["partitions"]
+    } == {0: 5, 1: 0}
     assert listener.calls[-1] == ("revoked", {T0, T1})
     assert script.leaves == [{"group_id": "g", "member_id": "m-1"}]

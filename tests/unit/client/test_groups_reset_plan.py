@@ -43,8 +43,16 @@ class StaticCluster:
 
 
 def args(**kw) -> argparse.Namespace:
-    base = dict(group="g", all_topics=False, topic=["t"], to_earliest=False, to_latest=False,
-                to_offset=None, shift_by=None, to_datetime=None)
+    base = dict(
+        group="g",
+        all_topics=False,
+        topic=["t"],
+        to_earliest=False,
+        to_latest=False,
+        to_offset=None,
+        shift_by=None,
+        to_datetime=None,
+    )
     base.update(kw)
     return argparse.Namespace(**base)
 

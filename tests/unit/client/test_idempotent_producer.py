@@ -49,8 +49,10 @@ def start(
             assert body["transactional_id"] is None
             with rec.lock:
                 pid = next(rec.pids)
-            return encode_response(header, {"throttle_time_ms": 0, "error_code": 0,
-                                            "producer_id": pid, "producer_epoch": 0}).to_bytes()
+            return encode_response(
+                header,
+                {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0},
+            ).to_bytes()
         if header.api_key != ApiKey.PRODUCE:
             return None
         records = body["topic_data"][0]["partition_data"][0]["records"]
@@ -58,28 +60,50 @@ def start(
         with rec.lock:
             rec.headers.append((fields[9], fields[10], fields[11]))
             error, base_offset = produce(next(attempts))
-        return encode_response(header, {
-            "responses": [{"name": "t", "partition_responses": [
-                {"index": 0, "error_code": error, "base_offset": base_offset,
-                 "log_append_time_ms": -1, "log_start_offset": 0}]}],
-            "throttle_time_ms": 0,
-        }).to_bytes()
+        return encode_response(
+            header,
+            {
+                "responses": [
+                    {
+                        "name": "t",
+                        "partition_responses": [
+                            {
+                                "index": 0,
+                                "error_code": error,
+                                "base_offset": base_offset,
+                                "log_append_time_ms": -1,
+                                "log_start_offset": 0,
+                            }
+                        ],
+                    }
+                ],
+                "throttle_time_ms": 0,
+            },
+        ).to_bytes()
 
     holder.append(broker_factory(handler))
     return holder[0]
 
 
 def producer(broker: ScriptedBroker) -> Producer:
-    return Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "retry.backoff.ms": "20",
-                     "linger.ms": "0"})
+    return Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{broker.port}",
+            "retry.backoff.ms": "20",
+            "linger.ms": "0",
+        }
+    )
 
 
 def test_a_retry_keeps_its_producer_id_and_sequence(
     broker_factory: Callable[..., ScriptedBroker],
 ) -> None:
     rec = Recorder()
-    broker = start(broker_factory, lambda attempt: (
-        (ErrorCode.NOT_ENOUGH_REPLICAS, -1) if attempt == 0 else (0, 10 + attempt)), rec)
+    broker = start(
+        broker_factory,
+        lambda attempt: (ErrorCode.NOT_ENOUGH_REPLICAS, -1) if attempt == 0 else (0, 10 + attempt),
+        rec,
+    )
     with producer(broker) as p:
         assert p.send("t", b"a").get(30).offset == 11
         assert p.send("t", b"b").get(30).offset == 12
@@ -91,8 +115,11 @@ def test_unknown_producer_id_fails_the_batch_and_resets_the_sequences(
     broker_factory: Callable[..., ScriptedBroker],
 ) -> None:
     rec = Recorder()
-    broker = start(broker_factory, lambda attempt: (
-        (ErrorCode.UNKNOWN_PRODUCER_ID, -1) if attempt == 1 else (0, attempt)), rec)
+    broker = start(
+        broker_factory,
+        lambda attempt: (ErrorCode.UNKNOWN_PRODUCER_ID, -1) if attempt == 1 else (0, attempt),
+        rec,
+    )
     with producer(broker) as p:
         assert p.send("t", b"a").get(30).offset == 0
         with pytest.raises(KafkaError) as info:
@@ -126,8 +153,9 @@ def _drain(acc: RecordAccumulator, idem: IdempotenceManager, now_ms: float) -> l
 
 
 def test_retries_go_in_sequence_order_one_at_a_time_before_new_batches() -> None:
-    config: ProducerConfig = client_config(ProducerConfig, {"linger.ms": 0, "batch.size": 200,
-                                                            "retry.backoff.ms": 0})
+    config: ProducerConfig = client_config(
+        ProducerConfig, {"linger.ms": 0, "batch.size": 200, "retry.backoff.ms": 0}
+    )
     acc = RecordAccumulator(config, clock=lambda: 0.0)
     idem = IdempotenceManager()
     tp = TopicPartition("t", 0)

@@ -50,13 +50,31 @@ def test_large_frame_fills_in_place() -> None:
 
 
 def _fetch_answer(header: RequestHeader, records: bytes) -> bytes:
-    return encode_response(header, {
-        "throttle_time_ms": 0, "error_code": 0, "session_id": 0,
-        "responses": [{"topic": "t", "partitions": [{
-            "partition_index": 0, "error_code": 0, "high_watermark": 1,
-            "last_stable_offset": 1, "log_start_offset": 0, "aborted_transactions": [],
-            "preferred_read_replica": -1, "records": records}]}],
-    }).to_bytes()
+    return encode_response(
+        header,
+        {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "session_id": 0,
+            "responses": [
+                {
+                    "topic": "t",
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "error_code": 0,
+                            "high_watermark": 1,
+                            "last_stable_offset": 1,
+                            "log_start_offset": 0,
+                            "aborted_transactions": [],
+                            "preferred_read_replica": -1,
+                            "records": records,
+                        }
+                    ],
+                }
+            ],
+        },
+    ).to_bytes()
 
 
 def test_pipelined_large_and_small_responses_arrive_intact_and_in_order(
@@ -85,18 +103,47 @@ def test_pipelined_large_and_small_responses_arrive_intact_and_in_order(
     client = NetworkClient(config)
     try:
         client.fetch_metadata(["t"], 10_000)
-        fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 64 << 20,
-                 "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-                 "topics": [{"topic": "t", "partitions": [
-                     {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
-                      "log_start_offset": -1, "partition_max_bytes": 8 << 20}]}],
-                 "forgotten_topics_data": [], "rack_id": ""}
+        fetch = {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 0,
+            "max_bytes": 64 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": "t",
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": 0,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 8 << 20,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
         done: list[tuple[str, Any]] = []
         for _ in range(len(payloads)):
-            client.send(-1, ApiKey.METADATA, {"topics": [{"name": "t"}]},
-                        lambda body, err: done.append(("metadata", err or body["cluster_id"])))
-            client.send(-1, ApiKey.FETCH, fetch, lambda body, err: done.append(
-                ("fetch", err or bytes(body["responses"][0]["partitions"][0]["records"]))))
+            client.send(
+                -1,
+                ApiKey.METADATA,
+                {"topics": [{"name": "t"}]},
+                lambda body, err: done.append(("metadata", err or body["cluster_id"])),
+            )
+            client.send(
+                -1,
+                ApiKey.FETCH,
+                fetch,
+                lambda body, err: done.append(
+                    ("fetch", err or bytes(body["responses"][0]["partitions"][0]["records"]))
+                ),
+            )
         deadline = time.monotonic() + 30
         while len(done) < 2 * len(payloads) and time.monotonic() < deadline:
             client.poll(0.1)

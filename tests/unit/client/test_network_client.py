@@ -26,8 +26,10 @@ from tests.unit.client.scripted_broker import Handler, ScriptedBroker, answer_v0
 
 
 def client_for(port: int, **props: object) -> NetworkClient:
-    config = client_config(ConsumerConfig, {"bootstrap.servers": f"127.0.0.1:{port}",
-                                            **{k: str(v) for k, v in props.items()}})
+    config = client_config(
+        ConsumerConfig,
+        {"bootstrap.servers": f"127.0.0.1:{port}", **{k: str(v) for k, v in props.items()}},
+    )
     return NetworkClient(config)
 
 
@@ -61,8 +63,12 @@ def test_pipelined_requests_complete_in_order(
         client.fetch_metadata(["t"], 10_000)
         done: list[int] = []
         for i in range(5):
-            client.send(-1, ApiKey.METADATA, {"topics": [{"name": "t"}]},
-                        lambda body, err, i=i: done.append(i))
+            client.send(
+                -1,
+                ApiKey.METADATA,
+                {"topics": [{"name": "t"}]},
+                lambda body, err, i=i: done.append(i),
+            )
         deadline = time.monotonic() + 10
         while len(done) < 5 and time.monotonic() < deadline:
             client.poll(0.1)
@@ -90,8 +96,9 @@ def test_a_wrong_correlation_id_closes_the_connection(
     def lying(header: RequestHeader, body: dict[str, Any]) -> bytes | None:
         if header.api_key == ApiKey.API_VERSIONS:
             return unsupported_version_response(header).to_bytes()
-        wrong = RequestHeader(header.api_key, header.api_version, header.correlation_id + 9,
-                              header.client_id)
+        wrong = RequestHeader(
+            header.api_key, header.api_version, header.correlation_id + 9, header.client_id
+        )
         return encode_response(wrong, {"brokers": [], "topics": []}).to_bytes()
 
     broker = broker_factory(lying)

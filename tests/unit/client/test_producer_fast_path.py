@@ -43,12 +43,22 @@ class StoringBroker:
                 log = self.logs[part["index"]]
                 base = len(log)
                 log.extend(r.value for r in records)
-            answers.append({"index": part["index"], "error_code": 0, "base_offset": base,
-                            "log_append_time_ms": -1, "log_start_offset": 0})
-        return encode_response(header, {
-            "responses": [{"name": "t", "partition_responses": answers}],
-            "throttle_time_ms": 0,
-        }).to_bytes()
+            answers.append(
+                {
+                    "index": part["index"],
+                    "error_code": 0,
+                    "base_offset": base,
+                    "log_append_time_ms": -1,
+                    "log_start_offset": 0,
+                }
+            )
+        return encode_response(
+            header,
+            {
+                "responses": [{"name": "t", "partition_responses": answers}],
+                "throttle_time_ms": 0,
+            },
+        ).to_bytes()
 
 
 def test_every_record_lands_once_in_order_with_its_offset(
@@ -57,8 +67,14 @@ def test_every_record_lands_once_in_order_with_its_offset(
     store = StoringBroker(broker_factory)
     # Small batches and no linger: batches fill, roll and are drained by the sender while
     # send() keeps appending to the open one.
-    with Producer({"bootstrap.servers": f"127.0.0.1:{store.broker.port}", "linger.ms": "0",
-                   "batch.size": "2048", "enable.idempotence": "false"}) as p:
+    with Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{store.broker.port}",
+            "linger.ms": "0",
+            "batch.size": "2048",
+            "enable.idempotence": "false",
+        }
+    ) as p:
         delivered: list[tuple[Exception | None, Any]] = []
         sent = []
         for i in range(3000):
@@ -81,8 +97,9 @@ def test_every_record_lands_once_in_order_with_its_offset(
 
 
 def test_append_value_refuses_a_batch_that_stopped_taking_appends() -> None:
-    config = client_config(ProducerConfig, {"bootstrap.servers": "127.0.0.1:1",
-                                            "batch.size": "1024", "linger.ms": "0"})
+    config = client_config(
+        ProducerConfig, {"bootstrap.servers": "127.0.0.1:1", "batch.size": "1024", "linger.ms": "0"}
+    )
     acc = RecordAccumulator(config, lambda: 1.0)
     tp = TopicPartition("t", 0)
     _future, _wake, _rolled, batch = acc.append(tp, 5, None, b"x" * 100, None, 0)
@@ -109,11 +126,14 @@ def test_append_value_refuses_a_batch_that_stopped_taking_appends() -> None:
 
 def test_the_record_that_fills_a_batch_closes_it() -> None:
     # A 100-byte value with small deltas encodes to 109 bytes; the header takes 61.
-    config = client_config(ProducerConfig, {"bootstrap.servers": "127.0.0.1:1",
-                                            "batch.size": str(61 + 109 * 5), "linger.ms": "0"})
+    config = client_config(
+        ProducerConfig,
+        {"bootstrap.servers": "127.0.0.1:1", "batch.size": str(61 + 109 * 5), "linger.ms": "0"},
+    )
     acc = RecordAccumulator(config, lambda: 1.0)
-    _future, _wake, _rolled, batch = acc.append(TopicPartition("t", 0), 5, None, b"x" * 100,
-                                                None, 0)
+    _future, _wake, _rolled, batch = acc.append(
+        TopicPartition("t", 0), 5, None, b"x" * 100, None, 0
+    )
     for _ in range(3):
         assert acc.append_value(batch, 5, b"x" * 100) is not None and not batch.closed
     assert acc.append_value(batch, 5, b"x" * 100) is not None and batch.closed

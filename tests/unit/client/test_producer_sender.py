@@ -32,8 +32,10 @@ def start(broker_factory: Callable[..., ScriptedBroker], produce: Script) -> Scr
         if header.api_key == ApiKey.METADATA:
             return metadata_response(header, port=holder[0].port)
         if header.api_key == ApiKey.INIT_PRODUCER_ID:
-            return encode_response(header, {"throttle_time_ms": 0, "error_code": 0,
-                                            "producer_id": 1000, "producer_epoch": 0}).to_bytes()
+            return encode_response(
+                header,
+                {"throttle_time_ms": 0, "error_code": 0, "producer_id": 1000, "producer_epoch": 0},
+            ).to_bytes()
         if header.api_key != ApiKey.PRODUCE:
             return None
         with lock:
@@ -41,20 +43,37 @@ def start(broker_factory: Callable[..., ScriptedBroker], produce: Script) -> Scr
         if outcome is None or body["acks"] == 0:
             return None
         error, base_offset = outcome
-        return encode_response(header, {
-            "responses": [{"name": "t", "partition_responses": [
-                {"index": 0, "error_code": error, "base_offset": base_offset,
-                 "log_append_time_ms": -1, "log_start_offset": 0}]}],
-            "throttle_time_ms": 0,
-        }).to_bytes()
+        return encode_response(
+            header,
+            {
+                "responses": [
+                    {
+                        "name": "t",
+                        "partition_responses": [
+                            {
+                                "index": 0,
+                                "error_code": error,
+                                "base_offset": base_offset,
+                                "log_append_time_ms": -1,
+                                "log_start_offset": 0,
+                            }
+                        ],
+                    }
+                ],
+                "throttle_time_ms": 0,
+            },
+        ).to_bytes()
 
     holder.append(broker_factory(handler))
     return holder[0]
 
 
 def producer(broker: ScriptedBroker, **props: object) -> Producer:
-    config = {"bootstrap.servers": f"127.0.0.1:{broker.port}", "retry.backoff.ms": "20",
-              "linger.ms": "0"}
+    config = {
+        "bootstrap.servers": f"127.0.0.1:{broker.port}",
+        "retry.backoff.ms": "20",
+        "linger.ms": "0",
+    }
     config.update({k: str(v) for k, v in props.items()})
     return Producer(config)
 
@@ -62,8 +81,10 @@ def producer(broker: ScriptedBroker, **props: object) -> Producer:
 def test_a_retriable_error_is_retried_after_a_metadata_refresh(
     broker_factory: Callable[..., ScriptedBroker],
 ) -> None:
-    broker = start(broker_factory, lambda attempt: (
-        (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1) if attempt == 0 else (0, 10)))
+    broker = start(
+        broker_factory,
+        lambda attempt: (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1) if attempt == 0 else (0, 10),
+    )
     with producer(broker) as p:
         metadata_before = broker.count(ApiKey.METADATA)
         md = p.send("t", b"v").get(30)
@@ -112,8 +133,15 @@ def test_full_buffer_memory_blocks_send_then_times_out(
     broker_factory: Callable[..., ScriptedBroker],
 ) -> None:
     broker = start(broker_factory, lambda attempt: None)
-    p = producer(broker, **{"buffer.memory": 20000, "batch.size": 16384, "max.block.ms": 300,
-                            "request.timeout.ms": 60000})
+    p = producer(
+        broker,
+        **{
+            "buffer.memory": 20000,
+            "batch.size": 16384,
+            "max.block.ms": 300,
+            "request.timeout.ms": 60000,
+        },
+    )
     try:
         p.send("t", b"x" * 100)  # reserves one 16 KiB batch
         with pytest.raises(KafkaTimeoutError, match=r"buffer\.memory"):
@@ -157,18 +185,46 @@ def test_records_queued_after_a_transactions_batch_failed_fail_at_once(
         if header.api_key == ApiKey.METADATA:
             return metadata_response(header, port=holder[0].port)
         answers: dict[int, dict[str, Any]] = {
-            ApiKey.FIND_COORDINATOR: {"throttle_time_ms": 0, "error_code": 0, "node_id": 7,
-                                      "host": "127.0.0.1", "port": holder[0].port},
-            ApiKey.INIT_PRODUCER_ID: {"throttle_time_ms": 0, "error_code": 0,
-                                      "producer_id": 1000, "producer_epoch": 0},
-            ApiKey.ADD_PARTITIONS_TO_TXN: {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
-                {"name": "t", "results_by_partition": [
-                    {"partition_index": 0, "partition_error_code": 0}]}]},
+            ApiKey.FIND_COORDINATOR: {
+                "throttle_time_ms": 0,
+                "error_code": 0,
+                "node_id": 7,
+                "host": "127.0.0.1",
+                "port": holder[0].port,
+            },
+            ApiKey.INIT_PRODUCER_ID: {
+                "throttle_time_ms": 0,
+                "error_code": 0,
+                "producer_id": 1000,
+                "producer_epoch": 0,
+            },
+            ApiKey.ADD_PARTITIONS_TO_TXN: {
+                "throttle_time_ms": 0,
+                "results_by_topic_v3_and_below": [
+                    {
+                        "name": "t",
+                        "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
+                    }
+                ],
+            },
             ApiKey.END_TXN: {"throttle_time_ms": 0, "error_code": 0},
-            ApiKey.PRODUCE: {"responses": [{"name": "t", "partition_responses": [
-                {"index": 0, "error_code": ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                 "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": 0}]}],
-                "throttle_time_ms": 0},
+            ApiKey.PRODUCE: {
+                "responses": [
+                    {
+                        "name": "t",
+                        "partition_responses": [
+                            {
+                                "index": 0,
+                                "error_code": ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                "base_offset": -1,
+                                "log_append_time_ms": -1,
+                                "log_start_offset": 0,
+                            }
+                        ],
+                    }
+                ],
+                "throttle_time_ms": 0,
+            },
         }
         answer = answers.get(header.api_key)
         return None if answer is None else encode_response(header, answer).to_bytes()

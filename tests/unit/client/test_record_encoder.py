@@ -40,8 +40,12 @@ def test_uncompressed_batches_are_byte_identical_to_storage_builder(records: lis
 @pytest.mark.parametrize("codec", [Compression.NONE, Compression.GZIP, Compression.ZSTD])
 def test_compressed_batches_are_byte_identical(codec: int) -> None:
     records = [
-        (1_700_000_000_000 + i * 3, f"k{i}".encode() if i % 3 else None, b"v" * (i * 7),
-         [("trace", b"x")] if i % 5 == 0 else [])
+        (
+            1_700_000_000_000 + i * 3,
+            f"k{i}".encode() if i % 3 else None,
+            b"v" * (i * 7),
+            [("trace", b"x")] if i % 5 == 0 else [],
+        )
         for i in range(300)
     ]
     _both(records, codec)

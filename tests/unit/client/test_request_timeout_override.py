@@ -29,8 +29,10 @@ def silent_coordinator(holder: list[ScriptedBroker]) -> Callable[..., bytes | No
 def test_a_longer_timeout_for_one_request(broker_factory: Callable[..., ScriptedBroker]) -> None:
     holder: list[ScriptedBroker] = []
     holder.append(broker_factory(silent_coordinator(holder)))
-    config = client_config(ConsumerConfig, {
-        "bootstrap.servers": f"127.0.0.1:{holder[0].port}", "request.timeout.ms": "200"})
+    config = client_config(
+        ConsumerConfig,
+        {"bootstrap.servers": f"127.0.0.1:{holder[0].port}", "request.timeout.ms": "200"},
+    )
     client = NetworkClient(config)
     try:
         client.fetch_metadata([], 5000)
@@ -39,11 +41,18 @@ def test_a_longer_timeout_for_one_request(broker_factory: Callable[..., Scripted
             assert time.monotonic() < deadline
             client.poll(0.05)
         results: list[tuple[Any, Any]] = []
-        body = {"group_id": "g", "session_timeout_ms": 6000, "rebalance_timeout_ms": 6000,
-                "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": []}
-        client.send(7, ApiKey.JOIN_GROUP, body, lambda r, e: results.append((r, e)),
-                    timeout_ms=3000)
+        body = {
+            "group_id": "g",
+            "session_timeout_ms": 6000,
+            "rebalance_timeout_ms": 6000,
+            "member_id": "",
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [],
+        }
+        client.send(
+            7, ApiKey.JOIN_GROUP, body, lambda r, e: results.append((r, e)), timeout_ms=3000
+        )
         waited_until = time.monotonic() + 1.0  # five default timeouts
         while time.monotonic() < waited_until:
             client.poll(0.05)

@@ -210,9 +210,9 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     stable = client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["STABLE"]})["groups"]
     assert stable == [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable"}]
     assert client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["Empty"]})["groups"] == []
-    typed = client.call(
-        ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Classic"]}
-    )["groups"]
+    typed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Classic"]})[
+        "groups"
+    ]
     assert [(g["group_id"], g["group_type"]) for g in typed] == [("g", "classic")]
     assert client.call(ApiKey.LIST_GROUPS, 5, {"types_filter": ["consumer"]})["groups"] == []
 

@@ -44,33 +44,87 @@ def usage_exit(*argv: str) -> None:
 
 
 def test_topics_create_maps_to_the_create_subcommand() -> None:
-    args = resolved("topics", "--create", "--topic", "T", "--partitions", "3",
-                    "--replication-factor", "1", "--config", "retention.ms=1000",
-                    "--config", "cleanup.policy=compact", "--bootstrap-server", "B:9092")
+    args = resolved(
+        "topics",
+        "--create",
+        "--topic",
+        "T",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "1",
+        "--config",
+        "retention.ms=1000",
+        "--config",
+        "cleanup.policy=compact",
+        "--bootstrap-server",
+        "B:9092",
+    )
     assert args.topics_command == "create"
     assert (args.name, args.partitions, args.replication_factor) == ("T", 3, 1)
     assert args.config == ["retention.ms=1000", "cleanup.policy=compact"]
     assert args.bootstrap_server == "B:9092" and args.if_not_exists is False
-    same_as(["topics", "--create", "--topic", "T", "--if-not-exists", "--dir", "D"],
-            ["topics", "create", "T", "--if-not-exists", "--dir", "D"],
-            "topics_command", "name", "partitions", "replication_factor", "if_not_exists",
-            "dir", "timeout", "json")
+    same_as(
+        ["topics", "--create", "--topic", "T", "--if-not-exists", "--dir", "D"],
+        ["topics", "create", "T", "--if-not-exists", "--dir", "D"],
+        "topics_command",
+        "name",
+        "partitions",
+        "replication_factor",
+        "if_not_exists",
+        "dir",
+        "timeout",
+        "json",
+    )
 
 
 @pytest.mark.parametrize(
     ("kafka", "native"),
     [
         (["--list", "--bootstrap-server", "B"], ["list", "--bootstrap-server", "B"]),
-        (["--describe", "--topic", "T", "--bootstrap-server", "B"],
-         ["describe", "T", "--bootstrap-server", "B"]),
-        (["--describe", "--json", "--bootstrap-controller", "C"],
-         ["describe", "--json", "--bootstrap-controller", "C"]),
-        (["--delete", "--topic", "T", "--bootstrap-server", "B"],
-         ["delete", "T", "--bootstrap-server", "B"]),
-        (["--alter", "--topic", "T", "--partitions", "6", "--config", "a=1",
-          "--delete-config", "b", "--dir", "D", "--timeout", "30"],
-         ["alter", "T", "--partitions", "6", "--config", "a=1", "--delete-config", "b",
-          "--dir", "D", "--timeout", "30"]),
+        (
+            ["--describe", "--topic", "T", "--bootstrap-server", "B"],
+            ["describe", "T", "--bootstrap-server", "B"],
+        ),
+        (
+            ["--describe", "--json", "--bootstrap-controller", "C"],
+            ["describe", "--json", "--bootstrap-controller", "C"],
+        ),
+        (
+            ["--delete", "--topic", "T", "--bootstrap-server", "B"],
+            ["delete", "T", "--bootstrap-server", "B"],
+        ),
+        (
+            [
+                "--alter",
+                "--topic",
+                "T",
+                "--partitions",
+                "6",
+                "--config",
+                "a=1",
+                "--delete-config",
+                "b",
+                "--dir",
+                "D",
+                "--timeout",
+                "30",
+            ],
+            [
+                "alter",
+                "T",
+                "--partitions",
+                "6",
+                "--config",
+                "a=1",
+                "--delete-config",
+                "b",
+                "--dir",
+                "D",
+                "--timeout",
+                "30",
+            ],
+        ),
     ],
 )
 def test_topics_actions_map_to_their_subcommands(kafka: list[str], native: list[str]) -> None:
@@ -80,10 +134,25 @@ def test_topics_actions_map_to_their_subcommands(kafka: list[str], native: list[
 
 
 def test_topics_subcommand_form_is_unchanged() -> None:
-    args = parse("topics", "create", "T", "--partitions", "3", "--replication-factor", "1",
-                 "--config", "k=v", "--bootstrap-controller", "C")
+    args = parse(
+        "topics",
+        "create",
+        "T",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "1",
+        "--config",
+        "k=v",
+        "--bootstrap-controller",
+        "C",
+    )
     assert (args.topics_command, args.name, args.partitions, args.config) == (
-        "create", "T", 3, ["k=v"])
+        "create",
+        "T",
+        3,
+        ["k=v"],
+    )
     assert args.bootstrap_controller == "C" and args.bootstrap_server is None
 
 
@@ -125,17 +194,51 @@ def test_topics_without_anything_prints_help() -> None:
     ("kafka", "native"),
     [
         (["--list", "--bootstrap-server", "B"], ["list", "--bootstrap-server", "B"]),
-        (["--describe", "--group", "G", "--members", "--bootstrap-server", "B"],
-         ["describe", "G", "--members", "--bootstrap-server", "B"]),
-        (["--reset-offsets", "--group", "G", "--topic", "T", "--to-earliest", "--execute",
-          "--bootstrap-server", "B"],
-         ["reset-offsets", "G", "--topic", "T", "--to-earliest", "--execute",
-          "--bootstrap-server", "B"]),
-        (["--reset-offsets", "--group", "G", "--all-topics", "--shift-by", "-2", "--dry-run",
-          "--dir", "D"],
-         ["reset-offsets", "G", "--all-topics", "--shift-by", "-2", "--dry-run", "--dir", "D"]),
-        (["--delete", "--group", "G", "--bootstrap-server", "B", "--json"],
-         ["delete", "G", "--bootstrap-server", "B", "--json"]),
+        (
+            ["--describe", "--group", "G", "--members", "--bootstrap-server", "B"],
+            ["describe", "G", "--members", "--bootstrap-server", "B"],
+        ),
+        (
+            [
+                "--reset-offsets",
+                "--group",
+                "G",
+                "--topic",
+                "T",
+                "--to-earliest",
+                "--execute",
+                "--bootstrap-server",
+                "B",
+            ],
+            [
+                "reset-offsets",
+                "G",
+                "--topic",
+                "T",
+                "--to-earliest",
+                "--execute",
+                "--bootstrap-server",
+                "B",
+            ],
+        ),
+        (
+            [
+                "--reset-offsets",
+                "--group",
+                "G",
+                "--all-topics",
+                "--shift-by",
+                "-2",
+                "--dry-run",
+                "--dir",
+                "D",
+            ],
+            ["reset-offsets", "G", "--all-topics", "--shift-by", "-2", "--dry-run", "--dir", "D"],
+        ),
+        (
+            ["--delete", "--group", "G", "--bootstrap-server", "B", "--json"],
+            ["delete", "G", "--bootstrap-server", "B", "--json"],
+        ),
     ],
 )
 def test_groups_actions_map_to_their_subcommands(kafka: list[str], native: list[str]) -> None:
@@ -149,8 +252,9 @@ def test_groups_contradictions_are_usage_errors() -> None:
     usage_exit("groups", "--describe", "--bootstrap-server", "B")  # no --group
     usage_exit("groups", "--list", "--to-earliest")
     usage_exit("groups", "--reset-offsets", "--group", "G", "--to-earliest")  # no scope
-    usage_exit("groups", "--reset-offsets", "--group", "G", "--all-topics", "--to-earliest",
-               "--to-latest")
+    usage_exit(
+        "groups", "--reset-offsets", "--group", "G", "--all-topics", "--to-earliest", "--to-latest"
+    )
 
 
 # -- consume ---------------------------------------------------------------------------------
@@ -163,10 +267,21 @@ def consume_args(*extra: str) -> argparse.Namespace:
 
 
 def test_consume_properties_and_consumer_properties() -> None:
-    args = consume_args("--from-beginning", "--group", "G", "--property", "print.key=true",
-                        "--property", "key.separator=:", "--property", "print.offset=TRUE",
-                        "--consumer-property", "isolation.level=read_committed",
-                        "--max-messages", "5")
+    args = consume_args(
+        "--from-beginning",
+        "--group",
+        "G",
+        "--property",
+        "print.key=true",
+        "--property",
+        "key.separator=:",
+        "--property",
+        "print.offset=TRUE",
+        "--consumer-property",
+        "isolation.level=read_committed",
+        "--max-messages",
+        "5",
+    )
     assert (args.print_key, args.print_offset, args.print_timestamp) == (True, True, False)
     assert args.key_separator == ":" and args.max_messages == 5
     config = cmd_consume.consumer_config(args, "B")
@@ -174,8 +289,14 @@ def test_consume_properties_and_consumer_properties() -> None:
     assert config["group.id"] == "G" and config["auto.offset.reset"] == "earliest"
     record = ConsumerRecord.create("T", 2, 7, 1000, 0, b"k", b"v")
     assert cmd_consume.format_record(record, args) == "Offset:7:k:v"
-    args = consume_args("--property", "print.partition=true", "--property", "print.value=false",
-                        "--property", "print.timestamp=true")
+    args = consume_args(
+        "--property",
+        "print.partition=true",
+        "--property",
+        "print.value=false",
+        "--property",
+        "print.timestamp=true",
+    )
     assert cmd_consume.format_record(record, args) == "CreateTime:1000\tPartition:2"
 
 
@@ -207,8 +328,12 @@ def test_consume_bad_properties_fail_at_parse_time(extra: list[str]) -> None:
         ["--format", "kv", "--property", "print.offset=true"],
         ["--from-beginning", "--consumer-property", "auto.offset.reset=latest"],
         ["--group", "G", "--consumer-property", "group.id=H"],
-        ["--isolation-level", "read_committed",
-         "--consumer-property", "isolation.level=read_uncommitted"],
+        [
+            "--isolation-level",
+            "read_committed",
+            "--consumer-property",
+            "isolation.level=read_uncommitted",
+        ],
     ],
 )
 def test_consume_contradictions_exit_2(
@@ -228,25 +353,44 @@ def produce_args(*extra: str) -> argparse.Namespace:
 
 
 def test_produce_parse_key_and_producer_properties() -> None:
-    args = produce_args("--property", "parse.key=true", "--property", "key.separator=:",
-                        "--producer-property", "acks=all", "--producer-property", "linger.ms=7")
+    args = produce_args(
+        "--property",
+        "parse.key=true",
+        "--property",
+        "key.separator=:",
+        "--producer-property",
+        "acks=all",
+        "--producer-property",
+        "linger.ms=7",
+    )
     assert cmd_produce.parse_line("k1:hello", args) == (b"k1", b"hello", [])
     config = cmd_produce.producer_config(args, "B")
-    assert (config["acks"], config["linger.ms"], config["compression.type"]) == (
-        "all", "7", "none")
+    assert (config["acks"], config["linger.ms"], config["compression.type"]) == ("all", "7", "none")
     # Kafka's default key.separator is a tab.
     args = produce_args("--property", "parse.key=true")
     assert cmd_produce.parse_line("k\tv", args) == (b"k", b"v", [])
     # --producer-property acks applies when --acks is not given.
-    assert cmd_produce.producer_config(produce_args("--producer-property", "acks=1"),
-                                       "B")["acks"] == "1"
-    assert cmd_produce.producer_config(produce_args("--acks", "-1", "--producer-property",
-                                                    "acks=all"), "B")["acks"] == "-1"
+    assert (
+        cmd_produce.producer_config(produce_args("--producer-property", "acks=1"), "B")["acks"]
+        == "1"
+    )
+    assert (
+        cmd_produce.producer_config(
+            produce_args("--acks", "-1", "--producer-property", "acks=all"), "B"
+        )["acks"]
+        == "-1"
+    )
 
 
 def test_produce_header_properties() -> None:
-    args = produce_args("--property", "parse.headers=true", "--property",
-                        "headers.delimiter=|", "--property", "headers.key.separator==")
+    args = produce_args(
+        "--property",
+        "parse.headers=true",
+        "--property",
+        "headers.delimiter=|",
+        "--property",
+        "headers.key.separator==",
+    )
     assert cmd_produce.parse_line("h=1|v", args) == (None, b"v", [("h", b"1")])
 
 
@@ -282,9 +426,20 @@ def test_produce_unknown_property_fails_at_parse_time() -> None:
 
 
 def test_configs_alter_maps_to_topics_alter_on_the_controllers() -> None:
-    args = parse("configs", "--alter", "--entity-type", "topics", "--entity-name", "T",
-                 "--add-config", "retention.ms=1000,cleanup.policy=[compact,delete]",
-                 "--delete-config", "segment.ms", "--bootstrap-controller", "C")
+    args = parse(
+        "configs",
+        "--alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        "T",
+        "--add-config",
+        "retention.ms=1000,cleanup.policy=[compact,delete]",
+        "--delete-config",
+        "segment.ms",
+        "--bootstrap-controller",
+        "C",
+    )
     plan = cmd_configs.plan(args)
     assert plan.via == "controllers"
     alter = cmd_configs.topics_args(plan.topics_argv)
@@ -296,11 +451,31 @@ def test_configs_alter_maps_to_topics_alter_on_the_controllers() -> None:
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--describe", "--entity-type", "topics", "--entity-name", "T",
-          "--bootstrap-server", "B"], ("topics", "T", "brokers")),
+        (
+            [
+                "--describe",
+                "--entity-type",
+                "topics",
+                "--entity-name",
+                "T",
+                "--bootstrap-server",
+                "B",
+            ],
+            ("topics", "T", "brokers"),
+        ),
         (["--describe", "--topic", "T", "--dir", "D", "--all"], ("topics", "T", "controllers")),
-        (["--describe", "--entity-type", "brokers", "--entity-name", "101",
-          "--bootstrap-server", "B"], ("brokers", "101", "brokers")),
+        (
+            [
+                "--describe",
+                "--entity-type",
+                "brokers",
+                "--entity-name",
+                "101",
+                "--bootstrap-server",
+                "B",
+            ],
+            ("brokers", "101", "brokers"),
+        ),
         (["--describe", "--broker", "101", "--dir", "D"], ("brokers", "101", "brokers")),
     ],
 )
@@ -312,17 +487,38 @@ def test_configs_describe_targets(argv: list[str], expected: tuple[str, str, str
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--alter", "--topic", "T", "--add-config", "a=1", "--bootstrap-server", "B",
-          "--dir", "D"], "give one"),
+        (
+            [
+                "--alter",
+                "--topic",
+                "T",
+                "--add-config",
+                "a=1",
+                "--bootstrap-server",
+                "B",
+                "--dir",
+                "D",
+            ],
+            "give one",
+        ),
         (["--alter", "--broker", "101", "--add-config", "a=1", "--dir", "D"], "static"),
         (["--alter", "--topic", "T", "--dir", "D"], "--add-config or --delete-config"),
         (["--describe", "--topic", "T", "--add-config", "a=1"], "go with --alter"),
         (["--describe", "--broker", "101", "--bootstrap-controller", "C"], "--bootstrap-server"),
-        (["--describe", "--entity-type", "brokers", "--entity-name", "x",
-          "--bootstrap-server", "B"], "named by its id"),
+        (
+            [
+                "--describe",
+                "--entity-type",
+                "brokers",
+                "--entity-name",
+                "x",
+                "--bootstrap-server",
+                "B",
+            ],
+            "named by its id",
+        ),
         (["--describe", "--entity-type", "topics", "--bootstrap-server", "B"], "--entity-name"),
-        (["--describe", "--topic", "T", "--broker", "1", "--bootstrap-server", "B"],
-         "one entity"),
+        (["--describe", "--topic", "T", "--broker", "1", "--bootstrap-server", "B"], "one entity"),
         (["--topic", "T", "--bootstrap-server", "B"], "--describe or --alter"),
         (["--describe", "--topic", "T", "--bootstrap-server", "B", "--dir", "D"], "give one"),
         (["--alter", "--topic", "T", "--add-config", "a=[1", "--dir", "D"], "unbalanced"),

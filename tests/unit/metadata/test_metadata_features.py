@@ -43,9 +43,7 @@ def at_level(level: int) -> Harness:
     config = ControllerConfig(auto_leader_rebalance_enable=False, bootstrap_metadata_version=level)
     h = Harness(config)
     h.add_brokers([1, 2, 3])
-    h.create(
-        "t", -1, -1, replica_assignment={0: [1, 2, 3]}, configs={"min.insync.replicas": "2"}
-    )
+    h.create("t", -1, -1, replica_assignment={0: [1, 2, 3]}, configs={"min.insync.replicas": "2"})
     return h
 
 

@@ -119,9 +119,7 @@ def test_an_empty_frame_is_delivered() -> None:
 
 
 def test_the_peer_closing_fails_the_wait_with_eof_after_the_whole_frames() -> None:
-    got, error, _ = asyncio.run(
-        _with_peer([frame(b"one"), frame(b"two")[:5]], 3, close=True)
-    )
+    got, error, _ = asyncio.run(_with_peer([frame(b"one"), frame(b"two")[:5]], 3, close=True))
     assert got == [b"one"]
     assert isinstance(error, EOFError) and "test peer" in str(error)
 

@@ -178,9 +178,7 @@ def test_a_new_log_has_no_files_until_its_first_append(tmp_path, manager_factory
     assert log.log_end_offset == 3 and len(log.read(0, 1000).read_bytes()) > 61
 
 
-def test_garbled_index_of_an_old_segment_is_rebuilt_on_first_use(
-    tmp_path, manager_factory
-) -> None:
+def test_garbled_index_of_an_old_segment_is_rebuilt_on_first_use(tmp_path, manager_factory) -> None:
     m = manager_factory(tmp_path)
     log = m.get_or_create_log("t", 0)
     fill(log, 40)

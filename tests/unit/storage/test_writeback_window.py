@@ -141,8 +141,13 @@ def test_a_log_with_a_window_reads_back_what_it_wrote_across_rolls(
     open_log, tmp_path, clock, jobs
 ) -> None:
     log = open_log(LogConfig(segment_bytes=64 * 1024, writeback_window_bytes=8 * 1024))
-    reference = Log(str(tmp_path / "r-0"), LogConfig(segment_bytes=64 * 1024), topic="r",
-                    partition=0, clock_ms=clock)
+    reference = Log(
+        str(tmp_path / "r-0"),
+        LogConfig(segment_bytes=64 * 1024),
+        topic="r",
+        partition=0,
+        clock_ms=clock,
+    )
     try:
         for i in range(120):
             log.append(batch(4, value_bytes=300, tag=i, timestamp=1000), leader_epoch=1)
@@ -166,5 +171,7 @@ def test_the_window_is_a_broker_setting_with_kafkas_behaviour_by_default() -> No
     with pytest.raises(ConfigError, match=r"log\.writeback\.window\.bytes"):
         from_props(LogConfig, {"log.writeback.window.bytes": "-1"})
     # Not a topic setting: topic overrides leave it as the broker set it.
-    assert with_overrides(broker, {"segment.bytes": "2000"}, topic=True).writeback_window_bytes \
+    assert (
+        with_overrides(broker, {"segment.bytes": "2000"}, topic=True).writeback_window_bytes
         == 16 << 20
+    )
