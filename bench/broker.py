@@ -130,7 +130,7 @@ def _pipeline(sock: socket.socket, requests: list[bytes]) -> list[bytes]:
 
 
 def _fetch_request(cid: int, offset: int) -> bytes:
-    from data_plane.protocol.codec import encode_request
+    from common.protocol.codec import encode_request
 
     partition = {"partition": 0, "fetch_offset": offset, "partition_max_bytes": FETCH_MAX_BYTES}
     return encode_request(
@@ -171,7 +171,7 @@ def _next_offset(records: memoryview | None, offset: int) -> int:
 def run_scenario(
     loop_choice: str, zero_copy: bool, records: int, send_buffer_bytes: int
 ) -> dict[str, float]:
-    from data_plane.protocol.codec import decode_response, encode_request
+    from common.protocol.codec import decode_response, encode_request
     from data_plane.storage import Record, build_batch
 
     with tempfile.TemporaryDirectory() as d:

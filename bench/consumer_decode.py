@@ -18,8 +18,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from data_plane.client.record_decoder import FetchedRecords
 from data_plane.storage.record_codec import Record, build_batch
+from kraftlog_client.record_decoder import FetchedRecords
 
 BATCHES = 40
 RECORDS_PER_BATCH = 2_500

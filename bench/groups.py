@@ -49,14 +49,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import confluent_kafka
 
 from bench.report import percentile
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import decode_response, encode_request
 from data_plane.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from data_plane.coordinator.group_metadata_records import (
     OffsetAndMetadata,
     offset_commit_key,
     offset_commit_value,
 )
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import decode_response, encode_request
 from data_plane.storage import Record, build_batch, decode_records
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic

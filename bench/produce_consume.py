@@ -42,11 +42,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import confluent_kafka
 
 from bench.report import cpu_seconds, percentile, row
-from data_plane.client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from data_plane.client.config import ConsumerConfig, client_config
-from data_plane.client.network_client import NetworkClient
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from kraftlog_client.config import ConsumerConfig, client_config
+from kraftlog_client.network_client import NetworkClient
 
 GB = 1_000_000_000
 _topic_seq = iter(range(1_000_000))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from data_plane.protocol import codec
+from common.protocol import codec
 
 PARTITIONS = 6
 BATCH = bytes(range(256)) * 4  # 1 KiB stand-in for a record batch (the codec never parses it)

@@ -42,9 +42,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import confluent_kafka
 
 from bench.report import percentile, row
-from data_plane.client import Producer
 from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Producer
 from metadata.controller_config import ControllerConfig
 from metadata.messages import NewTopic
 

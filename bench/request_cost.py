@@ -32,10 +32,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import replication
 from bench.report import cpu_seconds, recv_frame
 from bench.sections import local_cluster
-from data_plane.client.record_encoder import RecordBatchBuilder
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import decode_response, encode_request
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import decode_response, encode_request
 from deploy.local_cluster import LocalCluster
+from kraftlog_client.record_encoder import RecordBatchBuilder
 
 TOPIC = "request-cost"
 PRODUCE_VERSION = 9

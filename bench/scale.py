@@ -56,10 +56,10 @@ import confluent_kafka
 from bench import go_build, replication
 from bench.report import now_ns, percentile, recv_frame, send_paced
 from bench.sections import local_cluster
-from data_plane.client import Consumer, Producer
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import decode_response, encode_request
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import decode_response, encode_request
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Consumer, Producer
 
 TOPIC = "scale"
 PARTITIONS = 100

@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import anchors, produce_consume, replication, storage
 from bench import metadata as metadata_bench
 from bench.report import latency_summary, now_ns, rate, send_paced
-from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import ClusterError, LocalCluster, wait_until
+from kraftlog_client import Consumer, Producer, TopicPartition
 from metadata.messages import NewTopic
 
 MIB = 1024 * 1024

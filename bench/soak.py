@@ -39,8 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import replication
 from bench.report import now_ns, percentile, send_paced
 from bench.sections import local_cluster
-from data_plane.client import Consumer, Producer, TopicPartition
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Consumer, Producer, TopicPartition
 from metadata.messages import NewTopic
 
 TOPIC = "soak"

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable
 
 from bench.report import row
 from bench.spark_setup import bench_cluster, local_session
-from data_plane.client import Producer
+from kraftlog_client import Producer
 from spark_integration.options import parse_read_options
 from spark_integration.source import KraftlogBatchReader, read_partition
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from data_plane.client import Admin, NewTopic
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, NewTopic
 
 # Bound on the cluster's start (a loaded 2-core machine).
 READY_TIMEOUT_S = 120.0

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from bench.machine import load_average
 from bench.report import row
 from bench.spark_setup import bench_cluster, local_session
-from data_plane.client import Admin, NewTopic, Producer
+from kraftlog_client import Admin, NewTopic, Producer
 
 VALUE_BYTES = 100
 PARTITIONS = 6

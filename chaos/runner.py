@@ -81,7 +81,7 @@ from chaos.workload.transactional import (
     build_txn_workload,
     txn_final_reads,
 )
-from data_plane.client import Admin, NewTopic
+from kraftlog_client import Admin, NewTopic
 
 EXIT_OK = 0
 EXIT_ANOMALY = 1

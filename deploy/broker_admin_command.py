@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable
 
 from common.configdef import ConfigError
-from data_plane.client import Admin, KafkaError
 from deploy.cmd_produce import CommandError, add_bootstrap_args, resolve_bootstrap
+from kraftlog_client import Admin, KafkaError
 
 DEFAULT_TIMEOUT_MS = 30_000
 

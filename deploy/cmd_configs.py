@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 from common.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from common.configdef import ConfigError
-from data_plane.client import Admin, KafkaError
 from deploy import cmd_topics
 from deploy.admin import (
     AdminError,
@@ -44,6 +43,7 @@ from deploy.admin import (
 )
 from deploy.cmd_produce import CommandError, resolve_bootstrap
 from deploy.kafka_style_args import UsageError, usage_error
+from kraftlog_client import Admin, KafkaError
 from metadata.client import ControllerClient
 
 PROG = "kraftlog configs"

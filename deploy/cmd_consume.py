@@ -39,10 +39,10 @@ import time
 from typing import Any
 
 from common.configdef import ConfigError
-from data_plane.client import ConsumerRecord, KafkaError, TopicPartition
-from data_plane.client.consumer import Consumer
 from deploy.cmd_produce import CommandError, add_bootstrap_args, parse_pairs, resolve_bootstrap
 from deploy.kafka_style_args import UsageError, add_property_args, parse_bool, usage_error
+from kraftlog_client import ConsumerRecord, KafkaError, TopicPartition
+from kraftlog_client.consumer import Consumer
 
 _POLL_MS = 200
 PROG = "kraftlog consume"

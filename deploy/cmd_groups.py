@@ -34,13 +34,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from common.error_codes import ErrorCode
-from data_plane.client import Admin, KafkaError, TopicPartition
-from data_plane.client.group_admin import CONSUMER_GROUP_TYPE, GroupDescription
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
 from deploy.command_group import add_command_group
 from deploy.kafka_style_args import APPEND, SWITCH, Action, KafkaStyle, Option, add_kafka_style
 from deploy.text_table import print_table
+from kraftlog_client import Admin, KafkaError, TopicPartition
+from kraftlog_client.group_admin import CONSUMER_GROUP_TYPE, GroupDescription
 
 NONE = "-"
 

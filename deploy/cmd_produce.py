@@ -28,10 +28,10 @@ import sys
 from collections.abc import Iterable
 
 from common.configdef import ConfigError
-from data_plane.client import KafkaError, Producer
-from data_plane.client.config import COMPRESSION_TYPES
 from deploy.cluster_layout import ClusterLayout, ClusterLayoutError
 from deploy.kafka_style_args import UsageError, add_property_args, parse_bool, usage_error
+from kraftlog_client import KafkaError, Producer
+from kraftlog_client.config import COMPRESSION_TYPES
 
 DEFAULT_CLUSTER_DIR = ".cluster"
 PROG = "kraftlog produce"

@@ -18,7 +18,7 @@ leaderless partitions from any live replica.
 
 Every subcommand takes ``--bootstrap-controller host:port,...`` or ``--dir D`` (see
 :mod:`deploy.admin`) and ``--json``, or ``--bootstrap-server host:port,...`` instead: it then
-goes through a broker with the Kafka protocol (:class:`data_plane.client.Admin`; the broker
+goes through a broker with the Kafka protocol (:class:`kraftlog_client.Admin`; the broker
 forwards to the active controller).
 ``alter`` through a broker uses CreatePartitions and IncrementalAlterConfigs, which the broker
 forwards. A request the cluster rejects prints the Kafka error name and
@@ -38,8 +38,6 @@ from typing import Any
 from common.config_resources import OP_DELETE, OP_SET, RESOURCE_TOPIC
 from common.configdef import ConfigError
 from common.error_codes import ErrorCode
-from data_plane.client import Admin, KafkaError, TopicOperationError
-from data_plane.client import NewTopic as KafkaNewTopic
 from deploy.admin import (
     AdminCommand,
     AdminError,
@@ -61,6 +59,8 @@ from deploy.kafka_style_args import (
     add_kafka_style,
     usage_error,
 )
+from kraftlog_client import Admin, KafkaError, TopicOperationError
+from kraftlog_client import NewTopic as KafkaNewTopic
 from metadata.image import MetadataImage
 from metadata.messages import AlterableConfig, NewTopic
 

@@ -24,11 +24,11 @@ import json
 import time
 
 from common.error_codes import ErrorCode
-from data_plane.client import Admin, KafkaError, TopicPartition
 from deploy.broker_admin_command import add_broker_admin_command
 from deploy.cmd_produce import CommandError
 from deploy.command_group import add_command_group
 from deploy.text_table import print_table
+from kraftlog_client import Admin, KafkaError, TopicPartition
 
 NONE = "-"
 

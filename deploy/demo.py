@@ -35,8 +35,8 @@ def produce_and_consume() -> int:
     """Send EVENTS keyed records to DEMO_TOPIC (acks=all) and read them all back."""
     import time
 
-    from data_plane.client import Consumer, Producer
     from deploy.local_cluster import LocalCluster
+    from kraftlog_client import Consumer, Producer
 
     bootstrap = ",".join(LocalCluster.open(CLUSTER_DIR).bootstrap_servers())
     print(f"\n# produce {EVENTS} records to {DEMO_TOPIC} and read them back ({bootstrap})")

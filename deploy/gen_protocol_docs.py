@@ -8,8 +8,8 @@ Sources, nothing written by hand but the notes column:
 - versions the broker serves: :func:`data_plane.broker.handlers.advertised` (its handlers
   intersected with the codec), exactly what it advertises in ApiVersions;
 - the handler of each API: :data:`data_plane.broker.handlers.HANDLERS`;
-- versions the codec decodes and encodes: :data:`data_plane.protocol.api_keys.SUPPORTED_VERSIONS`;
-- versions the native client speaks: :data:`data_plane.client.broker_connection.CLIENT_VERSIONS`.
+- versions the codec decodes and encodes: :data:`common.protocol.api_keys.SUPPORTED_VERSIONS`;
+- versions the native client speaks: :data:`kraftlog_client.broker_connection.CLIENT_VERSIONS`.
 
 docs/broker.md gets the served APIs with their handler and a note on what the broker does;
 docs/protocol.md gets every API the codec knows beside what the broker and the client use. Each
@@ -24,9 +24,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.broker.handlers import HANDLERS, advertised
-from data_plane.client.broker_connection import CLIENT_VERSIONS
-from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from kraftlog_client.broker_connection import CLIENT_VERSIONS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 BROKER_DOC = DOCS / "broker.md"

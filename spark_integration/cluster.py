@@ -25,13 +25,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
 from common.topic_partition import TopicPartition
-from data_plane.client.config import ConsumerConfig, client_config
-from data_plane.client.errors import KafkaError, KafkaTimeoutError
-from data_plane.client.metadata import REFRESH_ERRORS
-from data_plane.client.network_client import NetworkClient
-from data_plane.client.offsets import list_offsets
-from data_plane.protocol.api_keys import ApiKey
+from kraftlog_client.config import ConsumerConfig, client_config
+from kraftlog_client.errors import KafkaError, KafkaTimeoutError
+from kraftlog_client.metadata import REFRESH_ERRORS
+from kraftlog_client.network_client import NetworkClient
+from kraftlog_client.offsets import list_offsets
 from spark_integration.offsets import EARLIEST_OFFSET, LATEST_OFFSET
 from spark_integration.options import Subscription
 from spark_integration.planning import DataLossError, OffsetRange, PartitionBounds

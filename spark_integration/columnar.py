@@ -43,7 +43,7 @@ from common.record_batch import (
     parse_header,
     validate_batch,
 )
-from data_plane.client.record_decoder import AbortedTransactions
+from kraftlog_client.record_decoder import AbortedTransactions
 
 Header = tuple[str, bytes | None]
 # Decompressed size bound of one batch (a fetch holds at most a few MiB of compressed data).

@@ -28,7 +28,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.topic_partition import TopicPartition
-from data_plane.client import Admin, NewTopic, PreparedTxnState, Producer, TopicOperationError
+from kraftlog_client import Admin, NewTopic, PreparedTxnState, Producer, TopicOperationError
 from spark_integration.cluster import SourceClient
 from spark_integration.planning import OffsetRange
 from spark_integration.rows import to_tuples

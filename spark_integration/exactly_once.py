@@ -26,7 +26,7 @@ import logging
 from collections.abc import Iterable
 
 from common.error_codes import ErrorCode
-from data_plane.client import Admin, KafkaError, PreparedTxnState
+from kraftlog_client import Admin, KafkaError, PreparedTxnState
 from spark_integration.commit_log import CommitLog, Decision
 from spark_integration.options import WriteOptions
 

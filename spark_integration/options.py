@@ -40,7 +40,7 @@ from typing import Any
 
 from common.configdef import ConfigError, from_props, known_keys, prop
 from common.topic_partition import TopicPartition
-from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
+from kraftlog_client.config import ConsumerConfig, ProducerConfig, client_config
 from spark_integration.offsets import (
     EARLIEST,
     LATEST,

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from data_plane.client.record_decoder import FetchedRecords
+from kraftlog_client.record_decoder import FetchedRecords
 from spark_integration.columnar import BinaryColumn, Columns
 
 # Spark's Kafka source schema, with the columns every record has declared NOT NULL (key and

@@ -54,7 +54,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from common.topic_partition import TopicPartition
-from data_plane.client import PreparedTxnState
+from kraftlog_client import PreparedTxnState
 from spark_integration.cluster import SourceClient
 from spark_integration.columnar import decode_columns
 from spark_integration.exactly_once import abort_batch, commit_batch, recover

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from data_plane.client import PreparedTxnState, Producer
+from kraftlog_client import PreparedTxnState, Producer
 from spark_integration.options import WriteOptions
 from spark_integration.writer import FLUSH_TIMEOUT_S, DeliveryErrors, send_rows
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from data_plane.client import Producer
+from kraftlog_client import Producer
 from spark_integration.options import OptionError, WriteOptions
 
 # Bound on waiting for the last acknowledgements of a task.

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.cluster import ChaosCluster
-from data_plane.client import Admin, KafkaError
-from data_plane.client.metadata import PartitionInfo
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, KafkaError
+from kraftlog_client.metadata import PartitionInfo
 
 # Bound on one metadata probe of the cluster (nodes may be down or partitioned).
 METADATA_TIMEOUT_MS = 5000

@@ -21,8 +21,8 @@ from chaos.history import READ_COMMITTED, READ_UNCOMMITTED, HistoryWriter
 from chaos.workload.stats import OpStats
 from chaos.workload.worker import WorkloadThread
 from common.configdef import ConfigError
-from data_plane.client import Consumer, KafkaError, TopicPartition, UnsupportedFeatureError
-from data_plane.client.errors import IllegalStateError
+from kraftlog_client import Consumer, KafkaError, TopicPartition, UnsupportedFeatureError
+from kraftlog_client.errors import IllegalStateError
 
 POLL_TIMEOUT_MS = 1000
 MAX_POLL_RECORDS = 500

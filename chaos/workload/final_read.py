@@ -22,7 +22,7 @@ import time
 
 from chaos.history import READ_COMMITTED, READ_UNCOMMITTED, HistoryWriter
 from chaos.workload.consumer import consumer_config, records_of
-from data_plane.client import Admin, Consumer, KafkaError, TopicPartition
+from kraftlog_client import Admin, Consumer, KafkaError, TopicPartition
 
 _POLL_TIMEOUT_MS = 1000
 _RETRY_BACKOFF_S = 0.5

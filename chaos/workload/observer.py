@@ -12,7 +12,7 @@ import threading
 
 from chaos.history import CONTROLLER_TOPIC, HistoryWriter
 from chaos.workload.worker import WorkloadThread
-from data_plane.client import Admin, KafkaError
+from kraftlog_client import Admin, KafkaError
 from metadata.client import ControllerClient
 
 OBSERVE_INTERVAL_S = 1.0

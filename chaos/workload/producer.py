@@ -30,8 +30,8 @@ from typing import Any
 from chaos.history import HistoryWriter
 from chaos.workload.stats import OpStats
 from chaos.workload.worker import WorkloadThread
-from data_plane.client import KafkaError, Producer, RecordMetadata
-from data_plane.client.errors import ClientClosedError
+from kraftlog_client import KafkaError, Producer, RecordMetadata
+from kraftlog_client.errors import ClientClosedError
 
 PRODUCER_KINDS = ("idempotent", "all", "acks1")
 # Bounds: records a producer may have unacknowledged, and how long a record may take.

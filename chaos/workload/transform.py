@@ -42,7 +42,7 @@ from chaos.workload.txn_producer import (
     txn_producer_config,
 )
 from chaos.workload.worker import WorkloadThread
-from data_plane.client import Consumer, Producer, TopicPartition
+from kraftlog_client import Consumer, Producer, TopicPartition
 
 TRANSFORM_CLIENTS = ("native", "confluent")
 # Input records per transaction at most (one poll's worth).

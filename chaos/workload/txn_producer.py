@@ -29,8 +29,8 @@ from typing import Any
 from chaos.history import HistoryWriter
 from chaos.workload.stats import OpStats
 from chaos.workload.worker import WorkloadThread
-from data_plane.client import KafkaError, Producer
-from data_plane.client.errors import ClientClosedError, IllegalStateError
+from kraftlog_client import KafkaError, Producer
+from kraftlog_client.errors import ClientClosedError, IllegalStateError
 
 # Bound of each call of a transaction (a fault may hold any of them). Short: a worker stuck
 # in a call holds its partitions, so its give-up-and-start-again must fit, with a rejoin,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from common.protocol.codec import RequestHeader
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.coordinator_partition_writer import CoordinatorPartitionWriter
@@ -39,7 +40,6 @@ from data_plane.coordinator.transaction_coordinator import (
     TransactionCoordinatorConfig,
 )
 from data_plane.coordinator.transaction_runtime import TransactionCoordinatorRuntime
-from data_plane.protocol.codec import RequestHeader
 from metadata.client import ControllerClient
 from metadata.image import MetadataImage
 from metadata.topics import TRANSACTION_STATE_TOPIC

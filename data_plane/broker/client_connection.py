@@ -35,13 +35,8 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, ProduceGate, Request
-from data_plane.broker.handlers import advertised, handler_for
-from data_plane.broker.handlers.api_versions import valid_software
-from data_plane.broker.request_pipeline import RequestPipeline, ResponseSlot
-from data_plane.broker.topic_ids import resolve_topic_ids
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import (
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import (
     RequestHeader,
     ResponseFrame,
     api_label,
@@ -49,15 +44,20 @@ from data_plane.protocol.codec import (
     encode_response,
     unsupported_version_response,
 )
-from data_plane.protocol.errors import (
+from common.protocol.errors import (
     EncodeError,
     FrameTooLargeError,
     ProtocolError,
     UnsupportedVersionError,
 )
-from data_plane.protocol.framing import FrameReader
-from data_plane.protocol.recv import recv_chunk
-from data_plane.protocol.topic_id_versions import TOPIC_ID_APIS
+from common.protocol.framing import FrameReader
+from common.protocol.recv import recv_chunk
+from common.protocol.topic_id_versions import TOPIC_ID_APIS
+from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, ProduceGate, Request
+from data_plane.broker.handlers import advertised, handler_for
+from data_plane.broker.handlers.api_versions import valid_software
+from data_plane.broker.request_pipeline import RequestPipeline, ResponseSlot
+from data_plane.broker.topic_ids import resolve_topic_ids
 from data_plane.security.request_hooks import Plan, RequestHooks
 
 if TYPE_CHECKING:

@@ -44,14 +44,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.error_codes import ErrorCode
-from common.topic_partition import TopicPartition
-from data_plane.protocol.fetch_session_epochs import (
+from common.protocol.fetch_session_epochs import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     next_epoch,
 )
-from data_plane.protocol.topic_id_versions import ZERO_ID
+from common.protocol.topic_id_versions import ZERO_ID
+from common.topic_partition import TopicPartition
 
 MAX_SESSION_ID = 2**31 - 1
 # Kafka's defaults: max.incremental.fetch.session.cache.slots and

@@ -16,7 +16,7 @@ import asyncio
 import ssl
 from typing import Any
 
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from data_plane.replication.inter_broker_connection import EndpointLookup, InterBrokerConnection
 
 

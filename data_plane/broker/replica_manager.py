@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.protocol.topic_id_versions import ZERO_ID
 from common.topic_partition import TopicPartition
 from data_plane.broker.errors import (
     BrokerRequestError,
@@ -48,7 +49,6 @@ from data_plane.broker.errors import (
     UnknownTopicOrPartitionError,
 )
 from data_plane.broker.partition import Partition
-from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.leader_state import IsrChangeProposal
 from data_plane.replication.replica_fetcher import ReplicaFetcherManager

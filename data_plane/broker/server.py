@@ -36,6 +36,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from common.configdef import ConfigError
+from common.security.tls import client_context
+from common.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.client_connection import Connection
@@ -48,8 +50,6 @@ from data_plane.replication.alter_partition_manager import AlterPartitionManager
 from data_plane.replication.replica_fetcher import ReplicaFetcherConfig, ReplicaFetcherManager
 from data_plane.security.broker_security import BrokerSecurity
 from data_plane.security.request_hooks import RequestHooks
-from data_plane.security.tls import client_context
-from data_plane.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
 from data_plane.storage import LogManager
 from metadata.image import MetadataImage
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.topic_id_versions import (
+from common.protocol.api_keys import ApiKey
+from common.protocol.topic_id_versions import (
     DELETE_TOPICS_BY_ID_SINCE,
     FETCH_TOPIC_IDS_SINCE,
     METADATA_LOOKUP_BY_ID_SINCE,

@@ -35,10 +35,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.errors import ProtocolError
 from data_plane.broker.inter_broker_clients import InterBrokerClients
 from data_plane.coordinator.transaction_coordinator import MarkerRequest
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ProtocolError
 from data_plane.replication.inter_broker_connection import EndpointLookup
 from metadata.image import MetadataImage
 

@@ -26,10 +26,10 @@ import ssl
 from collections.abc import Callable
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.errors import ProtocolError
 from data_plane.broker.coordinator_location import coordinator_broker
 from data_plane.broker.inter_broker_clients import InterBrokerClients
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ProtocolError
 from data_plane.replication.inter_broker_connection import EndpointLookup
 from metadata.image import MetadataImage
 from metadata.topics import TRANSACTION_STATE_TOPIC

@@ -34,6 +34,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from common.protocol.fields import ARRAY, INT8, INT32, STRING, UUID, F
 from data_plane.coordinator.consumer_group import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
@@ -48,7 +49,6 @@ from data_plane.coordinator.record_schemas import (
     encode_versioned,
     record_version,
 )
-from data_plane.protocol.fields import ARRAY, INT8, INT32, STRING, UUID, F
 
 GROUP_EPOCH_KEY = 3
 PARTITION_METADATA_KEY = 4

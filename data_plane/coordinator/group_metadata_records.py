@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.protocol.fields import BYTES, INT32, INT64, STRING, F
 from data_plane.coordinator.record_schemas import decode_versioned, encode_versioned, record_version
-from data_plane.protocol.fields import BYTES, INT32, INT64, STRING, F
 
 OFFSET_COMMIT_KEY_VERSION = 1
 OFFSET_COMMIT_VALUE_VERSION = 3

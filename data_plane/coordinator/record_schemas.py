@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from data_plane.protocol.compiler import CompiledMessage, compile_message
-from data_plane.protocol.errors import ProtocolError
-from data_plane.protocol.fields import F
+from common.protocol.compiler import CompiledMessage, compile_message
+from common.protocol.errors import ProtocolError
+from common.protocol.fields import F
 
 # Bound on the array elements one record may decode to (a group's members, a transaction's
 # partitions).

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.protocol.fields import ARRAY, INT8, INT16, INT32, INT64, STRING, F
 from data_plane.coordinator.record_schemas import decode_versioned, encode_versioned, record_version
 from data_plane.coordinator.transaction_state import TransactionState
-from data_plane.protocol.fields import ARRAY, INT8, INT16, INT32, INT64, STRING, F
 
 TRANSACTION_LOG_KEY_VERSION = 0
 TRANSACTION_LOG_VALUE_VERSION = 0

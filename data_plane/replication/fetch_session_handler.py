@@ -30,13 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.error_codes import ErrorCode
-from common.topic_partition import TopicPartition
-from data_plane.protocol.fetch_session_epochs import (
+from common.protocol.fetch_session_epochs import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     next_epoch,
 )
+from common.topic_partition import TopicPartition
 
 # (fetch_offset, current_leader_epoch, log_start_offset, partition_max_bytes, topic_id): the
 # topic id is 16 bytes, all zero when the partition is fetched by topic name.

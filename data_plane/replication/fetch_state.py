@@ -26,7 +26,7 @@ import enum
 from dataclasses import dataclass
 
 from common.error_codes import ErrorCode
-from data_plane.protocol.topic_id_versions import ZERO_ID
+from common.protocol.topic_id_versions import ZERO_ID
 
 # Retry delay after UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER: the leader (or we) just has
 # not applied the newest metadata yet, which takes tens of ms; waiting the full

@@ -19,9 +19,9 @@ import ssl
 from collections.abc import Callable
 from typing import Any, cast
 
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import decode_response, encode_request
-from data_plane.protocol.errors import ProtocolError
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import decode_response, encode_request
+from common.protocol.errors import ProtocolError
 from data_plane.replication.response_frames import ResponseFrames
 
 # Largest response frame accepted (replica.fetch.response.max.bytes is 10 MiB by default, and

@@ -55,10 +55,10 @@ from typing import Any, Protocol
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.protocol.api_keys import ApiKey
+from common.protocol.errors import ProtocolError
+from common.protocol.topic_id_versions import FETCH_TOPIC_IDS_SINCE, ZERO_ID
 from common.topic_partition import TopicPartition
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ProtocolError
-from data_plane.protocol.topic_id_versions import FETCH_TOPIC_IDS_SINCE, ZERO_ID
 from data_plane.replication.fetch_session_handler import (
     SESSION_ERRORS,
     FetchSessionHandler,

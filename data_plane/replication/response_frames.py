@@ -25,8 +25,8 @@ import collections
 import struct
 from typing import cast
 
-from data_plane.protocol.errors import ProtocolError
-from data_plane.protocol.framing import check_frame_size
+from common.protocol.errors import ProtocolError
+from common.protocol.framing import check_frame_size
 
 _SIZE = struct.Struct(">i")
 # What one read between frames may take: a few small answers, or the start of a large one.

@@ -1,3 +1,3 @@
 """Security of the Kafka listeners: SASL (PLAIN, SCRAM-SHA-256/512), principals, ACL
-authorization, client quotas and TLS contexts. Every module here is sans-IO: the broker's
+authorization and client quotas (TLS contexts and the PLAIN message live in common.security). Every module here is sans-IO: the broker's
 connection layer feeds bytes and decoded requests in and acts on what comes out."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
 from common.security.acl import Authorizer
 from common.security.config import (
     PLAINTEXT,
@@ -37,11 +38,11 @@ from common.security.config import (
     uses_sasl,
     uses_ssl,
 )
+from common.security.plain import scram_plain_check
 from common.security.principal import ANONYMOUS, KafkaPrincipal, build_principal
 from common.security.quota import QuotaType
 from common.security.scram import ScramCredential, ScramMechanism
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.security.plain import scram_plain_check
+from common.security.tls import server_context
 from data_plane.security.quota_manager import ClientQuotaManager
 from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 from data_plane.security.sasl import (
@@ -49,7 +50,6 @@ from data_plane.security.sasl import (
     SaslState,
     default_mechanism_factory,
 )
-from data_plane.security.tls import server_context
 from metadata.image import MetadataImage
 from metadata.security_image import SecurityImage
 

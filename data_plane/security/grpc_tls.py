@@ -17,7 +17,7 @@ import grpc
 
 from common.security.config import SecurityConfig
 from common.security.pem_files import pem_bytes
-from data_plane.security.tls import grpc_key_and_chain
+from common.security.tls import grpc_key_and_chain
 
 
 def server_credentials(config: SecurityConfig) -> grpc.ServerCredentials:

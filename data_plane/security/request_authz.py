@@ -54,6 +54,13 @@ from typing import Any
 
 from common.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import (
+    FIND_COORDINATOR_BATCHED_SINCE,
+    OFFSET_FETCH_GROUPS_SINCE,
+    ApiKey,
+)
+from common.protocol.fetch_replica import fetch_replica_id
+from common.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 from common.security.acl import (
     CLUSTER_OPERATIONS,
     CLUSTER_RESOURCE_NAME,
@@ -64,13 +71,6 @@ from common.security.acl import (
     operations_bitfield,
 )
 from common.security.principal import KafkaPrincipal
-from data_plane.protocol.api_keys import (
-    FIND_COORDINATOR_BATCHED_SINCE,
-    OFFSET_FETCH_GROUPS_SINCE,
-    ApiKey,
-)
-from data_plane.protocol.fetch_replica import fetch_replica_id
-from data_plane.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 
 Body = dict[str, Any]
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.fetch_replica import fetch_replica_id
 from data_plane.metrics.names import NodeMetrics
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response
-from data_plane.protocol.fetch_replica import fetch_replica_id
 from data_plane.security.broker_security import ConnectionSecurity
 
 Body = dict[str, Any]

@@ -30,10 +30,10 @@ from typing import Protocol
 
 from common.error_codes import ErrorCode
 from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.security.plain import MECHANISM as PLAIN
+from common.security.plain import PlainCredentialCheck, PlainServer
 from common.security.principal import KafkaPrincipal, build_principal
 from common.security.scram import CredentialLookup, ScramMechanism, ScramServer
-from data_plane.security.plain import MECHANISM as PLAIN
-from data_plane.security.plain import PlainCredentialCheck, PlainServer
 
 API_VERSIONS_KEY = 18
 SASL_HANDSHAKE_KEY = 17

@@ -136,7 +136,7 @@ def produce_kcat(
 
 
 def produce_native(bootstrap: str, topic: str, msgs: Sequence[Msg], compression: str) -> None:
-    from data_plane.client import Producer
+    from kraftlog_client import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": compression})
     try:
@@ -231,7 +231,7 @@ def consume_kcat(kcat: str, bootstrap: str, topic: str) -> list[Rec]:
 
 
 def consume_native(bootstrap: str, topic: str, partitions: int, count: int) -> list[Rec]:
-    from data_plane.client import Consumer
+    from kraftlog_client import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
     out: list[Rec] = []

@@ -226,7 +226,7 @@ def test_remove_a_static_member_with_kafka_python(
 def test_create_topics_v7_answers_counts_configs_and_the_topic_id(cluster: LocalCluster) -> None:
     """CreateTopics v5+ (KIP-525) answers a created topic's partitions, replication factor and
     configs with their sources, and v7 its topic id, as Metadata then shows it."""
-    from data_plane.protocol.api_keys import ApiKey
+    from common.protocol.api_keys import ApiKey
     from tests.unit.broker.wire import WireClient
 
     topic = f"detailed-{uuid.uuid4().hex[:6]}"

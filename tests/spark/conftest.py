@@ -20,8 +20,8 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed (pip install -e .[spark])")
 
-from data_plane.client import Admin, NewTopic
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, NewTopic
 from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

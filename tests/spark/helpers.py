@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from data_plane.client import Admin, Consumer, Producer, TopicPartition
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, Consumer, Producer, TopicPartition
 from tests.unit.broker.wire import WireClient
 
 DEADLINE_S = 60.0

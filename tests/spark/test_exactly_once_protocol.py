@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from data_plane.client import Admin, PreparedTxnState
+from kraftlog_client import Admin, PreparedTxnState
 from spark_integration.commit_log import CommitLog, Decision
 from spark_integration.exactly_once import StaleBatchError, abort_batch, commit_batch, recover
 from spark_integration.options import WriteOptions, parse_write_options

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 
-from data_plane.client import Admin
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin
 from spark_integration.options import parse_read_options
 from spark_integration.planning import DataLossError
 from spark_integration.source import KraftlogBatchReader, read_partition

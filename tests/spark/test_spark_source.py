@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.client import Admin, TopicPartition
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, TopicPartition
 from tests.spark.helpers import DEADLINE_S, consume, delete_records, leader_of, produce
 
 pytestmark = pytest.mark.integration

@@ -9,6 +9,7 @@ connection from the server.
 
 from __future__ import annotations
 
+from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.broker.apis import Handler
 from data_plane.broker.handlers import (
     add_offsets_to_txn,
@@ -55,7 +56,6 @@ from data_plane.broker.handlers import (
     update_features,
     write_txn_markers,
 )
-from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.security.broker_security import sasl_not_enabled
 
 # api key -> (handler, highest version it implements)

@@ -13,9 +13,9 @@ import uuid
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
-from data_plane.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 from metadata.client import ControllerError
 
 

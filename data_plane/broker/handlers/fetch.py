@@ -49,6 +49,8 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.protocol.fetch_replica import fetch_replica_id
+from common.protocol.topic_id_versions import ZERO_ID
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import DelayedFetch, FetchPartitionStatus
@@ -56,8 +58,6 @@ from data_plane.broker.errors import BrokerRequestError
 from data_plane.broker.fetch_session import CachedPartition, FetchContext, records_length
 from data_plane.broker.leader_hints import FETCH_HINTS_SINCE, add_leader_hints
 from data_plane.broker.partition import Partition
-from data_plane.protocol.fetch_replica import fetch_replica_id
-from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.storage import FetchIsolation
 
 # Fetch v0-2 have no response-wide max_bytes.

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.coordinator_location import coordinator_broker
 from data_plane.coordinator import OFFSETS_TOPIC
-from data_plane.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
 from metadata.topics import TRANSACTION_STATE_TOPIC

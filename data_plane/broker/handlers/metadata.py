@@ -24,9 +24,9 @@ import logging
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.topic_id_versions import METADATA_LOOKUP_BY_ID_SINCE, ZERO_ID
 from common.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.protocol.topic_id_versions import METADATA_LOOKUP_BY_ID_SINCE, ZERO_ID
 from metadata.client import ControllerError
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import NewTopic

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import OFFSET_FETCH_GROUPS_SINCE
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.protocol.api_keys import OFFSET_FETCH_GROUPS_SINCE
 
 # From OffsetFetch v2 the response has a top-level error_code.
 TOP_LEVEL_ERROR_SINCE_VERSION = 2

@@ -13,7 +13,7 @@ import random
 import time
 
 from common.error_codes import ErrorCode
-from data_plane.client import Admin, NewTopic, Producer, TopicOperationError
+from kraftlog_client import Admin, NewTopic, Producer, TopicOperationError
 
 PAGES = ("/", "/pricing", "/docs", "/docs/spark", "/blog", "/signup", "/login", "/about")
 # Relative popularity of PAGES (the home page and the docs get most clicks).

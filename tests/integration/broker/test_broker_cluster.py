@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from common.error_codes import ErrorCode
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from data_plane.client import Admin, NewTopic
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, NewTopic
 from tests.integration.clusters import running_cluster
 
 _topic_ids = itertools.count()

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from data_plane.client import Consumer, ConsumerRecord, Producer, TopicPartition
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Consumer, ConsumerRecord, Producer, TopicPartition
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from data_plane.client import Consumer, ConsumerRecord, Producer, TopicPartition
+from kraftlog_client import Consumer, ConsumerRecord, Producer, TopicPartition
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pytest
 
-from data_plane.client import (
+from kraftlog_client import (
     Admin,
     Consumer,
     ConsumerRecord,

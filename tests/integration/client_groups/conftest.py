@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from data_plane.client import Admin, NewTopic, Producer
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, NewTopic, Producer
 from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 
 GROUP_OVERRIDES = {

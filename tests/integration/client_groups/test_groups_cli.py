@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from data_plane.client import Admin, Consumer, KafkaError, TopicPartition
 from deploy.cli import main
+from kraftlog_client import Admin, Consumer, KafkaError, TopicPartition
 from tests.integration.client_groups.conftest import MEMBER
 
 pytestmark = pytest.mark.integration

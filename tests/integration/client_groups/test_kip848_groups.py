@@ -24,8 +24,8 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
-from data_plane.client import Admin, NewTopic
 from deploy.cli import main as cli_main
+from kraftlog_client import Admin, NewTopic
 
 pytestmark = pytest.mark.integration
 

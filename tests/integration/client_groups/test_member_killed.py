@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.client import Consumer, TopicPartition
+from kraftlog_client import Consumer, TopicPartition
 from tests.integration.client_groups.conftest import MEMBER
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ DEADLINE_S = 60.0
 
 CHILD = textwrap.dedent("""
     import sys
-    from data_plane.client import Consumer
+    from kraftlog_client import Consumer
     bootstrap, group, topic = sys.argv[1:4]
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "doomed",
                   "auto.offset.reset": "earliest", "session.timeout.ms": "2000",

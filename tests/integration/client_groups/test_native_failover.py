@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.client import (
+from deploy.local_cluster import LocalCluster
+from kraftlog_client import (
     Admin,
     CommitFailedError,
     Consumer,
@@ -22,7 +23,6 @@ from data_plane.client import (
     Producer,
     TopicPartition,
 )
-from deploy.local_cluster import LocalCluster
 from tests.integration.client_groups.conftest import MEMBER
 from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 import confluent_kafka
 import pytest
 
-from data_plane.client import Consumer, ConsumerRebalanceListener, TopicPartition
+from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
 from tests.integration.client_groups.conftest import MEMBER
 
 with warnings.catch_warnings():

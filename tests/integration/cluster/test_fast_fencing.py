@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from data_plane.client import Consumer, Producer
 from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster, wait_until
+from kraftlog_client import Consumer, Producer
 from metadata.image import MetadataImage
 from metadata.messages import NewTopic
 from tests.integration.clusters import ClusterFactory

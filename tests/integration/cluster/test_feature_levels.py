@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from common.error_codes import ErrorCode
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster, wait_until
 from metadata import features

@@ -27,7 +27,7 @@ import confluent_kafka.admin
 import pytest
 
 from chaos.failing_disks import FailingDisks, unavailable_reason
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster, wait_until
 from tests.integration.clusters import FAST_OVERRIDES, READY_TIMEOUT_S, running_cluster
 from tests.integration.kafka_python_admin import kafka_python_admin

@@ -14,9 +14,9 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
-from data_plane.client import Admin
 from data_plane.coordinator import partition_for
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin
 from metadata.messages import NewTopic
 from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 from tests.integration.groups.helpers import GROUP_OVERRIDES, leader_of, wait_for

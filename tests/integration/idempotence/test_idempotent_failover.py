@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch
 from deploy.local_cluster import LocalCluster
 from tests.integration.replication.helpers import (

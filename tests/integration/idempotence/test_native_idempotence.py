@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.client import Producer
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Producer
 from tests.integration.idempotence.test_idempotent_failover import (
     KILL_AFTER_ACKS,
     Acks,

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from data_plane.client import Consumer, TopicPartition
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch, validate_stored_payload
 from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Consumer, TopicPartition
 from metadata.messages import NewTopic
 from tests.integration.clusters import FAST_OVERRIDES as CLUSTER_FAST_OVERRIDES
 from tests.unit.broker.wire import WireClient

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from data_plane.client import Producer
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Producer
 from tests.integration.replication.conftest import ClusterFactory
 from tests.integration.replication.helpers import (
     bytes_up_to,

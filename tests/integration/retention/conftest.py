@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.client import Admin, NewTopic
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, NewTopic
 from tests.integration.clusters import FAST_OVERRIDES, running_cluster
 
 OVERRIDES = {

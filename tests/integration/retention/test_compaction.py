@@ -114,7 +114,7 @@ def read_with_kafka_python(bootstrap: str, topic: str, end_offset: int) -> list[
 
 def read_with_native_client(bootstrap: str, topic: str, end_offset: int) -> list[Rec]:
     """The same with kraftlog's native consumer."""
-    from data_plane.client import Consumer, TopicPartition
+    from kraftlog_client import Consumer, TopicPartition
 
     out: list[Rec] = []
     with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as c:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from data_plane.security import certs
 from deploy.local_cluster import LocalCluster
 from deploy.ports import free_ports
+from kraftlog_client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from tests.integration.clusters import FAST_OVERRIDES, configured_ports
 
 pytestmark = [

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 
 from common.error_codes import ErrorCode
-from data_plane.client import Admin, Consumer, KafkaError, Producer, TopicPartition
-from data_plane.client.broker_connection import CLOSED, CONNECTING, READY, BrokerConnection
-from data_plane.client.client_security import AuthenticationFailedError, client_security
-from data_plane.client.config import ConsumerConfig, client_config
-from data_plane.client.errors import ClientClosedError
-from data_plane.client.record_decoder import decode_fetched
-from data_plane.client.record_encoder import RecordBatchBuilder
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
+from kraftlog_client import Admin, Consumer, KafkaError, Producer, TopicPartition
+from kraftlog_client.broker_connection import CLOSED, CONNECTING, READY, BrokerConnection
+from kraftlog_client.client_security import AuthenticationFailedError, client_security
+from kraftlog_client.config import ConsumerConfig, client_config
+from kraftlog_client.errors import ClientClosedError
+from kraftlog_client.record_decoder import decode_fetched
+from kraftlog_client.record_encoder import RecordBatchBuilder
 from tests.integration.security import test_security_cluster as secured
 from tests.integration.security.test_security_cluster import APP_PASSWORD, Secure
 

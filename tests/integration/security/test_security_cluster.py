@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import decode_response, encode_request
 from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+from common.security.plain import plain_message
 from common.security.scram import ScramClient, ScramMechanism
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import decode_response, encode_request
 from data_plane.security import certs
-from data_plane.security.plain import plain_message
 from deploy.local_cluster import LocalCluster
 from deploy.ports import free_ports
 from metadata import security_messages as sm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from data_plane.client import Consumer, TopicPartition
+from kraftlog_client import Consumer, TopicPartition
 
 # Bound on one read of a whole topic (a loaded 2-core machine).
 READ_DEADLINE_S = 60.0

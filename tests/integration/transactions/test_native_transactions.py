@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from data_plane.client import Consumer, KafkaError, Producer, TopicPartition
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Consumer, KafkaError, Producer, TopicPartition
 from tests.integration.replication.helpers import DEADLINE_S
 from tests.integration.transactions.reads import read_values
 from tests.integration.transactions.test_transactions_clients import PARTITIONS, make_topic

@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 from common.error_codes import ErrorCode
-from data_plane.client import Admin, KafkaError, PreparedTxnState, Producer
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Admin, KafkaError, PreparedTxnState, Producer
 from tests.integration.transactions.test_native_transactions import (
     CALL_TIMEOUT_S,
     native_producer,

@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from data_plane.client import Consumer, TopicPartition
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Consumer, TopicPartition
 from tests.integration.transactions.test_native_transactions import (
     CALL_TIMEOUT_S,
     native_producer,

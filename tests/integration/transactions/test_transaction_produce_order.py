@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from data_plane.client import Producer
 from deploy.local_cluster import LocalCluster
+from kraftlog_client import Producer
 from tests.integration.transactions.test_native_transactions import CALL_TIMEOUT_S, native_read
 from tests.integration.transactions.test_transactions_clients import (
     bootstrap,

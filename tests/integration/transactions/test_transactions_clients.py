@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
 from tests.integration.replication.helpers import DEADLINE_S, port_of, wait_for

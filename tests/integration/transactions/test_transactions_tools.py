@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster

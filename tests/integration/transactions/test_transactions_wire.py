@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from common.error_codes import ErrorCode
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from data_plane.storage import Record, build_batch
 from data_plane.storage.record_codec import build_end_txn_marker
 from deploy.local_cluster import LocalCluster

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import encode_request
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import encode_request
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.test_server_wire import batch, fetch_body, presult, produce_body, wait_for
 from tests.unit.broker.wire import WireClient

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.error_codes import ErrorCode
+from common.protocol.fetch_session_epochs import MAX_EPOCH, next_epoch
+from common.protocol.topic_id_versions import ZERO_ID
 from common.topic_partition import TopicPartition
 from data_plane.broker.fetch_session import CachedPartition, FetchSessionCache
-from data_plane.protocol.fetch_session_epochs import MAX_EPOCH, next_epoch
-from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.replication.fetch_session_handler import FetchSessionHandler, PartitionFields
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
 from common.topic_partition import TopicPartition
 from data_plane.broker.leader_hints import add_leader_hints
-from data_plane.protocol.api_keys import ApiKey
 from metadata.image import (
     BrokerRegistration,
     Listener,

@@ -4,7 +4,7 @@ current, older, unknown and future epochs, and leader-epoch fencing."""
 from __future__ import annotations
 
 from common.error_codes import ErrorCode
-from data_plane.protocol.api_keys import ApiKey
+from common.protocol.api_keys import ApiKey
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.test_server_wire import batch, presult, produce_body
 from tests.unit.broker.wire import WireClient

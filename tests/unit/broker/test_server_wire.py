@@ -13,10 +13,10 @@ from collections.abc import Callable
 import pytest
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import encode_request
 from data_plane.broker.client_connection import _END, _more_after
 from data_plane.broker.config import BrokerConfig
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import encode_request
 from data_plane.storage import Record, build_batch
 from data_plane.storage.file_records import FileSlice
 from data_plane.storage.record_codec import Compression, build_end_txn_marker

@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from common.error_codes import ErrorCode
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.fetch_replica import fetch_replica_id
+from common.protocol.api_keys import ApiKey
+from common.protocol.fetch_replica import fetch_replica_id
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.test_server_wire import batch, fetch_body, presult, produce_body
 from tests.unit.broker.wire import WireClient

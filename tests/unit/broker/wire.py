@@ -6,7 +6,7 @@ import socket
 import struct
 from typing import Any
 
-from data_plane.protocol.codec import decode_response, encode_request
+from common.protocol.codec import decode_response, encode_request
 
 SOCKET_TIMEOUT_S = 20.0
 

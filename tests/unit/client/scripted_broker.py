@@ -9,14 +9,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import (
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import (
     RequestHeader,
     decode_request,
     encode_response,
     unsupported_version_response,
 )
-from data_plane.protocol.errors import UnsupportedVersionError
+from common.protocol.errors import UnsupportedVersionError
 
 Handler = Callable[[RequestHeader, dict[str, Any]], bytes | None]
 

@@ -5,10 +5,10 @@ import threading
 import pytest
 
 from common.topic_partition import TopicPartition
-from data_plane.client.accumulator import RecordAccumulator
-from data_plane.client.config import ProducerConfig, client_config
-from data_plane.client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
 from data_plane.storage.record_codec import decode_records
+from kraftlog_client.accumulator import RecordAccumulator
+from kraftlog_client.config import ProducerConfig, client_config
+from kraftlog_client.errors import ClientClosedError, KafkaTimeoutError, RecordTooLargeError
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)

@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.topic_partition import TopicPartition
-from data_plane.client.assignors import (
+from kraftlog_client.assignors import (
     GroupMember,
     RangeAssignor,
     RoundRobinAssignor,
     assignor_for,
 )
-from data_plane.client.consumer_protocol import Subscription
+from kraftlog_client.consumer_protocol import Subscription
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -14,21 +14,21 @@ import pytest
 
 from common.configdef import ConfigError
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from common.security.errors import SaslAuthenticationError
+from common.security.plain import scram_plain_check
 from common.security.scram import ScramCredential, ScramMechanism, make_credential
-from data_plane.client.broker_connection import CLOSED, READY, BrokerConnection
-from data_plane.client.client_security import (
+from data_plane.security import certs
+from data_plane.security.sasl import SaslServerAuthenticator, default_mechanism_factory
+from kraftlog_client.broker_connection import CLOSED, READY, BrokerConnection
+from kraftlog_client.client_security import (
     AuthenticationFailedError,
     ClientSecurity,
     SaslClientAuthenticator,
     client_security,
 )
-from data_plane.client.config import ProducerConfig, client_config
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
-from data_plane.security import certs
-from data_plane.security.plain import scram_plain_check
-from data_plane.security.sasl import SaslServerAuthenticator, default_mechanism_factory
+from kraftlog_client.config import ProducerConfig, client_config
 from tests.unit.client.scripted_broker import ScriptedBroker
 
 PASSWORD = "s3cret-password"

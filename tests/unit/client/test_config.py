@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from common.configdef import ConfigError
-from data_plane.client import Consumer, Producer
-from data_plane.client.config import ConsumerConfig, ProducerConfig, client_config
+from kraftlog_client import Consumer, Producer
+from kraftlog_client.config import ConsumerConfig, ProducerConfig, client_config
 
 
 def test_kafka_property_names_and_defaults() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.client.connection_state import (
+from kraftlog_client.connection_state import (
     AUTHENTICATING,
     CLOSED,
     CONNECTING,

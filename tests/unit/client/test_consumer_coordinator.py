@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
 from common.topic_partition import TopicPartition
-from data_plane.client.assignors import RangeAssignor, RoundRobinAssignor
-from data_plane.client.consumer_coordinator import (
+from kraftlog_client.assignors import RangeAssignor, RoundRobinAssignor
+from kraftlog_client.consumer_coordinator import (
     AssignmentNeeded,
     ConsumerCoordinator,
     CoordinatorStateError,
@@ -18,7 +19,7 @@ from data_plane.client.consumer_coordinator import (
     PartitionsRevoked,
     Send,
 )
-from data_plane.client.consumer_protocol import (
+from kraftlog_client.consumer_protocol import (
     Assignment,
     Subscription,
     decode_assignment,
@@ -26,7 +27,6 @@ from data_plane.client.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from data_plane.protocol.api_keys import ApiKey
 
 COORDINATOR = 7
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)

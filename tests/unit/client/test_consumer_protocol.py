@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.topic_partition import TopicPartition
-from data_plane.client.consumer_protocol import (
+from kraftlog_client.consumer_protocol import (
     Assignment,
     ConsumerProtocolError,
     Subscription,

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.client.record_decoder import decode_fetched
-from data_plane.client.record_types import ConsumerRecord
 from data_plane.storage.record_codec import Record, build_batch
+from kraftlog_client.record_decoder import decode_fetched
+from kraftlog_client.record_types import ConsumerRecord
 
 
 def test_fields_by_name_and_position() -> None:

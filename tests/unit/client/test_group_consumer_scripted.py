@@ -11,10 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from common.error_codes import ErrorCode
-from data_plane.client import Consumer, ConsumerRebalanceListener, TopicPartition
-from data_plane.client.consumer_protocol import decode_assignment, decode_subscription
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
+from kraftlog_client.consumer_protocol import decode_assignment, decode_subscription
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from data_plane.client import OffsetAndTimestamp, TopicPartition
 from deploy.cmd_groups import parse_datetime_ms, plan_reset
 from deploy.cmd_produce import CommandError
+from kraftlog_client import OffsetAndTimestamp, TopicPartition
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 STARTS = {T0: 10, T1: 0}

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from common.record_batch import HEADER_STRUCT
 from common.topic_partition import TopicPartition
-from data_plane.client import ClientClosedError, KafkaError, Producer
-from data_plane.client.accumulator import RecordAccumulator
-from data_plane.client.config import ProducerConfig, client_config
-from data_plane.client.idempotence import IdempotenceManager, Outcome
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from kraftlog_client import ClientClosedError, KafkaError, Producer
+from kraftlog_client.accumulator import RecordAccumulator
+from kraftlog_client.config import ProducerConfig, client_config
+from kraftlog_client.idempotence import IdempotenceManager, Outcome
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
 
 Script = Callable[[int], tuple[int, int]]  # produce attempt -> (error, base_offset)

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from data_plane.client import broker_connection
-from data_plane.client.config import ConsumerConfig, client_config
-from data_plane.client.large_frame import LARGE_FRAME_BYTES, LargeFrame, find_large_frame
-from data_plane.client.network_client import NetworkClient
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response
+from kraftlog_client import broker_connection
+from kraftlog_client.config import ConsumerConfig, client_config
+from kraftlog_client.large_frame import LARGE_FRAME_BYTES, LargeFrame, find_large_frame
+from kraftlog_client.network_client import NetworkClient
 from tests.unit.client.scripted_broker import Handler, ScriptedBroker, answer_v0_fallback
 
 

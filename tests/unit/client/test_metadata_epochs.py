@@ -8,7 +8,7 @@ ended before its position: OFFSET_OUT_OF_RANGE reset it to the earliest offset."
 from __future__ import annotations
 
 from common.topic_partition import TopicPartition
-from data_plane.client.metadata import ClusterMetadata
+from kraftlog_client.metadata import ClusterMetadata
 
 MAX_AGE_MS = 5000
 TP = TopicPartition("t", 0)

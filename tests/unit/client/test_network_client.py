@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from common.version import KRAFTLOG_VERSION
-from data_plane.client.config import ConsumerConfig, client_config
-from data_plane.client.errors import KafkaConnectionError, KafkaTimeoutError
-from data_plane.client.network_client import NetworkClient
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import (
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import (
     RequestHeader,
     api_versions_entries,
     encode_response,
     unsupported_version_response,
 )
+from common.version import KRAFTLOG_VERSION
+from kraftlog_client.config import ConsumerConfig, client_config
+from kraftlog_client.errors import KafkaConnectionError, KafkaTimeoutError
+from kraftlog_client.network_client import NetworkClient
 from tests.unit.client.scripted_broker import Handler, ScriptedBroker, answer_v0_fallback
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from data_plane.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
+from kraftlog_client.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from tests.unit.client.kafka_python import kafka_murmur2
 
 # Values from Java's Utils.murmur2 (org.apache.kafka.common.utils.UtilsTest.testMurmur2).

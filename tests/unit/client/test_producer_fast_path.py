@@ -8,13 +8,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from common.topic_partition import TopicPartition
-from data_plane.client import Producer
-from data_plane.client.accumulator import RecordAccumulator
-from data_plane.client.config import ProducerConfig, client_config
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from data_plane.storage.record_codec import decode_records
+from kraftlog_client import Producer
+from kraftlog_client.accumulator import RecordAccumulator
+from kraftlog_client.config import ProducerConfig, client_config
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
 
 PARTITIONS = 3

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from common.error_codes import ErrorCode
-from data_plane.client import KafkaError, KafkaTimeoutError, Producer
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from kraftlog_client import KafkaError, KafkaTimeoutError, Producer
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
 
 Script = Callable[[int], tuple[int, int] | None]  # produce attempt -> (error, base_offset)

@@ -6,11 +6,11 @@ from hypothesis import strategies as st
 
 from common.compression import Compression
 from common.record_batch import LOG_APPEND_TIME
-from data_plane.client.errors import KafkaError
-from data_plane.client.record_decoder import FetchedRecords, decode_fetched
-from data_plane.client.record_encoder import RecordBatchBuilder
-from data_plane.client.record_types import ConsumerRecord
 from data_plane.storage.record_codec import Record, build_batch, decode_records
+from kraftlog_client.errors import KafkaError
+from kraftlog_client.record_decoder import FetchedRecords, decode_fetched
+from kraftlog_client.record_encoder import RecordBatchBuilder
+from kraftlog_client.record_types import ConsumerRecord
 from tests.unit.client.kafka_python import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 KAFKA_CODECS = {Compression.NONE: 0, Compression.GZIP: 1, Compression.ZSTD: 4}
@@ -172,7 +172,7 @@ def test_fast_and_general_decoding_agree_with_the_storage_decoder(
 
 
 def test_read_committed_drops_aborted_transactions_up_to_their_marker() -> None:
-    from data_plane.client.record_decoder import FetchedRecords
+    from kraftlog_client.record_decoder import FetchedRecords
     from tests.unit.client.txn_payloads import (
         ABORTED,
         ALL_DATA_OFFSETS,

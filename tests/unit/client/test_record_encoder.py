@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from common.compression import Compression
 from common.varint import encode_varint
-from data_plane.client.record_encoder import RecordBatchBuilder, encode_record, zigzag_varint
 from data_plane.storage.record_codec import Record, build_batch
+from kraftlog_client.record_encoder import RecordBatchBuilder, encode_record, zigzag_varint
 
 headers_st = st.lists(
     st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=16))), max_size=3

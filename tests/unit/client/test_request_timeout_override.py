@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from data_plane.client.config import ConsumerConfig, client_config
-from data_plane.client.errors import KafkaTimeoutError
-from data_plane.client.network_client import NetworkClient
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, unsupported_version_response
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, unsupported_version_response
+from kraftlog_client.config import ConsumerConfig, client_config
+from kraftlog_client.errors import KafkaTimeoutError
+from kraftlog_client.network_client import NetworkClient
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from common.topic_partition import TopicPartition
-from data_plane.client.errors import IllegalStateError
-from data_plane.client.subscription import SubscriptionState
+from kraftlog_client.errors import IllegalStateError
+from kraftlog_client.subscription import SubscriptionState
 
 A0 = TopicPartition("a", 0)
 A1 = TopicPartition("a", 1)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
 from common.topic_partition import TopicPartition
-from data_plane.client.errors import KafkaError
-from data_plane.client.transaction_manager import (
+from kraftlog_client.errors import KafkaError
+from kraftlog_client.transaction_manager import (
     ConsumerGroupMetadata,
     TransactionManager,
     TxnState,
 )
-from data_plane.protocol.api_keys import ApiKey
 
 TP = TopicPartition("t", 0)
 

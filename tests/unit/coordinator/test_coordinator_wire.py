@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.coordinator import OFFSETS_TOPIC
 from data_plane.coordinator.group_metadata_records import OffsetKey, decode_key, decode_offset_value
-from data_plane.protocol.api_keys import ApiKey
 from data_plane.storage import FetchIsolation, Record, build_batch, decode_records
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.wire import WireClient

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from data_plane.client import ConsumerRecord
 from deploy import cmd_configs, cmd_consume, cmd_produce
 from deploy.cli import build_parser, main
+from kraftlog_client import ConsumerRecord
 
 
 def parse(*argv: str) -> argparse.Namespace:

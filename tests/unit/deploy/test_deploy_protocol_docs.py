@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from data_plane.broker.handlers import HANDLERS, advertised
-from data_plane.client.broker_connection import CLIENT_VERSIONS
-from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from deploy import gen_protocol_docs
+from kraftlog_client.broker_connection import CLIENT_VERSIONS
 
 
 def _row(table: str, key: ApiKey) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from data_plane.protocol.fields import ArrayOf, F, Primitive, StructOf
+from common.protocol.fields import ArrayOf, F, Primitive, StructOf
 
 _INT_RANGES = {
     Primitive.INT8: (-(2**7), 2**7 - 1),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 
 ALL_VERSIONS = [
     (api_key, version)

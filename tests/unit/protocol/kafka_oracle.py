@@ -17,7 +17,7 @@ with warnings.catch_warnings():
     import kafka.protocol.sasl as _sasl
     from kafka.protocol.api_message import ApiMessage
 
-from data_plane.protocol.fields import ArrayOf, F, Primitive, StructOf
+from common.protocol.fields import ArrayOf, F, Primitive, StructOf
 
 
 def _message_classes() -> dict[tuple[int, str], type]:

@@ -6,9 +6,9 @@ import struct
 import warnings
 
 from common.error_codes import ErrorCode
-from data_plane.protocol import codec
-from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from data_plane.protocol.codec import RequestHeader, UnsupportedVersionError
+from common.protocol import codec
+from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from common.protocol.codec import RequestHeader, UnsupportedVersionError
 from tests.unit.protocol import kafka_oracle
 
 

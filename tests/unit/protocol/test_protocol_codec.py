@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_plane.protocol import codec
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import EncodeError, ProtocolError, RequestHeader
-from data_plane.protocol.compiler import ZERO_COPY_MIN_BYTES
-from data_plane.protocol.schemas import MESSAGES
+from common.protocol import codec
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import EncodeError, ProtocolError, RequestHeader
+from common.protocol.compiler import ZERO_COPY_MIN_BYTES
+from common.protocol.schemas import MESSAGES
 from tests.unit.protocol.bodies import body_strategy, normalise
 from tests.unit.protocol.conftest import ALL_IDS, ALL_VERSIONS
 

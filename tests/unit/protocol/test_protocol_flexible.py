@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from data_plane.protocol import codec
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.compact_types import read_uvarint, uvarint
-from data_plane.protocol.compiler import compile_message
-from data_plane.protocol.errors import ProtocolError
-from data_plane.protocol.fields import ARRAY, INT32, INT64, STRING, F
+from common.protocol import codec
+from common.protocol.api_keys import ApiKey
+from common.protocol.compact_types import read_uvarint, uvarint
+from common.protocol.compiler import compile_message
+from common.protocol.errors import ProtocolError
+from common.protocol.fields import ARRAY, INT32, INT64, STRING, F
 from tests.unit.protocol.bodies import normalise
 
 MESSAGE = (

@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from data_plane.protocol.codec import MAX_REQUEST_BYTES
-from data_plane.protocol.errors import FrameTooLargeError, ProtocolError
-from data_plane.protocol.framing import FrameReader
+from common.protocol.codec import MAX_REQUEST_BYTES
+from common.protocol.errors import FrameTooLargeError, ProtocolError
+from common.protocol.framing import FrameReader
 
 
 def _framed(payloads: list[bytes]) -> bytes:

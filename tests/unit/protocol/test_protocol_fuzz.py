@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_plane.protocol import codec
-from data_plane.protocol.api_keys import SUPPORTED_VERSIONS
-from data_plane.protocol.codec import ProtocolError, UnsupportedVersionError
-from data_plane.protocol.schemas import MESSAGES
+from common.protocol import codec
+from common.protocol.api_keys import SUPPORTED_VERSIONS
+from common.protocol.codec import ProtocolError, UnsupportedVersionError
+from common.protocol.schemas import MESSAGES
 from tests.unit.protocol.bodies import normalise, sample_body
 from tests.unit.protocol.conftest import ALL_VERSIONS
 

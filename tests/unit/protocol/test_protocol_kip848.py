@@ -9,9 +9,9 @@ import struct
 
 import pytest
 
-from data_plane.protocol import codec
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader
+from common.protocol import codec
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader
 
 TOPIC_ID = bytes([1]) * 16
 # Request header v2 with client id "c": api key, version, correlation id, client id, tags.

@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_plane.protocol import codec
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.schemas import MESSAGES
+from common.protocol import codec
+from common.protocol.api_keys import ApiKey
+from common.protocol.schemas import MESSAGES
 from tests.unit.protocol import kafka_oracle
 from tests.unit.protocol.bodies import body_strategy, normalise, sample_body
 from tests.unit.protocol.conftest import ORACLE_IDS, ORACLE_VERSIONS

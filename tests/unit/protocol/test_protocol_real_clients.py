@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from data_plane.protocol import codec
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.errors import ProtocolError, UnsupportedVersionError
-from data_plane.protocol.framing import FrameReader
+from common.protocol import codec
+from common.protocol.api_keys import ApiKey
+from common.protocol.errors import ProtocolError, UnsupportedVersionError
+from common.protocol.framing import FrameReader
 
 POLL_S = 0.2
 

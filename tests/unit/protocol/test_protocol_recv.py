@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from data_plane.protocol.recv import SCRATCH_BYTES, recv_chunk
+from common.protocol.recv import SCRATCH_BYTES, recv_chunk
 
 
 def _pair() -> tuple[socket.socket, socket.socket]:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from data_plane.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from data_plane.protocol.fields import ArrayOf, F, Primitive, StructOf
-from data_plane.protocol.schemas import FLEXIBLE_SINCE, MESSAGES
+from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from common.protocol.fields import ArrayOf, F, Primitive, StructOf
+from common.protocol.schemas import FLEXIBLE_SINCE, MESSAGES
 from tests.unit.protocol import kafka_oracle
 from tests.unit.protocol.conftest import NOT_IN_KAFKA_PYTHON
 

@@ -10,10 +10,10 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+from common.protocol.api_keys import ApiKey
+from common.protocol.topic_id_versions import ZERO_ID
 from common.topic_partition import TopicPartition
 from data_plane.broker.partition import Partition
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.topic_id_versions import ZERO_ID
 from data_plane.replication.replica_fetcher import (
     ReplicaFetcher,
     ReplicaFetcherConfig,

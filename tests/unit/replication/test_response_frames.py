@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from data_plane.protocol.errors import FrameTooLargeError, ProtocolError
+from common.protocol.errors import FrameTooLargeError, ProtocolError
 from data_plane.replication.response_frames import ResponseFrames
 
 MAX_FRAME = 1 << 20

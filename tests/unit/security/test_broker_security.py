@@ -14,6 +14,7 @@ import pytest
 
 from common.configdef import from_props
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -24,14 +25,13 @@ from common.security.acl import (
 )
 from common.security.config import SecurityConfig
 from common.security.errors import TlsConfigError
+from common.security.plain import plain_message
 from common.security.principal import ANONYMOUS, KafkaPrincipal
 from common.security.scram import MIN_ITERATIONS, ScramClient, ScramMechanism, make_credential
-from data_plane.protocol.api_keys import ApiKey
+from common.security.tls import client_context
+from common.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
 from data_plane.security import certs
 from data_plane.security.broker_security import BrokerSecurity
-from data_plane.security.plain import plain_message
-from data_plane.security.tls import client_context
-from data_plane.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
 from metadata.image import MetadataImage
 from metadata.security_image import SecurityImage
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader, encode_response
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -14,8 +16,6 @@ from common.security.acl import (
     ResourceType,
 )
 from common.security.principal import KafkaPrincipal
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader, encode_response
 from data_plane.security.request_authz import RequestAuthorizer, Session
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY

@@ -7,6 +7,8 @@ import uuid
 
 from common.configdef import from_props
 from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -16,12 +18,10 @@ from common.security.acl import (
     ResourceType,
 )
 from common.security.config import SecurityConfig
+from common.security.plain import plain_message
 from common.security.scram import MIN_ITERATIONS, ScramMechanism, make_credential
 from data_plane.metrics.names import NodeMetrics
-from data_plane.protocol.api_keys import ApiKey
-from data_plane.protocol.codec import RequestHeader
 from data_plane.security.broker_security import BrokerSecurity
-from data_plane.security.plain import plain_message
 from data_plane.security.request_hooks import RequestHooks, api_name, raw_frame
 from metadata.image import MetadataImage
 from metadata.security_image import SecurityImage

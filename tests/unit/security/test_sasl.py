@@ -6,9 +6,9 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
+from common.security.plain import PlainServer, parse_plain, plain_message, scram_plain_check
 from common.security.principal import ANONYMOUS, KafkaPrincipal, build_principal, subject_dn
 from common.security.scram import MIN_ITERATIONS, ScramClient, ScramMechanism, make_credential
-from data_plane.security.plain import PlainServer, parse_plain, plain_message, scram_plain_check
 from data_plane.security.sasl import (
     API_VERSIONS_KEY,
     SASL_AUTHENTICATE_KEY,

@@ -12,6 +12,7 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+from common.security.plain import scram_plain_check
 from common.security.scram import (
     MIN_ITERATIONS,
     ScramClient,
@@ -19,7 +20,6 @@ from common.security.scram import (
     ScramServer,
     salted_password,
 )
-from data_plane.security.plain import scram_plain_check
 from metadata import security_control as ctl
 from metadata import security_messages as sm
 from metadata.client import ControllerClient

@@ -11,8 +11,8 @@ import pytest
 from common.configdef import ConfigError, from_props
 from common.security.config import SecurityConfig
 from common.security.errors import TlsConfigError
+from common.security.tls import client_context, grpc_key_and_chain, server_context
 from data_plane.security import certs
-from data_plane.security.tls import client_context, grpc_key_and_chain, server_context
 
 
 def _handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext, hostname: str = "localhost"):

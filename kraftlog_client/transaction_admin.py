@@ -1,0 +1,322 @@
+"""Transaction administration over the Kafka protocol (used by :class:`Admin`), as Kafka's
+kafka-transactions.sh does it.
+
+- Listing asks every broker (ListTransactions): each answers for the transactional ids it
+  coordinates.
+- Describing asks the id's coordinator (FindCoordinator key type 1, DescribeTransactions).
+- Producers of a partition come from its leader (DescribeProducers): the first offset of each
+  producer's open transaction there is how a hanging transaction is found.
+- Completing a prepared transaction (:func:`complete_transaction`) sends EndTxn to the id's
+  coordinator naming the producer id and epoch of the prepare, as the producer would: the
+  second phase of a two-phase commit, from any process.
+- Aborting writes an ABORT marker for one producer straight to the partition's leader
+  (WriteTxnMarkers, the request a coordinator sends; it needs ClusterAction on a secured
+  cluster). It is meant for a transaction the coordinator no longer knows (a hanging one); the
+  producer's epoch and the coordinator epoch must be at least those the partition holds.
+
+Functions block on the calling thread up to their deadline (``time.monotonic()`` seconds);
+coordinator moves and leader changes are retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from common.error_codes import ErrorCode
+from common.protocol.api_keys import ApiKey
+from common.topic_partition import TopicPartition
+from kraftlog_client.consumer_coordinator import error_code
+from kraftlog_client.coordinator_lookup import (
+    remaining_ms,
+    sleep_until_retry,
+    with_coordinator,
+)
+from kraftlog_client.errors import KafkaError
+from kraftlog_client.network_client import NetworkClient
+from kraftlog_client.transaction_manager import TRANSACTION_KEY_TYPE, PreparedTxnState
+
+logger = logging.getLogger(__name__)
+
+# Errors that a fresh look at the metadata cures: the partition's leader moved.
+_LEADER_RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
+
+
+class TransactionListing(NamedTuple):
+    transactional_id: str
+    producer_id: int
+    state: str  # Kafka's: Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, ...
+    coordinator: int
+
+
+class TransactionDescription(NamedTuple):
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_time_ms: int  # -1 when no transaction has started
+    partitions: tuple[TopicPartition, ...]
+    coordinator: int
+
+
+class ProducerState(NamedTuple):
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int  # of the coordinator that wrote its last marker here; -1: none
+    current_txn_start_offset: int  # first offset of its open transaction; -1: none
+
+
+def list_transactions(
+    client: NetworkClient,
+    deadline: float,
+    per_broker_timeout_ms: float,
+    *,
+    states: Iterable[str] = (),
+    producer_ids: Iterable[int] = (),
+    min_duration_ms: int = -1,
+) -> list[TransactionListing]:
+    """Every broker's transactional ids matching the filters (empty: all). A broker that does
+    not answer within ``per_broker_timeout_ms`` or is loading its ``__transaction_state``
+    partitions is skipped (its ids show on a later listing); if none answers, the last error
+    is raised. Unknown state names raise INVALID_REQUEST."""
+    client.fetch_metadata([], remaining_ms(deadline, "Metadata"))
+    body = {
+        "state_filters": list(states),
+        "producer_id_filters": list(producer_ids),
+        "duration_filter": min_duration_ms,
+    }
+    out: dict[str, TransactionListing] = {}
+    answered = 0
+    last_error: KafkaError | None = None
+    for node in sorted(client.metadata.brokers):
+        timeout = min(per_broker_timeout_ms, remaining_ms(deadline, "ListTransactions"))
+        try:
+            response = client.request(node, ApiKey.LIST_TRANSACTIONS, body, timeout)
+        except KafkaError as e:
+            logger.warning("ListTransactions: broker %d did not answer: %s", node, e)
+            last_error = e
+            continue
+        answered += 1
+        unknown = response.get("unknown_state_filters") or []
+        if unknown:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown states {', '.join(unknown)}")
+        code = error_code(response.get("error_code", 0))
+        if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            continue
+        if code != ErrorCode.NO_ERROR:
+            raise KafkaError(code, f"ListTransactions on broker {node}")
+        for t in response.get("transaction_states") or []:
+            out[t["transactional_id"]] = TransactionListing(
+                t["transactional_id"], t["producer_id"], t["transaction_state"], node
+            )
+    if not answered and last_error is not None:
+        raise last_error
+    return sorted(out.values())
+
+
+def describe_transaction(
+    client: NetworkClient, transactional_id: str, deadline: float, backoff_ms: int
+) -> TransactionDescription:
+    """The coordinator's view of ``transactional_id``; TRANSACTIONAL_ID_NOT_FOUND if none."""
+
+    def first_error(r: dict[str, Any]) -> int:
+        states = r.get("transaction_states") or []
+        return error_code(states[0]["error_code"]) if states else 0
+
+    node, response = with_coordinator(
+        client,
+        transactional_id,
+        ApiKey.DESCRIBE_TRANSACTIONS,
+        {"transactional_ids": [transactional_id]},
+        deadline,
+        backoff_ms,
+        first_error,
+        TRANSACTION_KEY_TYPE,
+    )
+    states = response.get("transaction_states") or []
+    if not states:
+        raise KafkaError(
+            ErrorCode.UNKNOWN_SERVER_ERROR, f"DescribeTransactions({transactional_id}): no answer"
+        )
+    s = states[0]
+    code = error_code(s.get("error_code", 0))
+    if code != ErrorCode.NO_ERROR:
+        raise KafkaError(code, f"DescribeTransactions({transactional_id})")
+    partitions = tuple(
+        TopicPartition(t["topic"], p) for t in s.get("topics") or [] for p in t["partitions"]
+    )
+    return TransactionDescription(
+        s["transactional_id"],
+        s["transaction_state"],
+        s["producer_id"],
+        s["producer_epoch"],
+        s["transaction_timeout_ms"],
+        s["transaction_start_time_ms"],
+        partitions,
+        node,
+    )
+
+
+def _to_leader(
+    client: NetworkClient,
+    tp: TopicPartition,
+    api_key: ApiKey,
+    body: dict[str, Any],
+    error_of: Any,
+    deadline: float,
+    backoff_ms: int,
+) -> dict[str, Any]:
+    """Send ``body`` to ``tp``'s leader, refreshing metadata and retrying while the leader
+    is unknown or moved; returns the response whose ``error_of`` is not such an error."""
+    while True:
+        client.fetch_metadata([tp.topic], remaining_ms(deadline, "Metadata"))
+        leader = client.metadata.leader_for(tp)
+        if leader is not None and leader >= 0:
+            try:
+                response = client.request(
+                    leader, api_key, body, remaining_ms(deadline, api_key.name)
+                )
+            except KafkaError as e:
+                if not e.retriable:
+                    raise
+            else:
+                if error_of(response) not in _LEADER_RETRIABLE:
+                    return response
+        if remaining_ms(deadline, api_key.name) <= backoff_ms:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{api_key.name}: {tp} has no leader")
+        sleep_until_retry(deadline, backoff_ms)
+
+
+def describe_producers(
+    client: NetworkClient, tp: TopicPartition, deadline: float, backoff_ms: int
+) -> list[ProducerState]:
+    """The producers the partition's leader keeps state for, by producer id."""
+
+    def partition_of(r: dict[str, Any]) -> dict[str, Any]:
+        for t in r.get("topics") or []:
+            for p in t.get("partitions") or []:
+                if t.get("name") == tp.topic and p.get("partition_index") == tp.partition:
+                    return p
+        return {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "active_producers": []}
+
+    response = _to_leader(
+        client,
+        tp,
+        ApiKey.DESCRIBE_PRODUCERS,
+        {"topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}]},
+        lambda r: error_code(partition_of(r).get("error_code", 0)),
+        deadline,
+        backoff_ms,
+    )
+    p = partition_of(response)
+    code = error_code(p.get("error_code", 0))
+    if code != ErrorCode.NO_ERROR:
+        raise KafkaError(code, f"DescribeProducers({tp}): {p.get('error_message') or ''}")
+    return [
+        ProducerState(
+            e["producer_id"],
+            e["producer_epoch"],
+            e["last_sequence"],
+            e["last_timestamp"],
+            e["coordinator_epoch"],
+            e["current_txn_start_offset"],
+        )
+        for e in p.get("active_producers") or []
+    ]
+
+
+def abort_transaction(
+    client: NetworkClient,
+    tp: TopicPartition,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    deadline: float,
+    backoff_ms: int,
+) -> None:
+    """Write an ABORT marker for ``producer_id``'s open transaction on ``tp`` (its leader
+    appends it and waits for the ISR, as for a coordinator's marker)."""
+
+    def error_of(r: dict[str, Any]) -> int:
+        for m in r.get("markers") or []:
+            for t in m.get("topics") or []:
+                for p in t.get("partitions") or []:
+                    return error_code(p.get("error_code", 0))
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    body = {
+        "markers": [
+            {
+                "producer_id": producer_id,
+                "producer_epoch": producer_epoch,
+                "transaction_result": False,
+                "topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}],
+                "coordinator_epoch": coordinator_epoch,
+            }
+        ]
+    }
+    response = _to_leader(
+        client, tp, ApiKey.WRITE_TXN_MARKERS, body, error_of, deadline, backoff_ms
+    )
+    code = error_of(response)
+    if code != ErrorCode.NO_ERROR:
+        raise KafkaError(code, f"WriteTxnMarkers(abort producer {producer_id} on {tp})")
+
+
+def complete_transaction(
+    client: NetworkClient,
+    prepared: PreparedTxnState,
+    committed: bool,
+    deadline: float,
+    backoff_ms: int,
+) -> None:
+    """End the prepared transaction: EndTxn(transactional_id, producer_id, producer_epoch,
+    committed) to its coordinator, retried until ``deadline`` while the coordinator moves or
+    loads, a connection fails, or it answers CONCURRENT_TRANSACTIONS (a previous EndTxn's
+    markers are still being written).
+
+    Idempotent: the coordinator answers NO_ERROR to EndTxn of a transaction it already ended
+    the same way with the same producer id and epoch, so a decision may be sent again after
+    a crash. Raises :class:`KafkaError` otherwise: PRODUCER_FENCED (the id's epoch moved on:
+    an InitProducerId, or the coordinator's abort of a timed-out transaction, came first),
+    INVALID_TXN_STATE (ended the other way), INVALID_PRODUCER_ID_MAPPING (another producer
+    id holds the transactional id); KafkaTimeoutError at the deadline."""
+    body = {
+        "transactional_id": prepared.transactional_id,
+        "producer_id": prepared.producer_id,
+        "producer_epoch": prepared.producer_epoch,
+        "committed": committed,
+    }
+    while True:
+        _node, response = with_coordinator(
+            client,
+            prepared.transactional_id,
+            ApiKey.END_TXN,
+            body,
+            deadline,
+            backoff_ms,
+            lambda r: error_code(r.get("error_code", 0)),
+            TRANSACTION_KEY_TYPE,
+        )
+        code = error_code(response.get("error_code", 0))
+        if code == ErrorCode.NO_ERROR:
+            return
+        if code != ErrorCode.CONCURRENT_TRANSACTIONS:
+            outcome = "commit" if committed else "abort"
+            raise KafkaError(
+                code,
+                f"EndTxn({outcome}) of {prepared.transactional_id} "
+                f"(producer {prepared.producer_id}, epoch {prepared.producer_epoch})",
+            )
+        remaining_ms(deadline, "EndTxn")
+        sleep_until_retry(deadline, backoff_ms)
