@@ -37,6 +37,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(PY) .ci/check_docs.py
 
 # pytest exits 5 when it collects no tests; that is not a failure of the suite.
 test: $(STAMP) system-deps lint
