@@ -291,7 +291,7 @@ def section_partitions(directory: str, quick: bool) -> dict[str, Any]:
 
     The restart waits are bounded (RESTART_RECOVERY_TIMEOUT_S each) so that a slow recovery
     is recorded as such, with the figures before it, rather than lost to the section's cap."""
-    partitions = 10_000  # the issue's figure, in quick runs too (about 2 minutes)
+    partitions = 10_000  # the scale the broker is sized for, in quick runs too (about 2 minutes)
     with local_cluster(directory, 1, 3) as cluster:
         out = metadata_bench.bench_partitions(cluster, partitions, 10)
         broker = cluster.broker_ids[-1]

@@ -14,7 +14,7 @@ brokers roll and delete segments all through the run.
   due -> received latency percentiles.
 - Every 10 s the driver samples each node's resident memory (VmRSS) and open descriptors.
 
-Verdicts printed at the end, against the issue's bounds: resident memory of every process
+Verdicts printed at the end, against three bounds: resident memory of every process
 after the warm-up (the first 5 minutes, or a third of a shorter run) grows at most 10 %;
 open descriptors stay flat (at most +10 % or +20); the p99 of the last 5 minutes is within
 2x of the first 5 after the warm-up.
@@ -207,7 +207,7 @@ def soak(cluster: LocalCluster, rate: int, minutes: float) -> dict[str, Any]:
 
 
 def verdicts(result: dict[str, Any]) -> dict[str, Any]:
-    """The issue's three bounds, from the samples and windows of one soak."""
+    """The three bounds of the module docstring, from the samples and windows of one soak."""
     seconds = result["minutes"] * 60
     warmup = min(WARMUP_MAX_S, seconds / 3)
     span = min(COMPARE_MAX_S, (seconds - warmup) / 2)

@@ -8,7 +8,7 @@ Topology (see :class:`chaos.netns.NetnsTopology`)::
     ...                                       |     iptables here = the faults; the
     node namespace   <name>-k  10.200.k.2 ----+     Toxiproxy-compatible server runs here
 
-Why one namespace per node, not nodes on 127.0.0.x in one namespace (the issue's wording): on
+Why one namespace per node, not nodes on 127.0.0.x in one namespace: on
 loopback the kernel picks 127.0.0.1 as the source address of every connection whatever the
 listening address, so iptables cannot tell which node sent a packet. With a namespace per node
 each packet carries its sender's address and the hub filters exactly one ordered pair.
