@@ -12,9 +12,10 @@ Two kinds of check:
   hex word is only a finding in Markdown prose (outside code spans and blocks) or right after
   a word such as ``commit``, ``landed`` or ``since``. History belongs in CHANGELOG.md, which
   is not checked.
-- Generated text. docs/configuration.md and the API-version tables of docs/protocol.md and
-  docs/broker.md must equal what ``python -m deploy.gen_config_docs`` and
-  ``python -m deploy.gen_protocol_docs`` would write.
+- Generated text. docs/configuration.md, the API-version tables of docs/protocol.md and
+  docs/broker.md and the client configuration tables of docs/client.md must equal what
+  ``python -m deploy.gen_config_docs``, ``python -m deploy.gen_protocol_docs`` and
+  ``python -m deploy.gen_client_docs`` would write.
 
 The scanners (:func:`scan_markdown`, :func:`scan_python`) are pure functions of a text, so the
 unit tests feed them snippets.
@@ -211,9 +212,12 @@ def history_findings(root: Path = ROOT) -> list[Finding]:
 def generated_findings() -> list[str]:
     """Generated pages that differ from what their generator would write now."""
     sys.path.insert(0, str(ROOT))
-    from deploy import gen_config_docs, gen_protocol_docs
+    from deploy import gen_client_docs, gen_config_docs, gen_protocol_docs
 
     stale = []
+    client_text = gen_client_docs.CLIENT_DOC.read_text(encoding="utf-8")
+    if client_text != gen_client_docs.render(client_text):
+        stale.append(f"{gen_client_docs.CLIENT_DOC.relative_to(ROOT)}: stale generated text")
     if gen_config_docs.DOC_PATH.read_text(encoding="utf-8") != gen_config_docs.render():
         stale.append(f"{gen_config_docs.DOC_PATH.relative_to(ROOT)}: stale generated text")
     for path, text in gen_protocol_docs.rendered().items():
@@ -228,9 +232,7 @@ def main() -> int:
     for line in problems:
         print(line)
     for line in stale:
-        print(
-            f"{line} (run python -m deploy.gen_config_docs and python -m deploy.gen_protocol_docs)"
-        )
+        print(f"{line} (run python -m deploy.gen_<config|protocol|client>_docs)")
     if problems:
         print(f"{len(problems)} history finding(s): move history to CHANGELOG.md", file=sys.stderr)
     return 1 if problems or stale else 0
