@@ -1,10 +1,10 @@
 """RecordBatch v2 headers: a zero-copy view, validation, and in-place offset assignment.
 
-This is the broker's hot path (DESIGN.md decision 1): it reads the fixed 61-byte header of each
-batch, checks framing, magic and CRC-32C, and stamps offsets, without ever decoding a record.
+This is the broker's hot path: it reads the fixed 61-byte header of each batch, checks
+framing, magic and CRC-32C, and stamps offsets, without ever decoding a record.
 Record encoding and decoding live in :mod:`data_plane.storage.record_codec`.
 
-Byte layout of one batch (big-endian; REFERENCE.md section 2)::
+Byte layout of one batch (big-endian; Kafka's RecordBatch v2)::
 
     pos  size field                  notes
     0    8    baseOffset  i64        rewritten by the leader (not covered by the CRC)

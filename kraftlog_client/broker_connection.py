@@ -67,7 +67,7 @@ from kraftlog_client.connection_state import (
 from kraftlog_client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from kraftlog_client.large_frame import LargeFrame, find_large_frame
 
-# The versions this client can speak, per API (all non-flexible; REFERENCE.md section 1).
+# The versions this client can speak, per API (docs/protocol.md lists them beside the broker's).
 # Lower bounds: record format v2 needs Produce 3 / Fetch 4; ListOffsets 1 and Metadata 1 are the
 # first versions with the fields we read.
 # Each API up to its first flexible version (KIP-482: compact encodings, tagged fields), whose

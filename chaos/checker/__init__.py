@@ -1,4 +1,4 @@
-"""The chaos checker: every property of REFERENCE.md section 5 over a recorded history, a
+"""The chaos checker: every safety and liveness property (docs/chaos.md) over a recorded history, a
 byte comparison of replica logs, the availability timeline, and the report.
 
     from chaos.checker import check, write_report

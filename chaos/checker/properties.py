@@ -1,4 +1,4 @@
-"""The safety and liveness properties of a log under faults (REFERENCE.md section 5), each a
+"""The safety and liveness properties of a log under faults (docs/chaos.md, Checker), each a
 pure function from the history's views to the anomalies it finds.
 
 Definitions (tp = topic/partition; "read" = seen by any consumer poll or final read):

@@ -1,11 +1,12 @@
 """Byte comparison of replica logs up to the high watermark (``divergent-replicas``).
 
 Followers copy the leader's batches verbatim (base offset and partition leader epoch are
-stamped by the leader, DESIGN.md decision 2), so every in-sync replica of a partition must
-hold byte-identical batches for all offsets below the high watermark. This module reads the
-segment files of each replica directly (``<log.dir>/<topic>-<partition>/<base offset>.log``,
-RecordBatch v2 back to back; see data_plane.storage.file_records), never through a Log, so
-checking a stopped cluster's directories changes nothing in them.
+stamped by the leader; the on-disk format is the wire format), so every in-sync replica of a
+partition must hold byte-identical batches for all offsets below the high watermark. This
+module reads the segment files of each replica directly
+(``<log.dir>/<topic>-<partition>/<base offset>.log``, RecordBatch v2 back to back; see
+data_plane.storage.file_records), never through a Log, so checking a stopped cluster's
+directories changes nothing in them.
 
 For each partition, the replicas compared are those given in ``isr`` (all replicas holding a
 directory for it when ``isr`` is None). Findings:
