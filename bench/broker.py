@@ -8,8 +8,8 @@ The broker runs in a child process (a KafkaServer over a LogManager in a tempora
 fed a hand-built metadata image: one topic, this broker leads it); this process is the load
 generator: it pipelines pre-encoded Produce v7 requests (acks=1, 100-byte records, 1000 per
 uncompressed batch) and then Fetch v11 requests from offset 0 to the end. Broker CPU comes
-from the child's /proc/<pid>/stat (user + system). The machine is shared: figures vary by
-tens of percent between runs; nothing is asserted.
+from the child's /proc/<pid>/stat (user + system). Other load on the machine moves the
+figures by tens of percent between runs; nothing is asserted.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ For each workload a compacted log of --size-mb MB of keyed records (in 16 KiB ba
 segment.bytes 16 MiB) is written and rolled, then cleaned once by a Cleaner (one thread, no
 I/O throttle, 128 MiB offset map). Printed: MB/s and records/s of the dirty bytes cleaned,
 the same per CPU second of the cleaning thread (the figure that does not depend on what
-else the shared machine runs), and the share of bytes kept. Workloads: 100-byte values over
+else the machine runs), and the share of bytes kept. Workloads: 100-byte values over
 10,000 keys and 1 KiB values over 1,000 keys (most records superseded), 1 KiB values over as
 many keys as records (nothing superseded: every batch copied unchanged), and zstd-compressed
 batches (a quarter of --size-mb). Last, the latency of appends to the log's active segment

@@ -5,7 +5,7 @@
 A payload of 40 RecordBatches x 2,500 records of 100 B (null keys, timestamps a few ms apart,
 as the producer writes them) is decoded with :class:`FetchedRecords` ``take()`` in slices of
 ``max.poll.records`` (500, Kafka's default, and 10,000), the records touched once as a poll
-loop would. CPU time of this process (not wall time: the machine is shared), best of 7.
+loop would. CPU time of this process (not wall time, which other load moves), best of 7.
 This is the upper bound of a single consumer's records/s: the network, the Fetch round trips
 and the caller's own work come on top.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def load_average() -> list[float]:
-    """1, 5 and 15 minute load averages, rounded (the machine is shared: quote them)."""
+    """1, 5 and 15 minute load averages, rounded (other load moves every figure: quote them)."""
     return [round(x, 2) for x in os.getloadavg()]
 
 

@@ -21,7 +21,7 @@ directory and removes it at the end. Figures:
 (``time.process_time``, every client thread, the cluster being other processes) around the
 produce loop plus flush and around the consume loop, 100 B records, 1 and 3 partitions, the
 suite's producer settings (acks=all, idempotent, linger.ms=5, batch.size=256 KiB). CPU per
-record moves far less with the load of a shared machine than records/s do.
+record moves far less with the machine's load than records/s do.
 Targets (2-core machine): >= 300,000 records/s of 100 B produced by the native client;
 >= 600,000 records/s consumed; sendfile <= 1/3 of the broker CPU per GB of read-and-send.
 """

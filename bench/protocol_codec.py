@@ -4,7 +4,7 @@
     .venv/bin/python bench/protocol_codec.py --quick
 
 Figures: the best of 40 rounds of N messages each (time.perf_counter); the minimum filters out
-the noise of a shared machine. Each row sets the last non-flexible version beside the first
+the noise of other load. Each row sets the last non-flexible version beside the first
 flexible one (Produce v8/v9, Fetch v11/v12, Metadata v8/v9) with the difference (target: the
 flexible version within 10 %):
 1. decode_request of each request (1 topic x 6 partitions, 1 KiB record batch each; Metadata

@@ -19,7 +19,7 @@ ones once:
 Every Spark run also prints the CPU seconds it cost, per party: the JVM (Arrow to rows, the
 query), the Python workers (Fetch, decode, Arrow IPC to the JVM) and the brokers, from
 /proc/<pid>/stat (user + system, plus reaped children's: the short-lived planner workers), and
-the total in microseconds per row. On a 2-core machine shared with other work the wall-clock
+the total in microseconds per row. On a 2-core machine with other load the wall-clock
 rate swings with the load; the CPU cost per row does much less, and 2 cores / (µs per row)
 is the rate this machine could reach with nothing else running.
 

@@ -118,7 +118,7 @@ def bench_read(root: str, log_bytes: int, read_bytes: int) -> dict[str, tuple[fl
         log.append(payload, 0)
     log.update_high_watermark(log.log_end_offset)
     results: dict[str, tuple[float, float, float]] = {}
-    # Two alternating rounds, best CPU per mode kept: other work shares these two cores.
+    # Two alternating rounds, best CPU per mode kept: other load may share the cores.
     for mode in ("sendfile", "read+sendall", "raw sendfile") * 2:
         with socket.create_server(("127.0.0.1", 0)) as server:
             port = server.getsockname()[1]
@@ -189,7 +189,7 @@ def bench_lookup(root: str, batches: int, lookups: int) -> float:
     for t in targets[:100]:  # warm up
         log.read(t, 1)
     per_op = float("inf")
-    for _ in range(3):  # best of three: the machine is shared
+    for _ in range(3):  # best of three: other load may share the cores
         t0 = time.perf_counter()
         for t in targets:
             log.read(t, 1)

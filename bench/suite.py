@@ -8,7 +8,7 @@ Each section runs in its own child process (``--run-section NAME``) with a hard 
 (the child is killed at the cap and the section recorded as timed out), so one stuck section
 cannot hold the session, and every process a section starts dies with its LocalCluster or
 NatsCluster. The load average is sampled before and after each section and stored beside its
-figures: the machine is shared, and a figure without its load means little.
+figures: a figure without the machine's load means little.
 
 Sections: the physical anchors (disk, fsync, loopback TCP), storage, one broker, three brokers
 (RF 3, acks=all, min.insync.replicas 2: throughput, end-to-end latency, leader failover), NATS
