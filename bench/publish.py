@@ -57,7 +57,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"{' (--quick)' if doc.get('quick') else ''}: {m.get('cores')} cores ({m.get('cpu')}), "
         f"{m.get('ram_gib')} GiB RAM, Linux {m.get('kernel')}, Python {m.get('python')}, "
         f"disk {m.get('disk')}. Load is the 1-minute load average before / after the section "
-        "(the machine is shared).",
+        "(other load moves every figure).",
         "",
         "| section | figure | value | load |",
         "|---|---|---|---|",
