@@ -91,7 +91,8 @@ RULES: tuple[Rule, ...] = (
         "machine tenants",
         re.compile(
             r"\btenants?\b|\b(?:other|parallel|concurrent)\s+(?:helpers|agents|sessions"
-            r"|engineers)\b|\bhelpers?\s+(?:were|was|are)\s+(?:running|busy)\b",
+            r"|engineers)\b|\bhelpers?\s+(?:were|was|are)\s+(?:running|busy)\b"
+            r"|\bmachine is shared\b|\bshared (?:machine|host)\b",
             re.IGNORECASE,
         ),
     ),

@@ -166,7 +166,7 @@ def ping_pong(round_trips: int = 2000) -> dict[str, float]:
 
 
 def host_speed() -> dict[str, float]:
-    """The two figures that say how fast this shared host is right now (CPU, wake-ups),
+    """The two figures that say how fast this VM host is right now (CPU, wake-ups),
     rounded to 0.1 for the results."""
     figures = {"python_loop_m_per_s": python_loop_rate(), **ping_pong()}
     return {k: round(v, 1) for k, v in figures.items()}
