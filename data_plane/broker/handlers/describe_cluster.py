@@ -10,10 +10,13 @@ authorizer fills it in (data_plane.security.request_authz).
 
 from __future__ import annotations
 
+from typing import Any
+
 from common.error_codes import ErrorCode
 from common.security.acl import CLUSTER_OPERATIONS, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.metadata import controller_id, live_brokers
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 ENDPOINT_BROKERS = 1
 
@@ -47,3 +50,18 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         # Else the schema's default, -2**31: "not asked".
         response["cluster_authorized_operations"] = operations_bitfield(CLUSTER_OPERATIONS)
     return response
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Nothing is refused; ``include_cluster_authorized_operations`` is answered with the
+    session's cluster operations (none without Describe on the cluster)."""
+    v = Verdict(body)
+    if not body.get("include_cluster_authorized_operations"):
+        return v
+
+    def authorized(response: dict[str, Any]) -> dict[str, Any]:
+        response["cluster_authorized_operations"] = authz.cluster_operations(s)
+        return response
+
+    v.finish = authorized
+    return v

@@ -11,8 +11,16 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.security.acl import AclOperation
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied_topics,
+)
 from data_plane.storage.producer_state import NO_TXN
 
 
@@ -54,3 +62,21 @@ def _partition(apis: KafkaApis, topic: str, index: int) -> dict[str, Any]:
         "error_message": None,
         "active_producers": producers,
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
+    new, denied = authz.split_topics(s, body, AclOperation.READ)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        {
+            "name": t.get("name", ""),
+            "partitions": [
+                {"partition_index": i, "error_code": TOPIC_DENIED, "active_producers": []}
+                for i in t.get("partition_indexes") or []
+            ],
+        }
+        for t in denied
+    ]
+    return with_denied_topics(new, len(denied), "topics", entries)

@@ -7,8 +7,11 @@ is logged."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers import join_group
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 logger = logging.getLogger(__name__)
 FIRST_BATCH_VERSION = 3
@@ -41,3 +44,8 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         if not error
         else [],
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on the group, refused as JoinGroup is (:func:`join_group.authorize`)."""
+    return join_group.authorize(authz, s, version, body)

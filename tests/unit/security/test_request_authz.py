@@ -16,6 +16,7 @@ from common.security.acl import (
     ResourceType,
 )
 from common.security.principal import KafkaPrincipal
+from data_plane.broker.handlers import authorization_rules
 from data_plane.security.request_authz import RequestAuthorizer, Session
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
@@ -45,7 +46,9 @@ EXISTING = {"readable", "writable", "secret", "denied"}
 
 
 def authz(bindings=BINDINGS) -> RequestAuthorizer:
-    return RequestAuthorizer(Authorizer(["User:admin"], bindings=bindings), EXISTING.__contains__)
+    return RequestAuthorizer(
+        Authorizer(["User:admin"], bindings=bindings), EXISTING.__contains__, authorization_rules()
+    )
 
 
 def encodes(api: ApiKey, version: int, response: dict) -> None:
