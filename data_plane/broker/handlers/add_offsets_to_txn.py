@@ -1,4 +1,4 @@
-"""AddOffsetsToTxn (25), v0-3 (v3 flexible): a transactional producer will commit a consumer
+"""AddOffsetsToTxn (25): a transactional producer will commit a consumer
 group's offsets in its transaction (``send_offsets_to_transaction``). The coordinator adds the
 group's ``__consumer_offsets`` partition to the transaction, so that its end marker makes the
 TxnOffsetCommit offsets count (or not). Errors as AddPartitionsToTxn's. Before

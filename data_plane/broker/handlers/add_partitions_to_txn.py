@@ -1,4 +1,4 @@
-"""AddPartitionsToTxn (24), v0-4.
+"""AddPartitionsToTxn (24).
 
 v0-3 (clients): a transactional producer names the partitions it is about to write in its
 transaction, before its first Produce to each (the coordinator must know them to write their
@@ -12,11 +12,11 @@ end markers).
   COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS (retriable), INVALID_PRODUCER_ID_MAPPING,
   PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), INVALID_TXN_STATE.
 
-v4 (brokers, ClusterAction): several transactions per request. With ``verify_only`` a
-partition leader asks whether partitions are in the producer's ongoing transaction before it
-appends the transaction's first batch there (KIP-890): per partition NO_ERROR or
-INVALID_TXN_STATE, or the lookup's error for all (nothing is written). Without it the
-partitions are added as in v3.
+v4+ (``FIRST_BROKER_VERSION``; brokers, ClusterAction): several transactions per request.
+With ``verify_only`` a partition leader asks whether partitions are in the producer's ongoing
+transaction before it appends the transaction's first batch there (KIP-890): per partition
+NO_ERROR or INVALID_TXN_STATE, or the lookup's error for all (nothing is written). Without it
+the partitions are added as in v3.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""AlterConfigs (33), v0-1, the non-incremental form kafka-python's admin and Sarama use: each
+"""AlterConfigs (33), the non-incremental form kafka-python's admin and Sarama use: each
 topic resource's ``configs`` REPLACE all of its overrides (keys left out go back to their
 defaults). Forwarded to the active controller (:mod:`config_alteration`)."""
 

@@ -1,8 +1,8 @@
-"""AlterUserScramCredentials (51), v0 (flexible): add, replace or delete users' SCRAM
+"""AlterUserScramCredentials (51): add, replace or delete users' SCRAM
 credentials (``kafka-configs --alter --entity-type users --add-config SCRAM-SHA-512=[...]``).
 The client sends the salt and the salted password; the active controller derives and stores
 only the stored and server keys (metadata.security_control) and answers per user. Needs Alter
-on the cluster (checked by the authorizer)."""
+on the cluster (:func:`authorize`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ConsumerGroupDescribe (69), v0: a KIP-848 group's state, group and assignment epochs,
+"""ConsumerGroupDescribe (69): a KIP-848 group's state, group and assignment epochs,
 assignor, and each member's epoch, subscription, current and target assignment (topic ids
 with their names). A classic group or an unknown one is GROUP_ID_NOT_FOUND; a group
 coordinated elsewhere NOT_COORDINATOR."""

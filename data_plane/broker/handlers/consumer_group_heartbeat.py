@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat (68), v0-1: a KIP-848 consumer-protocol member joins (epoch 0),
+"""ConsumerGroupHeartbeat (68): a KIP-848 consumer-protocol member joins (epoch 0),
 keeps up (its epoch), or leaves (-1, or -2 for a static member) and gets its member id, epoch,
 heartbeat interval and, when it changed, the partitions it may own now
 (:mod:`data_plane.coordinator.consumer_group`). v1 subscribes by regular expression too.

@@ -1,4 +1,4 @@
-"""CreatePartitions (37), v0-1: forwarded to the active controller; answered once this
+"""CreatePartitions (37): forwarded to the active controller; answered once this
 broker's metadata shows the new partition counts (bounded by the request's timeout)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CreateTopics (19), v0-7: forwarded to the active controller; answered once this broker's
+"""CreateTopics (19): forwarded to the active controller; answered once this broker's
 own metadata shows the new topics (bounded by the request's timeout), so the client's next
 Metadata call sees them. Errors are per topic (the controller's code, or its call error on
 every topic).

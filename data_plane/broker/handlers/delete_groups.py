@@ -1,4 +1,4 @@
-"""DeleteGroups (42), v0-1: tombstone empty groups' metadata and offsets in
+"""DeleteGroups (42): tombstone empty groups' metadata and offsets in
 ``__consumer_offsets``; answered once the tombstones are committed. Per group: NON_EMPTY_GROUP
 while it has members, GROUP_ID_NOT_FOUND if unknown, NOT_COORDINATOR if another broker owns it."""
 

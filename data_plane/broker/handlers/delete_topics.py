@@ -1,4 +1,4 @@
-"""DeleteTopics (20), v0-6: forwarded to the active controller; answered once this broker's
+"""DeleteTopics (20): forwarded to the active controller; answered once this broker's
 metadata no longer lists the deleted topics (bounded by the request's timeout).
 
 v5+ answers an error message. v6 names each topic by name or by topic id (KIP-516); a topic

@@ -1,11 +1,11 @@
-"""DescribeCluster (60), v0-1 (flexible): the cluster id, the live brokers with their endpoint
+"""DescribeCluster (60): the cluster id, the live brokers with their endpoint
 on the listener the client connected to, and as controller this broker (it forwards
 controller-bound requests, as Metadata says too). Endpoint type 2 (controllers) is not served
 by brokers: UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers answer.
 
 ``include_cluster_authorized_operations`` asks for the bitfield of operations the caller may
-perform on the cluster: every cluster operation without an authorizer; with one, the
-authorizer fills it in (data_plane.security.request_authz).
+perform on the cluster: every cluster operation without an authorizer; with one,
+:func:`authorize` fills it in.
 """
 
 from __future__ import annotations

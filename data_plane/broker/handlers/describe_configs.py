@@ -1,4 +1,4 @@
-"""DescribeConfigs (32), v0-4: topic resources (type 2) come from the active controller
+"""DescribeConfigs (32): topic resources (type 2) come from the active controller
 (topic overrides and the effective defaults); the broker resource (type 4) naming this broker
 lists its own settings as static broker configs. ``configuration_keys`` filters the entries.
 Other brokers' ids and other resource types get an error for that resource. From v3 each

@@ -1,4 +1,4 @@
-"""DescribeGroups (15), v0-4: state, protocol and members of groups this broker coordinates.
+"""DescribeGroups (15): state, protocol and members of groups this broker coordinates.
 
 An unknown group is state "Dead" with no error (as Kafka); a group coordinated elsewhere gets
 NOT_COORDINATOR. Members' metadata and assignments are given only for a Stable group.

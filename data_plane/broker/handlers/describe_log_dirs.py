@@ -1,8 +1,8 @@
-"""DescribeLogDirs (35), v0-4 (v2+ flexible): every log directory of this broker with the size
+"""DescribeLogDirs (35): every log directory of this broker with the size
 of each partition log in it (``kafka-log-dirs.sh --describe``). An offline directory (it
 failed: storage/log_dir_failure.py) answers KAFKA_STORAGE_ERROR and no partitions; v4 adds each
 directory's total and usable bytes (-1 when offline). ``topics`` null means every partition.
-The request needs Describe on the cluster (checked by the authorizer; refused: v3+ answer
+The request needs Describe on the cluster (:func:`authorize`; refused: v3+ answer
 CLUSTER_AUTHORIZATION_FAILED, older versions an empty list, as Kafka).
 """
 

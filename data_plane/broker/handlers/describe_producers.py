@@ -1,4 +1,4 @@
-"""DescribeProducers (61), v0 (flexible only): the producer state of partitions this broker
+"""DescribeProducers (61): the producer state of partitions this broker
 leads (``kraftlog transactions describe-producers``): per producer id its epoch, last sequence
 and timestamp, the epoch of the coordinator that wrote its last marker here, and the first
 offset of its open transaction (-1: none), which is what a hanging transaction is found and

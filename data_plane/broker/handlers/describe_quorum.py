@@ -1,11 +1,11 @@
-"""DescribeQuorum (55), v0-2 (flexible): the metadata quorum, as ``kafka-metadata-quorum
+"""DescribeQuorum (55): the metadata quorum, as ``kafka-metadata-quorum
 describe --status/--replication`` shows it. The broker asks the active controller (gRPC
 DescribeQuorum) and answers for the partition ``__cluster_metadata``-0: leader, epoch, high
 watermark (the last committed offset), each voter with the log end it acknowledged and when it
 last answered (v1), the brokers as observers with the metadata offset each last reported, and
 (v2) every voter's controller endpoint. Any other partition gets UNKNOWN_TOPIC_OR_PARTITION.
 Directory ids are not tracked: the zero id, as Kafka reports an unknown one. Needs Describe on
-the cluster (checked by the authorizer).
+the cluster (:func:`authorize`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DescribeTopicPartitions (75), v0 (flexible): topics and partitions from this broker's
+"""DescribeTopicPartitions (75): topics and partitions from this broker's
 metadata image, paginated, with KIP-966's eligible leader replicas (what newer
 ``kafka-topics --describe`` uses instead of Metadata).
 
@@ -10,7 +10,7 @@ metadata image, paginated, with KIP-966's eligible leader replicas (what newer
   topic outside the request gets INVALID_REQUEST.
 - ``last_known_elr`` is null: kraftlog keeps no record of an ELR once cleared.
 - ``topic_authorized_operations``: every topic operation without an authorizer; with one,
-  data_plane.security.request_authz fills in the caller's (and hides or refuses topics it may
+  :func:`authorize` fills in the caller's (and hides or refuses topics it may
   not describe).
 """
 

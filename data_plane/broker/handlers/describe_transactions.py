@@ -1,4 +1,4 @@
-"""DescribeTransactions (65), v0 (flexible only): the state of transactional ids this broker
+"""DescribeTransactions (65): the state of transactional ids this broker
 coordinates (``kraftlog transactions describe``, kafka-transactions.sh). Per id: NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND, or the state name (Kafka's: Empty,
 Ongoing, PrepareCommit, ...), timeout, start time, producer id and epoch, and the partitions

@@ -1,7 +1,7 @@
-"""DescribeUserScramCredentials (50), v0 (flexible): each user's SCRAM mechanisms and
+"""DescribeUserScramCredentials (50): each user's SCRAM mechanisms and
 iteration counts (never the salt or keys), from the active controller (metadata.security_control).
 ``users`` null means every user; an unknown one answers RESOURCE_NOT_FOUND. Needs Describe on
-the cluster (checked by the authorizer)."""
+the cluster (:func:`authorize`)."""
 
 from __future__ import annotations
 

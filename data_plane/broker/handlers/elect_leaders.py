@@ -1,9 +1,8 @@
-"""ElectLeaders (43), v0-2 (v2 flexible): forwarded to the active controller, which moves
+"""ElectLeaders (43): forwarded to the active controller, which moves
 leadership to the preferred replica (election type 0; v0 knows only that) or, when a partition
 has no live ISR member, to any live replica (type 1, unclean). ``topic_partitions`` null means
 every partition. Each partition answers its own error (ELECTION_NOT_NEEDED when its preferred
-replica already leads); v1+ add a top-level error. Needs Alter on the cluster (checked by the
-authorizer).
+replica already leads); v1+ add a top-level error. Needs Alter on the cluster (:func:`authorize`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""EndTxn (26), v0-3 (v3 flexible): commit (``committed`` true) or abort the producer's
+"""EndTxn (26): commit (``committed`` true) or abort the producer's
 transaction. Answered once the coordinator wrote PrepareCommit/PrepareAbort to
 ``__transaction_state``; it then writes the end markers to every partition of the transaction
 (WriteTxnMarkers) and, once all are written, CompleteCommit/CompleteAbort. A retry while markers

@@ -1,4 +1,4 @@
-"""FindCoordinator (10), v0-6: which broker coordinates a consumer group (key_type 0) or a
+"""FindCoordinator (10): which broker coordinates a consumer group (key_type 0) or a
 transactional id (key_type 1); v4+ asks for several keys at once and is answered per key.
 
 The coordinator of key ``k`` is the leader of partition ``abs(javaStringHash(k)) %

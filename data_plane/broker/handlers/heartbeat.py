@@ -1,4 +1,4 @@
-"""Heartbeat (12), v0-3: a member renews its session; REBALANCE_IN_PROGRESS tells it to rejoin,
+"""Heartbeat (12): a member renews its session; REBALANCE_IN_PROGRESS tells it to rejoin,
 ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID that it is no longer a member."""
 
 from __future__ import annotations

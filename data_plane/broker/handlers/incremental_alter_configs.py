@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (44), v0-1: per topic resource, operations on single keys: SET (0),
+"""IncrementalAlterConfigs (44): per topic resource, operations on single keys: SET (0),
 DELETE (1), APPEND (2) and SUBTRACT (3) for list values. Forwarded to the active controller
 (:mod:`config_alteration`)."""
 

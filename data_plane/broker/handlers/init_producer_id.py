@@ -1,4 +1,4 @@
-"""InitProducerId (22), versions 0-4: a producer id and epoch for an idempotent or a
+"""InitProducerId (22): a producer id and epoch for an idempotent or a
 transactional producer (v2+ flexible; v3+ the producer may name its current id and epoch).
 
 - No ``transactional_id``: a fresh producer id with epoch 0 from the broker's

@@ -1,4 +1,4 @@
-"""JoinGroup (11), v0-9: join (or rejoin) a group; answered when the rebalance completes.
+"""JoinGroup (11): join (or rejoin) a group; answered when the rebalance completes.
 
 v0 has no rebalance timeout: the session timeout is used. v4+ joins without a member id get
 MEMBER_ID_REQUIRED with an id to rejoin with (KIP-394); v5 carries group.instance.id (static

@@ -1,4 +1,4 @@
-"""LeaveGroup (13), v0-5: members leave; the group rebalances without them at once (no wait
+"""LeaveGroup (13): members leave; the group rebalances without them at once (no wait
 for their sessions to expire). v0-2 name one member; v3+ list several, static ones by group
 instance id (KIP-345: how ``kafka-consumer-groups --delete --members``-style tools and
 admins remove them), each answered with its own error; v4 is flexible; v5 adds a reason, which

@@ -1,4 +1,4 @@
-"""ListGroups (16), v0-5: the groups this broker coordinates (a tool asks every broker).
+"""ListGroups (16): the groups this broker coordinates (a tool asks every broker).
 COORDINATOR_LOAD_IN_PROGRESS while one of its ``__consumer_offsets`` partitions is loading.
 
 v4 answers each group's state and takes a ``states_filter``, v5 its type and a

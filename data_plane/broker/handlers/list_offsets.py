@@ -1,4 +1,4 @@
-"""ListOffsets (2), v0-9: earliest (-2) = log start offset, latest (-1) = high watermark
+"""ListOffsets (2): earliest (-2) = log start offset, latest (-1) = high watermark
 (read_uncommitted) or last stable offset (read_committed, ``isolation_level`` 1 from v2), else
 the first offset whose timestamp is >= the given one below that bound
 (Log.find_offset_by_timestamp; -1/-1 when none). v7+ max timestamp (-3): the first record with

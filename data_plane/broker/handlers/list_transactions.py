@@ -1,4 +1,4 @@
-"""ListTransactions (66), v0-2 (flexible only): the transactional ids this broker coordinates
+"""ListTransactions (66): the transactional ids this broker coordinates
 (a tool asks every broker), filtered by state names, producer ids, v1+ a minimum running time
 and v2+ a regular expression on the id. Unknown state names come back in
 ``unknown_state_filters``; COORDINATOR_LOAD_IN_PROGRESS while a ``__transaction_state``

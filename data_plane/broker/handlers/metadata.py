@@ -10,7 +10,7 @@
 - Partitions: leader (-1 with LEADER_NOT_AVAILABLE when none), leader epoch, replicas, ISR, and
   offline replicas (replicas on fenced or unregistered brokers).
 - v8+: the cluster's and each topic's authorized operations when asked (every operation
-  without an authorizer; with one, data_plane.security.request_authz fills in what the
+  without an authorizer; with one, :func:`authorize` fills in what the
   caller may do). librdkafka's describe_cluster and describe_topics read them here. v11+
   drops the cluster's (DescribeCluster has them).
 - v10+: every topic's id (KIP-516); v12 looks a topic up by id when its name is null

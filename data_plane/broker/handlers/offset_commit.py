@@ -1,4 +1,4 @@
-"""OffsetCommit (8), v0-7: store committed offsets in ``__consumer_offsets``.
+"""OffsetCommit (8): store committed offsets in ``__consumer_offsets``.
 
 Answered per partition once the records are committed (acks=all semantics, bounded by
 ``offsets.commit.timeout.ms``). v0 commits (no generation, no member) and commits with

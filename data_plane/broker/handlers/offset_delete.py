@@ -1,9 +1,9 @@
-"""OffsetDelete (47), v0: remove a group's committed offsets for some partitions
+"""OffsetDelete (47): remove a group's committed offsets for some partitions
 (``kafka-consumer-groups --delete-offsets``), answered once the tombstones are committed to
 ``__consumer_offsets``. Group-level errors (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP for a group
 with members outside the consumer protocol, NOT_COORDINATOR...) go in ``error_code``; a topic
 the group's members subscribe to answers GROUP_SUBSCRIBED_TO_TOPIC for its partitions
-(data_plane.coordinator). Needs Delete on the group and Read on each topic (authorizer).
+(data_plane.coordinator). Needs Delete on the group and Read on each topic (:func:`authorize`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OffsetFetch (9), v0-9: a group's committed offsets (v8: several groups at once, KIP-709;
+"""OffsetFetch (9): a group's committed offsets (v8: several groups at once, KIP-709;
 v9: a KIP-848 member names itself and its epoch, checked in a consumer-protocol group).
 
 A partition without a committed offset answers offset -1 and empty metadata. ``topics`` null

@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch (23), v0-3: where a leader epoch ended in this leader's log (KIP-101).
+"""OffsetForLeaderEpoch (23): where a leader epoch ended in this leader's log (KIP-101).
 
 For each partition: the largest epoch <= the requested ``leader_epoch`` known to the
 leader-epoch cache and the start offset of the next epoch (the log end offset if it is the

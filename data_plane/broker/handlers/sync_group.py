@@ -1,4 +1,4 @@
-"""SyncGroup (14), v0-5: members fetch their assignment; the leader brings everyone's.
+"""SyncGroup (14): members fetch their assignment; the leader brings everyone's.
 
 Answered once the leader's assignment is stored in ``__consumer_offsets`` (committed), or at
 once in a Stable group; REBALANCE_IN_PROGRESS when a new rebalance began meanwhile. v5+

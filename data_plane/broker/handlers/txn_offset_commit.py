@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (28), v0-3: a transactional producer commits a consumer group's offsets in
+"""TxnOffsetCommit (28): a transactional producer commits a consumer group's offsets in
 its transaction (after AddOffsetsToTxn). Sent to the group's coordinator; the offsets are
 written to ``__consumer_offsets`` in the producer's transaction and count only once its
 COMMIT marker is written there (an ABORT drops them); OffsetFetch does not see them before.

@@ -1,8 +1,8 @@
-"""UpdateFeatures (57), v0-1 (flexible): ``kafka-features.sh upgrade``. Each feature update
+"""UpdateFeatures (57): ``kafka-features.sh upgrade``. Each feature update
 is forwarded to the active controller (metadata.features), which raises the finalized level
 once every broker and voter supports it. Downgrades (v0 ``allow_downgrade``, v1 upgrade type
 2 or 3) are refused with INVALID_UPDATE_VERSION, as the controller never lowers a level.
-``validate_only`` (v1) only checks. Needs Alter on the cluster (checked by the authorizer).
+``validate_only`` (v1) only checks. Needs Alter on the cluster (:func:`authorize`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (27), v0: a transaction coordinator tells partition leaders to write the
+"""WriteTxnMarkers (27): a transaction coordinator tells partition leaders to write the
 end marker (COMMIT or ABORT) of a producer's transaction. Sent by coordinators to leaders
 (data_plane.broker.txn_marker_sender), including to their own broker.
 
