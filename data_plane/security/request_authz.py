@@ -142,6 +142,8 @@ class RequestAuthorizer:
     # --- authorized operations (KIP-430) ------------------------------------------------------
 
     def _may(self, s: Session, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        # Not through allowed(): a bitfield asks about every operation, not the ACLs an API
+        # declares it checks (what allowed() stands for).
         return self.authorizer.authorize(s.principal, s.host, op, rtype, name)
 
     def cluster_operations(self, s: Session) -> int:
@@ -192,15 +194,6 @@ class RequestAuthorizer:
         new = dict(body)
         new[list_key] = allowed
         return new, denied
-
-    def split_names(
-        self, names: list[str], allowed: Callable[[str], bool]
-    ) -> tuple[list[str], list[str]]:
-        """(the ``names`` that are ``allowed``, the others), each in request order."""
-        kept, denied = [], []
-        for n in names:
-            (kept if allowed(n) else denied).append(n)
-        return kept, denied
 
 
 def append(response: Body, list_key: str, entries: list[dict[str, Any]]) -> Body:
