@@ -97,7 +97,7 @@ def versions(span: tuple[int, int] | None) -> str:
 
 def handler_location(key: ApiKey) -> str:
     """Where the broker's handler of ``key`` lives, relative to data_plane/."""
-    fn = HANDLERS[key][0]
+    fn = HANDLERS[key].handler
     path = fn.__module__.removeprefix("data_plane.").replace(".", "/") + ".py"
     return f"`{path}`" if fn.__name__ == "handle" else f"`{path}` `{fn.__name__}`"
 

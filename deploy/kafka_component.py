@@ -30,6 +30,7 @@ from common.configdef import from_props, to_props
 from common.security.config import SecurityConfig
 from data_plane.broker.apis import KafkaApis
 from data_plane.broker.config import BrokerConfig
+from data_plane.broker.handlers import authorization_rules
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.broker.server import KafkaServer, ListenerSpec, ServerThread
 from data_plane.metrics.names import node_metrics
@@ -103,6 +104,7 @@ class KafkaComponent:
                 security_config,
                 clock_ms=_clock_ms,
                 topic_exists=lambda name: metadata.image.topic(name) is not None,
+                authorization_rules=authorization_rules(),
             )
             return KafkaServer(
                 self.config,

@@ -1,9 +1,12 @@
-"""KafkaApis: the state request handlers share, and the table of handled APIs.
+"""KafkaApis: the state request handlers share, and what a handler is (the table of handled
+APIs is the handler registry, :data:`data_plane.broker.handlers.HANDLERS`).
 
 A handler is ``handle(apis, request) -> Response``: a response body (dict, encoded by the
 codec), :data:`NO_RESPONSE` (acks=0 Produce), :data:`CLOSE_CONNECTION`, or a coroutine
 producing one of those (requests that wait: delayed fetch, acks=all, admin forwarding). Handlers
 never block the event loop: controller calls run in ``apis.admin_executor``.
+Beside its handler, each API's module has its authorization rule, ``authorize``
+(:mod:`data_plane.security.request_authz`), which runs before the handler.
 
 Thread-safety: everything here belongs to the event loop thread, except ``admin_executor``
 jobs, which only call the (thread-safe) ControllerClient.

@@ -9,8 +9,9 @@ listeners then gate every request through :class:`sasl.SaslServerAuthenticator` 
 the SCRAM credentials of the current metadata image). SSL listeners without SASL take the
 principal from the client certificate; PLAINTEXT connections are ``User:ANONYMOUS``.
 
-With ``kraftlog.authorizer.enabled`` every request then passes :class:`RequestAuthorizer`
-(ACLs of the current image, ``super.users``, ``allow.everyone.if.no.acl.found``). Produce and
+With ``kraftlog.authorizer.enabled`` every request then passes :class:`RequestAuthorizer`,
+which applies the API's rule from the handler registry (``authorization_rules``) with the ACLs
+of the current image, ``super.users`` and ``allow.everyone.if.no.acl.found``. Produce and
 Fetch bytes are metered by the client quota managers (``producer_byte_rate`` /
 ``consumer_byte_rate`` of the image); the connection answers with ``throttle_time_ms`` and
 stops reading from the client for that long.
@@ -24,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,12 @@ from common.security.quota import QuotaType
 from common.security.scram import ScramCredential, ScramMechanism
 from common.security.tls import server_context
 from data_plane.security.quota_manager import ClientQuotaManager
-from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
+from data_plane.security.request_authz import (
+    AuthorizationRule,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+)
 from data_plane.security.sasl import (
     SaslServerAuthenticator,
     SaslState,
@@ -76,6 +82,7 @@ class BrokerSecurity:
         *,
         clock_ms: Callable[[], int],
         topic_exists: Callable[[str], bool] | None = None,
+        authorization_rules: Mapping[int, AuthorizationRule] | None = None,
     ) -> None:
         self.config = config
         self._protocols = config.protocol_map()
@@ -84,11 +91,14 @@ class BrokerSecurity:
             config.super_user_names(),
             allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found,
         )
-        self.request_authorizer = (
-            RequestAuthorizer(self.authorizer, topic_exists or (lambda _name: True))
-            if config.authorizer_enabled
-            else None
-        )
+        self.request_authorizer: RequestAuthorizer | None = None
+        if config.authorizer_enabled:
+            # Without the rules every request would pass: refuse to build such a broker.
+            if authorization_rules is None:
+                raise ValueError("kraftlog.authorizer.enabled needs the APIs' authorization rules")
+            self.request_authorizer = RequestAuthorizer(
+                self.authorizer, topic_exists or (lambda _name: True), authorization_rules
+            )
         self.produce_quotas = ClientQuotaManager(
             QuotaType.PRODUCE,
             window_num=config.quota_window_num,

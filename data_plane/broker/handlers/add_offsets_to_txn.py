@@ -1,4 +1,4 @@
-"""AddOffsetsToTxn (25), v0-3 (v3 flexible): a transactional producer will commit a consumer
+"""AddOffsetsToTxn (25): a transactional producer will commit a consumer
 group's offsets in its transaction (``send_offsets_to_transaction``). The coordinator adds the
 group's ``__consumer_offsets`` partition to the transaction, so that its end marker makes the
 TxnOffsetCommit offsets count (or not). Errors as AddPartitionsToTxn's. Before
@@ -8,10 +8,20 @@ the count it will be created with (the client's FindCoordinator for the group cr
 
 from __future__ import annotations
 
+from typing import Any
+
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.handlers.transaction_errors import for_version
 from data_plane.coordinator import OFFSETS_TOPIC, partition_for
+from data_plane.security.request_authz import (
+    GROUP_DENIED,
+    TXN_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+)
 
 
 def _body(code: int) -> Body:
@@ -37,3 +47,19 @@ async def _add(apis: KafkaApis, request: Request, partition: tuple[str, int]) ->
         body["transactional_id"], body["producer_id"], body["producer_epoch"], [partition]
     )
     return _body(for_version(code, request.header.api_version))
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Write on the transactional id (refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then
+    Read on the group (refused: GROUP_AUTHORIZATION_FAILED)."""
+    if not authz.transactional_id(s, AclOperation.WRITE, body.get("transactional_id", "")):
+        return Verdict.refused(
+            body,
+            {"throttle_time_ms": 0, "error_code": TXN_DENIED},
+            ResourceType.TRANSACTIONAL_ID,
+        )
+    if not authz.group(s, AclOperation.READ, body.get("group_id", "")):
+        return Verdict.refused(
+            body, {"throttle_time_ms": 0, "error_code": GROUP_DENIED}, ResourceType.GROUP
+        )
+    return Verdict(body)

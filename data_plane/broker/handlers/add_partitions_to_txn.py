@@ -1,4 +1,4 @@
-"""AddPartitionsToTxn (24), v0-4.
+"""AddPartitionsToTxn (24).
 
 v0-3 (clients): a transactional producer names the partitions it is about to write in its
 transaction, before its first Produce to each (the coordinator must know them to write their
@@ -12,11 +12,11 @@ end markers).
   COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS (retriable), INVALID_PRODUCER_ID_MAPPING,
   PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), INVALID_TXN_STATE.
 
-v4 (brokers, ClusterAction): several transactions per request. With ``verify_only`` a
-partition leader asks whether partitions are in the producer's ongoing transaction before it
-appends the transaction's first batch there (KIP-890): per partition NO_ERROR or
-INVALID_TXN_STATE, or the lookup's error for all (nothing is written). Without it the
-partitions are added as in v3.
+v4+ (``FIRST_BROKER_VERSION``; brokers, ClusterAction): several transactions per request.
+With ``verify_only`` a partition leader asks whether partitions are in the producer's ongoing
+transaction before it appends the transaction's first batch there (KIP-890): per partition
+NO_ERROR or INVALID_TXN_STATE, or the lookup's error for all (nothing is written). Without it
+the partitions are added as in v3.
 """
 
 from __future__ import annotations
@@ -24,11 +24,22 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.handlers.transaction_errors import for_version
+from data_plane.security.request_authz import (
+    CLUSTER_DENIED,
+    TOPIC_DENIED,
+    TXN_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+)
 from metadata.topics import INTERNAL_TOPICS
 
 Partition = tuple[str, int]
+# v4+ batches transactions and verifies partitions: sent by partition leaders (brokers).
+FIRST_BROKER_VERSION = 4
 
 
 def _topic_results(errors: dict[Partition, int]) -> list[dict[str, Any]]:
@@ -46,7 +57,7 @@ def _partitions(topics: list[dict[str, Any]] | None) -> list[Partition]:
 
 def handle(apis: KafkaApis, request: Request) -> Response:
     body = request.body
-    if request.header.api_version >= 4:
+    if request.header.api_version >= FIRST_BROKER_VERSION:
         return _transactions(apis, request)
     partitions = _partitions(body.get("v3_and_below_topics"))
     bad = _refused(apis, partitions)
@@ -101,3 +112,52 @@ async def _transactions(apis: KafkaApis, request: Request) -> Body:
                 errors = {tp: code for tp in partitions}
         results.append({"transactional_id": tid, "topic_results": _topic_results(errors)})
     return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """v4+ (partition leaders verifying transactions): ClusterAction on the cluster. v0-3:
+    Write on the transactional id and on each topic; when any is refused nothing is added:
+    refused topics' partitions get TOPIC_AUTHORIZATION_FAILED (every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED when the id is refused), the others
+    OPERATION_NOT_ATTEMPTED, as Kafka answers."""
+    if version >= FIRST_BROKER_VERSION:
+        if authz.cluster(s, AclOperation.CLUSTER_ACTION):
+            return Verdict(body)
+        return Verdict.refused(
+            body,
+            {"throttle_time_ms": 0, "error_code": CLUSTER_DENIED, "results_by_transaction": []},
+            ResourceType.CLUSTER,
+        )
+    topics = body.get("v3_and_below_topics") or []
+    txn_ok = authz.transactional_id(
+        s, AclOperation.WRITE, body.get("v3_and_below_transactional_id", "")
+    )
+    denied_topics = {
+        t["name"] for t in topics if not txn_ok or not authz.topic(s, AclOperation.WRITE, t["name"])
+    }
+    if not denied_topics:
+        return Verdict(body)
+    code = TOPIC_DENIED if txn_ok else TXN_DENIED
+    results = [
+        {
+            "name": t["name"],
+            "results_by_partition": [
+                {
+                    "partition_index": p,
+                    "partition_error_code": (
+                        code
+                        if t["name"] in denied_topics
+                        else int(ErrorCode.OPERATION_NOT_ATTEMPTED)
+                    ),
+                }
+                for p in t.get("partitions") or ()
+            ],
+        }
+        for t in topics
+    ]
+    return Verdict.refused(
+        body,
+        {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results},
+        ResourceType.TOPIC if txn_ok else ResourceType.TRANSACTIONAL_ID,
+        len(denied_topics),
+    )

@@ -1,4 +1,4 @@
-"""ApiVersions (18), v0-4: the APIs this broker handles, with the codec's version ranges.
+"""ApiVersions (18): the APIs this broker handles, with the codec's version ranges.
 
 From v3 (flexible) the client names its software; a name or version that does not match
 Kafka's pattern (letters, digits, ``.`` and ``-``, starting and ending with a letter or digit)

@@ -1,4 +1,4 @@
-"""ConsumerGroupDescribe (69), v0: a KIP-848 group's state, group and assignment epochs,
+"""ConsumerGroupDescribe (69): a KIP-848 group's state, group and assignment epochs,
 assignor, and each member's epoch, subscription, current and target assignment (topic ids
 with their names). A classic group or an unknown one is GROUP_ID_NOT_FOUND; a group
 coordinated elsewhere NOT_COORDINATOR."""
@@ -8,7 +8,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import (
+    GROUP_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied,
+)
 from metadata.image import MetadataImage
 
 # "Operations not requested" (Kafka's Integer.MIN_VALUE sentinel).
@@ -63,3 +71,27 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             }
         )
     return {"throttle_time_ms": 0, "groups": groups}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on each group (refused groups answered GROUP_AUTHORIZATION_FAILED)."""
+    groups = body.get("group_ids") or []
+    allowed = [g for g in groups if authz.group(s, AclOperation.DESCRIBE, g)]
+    if len(allowed) == len(groups):
+        return Verdict(body)
+    entries = [
+        {
+            "error_code": GROUP_DENIED,
+            "error_message": None,
+            "group_id": g,
+            "group_state": "",
+            "group_epoch": -1,
+            "assignment_epoch": -1,
+            "assignor_name": "",
+            "members": [],
+        }
+        for g in groups
+        if g not in allowed
+    ]
+    kept = {**body, "group_ids": allowed}
+    return with_denied(kept, ResourceType.GROUP, len(entries), "groups", entries)

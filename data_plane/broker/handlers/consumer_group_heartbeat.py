@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat (68), v0-1: a KIP-848 consumer-protocol member joins (epoch 0),
+"""ConsumerGroupHeartbeat (68): a KIP-848 consumer-protocol member joins (epoch 0),
 keeps up (its epoch), or leaves (-1, or -2 for a static member) and gets its member id, epoch,
 heartbeat interval and, when it changed, the partitions it may own now
 (:mod:`data_plane.coordinator.consumer_group`). v1 subscribes by regular expression too.
@@ -12,9 +12,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.coordinator.consumer_assignors import AssignorTopic
 from data_plane.coordinator.messages import ConsumerHeartbeatRequest
+from data_plane.security.request_authz import GROUP_DENIED, RequestAuthorizer, Session, Verdict
 from metadata.image import MetadataImage
 from metadata.topics import INTERNAL_TOPICS
 
@@ -87,3 +89,21 @@ async def _heartbeat(apis: KafkaApis, req: ConsumerHeartbeatRequest) -> Body:
         "heartbeat_interval_ms": result.heartbeat_interval_ms,
         "assignment": assignment,
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on the group (refused: GROUP_AUTHORIZATION_FAILED, the handler not called)."""
+    if authz.group(s, AclOperation.READ, body.get("group_id", "")):
+        return Verdict(body)
+    return Verdict.refused(
+        body,
+        {
+            "error_code": GROUP_DENIED,
+            "error_message": None,
+            "member_id": None,
+            "member_epoch": -1,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        },
+        ResourceType.GROUP,
+    )

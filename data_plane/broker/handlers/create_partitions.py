@@ -1,4 +1,4 @@
-"""CreatePartitions (37), v0-1: forwarded to the active controller; answered once this
+"""CreatePartitions (37): forwarded to the active controller; answered once this
 broker's metadata shows the new partition counts (bounded by the request's timeout)."""
 
 from __future__ import annotations
@@ -6,8 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied_topics,
+)
 from metadata.client import ControllerError
 
 
@@ -49,3 +57,19 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
 
 def handle(apis: KafkaApis, request: Request) -> Any:
     return _handle(apis, request)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Alter on each topic (refused topics answered TOPIC_AUTHORIZATION_FAILED)."""
+    new, denied = authz.split_topics(s, body, AclOperation.ALTER)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        {
+            "name": t.get("name", ""),
+            "error_code": TOPIC_DENIED,
+            "error_message": "Authorization failed.",
+        }
+        for t in denied
+    ]
+    return with_denied_topics(new, len(denied), "results", entries)

@@ -1,4 +1,4 @@
-"""CreateTopics (19), v0-7: forwarded to the active controller; answered once this broker's
+"""CreateTopics (19): forwarded to the active controller; answered once this broker's
 own metadata shows the new topics (bounded by the request's timeout), so the client's next
 Metadata call sees them. Errors are per topic (the controller's code, or its call error on
 every topic).
@@ -15,8 +15,16 @@ from typing import Any
 
 from common.config_resources import SOURCE_DEFAULT, SOURCE_DYNAMIC_TOPIC
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied_topics,
+)
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
 
@@ -117,3 +125,22 @@ async def _details(
 
 def handle(apis: KafkaApis, request: Request) -> Any:
     return _handle(apis, request)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Create on the cluster, else Create on each topic (refused topics answered
+    TOPIC_AUTHORIZATION_FAILED)."""
+    if authz.cluster(s, AclOperation.CREATE):
+        return Verdict(body)
+    new, denied = authz.split_topics(s, body, AclOperation.CREATE)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        {
+            "name": t.get("name", ""),
+            "error_code": TOPIC_DENIED,
+            "error_message": "Authorization failed.",
+        }
+        for t in denied
+    ]
+    return with_denied_topics(new, len(denied), "topics", entries)

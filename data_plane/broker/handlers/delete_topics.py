@@ -1,4 +1,4 @@
-"""DeleteTopics (20), v0-6: forwarded to the active controller; answered once this broker's
+"""DeleteTopics (20): forwarded to the active controller; answered once this broker's
 metadata no longer lists the deleted topics (bounded by the request's timeout).
 
 v5+ answers an error message. v6 names each topic by name or by topic id (KIP-516); a topic
@@ -14,8 +14,16 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
+from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied_topics,
+)
 from metadata.client import ControllerError
 
 
@@ -73,3 +81,26 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
 
 def handle(apis: KafkaApis, request: Request) -> Any:
     return _handle(apis, request)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Delete on each topic (refused topics answered TOPIC_AUTHORIZATION_FAILED)."""
+    if version >= DELETE_TOPICS_BY_ID_SINCE:
+        new, denied = authz.split_topics(s, body, AclOperation.DELETE)
+        if not denied:
+            return Verdict(body)
+        entries = [
+            {
+                "name": t.get("name"),
+                "topic_id": t.get("topic_id") or ZERO_ID,
+                "error_code": TOPIC_DENIED,
+            }
+            for t in denied
+        ]
+        return with_denied_topics(new, len(denied), "responses", entries)
+    names = body.get("topic_names") or []
+    allowed = [n for n in names if authz.topic(s, AclOperation.DELETE, n)]
+    if len(allowed) == len(names):
+        return Verdict(body)
+    refused = [{"name": n, "error_code": TOPIC_DENIED} for n in names if n not in allowed]
+    return with_denied_topics({**body, "topic_names": allowed}, len(refused), "responses", refused)

@@ -1,19 +1,22 @@
-"""DescribeCluster (60), v0-1 (flexible): the cluster id, the live brokers with their endpoint
+"""DescribeCluster (60): the cluster id, the live brokers with their endpoint
 on the listener the client connected to, and as controller this broker (it forwards
 controller-bound requests, as Metadata says too). Endpoint type 2 (controllers) is not served
 by brokers: UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers answer.
 
 ``include_cluster_authorized_operations`` asks for the bitfield of operations the caller may
-perform on the cluster: every cluster operation without an authorizer; with one, the
-authorizer fills it in (data_plane.security.request_authz).
+perform on the cluster: every cluster operation without an authorizer; with one,
+:func:`authorize` fills it in.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from common.error_codes import ErrorCode
 from common.security.acl import CLUSTER_OPERATIONS, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.metadata import controller_id, live_brokers
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 ENDPOINT_BROKERS = 1
 
@@ -47,3 +50,18 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         # Else the schema's default, -2**31: "not asked".
         response["cluster_authorized_operations"] = operations_bitfield(CLUSTER_OPERATIONS)
     return response
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Nothing is refused; ``include_cluster_authorized_operations`` is answered with the
+    session's cluster operations (none without Describe on the cluster)."""
+    v = Verdict(body)
+    if not body.get("include_cluster_authorized_operations"):
+        return v
+
+    def authorized(response: dict[str, Any]) -> dict[str, Any]:
+        response["cluster_authorized_operations"] = authz.cluster_operations(s)
+        return response
+
+    v.finish = authorized
+    return v

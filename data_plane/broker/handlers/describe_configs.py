@@ -1,4 +1,4 @@
-"""DescribeConfigs (32), v0-4: topic resources (type 2) come from the active controller
+"""DescribeConfigs (32): topic resources (type 2) come from the active controller
 (topic overrides and the effective defaults); the broker resource (type 4) naming this broker
 lists its own settings as static broker configs. ``configuration_keys`` filters the entries.
 Other brokers' ids and other resource types get an error for that resource. From v3 each
@@ -17,9 +17,12 @@ from common.config_resources import (
     SOURCE_STATIC_BROKER,
 )
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.config_types import config_type_and_doc
+from data_plane.broker.handlers.config_acls import configs_verdict
 from data_plane.broker.handlers.forwarding import forward
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 from metadata.client import ControllerError
 
 
@@ -125,3 +128,11 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
 
 def handle(apis: KafkaApis, request: Request) -> Any:
     return _handle(apis, request)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """DescribeConfigs on each topic, or on the cluster for broker resources; refused
+    resources are answered, the rest described (:func:`config_acls.configs_verdict`)."""
+    return configs_verdict(
+        authz, s, body, AclOperation.DESCRIBE_CONFIGS, True, "results", {"configs": []}
+    )

@@ -1,4 +1,4 @@
-"""DescribeGroups (15), v0-4: state, protocol and members of groups this broker coordinates.
+"""DescribeGroups (15): state, protocol and members of groups this broker coordinates.
 
 An unknown group is state "Dead" with no error (as Kafka); a group coordinated elsewhere gets
 NOT_COORDINATOR. Members' metadata and assignments are given only for a Stable group.
@@ -6,7 +6,17 @@ NOT_COORDINATOR. Members' metadata and assignments are given only for a Stable g
 
 from __future__ import annotations
 
+from typing import Any
+
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import (
+    GROUP_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied,
+)
 
 # "Operations not requested" (Kafka's Integer.MIN_VALUE sentinel).
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -39,3 +49,25 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             }
         )
     return {"throttle_time_ms": 0, "groups": groups}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on each group (refused groups answered GROUP_AUTHORIZATION_FAILED)."""
+    groups = body.get("groups") or []
+    allowed = [g for g in groups if authz.group(s, AclOperation.DESCRIBE, g)]
+    if len(allowed) == len(groups):
+        return Verdict(body)
+    entries = [
+        {
+            "error_code": GROUP_DENIED,
+            "group_id": g,
+            "group_state": "",
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+        }
+        for g in groups
+        if g not in allowed
+    ]
+    kept = {**body, "groups": allowed}
+    return with_denied(kept, ResourceType.GROUP, len(entries), "groups", entries)

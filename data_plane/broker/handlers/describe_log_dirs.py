@@ -1,8 +1,8 @@
-"""DescribeLogDirs (35), v0-4 (v2+ flexible): every log directory of this broker with the size
+"""DescribeLogDirs (35): every log directory of this broker with the size
 of each partition log in it (``kafka-log-dirs.sh --describe``). An offline directory (it
 failed: storage/log_dir_failure.py) answers KAFKA_STORAGE_ERROR and no partitions; v4 adds each
 directory's total and usable bytes (-1 when offline). ``topics`` null means every partition.
-The request needs Describe on the cluster (checked by the authorizer; refused: v3+ answer
+The request needs Describe on the cluster (:func:`authorize`; refused: v3+ answer
 CLUSTER_AUTHORIZATION_FAILED, older versions an empty list, as Kafka).
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import CLUSTER_DENIED, RequestAuthorizer, Session, Verdict
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -50,3 +52,14 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             }
         )
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NO_ERROR, "results": results}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on the cluster (refused: no log dirs, with CLUSTER_AUTHORIZATION_FAILED from
+    v3, which has the top-level error)."""
+    if authz.cluster(s, AclOperation.DESCRIBE):
+        return Verdict(body)
+    error = CLUSTER_DENIED if version >= 3 else ErrorCode.NO_ERROR
+    return Verdict.refused(
+        body, {"throttle_time_ms": 0, "error_code": error, "results": []}, ResourceType.CLUSTER
+    )

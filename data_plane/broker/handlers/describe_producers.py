@@ -1,4 +1,4 @@
-"""DescribeProducers (61), v0 (flexible only): the producer state of partitions this broker
+"""DescribeProducers (61): the producer state of partitions this broker
 leads (``kraftlog transactions describe-producers``): per producer id its epoch, last sequence
 and timestamp, the epoch of the coordinator that wrote its last marker here, and the first
 offset of its open transaction (-1: none), which is what a hanging transaction is found and
@@ -11,8 +11,16 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.security.acl import AclOperation
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied_topics,
+)
 from data_plane.storage.producer_state import NO_TXN
 
 
@@ -54,3 +62,21 @@ def _partition(apis: KafkaApis, topic: str, index: int) -> dict[str, Any]:
         "error_message": None,
         "active_producers": producers,
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
+    new, denied = authz.split_topics(s, body, AclOperation.READ)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        {
+            "name": t.get("name", ""),
+            "partitions": [
+                {"partition_index": i, "error_code": TOPIC_DENIED, "active_producers": []}
+                for i in t.get("partition_indexes") or []
+            ],
+        }
+        for t in denied
+    ]
+    return with_denied_topics(new, len(denied), "topics", entries)

@@ -1,11 +1,11 @@
-"""DescribeQuorum (55), v0-2 (flexible): the metadata quorum, as ``kafka-metadata-quorum
+"""DescribeQuorum (55): the metadata quorum, as ``kafka-metadata-quorum
 describe --status/--replication`` shows it. The broker asks the active controller (gRPC
 DescribeQuorum) and answers for the partition ``__cluster_metadata``-0: leader, epoch, high
 watermark (the last committed offset), each voter with the log end it acknowledged and when it
 last answered (v1), the brokers as observers with the metadata offset each last reported, and
 (v2) every voter's controller endpoint. Any other partition gets UNKNOWN_TOPIC_OR_PARTITION.
 Directory ids are not tracked: the zero id, as Kafka reports an unknown one. Needs Describe on
-the cluster (checked by the authorizer).
+the cluster (:func:`authorize`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward
+from data_plane.security.request_authz import CLUSTER_DENIED, RequestAuthorizer, Session, Verdict
 from metadata.client import ControllerError
 from metadata.messages import QuorumReplica
 
@@ -95,3 +97,14 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
 
 def handle(apis: KafkaApis, request: Request) -> Any:
     return _handle(apis, request)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on the cluster (refused: CLUSTER_AUTHORIZATION_FAILED)."""
+    if authz.cluster(s, AclOperation.DESCRIBE):
+        return Verdict(body)
+    return Verdict.refused(
+        body,
+        {"error_code": CLUSTER_DENIED, "error_message": None, "topics": [], "nodes": []},
+        ResourceType.CLUSTER,
+    )

@@ -1,4 +1,4 @@
-"""DescribeTopicPartitions (75), v0 (flexible): topics and partitions from this broker's
+"""DescribeTopicPartitions (75): topics and partitions from this broker's
 metadata image, paginated, with KIP-966's eligible leader replicas (what newer
 ``kafka-topics --describe`` uses instead of Metadata).
 
@@ -10,7 +10,7 @@ metadata image, paginated, with KIP-966's eligible leader replicas (what newer
   topic outside the request gets INVALID_REQUEST.
 - ``last_known_elr`` is null: kraftlog keeps no record of an ELR once cleared.
 - ``topic_authorized_operations``: every topic operation without an authorizer; with one,
-  data_plane.security.request_authz fills in the caller's (and hides or refuses topics it may
+  :func:`authorize` fills in the caller's (and hides or refuses topics it may
   not describe).
 """
 
@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
-from common.security.acl import TOPIC_OPERATIONS, operations_bitfield
+from common.security.acl import TOPIC_OPERATIONS, AclOperation, ResourceType, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.metadata import live_broker_ids, partition_state
+from data_plane.security.request_authz import TOPIC_DENIED, RequestAuthorizer, Session, Verdict
 from metadata.image import MetadataImage, TopicImage
 from metadata.topics import INTERNAL_TOPICS
 
@@ -103,3 +104,29 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             next_cursor = {"topic_name": name, "partition_index": resume_at}
             break
     return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on each topic: refused ones are left out when all were asked for, else
+    answered TOPIC_AUTHORIZATION_FAILED; the others carry the session's authorized
+    operations."""
+    listed = bool(body.get("topics"))
+    v = Verdict(body)
+
+    def finish(response: dict[str, Any]) -> dict[str, Any]:
+        out = []
+        for t in response.get("topics") or []:
+            name = t.get("name") or ""
+            if t.get("error_code") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                out.append(t)
+            elif not authz.topic(s, AclOperation.DESCRIBE, name):
+                v.note(ResourceType.TOPIC)
+                if listed:
+                    out.append({**t, "error_code": TOPIC_DENIED, "partitions": []})
+            else:
+                out.append({**t, "topic_authorized_operations": authz.topic_operations(s, name)})
+        response["topics"] = out
+        return response
+
+    v.finish = finish
+    return v

@@ -1,4 +1,4 @@
-"""DescribeTransactions (65), v0 (flexible only): the state of transactional ids this broker
+"""DescribeTransactions (65): the state of transactional ids this broker
 coordinates (``kraftlog transactions describe``, kafka-transactions.sh). Per id: NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND, or the state name (Kafka's: Empty,
 Ongoing, PrepareCommit, ...), timeout, start time, producer id and epoch, and the partitions
@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import (
+    TXN_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied,
+)
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -42,3 +50,20 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             )
         states.append(entry)
     return {"throttle_time_ms": 0, "transaction_states": states}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on each transactional id (refused ids answered
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+    ids = body.get("transactional_ids") or []
+    allowed = [t for t in ids if authz.transactional_id(s, AclOperation.DESCRIBE, t)]
+    if len(allowed) == len(ids):
+        return Verdict(body)
+    entries = [
+        {"error_code": TXN_DENIED, "transactional_id": t, "transaction_state": ""}
+        for t in ids
+        if t not in allowed
+    ]
+    kept = {**body, "transactional_ids": allowed}
+    rtype = ResourceType.TRANSACTIONAL_ID
+    return with_denied(kept, rtype, len(entries), "transaction_states", entries)

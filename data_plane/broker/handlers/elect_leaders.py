@@ -1,9 +1,8 @@
-"""ElectLeaders (43), v0-2 (v2 flexible): forwarded to the active controller, which moves
+"""ElectLeaders (43): forwarded to the active controller, which moves
 leadership to the preferred replica (election type 0; v0 knows only that) or, when a partition
 has no live ISR member, to any live replica (type 1, unclean). ``topic_partitions`` null means
 every partition. Each partition answers its own error (ELECTION_NOT_NEEDED when its preferred
-replica already leads); v1+ add a top-level error. Needs Alter on the cluster (checked by the
-authorizer).
+replica already leads); v1+ add a top-level error. Needs Alter on the cluster (:func:`authorize`).
 """
 
 from __future__ import annotations
@@ -11,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward
+from data_plane.security.request_authz import CLUSTER_DENIED, RequestAuthorizer, Session, Verdict
 from metadata.client import ControllerError
 from metadata.messages import ELECTION_PREFERRED
 
@@ -64,3 +65,24 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
 
 def handle(apis: KafkaApis, request: Request) -> Any:
     return _handle(apis, request)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Alter on the cluster (refused: CLUSTER_AUTHORIZATION_FAILED, and on every partition)."""
+    if authz.cluster(s, AclOperation.ALTER):
+        return Verdict(body)
+    results = [
+        {
+            "topic": t.get("topic", ""),
+            "partition_result": [
+                {"partition_id": p, "error_code": CLUSTER_DENIED, "error_message": None}
+                for p in t.get("partitions") or ()
+            ],
+        }
+        for t in body.get("topic_partitions") or ()
+    ]
+    return Verdict.refused(
+        body,
+        {"throttle_time_ms": 0, "error_code": CLUSTER_DENIED, "replica_election_results": results},
+        ResourceType.CLUSTER,
+    )

@@ -1,4 +1,4 @@
-"""EndTxn (26), v0-3 (v3 flexible): commit (``committed`` true) or abort the producer's
+"""EndTxn (26): commit (``committed`` true) or abort the producer's
 transaction. Answered once the coordinator wrote PrepareCommit/PrepareAbort to
 ``__transaction_state``; it then writes the end markers to every partition of the transaction
 (WriteTxnMarkers) and, once all are written, CompleteCommit/CompleteAbort. A retry while markers
@@ -8,8 +8,12 @@ decision, or no transaction, INVALID_TXN_STATE.
 
 from __future__ import annotations
 
+from typing import Any
+
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.transaction_errors import for_version
+from data_plane.security.request_authz import TXN_DENIED, RequestAuthorizer, Session, Verdict
 
 
 async def handle(apis: KafkaApis, request: Request) -> Body:
@@ -21,3 +25,12 @@ async def handle(apis: KafkaApis, request: Request) -> Body:
         bool(body["committed"]),
     )
     return {"throttle_time_ms": 0, "error_code": for_version(code, request.header.api_version)}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Write on the transactional id (refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+    if authz.transactional_id(s, AclOperation.WRITE, body.get("transactional_id", "")):
+        return Verdict(body)
+    return Verdict.refused(
+        body, {"throttle_time_ms": 0, "error_code": TXN_DENIED}, ResourceType.TRANSACTIONAL_ID
+    )

@@ -51,6 +51,7 @@ from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.protocol.fetch_replica import fetch_replica_id
 from common.protocol.topic_id_versions import ZERO_ID
+from common.security.acl import AclOperation, ResourceType
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.delayed import DelayedFetch, FetchPartitionStatus
@@ -58,6 +59,14 @@ from data_plane.broker.errors import BrokerRequestError
 from data_plane.broker.fetch_session import CachedPartition, FetchContext, records_length
 from data_plane.broker.leader_hints import FETCH_HINTS_SINCE, add_leader_hints
 from data_plane.broker.partition import Partition
+from data_plane.security.request_authz import (
+    CLUSTER_DENIED,
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    append,
+)
 from data_plane.storage import FetchIsolation
 
 # Fetch v0-2 have no response-wide max_bytes.
@@ -373,3 +382,49 @@ async def _answer_when_done(
         candidates=candidates,
     )
     return _answer(apis, ctx, entries, [], hints_listener)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Consumers: Read on each topic (refused topics: each partition TOPIC_AUTHORIZATION_FAILED).
+    Follower replicas (replica_id >= 0): ClusterAction on the cluster (refused: every
+    partition CLUSTER_AUTHORIZATION_FAILED, and the top-level error from v7). Every requested
+    partition is answered: kafka-python drops a response that omits one."""
+    topics = body.get("topics") or []
+    if fetch_replica_id(version, body) >= 0:
+        if authz.cluster(s, AclOperation.CLUSTER_ACTION):
+            return Verdict(body)
+        v = Verdict({**body, "topics": []})
+        v.note(ResourceType.CLUSTER)
+        v.finish = lambda r: _denied(r, topics, CLUSTER_DENIED, version)
+        return v
+    new, denied = authz.split_topics(s, body, AclOperation.READ, name_key="topic")
+    if not denied:
+        return Verdict(body)
+    v = Verdict(new)
+    v.note(ResourceType.TOPIC, len(denied))
+    v.finish = lambda r: _denied(r, denied, TOPIC_DENIED, version)
+    return v
+
+
+def _denied(
+    response: dict[str, Any], denied: list[dict[str, Any]], code: int, version: int
+) -> dict[str, Any]:
+    entries = [
+        {
+            "topic": t.get("topic") or "",
+            "topic_id": t.get("topic_id") or ZERO_ID,
+            "partitions": [
+                {
+                    "partition_index": p.get("partition", 0),
+                    "error_code": code,
+                    "high_watermark": -1,
+                    "records": None,
+                }
+                for p in t.get("partitions") or []
+            ],
+        }
+        for t in denied
+    ]
+    if code == CLUSTER_DENIED and version >= FIRST_SESSION_VERSION:
+        response["error_code"] = code
+    return append(response, "responses", entries)

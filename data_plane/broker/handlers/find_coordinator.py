@@ -1,4 +1,4 @@
-"""FindCoordinator (10), v0-6: which broker coordinates a consumer group (key_type 0) or a
+"""FindCoordinator (10): which broker coordinates a consumer group (key_type 0) or a
 transactional id (key_type 1); v4+ asks for several keys at once and is answered per key.
 
 The coordinator of key ``k`` is the leader of partition ``abs(javaStringHash(k)) %
@@ -24,9 +24,18 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.coordinator_location import coordinator_broker
 from data_plane.coordinator import OFFSETS_TOPIC
+from data_plane.security.request_authz import (
+    GROUP_DENIED,
+    TXN_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied,
+)
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
 from metadata.topics import TRANSACTION_STATE_TOPIC
@@ -152,3 +161,34 @@ def _create_internal_topic(apis: KafkaApis, internal: _InternalTopic) -> str:
     future = asyncio.get_running_loop().run_in_executor(apis.admin_executor, create)
     future.add_done_callback(lambda _f: apis.auto_creating.discard(name))
     return f"{name} is being created"
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on the group (key_type 0) or on the transactional id (key_type 1); refused
+    keys are answered GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED (v4+ per key)."""
+    if body.get("key_type", 0) == KEY_TYPE_TRANSACTION:
+        code, rtype = TXN_DENIED, ResourceType.TRANSACTIONAL_ID
+    else:
+        code, rtype = GROUP_DENIED, ResourceType.GROUP
+
+    def allowed(key: str) -> bool:
+        return authz.allowed(s, AclOperation.DESCRIBE, rtype, key)
+
+    denied_answer = {
+        "error_code": code,
+        "error_message": "Authorization failed.",
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
+    if version < FIND_COORDINATOR_BATCHED_SINCE:
+        if allowed(body.get("key", "")):
+            return Verdict(body)
+        return Verdict.refused(body, denied_answer, rtype)
+    keys = body.get("coordinator_keys") or []
+    denied = [k for k in keys if not allowed(k)]
+    if not denied:
+        return Verdict(body)
+    kept = {**body, "coordinator_keys": [k for k in keys if k not in denied]}
+    entries = [{"key": k, **denied_answer} for k in denied]
+    return with_denied(kept, rtype, len(denied), "coordinators", entries)

@@ -1,9 +1,13 @@
-"""Heartbeat (12), v0-3: a member renews its session; REBALANCE_IN_PROGRESS tells it to rejoin,
+"""Heartbeat (12): a member renews its session; REBALANCE_IN_PROGRESS tells it to rejoin,
 ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID that it is no longer a member."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers import join_group
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -12,3 +16,8 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         b["group_id"] or "", b["generation_id"], b["member_id"] or "", b.get("group_instance_id")
     )
     return {"throttle_time_ms": 0, "error_code": error}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on the group, refused as JoinGroup is (:func:`join_group.authorize`)."""
+    return join_group.authorize(authz, s, version, body)

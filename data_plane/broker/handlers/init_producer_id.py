@@ -1,4 +1,4 @@
-"""InitProducerId (22), versions 0-4: a producer id and epoch for an idempotent or a
+"""InitProducerId (22): a producer id and epoch for an idempotent or a
 transactional producer (v2+ flexible; v3+ the producer may name its current id and epoch).
 
 - No ``transactional_id``: a fresh producer id with epoch 0 from the broker's
@@ -21,13 +21,23 @@ transactional producer (v2+ flexible; v3+ the producer may name its current id a
 
 from __future__ import annotations
 
+from typing import Any
+
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.handlers.transaction_errors import (
     INIT_PRODUCER_ID_FIRST_PRODUCER_FENCED_VERSION,
     for_version,
 )
 from data_plane.broker.producer_ids import ProducerIdsUnavailableError
+from data_plane.security.request_authz import (
+    CLUSTER_DENIED,
+    TXN_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+)
 
 FIRST_PRODUCER_EPOCH = 0
 
@@ -74,3 +84,23 @@ async def _init_transactional(apis: KafkaApis, request: Request, transactional_i
         INIT_PRODUCER_ID_FIRST_PRODUCER_FENCED_VERSION,
     )
     return _answer(code, result.producer_id, result.producer_epoch)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Write on the transactional id when one is given (refused:
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED); else IdempotentWrite on the cluster or Write on some
+    topic (KIP-679; refused: CLUSTER_AUTHORIZATION_FAILED)."""
+    txn = body.get("transactional_id")
+    if txn is not None:
+        if authz.transactional_id(s, AclOperation.WRITE, txn):
+            return Verdict(body)
+        code, rtype = TXN_DENIED, ResourceType.TRANSACTIONAL_ID
+    elif authz.cluster(s, AclOperation.IDEMPOTENT_WRITE) or authz.allowed_any(
+        s, AclOperation.WRITE, ResourceType.TOPIC
+    ):
+        return Verdict(body)
+    else:
+        code, rtype = CLUSTER_DENIED, ResourceType.CLUSTER
+    return Verdict.refused(
+        body, {"error_code": code, "producer_id": -1, "producer_epoch": -1}, rtype
+    )

@@ -1,4 +1,4 @@
-"""JoinGroup (11), v0-9: join (or rejoin) a group; answered when the rebalance completes.
+"""JoinGroup (11): join (or rejoin) a group; answered when the rebalance completes.
 
 v0 has no rebalance timeout: the session timeout is used. v4+ joins without a member id get
 MEMBER_ID_REQUIRED with an id to rejoin with (KIP-394); v5 carries group.instance.id (static
@@ -9,8 +9,12 @@ false (KIP-814: a rejoining static leader is sent the members and assigns again)
 
 from __future__ import annotations
 
+from typing import Any
+
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.coordinator.messages import JoinGroupRequest
+from data_plane.security.request_authz import GROUP_DENIED, RequestAuthorizer, Session, Verdict
 
 # KIP-394: from JoinGroup v4 a new member first gets its id with MEMBER_ID_REQUIRED.
 MEMBER_ID_REQUIRED_SINCE_VERSION = 4
@@ -66,3 +70,24 @@ async def _join(apis: KafkaApis, req: JoinGroupRequest, version: int) -> Body:
             for m in r.members
         ],
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on the group (refused: GROUP_AUTHORIZATION_FAILED, the handler not called).
+    SyncGroup, Heartbeat and LeaveGroup check the same; the refusal carries the fields of each
+    of their responses (the codec encodes those of the API at hand)."""
+    if authz.group(s, AclOperation.READ, body.get("group_id", "")):
+        return Verdict(body)
+    return Verdict.refused(
+        body,
+        {
+            "error_code": GROUP_DENIED,
+            "generation_id": -1,
+            "protocol_name": "",
+            "leader": "",
+            "member_id": body.get("member_id", ""),
+            "members": [],
+            "assignment": b"",
+        },
+        ResourceType.GROUP,
+    )

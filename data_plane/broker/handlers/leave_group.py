@@ -1,4 +1,4 @@
-"""LeaveGroup (13), v0-5: members leave; the group rebalances without them at once (no wait
+"""LeaveGroup (13): members leave; the group rebalances without them at once (no wait
 for their sessions to expire). v0-2 name one member; v3+ list several, static ones by group
 instance id (KIP-345: how ``kafka-consumer-groups --delete --members``-style tools and
 admins remove them), each answered with its own error; v4 is flexible; v5 adds a reason, which
@@ -7,8 +7,11 @@ is logged."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers import join_group
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 logger = logging.getLogger(__name__)
 FIRST_BATCH_VERSION = 3
@@ -41,3 +44,8 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         if not error
         else [],
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on the group, refused as JoinGroup is (:func:`join_group.authorize`)."""
+    return join_group.authorize(authz, s, version, body)

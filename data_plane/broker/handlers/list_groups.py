@@ -1,4 +1,4 @@
-"""ListGroups (16), v0-5: the groups this broker coordinates (a tool asks every broker).
+"""ListGroups (16): the groups this broker coordinates (a tool asks every broker).
 COORDINATOR_LOAD_IN_PROGRESS while one of its ``__consumer_offsets`` partitions is loading.
 
 v4 answers each group's state and takes a ``states_filter``, v5 its type and a
@@ -8,7 +8,11 @@ v4 answers each group's state and takes a ``states_filter``, v5 its type and a
 
 from __future__ import annotations
 
+from typing import Any
+
+from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, keep_only
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -29,3 +33,15 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             if (not states or state.lower() in states) and (not types or group_type in types)
         ],
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on the cluster lists every group; else only the groups the session may
+    describe are listed."""
+    v = Verdict(body)
+    if authz.cluster(s, AclOperation.DESCRIBE):
+        return v
+    v.finish = keep_only(
+        "groups", lambda g: authz.group(s, AclOperation.DESCRIBE, g.get("group_id", ""))
+    )
+    return v

@@ -1,4 +1,4 @@
-"""ListOffsets (2), v0-9: earliest (-2) = log start offset, latest (-1) = high watermark
+"""ListOffsets (2): earliest (-2) = log start offset, latest (-1) = high watermark
 (read_uncommitted) or last stable offset (read_committed, ``isolation_level`` 1 from v2), else
 the first offset whose timestamp is >= the given one below that bound
 (Log.find_offset_by_timestamp; -1/-1 when none). v7+ max timestamp (-3): the first record with
@@ -16,9 +16,17 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.security.acl import AclOperation
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.errors import BrokerRequestError
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied_topics,
+)
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -93,3 +101,21 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         ]
         topics.append({"name": name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
+    new, denied = authz.split_topics(s, body, AclOperation.DESCRIBE)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        {
+            "name": t.get("name", ""),
+            "partitions": [
+                {"partition_index": p.get("partition_index", 0), "error_code": TOPIC_DENIED}
+                for p in t.get("partitions") or []
+            ],
+        }
+        for t in denied
+    ]
+    return with_denied_topics(new, len(denied), "topics", entries)

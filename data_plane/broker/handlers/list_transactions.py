@@ -1,4 +1,4 @@
-"""ListTransactions (66), v0-2 (flexible only): the transactional ids this broker coordinates
+"""ListTransactions (66): the transactional ids this broker coordinates
 (a tool asks every broker), filtered by state names, producer ids, v1+ a minimum running time
 and v2+ a regular expression on the id. Unknown state names come back in
 ``unknown_state_filters``; COORDINATOR_LOAD_IN_PROGRESS while a ``__transaction_state``
@@ -8,9 +8,12 @@ partition is loading. A pattern that is not a valid expression gets INVALID_REQU
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, keep_only
 
 
 def handle(apis: KafkaApis, request: Request) -> Body:
@@ -45,3 +48,13 @@ def _answer(error: int, unknown: list[str], states: list[dict]) -> Body:
         "unknown_state_filters": unknown,
         "transaction_states": states,
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Only the transactional ids the session may describe are listed."""
+    v = Verdict(body)
+    v.finish = keep_only(
+        "transaction_states",
+        lambda t: authz.transactional_id(s, AclOperation.DESCRIBE, t.get("transactional_id", "")),
+    )
+    return v

@@ -10,7 +10,7 @@
 - Partitions: leader (-1 with LEADER_NOT_AVAILABLE when none), leader epoch, replicas, ISR, and
   offline replicas (replicas on fenced or unregistered brokers).
 - v8+: the cluster's and each topic's authorized operations when asked (every operation
-  without an authorizer; with one, data_plane.security.request_authz fills in what the
+  without an authorizer; with one, :func:`authorize` fills in what the
   caller may do). librdkafka's describe_cluster and describe_topics read them here. v11+
   drops the cluster's (DescribeCluster has them).
 - v10+: every topic's id (KIP-516); v12 looks a topic up by id when its name is null
@@ -25,8 +25,21 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.topic_id_versions import METADATA_LOOKUP_BY_ID_SINCE, ZERO_ID
-from common.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, operations_bitfield
+from common.security.acl import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    AclOperation,
+    ResourceType,
+    operations_bitfield,
+)
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    keep_only,
+)
 from metadata.client import ControllerError
 from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import NewTopic
@@ -167,3 +180,87 @@ def _auto_create(apis: KafkaApis, name: str) -> None:
 
     future = asyncio.get_running_loop().run_in_executor(apis.admin_executor, create)
     future.add_done_callback(lambda _f: apis.auto_creating.discard(name))
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on each topic: all topics asked for, the others are left out; listed ones are
+    answered TOPIC_AUTHORIZATION_FAILED. Auto-creating a missing topic needs Create on the
+    cluster or on each missing topic (else the request goes on without auto-creation). v8+:
+    the cluster's and each topic's authorized operations for this session, when asked."""
+    return _with_authorized_operations(authz, s, body, _topics(authz, s, version, body))
+
+
+def _with_authorized_operations(
+    authz: RequestAuthorizer, s: Session, body: dict[str, Any], v: Verdict
+) -> Verdict:
+    """The bitfields of what this session may do replace the handler's (which are for no
+    authorizer)."""
+    want_cluster = body.get("include_cluster_authorized_operations")
+    want_topics = body.get("include_topic_authorized_operations")
+    if not (want_cluster or want_topics) or v.respond_now is not None:
+        return v
+    first = v.finish
+
+    def authorized(response: dict[str, Any]) -> dict[str, Any]:
+        if first is not None:
+            response = first(response)
+        if want_cluster:
+            response["cluster_authorized_operations"] = authz.cluster_operations(s)
+        if want_topics:
+            for t in response.get("topics") or []:
+                if t.get("error_code", 0) == ErrorCode.NO_ERROR:
+                    t["topic_authorized_operations"] = authz.topic_operations(s, t.get("name", ""))
+        return response
+
+    v.finish = authorized
+    return v
+
+
+def _topics(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    requested = body.get("topics")
+    all_topics = requested is None or (version == 0 and not requested)
+    if all_topics:
+        v = Verdict(body)
+        v.finish = keep_only(
+            "topics", lambda t: authz.topic(s, AclOperation.DESCRIBE, t.get("name", ""))
+        )
+        return v
+    names = [t.get("name", "") for t in requested]
+    # None: a topic id this broker does not know (answered UNKNOWN_TOPIC_ID).
+    describable = {n for n in names if n is None or authz.topic(s, AclOperation.DESCRIBE, n)}
+    new = body
+    if body.get("allow_auto_topic_creation", True):
+        missing = [n for n in describable if n is not None and not authz.topic_exists(n)]
+        may_create = authz.cluster(s, AclOperation.CREATE) or all(
+            authz.topic(s, AclOperation.CREATE, n) for n in missing
+        )
+        if missing and not may_create:
+            new = {**body, "allow_auto_topic_creation": False}
+    denied = [n for n in names if n not in describable]
+    if not denied:
+        return Verdict(new)
+    # The handler still sees every requested name (an empty v0 list would mean "all");
+    # the answers for the denied names are replaced afterwards.
+    v = Verdict({**new, "allow_auto_topic_creation": False})
+    v.note(ResourceType.TOPIC, len(set(denied)))
+    denied_set = set(denied)
+
+    def finish(response: dict[str, Any]) -> dict[str, Any]:
+        out = []
+        for t in response.get("topics") or []:
+            if t.get("name") in denied_set:
+                out.append(
+                    {
+                        "error_code": TOPIC_DENIED,
+                        "name": t.get("name"),
+                        "is_internal": False,
+                        "partitions": [],
+                    }
+                )
+            else:
+                out.append(t)
+        response["topics"] = out
+        return response
+
+    v.finish = finish
+    return v

@@ -1,4 +1,4 @@
-"""OffsetCommit (8), v0-7: store committed offsets in ``__consumer_offsets``.
+"""OffsetCommit (8): store committed offsets in ``__consumer_offsets``.
 
 Answered per partition once the records are committed (acks=all semantics, bounded by
 ``offsets.commit.timeout.ms``). v0 commits (no generation, no member) and commits with
@@ -15,8 +15,18 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.coordinator.messages import OffsetCommitRequest
+from data_plane.security.request_authz import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    partition_errors,
+    with_denied_topics,
+)
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
@@ -74,3 +84,18 @@ async def _commit(
         for name, indexes in order
     ]
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on the group (refused: every partition GROUP_AUTHORIZATION_FAILED), then Read on
+    each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
+    topics = body.get("topics") or []
+    if not authz.group(s, AclOperation.READ, body.get("group_id", "")):
+        return Verdict.refused(
+            body, {"topics": partition_errors(topics, GROUP_DENIED)}, ResourceType.GROUP
+        )
+    new, denied = authz.split_topics(s, body, AclOperation.READ)
+    if not denied:
+        return Verdict(body)
+    entries = partition_errors(denied, TOPIC_DENIED)
+    return with_denied_topics(new, len(denied), "topics", entries)

@@ -1,4 +1,4 @@
-"""OffsetFetch (9), v0-9: a group's committed offsets (v8: several groups at once, KIP-709;
+"""OffsetFetch (9): a group's committed offsets (v8: several groups at once, KIP-709;
 v9: a KIP-848 member names itself and its epoch, checked in a consumer-protocol group).
 
 A partition without a committed offset answers offset -1 and empty metadata. ``topics`` null
@@ -15,7 +15,18 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import OFFSET_FETCH_GROUPS_SINCE
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.security.request_authz import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    append,
+    keep_only,
+    with_denied_topics,
+)
 
 # From OffsetFetch v2 the response has a top-level error_code.
 TOP_LEVEL_ERROR_SINCE_VERSION = 2
@@ -87,3 +98,94 @@ def _group_offsets(
         by_topic.setdefault(topic, []).append(entry)
     topics = [{"name": n, "partitions": parts} for n, parts in by_topic.items()]
     return topics, ErrorCode.NO_ERROR
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Describe on the group (refused: GROUP_AUTHORIZATION_FAILED; before v2 on every listed
+    partition too), then Describe on each topic: listed topics refused are answered
+    TOPIC_AUTHORIZATION_FAILED per partition; when all topics are asked for, the others are
+    left out. v8+ (several groups) applies this per group (:func:`_authorize_groups`)."""
+    if version >= OFFSET_FETCH_GROUPS_SINCE:
+        return _authorize_groups(authz, s, body)
+    topics = body.get("topics")
+    if not authz.group(s, AclOperation.DESCRIBE, body.get("group_id", "")):
+        response: dict[str, Any] = {"topics": [], "error_code": GROUP_DENIED}
+        if version < 2:
+            response["topics"] = _denied(topics or [], GROUP_DENIED)
+        return Verdict.refused(body, response, ResourceType.GROUP)
+    if topics is None:
+        v = Verdict(body)
+        v.finish = keep_only(
+            "topics", lambda t: authz.topic(s, AclOperation.DESCRIBE, t.get("name", ""))
+        )
+        return v
+    new, denied = authz.split_topics(s, body, AclOperation.DESCRIBE)
+    if not denied:
+        return Verdict(body)
+    return with_denied_topics(new, len(denied), "topics", _denied(denied, TOPIC_DENIED))
+
+
+def _authorize_groups(authz: RequestAuthorizer, s: Session, body: dict[str, Any]) -> Verdict:
+    """OffsetFetch v8+ (several groups): a group the principal may not describe is
+    answered GROUP_DENIED; within the others, topics it may not describe are answered
+    TOPIC_DENIED per partition (listed ones) or left out (all topics asked). The handler
+    answers the kept groups in request order, so their fixes go by position."""
+    kept: list[dict[str, Any]] = []
+    denied_groups: list[str] = []
+    denied_topics: dict[int, list[dict[str, Any]]] = {}  # position in kept -> entries
+    hide_in: set[int] = set()
+    for g in body.get("groups") or []:
+        gid = g.get("group_id", "")
+        if not authz.group(s, AclOperation.DESCRIBE, gid):
+            denied_groups.append(gid)
+            continue
+        if g.get("topics") is None:
+            hide_in.add(len(kept))
+            kept.append(g)
+            continue
+        new, denied = authz.split_topics(s, g, AclOperation.DESCRIBE)
+        if denied:
+            denied_topics[len(kept)] = _denied(denied, TOPIC_DENIED)
+        kept.append(new)
+    if not denied_groups and not denied_topics and not hide_in:
+        return Verdict(body)
+    v = Verdict({**body, "groups": kept})
+    if denied_groups:
+        v.note(ResourceType.GROUP, len(denied_groups))
+    if denied_topics:
+        v.note(ResourceType.TOPIC, sum(len(t) for t in denied_topics.values()))
+
+    def finish(response: dict[str, Any]) -> dict[str, Any]:
+        for i, g in enumerate(response.get("groups") or []):
+            topics = list(g.get("topics") or [])
+            if i in hide_in:
+                topics = [
+                    t for t in topics if authz.topic(s, AclOperation.DESCRIBE, t.get("name", ""))
+                ]
+            g["topics"] = topics + denied_topics.get(i, [])
+        entries = [
+            {"group_id": gid, "topics": [], "error_code": GROUP_DENIED} for gid in denied_groups
+        ]
+        return append(response, "groups", entries)
+
+    v.finish = finish
+    return v
+
+
+def _denied(topics: list[dict[str, Any]], code: int) -> list[dict[str, Any]]:
+    """OffsetFetch answers for ``topics`` (request entries): every listed partition ``code``."""
+    return [
+        {
+            "name": t.get("name", ""),
+            "partitions": [
+                {
+                    "partition_index": p,
+                    "committed_offset": -1,
+                    "metadata": "",
+                    "error_code": code,
+                }
+                for p in t.get("partition_indexes") or []
+            ],
+        }
+        for t in topics
+    ]

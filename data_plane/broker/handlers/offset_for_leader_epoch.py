@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch (23), v0-3: where a leader epoch ended in this leader's log (KIP-101).
+"""OffsetForLeaderEpoch (23): where a leader epoch ended in this leader's log (KIP-101).
 
 For each partition: the largest epoch <= the requested ``leader_epoch`` known to the
 leader-epoch cache and the start offset of the next epoch (the log end offset if it is the
@@ -18,9 +18,18 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.security.acl import AclOperation
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.errors import BrokerRequestError
+from data_plane.security.request_authz import (
+    CLUSTER_DENIED,
+    TOPIC_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied_topics,
+)
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 
@@ -51,3 +60,30 @@ def handle(apis: KafkaApis, request: Request) -> Body:
         ]
         topics.append({"topic": name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Consumers: Describe on each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED).
+    Follower replicas (replica_id >= 0): ClusterAction on the cluster (refused: every
+    partition CLUSTER_AUTHORIZATION_FAILED)."""
+    if body.get("replica_id", -2) >= 0:
+        if authz.cluster(s, AclOperation.CLUSTER_ACTION):
+            return Verdict(body)
+        new, denied = {**body, "topics": []}, list(body.get("topics") or [])
+        code = CLUSTER_DENIED
+    else:
+        new, denied = authz.split_topics(s, body, AclOperation.DESCRIBE, name_key="topic")
+        code = TOPIC_DENIED
+    if not denied:
+        return Verdict(body)
+    entries = [
+        {
+            "topic": t.get("topic", ""),
+            "partitions": [
+                {"partition": p.get("partition", 0), "error_code": code}
+                for p in t.get("partitions") or []
+            ],
+        }
+        for t in denied
+    ]
+    return with_denied_topics(new, len(denied), "topics", entries)

@@ -39,6 +39,7 @@ from typing import Any
 from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.record_batch import parse_header
+from common.security.acl import AclOperation, ResourceType
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import (
     CLOSE_CONNECTION,
@@ -52,6 +53,14 @@ from data_plane.broker.apis import (
 from data_plane.broker.delayed import await_replication
 from data_plane.broker.leader_hints import LEADER_HINT_ERRORS, PRODUCE_HINTS_SINCE, add_leader_hints
 from data_plane.broker.replica_manager import AppendResult
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    TXN_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    with_denied,
+)
 from data_plane.storage import VerificationGuard
 from metadata.image import MetadataImage
 from metadata.topics import INTERNAL_TOPICS
@@ -309,3 +318,31 @@ async def _wait_for_replication(
         if code != ErrorCode.NO_ERROR:
             results[tp] = results[tp]._replace(error_code=code)
     return _body(results, order)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Write on the transactional id when one is given (refused: every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing appended), then Write on each topic
+    (refused topics: each partition TOPIC_AUTHORIZATION_FAILED; the others are appended)."""
+    txn = body.get("transactional_id")
+    if txn is not None and not authz.transactional_id(s, AclOperation.WRITE, txn):
+        return _denied(body, body.get("topic_data") or [], TXN_DENIED)
+    new, denied = authz.split_topics(s, body, AclOperation.WRITE, list_key="topic_data")
+    if not denied:
+        return Verdict(body)
+    return _denied(new, denied, TOPIC_DENIED)
+
+
+def _denied(new: dict[str, Any], denied: list[dict[str, Any]], code: int) -> Verdict:
+    entries = [
+        {
+            "name": t.get("name", ""),
+            "partition_responses": [
+                {"index": p.get("index", 0), "error_code": code, "base_offset": -1}
+                for p in t.get("partition_data") or []
+            ],
+        }
+        for t in denied
+    ]
+    kept = new if code == TOPIC_DENIED else {**new, "topic_data": []}
+    return with_denied(kept, ResourceType.TOPIC, len(denied), "responses", entries)

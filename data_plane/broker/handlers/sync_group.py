@@ -1,4 +1,4 @@
-"""SyncGroup (14), v0-5: members fetch their assignment; the leader brings everyone's.
+"""SyncGroup (14): members fetch their assignment; the leader brings everyone's.
 
 Answered once the leader's assignment is stored in ``__consumer_offsets`` (committed), or at
 once in a Stable group; REBALANCE_IN_PROGRESS when a new rebalance began meanwhile. v5+
@@ -8,8 +8,12 @@ and a successful answer names the group's.
 
 from __future__ import annotations
 
+from typing import Any
+
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
+from data_plane.broker.handlers import join_group
 from data_plane.coordinator.messages import SyncGroupRequest
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
@@ -37,3 +41,8 @@ async def _sync(apis: KafkaApis, req: SyncGroupRequest) -> Body:
         "protocol_name": r.protocol_name,
         "assignment": r.assignment,
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Read on the group, refused as JoinGroup is (:func:`join_group.authorize`)."""
+    return join_group.authorize(authz, s, version, body)

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (28), v0-3: a transactional producer commits a consumer group's offsets in
+"""TxnOffsetCommit (28): a transactional producer commits a consumer group's offsets in
 its transaction (after AddOffsetsToTxn). Sent to the group's coordinator; the offsets are
 written to ``__consumer_offsets`` in the producer's transaction and count only once its
 COMMIT marker is written there (an ABORT drops them); OffsetFetch does not see them before.
@@ -11,8 +11,19 @@ FENCED_INSTANCE_ID), so a zombie consumer's producer cannot commit; v0-2 carry n
 
 from __future__ import annotations
 
+from typing import Any
+
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers import offset_commit
 from data_plane.coordinator.messages import TxnOffsetCommitRequest
+from data_plane.security.request_authz import (
+    TXN_DENIED,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+    partition_errors,
+)
 
 
 async def handle(apis: KafkaApis, request: Request) -> Body:
@@ -47,3 +58,16 @@ async def handle(apis: KafkaApis, request: Request) -> Body:
         "throttle_time_ms": 0,
         "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
     }
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """Write on the transactional id (refused: every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then what an OffsetCommit needs: Read on the group
+    and on each topic (:func:`offset_commit.authorize`)."""
+    if not authz.transactional_id(s, AclOperation.WRITE, body.get("transactional_id", "")):
+        return Verdict.refused(
+            body,
+            {"topics": partition_errors(body.get("topics") or [], TXN_DENIED)},
+            ResourceType.TRANSACTIONAL_ID,
+        )
+    return offset_commit.authorize(authz, s, version, body)

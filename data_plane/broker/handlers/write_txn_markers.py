@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (27), v0: a transaction coordinator tells partition leaders to write the
+"""WriteTxnMarkers (27): a transaction coordinator tells partition leaders to write the
 end marker (COMMIT or ABORT) of a producer's transaction. Sent by coordinators to leaders
 (data_plane.broker.txn_marker_sender), including to their own broker.
 
@@ -16,10 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.security.acl import AclOperation, ResourceType
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.delayed import await_replication
 from data_plane.coordinator import OFFSETS_TOPIC
+from data_plane.security.request_authz import CLUSTER_DENIED, RequestAuthorizer, Session, Verdict
 
 
 async def handle(apis: KafkaApis, request: Request) -> Body:
@@ -76,3 +78,27 @@ async def write_markers(apis: KafkaApis, markers: list[dict[str, Any]]) -> list[
             }
         )
     return out
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+    """ClusterAction on the cluster (sent by transaction coordinators and the abort tool);
+    refused: every partition CLUSTER_AUTHORIZATION_FAILED."""
+    if authz.cluster(s, AclOperation.CLUSTER_ACTION):
+        return Verdict(body)
+    markers = [
+        {
+            "producer_id": m["producer_id"],
+            "topics": [
+                {
+                    "name": t["name"],
+                    "partitions": [
+                        {"partition_index": p, "error_code": CLUSTER_DENIED}
+                        for p in t.get("partition_indexes") or ()
+                    ],
+                }
+                for t in m.get("topics") or ()
+            ],
+        }
+        for m in body.get("markers") or ()
+    ]
+    return Verdict.refused(body, {"markers": markers}, ResourceType.CLUSTER)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_broker_table_lists_exactly_the_advertised_apis_with_their_handlers() ->
     for key, (lo, hi) in served.items():
         row = _row(table, key)
         assert row[1] == (f"{lo}-{hi}" if lo != hi else str(lo)), key
-        module_path = HANDLERS[key][0].__module__.replace(".", "/") + ".py"
+        module_path = HANDLERS[key].handler.__module__.replace(".", "/") + ".py"
         assert Path(module_path).name in row[2], key
 
 
@@ -55,11 +56,11 @@ def test_protocol_table_lists_every_codec_api_beside_broker_and_client() -> None
 def test_a_served_api_the_codec_serves_lower_than_it_knows_shows_both_ranges(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Every handler now serves what the codec knows; a handler capped at 0-2 shows both.
-    handler, _ = HANDLERS[ApiKey.DESCRIBE_CONFIGS]
-    monkeypatch.setitem(HANDLERS, ApiKey.DESCRIBE_CONFIGS, (handler, 2))
+    # An API served from v3 only (as Produce is) shows both ranges.
+    api = dataclasses.replace(HANDLERS[ApiKey.DESCRIBE_CONFIGS], min_version=3)
+    monkeypatch.setitem(HANDLERS, ApiKey.DESCRIBE_CONFIGS, api)
     row = _row(gen_protocol_docs.protocol_table(), ApiKey.DESCRIBE_CONFIGS)
-    assert row[1:3] == ["0-4", "0-2"]
+    assert row[1:3] == ["0-4", "3-4"]
 
 
 def test_a_note_for_an_api_the_broker_does_not_serve_is_refused() -> None:

@@ -30,6 +30,7 @@ from common.security.principal import ANONYMOUS, KafkaPrincipal
 from common.security.scram import MIN_ITERATIONS, ScramClient, ScramMechanism, make_credential
 from common.security.tls import client_context
 from common.security.tls_socket import TlsHandshakeError, TlsSocket, tls_handshake
+from data_plane.broker.handlers import authorization_rules
 from data_plane.security import certs
 from data_plane.security.broker_security import BrokerSecurity
 from metadata.image import MetadataImage
@@ -58,7 +59,7 @@ def broker(**props: str) -> BrokerSecurity:
             **props,
         },
     )
-    b = BrokerSecurity(cfg, clock_ms=Clock())
+    b = BrokerSecurity(cfg, clock_ms=Clock(), authorization_rules=authorization_rules())
     cred = make_credential(SHA512, "pw", iterations=MIN_ITERATIONS)
     b.on_image(image_with(scram={("alice", SHA512): cred}))
     return b

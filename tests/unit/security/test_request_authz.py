@@ -1,6 +1,12 @@
-"""RequestAuthorizer: what the handler sees and what the client gets back, per API."""
+"""RequestAuthorizer with the handler registry's rules: what the handler sees and what the
+client gets back, per API. Every test runs the rules through :class:`DeclaredAclsOnly`, which
+fails when a rule looks up an ACL its registry entry does not declare."""
 
 from __future__ import annotations
+
+import dataclasses
+
+import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
@@ -16,7 +22,8 @@ from common.security.acl import (
     ResourceType,
 )
 from common.security.principal import KafkaPrincipal
-from data_plane.security.request_authz import RequestAuthorizer, Session
+from data_plane.broker.handlers import HANDLERS, authorization_rules
+from data_plane.security.request_authz import Body, RequestAuthorizer, Session, Verdict
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 Op = AclOperation
@@ -44,8 +51,49 @@ READER = Session(KafkaPrincipal("User", "reader"), "127.0.0.1")
 EXISTING = {"readable", "writable", "secret", "denied"}
 
 
+class UndeclaredAclError(AssertionError):
+    pass
+
+
+class DeclaredAclsOnly(RequestAuthorizer):
+    """A RequestAuthorizer that raises :class:`UndeclaredAclError` when a rule (or the
+    ``finish`` of its verdict) looks up an ACL outside its API's ``HANDLERS[key].acls``."""
+
+    _api: ApiKey | None = None
+
+    def check(self, session: Session, api_key: int, version: int, body: Body) -> Verdict:
+        api = ApiKey(api_key)
+        v = self._as(api, lambda: super(DeclaredAclsOnly, self).check(session, api, version, body))
+        first = v.finish
+        if first is not None:
+            v.finish = lambda response: self._as(api, lambda: first(response))
+        return v
+
+    def _as(self, api: ApiKey, fn):
+        self._api = api
+        try:
+            return fn()
+        finally:
+            self._api = None
+
+    def _declared(self, op: AclOperation, rtype: ResourceType) -> None:
+        assert self._api is not None, "an ACL looked up outside any rule"
+        if (op, rtype) not in HANDLERS[self._api].acls:
+            raise UndeclaredAclError(f"{self._api.name} checks {op.name} on {rtype.name}")
+
+    def allowed(self, s: Session, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        self._declared(op, rtype)
+        return super().allowed(s, op, rtype, name)
+
+    def allowed_any(self, s: Session, op: AclOperation, rtype: ResourceType) -> bool:
+        self._declared(op, rtype)
+        return super().allowed_any(s, op, rtype)
+
+
 def authz(bindings=BINDINGS) -> RequestAuthorizer:
-    return RequestAuthorizer(Authorizer(["User:admin"], bindings=bindings), EXISTING.__contains__)
+    return DeclaredAclsOnly(
+        Authorizer(["User:admin"], bindings=bindings), EXISTING.__contains__, authorization_rules()
+    )
 
 
 def encodes(api: ApiKey, version: int, response: dict) -> None:
@@ -295,6 +343,8 @@ def test_super_user_and_unlisted_apis_pass() -> None:
     v = authz().check(admin, ApiKey.PRODUCE, 7, body)
     assert v.body is body and v.finish is None and v.respond_now is None
     assert authz().check(READER, ApiKey.API_VERSIONS, 2, {}).finish is None
+    # An API without a rule is not served (the connection answers UNSUPPORTED_VERSION).
+    assert authz().check(READER, ApiKey.CREATE_ACLS, 1, body).body is body
 
 
 def test_transactional_apis_need_write_on_the_transactional_id() -> None:
@@ -572,3 +622,164 @@ def test_describe_topic_partitions_hides_or_refuses_undescribable_topics() -> No
     every = authz().check(READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": []})
     out = every.finish({**response, "topics": [answer("readable"), answer("secret")]})
     assert [t["name"] for t in out["topics"]] == ["readable"]
+
+
+def test_a_rule_looking_up_an_undeclared_acl_fails_the_check(monkeypatch) -> None:
+    undeclared = dataclasses.replace(HANDLERS[ApiKey.PRODUCE], acls=((Op.WRITE, T),))
+    monkeypatch.setitem(HANDLERS, ApiKey.PRODUCE, undeclared)
+    body = {"transactional_id": "t", "topic_data": []}
+    with pytest.raises(UndeclaredAclError, match="PRODUCE checks WRITE on TRANSACTIONAL_ID"):
+        authz().check(READER, ApiKey.PRODUCE, 7, body)
+
+
+def test_list_offsets_and_offset_for_leader_epoch_need_describe_or_cluster_action() -> None:
+    body = {
+        "replica_id": -1,
+        "topics": [
+            {"name": "readable", "partitions": [{"partition_index": 0, "timestamp": -1}]},
+            {"name": "secret", "partitions": [{"partition_index": 1, "timestamp": -1}]},
+        ],
+    }
+    v = authz().check(READER, ApiKey.LIST_OFFSETS, 5, body)
+    assert [t["name"] for t in v.body["topics"]] == ["readable"]
+    out = v.finish({"throttle_time_ms": 0, "topics": []})
+    assert out["topics"] == [
+        {"name": "secret", "partitions": [{"partition_index": 1, "error_code": TOPIC_DENIED}]}
+    ]
+    assert v.denied == {T: 1}
+    encodes(ApiKey.LIST_OFFSETS, 5, out)
+    epochs = {
+        "replica_id": -1,
+        "topics": [
+            {"topic": "readable", "partitions": [{"partition": 0, "leader_epoch": 1}]},
+            {"topic": "secret", "partitions": [{"partition": 2, "leader_epoch": 1}]},
+        ],
+    }
+    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, epochs)
+    assert [t["topic"] for t in v.body["topics"]] == ["readable"]
+    out = v.finish({"throttle_time_ms": 0, "topics": []})
+    assert out["topics"][0]["partitions"] == [{"partition": 2, "error_code": TOPIC_DENIED}]
+    encodes(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, out)
+    # A follower (replica_id >= 0) needs ClusterAction: every partition is refused without it.
+    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, {**epochs, "replica_id": 2})
+    assert v.body["topics"] == [] and v.denied == {T: 2}
+    out = v.finish({"throttle_time_ms": 0, "topics": []})
+    assert {p["error_code"] for t in out["topics"] for p in t["partitions"]} == {CLUSTER_DENIED}
+
+
+def test_delete_records_and_create_partitions_need_delete_and_alter_on_the_topic() -> None:
+    bindings = [*BINDINGS, acl(T, "readable", Op.DELETE), acl(T, "readable", Op.ALTER)]
+    body = {
+        "topics": [
+            {"name": "readable", "partitions": [{"partition_index": 0, "offset": 1}]},
+            {"name": "secret", "partitions": [{"partition_index": 4, "offset": 1}]},
+        ],
+        "timeout_ms": 1000,
+    }
+    v = authz(bindings).check(READER, ApiKey.DELETE_RECORDS, 1, body)
+    assert [t["name"] for t in v.body["topics"]] == ["readable"]
+    out = v.finish({"throttle_time_ms": 0, "topics": []})
+    assert out["topics"][0]["partitions"] == [
+        {"partition_index": 4, "low_watermark": -1, "error_code": TOPIC_DENIED}
+    ]
+    encodes(ApiKey.DELETE_RECORDS, 1, out)
+    body = {
+        "topics": [
+            {"name": "readable", "count": 3, "assignments": None},
+            {"name": "secret", "count": 3, "assignments": None},
+        ],
+        "timeout_ms": 1000,
+        "validate_only": False,
+    }
+    v = authz(bindings).check(READER, ApiKey.CREATE_PARTITIONS, 1, body)
+    assert [t["name"] for t in v.body["topics"]] == ["readable"]
+    out = v.finish({"throttle_time_ms": 0, "results": []})
+    assert [(r["name"], r["error_code"]) for r in out["results"]] == [("secret", TOPIC_DENIED)]
+    encodes(ApiKey.CREATE_PARTITIONS, 1, out)
+
+
+def test_cluster_apis_are_refused_whole_without_the_cluster_operation() -> None:
+    admin = Session(KafkaPrincipal("User", "admin"), "1.2.3.4")
+    quorum = {
+        "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
+    }
+    v = authz().check(READER, ApiKey.DESCRIBE_QUORUM, 1, quorum)
+    assert v.respond_now["error_code"] == CLUSTER_DENIED and v.denied == {C: 1}
+    encodes(ApiKey.DESCRIBE_QUORUM, 1, v.respond_now)
+    v = authz().check(READER, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
+    assert v.respond_now["error_code"] == CLUSTER_DENIED
+    encodes(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, v.respond_now)
+    scram = {
+        "deletions": [{"name": "alice", "mechanism": 1}],
+        "upsertions": [
+            {
+                "name": "alice",
+                "mechanism": 2,
+                "iterations": 4096,
+                "salt": b"s",
+                "salted_password": b"p",
+            },
+            {
+                "name": "bob",
+                "mechanism": 2,
+                "iterations": 4096,
+                "salt": b"s",
+                "salted_password": b"p",
+            },
+        ],
+    }
+    v = authz().check(READER, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, scram)
+    assert [(r["user"], r["error_code"]) for r in v.respond_now["results"]] == [
+        ("alice", CLUSTER_DENIED),
+        ("bob", CLUSTER_DENIED),
+    ]
+    encodes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, v.respond_now)
+    features = {
+        "timeout_ms": 1000,
+        "feature_updates": [
+            {"feature": "metadata.version", "max_version_level": 21, "upgrade_type": 1}
+        ],
+        "validate_only": False,
+    }
+    v = authz().check(READER, ApiKey.UPDATE_FEATURES, 1, features)
+    assert v.respond_now["error_code"] == CLUSTER_DENIED
+    assert v.respond_now["results"][0]["error_code"] == CLUSTER_DENIED
+    encodes(ApiKey.UPDATE_FEATURES, 1, v.respond_now)
+    for api, version, body in [
+        (ApiKey.DESCRIBE_QUORUM, 1, quorum),
+        (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None}),
+        (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, scram),
+        (ApiKey.UPDATE_FEATURES, 1, features),
+    ]:
+        assert authz().check(admin, api, version, body).respond_now is None, api
+
+
+def test_group_members_need_read_on_the_group() -> None:
+    sync = {"group_id": "other", "generation_id": 1, "member_id": "m", "assignments": []}
+    v = authz().check(READER, ApiKey.SYNC_GROUP, 3, sync)
+    assert v.respond_now["error_code"] == GROUP_DENIED and v.denied == {G: 1}
+    encodes(ApiKey.SYNC_GROUP, 3, v.respond_now)
+    leave = {"group_id": "other", "members": [{"member_id": "m", "group_instance_id": None}]}
+    v = authz().check(READER, ApiKey.LEAVE_GROUP, 3, leave)
+    assert v.respond_now["error_code"] == GROUP_DENIED
+    encodes(ApiKey.LEAVE_GROUP, 3, v.respond_now)
+    assert authz().check(READER, ApiKey.SYNC_GROUP, 3, {**sync, "group_id": "app"}).finish is None
+    assert (
+        authz().check(READER, ApiKey.LEAVE_GROUP, 3, {**leave, "group_id": "app"}).respond_now
+        is None
+    )
+
+
+def test_consumer_group_apis_need_read_or_describe_on_the_group() -> None:
+    heartbeat = {"group_id": "other", "member_id": "m", "member_epoch": 0}
+    v = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat)
+    assert v.respond_now["error_code"] == GROUP_DENIED
+    encodes(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {"throttle_time_ms": 0, **v.respond_now})
+    ok = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {**heartbeat, "group_id": "app"})
+    assert ok.respond_now is None
+    body = {"group_ids": ["app", "other"], "include_authorized_operations": False}
+    v = authz().check(READER, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, body)
+    assert v.body["group_ids"] == ["app"] and v.denied == {G: 1}
+    out = v.finish({"throttle_time_ms": 0, "groups": []})
+    assert [(g["group_id"], g["error_code"]) for g in out["groups"]] == [("other", GROUP_DENIED)]
+    encodes(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, out)

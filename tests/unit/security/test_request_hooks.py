@@ -20,6 +20,7 @@ from common.security.acl import (
 from common.security.config import SecurityConfig
 from common.security.plain import plain_message
 from common.security.scram import MIN_ITERATIONS, ScramMechanism, make_credential
+from data_plane.broker.handlers import authorization_rules
 from data_plane.metrics.names import NodeMetrics
 from data_plane.security.broker_security import BrokerSecurity
 from data_plane.security.request_hooks import RequestHooks, api_name, raw_frame
@@ -42,7 +43,9 @@ def setup(authorizer: bool = False, quotas=None):
             "kraftlog.authorizer.enabled": "true" if authorizer else "false",
         },
     )
-    broker = BrokerSecurity(cfg, clock_ms=lambda: 1_000_000)
+    broker = BrokerSecurity(
+        cfg, clock_ms=lambda: 1_000_000, authorization_rules=authorization_rules()
+    )
     allow = AclBinding(
         ResourcePattern(ResourceType.TOPIC, "ok"),
         AccessControlEntry("User:alice", "*", AclOperation.ALL, AclPermissionType.ALLOW),
