@@ -359,59 +359,26 @@ class TransactionCoordinator:
         names the previous epoch) gets the current one again; anything else is
         PRODUCER_FENCED (a newer instance took over)."""
         out = TxnCoordinatorOutputs()
-
-        def answer(error: int, pid: int = -1, epoch: int = -1) -> TxnCoordinatorOutputs:
-            out.respond(waiter, InitProducerIdResult(int(error), pid, epoch))
-            return out
-
-        if not transactional_id:
-            return answer(ErrorCode.INVALID_REQUEST)
-        if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
-            return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-        error, p, md = self._lookup(transactional_id)
-        if error != ErrorCode.NO_ERROR or p is None:
-            return answer(error)
         now = self._clock_ms()
-        if md is None:
-            if new_producer_id is None:
-                return answer(ErrorCode.CONCURRENT_TRANSACTIONS)  # the caller asks again
-            md = TransactionMetadata(
-                transactional_id=transactional_id,
-                producer_id=new_producer_id,
-                producer_epoch=NO_PRODUCER_EPOCH,
-                txn_timeout_ms=transaction_timeout_ms,
-                state=_S.EMPTY,
-                txn_last_update_timestamp_ms=now,
-            )
-            p.transactions[transactional_id] = md
-        if md.pending_state is not None or md.state.is_prepare:
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
-        expected = expected_producer_id != NO_PRODUCER_ID
-        if expected:
-            current = (md.producer_id, md.producer_epoch)
-            # The epoch a KIP-360 bump came from (recorded only by such bumps: an init
-            # without an expected epoch fences, and a zombie must not get its result).
-            previous = (md.producer_id, md.last_producer_epoch)
-            named = (expected_producer_id, expected_producer_epoch)
-            fresh = md.producer_epoch == NO_PRODUCER_EPOCH
-            if (
-                named == previous
-                and md.last_producer_epoch != NO_PRODUCER_EPOCH
-                and md.state is not _S.ONGOING
-            ):
-                return answer(ErrorCode.NO_ERROR, *current)  # a retry of a done bump
-            if named != current and not fresh:
-                return answer(ErrorCode.PRODUCER_FENCED)
-        if md.state is _S.ONGOING:
-            # Fence the current producer at once (its requests now carry an old epoch), then
-            # abort its transaction; the new producer retries until that is complete.
-            self._fence_and_abort(out, p, md)
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if md.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+        error, p, md = self._init_target(
+            transactional_id, transaction_timeout_ms, new_producer_id, now
+        )
+        if error != ErrorCode.NO_ERROR or p is None or md is None:
+            out.respond(waiter, InitProducerIdResult(int(error)))
+            return out
+        named = (
+            (expected_producer_id, expected_producer_epoch)
+            if expected_producer_id != NO_PRODUCER_ID
+            else None
+        )
+        refusal = self._init_refusal(out, p, md, named)
+        if refusal is not None:
+            out.respond(waiter, refusal)
+            return out
         if md.is_producer_epoch_exhausted():
             if new_producer_id is None:
-                return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+                out.respond(waiter, InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS)))
+                return out
             pid, epoch = new_producer_id, 0
         else:
             pid, epoch = md.producer_id, md.producer_epoch + 1
@@ -420,8 +387,11 @@ class TransactionCoordinator:
             now,
             producer_id=pid,
             producer_epoch=epoch,
+            # Recorded only by a KIP-360 bump of the same producer id, for its retries.
             last_producer_epoch=(
-                md.producer_epoch if expected and pid == md.producer_id else NO_PRODUCER_EPOCH
+                md.producer_epoch
+                if named is not None and pid == md.producer_id
+                else NO_PRODUCER_EPOCH
             ),
             txn_timeout_ms=transaction_timeout_ms,
             txn_start_timestamp_ms=-1,
@@ -437,6 +407,60 @@ class TransactionCoordinator:
 
         self._write(out, p, md, transit, done)
         return out
+
+    def _init_target(
+        self,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        new_producer_id: int | None,
+        now: int,
+    ) -> tuple[int, _Partition | None, TransactionMetadata | None]:
+        """The request checks of InitProducerId, then the transactional id's metadata: a new
+        one (Empty, no epoch yet) for an unknown id given ``new_producer_id``, else
+        CONCURRENT_TRANSACTIONS (the caller allocates an id and asks again)."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None, None
+        if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, None, None
+        error, p, md = self._lookup(transactional_id)
+        if error != ErrorCode.NO_ERROR or p is None or md is not None:
+            return error, p, md
+        if new_producer_id is None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, p, None
+        md = TransactionMetadata(
+            transactional_id=transactional_id,
+            producer_id=new_producer_id,
+            producer_epoch=NO_PRODUCER_EPOCH,
+            txn_timeout_ms=transaction_timeout_ms,
+            state=_S.EMPTY,
+            txn_last_update_timestamp_ms=now,
+        )
+        p.transactions[transactional_id] = md
+        return ErrorCode.NO_ERROR, p, md
+
+    def _init_refusal(
+        self,
+        out: TxnCoordinatorOutputs,
+        p: _Partition,
+        md: TransactionMetadata,
+        named: tuple[int, int] | None,
+    ) -> InitProducerIdResult | None:
+        """The answer of an InitProducerId that bumps nothing (None: go on and bump). An
+        Ongoing transaction is fenced and aborted first; the producer retries meanwhile."""
+        if md.pending_state is not None or md.state.is_prepare:
+            return InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS))
+        if named is not None:
+            answer = _expected_epoch_answer(md, named)
+            if answer is not None:
+                return answer
+        if md.state is _S.ONGOING:
+            # Fence the current producer at once (its requests now carry an old epoch), then
+            # abort its transaction; the new producer retries until that is complete.
+            self._fence_and_abort(out, p, md)
+            return InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS))
+        if md.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+            return InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS))
+        return None
 
     def _fence_and_abort(
         self, out: TxnCoordinatorOutputs, p: _Partition, md: TransactionMetadata
@@ -773,3 +797,25 @@ class TransactionCoordinator:
                 continue
             found.append(md)
         return ErrorCode.NO_ERROR, unknown, found
+
+
+def _expected_epoch_answer(
+    md: TransactionMetadata, named: tuple[int, int]
+) -> InitProducerIdResult | None:
+    """KIP-360: a producer naming (producer id, epoch) gets the next epoch only if it names the
+    current one (None: go on); a retry of a bump already written (it names the epoch the bump
+    came from) gets the current epoch again; anything else is PRODUCER_FENCED. A transactional
+    id that never had an epoch takes any."""
+    current = (md.producer_id, md.producer_epoch)
+    # The epoch a KIP-360 bump came from (recorded only by such bumps: an init without an
+    # expected epoch fences, and a zombie must not get its result).
+    previous = (md.producer_id, md.last_producer_epoch)
+    if (
+        named == previous
+        and md.last_producer_epoch != NO_PRODUCER_EPOCH
+        and md.state is not _S.ONGOING
+    ):
+        return InitProducerIdResult(int(ErrorCode.NO_ERROR), *current)  # a retry of a done bump
+    if named != current and md.producer_epoch != NO_PRODUCER_EPOCH:
+        return InitProducerIdResult(int(ErrorCode.PRODUCER_FENCED))
+    return None
