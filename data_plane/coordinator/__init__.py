@@ -11,7 +11,9 @@ and transactions (KIP-98).
 - :mod:`.group`: one group's state (:class:`GroupMetadata`, :class:`GroupState`);
 - :mod:`.consumer_group`: a KIP-848 group's state machine;
 - :mod:`.group_metadata_records`: the ``__consumer_offsets`` key/value formats (Kafka's schemas);
-- :mod:`.transaction_coordinator`: the transaction state machine, sans-IO;
+- :mod:`.transaction_coordinator`: the transaction state machine, sans-IO, composing
+  :mod:`.transaction_state_manager` (the transactional ids led here, loading, writes, expiry);
+  its settings and outputs are :mod:`.transaction_outputs`;
 - :mod:`.transaction_state`: a transactional id's states, legal transitions and metadata;
 - :mod:`.transaction_log_records`: the ``__transaction_state`` key/value formats;
 - :mod:`.record_schemas`: the versioned-record codec both topics' formats use;
