@@ -108,6 +108,9 @@ class OffsetMetadataManager:
     # --- commits ------------------------------------------------------------------------------
 
     def commit_offsets(self, waiter: Hashable, req: OffsetCommitRequest) -> CoordinatorOutputs:
+        """OffsetCommit (Kafka's commitOffset): checked by :meth:`_commit_error`, written, and
+        answered with an :class:`OffsetCommitResult` once written; a member's commit renews
+        its session."""
         out = CoordinatorOutputs()
         error = self._ctx.ownership.error(req.group_id)
         if error != ErrorCode.NO_ERROR:
@@ -168,7 +171,7 @@ class OffsetMetadataManager:
         tps = [tp for tp, _offset, _epoch, _metadata in req.offsets]
         in_flight.update(tps)
 
-        def pend(values: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        def pend(values: dict[TopicPartitionKey, OffsetAndMetadata]) -> None:
             # Only while the same transaction is open: its marker drops ``in_flight``.
             if group.txn_offsets_in_flight.get(pid) is in_flight:
                 group.pending_txn_offsets.setdefault(pid, {}).update(values)
@@ -217,7 +220,7 @@ class OffsetMetadataManager:
     def _refuse_commit(
         out: CoordinatorOutputs,
         waiter: Hashable,
-        offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...],
+        offsets: CommitEntries,
         error: int,
     ) -> CoordinatorOutputs:
         out.respond(waiter, OffsetCommitResult({tp: error for tp, _, _, _ in offsets}))
@@ -228,9 +231,9 @@ class OffsetMetadataManager:
         out: CoordinatorOutputs,
         waiter: Hashable,
         group: GroupMetadata,
-        offsets: tuple[tuple[tuple[str, int], int, int, str | None], ...],
+        offsets: CommitEntries,
         now: int,
-        on_written: Callable[[dict[tuple[str, int], OffsetAndMetadata]], None],
+        on_written: Callable[[dict[TopicPartitionKey, OffsetAndMetadata]], None],
         *,
         producer_id: int = -1,
         producer_epoch: int = -1,
@@ -240,8 +243,8 @@ class OffsetMetadataManager:
         answer ``waiter`` once written; ``on_written`` installs the values then, and
         ``on_finished`` runs after it whether or not anything was written. Metadata over
         ``offset.metadata.max.bytes`` is refused per partition."""
-        errors: dict[tuple[str, int], int] = {}
-        values: dict[tuple[str, int], OffsetAndMetadata] = {}
+        errors: dict[TopicPartitionKey, int] = {}
+        values: dict[TopicPartitionKey, OffsetAndMetadata] = {}
         records: Records = []
         limit = self._ctx.config.offset_metadata_max_bytes
         for tp, offset, leader_epoch, metadata in offsets:
@@ -287,7 +290,7 @@ class OffsetMetadataManager:
     def fetch_offsets(
         self,
         group_id: str,
-        partitions: list[tuple[str, int]] | None,
+        partitions: list[TopicPartitionKey] | None,
         require_stable: bool = False,
         *,
         member_id: str | None = None,
@@ -312,7 +315,7 @@ class OffsetMetadataManager:
                 return OffsetFetchResult(error)
         stored = group.offsets if group is not None else {}
         offsets = dict(stored) if partitions is None else {tp: stored.get(tp) for tp in partitions}
-        unstable: frozenset[tuple[str, int]] = frozenset()
+        unstable: frozenset[TopicPartitionKey] = frozenset()
         if (
             require_stable
             and group is not None
@@ -325,7 +328,7 @@ class OffsetMetadataManager:
         return OffsetFetchResult(ErrorCode.NO_ERROR, offsets, unstable)
 
     def delete_offsets(
-        self, waiter: Hashable, group_id: str, partitions: list[tuple[str, int]]
+        self, waiter: Hashable, group_id: str, partitions: list[TopicPartitionKey]
     ) -> CoordinatorOutputs:
         """Kafka's OffsetDelete: tombstone the group's committed offsets of ``partitions``.
         Group-level errors: INVALID_GROUP_ID, NOT_COORDINATOR (and load in progress),
@@ -352,8 +355,8 @@ class OffsetMetadataManager:
             if group.protocol_type != PROTOCOL_TYPE:
                 return refused(ErrorCode.NON_EMPTY_GROUP)
             subscribed = group.subscribed_topics()
-        errors: dict[tuple[str, int], int] = {}
-        doomed: list[tuple[str, int]] = []
+        errors: dict[TopicPartitionKey, int] = {}
+        doomed: list[TopicPartitionKey] = []
         for tp in partitions:
             if subscribed is None or tp[0] in subscribed:
                 errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
@@ -402,7 +405,7 @@ class OffsetMetadataManager:
 
     def _expired_offsets(
         self, group: GroupMetadata, now: int, retention: int
-    ) -> list[tuple[str, int]]:
+    ) -> list[TopicPartitionKey]:
         if group.consumer is not None and group.consumer.members:
             return []  # a consumer-protocol group in use keeps its offsets
         if group.is_(GroupState.EMPTY):
