@@ -61,9 +61,6 @@ class GroupStore:
     def __iter__(self) -> Iterator[GroupMetadata]:
         return iter(self._groups.values())
 
-    def __len__(self) -> int:
-        return len(self._groups)
-
     def snapshot(self) -> list[GroupMetadata]:
         """The groups now, safe to iterate while removing some."""
         return list(self._groups.values())

@@ -4,8 +4,8 @@ partitions it owns, its groups and timers, and its pending writes.
 :class:`~data_plane.coordinator.coordinator.GroupCoordinator` (the shard) makes one and hands
 it to each part (:class:`~data_plane.coordinator.group_metadata_manager.GroupMetadataManager`,
 :class:`~data_plane.coordinator.offset_metadata_manager.OffsetMetadataManager`); a test makes
-one to drive a part alone. Parts talk to each other only through the groups in ``groups`` and
-through the shard, never by holding each other.
+one to drive a part alone. The two parts never hold each other: they meet in the groups of
+``groups`` and in the shard's methods that compose them.
 
 Thread-safety: none; the coordinator's owner (the broker event loop) serialises access.
 """
