@@ -1,10 +1,19 @@
 """The coordinators: consumer groups (Kafka's classic group protocol and committed offsets)
 and transactions (KIP-98).
 
-- :mod:`.coordinator`: the group state machine, sans-IO (:class:`GroupCoordinator`);
+- :mod:`.coordinator`: the group coordinator shard, sans-IO (:class:`GroupCoordinator`),
+  composing over one :mod:`.shard_context` (:mod:`.partition_ownership`, :mod:`.group_store`,
+  :mod:`.record_writes`):
+  - :mod:`.group_metadata_manager`: group membership, with :mod:`.classic_group_manager`
+    (JoinGroup, SyncGroup, Heartbeat, LeaveGroup; records in :mod:`.classic_group_records`)
+    and :mod:`.consumer_group_manager` (KIP-848 heartbeat and describe);
+  - :mod:`.offset_metadata_manager`: committed and transactional offsets, retention;
 - :mod:`.group`: one group's state (:class:`GroupMetadata`, :class:`GroupState`);
+- :mod:`.consumer_group`: a KIP-848 group's state machine;
 - :mod:`.group_metadata_records`: the ``__consumer_offsets`` key/value formats (Kafka's schemas);
-- :mod:`.transaction_coordinator`: the transaction state machine, sans-IO;
+- :mod:`.transaction_coordinator`: the transaction state machine, sans-IO, composing
+  :mod:`.transaction_state_manager` (the transactional ids led here, loading, writes, expiry);
+  its settings and outputs are :mod:`.transaction_outputs`;
 - :mod:`.transaction_state`: a transactional id's states, legal transitions and metadata;
 - :mod:`.transaction_log_records`: the ``__transaction_state`` key/value formats;
 - :mod:`.record_schemas`: the versioned-record codec both topics' formats use;

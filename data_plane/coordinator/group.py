@@ -1,5 +1,7 @@
 """One consumer group's state (Kafka's GroupMetadata and MemberMetadata), without the logic
-that moves it between states (that is :mod:`data_plane.coordinator.coordinator`).
+that moves it between states (that is :mod:`data_plane.coordinator.classic_group_manager`,
+:mod:`data_plane.coordinator.consumer_group_manager` and, for its offsets,
+:mod:`data_plane.coordinator.offset_metadata_manager`).
 
 States and the only legal transitions (Kafka's classic group protocol)::
 
@@ -25,7 +27,9 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from common.error_codes import ErrorCode
 from data_plane.coordinator.consumer_group import ConsumerGroup
+from data_plane.coordinator.consumer_protocol import subscribed_topics
 from data_plane.coordinator.group_metadata_records import OffsetAndMetadata
 
 
@@ -220,3 +224,63 @@ class GroupMetadata:
 
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    # --- questions the other parts of the coordinator ask -------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest timer of the group (clock ms): a pending member's rejoin deadline, the
+        rebalance deadline, a session of a member not parked in a join or sync, or a KIP-848
+        member's session or revocation deadline; None when it has none."""
+        deadlines = list(self.pending_members.values())
+        if self.rebalance_deadline_ms >= 0:
+            deadlines.append(self.rebalance_deadline_ms)
+        for m in self.members.values():
+            if m.join_waiter is None and m.sync_waiter is None:
+                deadlines.append(m.last_heartbeat_ms + m.session_timeout_ms)
+        if self.consumer is not None:
+            consumer_deadline = self.consumer.next_deadline_ms()
+            if consumer_deadline is not None:
+                deadlines.append(consumer_deadline)
+        return min(deadlines) if deadlines else None
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Every topic the classic members of a consumer-protocol group subscribe to; None when
+        that is not known (no protocol chosen yet, or a subscription that does not decode)."""
+        if self.protocol_name is None:
+            return None
+        subscribed: set[str] = set()
+        for m in self.members.values():
+            topics = subscribed_topics(m.metadata_for(self.protocol_name))
+            if topics is None:
+                return None
+            subscribed |= topics
+        return subscribed
+
+    def offset_commit_member_error(
+        self,
+        member_id: str,
+        generation_id: int,
+        instance_id: str | None,
+        *,
+        transactional: bool = False,
+    ) -> int:
+        """Is ``member_id`` a member at ``generation_id`` (a KIP-848 group: at that member
+        epoch) that may commit or fetch offsets? Kafka's validateOffsetCommit member checks."""
+        if self.consumer is not None:
+            # KIP-848: the generation field carries the member epoch.
+            member = self.consumer.members.get(member_id)
+            if member is None or member.static_leaving:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if generation_id != member.member_epoch:
+                # Kafka: a stale epoch is retriable for OffsetCommit, fatal for TxnOffsetCommit.
+                return (
+                    ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+                )
+            return ErrorCode.NO_ERROR
+        if self.is_static_fenced(member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != self.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NO_ERROR

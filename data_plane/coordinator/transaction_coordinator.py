@@ -1,11 +1,20 @@
 """TransactionCoordinator: Kafka's transaction coordinator (KIP-98), sans-IO.
 
-Modelled on Kafka's TransactionCoordinator / TransactionStateManager. Inputs are method calls
-with an injected clock; outputs are :class:`TxnCoordinatorOutputs`: results for parked
-requests, ``__transaction_state`` writes (appended with acks=all by the I/O layer and reported
-back with :meth:`complete_write`) and end-marker requests (:class:`MarkerRequest`: the I/O
-layer writes a COMMIT or ABORT marker to every partition of the transaction, retrying through
-leader changes, and reports back with :meth:`complete_markers`).
+As Kafka's TransactionCoordinator, it holds the request flows below, the requests parked on
+a completing transaction, the marker requests and the transaction timeout, and it composes a
+:class:`~data_plane.coordinator.transaction_state_manager.TransactionStateManager`
+(Kafka's name) that holds the transactional ids of the partitions led here: loading, lookups,
+``__transaction_state`` writes, the expiry of idle ids and ListTransactions. The flows stay in
+one class (about 520 lines) because each of them parks, writes and hands to the markers
+through the same transaction metadata; split further they would call back and forth. The
+settings and outputs are :mod:`data_plane.coordinator.transaction_outputs` (importable from
+here too).
+
+Inputs are method calls with an injected clock; outputs are :class:`TxnCoordinatorOutputs`:
+results for parked requests, ``__transaction_state`` writes (appended with acks=all by the I/O
+layer and reported back with :meth:`complete_write`) and end-marker requests
+(:class:`MarkerRequest`: the I/O layer writes a COMMIT or ABORT marker to every partition of
+the transaction, retrying through leader changes, and reports back with :meth:`complete_markers`).
 
 Ownership: the coordinator of a transactional id is the leader of ``__transaction_state``
 partition ``partition_for(transactional_id, num_partitions)``; its *coordinator epoch* is that
@@ -44,112 +53,49 @@ Thread-safety: none; the broker's event loop owns the coordinator.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
-from typing import Any
 
 from common.error_codes import ErrorCode
-from data_plane.coordinator.hashing import partition_for
-from data_plane.coordinator.messages import RecordWrite
-from data_plane.coordinator.transaction_log_records import (
-    InvalidTransactionLogRecordError,
-    TransactionLogValue,
-    decode_transaction_log_key,
-    decode_transaction_log_value,
-    transaction_log_key,
-    transaction_log_value,
+from data_plane.coordinator.transaction_outputs import (
+    InitProducerIdResult,
+    MarkerRequest,
+    TopicPartitionKey,
+    TransactionCoordinatorConfig,
+    TxnCoordinatorOutputs,
 )
 from data_plane.coordinator.transaction_state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     TransactionMetadata,
     TransactionState,
-    TxnTransitMetadata,
 )
-from data_plane.coordinator.write_errors import METADATA_WRITE_ERRORS, map_write_error
+from data_plane.coordinator.transaction_state_manager import (
+    TransactionStateManager,
+    TxnPartition,
+    WriteCallback,
+)
 
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
-TopicPartitionKey = tuple[str, int]
 _S = TransactionState
 
 # How long an AddPartitionsToTxn may wait for the previous transaction's completion before it
 # is answered CONCURRENT_TRANSACTIONS (the client then retries).
 MAX_PARK_MS = 5_000
 
-
-@dataclass(frozen=True, slots=True)
-class TransactionCoordinatorConfig:
-    """Kafka's ``transaction.*`` and ``transactional.id.*`` settings."""
-
-    # transaction.max.timeout.ms: the largest transaction.timeout.ms a producer may ask for.
-    transaction_max_timeout_ms: int = 900_000
-    # transactional.id.expiration.ms: an idle transactional id is forgotten after this.
-    transactional_id_expiration_ms: int = 604_800_000
-    # transaction.abort.timed.out.transaction.cleanup.interval.ms
-    abort_timed_out_interval_ms: int = 10_000
-    # transaction.remove.expired.transaction.cleanup.interval.ms
-    remove_expired_interval_ms: int = 3_600_000
-
-
-@dataclass(frozen=True, slots=True)
-class InitProducerIdResult:
-    error_code: int
-    producer_id: int = -1
-    producer_epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class MarkerRequest:
-    """Write an end marker for ``producer_id``/``producer_epoch`` to every partition in
-    ``partitions`` with ``coordinator_epoch``, then call :meth:`complete_markers`."""
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    committed: bool
-    coordinator_epoch: int
-    partitions: tuple[TopicPartitionKey, ...]
-
-
-@dataclass(slots=True)
-class TxnCoordinatorOutputs:
-    responses: list[tuple[Hashable, Any]] = field(default_factory=list)
-    writes: list[RecordWrite] = field(default_factory=list)
-    markers: list[MarkerRequest] = field(default_factory=list)
-
-    def respond(self, waiter: Hashable, result: Any) -> None:
-        self.responses.append((waiter, result))
-
-    def extend(self, other: TxnCoordinatorOutputs) -> None:
-        self.responses.extend(other.responses)
-        self.writes.extend(other.writes)
-        self.markers.extend(other.markers)
-
-
-# What to do once a write is replicated: (outputs to fill, error code of the write).
-_WriteCallback = Callable[[TxnCoordinatorOutputs, int], None]
 # A parked request, run again into the given outputs.
 _Rerun = Callable[[TxnCoordinatorOutputs], None]
 
-
-@dataclass(slots=True)
-class _PendingWrite:
-    transactional_id: str
-    partition: int
-    coordinator_epoch: int
-    transit: TxnTransitMetadata
-    on_done: _WriteCallback
-
-
-@dataclass(slots=True)
-class _Partition:
-    coordinator_epoch: int
-    loading: bool = True
-    transactions: dict[str, TransactionMetadata] = field(default_factory=dict)
+__all__ = [
+    "MAX_PARK_MS",
+    "InitProducerIdResult",
+    "MarkerRequest",
+    "TransactionCoordinator",
+    "TransactionCoordinatorConfig",
+    "TxnCoordinatorOutputs",
+]
 
 
 class TransactionCoordinator:
@@ -161,11 +107,8 @@ class TransactionCoordinator:
         clock_ms: Clock,
     ) -> None:
         self.config = config
-        self.num_partitions = num_partitions
         self._clock_ms = clock_ms
-        self._partitions: dict[int, _Partition] = {}
-        self._writes: dict[int, _PendingWrite] = {}
-        self._write_ids = itertools.count(1)
+        self._state = TransactionStateManager(num_partitions)
         # Transactions whose Complete* write failed while this broker stayed coordinator.
         self._retry_completion: set[str] = set()
         # Requests parked until their transaction's markers are done: transactional id ->
@@ -179,85 +122,47 @@ class TransactionCoordinator:
 
     # -- ownership ---------------------------------------------------------------------------
 
+    @property
+    def num_partitions(self) -> int:
+        return self._state.num_partitions
+
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions)
+        return self._state.partition_for(transactional_id)
 
     def set_num_partitions(self, count: int) -> None:
-        self.num_partitions = count
+        self._state.set_num_partitions(count)
 
     def begin_loading(self, partition: int, coordinator_epoch: int) -> TxnCoordinatorOutputs:
         """This broker leads ``partition`` at ``coordinator_epoch``: forget what it held and
         answer COORDINATOR_LOAD_IN_PROGRESS until :meth:`complete_loading`."""
-        out = self._fail_writes(partition, ErrorCode.NOT_COORDINATOR)
-        self._partitions[partition] = _Partition(coordinator_epoch)
-        return out
+        return self._state.begin_loading(partition, coordinator_epoch)
 
     def load_record(self, partition: int, key: bytes | None, value: bytes | None) -> None:
         """Apply one record of ``__transaction_state-<partition>`` (in log order)."""
-        p = self._partitions.get(partition)
-        if p is None or not p.loading or key is None:
-            return
-        try:
-            tid = decode_transaction_log_key(key)
-            if value is None:
-                p.transactions.pop(tid, None)
-                return
-            v = decode_transaction_log_value(value)
-        except InvalidTransactionLogRecordError as e:
-            logger.warning("__transaction_state-%d: skipping a record: %s", partition, e)
-            return
-        p.transactions[tid] = TransactionMetadata(
-            transactional_id=tid,
-            producer_id=v.producer_id,
-            producer_epoch=v.producer_epoch,
-            txn_timeout_ms=v.transaction_timeout_ms,
-            state=v.state,
-            partitions=set(v.partitions),
-            txn_start_timestamp_ms=v.start_timestamp_ms,
-            txn_last_update_timestamp_ms=v.last_update_timestamp_ms,
-        )
+        self._state.load_record(partition, key, value)
 
     def complete_loading(self, partition: int) -> TxnCoordinatorOutputs:
         """The load finished: serve the partition, and finish every transaction a previous
         coordinator left prepared (its markers may not all have been written)."""
         out = TxnCoordinatorOutputs()
-        p = self._partitions.get(partition)
-        if p is None or not p.loading:
+        prepared = self._state.complete_loading(partition)
+        p = self._state.partition(partition)
+        if prepared is None or p is None:
             return out
-        p.loading = False
-        for tid, md in list(p.transactions.items()):
-            if md.state is _S.DEAD:
-                del p.transactions[tid]
-            elif md.state.is_prepare:
-                out.markers.append(self._marker_request(md, p.coordinator_epoch))
+        for md in prepared:
+            out.markers.append(self._marker_request(md, p.coordinator_epoch))
         return out
 
     def unload(self, partition: int) -> TxnCoordinatorOutputs:
-        out = self._fail_writes(partition, ErrorCode.NOT_COORDINATOR)
-        self._partitions.pop(partition, None)
+        out = self._state.unload(partition)
         for tid in [t for t in self._parked if self.partition_for(t) == partition]:
             self._unpark(out, tid)  # they now answer NOT_COORDINATOR
         return out
 
-    def _fail_writes(self, partition: int, error: int) -> TxnCoordinatorOutputs:
-        out = TxnCoordinatorOutputs()
-        for write_id, w in list(self._writes.items()):
-            if w.partition == partition:
-                del self._writes[write_id]
-                w.on_done(out, error)
-        return out
-
     def _lookup(
         self, transactional_id: str
-    ) -> tuple[int, _Partition | None, TransactionMetadata | None]:
-        """(error, partition, metadata): NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
-        NO_ERROR with the metadata if known."""
-        p = self._partitions.get(self.partition_for(transactional_id))
-        if p is None:
-            return ErrorCode.NOT_COORDINATOR, None, None
-        if p.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, p, None
-        return ErrorCode.NO_ERROR, p, p.transactions.get(transactional_id)
+    ) -> tuple[int, TxnPartition | None, TransactionMetadata | None]:
+        return self._state.lookup(transactional_id)
 
     def needs_producer_id(self, transactional_id: str) -> bool:
         """Whether an InitProducerId for ``transactional_id`` would use a new producer id (an
@@ -269,60 +174,12 @@ class TransactionCoordinator:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _write(
-        self,
-        out: TxnCoordinatorOutputs,
-        p: _Partition,
-        md: TransactionMetadata,
-        transit: TxnTransitMetadata,
-        on_done: _WriteCallback,
-    ) -> None:
-        partition = self.partition_for(md.transactional_id)
-        write_id = next(self._write_ids)
-        value: bytes | None = None
-        if transit.state is not _S.DEAD:
-            value = transaction_log_value(
-                TransactionLogValue(
-                    producer_id=transit.producer_id,
-                    producer_epoch=transit.producer_epoch,
-                    transaction_timeout_ms=transit.txn_timeout_ms,
-                    state=transit.state,
-                    partitions=tuple(sorted(transit.partitions)),
-                    last_update_timestamp_ms=transit.txn_last_update_timestamp_ms,
-                    start_timestamp_ms=transit.txn_start_timestamp_ms,
-                )
-            )
-        self._writes[write_id] = _PendingWrite(
-            md.transactional_id, partition, p.coordinator_epoch, transit, on_done
-        )
-        out.writes.append(
-            RecordWrite(write_id, partition, ((transaction_log_key(md.transactional_id), value),))
-        )
-
     def complete_write(self, write_id: int, error_code: int) -> TxnCoordinatorOutputs:
-        """A ``__transaction_state`` write finished: install its transition (or forget it)
-        and run what waited for it."""
-        out = TxnCoordinatorOutputs()
-        w = self._writes.pop(write_id, None)
-        if w is None:
-            return out
-        p = self._partitions.get(w.partition)
-        md = p.transactions.get(w.transactional_id) if p is not None else None
-        if p is None or p.loading or p.coordinator_epoch != w.coordinator_epoch or md is None:
-            # Leadership moved while the write was in flight: the next coordinator decides.
-            w.on_done(out, ErrorCode.NOT_COORDINATOR)
-            return out
-        if error_code != ErrorCode.NO_ERROR:
-            md.abort_pending()
-            mapped = map_write_error(METADATA_WRITE_ERRORS, error_code)
-            w.on_done(out, mapped)
-            return out
-        md.complete_transition(w.transit)
-        if md.state is _S.DEAD:
-            del p.transactions[w.transactional_id]
-        w.on_done(out, ErrorCode.NO_ERROR)
-        if md.state.is_complete:
-            self._unpark(out, w.transactional_id)
+        """A ``__transaction_state`` write finished: install its transition (or forget it),
+        run what waited for it, and what was parked until its transaction completed."""
+        out, md = self._state.complete_write(write_id, error_code)
+        if md is not None and md.state.is_complete:
+            self._unpark(out, md.transactional_id)
         return out
 
     def _park(
@@ -359,59 +216,26 @@ class TransactionCoordinator:
         names the previous epoch) gets the current one again; anything else is
         PRODUCER_FENCED (a newer instance took over)."""
         out = TxnCoordinatorOutputs()
-
-        def answer(error: int, pid: int = -1, epoch: int = -1) -> TxnCoordinatorOutputs:
-            out.respond(waiter, InitProducerIdResult(int(error), pid, epoch))
-            return out
-
-        if not transactional_id:
-            return answer(ErrorCode.INVALID_REQUEST)
-        if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
-            return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-        error, p, md = self._lookup(transactional_id)
-        if error != ErrorCode.NO_ERROR or p is None:
-            return answer(error)
         now = self._clock_ms()
-        if md is None:
-            if new_producer_id is None:
-                return answer(ErrorCode.CONCURRENT_TRANSACTIONS)  # the caller asks again
-            md = TransactionMetadata(
-                transactional_id=transactional_id,
-                producer_id=new_producer_id,
-                producer_epoch=NO_PRODUCER_EPOCH,
-                txn_timeout_ms=transaction_timeout_ms,
-                state=_S.EMPTY,
-                txn_last_update_timestamp_ms=now,
-            )
-            p.transactions[transactional_id] = md
-        if md.pending_state is not None or md.state.is_prepare:
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
-        expected = expected_producer_id != NO_PRODUCER_ID
-        if expected:
-            current = (md.producer_id, md.producer_epoch)
-            # The epoch a KIP-360 bump came from (recorded only by such bumps: an init
-            # without an expected epoch fences, and a zombie must not get its result).
-            previous = (md.producer_id, md.last_producer_epoch)
-            named = (expected_producer_id, expected_producer_epoch)
-            fresh = md.producer_epoch == NO_PRODUCER_EPOCH
-            if (
-                named == previous
-                and md.last_producer_epoch != NO_PRODUCER_EPOCH
-                and md.state is not _S.ONGOING
-            ):
-                return answer(ErrorCode.NO_ERROR, *current)  # a retry of a done bump
-            if named != current and not fresh:
-                return answer(ErrorCode.PRODUCER_FENCED)
-        if md.state is _S.ONGOING:
-            # Fence the current producer at once (its requests now carry an old epoch), then
-            # abort its transaction; the new producer retries until that is complete.
-            self._fence_and_abort(out, p, md)
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if md.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
-            return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+        error, p, md = self._init_target(
+            transactional_id, transaction_timeout_ms, new_producer_id, now
+        )
+        if error != ErrorCode.NO_ERROR or p is None or md is None:
+            out.respond(waiter, InitProducerIdResult(int(error)))
+            return out
+        named = (
+            (expected_producer_id, expected_producer_epoch)
+            if expected_producer_id != NO_PRODUCER_ID
+            else None
+        )
+        refusal = self._init_refusal(out, p, md, named)
+        if refusal is not None:
+            out.respond(waiter, refusal)
+            return out
         if md.is_producer_epoch_exhausted():
             if new_producer_id is None:
-                return answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+                out.respond(waiter, InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS)))
+                return out
             pid, epoch = new_producer_id, 0
         else:
             pid, epoch = md.producer_id, md.producer_epoch + 1
@@ -420,8 +244,11 @@ class TransactionCoordinator:
             now,
             producer_id=pid,
             producer_epoch=epoch,
+            # Recorded only by a KIP-360 bump of the same producer id, for its retries.
             last_producer_epoch=(
-                md.producer_epoch if expected and pid == md.producer_id else NO_PRODUCER_EPOCH
+                md.producer_epoch
+                if named is not None and pid == md.producer_id
+                else NO_PRODUCER_EPOCH
             ),
             txn_timeout_ms=transaction_timeout_ms,
             txn_start_timestamp_ms=-1,
@@ -435,11 +262,65 @@ class TransactionCoordinator:
             else:
                 o.respond(waiter, InitProducerIdResult(code))
 
-        self._write(out, p, md, transit, done)
+        self._state.write(out, p, md, transit, done)
         return out
 
+    def _init_target(
+        self,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        new_producer_id: int | None,
+        now: int,
+    ) -> tuple[int, TxnPartition | None, TransactionMetadata | None]:
+        """The request checks of InitProducerId, then the transactional id's metadata: a new
+        one (Empty, no epoch yet) for an unknown id given ``new_producer_id``, else
+        CONCURRENT_TRANSACTIONS (the caller allocates an id and asks again)."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None, None
+        if not 0 < transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, None, None
+        error, p, md = self._lookup(transactional_id)
+        if error != ErrorCode.NO_ERROR or p is None or md is not None:
+            return error, p, md
+        if new_producer_id is None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, p, None
+        md = TransactionMetadata(
+            transactional_id=transactional_id,
+            producer_id=new_producer_id,
+            producer_epoch=NO_PRODUCER_EPOCH,
+            txn_timeout_ms=transaction_timeout_ms,
+            state=_S.EMPTY,
+            txn_last_update_timestamp_ms=now,
+        )
+        p.transactions[transactional_id] = md
+        return ErrorCode.NO_ERROR, p, md
+
+    def _init_refusal(
+        self,
+        out: TxnCoordinatorOutputs,
+        p: TxnPartition,
+        md: TransactionMetadata,
+        named: tuple[int, int] | None,
+    ) -> InitProducerIdResult | None:
+        """The answer of an InitProducerId that bumps nothing (None: go on and bump). An
+        Ongoing transaction is fenced and aborted first; the producer retries meanwhile."""
+        if md.pending_state is not None or md.state.is_prepare:
+            return InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS))
+        if named is not None:
+            answer = _expected_epoch_answer(md, named)
+            if answer is not None:
+                return answer
+        if md.state is _S.ONGOING:
+            # Fence the current producer at once (its requests now carry an old epoch), then
+            # abort its transaction; the new producer retries until that is complete.
+            self._fence_and_abort(out, p, md)
+            return InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS))
+        if md.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+            return InitProducerIdResult(int(ErrorCode.CONCURRENT_TRANSACTIONS))
+        return None
+
     def _fence_and_abort(
-        self, out: TxnCoordinatorOutputs, p: _Partition, md: TransactionMetadata
+        self, out: TxnCoordinatorOutputs, p: TxnPartition, md: TransactionMetadata
     ) -> None:
         if not md.is_producer_epoch_exhausted():
             md.producer_epoch += 1
@@ -492,7 +373,7 @@ class TransactionCoordinator:
             partitions=frozenset((md.partitions if not starting else set()) | set(partitions)),
             txn_start_timestamp_ms=now if starting else md.txn_start_timestamp_ms,
         )
-        self._write(out, p, md, transit, lambda o, code: o.respond(waiter, int(code)))
+        self._state.write(out, p, md, transit, lambda o, code: o.respond(waiter, int(code)))
         return out
 
     def verify_partitions(
@@ -524,7 +405,7 @@ class TransactionCoordinator:
 
     def _lookup_producer(
         self, transactional_id: str, producer_id: int, producer_epoch: int
-    ) -> tuple[int, _Partition | None, TransactionMetadata | None]:
+    ) -> tuple[int, TxnPartition | None, TransactionMetadata | None]:
         """:meth:`_lookup`, then INVALID_PRODUCER_ID_MAPPING for an unknown id or another
         producer id, PRODUCER_FENCED for another epoch."""
         error, p, md = self._lookup(transactional_id)
@@ -575,11 +456,11 @@ class TransactionCoordinator:
     def _prepare_end(
         self,
         out: TxnCoordinatorOutputs,
-        p: _Partition,
+        p: TxnPartition,
         md: TransactionMetadata,
         *,
         committed: bool,
-        on_written: _WriteCallback | None,
+        on_written: WriteCallback | None,
     ) -> None:
         transit = md.prepare_transition(
             _S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT, self._clock_ms()
@@ -590,11 +471,11 @@ class TransactionCoordinator:
             if on_written is not None:
                 on_written(o, code)
             if code == ErrorCode.NO_ERROR:
-                cur = self._partitions.get(self.partition_for(md.transactional_id))
+                cur = self._state.partition(self.partition_for(md.transactional_id))
                 if cur is not None and cur.coordinator_epoch == epoch:
                     o.markers.append(self._marker_request(md, epoch))
 
-        self._write(out, p, md, transit, done)
+        self._state.write(out, p, md, transit, done)
 
     def _marker_request(self, md: TransactionMetadata, coordinator_epoch: int) -> MarkerRequest:
         return MarkerRequest(
@@ -608,7 +489,7 @@ class TransactionCoordinator:
 
     def _prepared(
         self, transactional_id: str, producer_id: int, producer_epoch: int, coordinator_epoch: int
-    ) -> tuple[_Partition, TransactionMetadata] | None:
+    ) -> tuple[TxnPartition, TransactionMetadata] | None:
         """The transaction if this coordinator (same epoch) still holds it prepared with this
         producer id and epoch: its markers are still wanted."""
         error, p, md = self._lookup(transactional_id)
@@ -651,7 +532,7 @@ class TransactionCoordinator:
                 # Still the coordinator: try again at the next tick.
                 self._retry_completion.add(transactional_id)
 
-        self._write(out, p, md, transit, done)
+        self._state.write(out, p, md, transit, done)
         return out
 
     # -- timers ------------------------------------------------------------------------------
@@ -681,20 +562,13 @@ class TransactionCoordinator:
             self._abort_timed_out(out, now)
         if now >= self._next_expiry_check_ms:
             self._next_expiry_check_ms = now + self.config.remove_expired_interval_ms
-            self._expire_transactional_ids(out, now)
+            self._state.expire_transactional_ids(
+                out, now, self.config.transactional_id_expiration_ms
+            )
         return out
 
-    def _loaded(self) -> list[tuple[_Partition, TransactionMetadata]]:
-        """Every transaction of the loaded partitions (a copy: callers may write)."""
-        return [
-            (p, md)
-            for p in self._partitions.values()
-            if not p.loading
-            for md in p.transactions.values()
-        ]
-
     def _abort_timed_out(self, out: TxnCoordinatorOutputs, now: int) -> None:
-        for p, md in self._loaded():
+        for p, md in self._state.loaded():
             if (
                 md.state is _S.ONGOING
                 and md.pending_state is None
@@ -709,22 +583,11 @@ class TransactionCoordinator:
                 )
                 self._fence_and_abort(out, p, md)
 
-    def _expire_transactional_ids(self, out: TxnCoordinatorOutputs, now: int) -> None:
-        limit = now - self.config.transactional_id_expiration_ms
-        for p, md in self._loaded():
-            if (
-                md.pending_state is None
-                and md.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
-                and md.txn_last_update_timestamp_ms < limit
-            ):
-                transit = md.prepare_transition(_S.DEAD, now)
-                self._write(out, p, md, transit, lambda _o, _code: None)
-
     # -- reads -------------------------------------------------------------------------------
 
     def open_transactions(self) -> int:
         """Transactions Ongoing, PrepareCommit or PrepareAbort in the loaded partitions."""
-        return sum(1 for _p, md in self._loaded() if md.state is _S.ONGOING or md.state.is_prepare)
+        return self._state.open_transactions()
 
     def transaction(self, transactional_id: str) -> TransactionMetadata | None:
         """The metadata of a loaded transactional id (do not mutate)."""
@@ -749,27 +612,29 @@ class TransactionCoordinator:
         min_duration_ms: int,
         id_matches: Callable[[str], bool],
     ) -> tuple[int, list[str], list[TransactionMetadata]]:
-        """(error, unknown state filters, matching transactions) for ListTransactions over the
-        partitions this broker coordinates. Filters are empty for "all"; ``min_duration_ms``
-        < 0 for no duration filter, else only transactions started more than that long ago.
-        COORDINATOR_LOAD_IN_PROGRESS while a partition is loading (the answer would be
-        partial). Dead transactional ids are never listed."""
-        known = {s.display_name for s in TransactionState}
-        unknown = sorted(state_filters - known)
-        if any(p.loading for p in self._partitions.values()):
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown, []
-        now = self._clock_ms()
-        found = []
-        for _p, md in self._loaded():
-            if md.state is _S.DEAD:
-                continue
-            if state_filters and md.state.display_name not in state_filters:
-                continue
-            if producer_id_filters and md.producer_id not in producer_id_filters:
-                continue
-            if min_duration_ms >= 0 and now - md.txn_start_timestamp_ms <= min_duration_ms:
-                continue
-            if not id_matches(md.transactional_id):
-                continue
-            found.append(md)
-        return ErrorCode.NO_ERROR, unknown, found
+        """ListTransactions (see :meth:`TransactionStateManager.list_transactions`)."""
+        return self._state.list_transactions(
+            state_filters, producer_id_filters, min_duration_ms, id_matches, self._clock_ms()
+        )
+
+
+def _expected_epoch_answer(
+    md: TransactionMetadata, named: tuple[int, int]
+) -> InitProducerIdResult | None:
+    """KIP-360: a producer naming (producer id, epoch) gets the next epoch only if it names the
+    current one (None: go on); a retry of a bump already written (it names the epoch the bump
+    came from) gets the current epoch again; anything else is PRODUCER_FENCED. A transactional
+    id that never had an epoch takes any."""
+    current = (md.producer_id, md.producer_epoch)
+    # The epoch a KIP-360 bump came from (recorded only by such bumps: an init without an
+    # expected epoch fences, and a zombie must not get its result).
+    previous = (md.producer_id, md.last_producer_epoch)
+    if (
+        named == previous
+        and md.last_producer_epoch != NO_PRODUCER_EPOCH
+        and md.state is not _S.ONGOING
+    ):
+        return InitProducerIdResult(int(ErrorCode.NO_ERROR), *current)  # a retry of a done bump
+    if named != current and md.producer_epoch != NO_PRODUCER_EPOCH:
+        return InitProducerIdResult(int(ErrorCode.PRODUCER_FENCED))
+    return None
