@@ -104,7 +104,7 @@ def known_keys(cls: type, *, topic: bool = False) -> set[str]:
 def from_props(cls: type[T], props: Mapping[str, str], *, topic: bool = False) -> T:
     """Build ``cls`` from ``props``; keys ``cls`` does not know are ignored (several
     subsystems share one file; see :func:`known_keys` for typo checks)."""
-    return with_overrides(cls(), props, topic=topic)  # type: ignore[call-arg]
+    return with_overrides(cls(), props, topic=topic)
 
 
 def with_overrides(base: T, props: Mapping[str, str], *, topic: bool = False) -> T:

@@ -482,9 +482,6 @@ def _decode_value(cls: type, name: str, kind: str, optional: bool, raw: Any) -> 
     raise RecordDecodeError(f"{cls.__name__}.{name}: expected {kind}, got {t.__name__}")
 
 
-_PACKER_OPTIONS = {"use_bin_type": True}
-
-
 def encode_record(record: MetadataRecord) -> bytes:
     """The log-entry bytes of ``record`` (deterministic)."""
     version, count = _encode_version(record)
@@ -495,7 +492,7 @@ def encode_record(record: MetadataRecord) -> bytes:
             out.append(value)
         else:
             out.append(_encode_value(kind, value))
-    return msgpack.packb(out, **_PACKER_OPTIONS)
+    return msgpack.packb(out, use_bin_type=True)
 
 
 def decode_record(data: bytes) -> MetadataRecord:

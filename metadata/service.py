@@ -210,7 +210,8 @@ class ControllerServer:
             ],
             maximum_concurrent_rpcs=self._max_workers * 4 + MAX_BROKER_SESSIONS,
         )
-        handlers = {
+        # No (de)serializers: requests and responses stay bytes, decoded by the envelope codec.
+        handlers: dict[str, grpc.RpcMethodHandler[bytes, bytes]] = {
             name: grpc.unary_unary_rpc_method_handler(self._rpc_handler(name)) for name in METHODS
         }
         handlers["BrokerSession"] = grpc.unary_stream_rpc_method_handler(self._broker_session)
@@ -597,7 +598,9 @@ class ControllerServer:
         refusal = self._authorizer.check(
             name,
             request,
-            principal_of_context(context.auth_context()),
+            # types-grpcio says Mapping[str, bytes]; grpc's documented (and actual) value of
+            # each auth property is an iterable of bytes.
+            principal_of_context(context.auth_context()),  # type: ignore[arg-type]
             self.controller.image.security.acls,
             host_of_peer(context.peer()),
         )
