@@ -31,12 +31,13 @@ system-deps:
 	  else echo "warning: missing Debian packages:$$missing (tests that need them are skipped)"; fi; \
 	fi
 
-# ruff (lint rules and formatting), and the import contracts of pyproject.toml (layers that
-# only point down).
+# ruff (lint rules and formatting), the import contracts of pyproject.toml (layers that
+# only point down), and strict mypy on the packages [tool.mypy] lists.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 # pytest exits 5 when it collects no tests; that is not a failure of the suite.
 test: $(STAMP) system-deps lint
