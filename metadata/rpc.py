@@ -87,8 +87,6 @@ METHODS: dict[str, tuple[type[DataclassInstance], type[DataclassInstance], bool]
     "AlterClientQuotas": (sm.AlterClientQuotasRequest, sm.AlterClientQuotasResponse, True),
     "DescribeClientQuotas": (sm.DescribeClientQuotasRequest, sm.DescribeClientQuotasResponse, True),
 }
-# Reads of the security state, answered by the active controller from its committed image.
-SECURITY_READS = ("DescribeUserScramCredentials", "DescribeAcls", "DescribeClientQuotas")
 
 
 def method_path(name: str) -> str:
