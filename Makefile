@@ -31,12 +31,14 @@ system-deps:
 	  else echo "warning: missing Debian packages:$$missing (tests that need them are skipped)"; fi; \
 	fi
 
-# ruff (lint rules and formatting), and the import contracts of pyproject.toml (layers that
-# only point down).
+# ruff (lint rules and formatting), the import contracts of pyproject.toml (layers that
+# only point down), strict mypy on the packages [tool.mypy] lists, and the docs check (no
+# history in docs and docstrings; generated tables up to date).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(PY) .ci/check_docs.py
 
 # pytest exits 5 when it collects no tests; that is not a failure of the suite.
@@ -78,4 +80,4 @@ stop: $(STAMP)
 	-$(VENV)/bin/kraftlog cluster down --dir $(CLUSTER_DIR)
 
 clean: stop
-	rm -rf $(VENV) $(CLUSTER_DIR) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(CLUSTER_DIR) .pytest_cache .ruff_cache .mypy_cache .hypothesis

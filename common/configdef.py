@@ -17,9 +17,12 @@ import dataclasses
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 # Property-name metadata keys used on dataclass fields.
 _KEY = "kafka_key"
@@ -104,7 +107,7 @@ def known_keys(cls: type, *, topic: bool = False) -> set[str]:
 def from_props(cls: type[T], props: Mapping[str, str], *, topic: bool = False) -> T:
     """Build ``cls`` from ``props``; keys ``cls`` does not know are ignored (several
     subsystems share one file; see :func:`known_keys` for typo checks)."""
-    return with_overrides(cls(), props, topic=topic)  # type: ignore[call-arg]
+    return with_overrides(cls(), props, topic=topic)
 
 
 def with_overrides(base: T, props: Mapping[str, str], *, topic: bool = False) -> T:
@@ -116,7 +119,7 @@ def with_overrides(base: T, props: Mapping[str, str], *, topic: bool = False) ->
         key = f.metadata.get(meta_key)
         if key and key in props:
             changes[f.name] = coerce(key, props[key], hint, f.metadata)
-    return dataclasses.replace(base, **changes) if changes else base  # type: ignore[type-var]
+    return dataclasses.replace(base, **changes) if changes else base
 
 
 def to_props(obj: Any, *, topic: bool = False) -> dict[str, str]:
@@ -176,6 +179,13 @@ def coerce(key: str, raw: str, hint: Any, meta: Mapping[str, Any]) -> Any:
     text = raw.strip()
     if optional and text in ("", "null", "none"):
         return None
+    value = _parse(key, raw, text, hint, origin)
+    _check_limits(key, value, meta)
+    return value
+
+
+def _parse(key: str, raw: str, text: str, hint: Any, origin: Any) -> Any:
+    """``text`` (``raw`` stripped) as a ``hint``; ``origin`` is the hint's generic origin."""
     value: Any
     if hint is bool:
         low = text.lower()
@@ -198,6 +208,11 @@ def coerce(key: str, raw: str, hint: Any, meta: Mapping[str, Any]) -> Any:
         value = tuple(p.strip() for p in text.split(",") if p.strip())
     else:
         raise ConfigError(f"{key}: unsupported config type {hint!r}")
+    return value
+
+
+def _check_limits(key: str, value: Any, meta: Mapping[str, Any]) -> None:
+    """The field's minimum, maximum and choices (each item of a list) hold for ``value``."""
     lo, hi, choices = meta.get(_MIN), meta.get(_MAX), meta.get(_CHOICES)
     if lo is not None and value < lo:
         raise ConfigError(f"{key}: {value} is below the minimum {lo}")
@@ -208,4 +223,3 @@ def coerce(key: str, raw: str, hint: Any, meta: Mapping[str, Any]) -> Any:
         for item in items:
             if item not in choices:
                 raise ConfigError(f"{key}: {item!r} is not one of {', '.join(choices)}")
-    return value

@@ -25,7 +25,9 @@ class ErrorCode(IntEnum):
 
     retriable: bool
 
-    def __new__(cls, code: int, retriable: bool) -> ErrorCode:
+    def __new__(cls, code: int, retriable: bool = False) -> ErrorCode:
+        # Builds the members from their (code, retriable) definitions. Once the class exists,
+        # ErrorCode(code) is Enum's lookup by value instead; the default lets mypy see that call.
         member = int.__new__(cls, code)
         member._value_ = code
         member.retriable = retriable

@@ -200,7 +200,8 @@ class RecordAccumulator:
                     if (
                         key is None
                         and not headers
-                        and 0 <= value_size < 60000
+                        and value is not None
+                        and value_size < 60000
                         and 0 <= delta < 65536
                         and count < 65536
                     ):
@@ -405,7 +406,7 @@ class RecordAccumulator:
         """Fail every queued batch never sent (an aborted transaction's records); retries of
         sent batches stay queued."""
         with self._lock:
-            batches = []
+            batches: list[ProducerBatch] = []
             for dq in self._deques.values():
                 keep = [b for b in dq if b.base_sequence != NO_SEQUENCE]
                 batches.extend(b for b in dq if b.base_sequence == NO_SEQUENCE)

@@ -558,6 +558,8 @@ class BrokerConnection:
             return True
         target = large.unfilled()
         try:
+            # A large frame is only ever found on a plain socket (see read()), which mypy
+            # cannot tell from the connection's state; TlsSocket has no recv_into.
             received = sock.recv_into(target)  # type: ignore[union-attr]
         except (BlockingIOError, InterruptedError):
             return False

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.configdef import ConfigError, from_props, known_keys, prop
 from common.security.config import PLAINTEXT, SASL_MECHANISMS, SECURITY_PROTOCOLS
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 _MIB = 1024 * 1024
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")

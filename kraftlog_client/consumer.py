@@ -102,7 +102,7 @@ class Consumer:
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         with self._lock:
             self._check_open()
-            self._subs.assign(partitions)  # type: ignore[arg-type]
+            self._subs.assign(partitions)
             self._client.metadata.add_interest({tp.topic for tp in self._subs.assignment})
             self._fetcher.invalidate()
 
@@ -128,9 +128,9 @@ class Consumer:
                 self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
                 self._next_pattern_check_s = 0.0
                 self._subs.manual = False
-            else:
+            elif topics is not None:  # exactly one of the two is given (checked above)
                 self._pattern = None
-                self._subs.subscribe(topics)  # type: ignore[arg-type]
+                self._subs.subscribe(topics)
                 self._client.metadata.add_interest(self._subs.subscription)
                 if self._group is not None:
                     self._group.subscribe(self._subs.subscription)

@@ -38,7 +38,7 @@ thread both drive it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,13 +330,14 @@ class ConsumerCoordinator:
             if api_key == ApiKey.FIND_COORDINATOR:
                 self._backoff(now_ms)
             return self._drain()
-        handler = {
+        handlers: dict[ApiKey, Callable[[dict[str, Any], float], None]] = {
             ApiKey.FIND_COORDINATOR: self._on_find_coordinator,
             ApiKey.JOIN_GROUP: self._on_join,
             ApiKey.SYNC_GROUP: self._on_sync,
             ApiKey.HEARTBEAT: self._on_heartbeat,
             ApiKey.LEAVE_GROUP: lambda _r, _n: None,
-        }.get(api_key)
+        }
+        handler = handlers.get(api_key)
         if handler is None:
             raise CoordinatorStateError(f"no request of kind {api_key.name} is sent here")
         handler(response, now_ms)

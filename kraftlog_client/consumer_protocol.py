@@ -135,10 +135,12 @@ class _Reader:
         return chunk
 
     def i16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
+        value: int = struct.unpack(">h", self._take(2))[0]
+        return value
 
     def i32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
+        value: int = struct.unpack(">i", self._take(4))[0]
+        return value
 
     def count(self) -> int:
         n = self.i32()
@@ -160,7 +162,7 @@ class _Reader:
         return None if n == -1 else bytes(self._take(n))
 
     def topic_partitions(self) -> tuple[TopicPartition, ...]:
-        out = []
+        out: list[TopicPartition] = []
         for _ in range(self.count()):
             topic = self.string()
             if topic is None:

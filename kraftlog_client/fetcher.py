@@ -102,6 +102,7 @@ class Fetcher:
         for tp, pst in assignment.items():
             if not pst.is_fetchable:
                 continue
+            # is_fetchable implies a position, which mypy cannot see through the method.
             st = self._state_for(tp, pst.position)  # type: ignore[arg-type]
             if st.in_flight or len(st.buffered) >= MAX_BUFFERED_FETCHES:
                 continue
@@ -193,7 +194,11 @@ class Fetcher:
                 self._handle_partition(tp, st, req[1], part)
 
     def _handle_partition(
-        self, tp: TopicPartition, st: _PartitionFetchState, fetch_offset: int, part: dict
+        self,
+        tp: TopicPartition,
+        st: _PartitionFetchState,
+        fetch_offset: int,
+        part: dict[str, Any],
     ) -> None:
         code = part.get("error_code", 0)
         pst = self._subs.assignment.get(tp)

@@ -25,7 +25,7 @@ try:
     from _collections import _tuplegetter
 except ImportError:  # other interpreters: the same through a property
 
-    def _tuplegetter(index: int, doc: str) -> Any:  # type: ignore[misc]
+    def _tuplegetter(index: int, doc: str) -> Any:
         return property(itemgetter(index), doc=doc)
 
 
@@ -94,7 +94,7 @@ def _invoke(future: FutureRecordMetadata, fn: DeliveryCallback) -> None:
     fn(error, None if error is not None else future.metadata())
 
 
-class FutureRecordMetadata(tuple):
+class FutureRecordMetadata(tuple[ProduceRequestResult, int, int, int, int]):
     """The future of one sent record: ``get(timeout)`` returns :class:`RecordMetadata` or
     raises the delivery error (:class:`KafkaTimeoutError` if ``timeout`` seconds pass).
 
@@ -106,11 +106,11 @@ class FutureRecordMetadata(tuple):
 
     __slots__ = ()
 
-    _result: ProduceRequestResult = _field(0, "the batch's shared result")  # type: ignore[assignment]
-    relative_offset: int = _field(1, "the record's offset within its batch")  # type: ignore[assignment]
-    timestamp: int = _field(2, "the record's CreateTime (ms)")  # type: ignore[assignment]
-    key_size: int = _field(3, "bytes of the key, -1 for a null key")  # type: ignore[assignment]
-    value_size: int = _field(4, "bytes of the value, -1 for a null value")  # type: ignore[assignment]
+    _result: ProduceRequestResult = _field(0, "the batch's shared result")
+    relative_offset: int = _field(1, "the record's offset within its batch")
+    timestamp: int = _field(2, "the record's CreateTime (ms)")
+    key_size: int = _field(3, "bytes of the key, -1 for a null key")
+    value_size: int = _field(4, "bytes of the value, -1 for a null value")
 
     @classmethod
     def of(
@@ -165,6 +165,6 @@ class FutureRecordMetadata(tuple):
         )
 
     # Identity, not contents: a future is one record's pending outcome.
-    __eq__ = object.__eq__  # type: ignore[assignment]
-    __ne__ = object.__ne__  # type: ignore[assignment]
-    __hash__ = object.__hash__  # type: ignore[assignment]
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__

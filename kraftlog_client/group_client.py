@@ -120,7 +120,9 @@ class GroupClient:
         self.coordinator = ConsumerCoordinator(settings, self._now_ms())
         self._unsent: deque[tuple[Send, float]] = deque()
         self._events: deque[Output] = deque()
-        self._commit_completions: deque[tuple[CommitCallback, dict, Exception | None]] = deque()
+        self._commit_completions: deque[
+            tuple[CommitCallback, dict[TopicPartition, int], Exception | None]
+        ] = deque()
         self._next_auto_commit_ms = self._now_ms() + config.auto_commit_interval_ms
         self._last_metadata_version = -1
 
@@ -383,12 +385,13 @@ class GroupClient:
     ) -> None:
         """Send an OffsetCommit without waiting; ``callback(offsets, error)`` runs inside a
         later poll()/commit()/close() on the application's thread."""
-        offsets = dict(offsets)
+        # The callback gets a dict of its own, whatever mapping the caller passed.
+        own: dict[TopicPartition, int] = dict(offsets)
         coordinator = self.coordinator.coordinator_id
         if not self._may_commit():
             self._complete(
                 callback,
-                offsets,
+                own,
                 CommitFailedError(ErrorCode.REBALANCE_IN_PROGRESS, "the group is rebalancing"),
             )
             return
@@ -396,19 +399,19 @@ class GroupClient:
             self.drive(may_rejoin=False)  # starts the lookup / connection for the next try
             self._complete(
                 callback,
-                offsets,
+                own,
                 KafkaError(
                     ErrorCode.COORDINATOR_NOT_AVAILABLE, "no connection to the group coordinator"
                 ),
             )
             return
-        body = self.coordinator.commit_body(offsets)
+        body = self.coordinator.commit_body(own)
 
         def on_response(response: dict[str, Any] | None, error: Exception | None) -> None:
             if error is None and response is not None:
                 code = _first_error(response)
                 if code == ErrorCode.NO_ERROR:
-                    self._complete(callback, offsets, None)
+                    self._complete(callback, own, None)
                     return
                 self.coordinator.on_commit_error(code, self._now_ms())
                 error = (
@@ -416,15 +419,18 @@ class GroupClient:
                     if code in _MEMBERSHIP_ERRORS or code == ErrorCode.REBALANCE_IN_PROGRESS
                     else KafkaError(code, "OffsetCommit")
                 )
-            self._complete(callback, offsets, error)
+            self._complete(callback, own, error)
 
         try:
             self._client.send(coordinator, ApiKey.OFFSET_COMMIT, body, on_response)
         except KafkaError as e:
-            self._complete(callback, offsets, e)
+            self._complete(callback, own, e)
 
     def _complete(
-        self, callback: CommitCallback | None, offsets: dict, error: Exception | None
+        self,
+        callback: CommitCallback | None,
+        offsets: dict[TopicPartition, int],
+        error: Exception | None,
     ) -> None:
         if error is not None:
             logger.debug("async commit of %d offsets failed: %s", len(offsets), error)
@@ -461,6 +467,7 @@ class GroupClient:
         }
         while True:
             coordinator = self.ensure_coordinator(deadline)
+            response: dict[str, Any]
             if not self._wait_until_coordinator_ready(coordinator, deadline):
                 response = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
             else:

@@ -186,10 +186,10 @@ class ClusterMetadata:
             )
             self.topic_errors[name] = t.get("error_code", 0)
         # Keep topics a request for some topics only did not mention.
-        for name, info in ({} if all_topics else self.topics).items():
+        for name, topic_info in ({} if all_topics else self.topics).items():
             if name not in topics and name not in self.interest:
-                topics[name] = info
-                for p in info.partitions:
+                topics[name] = topic_info
+                for p in topic_info.partitions:
                     tp = TopicPartition(name, p.partition)
                     if tp in self._leaders:
                         leaders[tp] = self._leaders[tp]

@@ -27,10 +27,10 @@ from kraftlog_client.broker_connection import (
     CONNECTING,
     READY,
     BrokerConnection,
-    ResponseCallback,
 )
 from kraftlog_client.client_security import client_security
 from kraftlog_client.config import CommonClientConfig
+from kraftlog_client.connection_state import ResponseCallback
 from kraftlog_client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from kraftlog_client.metadata import ClusterMetadata
 

@@ -121,7 +121,9 @@ class Producer:
         # an explicit partition (key: its TopicPartition) went to; send() appends the next one
         # there through RecordAccumulator.append_value while it stays open. At most one entry
         # per key ever sent to; a finished batch keeps no record bytes (accumulator.complete).
-        self._open_batches: dict[str | TopicPartition, ProducerBatch] = {}
+        # Keyed by topic, or by (topic, partition) as a plain tuple or a TopicPartition: the
+        # two hash and compare alike, and send() looks up without building a TopicPartition.
+        self._open_batches: dict[str | tuple[str, int], ProducerBatch] = {}
         self._max_block_ms = c.max_block_ms
         self._close_lock = threading.Lock()
         self._closed = False
@@ -204,6 +206,8 @@ class Producer:
                 if partition is None or partition >= num_partitions:
                     partition = self._partitioner.partition(topic, None, num_partitions)
             elif partition is None:
+                # key is not None here (sticky covers a None key), which mypy cannot follow
+                # through the sticky flag.
                 partition = partition_for_key(key, num_partitions)  # type: ignore[arg-type]
             elif not 0 <= partition < num_partitions:
                 raise KafkaError(

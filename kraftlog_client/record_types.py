@@ -7,6 +7,7 @@ Python code per record.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -15,7 +16,7 @@ try:
     from _collections import _tuplegetter
 except ImportError:  # other interpreters: the same through a property
 
-    def _tuplegetter(index: int, doc: str) -> Any:  # type: ignore[misc]
+    def _tuplegetter(index: int, doc: str) -> Any:
         return property(itemgetter(index), doc=doc)
 
 
@@ -40,7 +41,7 @@ class ProducerRecord:
         topic: str,
         value: bytes | None,
         key: bytes | None = None,
-        headers: list[Header] | tuple[Header, ...] | None = None,
+        headers: Sequence[Header] | None = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
     ) -> None:
@@ -71,7 +72,9 @@ class RecordMetadata(NamedTuple):
     serialized_value_size: int
 
 
-class ConsumerRecord(tuple):
+class ConsumerRecord(
+    tuple[str, int, int, int, int, bytes | None, bytes | None, tuple[Header, ...], int]
+):
     """One consumed record, an immutable tuple of its fields in this order: ``topic``,
     ``partition``, ``offset``, ``timestamp``, ``timestamp_type`` (0 CreateTime, 1
     LogAppendTime), ``key``, ``value``, ``headers`` (a tuple of (str, bytes | None) pairs)
@@ -99,15 +102,15 @@ class ConsumerRecord(tuple):
         "leader_epoch",
     )
 
-    topic: str = _field(0, "the topic name")  # type: ignore[assignment]
-    partition: int = _field(1, "the partition id")  # type: ignore[assignment]
-    offset: int = _field(2, "the record's offset")  # type: ignore[assignment]
-    timestamp: int = _field(3, "ms since the epoch")  # type: ignore[assignment]
-    timestamp_type: int = _field(4, "0 = CreateTime, 1 = LogAppendTime")  # type: ignore[assignment]
-    key: bytes | None = _field(5, "the key (None = null)")  # type: ignore[assignment]
-    value: bytes | None = _field(6, "the value (None = null)")  # type: ignore[assignment]
-    headers: tuple[Header, ...] = _field(7, "(str, bytes | None) pairs")  # type: ignore[assignment]
-    leader_epoch: int = _field(8, "the batch's partition leader epoch")  # type: ignore[assignment]
+    topic: str = _field(0, "the topic name")
+    partition: int = _field(1, "the partition id")
+    offset: int = _field(2, "the record's offset")
+    timestamp: int = _field(3, "ms since the epoch")
+    timestamp_type: int = _field(4, "0 = CreateTime, 1 = LogAppendTime")
+    key: bytes | None = _field(5, "the key (None = null)")
+    value: bytes | None = _field(6, "the value (None = null)")
+    headers: tuple[Header, ...] = _field(7, "(str, bytes | None) pairs")
+    leader_epoch: int = _field(8, "the batch's partition leader epoch")
 
     @classmethod
     def create(

@@ -63,7 +63,7 @@ class SubscriptionState:
         self.subscription = names
         self._set_assignment(tp for tp in self.assignment if tp.topic in names)
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+    def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         if self.subscription:
             raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
         self.manual = True

@@ -203,6 +203,7 @@ def describe_producers(
     """The producers the partition's leader keeps state for, by producer id."""
 
     def partition_of(r: dict[str, Any]) -> dict[str, Any]:
+        p: dict[str, Any]
         for t in r.get("topics") or []:
             for p in t.get("partitions") or []:
                 if t.get("name") == tp.topic and p.get("partition_index") == tp.partition:

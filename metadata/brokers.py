@@ -26,7 +26,7 @@ Thread-safety: none; the controller's single event thread owns all of this.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from common.error_codes import ErrorCode
@@ -42,7 +42,7 @@ from metadata.election import (
 )
 from metadata.election_log import log_leader_moves
 from metadata.features import SupportedRange
-from metadata.image import MetadataImage
+from metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from metadata.messages import (
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
@@ -322,15 +322,7 @@ def election_records(
     """Elections for leaderless partitions: those in ``partitions`` (all when None) that
     ``broker_id`` (when given) replicates."""
     out: list[MetadataRecord] = []
-    if partitions is None:
-        found: Iterable = image.iter_partitions()
-    else:
-        found = []
-        for topic_id, pid in partitions:
-            topic = image.topics_by_id.get(topic_id)
-            reg = topic.partitions.get(pid) if topic is not None else None
-            if reg is not None:
-                found.append((topic, pid, reg))
+    found = image.iter_partitions() if partitions is None else _known(image, partitions)
     for topic, pid, reg in found:
         if reg.has_leader() or (broker_id is not None and broker_id not in reg.replicas):
             continue
@@ -338,6 +330,17 @@ def election_records(
         if change is not None:
             out.append(change)
     return out
+
+
+def _known(
+    image: MetadataImage, partitions: Iterable[tuple[uuid.UUID, int]]
+) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:
+    """The partitions of ``partitions`` that exist in ``image``."""
+    for topic_id, pid in partitions:
+        topic = image.topics_by_id.get(topic_id)
+        reg = topic.partitions.get(pid) if topic is not None else None
+        if topic is not None and reg is not None:
+            yield topic, pid, reg
 
 
 def unfence_records(

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import grpc
 
@@ -47,8 +47,12 @@ from metadata.rpc import (
 from metadata.wire import MessageError, from_wire
 from raft.api import LogEntry, Snapshot
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
+Item = TypeVar("Item")  # an item of a batched request (a topic to create, partitions to add)
 
 RETRY_BACKOFF_MIN_S = 0.05
 RETRY_BACKOFF_MAX_S = 1.0
@@ -194,14 +198,20 @@ class ControllerClient:
     def call(
         self,
         method: str,
-        request: Any,
+        request: DataclassInstance,
+        response_cls: type[D],
         *,
         timeout_s: float | None = None,
         extra_attempt_s: float = 0.0,
         address: str | None = None,
-    ) -> Any:
-        """Send ``request`` to ``method`` and return the decoded response body."""
-        _, response_cls, controller_only = METHODS[method]
+    ) -> D:
+        """Send ``request`` to ``method`` and return the decoded response body, a
+        ``response_cls`` (which must be the class METHODS names for ``method``)."""
+        _, expected_cls, controller_only = METHODS[method]
+        if response_cls is not expected_cls:
+            raise TypeError(
+                f"{method} answers {expected_cls.__name__}, not {response_cls.__name__}"
+            )
         payload = pack(request)
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         backoff = RETRY_BACKOFF_MIN_S
@@ -213,7 +223,10 @@ class ControllerClient:
             target = address or self._pick()
             attempt_s = min(remaining, ATTEMPT_TIMEOUT_MAX_S + extra_attempt_s)
             try:
-                stub = self._channel(target).unary_unary(method_path(method))
+                # No (de)serializers: the payload and the answer stay bytes.
+                stub: grpc.UnaryUnaryMultiCallable[bytes, bytes] = self._channel(
+                    target
+                ).unary_unary(method_path(method))
                 raw = stub(payload, timeout=attempt_s)
                 env = decode_envelope(raw)
             except grpc.RpcError as exc:
@@ -247,7 +260,13 @@ class ControllerClient:
         )
 
     def _with_item_retries(
-        self, method: str, items: list[Any], make: Any, key: Any, timeout_s: float | None
+        self,
+        method: str,
+        response_cls: type[m.CreateTopicsResponse] | type[m.CreatePartitionsResponse],
+        items: list[Item],
+        make: Callable[[list[Item]], DataclassInstance],
+        key: Callable[[Item], str],
+        timeout_s: float | None,
     ) -> list[TopicResult]:
         """Call ``method`` and resend items answered THROTTLING_QUOTA_EXCEEDED."""
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
@@ -256,7 +275,10 @@ class ControllerClient:
         backoff = RETRY_BACKOFF_MIN_S
         for _ in range(MAX_ATTEMPTS):
             response = self.call(
-                method, make(pending), timeout_s=max(0.001, deadline - time.monotonic())
+                method,
+                make(pending),
+                response_cls,
+                timeout_s=max(0.001, deadline - time.monotonic()),
             )
             retry = []
             for item, res in zip(pending, response.topics, strict=False):
@@ -281,6 +303,7 @@ class ControllerClient:
     ) -> list[TopicResult]:
         return self._with_item_retries(
             "CreateTopics",
+            m.CreateTopicsResponse,
             list(topics),
             lambda items: m.CreateTopicsRequest(items, validate_only),
             lambda t: t.name,
@@ -292,7 +315,7 @@ class ControllerClient:
     ) -> list[TopicResult]:
         """Delete ``names``; those in ``topic_ids`` only while they still have that id."""
         request = m.DeleteTopicsRequest(list(names), None if topic_ids is None else dict(topic_ids))
-        return self.call("DeleteTopics", request).topics
+        return self.call("DeleteTopics", request, m.DeleteTopicsResponse).topics
 
     def create_partitions(
         self,
@@ -306,6 +329,7 @@ class ControllerClient:
         ]
         return self._with_item_retries(
             "CreatePartitions",
+            m.CreatePartitionsResponse,
             items,
             lambda xs: m.CreatePartitionsRequest(xs, validate_only),
             lambda x: x.name,
@@ -320,7 +344,9 @@ class ControllerClient:
             m.AlterConfigsResource(RESOURCE_TOPIC, name, dict(values))
             for name, values in configs.items()
         ]
-        return self.call("AlterConfigs", m.AlterConfigsRequest(resources, validate_only)).resources
+        return self.call(
+            "AlterConfigs", m.AlterConfigsRequest(resources, validate_only), m.AlterConfigsResponse
+        ).resources
 
     def incremental_alter_configs(
         self, ops: Mapping[str, Sequence[AlterableConfig]], validate_only: bool = False
@@ -331,31 +357,33 @@ class ControllerClient:
             for name, items in ops.items()
         ]
         request = m.IncrementalAlterConfigsRequest(resources, validate_only)
-        return self.call("IncrementalAlterConfigs", request).resources
+        return self.call("IncrementalAlterConfigs", request, m.AlterConfigsResponse).resources
 
     def describe_configs(self, topics: Sequence[str]) -> dict[str, m.DescribeConfigsResult]:
         request = m.DescribeConfigsRequest(
             [m.DescribeConfigsResource(RESOURCE_TOPIC, name) for name in topics]
         )
-        response = self.call("DescribeConfigs", request)
+        response = self.call("DescribeConfigs", request, m.DescribeConfigsResponse)
         return {r.resource_name: r for r in response.resources}
 
     def describe_cluster(self) -> ClusterDescription:
-        return self.call("DescribeCluster", m.DescribeClusterRequest())
+        return self.call("DescribeCluster", m.DescribeClusterRequest(), m.ClusterDescription)
 
     def describe_quorum(self) -> m.QuorumDescription:
         """The active controller's view of the quorum (voters, observers, endpoints)."""
-        return self.call("DescribeQuorum", m.DescribeQuorumRequest())
+        return self.call("DescribeQuorum", m.DescribeQuorumRequest(), m.QuorumDescription)
 
     def describe_features(self) -> m.DescribeFeaturesResponse:
-        return self.call("DescribeFeatures", m.DescribeFeaturesRequest())
+        return self.call(
+            "DescribeFeatures", m.DescribeFeaturesRequest(), m.DescribeFeaturesResponse
+        )
 
     def update_features(
         self, feature: str, level: int, validate_only: bool = False
     ) -> m.UpdateFeaturesResponse:
         """Raise ``feature`` to ``level`` (the response carries the per-request error)."""
         request = m.UpdateFeaturesRequest(feature, level, validate_only)
-        return self.call("UpdateFeatures", request)
+        return self.call("UpdateFeatures", request, m.UpdateFeaturesResponse)
 
     def add_raft_voter(
         self, voter_id: int, raft_address: str, timeout_s: float = 60.0
@@ -382,6 +410,7 @@ class ControllerClient:
             response = self.call(
                 method,
                 dataclasses.replace(request, timeout_ms=attempt_ms),
+                m.RaftVoterResponse,
                 timeout_s=max(0.1, remaining),
                 extra_attempt_s=attempt_ms / 1000,
             )
@@ -394,14 +423,16 @@ class ControllerClient:
 
     def quorum_status(self, address: str | None = None) -> dict[str, Any]:
         """MetadataLog.status() of the voter that answers (``address``, else any voter)."""
-        return self.call("QuorumStatus", m.QuorumStatusRequest(), address=address).status
+        return self.call(
+            "QuorumStatus", m.QuorumStatusRequest(), m.QuorumStatusResponse, address=address
+        ).status
 
     def elect_leaders(
         self, preferred: bool = True, partitions: Mapping[str, list[int]] | None = None
     ) -> list[m.ElectionResult]:
         election = m.ELECTION_PREFERRED if preferred else m.ELECTION_UNCLEAN
         request = m.ElectLeadersRequest(election, dict(partitions) if partitions else None)
-        return self.call("ElectLeaders", request).results
+        return self.call("ElectLeaders", request, m.ElectLeadersResponse).results
 
     def alter_partition_reassignments(
         self, targets: Mapping[tuple[str, int], Sequence[int] | None]
@@ -415,7 +446,9 @@ class ControllerClient:
         request = m.AlterPartitionReassignmentsRequest(
             [m.ReassignableTopic(name, parts) for name, parts in by_topic.items()]
         )
-        return self.call("AlterPartitionReassignments", request).results
+        return self.call(
+            "AlterPartitionReassignments", request, m.AlterPartitionReassignmentsResponse
+        ).results
 
     def list_partition_reassignments(
         self, partitions: Mapping[str, Sequence[int]] | None = None
@@ -423,7 +456,9 @@ class ControllerClient:
         """Reassignments in progress (of ``partitions``: topic -> ids, or of every partition)."""
         wanted = None if partitions is None else {k: list(v) for k, v in partitions.items()}
         request = m.ListPartitionReassignmentsRequest(wanted)
-        return self.call("ListPartitionReassignments", request).reassignments
+        return self.call(
+            "ListPartitionReassignments", request, m.ListPartitionReassignmentsResponse
+        ).reassignments
 
     # --- brokers --------------------------------------------------------------------------------
 
@@ -434,6 +469,7 @@ class ControllerClient:
         response: m.FetchMetadataResponse = self.call(
             "FetchMetadata",
             m.FetchMetadataRequest(from_offset, wait_ms, max_records),
+            m.FetchMetadataResponse,
             timeout_s=self.timeout_s + wait_ms / 1000,
             extra_attempt_s=wait_ms / 1000,
         )
@@ -466,7 +502,7 @@ class ControllerClient:
             features.SUPPORTED.min_level,
             features.SUPPORTED.max_level,
         )
-        return self.call("RegisterBroker", request, timeout_s=timeout_s)
+        return self.call("RegisterBroker", request, m.RegisterBrokerResponse, timeout_s=timeout_s)
 
     def broker_heartbeat(
         self,
@@ -492,7 +528,7 @@ class ControllerClient:
             list(offline_log_dirs),
             list(offline_replicas),
         )
-        return self.call("BrokerHeartbeat", request, timeout_s=timeout_s)
+        return self.call("BrokerHeartbeat", request, m.BrokerHeartbeatResponse, timeout_s=timeout_s)
 
     def open_broker_session(
         self,
@@ -513,7 +549,10 @@ class ControllerClient:
         last = "no attempt made"
         while (remaining := deadline - time.monotonic()) > 0 and not stop.is_set():
             target = self._pick()
-            call = self._channel(target).unary_stream(method_path("BrokerSession"))(payload)
+            open_session: grpc.UnaryStreamMultiCallable[bytes, bytes] = self._channel(
+                target
+            ).unary_stream(method_path("BrokerSession"))
+            call = open_session(payload)
             session = BrokerSessionCall(call, target)
             on_attempt(session)
             # No per-message deadline in gRPC's iterator: cancel the call if the first
@@ -553,10 +592,10 @@ class ControllerClient:
         self, broker_id: int, broker_epoch: int, topics: Sequence[AlterPartitionTopic]
     ) -> m.AlterPartitionResponse:
         request = m.AlterPartitionRequest(broker_id, broker_epoch, list(topics))
-        return self.call("AlterPartition", request)
+        return self.call("AlterPartition", request, m.AlterPartitionResponse)
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int
     ) -> m.AllocateProducerIdsResponse:
         request = m.AllocateProducerIdsRequest(broker_id, broker_epoch)
-        return self.call("AllocateProducerIds", request)
+        return self.call("AllocateProducerIds", request, m.AllocateProducerIdsResponse)

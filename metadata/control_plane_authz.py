@@ -41,9 +41,9 @@ under a lock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
@@ -60,6 +60,7 @@ from common.security.acl import (
 from common.security.config import SecurityConfig
 from common.security.pem_files import pem_bytes
 from common.security.principal import ANONYMOUS, KafkaPrincipal, user
+from metadata import messages as m
 
 _CLUSTER_ACTION = frozenset(
     {
@@ -187,59 +188,104 @@ class ControlPlaneAuthorizer:
         under ``acls``; else why not."""
         if str(principal) in self._super_users:
             return None
-        authz = self._current(acls)
+        rule = _RULES.get(rpc)
+        if rule is None:
+            # An RPC the table does not know is refused rather than let through.
+            return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"no ACL rule for {rpc}")
+        return rule(_Caller(self._current(acls), principal, host, rpc), request)
 
-        def cluster(op: AclOperation) -> Refusal | None:
-            if authz.authorize(principal, host, op, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME):
-                return None
-            return Refusal(
-                ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                f"{principal} may not {op.name} the cluster ({rpc})",
-            )
 
-        def topics(op: AclOperation, names: Iterable[str]) -> Refusal | None:
-            for name in names:
-                if not authz.authorize(principal, host, op, ResourceType.TOPIC, name):
-                    return Refusal(
-                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                        f"{principal} may not {op.name} topic {name!r} ({rpc})",
-                    )
+@dataclass(frozen=True, slots=True)
+class _Caller:
+    """One RPC call under the ACL index of the image it is checked against."""
+
+    authz: Authorizer
+    principal: KafkaPrincipal
+    host: str
+    rpc: str
+
+    def cluster(self, op: AclOperation) -> Refusal | None:
+        if self.authz.authorize(
+            self.principal, self.host, op, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+        ):
             return None
+        return Refusal(
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            f"{self.principal} may not {op.name} the cluster ({self.rpc})",
+        )
 
-        def configs(op: AclOperation) -> Refusal | None:
-            for res in request.resources:
-                if res.resource_type == RESOURCE_TOPIC:
-                    refusal = topics(op, [res.resource_name])
-                else:
-                    refusal = cluster(op)
-                if refusal is not None:
-                    return refusal
-            return None
+    def topics(self, op: AclOperation, names: Iterable[str]) -> Refusal | None:
+        for name in names:
+            if not self.authz.authorize(self.principal, self.host, op, ResourceType.TOPIC, name):
+                return Refusal(
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    f"{self.principal} may not {op.name} topic {name!r} ({self.rpc})",
+                )
+        return None
 
-        if rpc in _CLUSTER_ACTION:
-            return cluster(AclOperation.CLUSTER_ACTION)
-        if rpc in _ALTER_CLUSTER:
-            return cluster(AclOperation.ALTER)
-        if rpc in _DESCRIBE_CLUSTER:
-            return cluster(AclOperation.DESCRIBE)
-        if rpc == "CreateTopics":
-            if cluster(AclOperation.CREATE) is None:
-                return None
-            return topics(AclOperation.CREATE, (t.name for t in request.topics))
-        if rpc == "DeleteTopics":
-            return topics(AclOperation.DELETE, request.names)
-        if rpc == "CreatePartitions":
-            return topics(AclOperation.ALTER, (t.name for t in request.topics))
-        if rpc in ("AlterConfigs", "IncrementalAlterConfigs"):
-            return configs(AclOperation.ALTER_CONFIGS)
-        if rpc == "DescribeConfigs":
-            return configs(AclOperation.DESCRIBE_CONFIGS)
-        if rpc == "AlterClientQuotas":
-            return cluster(AclOperation.ALTER_CONFIGS)
-        if rpc == "DescribeClientQuotas":
-            return cluster(AclOperation.DESCRIBE_CONFIGS)
-        # An RPC this table does not know is refused rather than let through.
-        return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"no ACL rule for {rpc}")
+    def configs(self, op: AclOperation, resources: Iterable[_ConfigResource]) -> Refusal | None:
+        for res in resources:
+            if res.resource_type == RESOURCE_TOPIC:
+                refusal = self.topics(op, [res.resource_name])
+            else:
+                refusal = self.cluster(op)
+            if refusal is not None:
+                return refusal
+        return None
+
+
+class _ConfigResource(Protocol):
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+
+
+_Rule = Callable[[_Caller, Any], Refusal | None]
+
+
+def _on_cluster(op: AclOperation) -> _Rule:
+    return lambda caller, _request: caller.cluster(op)
+
+
+def _create_topics(caller: _Caller, request: m.CreateTopicsRequest) -> Refusal | None:
+    if caller.cluster(AclOperation.CREATE) is None:
+        return None
+    return caller.topics(AclOperation.CREATE, (t.name for t in request.topics))
+
+
+def _delete_topics(caller: _Caller, request: m.DeleteTopicsRequest) -> Refusal | None:
+    return caller.topics(AclOperation.DELETE, request.names)
+
+
+def _create_partitions(caller: _Caller, request: m.CreatePartitionsRequest) -> Refusal | None:
+    return caller.topics(AclOperation.ALTER, (t.name for t in request.topics))
+
+
+def _alter_configs(
+    caller: _Caller, request: m.AlterConfigsRequest | m.IncrementalAlterConfigsRequest
+) -> Refusal | None:
+    return caller.configs(AclOperation.ALTER_CONFIGS, request.resources)
+
+
+def _describe_configs(caller: _Caller, request: m.DescribeConfigsRequest) -> Refusal | None:
+    return caller.configs(AclOperation.DESCRIBE_CONFIGS, request.resources)
+
+
+# What each RPC needs (the table in the module docstring).
+_RULES: dict[str, _Rule] = {
+    **{rpc: _on_cluster(AclOperation.CLUSTER_ACTION) for rpc in _CLUSTER_ACTION},
+    **{rpc: _on_cluster(AclOperation.ALTER) for rpc in _ALTER_CLUSTER},
+    **{rpc: _on_cluster(AclOperation.DESCRIBE) for rpc in _DESCRIBE_CLUSTER},
+    "CreateTopics": _create_topics,
+    "DeleteTopics": _delete_topics,
+    "CreatePartitions": _create_partitions,
+    "AlterConfigs": _alter_configs,
+    "IncrementalAlterConfigs": _alter_configs,
+    "DescribeConfigs": _describe_configs,
+    "AlterClientQuotas": _on_cluster(AclOperation.ALTER_CONFIGS),
+    "DescribeClientQuotas": _on_cluster(AclOperation.DESCRIBE_CONFIGS),
+}
 
 
 def control_plane_authorizer(config: SecurityConfig) -> ControlPlaneAuthorizer | None:

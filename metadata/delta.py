@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from common.config_resources import RESOURCE_TOPIC
 from common.topic_partition import TopicPartition
@@ -171,104 +172,121 @@ class MetadataDelta:
             self.skipped_records += 1
 
     def _replay(self, record: MetadataRecord, offset: int) -> bool:
-        if isinstance(record, PartitionRecord):
-            td = self._topic_delta(record.topic_id)
-            if td is None:
-                return _skip(record, "unknown topic")
-            td.changes[record.partition_id] = PartitionRegistration(
-                record.replicas,
-                record.isr,
-                record.leader,
-                record.leader_epoch,
-                record.partition_epoch,
-                record.removing_replicas,
-                record.adding_replicas,
-                record.elr,
-            )
-            return True
-        if isinstance(record, PartitionChangeRecord):
-            td = self._topic_delta(record.topic_id)
-            reg = td.partition(record.partition_id) if td is not None else None
-            if td is None or reg is None:
-                return _skip(record, "unknown partition")
-            td.changes[record.partition_id] = merge_partition_change(reg, record)
-            return True
-        if isinstance(record, TopicRecord):
-            if self.topic_id_of(record.name) is not None:
-                return _skip(record, "topic name already exists")
-            if self._topic_delta(record.topic_id) is not None or record.topic_id in self._removed:
-                return _skip(record, "topic id already used")
-            self._topics[record.topic_id] = _TopicDelta(record.topic_id, record.name, None)
-            self._names[record.name] = record.topic_id
-            return True
-        if isinstance(record, RemoveTopicRecord):
-            td = self._topic_delta(record.topic_id)
-            if td is None:
-                return _skip(record, "unknown topic")
-            del self._topics[record.topic_id]
-            if td.base is not None:
-                self._removed[record.topic_id] = td.base
-            self._names[td.name] = None
-            self._configs[(RESOURCE_TOPIC, td.name)] = {}
-            return True
-        if isinstance(record, RegisterBrokerRecord):
-            self._brokers[record.broker_id] = BrokerRegistration(
-                broker_id=record.broker_id,
-                incarnation_id=record.incarnation_id,
-                epoch=record.broker_epoch,
-                listeners=record.listeners,
-                rack=record.rack,
-                fenced=record.fenced,
-                in_controlled_shutdown=record.in_controlled_shutdown,
-                registered_offset=offset,
-                clean_shutdown=record.clean_shutdown,
-            )
-            return True
-        if isinstance(record, BrokerRegistrationChangeRecord):
-            b = self.broker(record.broker_id)
-            if b is None or b.epoch != record.broker_epoch:
-                return _skip(record, "unknown broker or stale broker epoch")
-            self._brokers[record.broker_id] = replace(
-                b,
-                fenced=b.fenced if record.fenced is None else record.fenced,
-                in_controlled_shutdown=b.in_controlled_shutdown
-                if record.in_controlled_shutdown is None
-                else record.in_controlled_shutdown,
-            )
-            return True
-        if isinstance(record, UnregisterBrokerRecord):
-            b = self.broker(record.broker_id)
-            if b is None or b.epoch != record.broker_epoch:
-                return _skip(record, "unknown broker or stale broker epoch")
-            self._brokers[record.broker_id] = None
-            return True
-        if isinstance(record, ConfigRecord):
-            key = (record.resource_type, record.resource_name)
-            current = self._configs.get(key)
-            if current is None:
-                current = dict(self.image.configs.get(key, {}))
-                self._configs[key] = current
-            if record.value is None:
-                current.pop(record.name, None)
-            else:
-                current[record.name] = record.value
-            return True
-        if isinstance(record, ProducerIdsRecord):
-            if record.next_producer_id <= self._next_producer_id:
-                return _skip(record, "producer id block does not move forward")
-            self._next_producer_id = record.next_producer_id
-            return True
-        if isinstance(record, NoOpRecord):
-            return True
-        if isinstance(record, FeatureLevelRecord):
-            if self._features is None:
-                self._features = dict(self.image.features)
-            self._features[record.name] = record.feature_level
-            features.warn_if_unsupported(record.name, record.feature_level, offset)
-            return True
-        if isinstance(record, SECURITY_RECORD_CLASSES):
-            return self.security.replay(record)
-        return _skip(record, "record type not handled by the image")
+        handler = _REPLAY.get(type(record))
+        if handler is None:
+            return _skip(record, "record type not handled by the image")
+        return handler(self, record, offset)
+
+    # --- one method per record type (see _REPLAY); False: skipped ------------------------------
+
+    def _replay_partition(self, record: PartitionRecord, _offset: int) -> bool:
+        td = self._topic_delta(record.topic_id)
+        if td is None:
+            return _skip(record, "unknown topic")
+        td.changes[record.partition_id] = PartitionRegistration(
+            record.replicas,
+            record.isr,
+            record.leader,
+            record.leader_epoch,
+            record.partition_epoch,
+            record.removing_replicas,
+            record.adding_replicas,
+            record.elr,
+        )
+        return True
+
+    def _replay_partition_change(self, record: PartitionChangeRecord, _offset: int) -> bool:
+        td = self._topic_delta(record.topic_id)
+        reg = td.partition(record.partition_id) if td is not None else None
+        if td is None or reg is None:
+            return _skip(record, "unknown partition")
+        td.changes[record.partition_id] = merge_partition_change(reg, record)
+        return True
+
+    def _replay_topic(self, record: TopicRecord, _offset: int) -> bool:
+        if self.topic_id_of(record.name) is not None:
+            return _skip(record, "topic name already exists")
+        if self._topic_delta(record.topic_id) is not None or record.topic_id in self._removed:
+            return _skip(record, "topic id already used")
+        self._topics[record.topic_id] = _TopicDelta(record.topic_id, record.name, None)
+        self._names[record.name] = record.topic_id
+        return True
+
+    def _replay_remove_topic(self, record: RemoveTopicRecord, _offset: int) -> bool:
+        td = self._topic_delta(record.topic_id)
+        if td is None:
+            return _skip(record, "unknown topic")
+        del self._topics[record.topic_id]
+        if td.base is not None:
+            self._removed[record.topic_id] = td.base
+        self._names[td.name] = None
+        self._configs[(RESOURCE_TOPIC, td.name)] = {}
+        return True
+
+    def _replay_register_broker(self, record: RegisterBrokerRecord, offset: int) -> bool:
+        self._brokers[record.broker_id] = BrokerRegistration(
+            broker_id=record.broker_id,
+            incarnation_id=record.incarnation_id,
+            epoch=record.broker_epoch,
+            listeners=record.listeners,
+            rack=record.rack,
+            fenced=record.fenced,
+            in_controlled_shutdown=record.in_controlled_shutdown,
+            registered_offset=offset,
+            clean_shutdown=record.clean_shutdown,
+        )
+        return True
+
+    def _replay_broker_change(self, record: BrokerRegistrationChangeRecord, _offset: int) -> bool:
+        b = self.broker(record.broker_id)
+        if b is None or b.epoch != record.broker_epoch:
+            return _skip(record, "unknown broker or stale broker epoch")
+        self._brokers[record.broker_id] = replace(
+            b,
+            fenced=b.fenced if record.fenced is None else record.fenced,
+            in_controlled_shutdown=b.in_controlled_shutdown
+            if record.in_controlled_shutdown is None
+            else record.in_controlled_shutdown,
+        )
+        return True
+
+    def _replay_unregister_broker(self, record: UnregisterBrokerRecord, _offset: int) -> bool:
+        b = self.broker(record.broker_id)
+        if b is None or b.epoch != record.broker_epoch:
+            return _skip(record, "unknown broker or stale broker epoch")
+        self._brokers[record.broker_id] = None
+        return True
+
+    def _replay_config(self, record: ConfigRecord, _offset: int) -> bool:
+        key = (record.resource_type, record.resource_name)
+        current = self._configs.get(key)
+        if current is None:
+            current = dict(self.image.configs.get(key, {}))
+            self._configs[key] = current
+        if record.value is None:
+            current.pop(record.name, None)
+        else:
+            current[record.name] = record.value
+        return True
+
+    def _replay_producer_ids(self, record: ProducerIdsRecord, _offset: int) -> bool:
+        if record.next_producer_id <= self._next_producer_id:
+            return _skip(record, "producer id block does not move forward")
+        self._next_producer_id = record.next_producer_id
+        return True
+
+    def _replay_no_op(self, _record: NoOpRecord, _offset: int) -> bool:
+        return True
+
+    def _replay_feature_level(self, record: FeatureLevelRecord, offset: int) -> bool:
+        if self._features is None:
+            self._features = dict(self.image.features)
+        self._features[record.name] = record.feature_level
+        features.warn_if_unsupported(record.name, record.feature_level, offset)
+        return True
+
+    def _replay_security(self, record: MetadataRecord, _offset: int) -> bool:
+        return self.security.replay(record)
 
     # --- the current view (image + replayed records) --------------------------------------------
 
@@ -389,6 +407,23 @@ class MetadataDelta:
                     if prev is not None and broker_id in prev.replicas:
                         deletes[tp] = tid
         return LocalReplicaChanges(leaders, followers, deletes)
+
+
+# The replay method of each record type (record classes are final: looked up by exact type).
+_REPLAY: dict[type[MetadataRecord], Callable[[MetadataDelta, Any, int], bool]] = {
+    PartitionRecord: MetadataDelta._replay_partition,
+    PartitionChangeRecord: MetadataDelta._replay_partition_change,
+    TopicRecord: MetadataDelta._replay_topic,
+    RemoveTopicRecord: MetadataDelta._replay_remove_topic,
+    RegisterBrokerRecord: MetadataDelta._replay_register_broker,
+    BrokerRegistrationChangeRecord: MetadataDelta._replay_broker_change,
+    UnregisterBrokerRecord: MetadataDelta._replay_unregister_broker,
+    ConfigRecord: MetadataDelta._replay_config,
+    ProducerIdsRecord: MetadataDelta._replay_producer_ids,
+    NoOpRecord: MetadataDelta._replay_no_op,
+    FeatureLevelRecord: MetadataDelta._replay_feature_level,
+    **dict.fromkeys(SECURITY_RECORD_CLASSES, MetadataDelta._replay_security),
+}
 
 
 def _skip(record: MetadataRecord, why: str) -> bool:

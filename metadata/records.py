@@ -41,8 +41,9 @@ import functools
 import types
 import typing
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Final, NamedTuple
 
 import msgpack
 
@@ -448,41 +449,55 @@ def _listeners(raw: Any) -> tuple[Listener, ...] | None:
     return tuple(out)
 
 
+# What a value decoder returns when the raw value does not fit its kind.
+_MISMATCH: Final = object()
+
+
+def _decode_ints(raw: Any) -> Any:
+    return tuple(raw) if type(raw) is list and all(type(v) is int for v in raw) else _MISMATCH
+
+
+def _decode_uuid(raw: Any) -> Any:
+    return _uuid(raw) if type(raw) is bytes and len(raw) == 16 else _MISMATCH
+
+
+def _decode_float(raw: Any) -> Any:
+    return float(raw) if type(raw) is float or type(raw) is int else _MISMATCH
+
+
+def _decode_listeners(raw: Any) -> Any:
+    listeners = _listeners(raw)
+    return _MISMATCH if listeners is None else listeners
+
+
+def _exactly(kind: type) -> Callable[[Any], Any]:
+    # Exact types: msgpack gives exact ints, and a bool must not pass as an int.
+    return lambda raw: raw if type(raw) is kind else _MISMATCH
+
+
+# The decoder of each field kind.
+_VALUE_DECODERS: Final[dict[str, Callable[[Any], Any]]] = {
+    "int": _exactly(int),
+    "ints": _decode_ints,
+    "uuid": _decode_uuid,
+    "str": _exactly(str),
+    "bool": _exactly(bool),
+    "bytes": _exactly(bytes),
+    "float": _decode_float,
+    "listeners": _decode_listeners,
+}
+
+
 def _decode_value(cls: type, name: str, kind: str, optional: bool, raw: Any) -> Any:
-    t = type(raw)
-    if kind == "int":
-        if t is int:
-            return raw
-    elif kind == "ints":
-        if t is list and all(type(v) is int for v in raw):
-            return tuple(raw)
-    elif kind == "uuid":
-        if t is bytes and len(raw) == 16:
-            return _uuid(raw)
-    elif kind == "str":
-        if t is str:
-            return raw
-    elif kind == "bool":
-        if t is bool:
-            return raw
-    elif kind == "bytes":
-        if t is bytes:
-            return raw
-    elif kind == "float":
-        if t is float or t is int:
-            return float(raw)
-    elif kind == "listeners":
-        listeners = _listeners(raw)
-        if listeners is not None:
-            return listeners
+    decoder = _VALUE_DECODERS.get(kind)
+    value = _MISMATCH if decoder is None else decoder(raw)
+    if value is not _MISMATCH:
+        return value
     if raw is None:
         if optional:
             return None
         raise RecordDecodeError(f"{cls.__name__}.{name}: missing value")
-    raise RecordDecodeError(f"{cls.__name__}.{name}: expected {kind}, got {t.__name__}")
-
-
-_PACKER_OPTIONS = {"use_bin_type": True}
+    raise RecordDecodeError(f"{cls.__name__}.{name}: expected {kind}, got {type(raw).__name__}")
 
 
 def encode_record(record: MetadataRecord) -> bytes:
@@ -495,7 +510,7 @@ def encode_record(record: MetadataRecord) -> bytes:
             out.append(value)
         else:
             out.append(_encode_value(kind, value))
-    return msgpack.packb(out, **_PACKER_OPTIONS)
+    return msgpack.packb(out, use_bin_type=True)
 
 
 def decode_record(data: bytes) -> MetadataRecord:

@@ -15,7 +15,7 @@ REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR); per-item Kafka error codes live inside
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgpack
 
@@ -23,7 +23,10 @@ from metadata import messages as m
 from metadata import security_messages as sm
 from metadata.wire import MessageError, from_wire, to_wire
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+D = TypeVar("D", bound="DataclassInstance")
 
 SERVICE_NAME = "kraftlog.controller.v1.Controller"
 
@@ -37,7 +40,7 @@ FETCH_METADATA_MAX_BYTES = 16 * 1024 * 1024
 FETCH_METADATA_MAX_WAIT_MS = 5000
 
 # method name -> (request type, response body type, served only by the active controller)
-METHODS: dict[str, tuple[type, type, bool]] = {
+METHODS: dict[str, tuple[type[DataclassInstance], type[DataclassInstance], bool]] = {
     "RegisterBroker": (m.RegisterBrokerRequest, m.RegisterBrokerResponse, True),
     "BrokerHeartbeat": (m.BrokerHeartbeatRequest, m.BrokerHeartbeatResponse, True),
     "CreateTopics": (m.CreateTopicsRequest, m.CreateTopicsResponse, True),
@@ -84,8 +87,6 @@ METHODS: dict[str, tuple[type, type, bool]] = {
     "AlterClientQuotas": (sm.AlterClientQuotasRequest, sm.AlterClientQuotasResponse, True),
     "DescribeClientQuotas": (sm.DescribeClientQuotasRequest, sm.DescribeClientQuotasResponse, True),
 }
-# Reads of the security state, answered by the active controller from its committed image.
-SECURITY_READS = ("DescribeUserScramCredentials", "DescribeAcls", "DescribeClientQuotas")
 
 
 def method_path(name: str) -> str:
@@ -113,7 +114,7 @@ def unpack(data: bytes) -> Any:
         raise MessageError(f"not a msgpack message: {exc}") from None
 
 
-def decode_request(cls: type[T], data: bytes) -> T:
+def decode_request(cls: type[D], data: bytes) -> D:
     return from_wire(cls, unpack(data))
 
 

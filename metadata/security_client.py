@@ -43,7 +43,9 @@ def set_scram_password(
             )
         )
     request = sm.AlterUserScramCredentialsRequest(upsertions=upsertions)
-    return client.call("AlterUserScramCredentials", request).results
+    return client.call(
+        "AlterUserScramCredentials", request, sm.AlterUserScramCredentialsResponse
+    ).results
 
 
 def delete_scram_credentials(
@@ -51,42 +53,58 @@ def delete_scram_credentials(
 ) -> list[sm.AlterUserScramCredentialsResult]:
     deletions = [sm.ScramCredentialDeletion(user, int(m)) for m in mechanisms]
     request = sm.AlterUserScramCredentialsRequest(deletions=deletions)
-    return client.call("AlterUserScramCredentials", request).results
+    return client.call(
+        "AlterUserScramCredentials", request, sm.AlterUserScramCredentialsResponse
+    ).results
 
 
 def describe_scram_credentials(
     client: ControllerClient, users: Sequence[str] | None = None
 ) -> list[sm.DescribeUserScramCredentialsResult]:
     request = sm.DescribeUserScramCredentialsRequest(None if users is None else list(users))
-    return client.call("DescribeUserScramCredentials", request).results
+    return client.call(
+        "DescribeUserScramCredentials", request, sm.DescribeUserScramCredentialsResponse
+    ).results
 
 
 def create_acls(
     client: ControllerClient, creations: Sequence[sm.AclCreation]
 ) -> list[sm.AclCreationResult]:
-    return client.call("CreateAcls", sm.CreateAclsRequest(list(creations))).results
+    return client.call(
+        "CreateAcls", sm.CreateAclsRequest(list(creations)), sm.CreateAclsResponse
+    ).results
 
 
 def describe_acls(
     client: ControllerClient, acl_filter: sm.AclFilter | None = None
 ) -> sm.DescribeAclsResponse:
-    return client.call("DescribeAcls", sm.DescribeAclsRequest(acl_filter or sm.AclFilter()))
+    return client.call(
+        "DescribeAcls",
+        sm.DescribeAclsRequest(acl_filter or sm.AclFilter()),
+        sm.DescribeAclsResponse,
+    )
 
 
 def delete_acls(
     client: ControllerClient, filters: Sequence[sm.AclFilter]
 ) -> list[sm.DeleteAclsFilterResult]:
-    return client.call("DeleteAcls", sm.DeleteAclsRequest(list(filters))).filter_results
+    return client.call(
+        "DeleteAcls", sm.DeleteAclsRequest(list(filters)), sm.DeleteAclsResponse
+    ).filter_results
 
 
 def alter_client_quotas(
     client: ControllerClient, entries: Sequence[sm.ClientQuotaAlteration]
 ) -> list[sm.AlterClientQuotasEntryResult]:
-    return client.call("AlterClientQuotas", sm.AlterClientQuotasRequest(list(entries))).entries
+    return client.call(
+        "AlterClientQuotas",
+        sm.AlterClientQuotasRequest(list(entries)),
+        sm.AlterClientQuotasResponse,
+    ).entries
 
 
 def describe_client_quotas(
     client: ControllerClient, user: str | None = None, client_id: str | None = None
 ) -> list[sm.ClientQuotaEntry]:
     request = sm.DescribeClientQuotasRequest(user, client_id)
-    return client.call("DescribeClientQuotas", request).entries
+    return client.call("DescribeClientQuotas", request, sm.DescribeClientQuotasResponse).entries

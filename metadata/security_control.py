@@ -71,9 +71,12 @@ def alter_user_scram_credentials(
     if total > MAX_SCRAM_ALTERATIONS_PER_REQUEST:
         too_many = [
             sm.AlterUserScramCredentialsResult(
-                n.name, ErrorCode.POLICY_VIOLATION, "too many alterations in one request"
+                name, ErrorCode.POLICY_VIOLATION, "too many alterations in one request"
             )
-            for n in [*request.deletions, *request.upsertions]
+            for name in [
+                *(d.name for d in request.deletions),
+                *(u.name for u in request.upsertions),
+            ]
         ]
         return ControllerResult.of([], sm.AlterUserScramCredentialsResponse(too_many))
     deleted = {d.name for d in request.deletions}

@@ -1,25 +1,12 @@
 """ControllerServer: the controller quorum's gRPC service (one per voter).
 
 Threads
-    gRPC worker threads decode requests and wait for answers. One *event thread* owns the
-    :class:`QuorumController`: it applies committed log entries to the controller's image
-    (woken by the log's commit listener), activates / deactivates the controller on leadership
-    changes, runs ``tick`` (session fencing, preferred-leader rebalancing) and executes write
-    requests one at a time. Log listeners only enqueue events; they never block.
-
-Writes
-    For each write the event thread computes a ControllerResult on the committed image, appends
-    its records as one batch with ``expected_epoch`` = the epoch at which this controller became
-    active (so a deposed controller cannot commit anything), replays the committed entries into
-    the image, and only then answers. NotLeaderError / StaleEpochError deactivate the controller
-    and the caller gets NOT_CONTROLLER. After an AppendTimeoutError the outcome is unknown: the
-    caller gets REQUEST_TIMED_OUT and the next write is preceded by a NoOpRecord barrier, whose
-    commit proves every earlier append of this leader is either committed (and replayed) or gone.
-
-Activation
-    On (True, epoch) from the leadership listener, the event thread replays the log up to the
-    committed offset (which includes this leader's leader-change entry) before it acts, and gives
-    every broker a full session timeout of grace.
+    gRPC worker threads decode requests, check them against the ACLs and wait for answers. One
+    event thread (:class:`metadata.controller_events.ControllerEventThread`, which also says how
+    writes commit and how a controller activates) owns the :class:`QuorumController`: it
+    applies committed log entries to the controller's image, activates / deactivates the
+    controller on leadership changes, runs ``tick`` and executes write requests one at a time.
+    Log listeners only enqueue events; they never block.
 
 Reads
     FetchMetadata and QuorumStatus are served by any voter from its committed log (long-poll with
@@ -38,9 +25,7 @@ order: ``ControllerServer.stop()``, then ``MetadataLog.close()``.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,7 +34,7 @@ from typing import Any
 import grpc
 
 from common.error_codes import ErrorCode
-from metadata import features, security_control
+from metadata import features, quorum_info, security_control
 from metadata import messages as m
 from metadata.broker_session_streams import BrokerSessionStreams
 from metadata.control_plane_authz import (
@@ -57,50 +42,35 @@ from metadata.control_plane_authz import (
     host_of_peer,
     principal_of_context,
 )
-from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController, random_topic_id
+from metadata.controller import DEFAULT_MAX_APPEND_BYTES, QuorumController
 from metadata.controller_config import ControllerConfig
-from metadata.election import InvariantViolation
-from metadata.node_info import NodeInfo, decode_node_info, encode_node_info
-from metadata.records import NoOpRecord, encode_record
-from metadata.result import ControllerResult
+from metadata.controller_events import REQUEST_WAIT_MARGIN_S, ControllerEventThread
+from metadata.node_info import encode_node_info
 from metadata.rpc import (
     FETCH_METADATA_MAX_BYTES,
     FETCH_METADATA_MAX_WAIT_MS,
     MAX_REQUEST_BYTES,
     MAX_RESPONSE_BYTES,
     METHODS,
-    SECURITY_READS,
     SERVICE_NAME,
     Envelope,
     decode_request,
     encode_envelope,
 )
-from metadata.snapshot import image_from_snapshot
 from metadata.wire import MessageError
 from raft import api as raft_api
 from raft.api import (
     AppendTimeoutError,
-    BatchTooLargeError,
-    LeaderChange,
     LogEntry,
     MembershipChangeError,
     MetadataLogApi,
-    MetadataLogError,
     NotLeaderError,
     SnapshotRequired,
-    StaleEpochError,
 )
 from raft.membership import voters_text
 
 logger = logging.getLogger(__name__)
 
-# Bounds of the event thread.
-MAX_PENDING_REQUESTS = 1000
-TICK_INTERVAL_MAX_MS = 250
-CATCH_UP_READ_RECORDS = 20_000
-CATCH_UP_MAX_ROUNDS = 10_000
-# Extra time a gRPC worker waits beyond the append timeout before giving up on the event thread.
-REQUEST_WAIT_MARGIN_S = 5.0
 DEFAULT_MAX_WORKERS = 64
 # Broker session streams held at once (metadata.broker_session_streams); each holds a gRPC
 # worker thread of its own, on top of max_workers.
@@ -114,10 +84,6 @@ _VOTER_CHANGE_ERRORS = {
     raft_api.CHANGE_PENDING: ErrorCode.REQUEST_TIMED_OUT,
     raft_api.LAST_VOTER: ErrorCode.INVALID_REQUEST,
 }
-
-
-class _Stop(Exception):
-    """Raised inside the event thread when the server is stopping mid-operation."""
 
 
 class ControllerServer:
@@ -146,8 +112,6 @@ class ControllerServer:
         self._authorizer = authorizer
         # Mutual TLS when set (data_plane.security.grpc_tls.server_credentials); else plaintext.
         self._credentials = credentials
-        # Told how long each append of a write took to commit (a metrics histogram).
-        self._on_commit_latency_s = on_commit_latency_s
         self._log = metadata_log
         self.config = config
         self._listen_host = listen_host
@@ -158,29 +122,53 @@ class ControllerServer:
         self.controller = controller or QuorumController(
             config, cluster_id=cluster_id, max_append_bytes=max_append_bytes
         )
-        # Unbounded so that log listeners never block; requests are bounded by _pending below,
-        # and commit notifications are coalesced (at most one queued).
-        self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._pending = threading.BoundedSemaphore(MAX_PENDING_REQUESTS)
         # At most half the gRPC workers may sit in FetchMetadata long-polls; beyond that a
         # fetch answers at once (the broker simply polls again).
         self._long_polls = threading.BoundedSemaphore(max(1, max_workers // 2))
         self._sessions = BrokerSessionStreams(
-            MAX_BROKER_SESSIONS, lambda bid, epoch: self._post(("session_lost", (bid, epoch)))
+            MAX_BROKER_SESSIONS,
+            lambda bid, epoch: self._events.post(("session_lost", (bid, epoch))),
         )
-        self._commit_pending = threading.Event()
         self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._events = ControllerEventThread(
+            node_id,
+            metadata_log,
+            config,
+            self.controller,
+            clock_ms=self._clock_ms,
+            stopping=self._stopping,
+            sessions=self._sessions,
+            controller_features=self._controller_features,
+            on_commit_latency_s=on_commit_latency_s,
+        )
         self._server: grpc.Server | None = None
         self.bound_port = 0
-        self._needs_barrier = False
-        # Latest leader-change entry seen in the log: (leader_id, epoch, gRPC address).
-        self._leader_change: tuple[int, int, str | None] | None = None
-        self._tick_interval_s = (
-            min(TICK_INTERVAL_MAX_MS, config.broker_session_timeout_ms // 4) / 1000
-        )
-        # Longest a due tick waits for queued requests (heartbeats) to be handled first.
-        self._tick_max_delay_s = config.broker_session_timeout_ms / 4000
+        # The RPCs the active controller answers on the gRPC worker itself: reads of its
+        # committed image, and voter changes (they wait on the log, not on the event thread).
+        self._active_only: dict[str, Callable[[Any], Envelope]] = {
+            "AddRaftVoter": self._change_voters,
+            "RemoveRaftVoter": self._change_voters,
+            "DescribeUserScramCredentials": lambda r: Envelope(
+                body=security_control.describe_user_scram_credentials(self.controller.image, r)
+            ),
+            "DescribeAcls": lambda r: Envelope(
+                body=security_control.describe_acls(self.controller.image, r)
+            ),
+            "DescribeClientQuotas": lambda r: Envelope(
+                body=security_control.describe_client_quotas(self.controller.image, r)
+            ),
+            "DescribeCluster": lambda _r: Envelope(
+                body=self.controller.describe_cluster(self.node_id)
+            ),
+            "DescribeQuorum": lambda _r: Envelope(body=self._describe_quorum()),
+            "DescribeFeatures": lambda _r: Envelope(
+                body=self.controller.describe_features(self._controller_features())
+            ),
+            "ListPartitionReassignments": lambda r: Envelope(
+                body=self.controller.list_partition_reassignments(r)
+            ),
+            "DescribeConfigs": lambda r: Envelope(body=self.controller.describe_configs(r)),
+        }
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -210,7 +198,8 @@ class ControllerServer:
             ],
             maximum_concurrent_rpcs=self._max_workers * 4 + MAX_BROKER_SESSIONS,
         )
-        handlers = {
+        # No (de)serializers: requests and responses stay bytes, decoded by the envelope codec.
+        handlers: dict[str, grpc.RpcMethodHandler[bytes, bytes]] = {
             name: grpc.unary_unary_rpc_method_handler(self._rpc_handler(name)) for name in METHODS
         }
         handlers["BrokerSession"] = grpc.unary_stream_rpc_method_handler(self._broker_session)
@@ -233,17 +222,14 @@ class ControllerServer:
         set_node_info = getattr(self._log, "set_node_info", None)
         if callable(set_node_info):
             set_node_info(encode_node_info(f"{self._advertised_host}:{port}"))
-        self._log.add_leadership_listener(self._on_leadership)
-        self._log.add_commit_listener(self._on_commit)
-        self._thread = threading.Thread(
-            target=self._run, name=f"controller-{self.node_id}-events", daemon=True
-        )
-        self._thread.start()
+        self._log.add_leadership_listener(self._events.on_leadership)
+        self._log.add_commit_listener(self._events.on_commit)
+        self._events.start()
         self._server = server
         server.start()
         if self._log.is_leader:
-            self._post(("leader", (True, self._log.epoch)))
-        self._on_commit(())
+            self._events.post(("leader", (True, self._log.epoch)))
+        self._events.on_commit(())
         logger.info("controller %d serving gRPC on %s", self.node_id, self.address)
 
     def stop(self, grace_s: float = 0.5) -> None:
@@ -251,344 +237,21 @@ class ControllerServer:
         self._sessions.end_all()
         if self._server is not None:
             self._server.stop(grace_s).wait(grace_s + 5)
-        self._events.put_nowait(("stop", None))
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._fail_pending()
-
-    def _fail_pending(self) -> None:
-        while True:
-            try:
-                kind, payload = self._events.get_nowait()
-            except queue.Empty:
-                return
-            if kind == "request":
-                payload[3].set_result(
-                    Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
-                )
-            elif kind == "session_open":
-                payload[2].set_result(ErrorCode.NOT_CONTROLLER)
-
-    # --- log listeners (called on the log's thread: only enqueue) -------------------------------
-
-    def _on_leadership(self, is_leader: bool, epoch: int) -> None:
-        self._post(("leader", (is_leader, epoch)))
-
-    def _on_commit(self, _entries: object) -> None:
-        if not self._commit_pending.is_set():
-            self._commit_pending.set()
-            self._post(("commit", None))
-
-    def _post(self, event: tuple[str, Any]) -> None:
-        self._events.put_nowait(event)
-
-    # --- event thread ---------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        next_tick = time.monotonic()
-        while not self._stopping.is_set():
-            try:
-                next_tick = self._run_once(next_tick)
-            except _Stop:
-                return
-            except Exception:  # the event thread must survive any bug in one event
-                logger.exception("controller %d: event loop error", self.node_id)
-
-    def _run_once(self, next_tick: float) -> float:
-        """Handle one event (or a timeout), then tick when due; returns the next tick time."""
-        timeout = max(0.0, next_tick - time.monotonic())
-        try:
-            kind, payload = self._events.get(timeout=timeout)
-        except queue.Empty:
-            kind, payload = "timeout", None
-        try:
-            if kind == "stop":
-                raise _Stop()
-            if kind == "commit":
-                self._commit_pending.clear()
-                self._catch_up(self._log.committed_offset)
-            elif kind == "leader":
-                self._leadership_change(*payload)
-            elif kind == "request":
-                name, request, received_ms, future = payload
-                future.set_result(self._execute(name, request, received_ms))
-            elif kind == "session_open":
-                broker_id, broker_epoch, opened = payload
-                opened.set_result(self.controller.broker_session_opened(broker_id, broker_epoch))
-            elif kind == "session_lost" and self.controller.broker_session_lost(*payload):
-                logger.info(
-                    "controller %d: broker %d's session stream broke; fencing it now",
-                    self.node_id,
-                    payload[0],
-                )
-                self._tick()
-        except _Stop:
-            raise
-        except Exception:
-            logger.exception("controller %d: error handling %s", self.node_id, kind)
-            if kind == "request" and not payload[3].done():
-                payload[3].set_result(
-                    Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, "internal controller error")
-                )
-            elif kind == "session_open" and not payload[2].done():
-                payload[2].set_result(ErrorCode.UNKNOWN_SERVER_ERROR)
-        now = time.monotonic()
-        # Heartbeats still queued must count before fencing: tick once the queue is drained, or
-        # when it is overdue by more than its bound under a constant flood of requests.
-        overdue_s = now - next_tick
-        if overdue_s >= 0 and (self._events.empty() or overdue_s > self._tick_max_delay_s):
-            next_tick = now + self._tick_interval_s
-            try:
-                self._tick()
-            except _Stop:
-                raise
-            except Exception:
-                logger.exception("controller %d: tick failed", self.node_id)
-        return next_tick
-
-    def _leadership_change(self, is_leader: bool, epoch: int) -> None:
-        if not is_leader:
-            if self.controller.active_epoch is not None and epoch >= self.controller.active_epoch:
-                self.controller.deactivate()
-                self._sessions.end_all()
-            return
-        if self.controller.active_epoch == epoch:
-            return
-        self._catch_up(self._log.committed_offset)
-        if self._log.epoch != epoch or not self._log.is_leader:
-            return  # already deposed again; the (False, epoch) event follows
-        self.controller.activate(epoch, self._clock_ms())
-        self._needs_barrier = False
-        # At once rather than on the next periodic tick: a new cluster's first records then
-        # come after its finalized metadata.version.
-        self._tick()
-
-    def _catch_up(self, target: int) -> None:
-        """Replay committed entries into the controller's image up to at least ``target``."""
-        for _ in range(CATCH_UP_MAX_ROUNDS):
-            if self._stopping.is_set():
-                raise _Stop()
-            offset = self.controller.image.offset
-            if offset >= target:
-                return
-            try:
-                entries = self._log.read(offset + 1, CATCH_UP_READ_RECORDS)
-            except SnapshotRequired:
-                snapshot = self._log.latest_snapshot()
-                if snapshot is None or snapshot.last_offset <= offset:
-                    logger.error("controller %d: snapshot required but none newer", self.node_id)
-                    return
-                self.controller.load_image(image_from_snapshot(snapshot))
-                continue
-            if not entries:
-                if not self._log.wait_for_offset(offset + 1, 0.5):
-                    return
-                continue
-            self._note_leader_changes(entries)
-            self.controller.replay(entries)
-
-    def _note_leader_changes(self, entries: list[LogEntry]) -> None:
-        for e in entries:
-            if e.is_control:
-                try:
-                    lc = LeaderChange.decode(e.record)
-                except ValueError:
-                    continue
-                address = lc.leader_info.decode(errors="replace") if lc.leader_info else None
-                self._leader_change = (lc.leader_id, lc.epoch, address)
-
-    def _tick(self) -> None:
-        if not self.controller.is_active:
-            return
-        result = self.controller.tick(self._clock_ms())
-        if result is not None and result.records:
-            problem = self._unwritable(result)
-            if problem is not None:
-                logger.error("controller %d: tick records refused: %s", self.node_id, problem)
-                return
-            try:
-                self._commit(result)
-            except MetadataLogError as exc:
-                logger.warning("controller %d: tick append failed: %s", self.node_id, exc)
-
-    def _commit(self, result: ControllerResult[Any]) -> None:
-        """Append ``result``'s records (after a barrier if needed) and replay them."""
-        epoch = self.controller.active_epoch
-        if epoch is None:
-            raise NotLeaderError(self._log.leader_id)
-        timeout_s = self.config.append_timeout_ms / 1000
-        try:
-            if self._needs_barrier:
-                barrier = self._log.append(
-                    [encode_record(NoOpRecord())], expected_epoch=epoch, timeout_s=timeout_s
-                )
-                self._needs_barrier = False
-                self._catch_up(barrier.last_offset)
-            started = time.monotonic()
-            appended = self._log.append(result.encoded, expected_epoch=epoch, timeout_s=timeout_s)
-            if self._on_commit_latency_s is not None:
-                self._on_commit_latency_s(time.monotonic() - started)
-        except (NotLeaderError, StaleEpochError):
-            self.controller.deactivate()
-            raise
-        except AppendTimeoutError:
-            self._needs_barrier = True
-            raise
-        self._catch_up(appended.last_offset)
-
-    def _execute(self, name: str, request: Any, received_ms: int) -> Envelope:
-        if not self.controller.is_active:
-            return self._not_controller()
-        c = self.controller
-        # A heartbeat counts from when it arrived, not from when the event thread got to it.
-        now = received_ms
-        if self._needs_barrier or c.image.offset < self._log.committed_offset:
-            self._catch_up(self._log.committed_offset)
-        handlers: dict[str, Callable[[], ControllerResult[Any]]] = {
-            "RegisterBroker": lambda: c.register_broker(request, now),
-            "BrokerHeartbeat": lambda: c.broker_heartbeat(request, now),
-            "CreateTopics": lambda: c.create_topics(request),
-            "DeleteTopics": lambda: c.delete_topics(request),
-            "CreatePartitions": lambda: c.create_partitions(request),
-            "AlterPartition": lambda: c.alter_partition(request),
-            "ElectLeaders": lambda: c.elect_leaders(request),
-            "AlterPartitionReassignments": lambda: c.alter_partition_reassignments(request),
-            "AllocateProducerIds": lambda: c.allocate_producer_ids(request),
-            "AlterConfigs": lambda: c.alter_configs(request),
-            "IncrementalAlterConfigs": lambda: c.incremental_alter_configs(request),
-            "AlterUserScramCredentials": lambda: security_control.alter_user_scram_credentials(
-                c.image, request
-            ),
-            "CreateAcls": lambda: security_control.create_acls(
-                c.image, request, lambda: random_topic_id(c.rng)
-            ),
-            "DeleteAcls": lambda: security_control.delete_acls(c.image, request),
-            "AlterClientQuotas": lambda: security_control.alter_client_quotas(c.image, request),
-            "UpdateFeatures": lambda: c.update_features(request, self._controller_features()),
-        }
-        try:
-            result = handlers[name]()
-        except InvariantViolation as exc:
-            logger.error("controller %d: %s", self.node_id, exc)
-            return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"metadata invariant violated: {exc}")
-        problem = self._unwritable(result)
-        if problem is not None:
-            logger.error("controller %d: %s records refused: %s", self.node_id, name, problem)
-            return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"records refused: {problem}")
-        if result.records:
-            try:
-                self._commit(result)
-            except (NotLeaderError, StaleEpochError):
-                return self._not_controller()
-            except AppendTimeoutError:
-                return Envelope(ErrorCode.REQUEST_TIMED_OUT, "metadata append timed out")
-            except BatchTooLargeError as exc:
-                return Envelope(ErrorCode.POLICY_VIOLATION, f"metadata append refused: {exc}")
-            except MetadataLogError as exc:
-                if self._stopping.is_set():
-                    return Envelope(ErrorCode.NOT_CONTROLLER, "controller is shutting down")
-                logger.error("controller %d: metadata append failed: %s", self.node_id, exc)
-                return Envelope(ErrorCode.UNKNOWN_SERVER_ERROR, f"metadata append failed: {exc}")
-        return Envelope(body=result.response)
+        self._events.stop()
 
     # --- gRPC side ------------------------------------------------------------------------------
 
-    def _unwritable(self, result: ControllerResult[Any]) -> str | None:
-        """Why ``result``'s records may not be written at the finalized metadata.version (a
-        bug: the controller's decisions follow the level), or None."""
-        level = features.finalized_level(self.controller.image)
-        return features.check_writable(result.records, level)
-
     def _describe_quorum(self) -> m.QuorumDescription:
-        """The quorum as this (active) controller sees it: voters with the log end each
-        acknowledged and when it last answered; observers = the brokers, with the metadata
-        offset each reported in its latest heartbeat; every voter's gRPC address it knows."""
-        status = self._quorum_status()
-        committed = int(status.get("committed_offset", -1))
-        voters = [
-            m.QuorumReplica(
-                int(v["node_id"]),
-                -1 if v.get("match_offset") is None else int(v["match_offset"]),
-                -1 if v.get("last_fetch_ms") is None else int(v["last_fetch_ms"]),
-                -1 if v.get("last_caught_up_ms") is None else int(v["last_caught_up_ms"]),
-            )
-            for v in status.get("voters", [])
-        ]
-        wall_now, clock_now = int(time.time() * 1000), self._clock_ms()
-        observers = []
-        for broker_id, (offset, contact_ms) in sorted(self.controller.sessions.observers().items()):
-            seen = wall_now - (clock_now - contact_ms)
-            observers.append(
-                m.QuorumReplica(broker_id, offset, seen, seen if offset >= committed else -1)
-            )
-        for observer in status.get("observers", []):  # controllers that are not voters
-            match = observer.get("match_offset")
-            fetched = observer.get("last_fetch_ms")
-            caught_up = observer.get("last_caught_up_ms")
-            observers.append(
-                m.QuorumReplica(
-                    int(observer["node_id"]),
-                    -1 if match is None else int(match),
-                    -1 if fetched is None else int(fetched),
-                    -1 if caught_up is None else int(caught_up),
-                )
-            )
-        addresses = {self.node_id: self.address}
-        for voter_id, info in self._peer_node_infos().items():
-            if info.controller_address is not None:
-                addresses[voter_id] = info.controller_address
-        nodes = []
-        for voter_id, address in sorted(addresses.items()):
-            host, _, port = address.rpartition(":")
-            if port.isdigit():
-                nodes.append(m.ControllerEndpoint(voter_id, host, int(port)))
-        return m.QuorumDescription(
-            leader_id=self.node_id,
-            leader_epoch=int(status.get("epoch", -1)),
-            high_watermark=committed,
-            voters=voters,
-            observers=observers,
-            nodes=nodes,
+        return quorum_info.describe_quorum(
+            self._log,
+            self.node_id,
+            self.address,
+            self.controller.sessions.observers(),
+            self._clock_ms(),
         )
 
     def _controller_features(self) -> dict[int, features.SupportedRange | None]:
-        """Every voter with the metadata.version range it told this one (None: not yet)."""
-        voter_ids = list(self._log.voters() or (self.node_id,))
-        infos = self._peer_node_infos()
-        out: dict[int, features.SupportedRange | None] = {}
-        for voter_id in voter_ids:
-            if voter_id == self.node_id:
-                out[voter_id] = features.SUPPORTED
-            else:
-                info = infos.get(voter_id)
-                out[voter_id] = info.supported if info is not None else None
-        return out
-
-    def _peer_node_infos(self) -> dict[int, NodeInfo]:
-        """What each other voter told this one about itself over Raft (metadata.node_info)."""
-        infos_fn = getattr(self._log, "peer_infos", None)
-        raw: dict[int, bytes] = infos_fn() if callable(infos_fn) else {}
-        return {voter_id: decode_node_info(data) for voter_id, data in raw.items()}
-
-    def _not_controller(self) -> Envelope:
-        leader_id = self._log.leader_id
-        address = None
-        info_fn = getattr(self._log, "leader_info", None)
-        if callable(info_fn):
-            try:
-                info = info_fn()
-            except Exception:  # an optional extra of the log; the record path below also works
-                info = None
-            if info:
-                address = info.decode(errors="replace")
-        if address is None and self._leader_change is not None:
-            lc_leader, _, lc_address = self._leader_change
-            if lc_leader == leader_id:
-                address = lc_address
-        if leader_id == self.node_id and not self.controller.is_active:
-            message = "this voter is the Raft leader but its controller is not active yet"
-            return Envelope(ErrorCode.NOT_CONTROLLER, message, None, None)
-        return Envelope(ErrorCode.NOT_CONTROLLER, "not the active controller", leader_id, address)
+        return quorum_info.controller_features(self._log, self.node_id)
 
     def _refusal(self, name: str, request: Any, context: grpc.ServicerContext) -> Envelope | None:
         """The envelope refusing ``name`` to the caller under the ACLs, or None."""
@@ -597,7 +260,9 @@ class ControllerServer:
         refusal = self._authorizer.check(
             name,
             request,
-            principal_of_context(context.auth_context()),
+            # types-grpcio says Mapping[str, bytes]; grpc's documented (and actual) value of
+            # each auth property is an iterable of bytes.
+            principal_of_context(context.auth_context()),  # type: ignore[arg-type]
             self.controller.image.security.acls,
             host_of_peer(context.peer()),
         )
@@ -622,7 +287,7 @@ class ControllerServer:
             yield encode_envelope(self._not_controller())
             return
         opened: concurrent.futures.Future[int] = concurrent.futures.Future()
-        self._post(("session_open", (request.broker_id, request.broker_epoch, opened)))
+        self._events.post(("session_open", (request.broker_id, request.broker_epoch, opened)))
         try:
             code = opened.result(timeout=REQUEST_WAIT_MARGIN_S)
         except concurrent.futures.TimeoutError:
@@ -672,46 +337,12 @@ class ControllerServer:
             return Envelope(body=self._fetch_metadata(request))
         if name == "QuorumStatus":
             return Envelope(body=m.QuorumStatusResponse(self._quorum_status()))
-        if name in ("AddRaftVoter", "RemoveRaftVoter"):
-            if not self.controller.is_active:
-                return self._not_controller()
-            return self._change_voters(request)
-        if name in SECURITY_READS:
-            if not self.controller.is_active:
-                return self._not_controller()
-            return Envelope(body=self._describe_security(name, request))
-        if name in (
-            "DescribeCluster",
-            "DescribeConfigs",
-            "ListPartitionReassignments",
-            "DescribeFeatures",
-            "DescribeQuorum",
-        ):
-            if not self.controller.is_active:
-                return self._not_controller()
-            if name == "DescribeCluster":
-                return Envelope(body=self.controller.describe_cluster(self.node_id))
-            if name == "DescribeQuorum":
-                return Envelope(body=self._describe_quorum())
-            if name == "DescribeFeatures":
-                return Envelope(body=self.controller.describe_features(self._controller_features()))
-            if name == "ListPartitionReassignments":
-                return Envelope(body=self.controller.list_partition_reassignments(request))
-            return Envelope(body=self.controller.describe_configs(request))
         if not self.controller.is_active:
             return self._not_controller()
-        if not self._pending.acquire(blocking=False):
-            return Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller is overloaded")
-        try:
-            future: concurrent.futures.Future[Envelope] = concurrent.futures.Future()
-            self._events.put_nowait(("request", (name, request, self._clock_ms(), future)))
-            wait_s = self.config.append_timeout_ms / 1000 * 2 + REQUEST_WAIT_MARGIN_S
-            try:
-                return future.result(timeout=wait_s)
-            except concurrent.futures.TimeoutError:
-                return Envelope(ErrorCode.REQUEST_TIMED_OUT, "controller did not answer in time")
-        finally:
-            self._pending.release()
+        answer = self._active_only.get(name)
+        if answer is not None:
+            return answer(request)
+        return self._events.submit(name, request)
 
     def _change_voters(self, request: m.AddRaftVoterRequest | m.RemoveRaftVoterRequest) -> Envelope:
         """Add or remove a controller quorum voter through the metadata log (blocks this gRPC
@@ -735,14 +366,6 @@ class ControllerServer:
             voters_text(voters),
         )
         return Envelope(body=m.RaftVoterResponse(voters=voters))
-
-    def _describe_security(self, name: str, request: Any) -> Any:
-        image = self.controller.image
-        if name == "DescribeUserScramCredentials":
-            return security_control.describe_user_scram_credentials(image, request)
-        if name == "DescribeAcls":
-            return security_control.describe_acls(image, request)
-        return security_control.describe_client_quotas(image, request)
 
     def _fetch_metadata(self, request: m.FetchMetadataRequest) -> m.FetchMetadataResponse:
         from_offset = max(0, request.from_offset)
@@ -785,15 +408,7 @@ class ControllerServer:
         )
 
     def _quorum_status(self) -> dict[str, Any]:
-        status_fn = getattr(self._log, "status", None)
-        if callable(status_fn):
-            status = status_fn()
-            if dataclasses.is_dataclass(status) and not isinstance(status, type):
-                return dataclasses.asdict(status)
-        return {
-            "node_id": self.node_id,
-            "leader_id": self._log.leader_id,
-            "epoch": self._log.epoch,
-            "committed_offset": self._log.committed_offset,
-            "voters": [],
-        }
+        return quorum_info.quorum_status(self._log, self.node_id)
+
+    def _not_controller(self) -> Envelope:
+        return self._events.not_controller()

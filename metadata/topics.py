@@ -169,6 +169,15 @@ def create_topics(
     return budget.result(CreateTopicsResponse(results))
 
 
+class _Refused(Exception):
+    """A topic of a CreateTopics request is refused with ``code`` and ``message``."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 def _create_one(
     image: MetadataImage,
     t: NewTopic,
@@ -178,69 +187,17 @@ def _create_one(
     placement_brokers: dict[int, str | None],
     taken: Mapping[str, str],
 ) -> tuple[TopicResult, list[MetadataRecord]]:
-    def fail(code: ErrorCode, message: str) -> tuple[TopicResult, list[MetadataRecord]]:
-        return TopicResult(t.name, code, message), []
-
-    err = topic_name_error(t.name)
-    if err:
-        return fail(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
-    if t.name in image.topics_by_name:
-        return fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
-    other = taken.get(_collision_key(t.name))
-    if other is not None:
-        return fail(
-            ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic '{t.name}' collides with existing topic: {other}",
-        )
-    err = validate_topic_configs(t.configs)
-    if err:
-        return fail(ErrorCode.INVALID_CONFIG, err)
-    if t.replica_assignment is not None:
-        if t.num_partitions != -1 or t.replication_factor != -1:
-            return fail(
-                ErrorCode.INVALID_REQUEST,
-                "A manual partition assignment was given, so num_partitions and "
-                "replication_factor must be -1",
-            )
-        pids = sorted(t.replica_assignment)
-        if pids != list(range(len(pids))) or not pids:
-            return fail(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                "Partitions of a manual assignment must be numbered 0..n-1 without gaps",
-            )
-        if len(pids) > config.max_partitions_per_topic:
-            return fail(
-                ErrorCode.INVALID_PARTITIONS,
-                f"Too many partitions: at most {config.max_partitions_per_topic} per topic",
-            )
-        err = _validate_assignment([t.replica_assignment[p] for p in pids], image.brokers)
+    try:
+        _check_new_name(image, t.name, taken)
+        err = validate_topic_configs(t.configs)
         if err:
-            return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, err)
-        assignment: Mapping[int, Sequence[int]] = t.replica_assignment
-    else:
-        num_partitions = config.num_partitions if t.num_partitions == -1 else t.num_partitions
-        rf = (
-            config.default_replication_factor
-            if t.replication_factor == -1
-            else t.replication_factor
-        )
-        if num_partitions <= 0:
-            return fail(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        if num_partitions > config.max_partitions_per_topic:
-            return fail(
-                ErrorCode.INVALID_PARTITIONS,
-                f"Too many partitions: at most {config.max_partitions_per_topic} per topic",
-            )
-        if rf <= 0:
-            return fail(
-                ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
-            )
-        if rf > len(placement_brokers):
-            return fail(ErrorCode.INVALID_REPLICATION_FACTOR, _rf_error(rf, len(placement_brokers)))
-        try:
-            assignment = assign_replicas(placement_brokers, num_partitions, rf, rng)
-        except PlacementError as exc:
-            return fail(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
+            raise _Refused(ErrorCode.INVALID_CONFIG, err)
+        if t.replica_assignment is not None:
+            assignment = _manual_assignment(image, t, t.replica_assignment, config)
+        else:
+            assignment = _placed_assignment(t, config, rng, placement_brokers)
+    except _Refused as refused:
+        return TopicResult(t.name, refused.code, refused.message), []
     topic_id = new_topic_id()
     while topic_id in image.topics_by_id:
         topic_id = new_topic_id()
@@ -251,6 +208,81 @@ def _create_one(
     unit.extend(_partition_records(topic_id, assignment, image.brokers))
     first = assignment[min(assignment)]
     return TopicResult(t.name, 0, None, topic_id, len(assignment), len(first)), unit
+
+
+def _check_new_name(image: MetadataImage, name: str, taken: Mapping[str, str]) -> None:
+    """_Refused unless ``name`` is valid and free (``taken``: the names created earlier in
+    the same request, by collision key)."""
+    err = topic_name_error(name)
+    if err:
+        raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+    if name in image.topics_by_name:
+        raise _Refused(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    other = taken.get(_collision_key(name))
+    if other is not None:
+        raise _Refused(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic '{name}' collides with existing topic: {other}",
+        )
+
+
+def _manual_assignment(
+    image: MetadataImage,
+    t: NewTopic,
+    replica_assignment: Mapping[int, Sequence[int]],
+    config: ControllerConfig,
+) -> Mapping[int, Sequence[int]]:
+    """The request's own assignment (``t.replica_assignment``), once checked."""
+    if t.num_partitions != -1 or t.replication_factor != -1:
+        raise _Refused(
+            ErrorCode.INVALID_REQUEST,
+            "A manual partition assignment was given, so num_partitions and "
+            "replication_factor must be -1",
+        )
+    pids = sorted(replica_assignment)
+    if pids != list(range(len(pids))) or not pids:
+        raise _Refused(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "Partitions of a manual assignment must be numbered 0..n-1 without gaps",
+        )
+    if len(pids) > config.max_partitions_per_topic:
+        raise _Refused(
+            ErrorCode.INVALID_PARTITIONS,
+            f"Too many partitions: at most {config.max_partitions_per_topic} per topic",
+        )
+    err = _validate_assignment([replica_assignment[p] for p in pids], image.brokers)
+    if err:
+        raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, err)
+    return replica_assignment
+
+
+def _placed_assignment(
+    t: NewTopic,
+    config: ControllerConfig,
+    rng: random.Random,
+    placement_brokers: dict[int, str | None],
+) -> Mapping[int, Sequence[int]]:
+    """Replicas placed on ``placement_brokers`` for the request's (or the default) partition
+    count and replication factor."""
+    num_partitions = config.num_partitions if t.num_partitions == -1 else t.num_partitions
+    rf = config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
+    if num_partitions <= 0:
+        raise _Refused(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    if num_partitions > config.max_partitions_per_topic:
+        raise _Refused(
+            ErrorCode.INVALID_PARTITIONS,
+            f"Too many partitions: at most {config.max_partitions_per_topic} per topic",
+        )
+    if rf <= 0:
+        raise _Refused(
+            ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+        )
+    if rf > len(placement_brokers):
+        raise _Refused(ErrorCode.INVALID_REPLICATION_FACTOR, _rf_error(rf, len(placement_brokers)))
+    try:
+        return assign_replicas(placement_brokers, num_partitions, rf, rng)
+    except PlacementError as exc:
+        raise _Refused(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc)) from None
 
 
 def delete_topics(

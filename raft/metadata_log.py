@@ -624,8 +624,8 @@ class MetadataLog:
                 for listener in commit_listeners:
                     _call_listener(listener, entries)
             for is_leader, epoch in events:
-                for listener in leadership_listeners:
-                    _call_listener(listener, is_leader, epoch)
+                for leadership_listener in leadership_listeners:
+                    _call_listener(leadership_listener, is_leader, epoch)
 
 
 def _call_listener(listener: Any, *args: Any) -> None:

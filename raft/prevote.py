@@ -67,12 +67,17 @@ class PreVoteRequest:
 
     @classmethod
     def from_message(cls, message: dict[str, object]) -> PreVoteRequest:
-        term = message.get("term")
-        last_term = message.get("last_log_term")
-        last_index = message.get("last_log_index")
-        if not all(type(v) is int for v in (term, last_term, last_index)):
-            raise PreVoteError(f"malformed pre-vote request: {message!r}")
-        return cls(term, LogPosition(last_term, last_index))  # type: ignore[arg-type]
+        term = _int_field(message, "term")
+        last_term = _int_field(message, "last_log_term")
+        last_index = _int_field(message, "last_log_index")
+        return cls(term, LogPosition(last_term, last_index))
+
+
+def _int_field(message: dict[str, object], key: str) -> int:
+    value = message.get(key)
+    if type(value) is not int:  # bool is refused too
+        raise PreVoteError(f"malformed pre-vote request: {message!r}")
+    return value
 
 
 def response_message(proposed_term: int, granted: bool) -> dict[str, object]:

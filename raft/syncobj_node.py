@@ -75,7 +75,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import pysyncobj.syncobj as _pysyncobj_module
 from pysyncobj import SyncObj, SyncObjConf, replicated
@@ -109,6 +109,8 @@ from raft.pysyncobj_internals import check_pysyncobj_internals
 from raft.state import ApplyOutcome
 
 logger = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 JOURNAL_FILE = "raft-journal.log"
 META_FILE = "raft-meta.json"
@@ -180,14 +182,14 @@ class _BoundedTcpConnection(TcpConnection):
         return super().connect(host, port)
 
     def _TcpConnection__processParseMessage(self) -> Any:
-        buf = self._TcpConnection__readBuffer  # type: ignore[attr-defined]
+        buf = self._TcpConnection__readBuffer
         if len(buf) >= _FRAME_LENGTH.size:
             (length,) = _FRAME_LENGTH.unpack_from(buf, 0)
             if length < 0 or length > MAX_FRAME_BYTES:
                 _log_rejected(f"a frame announcing {length} bytes")
                 self.disconnect()
                 return None
-        message = TcpConnection._TcpConnection__processParseMessage(self)  # type: ignore[attr-defined]
+        message = TcpConnection._TcpConnection__processParseMessage(self)
         if message is None and self.state == CONNECTION_STATE.DISCONNECTED and buf:
             # pysyncobj closes silently when a frame does not decrypt and authenticate.
             _log_rejected("a frame that did not authenticate (wrong controller.quorum.secret?)")
@@ -212,6 +214,8 @@ class _DurableAckTransport(TCPTransport):
     the leader's pipelining from re-sending in-flight entries (reads pysyncobj's private
     ``__raftNextIndex``, on the tick thread, pinned to pysyncobj < 0.4); keeps idle
     connections alive and hands kraftlog's own message types to the SyncObj subclass."""
+
+    _syncObj: _KraftSyncObj
 
     def __init__(self, syncObj: Any, selfNode: Any, otherNodes: Any) -> None:
         self._kraft_last_send: dict[Any, float] = {}
@@ -305,6 +309,8 @@ class _KraftSyncObj(SyncObj):
     reconciled into pysyncobj's on every tick; ``kraft_is_member`` says whether this node is
     one of those voters."""
 
+    _SyncObj__transport: _DurableAckTransport
+
     def __init__(
         self,
         self_address: str | None,
@@ -344,9 +350,13 @@ class _KraftSyncObj(SyncObj):
         self.kraft_last_leader_contact: float | None = None
         self._kraft_leader_commit = 0
         partners = [a for a in voters.values() if a != self_address]
+
+        def journal_factory(journalFile: str | None = None) -> DurableJournal:
+            return journal
+
         with _JOURNAL_FACTORY_LOCK:
             original = _pysyncobj_module.createJournal
-            _pysyncobj_module.createJournal = lambda _journal_file: journal
+            _pysyncobj_module.createJournal = journal_factory
             try:
                 super().__init__(self_address, partners, conf, transportClass=_DurableAckTransport)
             finally:
@@ -388,7 +398,7 @@ class _KraftSyncObj(SyncObj):
         return True
 
     def _SyncObj__loadDumpFile(self, clearJournal: bool) -> None:
-        SyncObj._SyncObj__loadDumpFile(self, clearJournal)  # type: ignore[attr-defined]
+        SyncObj._SyncObj__loadDumpFile(self, clearJournal)
         self._kraft_reconcile_membership()
 
     def kraft_silent_s(self, now: float) -> float:
@@ -522,9 +532,9 @@ class _KraftSyncObj(SyncObj):
                 return True
             if kind == PRE_VOTE_RESPONSE:
                 term, granted = parse_response(message)
-                address = getattr(node, "address", str(node))
+                peer_address = getattr(node, "address", str(node))
                 if (
-                    self._kraft_prevote.on_response(address, term, granted)
+                    self._kraft_prevote.on_response(peer_address, term, granted)
                     and self._SyncObj__raftState != LEADER
                 ):
                     self._SyncObj__raftElectionDeadline = 0.0  # elect on the next tick
@@ -918,21 +928,21 @@ class RaftNode:
                 box.append((False, e))
             done.set()
 
-    def run_on_tick(self, fn: Callable[[], Any], timeout_s: float = TASK_TIMEOUT_S) -> Any:
+    def run_on_tick(self, fn: Callable[[], R], timeout_s: float = TASK_TIMEOUT_S) -> R:
         """Run ``fn`` on the tick thread and return its result (TimeoutError if the thread
         does not get to it in time)."""
         if threading.current_thread() is self._thread or not self._thread.is_alive():
             return fn()
-        box: list[Any] = []
+        box: list[tuple[Literal[True], R] | tuple[Literal[False], BaseException]] = []
         done = threading.Event()
         self._tasks.append((fn, box, done))
         self._wakeup.notify()
         if not done.wait(timeout_s):
             raise TimeoutError("raft tick thread did not run the task in time")
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value
+        outcome = box[0]
+        if outcome[0]:
+            return outcome[1]
+        raise outcome[1]
 
     # --- proposals (any thread) -------------------------------------------------------------
 

@@ -264,16 +264,17 @@ def test_overdue_tick_runs_even_while_requests_keep_coming() -> None:
         1, quorum.voter(1), CONFIG, "127.0.0.1", 0, clock_ms=lambda: now[0]
     )  # not started: the test drives the event loop by hand
     quorum.elect(1)
-    server._leadership_change(True, quorum.epoch)
+    events = server._events
+    events._leadership_change(True, quorum.epoch)
     assert server.is_active
     for _ in range(3):
-        server._post(("commit", None))
+        events.post(("commit", None))
     start = time.monotonic()
     # Due but not overdue past its bound: queued events go first.
-    assert server._run_once(start) == start
+    assert events._run_once(start) == start
     # Overdue past the bound: ticks although events are still queued.
-    later = server._run_once(start - 60)
-    assert later > start and not server._events.empty()
+    later = events._run_once(start - 60)
+    assert later > start and not events._queue.empty()
 
 
 def test_client_skips_dead_voters(cluster: Cluster) -> None:

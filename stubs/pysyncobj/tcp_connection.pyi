@@ -1,0 +1,16 @@
+from typing import Any
+
+class CONNECTION_STATE:
+    DISCONNECTED: int
+    CONNECTING: int
+    CONNECTED: int
+
+class TcpConnection:
+    # Private state and methods kraftlog reaches into (raft/pysyncobj_internals.py lists them).
+    _TcpConnection__readBuffer: bytes
+    def _TcpConnection__processParseMessage(self) -> Any: ...
+    def connect(self, host: str, port: int) -> bool: ...
+    def send(self, message: Any) -> None: ...
+    def disconnect(self) -> None: ...
+    @property
+    def state(self) -> int: ...
