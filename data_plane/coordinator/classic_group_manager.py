@@ -548,7 +548,7 @@ class ClassicGroupManager:
             return ErrorCode.NO_ERROR, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members), out
         if group.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], out
-        errors = []
+        errors: list[int] = []
         removed = pending_removed = False
         for member_id, instance_id in members:
             if instance_id is not None:

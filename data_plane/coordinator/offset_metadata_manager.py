@@ -314,7 +314,9 @@ class OffsetMetadataManager:
             if error != ErrorCode.NO_ERROR:
                 return OffsetFetchResult(error)
         stored = group.offsets if group is not None else {}
-        offsets = dict(stored) if partitions is None else {tp: stored.get(tp) for tp in partitions}
+        offsets: dict[TopicPartitionKey, OffsetAndMetadata | None] = (
+            dict(stored) if partitions is None else {tp: stored.get(tp) for tp in partitions}
+        )
         unstable: frozenset[TopicPartitionKey] = frozenset()
         if (
             require_stable

@@ -18,6 +18,7 @@ Thread-safety: none; everything runs on the broker's event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Hashable, Iterable
@@ -54,7 +55,9 @@ class CoordinatorRuntimeBase:
         self._topic = topic
         self._write_timeout_ms = write_timeout_ms
         self._wall_clock = wall_clock
-        self._waiters: dict[int, asyncio.Future[Any]] = {}
+        # Keyed by the tokens ``_call`` hands out; the machine echoes them back as the
+        # Hashable waiters its outputs answer.
+        self._waiters: dict[Hashable, asyncio.Future[Any]] = {}
         self._tokens = itertools.count(1)
         # Partitions led here -> the leader epoch their load is for.
         self._led_epochs: dict[int, int] = {}
@@ -137,7 +140,7 @@ class CoordinatorRuntimeBase:
 
     def _resolve(self, responses: Iterable[tuple[Hashable, Any]]) -> None:
         for token, result in responses:
-            future = self._waiters.get(token)  # type: ignore[call-overload]
+            future = self._waiters.get(token)
             if future is not None and not future.done():
                 future.set_result(result)
 
@@ -161,7 +164,7 @@ class CoordinatorRuntimeBase:
                 old.cancel()
             task = asyncio.get_running_loop().create_task(self._load(p, epoch))
             self._load_tasks[p] = task
-            task.add_done_callback(lambda t, p=p: self._load_finished(p, t))
+            task.add_done_callback(functools.partial(self._load_finished, p))
         elif p in self._led_epochs:
             del self._led_epochs[p]
             old = self._load_tasks.pop(p, None)

@@ -7,11 +7,13 @@ Pure data; thread-safe.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from common.error_codes import ErrorCode
 
 # Append errors of a coordinator's own state write (a group's metadata, a transaction's
 # state) and what the client is told (Kafka's storeGroup, appendTransactionToLog).
-METADATA_WRITE_ERRORS = {
+METADATA_WRITE_ERRORS: Mapping[int, ErrorCode] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -23,7 +25,7 @@ METADATA_WRITE_ERRORS = {
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
 # ... and of an offset commit write (Kafka's storeOffsets; REQUEST_TIMED_OUT passes through).
-COMMIT_WRITE_ERRORS = {
+COMMIT_WRITE_ERRORS: Mapping[int, ErrorCode] = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -35,5 +37,5 @@ COMMIT_WRITE_ERRORS = {
 }
 
 
-def map_write_error(table: dict[ErrorCode, ErrorCode], code: int) -> int:
-    return int(table.get(code, code))  # type: ignore[call-overload]
+def map_write_error(table: Mapping[int, ErrorCode], code: int) -> int:
+    return int(table.get(code, code))

@@ -25,7 +25,7 @@ import bisect
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_MAX_SERIES = 10_000
@@ -115,7 +115,7 @@ class _Metric:
             return labels
         return tuple(str(v) for v in labels)
 
-    def _room_for(self, series: dict, key: LabelValues) -> bool:
+    def _room_for(self, series: Mapping[LabelValues, object], key: LabelValues) -> bool:
         if key in series or len(series) < self.max_series:
             return True
         if self._on_drop is not None:

@@ -17,7 +17,7 @@ import asyncio
 import itertools
 import ssl
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
@@ -73,8 +73,7 @@ class InterBrokerConnection:
             ),
             self._connect_timeout_s,
         )
-        # uvloop's transports implement asyncio.Transport without subclassing it.
-        self._transport, self._frames = cast(asyncio.Transport, transport), frames
+        self._transport, self._frames = transport, frames
 
     def close(self) -> None:
         if self._transport is not None:

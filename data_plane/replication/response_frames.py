@@ -69,6 +69,8 @@ class ResponseFrames(asyncio.BufferedProtocol):
             self._body_filled += nbytes
             if self._body_filled == len(view):
                 self._body_view = None
+                # view.obj is typed as any buffer; it is the bytearray this protocol made in
+                # _take_frames, and a cast() here would be a call per fetch response.
                 self._deliver(view.obj)  # type: ignore[arg-type]
             return
         self._scratch_filled += nbytes
@@ -125,7 +127,7 @@ class ResponseFrames(asyncio.BufferedProtocol):
         if self._error is not None:
             raise self._error
         loop = asyncio.get_running_loop()
-        waiter = loop.create_future()
+        waiter: asyncio.Future[bytearray] = loop.create_future()
         self._waiter = waiter
         timer = None if timeout_s is None else loop.call_later(timeout_s, _time_out, waiter)
         try:

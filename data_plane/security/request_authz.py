@@ -176,7 +176,8 @@ class RequestAuthorizer:
         """(body with only the topics of ``body[list_key]`` the session may ``op``, the
         denied topic entries); ``body`` itself when none is denied. Never mutates ``body``."""
         items = body.get(list_key) or []
-        allowed, denied = [], []
+        allowed: list[dict[str, Any]] = []
+        denied: list[dict[str, Any]] = []
         cache: dict[str, bool] = {}
         for item in items:
             name = item.get(name_key, "")

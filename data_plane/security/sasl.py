@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from common.error_codes import ErrorCode
 from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
@@ -99,7 +99,7 @@ class SaslServerAuthenticator:
         enabled_mechanisms: Sequence[str],
         mechanism_factory: MechanismFactory,
         *,
-        peer_cert: dict | None = None,
+        peer_cert: dict[str, Any] | None = None,
     ) -> None:
         if not enabled_mechanisms:
             raise ValueError("sasl.enabled.mechanisms must name at least one mechanism")
