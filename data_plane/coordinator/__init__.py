@@ -30,16 +30,14 @@ See docs/groups.md.
 
 from __future__ import annotations
 
-from typing import Any
-
-from data_plane.coordinator.config import GroupCoordinatorConfig
+from data_plane.coordinator.config import GroupCoordinatorConfig, GroupCoordinatorProperties
 from data_plane.coordinator.coordinator import GroupCoordinator
 from data_plane.coordinator.group import GroupMetadata, GroupState, MemberMetadata
 from data_plane.coordinator.hashing import java_string_hash, partition_for
 from data_plane.coordinator.runtime import OFFSETS_TOPIC, GroupCoordinatorRuntime, wall_clock_ms
 
 
-def coordinator_config(broker_config: Any) -> GroupCoordinatorConfig:
+def coordinator_config(broker_config: GroupCoordinatorProperties) -> GroupCoordinatorConfig:
     """The coordinator's settings from a BrokerConfig (Kafka's property names live there)."""
     c = broker_config
     return GroupCoordinatorConfig(

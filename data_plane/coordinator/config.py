@@ -2,12 +2,15 @@
 
 The broker reads them under Kafka's property names (``group.*``, ``offsets.*``,
 ``offset.metadata.max.bytes``; see data_plane.broker.config.BrokerConfig) and hands this plain
-dataclass to the coordinator, which does not depend on the broker package.
+dataclass to the coordinator, which does not depend on the broker package:
+:class:`GroupCoordinatorProperties` names the broker settings it is built from.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 MAX_INT32 = 2_147_483_647
 # group.coordinator.rebalance.protocols names.
@@ -31,3 +34,34 @@ class GroupCoordinatorConfig:
     consumer_heartbeat_interval_ms: int = 5_000
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_max_size: int = MAX_INT32
+
+
+class GroupCoordinatorProperties(Protocol):
+    """The broker settings (Kafka's property names, as BrokerConfig holds them) that
+    ``data_plane.coordinator.coordinator_config`` turns into a :class:`GroupCoordinatorConfig`.
+    Read-only here."""
+
+    @property
+    def group_min_session_timeout_ms(self) -> int: ...
+    @property
+    def group_max_session_timeout_ms(self) -> int: ...
+    @property
+    def group_initial_rebalance_delay_ms(self) -> int: ...
+    @property
+    def group_max_size(self) -> int: ...
+    @property
+    def offsets_retention_minutes(self) -> int: ...
+    @property
+    def offsets_retention_check_interval_ms(self) -> int: ...
+    @property
+    def offset_metadata_max_bytes(self) -> int: ...
+    @property
+    def group_coordinator_rebalance_protocols(self) -> Sequence[str]: ...
+    @property
+    def group_consumer_session_timeout_ms(self) -> int: ...
+    @property
+    def group_consumer_heartbeat_interval_ms(self) -> int: ...
+    @property
+    def group_consumer_assignors(self) -> Sequence[str]: ...
+    @property
+    def group_consumer_max_size(self) -> int: ...

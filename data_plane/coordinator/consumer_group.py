@@ -117,9 +117,12 @@ class PersistedGroup:
     epoch: int | None = None
     metadata: frozenset[tuple[uuid.UUID, str, int]] | None = None
     assignment_epoch: int | None = None
-    members: dict[str, Any] = field(default_factory=dict)
-    targets: dict[str, Any] = field(default_factory=dict)
-    current: dict[str, Any] = field(default_factory=dict)
+    # Member id -> its ConsumerGroupMemberMetadata value body.
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Member id -> the topic_partitions of its ConsumerGroupTargetAssignmentMember value.
+    targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Member id -> its ConsumerGroupCurrentMemberAssignment value body.
+    current: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

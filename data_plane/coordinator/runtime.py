@@ -65,7 +65,7 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class GroupCoordinatorRuntime(CoordinatorRuntimeBase):
+class GroupCoordinatorRuntime(CoordinatorRuntimeBase[CoordinatorOutputs]):
     def __init__(
         self,
         coordinator: GroupCoordinator,

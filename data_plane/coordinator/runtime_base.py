@@ -22,7 +22,7 @@ import functools
 import itertools
 import logging
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
@@ -33,6 +33,9 @@ from data_plane.storage import Record, build_batch
 
 logger = logging.getLogger(__name__)
 
+# The outputs type of the subclass's sans-IO machine (what its steps return and process applies).
+OutputsT = TypeVar("OutputsT")
+
 # A failed load (a storage error while reading) is retried after this pause, this many times;
 # the partition then stays "loading" (clients retry COORDINATOR_LOAD_IN_PROGRESS) and the
 # error is logged.
@@ -40,7 +43,7 @@ LOAD_RETRY_BACKOFF_S = 0.5
 LOAD_MAX_ATTEMPTS = 5
 
 
-class CoordinatorRuntimeBase:
+class CoordinatorRuntimeBase(Generic[OutputsT]):
     def __init__(
         self,
         writer: PartitionWriter,
@@ -66,25 +69,25 @@ class CoordinatorRuntimeBase:
 
     # --- hooks --------------------------------------------------------------------------------
 
-    def process(self, out: Any) -> None:
+    def process(self, out: OutputsT) -> None:
         raise NotImplementedError
 
-    def _begin_loading(self, partition: int, epoch: int) -> Any:
+    def _begin_loading(self, partition: int, epoch: int) -> OutputsT:
         raise NotImplementedError
 
     async def _read_partition(self, tp: TopicPartition, epoch: int) -> None:
         raise NotImplementedError
 
-    def _complete_loading(self, partition: int) -> Any:
+    def _complete_loading(self, partition: int) -> OutputsT:
         raise NotImplementedError
 
-    def _unload(self, partition: int) -> Any:
+    def _unload(self, partition: int) -> OutputsT:
         raise NotImplementedError
 
     def _refresh_partition_count(self) -> None:
         raise NotImplementedError
 
-    def _complete_write(self, write_id: int, error_code: int) -> Any:
+    def _complete_write(self, write_id: int, error_code: int) -> OutputsT:
         """The machine's outputs for the outcome of its write ``write_id``."""
         raise NotImplementedError
 
@@ -126,7 +129,7 @@ class CoordinatorRuntimeBase:
 
     # --- requests -----------------------------------------------------------------------------
 
-    async def _call(self, fn: Callable[[int], Any]) -> Any:
+    async def _call(self, fn: Callable[[int], OutputsT]) -> Any:
         """Run ``fn(token)`` on the machine and wait for the result it (or a later output)
         gives ``token``."""
         token = next(self._tokens)

@@ -61,7 +61,7 @@ class MarkerSender(Protocol):
         ...
 
 
-class TransactionCoordinatorRuntime(CoordinatorRuntimeBase):
+class TransactionCoordinatorRuntime(CoordinatorRuntimeBase[TxnCoordinatorOutputs]):
     def __init__(
         self,
         coordinator: TransactionCoordinator,
