@@ -12,9 +12,10 @@ Thread-safety: ``update`` on the loop thread; the gauge function reads one refer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
+from common.topic_partition import TopicPartition
 from data_plane.metrics.registry import Gauge
 
 LAG_INTERVAL_MS = 5000
@@ -22,6 +23,25 @@ LAG_INTERVAL_MS = 5000
 MAX_LAG_SERIES = 5000
 
 Series = tuple[tuple[str, str, str], float]
+
+
+class CommittedOffset(Protocol):
+    """A group's committed offset of one partition, as the lag reads it."""
+
+    @property
+    def offset(self) -> int: ...
+
+
+class GroupOffsets(Protocol):
+    """What the lag reads of a group's OffsetFetch result (the group coordinator's
+    ``OffsetFetchResult``, which this package sits below): ``offsets`` maps (topic, partition)
+    to the committed offset, or None when the group has none."""
+
+    @property
+    def error_code(self) -> int: ...
+
+    @property
+    def offsets(self) -> Mapping[tuple[str, int], CommittedOffset | None]: ...
 
 
 class GroupLagMetrics:
@@ -33,9 +53,9 @@ class GroupLagMetrics:
     def maybe_update(
         self,
         now_ms: int,
-        list_groups: Callable[[], tuple[int, list[tuple[str, str, str]]]],
-        fetch_offsets: Callable[[str, None], Any],
-        high_watermarks: Callable[[], Mapping[Any, int]],
+        list_groups: Callable[[], tuple[int, Sequence[tuple[str, ...]]]],
+        fetch_offsets: Callable[[str, None], GroupOffsets],
+        high_watermarks: Callable[[], Mapping[TopicPartition, int]],
     ) -> None:
         """Recompute the snapshot if :data:`LAG_INTERVAL_MS` passed since the last one."""
         if self._last_ms is not None and now_ms - self._last_ms < LAG_INTERVAL_MS:
