@@ -67,6 +67,7 @@ from data_plane.replication.fetch_session_handler import (
 from data_plane.replication.fetch_state import PartitionFetchState
 from data_plane.replication.follower import truncation_offset
 from data_plane.replication.inter_broker_connection import EndpointLookup, InterBrokerConnection
+from data_plane.storage import Log, LogAppendInfo
 from data_plane.storage.leader_epoch_cache import UNDEFINED_EPOCH, EpochEndOffset
 
 logger = logging.getLogger(__name__)
@@ -114,11 +115,11 @@ class FollowerPartition(Protocol):
     def is_leader(self) -> bool: ...
 
     @property
-    def log(self) -> Any: ...
+    def log(self) -> Log: ...
 
     def append_records_as_follower(
         self, records: memoryview | bytes, leader_high_watermark: int, leader_log_start_offset: int
-    ) -> Any: ...
+    ) -> LogAppendInfo | None: ...
 
     def truncate_to(self, offset: int, reason: str) -> int: ...
 
@@ -138,7 +139,9 @@ def _by_topic(
     return out
 
 
-def _fetch_topics(fields: dict[TopicPartition, PartitionFields], by_id: bool) -> list[Any]:
+def _fetch_topics(
+    fields: dict[TopicPartition, PartitionFields], by_id: bool
+) -> list[dict[str, Any]]:
     """The ``topics`` of a follower's Fetch request."""
     return [
         {

@@ -27,10 +27,11 @@ import logging
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import RequestHeader
 from common.security.acl import Authorizer
 from common.security.config import (
     PLAINTEXT,
@@ -309,7 +310,15 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def sasl_not_enabled(_apis: object, request: Any) -> Body:
+class HeaderedRequest(Protocol):
+    """What :func:`sasl_not_enabled` reads of the broker's request (``Request`` in
+    data_plane.broker.apis, which this package sits below)."""
+
+    @property
+    def header(self) -> RequestHeader: ...
+
+
+def sasl_not_enabled(_apis: object, request: HeaderedRequest) -> Body:
     """The handler of SaslHandshake / SaslAuthenticate on a server built without
     BrokerSecurity (every listener PLAINTEXT): ILLEGAL_SASL_STATE, as Kafka answers a SASL
     request on a listener that does not use SASL."""
