@@ -19,10 +19,10 @@ transaction not yet decided below it, if lower: a read_committed consumer reads 
   which may not go backwards, and their producers' batches are recorded unchecked, so a
   follower that becomes leader answers retries as the old leader would.
 - Producer state is always up to date with the log end offset: loaded from the newest
-  snapshot and rebuilt by replaying batch headers on open, snapshotted at every roll and on
-  close, reloaded the same way after a truncation, and cleared with the log. The leader epoch
-  cache and producer state are cut with every truncation and every move of the log start
-  offset.
+  snapshot and rebuilt by replaying batch headers on open (producer_state_rebuild.py),
+  snapshotted at every roll and on close, reloaded the same way after a truncation, and
+  cleared with the log. The leader epoch cache and producer state are cut with every
+  truncation and every move of the log start offset.
 - Transactions: an end marker (a control batch the leader writes for the transaction
   coordinator, :meth:`append_end_txn_marker`, origin COORDINATOR) closes a producer's open
   transaction; an ABORT adds an entry to the active segment's transaction index, so a
@@ -84,11 +84,15 @@ from data_plane.storage.local_log import LocalLog, LogOffsetMetadata
 from data_plane.storage.log_loader import load_log
 from data_plane.storage.producer_state import (
     AppendOrigin,
-    CompletedTxn,
     MarkerReader,
     ProducerStateEntry,
     ProducerStateManager,
     VerificationGuard,
+)
+from data_plane.storage.producer_state_rebuild import (
+    index_aborted,
+    rebuild_producer_state,
+    take_producer_snapshot,
 )
 from data_plane.storage.record_codec import build_end_txn_marker, read_end_txn_marker
 from data_plane.storage.record_filter import check_keys_present
@@ -460,7 +464,8 @@ class Log:
                     data.release()
                 completed = self.producer_state.apply(plan, offset)
                 if completed:
-                    self._index_aborted_locked(local.active_segment, completed)
+                    index_aborted(local.active_segment, completed)
+                    self._lso_metadata = None
                 result = LogAppendInfo(
                     first_offset=first,
                     last_offset=offset - 1,
@@ -503,16 +508,6 @@ class Log:
         )
         return self.append(batch, leader_epoch, origin=AppendOrigin.COORDINATOR)
 
-    def _index_aborted_locked(
-        self, segment: LogSegment, completed: list[tuple[CompletedTxn, int]]
-    ) -> None:
-        for txn, lso in completed:
-            if txn.is_aborted:
-                segment.txn_index.append(
-                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
-                )
-        self._lso_metadata = None
-
     # -- roll --------------------------------------------------------------------------------
 
     @_reports_io_errors
@@ -535,52 +530,18 @@ class Log:
     # -- producer state ----------------------------------------------------------------------
 
     def _take_producer_snapshot_locked(self, offset: int) -> None:
-        ps = self.producer_state
-        if not ps.producers and not ps.snapshot_offsets():
-            # Never an idempotent producer here: no files (a clean open without a snapshot
-            # then knows there is nothing to replay, as in Kafka).
-            return
-        try:
-            self.producer_state.take_snapshot(offset)
-        except OSError as e:
-            # Not fatal: the next open replays the log from an older snapshot instead.
-            logger.warning("%s: producer snapshot at %d not written: %s", self.name, offset, e)
+        take_producer_snapshot(self.producer_state, offset, self.name)
 
     def _rebuild_producer_state_locked(self, *, clean_shutdown: bool = False) -> None:
-        """Load the newest usable snapshot and replay batch headers from it to the LEO. After
-        a clean shutdown without any snapshot the log never had an idempotent producer (close
-        writes one otherwise), so the scan is skipped."""
-        ps = self.producer_state
-        end = self._local.next_offset
+        """See producer_state_rebuild.py; aborted transactions indexed again move the LSO."""
         self._lso_metadata = None
-        if clean_shutdown and not ps.snapshot_offsets():
-            ps.reset(end)
-            return
-        start = ps.load(self._log_start_offset, end)
-        if start >= end:
-            return
-        segments = self._local.segments
-        first_segment = self._local.segment_index_from(start)
-        # Aborted transactions from the replay point on are indexed again by the replay.
-        for seg in segments[first_segment:]:
-            seg.txn_index.truncate_to(start)
-        for seg in segments[first_segment:]:
-            if not seg.files_created or seg.size_in_bytes == 0:
-                continue
-            first = seg.translate_offset(start)
-            if first is None:
-                continue
-            completed = ps.replay(
-                (
-                    h
-                    for h in seg.log.batches_from(first.position, strict=False)
-                    if h.base_offset >= start and h.base_offset < end
-                ),
-                _segment_marker_reader(seg),
-            )
-            if completed:
-                self._index_aborted_locked(seg, completed)
-        ps.on_high_watermark_updated(self._high_watermark)
+        rebuild_producer_state(
+            self.producer_state,
+            self._local,
+            log_start_offset=self._log_start_offset,
+            high_watermark=self._high_watermark,
+            clean_shutdown=clean_shutdown,
+        )
 
     def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
         """Forget idempotent producers silent for ``producer.id.expiration.ms``; return how
@@ -691,33 +652,12 @@ class Log:
         self, start_offset: int, fetched: FileSlice
     ) -> list[AbortedTxn]:
         """The aborted transactions a read_committed consumer needs for ``fetched`` (a slice
-        :meth:`read` returned from ``start_offset``): those whose records or marker overlap
-        [``start_offset``, end of the slice's segment), oldest marker first. Bounding by the
-        segment's end (not the slice's last batch, which would need decoding) is what Kafka
-        does too; a consumer ignores entries of producers it meets no batch of.
-
-        An entry lives in the segment of its marker, which may come after the slice's: the
-        scan goes on through later segments until one holds an entry whose last stable offset
-        reaches the upper bound (no transaction still open then started below it) or the log
-        ends (Kafka's search)."""
+        :meth:`read` returned from ``start_offset``): see
+        :meth:`LocalLog.collect_aborted_transactions_locked`."""
         if fetched.length == 0:
             return []
         with self._lock:
-            local = self._local
-            segments = local.segments
-            i = local.segment_index_from(fetched.segment_base_offset)
-            upper = segments[i + 1].base_offset if i + 1 < len(segments) else local.next_offset
-            out: list[AbortedTxn] = []
-            for seg in segments[local.segment_index_from(start_offset) :]:
-                if not seg.files_created:
-                    continue
-                entries = seg.txn_index.entries
-                out.extend(
-                    t for t in entries if t.last_offset >= start_offset and t.first_offset < upper
-                )
-                if any(t.last_stable_offset >= upper for t in entries):
-                    break
-            return out
+            return self._local.collect_aborted_transactions_locked(start_offset, fetched)
 
     def find_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with the largest timestamp in the log
@@ -725,27 +665,17 @@ class Log:
         Decodes one batch; not for the fetch path."""
         with self._lock:
             self._local.check_open()
-            stamps = [
-                seg.max_timestamp_so_far
-                for seg in self._local.segments
-                if seg.max_timestamp_so_far >= 0
-            ]
-        if not stamps:
+            best = self._local.max_timestamp_locked()
+        if best is None:
             return None
-        return self.find_offset_by_timestamp(max(stamps))
+        return self.find_offset_by_timestamp(best)
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp`` (ListOffsets);
         None if every record is older. Decodes one batch; not for the fetch path."""
         with self._lock:
             self._local.check_open()
-            for seg in self._local.segments:
-                if seg.max_timestamp_so_far < timestamp:
-                    continue
-                found = seg.find_offset_by_timestamp(timestamp, self._log_start_offset)
-                if found is not None:
-                    return found
-            return None
+            return self._local.find_offset_by_timestamp_locked(timestamp, self._log_start_offset)
 
     # -- flush -------------------------------------------------------------------------------
 
@@ -969,11 +899,6 @@ class Log:
 def _payload_marker_reader(buf: Buffer) -> MarkerReader:
     """Reads end markers from a payload being appended (header positions index ``buf``)."""
     return lambda h: read_end_txn_marker(buf, h.position)
-
-
-def _segment_marker_reader(seg: LogSegment) -> MarkerReader:
-    """Reads end markers from a segment file (header positions are file positions)."""
-    return lambda h: read_end_txn_marker(seg.log.read(h.position, h.size_in_bytes))
 
 
 def _is_writable(buf: Buffer) -> bool:
