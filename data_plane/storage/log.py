@@ -84,6 +84,8 @@ from data_plane.storage.local_log import LocalLog, LogOffsetMetadata
 from data_plane.storage.log_loader import load_log
 from data_plane.storage.producer_state import (
     AppendOrigin,
+    AppendPlan,
+    BatchMetadata,
     MarkerReader,
     ProducerStateEntry,
     ProducerStateManager,
@@ -354,57 +356,40 @@ class Log:
         - COORDINATOR (end markers written on the leader for the transaction coordinator):
           as CLIENT, with control batches allowed and checked against the producer's epoch
           and the coordinator epoch of its last marker.
-        - REPLICATION (a follower appending what its leader sent): keep the leader's offsets
-          and epochs; the first offset must be >= the LEO (gaps are allowed: the leader's log
-          may be compacted) and offsets must increase, else :class:`InvalidAppendOffsetError`;
-          producers' batches are recorded unchecked.
+        - REPLICATION (a follower appending what its leader sent, :meth:`_append_replicated`):
+          keep the leader's offsets and epochs; the first offset must be >= the LEO (gaps are
+          allowed: the leader's log may be compacted) and offsets must increase, else
+          :class:`InvalidAppendOffsetError`; producers' batches are recorded unchecked.
 
-        Both then write through one path: producer state, leader epoch cache, segment roll,
-        append, flush policy. Raises a :class:`StorageError` (or a record-format
-        :class:`~common.errors.ApiError`) carrying the Kafka error code."""
-        assign = origin is not AppendOrigin.REPLICATION
-        if assign:
-            info = validated or validate_produce_payload(
-                payload,
-                max_batch_bytes=self._config.max_message_bytes,
-                allow_control=origin is AppendOrigin.COORDINATOR,
-            )
-            if self._compact:
-                # Only compacted topics pay for decoding keys; the delete path stays
-                # header-only.
-                check_keys_present(payload, info)
-            buf = payload if _is_writable(payload) else bytearray(payload)
-            # A producer that leaves maxTimestamp unset (Sarama): computed from the records,
-            # only for such batches (``info`` itself when there are none).
-            info = fill_unset_max_timestamps(buf, info)
-            headers = info.batches
-            size = info.size_in_bytes
-        else:
-            headers = validate_stored_payload(payload)
-            if not headers:
-                raise InvalidRecordError("follower append of an empty payload")
-            size = headers[-1].position + headers[-1].size_in_bytes - headers[0].position
-            limit = max(self._config.max_message_bytes, self._config.segment_bytes)
-            for h in headers:
-                if h.size_in_bytes > limit:
-                    raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
-            buf = payload
+        Both then write through one path (:meth:`_write_locked`): producer state, leader
+        epoch cache, segment roll, append, flush policy. Raises a :class:`StorageError` (or a
+        record-format :class:`~common.errors.ApiError`) carrying the Kafka error code.
+
+        The leader's path is the produce hot path: it is written out here, without a
+        branch on ``origin`` after the first line or a helper call per batch."""
+        if origin is AppendOrigin.REPLICATION:
+            return self._append_replicated(payload)
+        info = validated or validate_produce_payload(
+            payload,
+            max_batch_bytes=self._config.max_message_bytes,
+            allow_control=origin is AppendOrigin.COORDINATOR,
+        )
+        if self._compact:
+            # Only compacted topics pay for decoding keys; the delete path stays header-only.
+            check_keys_present(payload, info)
+        buf = payload if _is_writable(payload) else bytearray(payload)
+        # A producer that leaves maxTimestamp unset (Sarama): computed from the records, only
+        # for such batches (``info`` itself when there are none).
+        info = fill_unset_max_timestamps(buf, info)
+        headers = info.batches
         local = self._local
         try:
             with self._lock:
                 local.check_open()
-                if assign:
-                    first = local.next_offset
-                else:
-                    first = headers[0].base_offset
-                    if first < local.next_offset:
-                        raise InvalidAppendOffsetError(
-                            f"{self.name}: follower append at offset {first} is below the log "
-                            f"end offset {local.next_offset}"
-                        )
+                first = local.next_offset
                 plan = self.producer_state.prepare_append(
                     headers,
-                    first if assign else None,
+                    first,
                     origin,
                     # A producer's payload holds no control batch (validation refused it): no
                     # marker reader on the produce path.
@@ -413,29 +398,15 @@ class Log:
                     verification=verification,
                 )
                 if plan.duplicate is not None:
-                    dup = plan.duplicate
-                    return LogAppendInfo(
-                        first_offset=dup.first_offset,
-                        last_offset=dup.last_offset,
-                        max_timestamp=dup.max_timestamp,
-                        offset_of_max_timestamp=dup.last_offset,
-                        log_append_time_ms=-1,
-                        log_start_offset=self._log_start_offset,
-                        valid_bytes=0,
-                        record_count=0,
-                        batch_count=0,
-                        duplicate=True,
-                    )
-                append_time = None
-                if assign:
-                    append_time = self._clock_ms() if self._config.log_append_time else None
-                    assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
+                    return _duplicate_append_info(plan.duplicate, self._log_start_offset)
+                append_time = self._clock_ms() if self._config.log_append_time else None
+                assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
                 placements = []
                 offset = first
                 max_ts, offset_of_max = -1, first
                 base_position = headers[0].position
                 for h in headers:
-                    last = offset + h.last_offset_delta if assign else h.last_offset
+                    last = offset + h.last_offset_delta
                     ts = append_time if append_time is not None else h.max_timestamp
                     placements.append(
                         BatchPlacement(h.position - base_position, h.size_in_bytes, last, ts)
@@ -448,24 +419,10 @@ class Log:
                     # Before the log grows: a stale file could name an epoch for records
                     # appended from here on.
                     cache.write_pending()
-                if assign:
-                    if leader_epoch > cache.latest_epoch:
-                        cache.assign(leader_epoch, first)
-                else:
-                    for h in headers:
-                        if h.partition_leader_epoch > cache.latest_epoch:
-                            cache.assign(h.partition_leader_epoch, h.base_offset)
-                if local.should_roll_locked(size, len(placements), offset - 1):
-                    self._roll_locked(max(first, local.next_offset))
-                data = memoryview(buf)[base_position : base_position + size]
-                try:
-                    local.append_locked(data, placements, offset - 1)
-                finally:
-                    data.release()
-                completed = self.producer_state.apply(plan, offset)
-                if completed:
-                    index_aborted(local.active_segment, completed)
-                    self._lso_metadata = None
+                if leader_epoch > cache.latest_epoch:
+                    cache.assign(leader_epoch, first)
+                size = info.size_in_bytes
+                self._write_locked(buf, base_position, size, placements, first, offset - 1, plan)
                 result = LogAppendInfo(
                     first_offset=first,
                     last_offset=offset - 1,
@@ -481,6 +438,94 @@ class Log:
         except (OSError, KafkaStorageError) as e:
             self._raise_storage_failure(e)
         return result
+
+    def _append_replicated(self, payload: Buffer) -> LogAppendInfo:
+        """:meth:`append` with origin REPLICATION: the batches keep the leader's offsets and
+        leader epochs."""
+        headers = validate_stored_payload(payload)
+        if not headers:
+            raise InvalidRecordError("follower append of an empty payload")
+        size = headers[-1].position + headers[-1].size_in_bytes - headers[0].position
+        limit = max(self._config.max_message_bytes, self._config.segment_bytes)
+        for h in headers:
+            if h.size_in_bytes > limit:
+                raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
+        local = self._local
+        try:
+            with self._lock:
+                local.check_open()
+                first = headers[0].base_offset
+                if first < local.next_offset:
+                    raise InvalidAppendOffsetError(
+                        f"{self.name}: follower append at offset {first} is below the log "
+                        f"end offset {local.next_offset}"
+                    )
+                # Unchecked: never a duplicate (only a client's retry is one).
+                plan = self.producer_state.prepare_append(
+                    headers, None, AppendOrigin.REPLICATION, _payload_marker_reader(payload)
+                )
+                placements = []
+                max_ts, offset_of_max = -1, first
+                base_position = headers[0].position
+                cache = self.leader_epoch_cache
+                if cache.stale:
+                    cache.write_pending()  # before the log grows, as in append
+                for h in headers:
+                    last = h.last_offset
+                    placements.append(
+                        BatchPlacement(
+                            h.position - base_position, h.size_in_bytes, last, h.max_timestamp
+                        )
+                    )
+                    if h.max_timestamp > max_ts:
+                        max_ts, offset_of_max = h.max_timestamp, last
+                    if h.partition_leader_epoch > cache.latest_epoch:
+                        cache.assign(h.partition_leader_epoch, h.base_offset)
+                last = headers[-1].last_offset
+                self._write_locked(payload, base_position, size, placements, first, last, plan)
+                result = LogAppendInfo(
+                    first_offset=first,
+                    last_offset=last,
+                    max_timestamp=max_ts,
+                    offset_of_max_timestamp=offset_of_max,
+                    log_append_time_ms=-1,
+                    log_start_offset=self._log_start_offset,
+                    valid_bytes=size,
+                    record_count=sum(h.records_count for h in headers),
+                    batch_count=len(headers),
+                )
+            local.flush_if_too_many_unflushed()
+        except (OSError, KafkaStorageError) as e:
+            self._raise_storage_failure(e)
+        return result
+
+    def _write_locked(
+        self,
+        buf: Buffer,
+        base_position: int,
+        size: int,
+        placements: list[BatchPlacement],
+        first: int,
+        last: int,
+        plan: AppendPlan,
+    ) -> None:
+        """Write the ``size`` bytes at ``base_position`` of ``buf`` (batches holding offsets
+        ``first`` to ``last``, placed by ``placements``) to the active segment, rolling first
+        if the policy says so, then install ``plan`` in the producer state and index the
+        transactions its markers aborted. The epoch cache already names the batches'
+        epochs."""
+        local = self._local
+        if local.should_roll_locked(size, len(placements), last):
+            self._roll_locked(max(first, local.next_offset))
+        data = memoryview(buf)[base_position : base_position + size]
+        try:
+            local.append_locked(data, placements, last)
+        finally:
+            data.release()
+        completed = self.producer_state.apply(plan, last + 1)
+        if completed:
+            index_aborted(local.active_segment, completed)
+            self._lso_metadata = None
 
     def append_as_follower(self, payload: Buffer) -> LogAppendInfo:
         """:meth:`append` with origin REPLICATION (the replica fetcher's call)."""
@@ -899,6 +944,22 @@ class Log:
 def _payload_marker_reader(buf: Buffer) -> MarkerReader:
     """Reads end markers from a payload being appended (header positions index ``buf``)."""
     return lambda h: read_end_txn_marker(buf, h.position)
+
+
+def _duplicate_append_info(dup: BatchMetadata, log_start_offset: int) -> LogAppendInfo:
+    """The answer to a retried batch: the offsets of its first append; nothing written."""
+    return LogAppendInfo(
+        first_offset=dup.first_offset,
+        last_offset=dup.last_offset,
+        max_timestamp=dup.max_timestamp,
+        offset_of_max_timestamp=dup.last_offset,
+        log_append_time_ms=-1,
+        log_start_offset=log_start_offset,
+        valid_bytes=0,
+        record_count=0,
+        batch_count=0,
+        duplicate=True,
+    )
 
 
 def _is_writable(buf: Buffer) -> bool:
