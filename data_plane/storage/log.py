@@ -66,6 +66,7 @@ from common.record_batch import (
     NO_PARTITION_LEADER_EPOCH,
     Buffer,
     PayloadInfo,
+    RecordBatchHeader,
     assign_offsets,
     validate_produce_payload,
     validate_stored_payload,
@@ -191,7 +192,19 @@ class CleaningSnapshot:
 
 
 class Log:
-    """One partition's log. Open with the constructor (loads and recovers the directory)."""
+    """One partition's log (Kafka's UnifiedLog). Open with the constructor (loads and
+    recovers the directory). Offsets, origins and thread-safety: see the module docstring.
+
+    Longer than the 600 lines the house style aims at, for a reason: this class is the
+    state that must change together under the log's one lock, and nothing else — the log
+    start offset, high watermark and last stable offset with their cached batch positions,
+    the producer state and the leader epoch cache, moved together by the appends, truncation,
+    retention and the cleaner's swap. The leader's and the follower's appends are written out
+    in full because they are the produce and replica-fetch hot paths. What needs none of that
+    state lives beside it: segments, files, reads and flushes in :class:`LocalLog`, opening
+    and recovery in log_loader.py, the producer-state replay in producer_state_rebuild.py,
+    retention decisions in retention.py, the epoch file in leader_epoch_cache.py. Cutting
+    further would hand that state between classes on every append."""
 
     def __init__(
         self,
@@ -442,14 +455,8 @@ class Log:
     def _append_replicated(self, payload: Buffer) -> LogAppendInfo:
         """:meth:`append` with origin REPLICATION: the batches keep the leader's offsets and
         leader epochs."""
-        headers = validate_stored_payload(payload)
-        if not headers:
-            raise InvalidRecordError("follower append of an empty payload")
-        size = headers[-1].position + headers[-1].size_in_bytes - headers[0].position
-        limit = max(self._config.max_message_bytes, self._config.segment_bytes)
-        for h in headers:
-            if h.size_in_bytes > limit:
-                raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
+        cfg = self._config
+        headers, size = _validate_replicated(payload, max(cfg.max_message_bytes, cfg.segment_bytes))
         local = self._local
         try:
             with self._lock:
@@ -944,6 +951,21 @@ class Log:
 def _payload_marker_reader(buf: Buffer) -> MarkerReader:
     """Reads end markers from a payload being appended (header positions index ``buf``)."""
     return lambda h: read_end_txn_marker(buf, h.position)
+
+
+def _validate_replicated(
+    payload: Buffer, max_batch_bytes: int
+) -> tuple[tuple[RecordBatchHeader, ...], int]:
+    """The headers and byte size of a leader's batches sent to a follower: framing, CRC and
+    increasing offsets checked (:func:`validate_stored_payload`), none empty or larger than
+    ``max_batch_bytes``."""
+    headers = validate_stored_payload(payload)
+    if not headers:
+        raise InvalidRecordError("follower append of an empty payload")
+    for h in headers:
+        if h.size_in_bytes > max_batch_bytes:
+            raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
+    return headers, headers[-1].position + headers[-1].size_in_bytes - headers[0].position
 
 
 def _duplicate_append_info(dup: BatchMetadata, log_start_offset: int) -> LogAppendInfo:
