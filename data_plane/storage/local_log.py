@@ -54,7 +54,7 @@ from data_plane.storage.segment import (
     segment_file_name,
 )
 from data_plane.storage.segment_cache import OpenSegmentCache
-from data_plane.storage.transaction_index import TXN_INDEX_SUFFIX
+from data_plane.storage.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 logger = logging.getLogger(__name__)
 
@@ -257,6 +257,53 @@ class LocalLog:
         # A new log's first segment has no file until its first append.
         file = seg.log.file if seg.files_created else None
         return FileSlice(file, seg.size_in_bytes, 0, seg.base_offset, -1)
+
+    def collect_aborted_transactions_locked(
+        self, start_offset: int, fetched: FileSlice
+    ) -> list[AbortedTxn]:
+        """The aborted transactions whose records or marker overlap [``start_offset``, end of
+        the segment of ``fetched``), a non-empty slice :meth:`read_locked` returned from
+        ``start_offset``; oldest marker first (Kafka's LocalLog.collectAbortedTransactions).
+        Bounding by the segment's end (not the slice's last batch, which would need decoding)
+        is what Kafka does too; a consumer ignores entries of producers it meets no batch of.
+
+        An entry lives in the segment of its marker, which may come after the slice's: the
+        scan goes on through later segments until one holds an entry whose last stable offset
+        reaches the upper bound (no transaction still open then started below it) or the log
+        ends (Kafka's search)."""
+        segments = self._segments
+        i = self.segment_index_from(fetched.segment_base_offset)
+        upper = segments[i + 1].base_offset if i + 1 < len(segments) else self.next_offset
+        out: list[AbortedTxn] = []
+        for seg in segments[self.segment_index_from(start_offset) :]:
+            if not seg.files_created:
+                continue
+            entries = seg.txn_index.entries
+            out.extend(
+                t for t in entries if t.last_offset >= start_offset and t.first_offset < upper
+            )
+            if any(t.last_stable_offset >= upper for t in entries):
+                break
+        return out
+
+    def max_timestamp_locked(self) -> int | None:
+        """The largest maxTimestamp of any segment; None when no record has a timestamp."""
+        stamps = [seg.max_timestamp_so_far for seg in self._segments]
+        best = max(stamps, default=-1)
+        return best if best >= 0 else None
+
+    def find_offset_by_timestamp_locked(
+        self, timestamp: int, log_start_offset: int
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or above ``log_start_offset`` with
+        timestamp >= ``timestamp``; None if every record is older. Decodes one batch."""
+        for seg in self._segments:
+            if seg.max_timestamp_so_far < timestamp:
+                continue
+            found = seg.find_offset_by_timestamp(timestamp, log_start_offset)
+            if found is not None:
+                return found
+        return None
 
     # -- flush -------------------------------------------------------------------------------
 

@@ -19,10 +19,10 @@ transaction not yet decided below it, if lower: a read_committed consumer reads 
   which may not go backwards, and their producers' batches are recorded unchecked, so a
   follower that becomes leader answers retries as the old leader would.
 - Producer state is always up to date with the log end offset: loaded from the newest
-  snapshot and rebuilt by replaying batch headers on open, snapshotted at every roll and on
-  close, reloaded the same way after a truncation, and cleared with the log. The leader epoch
-  cache and producer state are cut with every truncation and every move of the log start
-  offset.
+  snapshot and rebuilt by replaying batch headers on open (producer_state_rebuild.py),
+  snapshotted at every roll and on close, reloaded the same way after a truncation, and
+  cleared with the log. The leader epoch cache and producer state are cut with every
+  truncation and every move of the log start offset.
 - Transactions: an end marker (a control batch the leader writes for the transaction
   coordinator, :meth:`append_end_txn_marker`, origin COORDINATOR) closes a producer's open
   transaction; an ABORT adds an entry to the active segment's transaction index, so a
@@ -66,6 +66,7 @@ from common.record_batch import (
     NO_PARTITION_LEADER_EPOCH,
     Buffer,
     PayloadInfo,
+    RecordBatchHeader,
     assign_offsets,
     validate_produce_payload,
     validate_stored_payload,
@@ -84,11 +85,17 @@ from data_plane.storage.local_log import LocalLog, LogOffsetMetadata
 from data_plane.storage.log_loader import load_log
 from data_plane.storage.producer_state import (
     AppendOrigin,
-    CompletedTxn,
+    AppendPlan,
+    BatchMetadata,
     MarkerReader,
     ProducerStateEntry,
     ProducerStateManager,
     VerificationGuard,
+)
+from data_plane.storage.producer_state_rebuild import (
+    index_aborted,
+    rebuild_producer_state,
+    take_producer_snapshot,
 )
 from data_plane.storage.record_codec import build_end_txn_marker, read_end_txn_marker
 from data_plane.storage.record_filter import check_keys_present
@@ -185,7 +192,19 @@ class CleaningSnapshot:
 
 
 class Log:
-    """One partition's log. Open with the constructor (loads and recovers the directory)."""
+    """One partition's log (Kafka's UnifiedLog). Open with the constructor (loads and
+    recovers the directory). Offsets, origins and thread-safety: see the module docstring.
+
+    Longer than the 600 lines the house style aims at, for a reason: this class is the
+    state that must change together under the log's one lock, and nothing else — the log
+    start offset, high watermark and last stable offset with their cached batch positions,
+    the producer state and the leader epoch cache, moved together by the appends, truncation,
+    retention and the cleaner's swap. The leader's and the follower's appends are written out
+    in full because they are the produce and replica-fetch hot paths. What needs none of that
+    state lives beside it: segments, files, reads and flushes in :class:`LocalLog`, opening
+    and recovery in log_loader.py, the producer-state replay in producer_state_rebuild.py,
+    retention decisions in retention.py, the epoch file in leader_epoch_cache.py. Cutting
+    further would hand that state between classes on every append."""
 
     def __init__(
         self,
@@ -350,57 +369,40 @@ class Log:
         - COORDINATOR (end markers written on the leader for the transaction coordinator):
           as CLIENT, with control batches allowed and checked against the producer's epoch
           and the coordinator epoch of its last marker.
-        - REPLICATION (a follower appending what its leader sent): keep the leader's offsets
-          and epochs; the first offset must be >= the LEO (gaps are allowed: the leader's log
-          may be compacted) and offsets must increase, else :class:`InvalidAppendOffsetError`;
-          producers' batches are recorded unchecked.
+        - REPLICATION (a follower appending what its leader sent, :meth:`_append_replicated`):
+          keep the leader's offsets and epochs; the first offset must be >= the LEO (gaps are
+          allowed: the leader's log may be compacted) and offsets must increase, else
+          :class:`InvalidAppendOffsetError`; producers' batches are recorded unchecked.
 
-        Both then write through one path: producer state, leader epoch cache, segment roll,
-        append, flush policy. Raises a :class:`StorageError` (or a record-format
-        :class:`~common.errors.ApiError`) carrying the Kafka error code."""
-        assign = origin is not AppendOrigin.REPLICATION
-        if assign:
-            info = validated or validate_produce_payload(
-                payload,
-                max_batch_bytes=self._config.max_message_bytes,
-                allow_control=origin is AppendOrigin.COORDINATOR,
-            )
-            if self._compact:
-                # Only compacted topics pay for decoding keys; the delete path stays
-                # header-only.
-                check_keys_present(payload, info)
-            buf = payload if _is_writable(payload) else bytearray(payload)
-            # A producer that leaves maxTimestamp unset (Sarama): computed from the records,
-            # only for such batches (``info`` itself when there are none).
-            info = fill_unset_max_timestamps(buf, info)
-            headers = info.batches
-            size = info.size_in_bytes
-        else:
-            headers = validate_stored_payload(payload)
-            if not headers:
-                raise InvalidRecordError("follower append of an empty payload")
-            size = headers[-1].position + headers[-1].size_in_bytes - headers[0].position
-            limit = max(self._config.max_message_bytes, self._config.segment_bytes)
-            for h in headers:
-                if h.size_in_bytes > limit:
-                    raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
-            buf = payload
+        Both then write through one path (:meth:`_write_locked`): producer state, leader
+        epoch cache, segment roll, append, flush policy. Raises a :class:`StorageError` (or a
+        record-format :class:`~common.errors.ApiError`) carrying the Kafka error code.
+
+        The leader's path is the produce hot path: it is written out here, without a
+        branch on ``origin`` after the first line or a helper call per batch."""
+        if origin is AppendOrigin.REPLICATION:
+            return self._append_replicated(payload)
+        info = validated or validate_produce_payload(
+            payload,
+            max_batch_bytes=self._config.max_message_bytes,
+            allow_control=origin is AppendOrigin.COORDINATOR,
+        )
+        if self._compact:
+            # Only compacted topics pay for decoding keys; the delete path stays header-only.
+            check_keys_present(payload, info)
+        buf = payload if _is_writable(payload) else bytearray(payload)
+        # A producer that leaves maxTimestamp unset (Sarama): computed from the records, only
+        # for such batches (``info`` itself when there are none).
+        info = fill_unset_max_timestamps(buf, info)
+        headers = info.batches
         local = self._local
         try:
             with self._lock:
                 local.check_open()
-                if assign:
-                    first = local.next_offset
-                else:
-                    first = headers[0].base_offset
-                    if first < local.next_offset:
-                        raise InvalidAppendOffsetError(
-                            f"{self.name}: follower append at offset {first} is below the log "
-                            f"end offset {local.next_offset}"
-                        )
+                first = local.next_offset
                 plan = self.producer_state.prepare_append(
                     headers,
-                    first if assign else None,
+                    first,
                     origin,
                     # A producer's payload holds no control batch (validation refused it): no
                     # marker reader on the produce path.
@@ -409,29 +411,15 @@ class Log:
                     verification=verification,
                 )
                 if plan.duplicate is not None:
-                    dup = plan.duplicate
-                    return LogAppendInfo(
-                        first_offset=dup.first_offset,
-                        last_offset=dup.last_offset,
-                        max_timestamp=dup.max_timestamp,
-                        offset_of_max_timestamp=dup.last_offset,
-                        log_append_time_ms=-1,
-                        log_start_offset=self._log_start_offset,
-                        valid_bytes=0,
-                        record_count=0,
-                        batch_count=0,
-                        duplicate=True,
-                    )
-                append_time = None
-                if assign:
-                    append_time = self._clock_ms() if self._config.log_append_time else None
-                    assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
+                    return _duplicate_append_info(plan.duplicate, self._log_start_offset)
+                append_time = self._clock_ms() if self._config.log_append_time else None
+                assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
                 placements = []
                 offset = first
                 max_ts, offset_of_max = -1, first
                 base_position = headers[0].position
                 for h in headers:
-                    last = offset + h.last_offset_delta if assign else h.last_offset
+                    last = offset + h.last_offset_delta
                     ts = append_time if append_time is not None else h.max_timestamp
                     placements.append(
                         BatchPlacement(h.position - base_position, h.size_in_bytes, last, ts)
@@ -444,23 +432,10 @@ class Log:
                     # Before the log grows: a stale file could name an epoch for records
                     # appended from here on.
                     cache.write_pending()
-                if assign:
-                    if leader_epoch > cache.latest_epoch:
-                        cache.assign(leader_epoch, first)
-                else:
-                    for h in headers:
-                        if h.partition_leader_epoch > cache.latest_epoch:
-                            cache.assign(h.partition_leader_epoch, h.base_offset)
-                if local.should_roll_locked(size, len(placements), offset - 1):
-                    self._roll_locked(max(first, local.next_offset))
-                data = memoryview(buf)[base_position : base_position + size]
-                try:
-                    local.append_locked(data, placements, offset - 1)
-                finally:
-                    data.release()
-                completed = self.producer_state.apply(plan, offset)
-                if completed:
-                    self._index_aborted_locked(local.active_segment, completed)
+                if leader_epoch > cache.latest_epoch:
+                    cache.assign(leader_epoch, first)
+                size = info.size_in_bytes
+                self._write_locked(buf, base_position, size, placements, first, offset - 1, plan)
                 result = LogAppendInfo(
                     first_offset=first,
                     last_offset=offset - 1,
@@ -476,6 +451,88 @@ class Log:
         except (OSError, KafkaStorageError) as e:
             self._raise_storage_failure(e)
         return result
+
+    def _append_replicated(self, payload: Buffer) -> LogAppendInfo:
+        """:meth:`append` with origin REPLICATION: the batches keep the leader's offsets and
+        leader epochs."""
+        cfg = self._config
+        headers, size = _validate_replicated(payload, max(cfg.max_message_bytes, cfg.segment_bytes))
+        local = self._local
+        try:
+            with self._lock:
+                local.check_open()
+                first = headers[0].base_offset
+                if first < local.next_offset:
+                    raise InvalidAppendOffsetError(
+                        f"{self.name}: follower append at offset {first} is below the log "
+                        f"end offset {local.next_offset}"
+                    )
+                # Unchecked: never a duplicate (only a client's retry is one).
+                plan = self.producer_state.prepare_append(
+                    headers, None, AppendOrigin.REPLICATION, _payload_marker_reader(payload)
+                )
+                placements = []
+                max_ts, offset_of_max = -1, first
+                base_position = headers[0].position
+                cache = self.leader_epoch_cache
+                if cache.stale:
+                    cache.write_pending()  # before the log grows, as in append
+                for h in headers:
+                    last = h.last_offset
+                    placements.append(
+                        BatchPlacement(
+                            h.position - base_position, h.size_in_bytes, last, h.max_timestamp
+                        )
+                    )
+                    if h.max_timestamp > max_ts:
+                        max_ts, offset_of_max = h.max_timestamp, last
+                    if h.partition_leader_epoch > cache.latest_epoch:
+                        cache.assign(h.partition_leader_epoch, h.base_offset)
+                last = headers[-1].last_offset
+                self._write_locked(payload, base_position, size, placements, first, last, plan)
+                result = LogAppendInfo(
+                    first_offset=first,
+                    last_offset=last,
+                    max_timestamp=max_ts,
+                    offset_of_max_timestamp=offset_of_max,
+                    log_append_time_ms=-1,
+                    log_start_offset=self._log_start_offset,
+                    valid_bytes=size,
+                    record_count=sum(h.records_count for h in headers),
+                    batch_count=len(headers),
+                )
+            local.flush_if_too_many_unflushed()
+        except (OSError, KafkaStorageError) as e:
+            self._raise_storage_failure(e)
+        return result
+
+    def _write_locked(
+        self,
+        buf: Buffer,
+        base_position: int,
+        size: int,
+        placements: list[BatchPlacement],
+        first: int,
+        last: int,
+        plan: AppendPlan,
+    ) -> None:
+        """Write the ``size`` bytes at ``base_position`` of ``buf`` (batches holding offsets
+        ``first`` to ``last``, placed by ``placements``) to the active segment, rolling first
+        if the policy says so, then install ``plan`` in the producer state and index the
+        transactions its markers aborted. The epoch cache already names the batches'
+        epochs."""
+        local = self._local
+        if local.should_roll_locked(size, len(placements), last):
+            self._roll_locked(max(first, local.next_offset))
+        data = memoryview(buf)[base_position : base_position + size]
+        try:
+            local.append_locked(data, placements, last)
+        finally:
+            data.release()
+        completed = self.producer_state.apply(plan, last + 1)
+        if completed:
+            index_aborted(local.active_segment, completed)
+            self._lso_metadata = None
 
     def append_as_follower(self, payload: Buffer) -> LogAppendInfo:
         """:meth:`append` with origin REPLICATION (the replica fetcher's call)."""
@@ -503,16 +560,6 @@ class Log:
         )
         return self.append(batch, leader_epoch, origin=AppendOrigin.COORDINATOR)
 
-    def _index_aborted_locked(
-        self, segment: LogSegment, completed: list[tuple[CompletedTxn, int]]
-    ) -> None:
-        for txn, lso in completed:
-            if txn.is_aborted:
-                segment.txn_index.append(
-                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
-                )
-        self._lso_metadata = None
-
     # -- roll --------------------------------------------------------------------------------
 
     @_reports_io_errors
@@ -535,52 +582,18 @@ class Log:
     # -- producer state ----------------------------------------------------------------------
 
     def _take_producer_snapshot_locked(self, offset: int) -> None:
-        ps = self.producer_state
-        if not ps.producers and not ps.snapshot_offsets():
-            # Never an idempotent producer here: no files (a clean open without a snapshot
-            # then knows there is nothing to replay, as in Kafka).
-            return
-        try:
-            self.producer_state.take_snapshot(offset)
-        except OSError as e:
-            # Not fatal: the next open replays the log from an older snapshot instead.
-            logger.warning("%s: producer snapshot at %d not written: %s", self.name, offset, e)
+        take_producer_snapshot(self.producer_state, offset, self.name)
 
     def _rebuild_producer_state_locked(self, *, clean_shutdown: bool = False) -> None:
-        """Load the newest usable snapshot and replay batch headers from it to the LEO. After
-        a clean shutdown without any snapshot the log never had an idempotent producer (close
-        writes one otherwise), so the scan is skipped."""
-        ps = self.producer_state
-        end = self._local.next_offset
+        """See producer_state_rebuild.py; aborted transactions indexed again move the LSO."""
         self._lso_metadata = None
-        if clean_shutdown and not ps.snapshot_offsets():
-            ps.reset(end)
-            return
-        start = ps.load(self._log_start_offset, end)
-        if start >= end:
-            return
-        segments = self._local.segments
-        first_segment = self._local.segment_index_from(start)
-        # Aborted transactions from the replay point on are indexed again by the replay.
-        for seg in segments[first_segment:]:
-            seg.txn_index.truncate_to(start)
-        for seg in segments[first_segment:]:
-            if not seg.files_created or seg.size_in_bytes == 0:
-                continue
-            first = seg.translate_offset(start)
-            if first is None:
-                continue
-            completed = ps.replay(
-                (
-                    h
-                    for h in seg.log.batches_from(first.position, strict=False)
-                    if h.base_offset >= start and h.base_offset < end
-                ),
-                _segment_marker_reader(seg),
-            )
-            if completed:
-                self._index_aborted_locked(seg, completed)
-        ps.on_high_watermark_updated(self._high_watermark)
+        rebuild_producer_state(
+            self.producer_state,
+            self._local,
+            log_start_offset=self._log_start_offset,
+            high_watermark=self._high_watermark,
+            clean_shutdown=clean_shutdown,
+        )
 
     def remove_expired_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
         """Forget idempotent producers silent for ``producer.id.expiration.ms``; return how
@@ -691,33 +704,12 @@ class Log:
         self, start_offset: int, fetched: FileSlice
     ) -> list[AbortedTxn]:
         """The aborted transactions a read_committed consumer needs for ``fetched`` (a slice
-        :meth:`read` returned from ``start_offset``): those whose records or marker overlap
-        [``start_offset``, end of the slice's segment), oldest marker first. Bounding by the
-        segment's end (not the slice's last batch, which would need decoding) is what Kafka
-        does too; a consumer ignores entries of producers it meets no batch of.
-
-        An entry lives in the segment of its marker, which may come after the slice's: the
-        scan goes on through later segments until one holds an entry whose last stable offset
-        reaches the upper bound (no transaction still open then started below it) or the log
-        ends (Kafka's search)."""
+        :meth:`read` returned from ``start_offset``): see
+        :meth:`LocalLog.collect_aborted_transactions_locked`."""
         if fetched.length == 0:
             return []
         with self._lock:
-            local = self._local
-            segments = local.segments
-            i = local.segment_index_from(fetched.segment_base_offset)
-            upper = segments[i + 1].base_offset if i + 1 < len(segments) else local.next_offset
-            out: list[AbortedTxn] = []
-            for seg in segments[local.segment_index_from(start_offset) :]:
-                if not seg.files_created:
-                    continue
-                entries = seg.txn_index.entries
-                out.extend(
-                    t for t in entries if t.last_offset >= start_offset and t.first_offset < upper
-                )
-                if any(t.last_stable_offset >= upper for t in entries):
-                    break
-            return out
+            return self._local.collect_aborted_transactions_locked(start_offset, fetched)
 
     def find_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with the largest timestamp in the log
@@ -725,27 +717,17 @@ class Log:
         Decodes one batch; not for the fetch path."""
         with self._lock:
             self._local.check_open()
-            stamps = [
-                seg.max_timestamp_so_far
-                for seg in self._local.segments
-                if seg.max_timestamp_so_far >= 0
-            ]
-        if not stamps:
+            best = self._local.max_timestamp_locked()
+        if best is None:
             return None
-        return self.find_offset_by_timestamp(max(stamps))
+        return self.find_offset_by_timestamp(best)
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp`` (ListOffsets);
         None if every record is older. Decodes one batch; not for the fetch path."""
         with self._lock:
             self._local.check_open()
-            for seg in self._local.segments:
-                if seg.max_timestamp_so_far < timestamp:
-                    continue
-                found = seg.find_offset_by_timestamp(timestamp, self._log_start_offset)
-                if found is not None:
-                    return found
-            return None
+            return self._local.find_offset_by_timestamp_locked(timestamp, self._log_start_offset)
 
     # -- flush -------------------------------------------------------------------------------
 
@@ -971,9 +953,35 @@ def _payload_marker_reader(buf: Buffer) -> MarkerReader:
     return lambda h: read_end_txn_marker(buf, h.position)
 
 
-def _segment_marker_reader(seg: LogSegment) -> MarkerReader:
-    """Reads end markers from a segment file (header positions are file positions)."""
-    return lambda h: read_end_txn_marker(seg.log.read(h.position, h.size_in_bytes))
+def _validate_replicated(
+    payload: Buffer, max_batch_bytes: int
+) -> tuple[tuple[RecordBatchHeader, ...], int]:
+    """The headers and byte size of a leader's batches sent to a follower: framing, CRC and
+    increasing offsets checked (:func:`validate_stored_payload`), none empty or larger than
+    ``max_batch_bytes``."""
+    headers = validate_stored_payload(payload)
+    if not headers:
+        raise InvalidRecordError("follower append of an empty payload")
+    for h in headers:
+        if h.size_in_bytes > max_batch_bytes:
+            raise RecordListTooLargeError(f"batch of {h.size_in_bytes} bytes too large")
+    return headers, headers[-1].position + headers[-1].size_in_bytes - headers[0].position
+
+
+def _duplicate_append_info(dup: BatchMetadata, log_start_offset: int) -> LogAppendInfo:
+    """The answer to a retried batch: the offsets of its first append; nothing written."""
+    return LogAppendInfo(
+        first_offset=dup.first_offset,
+        last_offset=dup.last_offset,
+        max_timestamp=dup.max_timestamp,
+        offset_of_max_timestamp=dup.last_offset,
+        log_append_time_ms=-1,
+        log_start_offset=log_start_offset,
+        valid_bytes=0,
+        record_count=0,
+        batch_count=0,
+        duplicate=True,
+    )
 
 
 def _is_writable(buf: Buffer) -> bool:

@@ -1,23 +1,10 @@
 """LogManager: every partition log of a broker across its ``log.dirs``.
 
-Layout of each log directory::
-
-    <log.dir>/
-        .lock                                  flock()ed while a broker uses the directory
-        .kafka_cleanshutdown                   present only after a clean close
-        meta.properties                        written by `kraftlog storage format` (not read)
-        raft-journal.log, raft-meta.json ...   the metadata log, when metadata.log.dir is here
-        recovery-point-offset-checkpoint       see checkpoints.py
-        log-start-offset-checkpoint
-        replication-offset-checkpoint          high watermarks
-        <topic>-<partition>/                   one Log (see log.py, log_loader.py), with its
-                                               partition.metadata (partition_metadata.py)
-        <topic>-<partition>.<uuid hex>-delete/ a deleted log being removed
-
-Any other name raises :class:`LogDirLayoutError` naming it when the manager starts (pass
-``extra_allowed_names`` for files another subsystem keeps there). A new log goes to the online
-log directory with the most free space, the fewest logs among about equally free ones
-(log_dir_placement.py).
+Each log directory holds the files log_dir_layout.py lists: the lock, the clean-shutdown
+marker, the offset checkpoints (log_dir_checkpoints.py) and one directory per partition log;
+any other name stops the start naming it (pass ``extra_allowed_names`` for files another
+subsystem keeps there). A new log goes to the online log directory with the most free space,
+the fewest logs among about equally free ones (log_dir_placement.py).
 
 Directory failures (JBOD): an I/O error met in a log directory (by a log's method, a
 checkpoint write or maintenance) takes the directory offline (log_dir_failure.py). The
@@ -51,17 +38,14 @@ by a deletion in the middle of its flush or retention pass is skipped without an
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
-import re
-import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from common.durable_io import TMP_SUFFIX, fsync_directory
+from common.durable_io import fsync_directory
 from common.errors import ApiError
 from common.log_config import LogConfig
 from common.topic_partition import TopicPartition
@@ -69,10 +53,8 @@ from data_plane.storage.checkpoints import (
     HIGH_WATERMARK_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
-    OffsetCheckpointFile,
 )
 from data_plane.storage.compaction.log_cleaner import LogCleaner
-from data_plane.storage.compaction.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from data_plane.storage.errors import (
     CorruptCheckpointError,
     KafkaStorageError,
@@ -80,42 +62,21 @@ from data_plane.storage.errors import (
     LogDirLayoutError,
 )
 from data_plane.storage.log import Clock, Log, wall_clock_ms
+from data_plane.storage.log_dir_checkpoints import LogDirCheckpoints
 from data_plane.storage.log_dir_failure import LogDirFailureChannel
+from data_plane.storage.log_dir_layout import (
+    CLEAN_SHUTDOWN_FILE,
+    KNOWN_TOP_LEVEL_FILES,
+    lock_log_dir,
+    scan_partition_dirs,
+)
 from data_plane.storage.log_dir_placement import choose_log_dir, disk_space
-from data_plane.storage.log_loader import parse_topic_partition, partition_dir_name
+from data_plane.storage.log_loader import partition_dir_name
 from data_plane.storage.partition_metadata import PartitionMetadataFile
 from data_plane.storage.segment_cache import DEFAULT_MAX_OPEN_SEGMENTS, OpenSegmentCache
 
 logger = logging.getLogger(__name__)
 
-LOCK_FILE = ".lock"
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-_KNOWN_TOP_LEVEL_FILES = frozenset(
-    {
-        LOCK_FILE,
-        CLEAN_SHUTDOWN_FILE,
-        "meta.properties",
-        CLEANER_OFFSET_CHECKPOINT,
-        CLEANER_OFFSET_CHECKPOINT + TMP_SUFFIX,
-        RECOVERY_POINT_CHECKPOINT,
-        LOG_START_OFFSET_CHECKPOINT,
-        HIGH_WATERMARK_CHECKPOINT,
-        RECOVERY_POINT_CHECKPOINT + TMP_SUFFIX,
-        LOG_START_OFFSET_CHECKPOINT + TMP_SUFFIX,
-        HIGH_WATERMARK_CHECKPOINT + TMP_SUFFIX,
-        # The metadata log's files (raft/syncobj_node.py LOG_DIR_FILES) when metadata.log.dir
-        # is one of log.dirs, Kafka's default; deploy may pass that tuple as
-        # extra_allowed_names too, so a renamed raft file needs no change here.
-        "raft-journal.log",
-        "raft-meta.json",
-        "raft-dump.bin",
-        "raft-journal.log.tmp",
-        "raft-meta.json.tmp",
-        "raft-dump.bin.tmp",
-        "raft-dump.bin.1.tmp",
-    }
-)
-_DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
 # partition.metadata files fsynced per maintenance round (two fsyncs each): creating 10,000
 # partitions spreads their syncing over rounds instead of stalling retention and flushes.
 MAX_PARTITION_METADATA_FLUSHES_PER_ROUND = 200
@@ -173,14 +134,12 @@ class LogManager:
             raise LogDirLayoutError("log.dirs is empty")
         self._default_config = config
         self._topic_config = topic_config or (lambda _topic: config)
-        self._allowed = _KNOWN_TOP_LEVEL_FILES | set(extra_allowed_names)
+        self._allowed = KNOWN_TOP_LEVEL_FILES | set(extra_allowed_names)
         self._clock_ms = clock_ms
         self._lock = threading.RLock()
         # Held while a partition directory is renamed for deletion, and while maintenance
         # fsyncs files in one (always taken before ``_lock``, never inside it).
         self._directory_lock = threading.Lock()
-        # Serializes checkpoint file writes (taken after ``_directory_lock``, before ``_lock``).
-        self._checkpoint_lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._logs_per_dir: dict[str, int] = {}
@@ -192,6 +151,9 @@ class LogManager:
         self._lock_fds: dict[str, int] = {}
         self._closed = False
         self.failures = LogDirFailureChannel()
+        # Its writes serialise on its own lock, taken after ``_directory_lock`` and before
+        # ``_lock`` (which ``_dir_of_copy`` takes).
+        self._checkpoints = LogDirCheckpoints(self.failures, self.online_dirs, self._dir_of_copy)
         # Partitions whose log was in a directory that went offline: (directory, topic id).
         self._offline: dict[TopicPartition, tuple[str, uuid.UUID | None]] = {}
         self._offline_listeners: list[OfflineListener] = []
@@ -200,7 +162,6 @@ class LogManager:
         self._stop = threading.Event()
         self.log_dirs = tuple(os.path.abspath(d) for d in config.log_dirs)
         self._logs_per_dir = {d: 0 for d in self.log_dirs}
-        self._last_checkpoint: dict[tuple[str, str], dict[TopicPartition, int]] = {}
         self._retention_check_interval_ms = config.retention_check_interval_ms
         self._next_retention_check_ms: int | None = None
         # Whether every log directory carried the clean-shutdown marker at startup: then every
@@ -210,7 +171,7 @@ class LogManager:
         try:
             for log_dir in self.log_dirs:
                 try:
-                    self._lock_dir(log_dir)
+                    self._lock_fds[log_dir] = lock_log_dir(log_dir)
                 except LogDirLayoutError:
                     raise  # locked by another process: never start beside it
                 except OSError as e:
@@ -249,49 +210,15 @@ class LogManager:
 
     # -- startup -----------------------------------------------------------------------------
 
-    def _lock_dir(self, log_dir: str) -> None:
-        os.makedirs(log_dir, exist_ok=True)
-        fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise LogDirLayoutError(
-                f"log directory {log_dir} is locked by another process ({LOCK_FILE})"
-            ) from None
-        self._lock_fds[log_dir] = fd
-
     def _load_dir(self, log_dir: str) -> None:
         clean_marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(clean_marker)
         self.found_clean_shutdown = self.found_clean_shutdown and clean
-        recovery_points = OffsetCheckpointFile(
-            os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT)
-        ).read()
-        start_offsets = OffsetCheckpointFile(
-            os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
-        ).read()
-        high_watermarks = OffsetCheckpointFile(
-            os.path.join(log_dir, HIGH_WATERMARK_CHECKPOINT)
-        ).read()
-        partition_dirs: list[tuple[TopicPartition, str]] = []
-        for name in sorted(os.listdir(log_dir)):
-            path = os.path.join(log_dir, name)
-            if os.path.isdir(path):
-                if _DELETE_DIR.match(name):
-                    logger.info("removing deleted log directory %s", path)
-                    shutil.rmtree(path, ignore_errors=True)
-                    continue
-                try:
-                    tp = parse_topic_partition(name)
-                except LogDirLayoutError as e:
-                    raise LogDirLayoutError(f"{path}: {e}; move it out of log.dirs") from None
-                partition_dirs.append((tp, path))
-            elif name not in self._allowed:
-                raise LogDirLayoutError(
-                    f"unexpected file {path} in log directory (not a checkpoint or partition "
-                    "directory); move it away and restart"
-                )
+        read = self._checkpoints.read
+        recovery_points = read(log_dir, RECOVERY_POINT_CHECKPOINT)
+        start_offsets = read(log_dir, LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = read(log_dir, HIGH_WATERMARK_CHECKPOINT)
+        partition_dirs = scan_partition_dirs(log_dir, self._allowed)
         for tp, path in partition_dirs:
             if tp in self._logs:
                 raise LogDirLayoutError(
@@ -502,7 +429,7 @@ class LogManager:
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         hws = {k: v for k, v in self.read_high_watermarks().items() if k != tp}
-        self._write_per_dir(HIGH_WATERMARK_CHECKPOINT, hws, force=True)
+        self._checkpoints.write(HIGH_WATERMARK_CHECKPOINT, hws, force=True)
         logger.info("deleted log %s", log.name)
         return True
 
@@ -535,12 +462,12 @@ class LogManager:
     # -- checkpoints -------------------------------------------------------------------------
 
     def checkpoint_recovery_points(self) -> None:
-        self._write_per_dir(
+        self._checkpoints.write(
             RECOVERY_POINT_CHECKPOINT, {tp: log.recovery_point for tp, log in self._items()}
         )
 
     def checkpoint_log_start_offsets(self) -> None:
-        self._write_per_dir(
+        self._checkpoints.write(
             LOG_START_OFFSET_CHECKPOINT, {tp: log.log_start_offset for tp, log in self._items()}
         )
 
@@ -554,44 +481,18 @@ class LogManager:
             if high_watermarks is None
             else dict(high_watermarks)
         )
-        self._write_per_dir(HIGH_WATERMARK_CHECKPOINT, hws)
+        self._checkpoints.write(HIGH_WATERMARK_CHECKPOINT, hws)
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
-        out: dict[TopicPartition, int] = {}
-        for log_dir in self.online_dirs():
-            out.update(
-                OffsetCheckpointFile(os.path.join(log_dir, HIGH_WATERMARK_CHECKPOINT)).read()
-            )
-        return out
+        return self._checkpoints.read_online(HIGH_WATERMARK_CHECKPOINT)
 
     def _items(self) -> list[tuple[TopicPartition, Log]]:
         with self._lock:
             return list(self._logs.items())
 
-    def _write_per_dir(
-        self, file_name: str, offsets: Mapping[TopicPartition, int], *, force: bool = False
-    ) -> None:
-        # One writer at a time: writers on different threads (maintenance, a deletion) would
-        # share the file's ".tmp" and one rename would find it gone.
-        with self._checkpoint_lock:
-            with self._lock:
-                dir_of = dict(self._dir_of)
-            by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.online_dirs()}
-            for tp, offset in offsets.items():
-                log_dir = dir_of.get(tp)
-                if log_dir in by_dir:
-                    by_dir[log_dir][tp] = offset
-            for log_dir, entries in by_dir.items():
-                key = (log_dir, file_name)
-                if not force and self._last_checkpoint.get(key) == entries:
-                    continue
-                try:
-                    OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(entries)
-                except OSError as e:
-                    # The other directories' checkpoints are still written.
-                    self.failures.maybe_add_offline(log_dir, f"writing {file_name}: {e}")
-                    continue
-                self._last_checkpoint[key] = entries
+    def _dir_of_copy(self) -> dict[TopicPartition, str]:
+        with self._lock:
+            return dict(self._dir_of)
 
     # -- maintenance -------------------------------------------------------------------------
 

@@ -50,6 +50,10 @@ def test_owner_thread_and_maintenance_thread_share_a_log(tmp_path) -> None:
     assert not worker.is_alive() and not errors, errors
     assert rounds[0] > 0
     assert log.recovery_point <= log.log_end_offset == 3000
+    # The maintenance thread's last pass may have run some appends before the last one (the
+    # scheduler decides, and a loaded machine delays it): the next round's pass, then the
+    # retention bound holds.
+    log.delete_old_segments()
     assert 20_000 <= log.size_in_bytes < 20_000 + 2 * 2048
     # Every offset from the log start to the end is readable, in order, exactly once.
     offset, seen = log.log_start_offset, 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.errors import InvalidRecordError
 from common.log_config import LogConfig
 from data_plane.storage import Log
 from data_plane.storage.errors import InvalidAppendOffsetError
@@ -61,4 +62,35 @@ def test_replication_refuses_offsets_below_the_log_end(tmp_path) -> None:
         assert follower.log_end_offset == 3
     finally:
         leader.close()
+        follower.close()
+
+
+def test_a_follower_append_reports_what_the_leader_appended(tmp_path) -> None:
+    leader, follower = open_log(tmp_path / "l"), open_log(tmp_path / "f")
+    try:
+        stamps = (5000, 9000, 7000)  # the largest timestamp is not in the last batch
+        infos = [
+            leader.append(build_batch([Record(b"k", b"v", ts), Record(b"k", b"w", ts - 1)]), 2)
+            for ts in stamps
+        ]
+        data = leader.read(0, 1 << 20).read_bytes()
+        info = follower.append_as_follower(data)
+        assert (info.first_offset, info.last_offset) == (0, infos[-1].last_offset)
+        assert info.max_timestamp == 9000
+        assert info.offset_of_max_timestamp == infos[1].last_offset
+        assert (info.record_count, info.batch_count, info.valid_bytes) == (6, 3, len(data))
+        assert info.log_append_time_ms == -1 and not info.duplicate
+        assert follower.leader_epoch_cache.latest_epoch == 2
+    finally:
+        leader.close()
+        follower.close()
+
+
+def test_a_follower_refuses_an_empty_payload(tmp_path) -> None:
+    follower = open_log(tmp_path / "f")
+    try:
+        with pytest.raises(InvalidRecordError):
+            follower.append_as_follower(b"")
+        assert follower.log_end_offset == 0
+    finally:
         follower.close()
