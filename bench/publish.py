@@ -34,8 +34,8 @@ def _num(value: Any, fmt: str = ",.0f") -> str:
     return format(value, fmt)
 
 
-def _get(doc: dict[str, Any], *path: str) -> Any:
-    node: Any = doc.get("sections", {})
+def _dig(node: Any, *path: str) -> Any:
+    """The value at ``path`` under ``node``, or None where a step is not a dict."""
     for key in path:
         if not isinstance(node, dict):
             return None
@@ -43,10 +43,221 @@ def _get(doc: dict[str, Any], *path: str) -> Any:
     return node
 
 
+def _get(doc: dict[str, Any], *path: str) -> Any:
+    return _dig(doc.get("sections", {}), *path)
+
+
 def _load(section: dict[str, Any] | None) -> str:
     if not section or "load_before" not in section:
         return "-"
     return f"{section['load_before'][0]:.1f} / {section['load_after'][0]:.1f}"
+
+
+Row = tuple[str, str, str]
+"""One table row: section name, figure label, formatted value."""
+
+
+def _anchor_rows(s: dict[str, Any]) -> list[Row]:
+    a = s.get("anchors", {})
+    return [
+        ("anchors", "disk sequential write (MB/s)", _num(a.get("disk_seq_write_mb_s"))),
+        ("anchors", "fdatasync per second (4 KiB appends)", _num(a.get("fsync_per_s"))),
+        ("anchors", "loopback TCP, one connection (MB/s)", _num(a.get("loopback_tcp_mb_s"))),
+        (
+            "anchors",
+            "Python loop (million additions/s; the host's CPU speed now)",
+            _num(a.get("python_loop_m_per_s"), ".1f"),
+        ),
+        (
+            "anchors",
+            "process wake-up: one-byte ping-pong between two processes (p50 / p99 us)",
+            f"{_num(a.get('ping_pong_p50_us'), '.0f')} / {_num(a.get('ping_pong_p99_us'), '.0f')}",
+        ),
+    ]
+
+
+def _storage_rows(s: dict[str, Any]) -> list[Row]:
+    st = s.get("storage", {})
+    return [
+        (
+            "storage",
+            "Log.append, 1 MiB batches (MB/s; raw os.write)",
+            f"{_num(st.get('append_1mib_batches_mb_s'))} ({_num(st.get('append_raw_write_mb_s'))})",
+        ),
+        (
+            "storage",
+            "sendfile read (MB/s; CPU s/GB)",
+            f"{_num(st.get('sendfile_read_mb_s'))} "
+            f"({_num(st.get('sendfile_cpu_s_per_gb'), '.2f')})",
+        ),
+    ]
+
+
+def _throughput_rows(s: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for name, title in (
+        ("single_broker", "1 broker RF 1"),
+        ("replicated", "3 brokers RF 3"),
+        ("nats", "NATS JetStream R3"),
+    ):
+        sec = s.get(name, {})
+        for key in WORKLOADS:
+            r = sec.get(key)
+            if r:
+                rows.append(
+                    (
+                        name,
+                        f"{title}: {key.replace('_', ' ')} B (records/s; MB/s)",
+                        f"{_num(r['records_per_s'])} ({_num(r['mb_per_s'], '.1f')})",
+                    )
+                )
+    return rows
+
+
+def _host_speed(r: dict[str, Any]) -> str:
+    if "python_loop_m_per_s" not in r:
+        return ""
+    return (
+        f"; host {_num(r['python_loop_m_per_s'], '.1f')} M loop/s, "
+        f"ping-pong {_num(r.get('ping_pong_p50_us'), '.0f')} us"
+    )
+
+
+def _latency_rows(s: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for name, title in (("replicated", "kraftlog RF 3"), ("nats", "NATS R3")):
+        for rate, r in (s.get(name, {}).get("e2e_latency") or {}).items():
+            rows.append(
+                (
+                    name,
+                    f"{title}: end-to-end at {int(rate):,} rec/s offered "
+                    f"(p50 / p99 / p99.9 ms; received/s; host speed just before)",
+                    f"{_num(r['p50_ms'], '.2f')} / {_num(r['p99_ms'], '.2f')} / "
+                    f"{_num(r['p999_ms'], '.2f')}; {_num(r['received_per_s'])}{_host_speed(r)}",
+                )
+            )
+    return rows
+
+
+def _leader_failover_rows(s: dict[str, Any]) -> list[Row]:
+    lf = _dig(s, "replicated", "leader_failover") or {}
+    if not lf:
+        return []
+    return [
+        (
+            "replicated",
+            "partition-leader failover, kill -9 -> first acks=all ack (median s; trials)",
+            f"{_num(lf.get('median_s'), '.2f')}; "
+            + ", ".join(_num(t, ".2f") for t in lf.get("trials_s", [])),
+        )
+    ]
+
+
+def _controller_failover_rows(s: dict[str, Any]) -> list[Row]:
+    cf = s.get("controller_failover", {})
+    if "write_median_s" not in cf:
+        return []
+    return [
+        (
+            "controller_failover",
+            "kill -9 of the active controller -> new Raft leader seen / "
+            "next committed write (median s; max write s; failed trials)",
+            f"{_num(cf.get('new_leader_median_s'), '.2f')} / "
+            f"{_num(cf['write_median_s'], '.2f')}; {_num(cf.get('write_max_s'), '.2f')}; "
+            f"{cf.get('failed_trials')}",
+        )
+    ]
+
+
+def _restart_row(p: dict[str, Any], prefix: str, label: str) -> Row:
+    error = p.get(prefix + "_error")
+    return (
+        "partitions",
+        f"broker restart after a {label}: from its start to its logs "
+        "loaded / to the cluster ready again (s)",
+        f"{_num(p.get(prefix + '_logs_loaded_s'), '.1f')} / "
+        f"{_num(p.get(prefix + '_ready_s'), '.1f')}" + (f" ({error})" if error else ""),
+    )
+
+
+def _partitions_rows(s: dict[str, Any]) -> list[Row]:
+    p = s.get("partitions", {})
+    if "partitions" not in p:
+        return []
+    rss = p.get("rss_mib_after", {})
+    return [
+        (
+            "partitions",
+            f"{p['partitions']:,} partitions RF 3: acknowledged / visible on "
+            "every broker / logs created everywhere (s)",
+            f"{_num(p.get('ack_s'), '.1f')} / {_num(p.get('visible_on_all_brokers_s'), '.1f')}"
+            f" / {_num(p.get('logs_settled_on_all_brokers_s'), '.1f')}",
+        ),
+        _restart_row(p, "restart", "clean shutdown"),
+        _restart_row(p, "restart_after_kill", "kill -9"),
+        ("partitions", "RSS of the restarted broker (MiB)", _num(p.get("rss_mib_after_restart"))),
+        (
+            "partitions",
+            "RSS per process after creation (MiB, by node id)",
+            ", ".join(f"{k}: {_num(v)}" for k, v in rss.items()),
+        ),
+    ]
+
+
+def _native_peers_rows(s: dict[str, Any]) -> list[Row]:
+    native = s.get("native_peers", {})
+    if "kraftlog" not in native or "nats" not in native:
+        return []
+    from bench.native_peers import ratios as native_ratios
+
+    return [
+        (
+            "native_peers",
+            f"{label}: kraftlog (librdkafka) / NATS (nats.go); ratio, > 1 favours kraftlog",
+            f"{kraftlog} / {nats}; {ratio:.2f}",
+        )
+        for label, kraftlog, nats, ratio in native_ratios(native)
+    ]
+
+
+def _status_rows(s: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for name, sec in s.items():
+        if "skipped" in sec:
+            rows.append((name, "skipped", sec["skipped"]))
+        elif "error" in sec:
+            rows.append((name, "FAILED", sec["error"]))
+        elif "output_tail" in sec:
+            rows.append((name, "ran (output in the JSON result)", f"{_num(sec.get('seconds'))} s"))
+    return rows
+
+
+_ROW_BUILDERS = (
+    _anchor_rows,
+    _storage_rows,
+    _throughput_rows,
+    _latency_rows,
+    _leader_failover_rows,
+    _controller_failover_rows,
+    _partitions_rows,
+    _native_peers_rows,
+    _status_rows,
+)
+"""The table's row builders, in the order their rows appear."""
+
+
+def _ratio_lines(ratios: dict[str, float]) -> list[str]:
+    if not ratios:
+        return []
+    return [
+        "",
+        "kraftlog / NATS JetStream, same run (records/s: higher favours kraftlog; "
+        "latency: lower favours kraftlog):",
+        "",
+        "| ratio | value |",
+        "|---|---|",
+        *(f"| {k} | {v:.2f} |" for k, v in ratios.items()),
+    ]
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -62,137 +273,12 @@ def markdown(doc: dict[str, Any]) -> str:
         "| section | figure | value | load |",
         "|---|---|---|---|",
     ]
-
-    def add(section: str, label: str, value: str) -> None:
-        if section not in s:
-            return  # not run this time (--only / --skip)
-        lines.append(f"| {section} | {label} | {value} | {_load(s.get(section))} |")
-
-    a = s.get("anchors", {})
-    add("anchors", "disk sequential write (MB/s)", _num(a.get("disk_seq_write_mb_s")))
-    add("anchors", "fdatasync per second (4 KiB appends)", _num(a.get("fsync_per_s")))
-    add("anchors", "loopback TCP, one connection (MB/s)", _num(a.get("loopback_tcp_mb_s")))
-    add(
-        "anchors",
-        "Python loop (million additions/s; the host's CPU speed now)",
-        _num(a.get("python_loop_m_per_s"), ".1f"),
-    )
-    add(
-        "anchors",
-        "process wake-up: one-byte ping-pong between two processes (p50 / p99 us)",
-        f"{_num(a.get('ping_pong_p50_us'), '.0f')} / {_num(a.get('ping_pong_p99_us'), '.0f')}",
-    )
-    st = s.get("storage", {})
-    add(
-        "storage",
-        "Log.append, 1 MiB batches (MB/s; raw os.write)",
-        f"{_num(st.get('append_1mib_batches_mb_s'))} ({_num(st.get('append_raw_write_mb_s'))})",
-    )
-    add(
-        "storage",
-        "sendfile read (MB/s; CPU s/GB)",
-        f"{_num(st.get('sendfile_read_mb_s'))} ({_num(st.get('sendfile_cpu_s_per_gb'), '.2f')})",
-    )
-    for name, title in (
-        ("single_broker", "1 broker RF 1"),
-        ("replicated", "3 brokers RF 3"),
-        ("nats", "NATS JetStream R3"),
-    ):
-        sec = s.get(name, {})
-        for key in WORKLOADS:
-            r = sec.get(key)
-            if r:
-                add(
-                    name,
-                    f"{title}: {key.replace('_', ' ')} B (records/s; MB/s)",
-                    f"{_num(r['records_per_s'])} ({_num(r['mb_per_s'], '.1f')})",
-                )
-    for name, title in (("replicated", "kraftlog RF 3"), ("nats", "NATS R3")):
-        for rate, r in (s.get(name, {}).get("e2e_latency") or {}).items():
-            host = ""
-            if "python_loop_m_per_s" in r:
-                host = (
-                    f"; host {_num(r['python_loop_m_per_s'], '.1f')} M loop/s, "
-                    f"ping-pong {_num(r.get('ping_pong_p50_us'), '.0f')} us"
-                )
-            add(
-                name,
-                f"{title}: end-to-end at {int(rate):,} rec/s offered "
-                f"(p50 / p99 / p99.9 ms; received/s; host speed just before)",
-                f"{_num(r['p50_ms'], '.2f')} / {_num(r['p99_ms'], '.2f')} / "
-                f"{_num(r['p999_ms'], '.2f')}; {_num(r['received_per_s'])}{host}",
-            )
-    lf = _get(doc, "replicated", "leader_failover") or {}
-    if lf:
-        add(
-            "replicated",
-            "partition-leader failover, kill -9 -> first acks=all ack (median s; trials)",
-            f"{_num(lf.get('median_s'), '.2f')}; "
-            + ", ".join(_num(t, ".2f") for t in lf.get("trials_s", [])),
-        )
-    cf = s.get("controller_failover", {})
-    if "write_median_s" in cf:
-        add(
-            "controller_failover",
-            "kill -9 of the active controller -> new Raft leader seen / "
-            "next committed write (median s; max write s; failed trials)",
-            f"{_num(cf.get('new_leader_median_s'), '.2f')} / "
-            f"{_num(cf['write_median_s'], '.2f')}; {_num(cf.get('write_max_s'), '.2f')}; "
-            f"{cf.get('failed_trials')}",
-        )
-    p = s.get("partitions", {})
-    if "partitions" in p:
-        add(
-            "partitions",
-            f"{p['partitions']:,} partitions RF 3: acknowledged / visible on "
-            "every broker / logs created everywhere (s)",
-            f"{_num(p.get('ack_s'), '.1f')} / {_num(p.get('visible_on_all_brokers_s'), '.1f')}"
-            f" / {_num(p.get('logs_settled_on_all_brokers_s'), '.1f')}",
-        )
-        for prefix, label in (("restart", "clean shutdown"), ("restart_after_kill", "kill -9")):
-            add(
-                "partitions",
-                f"broker restart after a {label}: from its start to its logs "
-                "loaded / to the cluster ready again (s)",
-                f"{_num(p.get(prefix + '_logs_loaded_s'), '.1f')} / "
-                f"{_num(p.get(prefix + '_ready_s'), '.1f')}"
-                + (f" ({p[prefix + '_error']})" if p.get(prefix + "_error") else ""),
-            )
-        add("partitions", "RSS of the restarted broker (MiB)", _num(p.get("rss_mib_after_restart")))
-        rss = p.get("rss_mib_after", {})
-        add(
-            "partitions",
-            "RSS per process after creation (MiB, by node id)",
-            ", ".join(f"{k}: {_num(v)}" for k, v in rss.items()),
-        )
-    native = s.get("native_peers", {})
-    if "kraftlog" in native and "nats" in native:
-        from bench.native_peers import ratios as native_ratios
-
-        for label, kraftlog, nats, ratio in native_ratios(native):
-            add(
-                "native_peers",
-                f"{label}: kraftlog (librdkafka) / NATS (nats.go); ratio, > 1 favours kraftlog",
-                f"{kraftlog} / {nats}; {ratio:.2f}",
-            )
-    for name, sec in s.items():
-        if "skipped" in sec:
-            add(name, "skipped", sec["skipped"])
-        elif "error" in sec:
-            add(name, "FAILED", sec["error"])
-        elif "output_tail" in sec:
-            add(name, "ran (output in the JSON result)", f"{_num(sec.get('seconds'))} s")
-    ratios = doc.get("ratios_kraftlog_over_nats", {})
-    if ratios:
-        lines += [
-            "",
-            "kraftlog / NATS JetStream, same run (records/s: higher favours kraftlog; "
-            "latency: lower favours kraftlog):",
-            "",
-            "| ratio | value |",
-            "|---|---|",
-        ]
-        lines += [f"| {k} | {v:.2f} |" for k, v in ratios.items()]
+    for build in _ROW_BUILDERS:
+        for section, label, value in build(s):
+            # A section missing from the result was not run this time (--only / --skip).
+            if section in s:
+                lines.append(f"| {section} | {label} | {value} | {_load(s.get(section))} |")
+    lines += _ratio_lines(doc.get("ratios_kraftlog_over_nats", {}))
     return "\n".join(lines)
 
 

@@ -373,16 +373,124 @@ def _create_topics(config: RunConfig, bootstrap: str) -> None:
         admin.close()
 
 
-def _run_against(
+@dataclass
+class _Workload:
+    """The threads of one run and the events that stop them. Producers stop first (they
+    flush what they hold), then the consumers and the leader observer."""
+
+    history: HistoryWriter
+    stats: OpStats
+    stop_producers: threading.Event
+    stop_consumers: threading.Event
+    producers: list[threading.Thread]
+    consumers: list[threading.Thread]
+    observer: LeaderObserver
+    txn: TxnWorkload | None
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        return [*self.producers, *self.consumers, self.observer]
+
+    @property
+    def transactional_ids(self) -> tuple[str, ...]:
+        return tuple(self.txn.transactional_ids if self.txn else ())
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def stop(self, join_scale: float) -> None:
+        """Set both stop events and wait for the threads; ``join_scale`` 0 does not wait."""
+        self.stop_producers.set()
+        for p in self.producers:
+            if p.is_alive():
+                p.join(PRODUCER_JOIN_TIMEOUT_S * join_scale)
+        self.stop_consumers.set()
+        for c in [*self.consumers, self.observer]:
+            if c.is_alive():
+                c.join(CONSUMER_JOIN_TIMEOUT_S * join_scale)
+
+    def worker_errors(self) -> list[str]:
+        """One line for each thread that died of an exception."""
+        return [
+            f"{t.name}: {type(t.error).__name__}: {t.error}"
+            for t in self.threads
+            if getattr(t, "error", None) is not None
+        ]
+
+
+def _queue_producers(
     config: RunConfig,
+    run_id: str,
     bootstrap: str,
-    controllers: str | None,
-    cluster: ChaosCluster | None,
-    schedule: list[ScheduledFault],
+    history: HistoryWriter,
+    stats: OpStats,
+    stop: threading.Event,
+) -> list[threading.Thread]:
+    return [
+        ProducerWorker(
+            ProducerSpec(f"producer-{kind}-{i}", kind, config.rate_per_producer),
+            run_id=run_id,
+            bootstrap=bootstrap,
+            topic=config.topic,
+            partitions=config.partitions,
+            history=history,
+            stats=stats,
+            stop=stop,
+        )
+        for kind, count in config.producers.items()
+        for i in range(count)
+    ]
+
+
+def _queue_consumers(
+    config: RunConfig,
+    run_id: str,
+    bootstrap: str,
+    history: HistoryWriter,
+    stats: OpStats,
+    stop: threading.Event,
     log: _Log,
-) -> RunOutcome:
-    _create_topics(config, bootstrap)
-    log(f"topics {config.topics}: {config.partitions} partitions, RF {config.replication_factor}")
+) -> list[threading.Thread]:
+    """The assign consumers, then the group consumers when this client build has groups."""
+    consumers: list[threading.Thread] = [
+        AssignConsumerWorker(
+            f"consumer-{i}",
+            bootstrap=bootstrap,
+            topic=config.topic,
+            partitions=config.partitions,
+            history=history,
+            stats=stats,
+            stop=stop,
+        )
+        for i in range(config.assign_consumers)
+    ]
+    if not config.group_consumers:
+        return consumers
+    groups_ok, why_not = groups_supported(bootstrap)
+    if not groups_ok:
+        log.say(f"group consumers skipped: {why_not}")
+        return consumers
+    consumers += [
+        GroupConsumerWorker(
+            f"group-consumer-{i}",
+            group=f"chaos-{run_id}",
+            bootstrap=bootstrap,
+            topic=config.topic,
+            history=history,
+            stats=stats,
+            stop=stop,
+        )
+        for i in range(config.group_consumers)
+    ]
+    return consumers
+
+
+def _build_workload(
+    config: RunConfig, bootstrap: str, controllers: str | None, log: _Log
+) -> _Workload:
+    """The run's threads, not started: the queue workload, the transactional one, or both,
+    and the leader observer."""
     run_id = f"r{config.seed}"
     stats = OpStats()
     history = HistoryWriter(config.artifacts / "history.jsonl")
@@ -390,51 +498,11 @@ def _run_against(
     stop_consumers = threading.Event()
     producers: list[threading.Thread] = []
     consumers: list[threading.Thread] = []
-    for kind, count in config.producers.items() if config.runs_queue else ():
-        for i in range(count):
-            spec = ProducerSpec(f"producer-{kind}-{i}", kind, config.rate_per_producer)
-            producers.append(
-                ProducerWorker(
-                    spec,
-                    run_id=run_id,
-                    bootstrap=bootstrap,
-                    topic=config.topic,
-                    partitions=config.partitions,
-                    history=history,
-                    stats=stats,
-                    stop=stop_producers,
-                )
-            )
-    for i in range(config.assign_consumers if config.runs_queue else 0):
-        consumers.append(
-            AssignConsumerWorker(
-                f"consumer-{i}",
-                bootstrap=bootstrap,
-                topic=config.topic,
-                partitions=config.partitions,
-                history=history,
-                stats=stats,
-                stop=stop_consumers,
-            )
+    if config.runs_queue:
+        producers += _queue_producers(config, run_id, bootstrap, history, stats, stop_producers)
+        consumers += _queue_consumers(
+            config, run_id, bootstrap, history, stats, stop_consumers, log
         )
-    groups_ok, why_not = groups_supported(bootstrap)
-    if not config.runs_queue:
-        pass
-    elif config.group_consumers and not groups_ok:
-        log.say(f"group consumers skipped: {why_not}")
-    elif config.group_consumers:
-        for i in range(config.group_consumers):
-            consumers.append(
-                GroupConsumerWorker(
-                    f"group-consumer-{i}",
-                    group=f"chaos-{run_id}",
-                    bootstrap=bootstrap,
-                    topic=config.topic,
-                    history=history,
-                    stats=stats,
-                    stop=stop_consumers,
-                )
-            )
     txn_workload: TxnWorkload | None = None
     if config.runs_transactions:
         txn_workload = build_txn_workload(
@@ -459,77 +527,40 @@ def _run_against(
         history=history,
         stop=stop_consumers,
     )
-    threads: list[threading.Thread] = [*producers, *consumers, observer]
-    progress = ProgressBar(log.stream, config.time_limit_s, config.progress or log.stream.isatty())
-    t0 = time.monotonic()
-    faults_done: list[dict[str, Any]] = []
-    # On an interrupt the workload threads (daemons) are not waited for: cleanup comes first.
-    join_scale = 0.0
-    try:
-        for t in threads:
-            t.start()
-        if cluster is not None:
-            ctx = NemesisContext(
-                cluster=cluster,
-                topic=config.topics[0],
-                rng=random.Random(config.seed ^ 0x5EED),
-                session_timeout_ms=config.session_timeout_ms,
-                log=log,
-                topics=tuple(config.topics),
-                transactional_ids=tuple(txn_workload.transactional_ids if txn_workload else ()),
-            )
-            faults_end = t0 + config.time_limit_s - config.timings.recovery_s
-            faults_done = _play_schedule(
-                ctx, schedule, history, stats, progress, t0, faults_end, log
-            )
-            _heal_all(cluster, log)
-            history.nemesis_heal(HEAL_ALL, [])
-        # The recovery window follows the last heal even when faults overran the schedule.
-        recovery_end = max(t0 + config.time_limit_s, time.monotonic() + config.timings.recovery_s)
-        _wait_until(recovery_end, stats, progress, t0, "recovery")
-        join_scale = 1.0
-    finally:
-        progress.finish()
-        stop_producers.set()
-        for p in producers:
-            if p.is_alive():
-                p.join(PRODUCER_JOIN_TIMEOUT_S * join_scale)
-        stop_consumers.set()
-        for c in [*consumers, observer]:
-            if c.is_alive():
-                c.join(CONSUMER_JOIN_TIMEOUT_S * join_scale)
+    return _Workload(
+        history,
+        stats,
+        stop_producers,
+        stop_consumers,
+        producers,
+        consumers,
+        observer,
+        txn_workload,
+    )
+
+
+def _run_against(
+    config: RunConfig,
+    bootstrap: str,
+    controllers: str | None,
+    cluster: ChaosCluster | None,
+    schedule: list[ScheduledFault],
+    log: _Log,
+) -> RunOutcome:
+    _create_topics(config, bootstrap)
+    log(f"topics {config.topics}: {config.partitions} partitions, RF {config.replication_factor}")
+    workload = _build_workload(config, bootstrap, controllers, log)
+    faults_done = _drive(config, cluster, schedule, workload, log)
     log.say("workload stopped; final read")
-    hws: dict[str, dict[int, int]] = {}
-    if config.runs_queue:
-        hws[config.topic] = final_read(
-            bootstrap=bootstrap,
-            topic=config.topic,
-            partitions=config.partitions,
-            history=history,
-            timeout_s=FINAL_READ_TIMEOUT_S,
-        )
-    if txn_workload is not None:
-        hws.update(
-            txn_final_reads(
-                txn_workload,
-                bootstrap=bootstrap,
-                partitions=config.partitions,
-                history=history,
-                timeout_s=FINAL_READ_TIMEOUT_S,
-            )
-        )
+    hws = _final_reads(config, bootstrap, workload)
     replicas = _collect_replicas(config, bootstrap, cluster) if cluster else None
-    history.close()
+    workload.history.close()
     if cluster is not None:
         cluster.stop_nodes()  # files stable for the byte comparison (tmpfs still mounted)
-    dead = [
-        f"{t.name}: {type(t.error).__name__}: {t.error}"
-        for t in threads
-        if getattr(t, "error", None) is not None
-    ]
+    dead = workload.worker_errors()
     summary: dict[str, Any] = {
         "seed": config.seed,
-        "counts": stats.snapshot(),
+        "counts": workload.stats.snapshot(),
         "faults": faults_done,
         "final_read_high_watermarks": hws,
         "worker_errors": dead,
@@ -541,6 +572,88 @@ def _run_against(
         code = max(code, EXIT_ERROR) if code == EXIT_OK else code
     _write_json(config.artifacts / "run-summary.json", summary)
     return RunOutcome(code, summary)
+
+
+def _drive(
+    config: RunConfig,
+    cluster: ChaosCluster | None,
+    schedule: list[ScheduledFault],
+    workload: _Workload,
+    log: _Log,
+) -> list[dict[str, Any]]:
+    """Run the workload for the time limit, faults first (with a cluster to inject them
+    into), then the recovery window; stop it; return the faults carried out."""
+    progress = ProgressBar(log.stream, config.time_limit_s, config.progress or log.stream.isatty())
+    t0 = time.monotonic()
+    faults_done: list[dict[str, Any]] = []
+    # On an interrupt the workload threads (daemons) are not waited for: cleanup comes first.
+    join_scale = 0.0
+    try:
+        workload.start()
+        if cluster is not None:
+            faults_done = _play_faults(config, cluster, schedule, workload, progress, t0, log)
+        # The recovery window follows the last heal even when faults overran the schedule.
+        recovery_end = max(t0 + config.time_limit_s, time.monotonic() + config.timings.recovery_s)
+        _wait_until(recovery_end, workload.stats, progress, t0, "recovery")
+        join_scale = 1.0
+    finally:
+        progress.finish()
+        workload.stop(join_scale)
+    return faults_done
+
+
+def _play_faults(
+    config: RunConfig,
+    cluster: ChaosCluster,
+    schedule: list[ScheduledFault],
+    workload: _Workload,
+    progress: ProgressBar,
+    t0: float,
+    log: _Log,
+) -> list[dict[str, Any]]:
+    """Play the schedule inside the fault window, then heal everything."""
+    ctx = NemesisContext(
+        cluster=cluster,
+        topic=config.topics[0],
+        rng=random.Random(config.seed ^ 0x5EED),
+        session_timeout_ms=config.session_timeout_ms,
+        log=log,
+        topics=tuple(config.topics),
+        transactional_ids=workload.transactional_ids,
+    )
+    faults_end = t0 + config.time_limit_s - config.timings.recovery_s
+    done = _play_schedule(
+        ctx, schedule, workload.history, workload.stats, progress, t0, faults_end, log
+    )
+    _heal_all(cluster, log)
+    workload.history.nemesis_heal(HEAL_ALL, [])
+    return done
+
+
+def _final_reads(
+    config: RunConfig, bootstrap: str, workload: _Workload
+) -> dict[str, dict[int, int]]:
+    """Read every partition of every topic to its high watermark; the high watermarks."""
+    hws: dict[str, dict[int, int]] = {}
+    if config.runs_queue:
+        hws[config.topic] = final_read(
+            bootstrap=bootstrap,
+            topic=config.topic,
+            partitions=config.partitions,
+            history=workload.history,
+            timeout_s=FINAL_READ_TIMEOUT_S,
+        )
+    if workload.txn is not None:
+        hws.update(
+            txn_final_reads(
+                workload.txn,
+                bootstrap=bootstrap,
+                partitions=config.partitions,
+                history=workload.history,
+                timeout_s=FINAL_READ_TIMEOUT_S,
+            )
+        )
+    return hws
 
 
 def _play_schedule(

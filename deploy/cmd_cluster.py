@@ -242,29 +242,7 @@ def _restart_node(args: argparse.Namespace) -> int:
 
 def _up(args: argparse.Namespace) -> int:
     try:
-        overrides = parse_overrides(args.override)
-        if ClusterLayout.exists(args.dir):
-            cluster = LocalCluster.open(args.dir)
-            if overrides:
-                print("note: --override applies to new clusters only; ignored", file=sys.stderr)
-            if args.security != cluster.layout.security:
-                print(
-                    f"note: this cluster was made with --security {cluster.layout.security}; "
-                    f"--security {args.security} applies to new clusters only",
-                    file=sys.stderr,
-                )
-            already = cluster.running_ids()
-            if len(already) == len(cluster.node_ids):
-                print(f"The cluster in {args.dir} is already running.", file=sys.stderr)
-        else:
-            cluster = LocalCluster.create(
-                args.dir,
-                controllers=args.controllers,
-                brokers=args.brokers,
-                overrides=overrides,
-                security=SecurityMode(args.security),
-            )
-            already = []
+        cluster, already = _open_or_create(args)
     except (ClusterError, ClusterLayoutError, ConfigError, MetaPropertiesError, ValueError) as e:
         return fail(str(e))
     except OSError as e:
@@ -283,39 +261,75 @@ def _up(args: argparse.Namespace) -> int:
     if client_files:
         doc["security"] = cluster.layout.security
         doc["client_settings"] = {name: str(path) for name, path in client_files.items()}
-    monitoring = None
-    if args.monitoring:
-        ports = {}
-        for node_id in cluster.node_ids:
-            endpoint = cluster.metrics_endpoint(node_id)
-            if endpoint is not None:
-                ports[node_id] = endpoint[1]
-        monitoring = write_monitoring_files(cluster.layout, ports)
+    monitoring = _write_monitoring(cluster) if args.monitoring else None
+    if monitoring is not None:
         doc["monitoring"] = str(monitoring)
     if args.json:
         print_json(doc)
     else:
-        print(
-            f"Cluster {cluster.cluster_id} is up in {cluster.directory}: "
-            f"{len(cluster.controller_ids)} controllers, {len(cluster.broker_ids)} brokers."
-        )
-        print(f"Bootstrap servers:     {','.join(cluster.bootstrap_servers())}")
-        print(f"Bootstrap controllers: {','.join(cluster.bootstrap_controllers())}")
-        metrics = [u for u in (cluster.metrics_url(i) for i in cluster.node_ids) if u]
-        if metrics:
-            print(f"Metrics:               {' '.join(metrics)}")
-        if client_files:
-            _print_client_settings(cluster, client_files)
-        if monitoring is not None:
-            print(f"Monitoring files:      {monitoring}")
-            print(f"  prometheus --config.file={monitoring / 'prometheus.yml'}")
-            print(
-                f"  GF_PATHS_PROVISIONING={monitoring / 'grafana' / 'provisioning'} grafana-server"
-            )
+        _print_up(cluster, client_files, monitoring)
     sys.stdout.flush()
     if args.detach:
         return 0
     return _supervise(cluster)
+
+
+def _open_or_create(args: argparse.Namespace) -> tuple[LocalCluster, list[int]]:
+    """The cluster in ``args.dir``, created from the arguments when there is none, and the
+    ids of its nodes already running."""
+    overrides = parse_overrides(args.override)
+    if not ClusterLayout.exists(args.dir):
+        cluster = LocalCluster.create(
+            args.dir,
+            controllers=args.controllers,
+            brokers=args.brokers,
+            overrides=overrides,
+            security=SecurityMode(args.security),
+        )
+        return cluster, []
+    cluster = LocalCluster.open(args.dir)
+    if overrides:
+        print("note: --override applies to new clusters only; ignored", file=sys.stderr)
+    if args.security != cluster.layout.security:
+        print(
+            f"note: this cluster was made with --security {cluster.layout.security}; "
+            f"--security {args.security} applies to new clusters only",
+            file=sys.stderr,
+        )
+    already = cluster.running_ids()
+    if len(already) == len(cluster.node_ids):
+        print(f"The cluster in {args.dir} is already running.", file=sys.stderr)
+    return cluster, already
+
+
+def _write_monitoring(cluster: LocalCluster) -> Path:
+    """Write the scrape config and Grafana provisioning for the nodes' metrics ports."""
+    ports: dict[int, int] = {}
+    for node_id in cluster.node_ids:
+        endpoint = cluster.metrics_endpoint(node_id)
+        if endpoint is not None:
+            ports[node_id] = endpoint[1]
+    return write_monitoring_files(cluster.layout, ports)
+
+
+def _print_up(
+    cluster: LocalCluster, client_files: dict[str, Path], monitoring: Path | None
+) -> None:
+    print(
+        f"Cluster {cluster.cluster_id} is up in {cluster.directory}: "
+        f"{len(cluster.controller_ids)} controllers, {len(cluster.broker_ids)} brokers."
+    )
+    print(f"Bootstrap servers:     {','.join(cluster.bootstrap_servers())}")
+    print(f"Bootstrap controllers: {','.join(cluster.bootstrap_controllers())}")
+    metrics = [u for u in (cluster.metrics_url(i) for i in cluster.node_ids) if u]
+    if metrics:
+        print(f"Metrics:               {' '.join(metrics)}")
+    if client_files:
+        _print_client_settings(cluster, client_files)
+    if monitoring is not None:
+        print(f"Monitoring files:      {monitoring}")
+        print(f"  prometheus --config.file={monitoring / 'prometheus.yml'}")
+        print(f"  GF_PATHS_PROVISIONING={monitoring / 'grafana' / 'provisioning'} grafana-server")
 
 
 def _supervise(cluster: LocalCluster) -> int:

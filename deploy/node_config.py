@@ -214,6 +214,38 @@ def _reject_unknown_keys(props: Mapping[str, str], source: str) -> None:
 
 
 def _build(props: dict[str, str], source: str) -> NodeSettings:
+    """Validate in a fixed order (node, controller, log, listeners, quorum, Raft), so a file
+    with several mistakes always reports the same one first. Fills in ``metadata.log.dir``
+    in ``props`` when it is missing, as Kafka does."""
+    node = _node_config(props)
+    controller_cfg = from_props(ControllerConfig, props)
+    controller_names = {n.upper() for n in controller_cfg.controller_listener_names}
+    if not controller_names:
+        raise ConfigError("controller.listener.names: must name at least one listener")
+    log_cfg = _log_config(props)
+    listeners = parse_listeners(node.listeners, key="listeners")
+    controller_listener = _controller_listener(node, listeners, controller_names)
+    data_listeners = tuple(lis for lis in listeners if lis.name not in controller_names)
+    if node.is_broker and not data_listeners:
+        raise ConfigError("listeners: a broker needs a non-controller listener (PLAINTEXT://...)")
+    advertised = _advertised_listeners(node, data_listeners, controller_names)
+    bootstrap = _bootstrap_controllers(node, controller_listener)
+    raft_cfg = _raft_config(node, props, controller_listener)
+    return NodeSettings(
+        source=source,
+        props=props,
+        node=node,
+        listeners=listeners,
+        advertised_listeners=advertised,
+        controller_listener=controller_listener,
+        bootstrap_controllers=bootstrap,
+        log=log_cfg,
+        raft=raft_cfg,
+        controller=controller_cfg,
+    )
+
+
+def _node_config(props: Mapping[str, str]) -> NodeConfig:
     node = from_props(NodeConfig, props)
     if not node.process_roles:
         raise ConfigError("process.roles: required (broker, controller or broker,controller)")
@@ -221,22 +253,23 @@ def _build(props: dict[str, str], source: str) -> NodeSettings:
         raise ConfigError(f"process.roles: duplicate role in {','.join(node.process_roles)}")
     if node.node_id < 0:
         raise ConfigError("node.id: required (a non-negative integer)")
-    controller_cfg = from_props(ControllerConfig, props)
-    controller_names = {n.upper() for n in controller_cfg.controller_listener_names}
-    if not controller_names:
-        raise ConfigError("controller.listener.names: must name at least one listener")
+    return node
 
+
+def _log_config(props: dict[str, str]) -> LogConfig:
     log_cfg = from_props(LogConfig, props)
     if not log_cfg.log_dirs:
         raise ConfigError("log.dirs: must name at least one directory")
     if "metadata.log.dir" not in props or not props["metadata.log.dir"].strip():
         props["metadata.log.dir"] = log_cfg.log_dirs[0]  # Kafka's default
+    return log_cfg
 
-    listeners = parse_listeners(node.listeners, key="listeners")
-    controller_listener = _controller_listener(node, listeners, controller_names)
-    data_listeners = tuple(lis for lis in listeners if lis.name not in controller_names)
-    if node.is_broker and not data_listeners:
-        raise ConfigError("listeners: a broker needs a non-controller listener (PLAINTEXT://...)")
+
+def _advertised_listeners(
+    node: NodeConfig, data_listeners: tuple[Listener, ...], controller_names: set[str]
+) -> tuple[Listener, ...]:
+    """advertised.listeners, or the data listeners when it is not set. Each must be
+    dialable and not a controller listener; a broker advertises every data listener."""
     if node.advertised_listeners is None:
         advertised = data_listeners
     else:
@@ -253,7 +286,14 @@ def _build(props: dict[str, str], source: str) -> NodeSettings:
         for lis in data_listeners:
             if lis.name not in advertised_names:
                 raise ConfigError(f"advertised.listeners: no entry for listener {lis.name}")
+    return advertised
 
+
+def _bootstrap_controllers(
+    node: NodeConfig, controller_listener: Listener | None
+) -> tuple[str, ...]:
+    """controller.quorum.bootstrap.servers; a controller without it dials its own
+    CONTROLLER listener, a broker must have it."""
     bootstrap = parse_server_list(
         node.quorum_bootstrap_servers, key="controller.quorum.bootstrap.servers"
     )
@@ -264,35 +304,31 @@ def _build(props: dict[str, str], source: str) -> NodeSettings:
             "controller.quorum.bootstrap.servers: required on a broker (host:port of the "
             "controllers' CONTROLLER listeners)"
         )
+    return bootstrap
 
-    raft_cfg: RaftConfig | None = None
-    if node.is_controller:
-        raft_cfg = from_props(RaftConfig, props)
-        if raft_cfg.node_id != node.node_id:  # pragma: no cover - both read node.id
-            raise ConfigError("node.id: read differently by raft and deploy")
-        raft_cfg.validate_for_controller()
-        host, _, port = raft_cfg.own_address.rpartition(":")
-        if (
-            controller_listener is not None
-            and int(port) == controller_listener.port
-            and host in (controller_listener.host, "")
-        ):
-            raise ConfigError(
-                "controller.quorum.voters: the Raft port of this node equals its "
-                "CONTROLLER listener port; they need two different ports"
-            )
-    return NodeSettings(
-        source=source,
-        props=props,
-        node=node,
-        listeners=listeners,
-        advertised_listeners=advertised,
-        controller_listener=controller_listener,
-        bootstrap_controllers=bootstrap,
-        log=log_cfg,
-        raft=raft_cfg,
-        controller=controller_cfg,
-    )
+
+def _raft_config(
+    node: NodeConfig, props: Mapping[str, str], controller_listener: Listener | None
+) -> RaftConfig | None:
+    """The Raft settings of a controller (None on a broker-only node); its Raft port must
+    differ from its CONTROLLER listener port."""
+    if not node.is_controller:
+        return None
+    raft_cfg = from_props(RaftConfig, props)
+    if raft_cfg.node_id != node.node_id:  # pragma: no cover - both read node.id
+        raise ConfigError("node.id: read differently by raft and deploy")
+    raft_cfg.validate_for_controller()
+    host, _, port = raft_cfg.own_address.rpartition(":")
+    if (
+        controller_listener is not None
+        and int(port) == controller_listener.port
+        and host in (controller_listener.host, "")
+    ):
+        raise ConfigError(
+            "controller.quorum.voters: the Raft port of this node equals its "
+            "CONTROLLER listener port; they need two different ports"
+        )
+    return raft_cfg
 
 
 def _controller_listener(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
@@ -36,78 +36,128 @@ def list_offsets(
     """Resolve each partition's timestamp to an offset (with ``isolation_level`` 1, "latest"
     is the last stable offset, not the high watermark); raises :class:`KafkaError` for a
     non-retriable partition error and :class:`KafkaTimeoutError` at the deadline."""
-    deadline = time.monotonic() + timeout_ms / 1000.0
-    pending = dict(timestamps)
-    out: dict[TopicPartition, OffsetAndTimestamp] = {}
-    metadata = client.metadata
-    last_error: Exception | None = None
-    while pending:
-        remaining_ms = (deadline - time.monotonic()) * 1000.0
+    lookup = _OffsetLookup(client, timestamps, timeout_ms, retry_backoff_ms, isolation_level)
+    while lookup.pending:
+        remaining_ms = lookup.remaining_ms()
         if remaining_ms <= 0:
-            raise KafkaTimeoutError(
-                f"ListOffsets for {len(pending)} partition(s) did not finish in {timeout_ms} ms"
-                + (f" (last error {last_error})" if last_error else "")
-            )
-        missing = {tp.topic for tp in pending if metadata.leader_for(tp) is None}
-        if missing:
-            metadata.add_interest(missing)
-            try:
-                client.fetch_metadata(sorted(metadata.interest), remaining_ms)
-            except KafkaError as e:
-                last_error = e
-            if any(metadata.leader_for(tp) is None for tp in pending):
-                time.sleep(min(retry_backoff_ms / 1000.0, max(0.0, remaining_ms / 1000.0)))
-                last_error = last_error or KafkaError(ErrorCode.LEADER_NOT_AVAILABLE)
-                continue
-        by_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
-        for tp, ts in pending.items():
-            leader = metadata.leader_for(tp)
+            raise lookup.timeout_error()
+        if not lookup.leaders_known(remaining_ms):
+            continue
+        retry = False
+        for leader, topics in lookup.by_leader().items():
+            retry |= lookup.ask(leader, topics)
+        if retry and lookup.pending:
+            lookup.refresh_leaders()
+    return lookup.out
+
+
+class _OffsetLookup:
+    """The state of one :func:`list_offsets` call: the partitions still to resolve, the
+    answers so far and the last retriable error (named in the timeout error). Every
+    partition is in exactly one of ``pending`` and ``out``. Used by one thread, once."""
+
+    def __init__(
+        self,
+        client: NetworkClient,
+        timestamps: Mapping[TopicPartition, int],
+        timeout_ms: float,
+        retry_backoff_ms: int,
+        isolation_level: int,
+    ) -> None:
+        self.client = client
+        self.metadata = client.metadata
+        self.timeout_ms = timeout_ms
+        self.deadline = time.monotonic() + timeout_ms / 1000.0
+        self.retry_backoff_ms = retry_backoff_ms
+        self.isolation_level = isolation_level
+        self.pending = dict(timestamps)
+        self.out: dict[TopicPartition, OffsetAndTimestamp] = {}
+        self.last_error: Exception | None = None
+
+    def remaining_ms(self) -> float:
+        return (self.deadline - time.monotonic()) * 1000.0
+
+    def timeout_error(self) -> KafkaTimeoutError:
+        return KafkaTimeoutError(
+            f"ListOffsets for {len(self.pending)} partition(s) did not finish in "
+            f"{self.timeout_ms} ms"
+            + (f" (last error {self.last_error})" if self.last_error else "")
+        )
+
+    def leaders_known(self, remaining_ms: float) -> bool:
+        """Whether every pending partition has a leader, after a metadata fetch for the
+        topics without one; when some still have none, backs off before saying so."""
+        missing = {tp.topic for tp in self.pending if self.metadata.leader_for(tp) is None}
+        if not missing:
+            return True
+        self.metadata.add_interest(missing)
+        try:
+            self.client.fetch_metadata(sorted(self.metadata.interest), remaining_ms)
+        except KafkaError as e:
+            self.last_error = e
+        if all(self.metadata.leader_for(tp) is not None for tp in self.pending):
+            return True
+        time.sleep(min(self.retry_backoff_ms / 1000.0, max(0.0, remaining_ms / 1000.0)))
+        self.last_error = self.last_error or KafkaError(ErrorCode.LEADER_NOT_AVAILABLE)
+        return False
+
+    def by_leader(self) -> dict[int, dict[str, list[dict[str, int]]]]:
+        """The pending partitions' request entries, by leader and then topic."""
+        out: dict[int, dict[str, list[dict[str, int]]]] = {}
+        for tp, ts in self.pending.items():
+            leader = self.metadata.leader_for(tp)
             if leader is None:
                 continue
-            by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
+            out.setdefault(leader, {}).setdefault(tp.topic, []).append(
                 {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": ts}
             )
+        return out
+
+    def ask(self, leader: int, topics: dict[str, list[dict[str, int]]]) -> bool:
+        """Send one ListOffsets to ``leader`` and take its answers; whether a retriable error
+        calls for another round."""
+        body = {
+            "replica_id": -1,
+            "isolation_level": self.isolation_level,
+            "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
+        }
+        try:
+            response = self.client.request(
+                leader, ApiKey.LIST_OFFSETS, body, (self.deadline - time.monotonic()) * 1000.0
+            )
+        except KafkaError as e:
+            self.last_error = e
+            if not e.retriable:
+                raise
+            self.metadata.request_update()
+            return True
         retry = False
-        for leader, topics in by_leader.items():
-            body = {
-                "replica_id": -1,
-                "isolation_level": isolation_level,
-                "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
-            }
-            try:
-                response = client.request(
-                    leader, ApiKey.LIST_OFFSETS, body, (deadline - time.monotonic()) * 1000.0
-                )
-            except KafkaError as e:
-                last_error = e
-                if not e.retriable:
-                    raise
-                metadata.request_update()
-                retry = True
-                continue
-            for topic in response.get("topics", []):
-                for part in topic.get("partitions", []):
-                    tp = TopicPartition(topic["name"], part["partition_index"])
-                    code = part.get("error_code", 0)
-                    if code == 0:
-                        out[tp] = OffsetAndTimestamp(
-                            part.get("offset", -1), part.get("timestamp", -1)
-                        )
-                        pending.pop(tp, None)
-                    elif code in REFRESH_ERRORS or KafkaError(code).retriable:
-                        last_error = KafkaError(code, f"{tp.topic}-{tp.partition}")
-                        metadata.request_update()
-                        retry = True
-                    else:
-                        raise KafkaError(code, f"ListOffsets {tp.topic}-{tp.partition}")
-        if retry and pending:
-            # Forget stale leaders so the next round asks the cluster again.
-            try:
-                client.fetch_metadata(
-                    sorted({tp.topic for tp in pending}),
-                    max(1.0, (deadline - time.monotonic()) * 1000.0),
-                )
-            except KafkaError as e:
-                last_error = e
-            time.sleep(min(retry_backoff_ms / 1000.0, max(0.0, deadline - time.monotonic())))
-    return out
+        for topic in response.get("topics", []):
+            for part in topic.get("partitions", []):
+                retry |= self._take(TopicPartition(topic["name"], part["partition_index"]), part)
+        return retry
+
+    def _take(self, tp: TopicPartition, part: dict[str, Any]) -> bool:
+        """Record one partition's answer; whether its error is worth a retry. Raises
+        :class:`KafkaError` for an error that is not."""
+        code = part.get("error_code", 0)
+        if code == 0:
+            self.out[tp] = OffsetAndTimestamp(part.get("offset", -1), part.get("timestamp", -1))
+            self.pending.pop(tp, None)
+            return False
+        if code in REFRESH_ERRORS or KafkaError(code).retriable:
+            self.last_error = KafkaError(code, f"{tp.topic}-{tp.partition}")
+            self.metadata.request_update()
+            return True
+        raise KafkaError(code, f"ListOffsets {tp.topic}-{tp.partition}")
+
+    def refresh_leaders(self) -> None:
+        """Forget stale leaders so the next round asks the cluster again, then back off."""
+        try:
+            self.client.fetch_metadata(
+                sorted({tp.topic for tp in self.pending}),
+                max(1.0, (self.deadline - time.monotonic()) * 1000.0),
+            )
+        except KafkaError as e:
+            self.last_error = e
+        time.sleep(min(self.retry_backoff_ms / 1000.0, max(0.0, self.deadline - time.monotonic())))

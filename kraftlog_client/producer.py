@@ -132,7 +132,12 @@ class Producer:
 
     # -- sending -------------------------------------------------------------------------
 
-    def send(
+    # send() is the per-record path and stays one function. Splitting the part after the
+    # open-batch fast path into helpers (four calls a record, enough for a McCabe complexity
+    # of 15) cost 7% more CPU per keyed send and 17% per send with a partition and a
+    # timestamp (thread CPU time, interleaved A/B against one broker); null-key sends,
+    # which take the fast path, were unchanged.
+    def send(  # noqa: C901 - per-record path kept inline: helpers cost 7-17% CPU a send
         self,
         topic: str,
         value: bytes | None = None,

@@ -146,29 +146,8 @@ class Sender(threading.Thread):
         with self._metadata_cond:
             metadata_wait_ms = client.maybe_update_metadata()
         now_ms = self._clock() * 1000.0
-        if now_ms >= self._next_expiry_check_ms:
-            self._next_expiry_check_ms = now_ms + _EXPIRY_CHECK_INTERVAL_MS
-            for batch in self._acc.expire(now_ms, self._config.delivery_timeout_ms):
-                self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, now_ms)))
-        idem = self.idempotence
-        txn = self.transactions
-        if idem is not None:
-            guard = idem.may_drain
-            if txn is not None:
-                guard = self._transactional_guard
-            elif idem.needs_producer_id():
-                self._maybe_init_producer_id()
-            drained, next_ms, unknown = self._acc.drain(
-                now_ms, metadata.leader_for, client.is_ready, guard
-            )
-            for batches in drained.values():
-                for batch in batches:
-                    idem.on_send(batch)
-                    batch.transactional = txn is not None
-        else:
-            drained, next_ms, unknown = self._acc.drain(
-                now_ms, metadata.leader_for, client.is_ready
-            )
+        self._maybe_expire(now_ms)
+        drained, next_ms, unknown = self._drain(now_ms)
         if unknown:
             with self._metadata_cond:
                 metadata.add_interest(unknown)
@@ -176,14 +155,9 @@ class Sender(threading.Thread):
         for node_id, batches in drained.items():
             self._send_produce(node_id, batches)
         timeout_s = 0.0 if drained else min(next_ms, metadata_wait_ms) / 1000.0
+        txn = self.transactions
         if txn is not None:
-            if txn.state is TxnState.ABORTABLE_ERROR and self._acc.has_incomplete():
-                # As Kafka's sender: the transaction can only abort now, so records queued
-                # and never sent fail at once (flush returns) rather than wait for an epoch.
-                self._acc.abort_undrained(
-                    txn.last_error or KafkaError(ErrorCode.INVALID_TXN_STATE, "abortable")
-                )
-            self._maybe_send_txn_request(txn)
+            self._transaction_round(txn)
             if txn.has_work():
                 timeout_s = min(timeout_s, _TXN_POLL_S)
         version = metadata.version
@@ -192,7 +166,51 @@ class Sender(threading.Thread):
             with self._metadata_cond:
                 self._metadata_cond.notify_all()
 
+    def _maybe_expire(self, now_ms: float) -> None:
+        """Fail the queued batches older than delivery.timeout.ms, at most once per
+        expiry check interval."""
+        if now_ms < self._next_expiry_check_ms:
+            return
+        self._next_expiry_check_ms = now_ms + _EXPIRY_CHECK_INTERVAL_MS
+        for batch in self._acc.expire(now_ms, self._config.delivery_timeout_ms):
+            self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, now_ms)))
+
+    def _drain(self, now_ms: float) -> tuple[dict[int, list[ProducerBatch]], float, set[str]]:
+        """The accumulator's sendable batches by leader, the delay until the next one is
+        ready, and the topics with no known leader. An idempotent producer drains only
+        what its sequence rules allow and numbers each drained batch."""
+        client = self._client
+        metadata = client.metadata
+        idem = self.idempotence
+        if idem is None:
+            return self._acc.drain(now_ms, metadata.leader_for, client.is_ready)
+        txn = self.transactions
+        guard = idem.may_drain
+        if txn is not None:
+            guard = self._transactional_guard
+        elif idem.needs_producer_id():
+            self._maybe_init_producer_id()
+        drained, next_ms, unknown = self._acc.drain(
+            now_ms, metadata.leader_for, client.is_ready, guard
+        )
+        for batches in drained.values():
+            for batch in batches:
+                idem.on_send(batch)
+                batch.transactional = txn is not None
+        return drained, next_ms, unknown
+
     # -- transactions ----------------------------------------------------------------------
+
+    def _transaction_round(self, txn: TransactionManager) -> None:
+        """Fail undrained records of a transaction that can only abort; send the
+        transaction manager's next request."""
+        if txn.state is TxnState.ABORTABLE_ERROR and self._acc.has_incomplete():
+            # As Kafka's sender: the transaction can only abort now, so records queued
+            # and never sent fail at once (flush returns) rather than wait for an epoch.
+            self._acc.abort_undrained(
+                txn.last_error or KafkaError(ErrorCode.INVALID_TXN_STATE, "abortable")
+            )
+        self._maybe_send_txn_request(txn)
 
     def _transactional_guard(self, tp: TopicPartition, head: ProducerBatch) -> bool:
         txn, idem = self.transactions, self.idempotence

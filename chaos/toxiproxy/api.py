@@ -112,14 +112,7 @@ class ToxiproxyApi:
                 return await self._create_proxy(_body(request))
             case ["proxies", name]:
                 verb = self._allow(method, "GET", "POST", "PATCH", "DELETE")
-                proxy = self._proxy(name)
-                if verb == "GET":
-                    return Response(200, proxy.to_json())
-                if verb == "DELETE":
-                    await proxy.stop()
-                    del self.proxies[name]
-                    return Response(204)
-                return await self._update_proxy(proxy, _body(request))
+                return await self._one_proxy(verb, name, self._proxy(name), request)
             case ["proxies", name, "toxics"]:
                 verb = self._allow(method, "GET", "POST")
                 proxy = self._proxy(name)
@@ -128,22 +121,35 @@ class ToxiproxyApi:
                 return self._create_toxic(proxy, _body(request))
             case ["proxies", name, "toxics", toxic_name]:
                 verb = self._allow(method, "GET", "POST", "PATCH", "DELETE")
-                proxy = self._proxy(name)
-                spec = proxy.toxics.get(toxic_name)
-                if spec is None:
-                    raise _not_found("toxic")
-                if verb == "GET":
-                    return Response(200, spec.to_json())
-                if verb == "DELETE":
-                    proxy.remove_toxic(toxic_name)
-                    return Response(204)
-                try:
-                    updated = update_toxic(spec, _body(request))
-                except ToxicError as e:
-                    raise ApiError(400, str(e)) from None
-                proxy.update_toxic(updated)
-                return Response(200, updated.to_json())
+                return self._one_toxic(verb, self._proxy(name), toxic_name, request)
         raise ApiError(404, f"no route for {request.path}")
+
+    async def _one_proxy(self, verb: str, name: str, proxy: Proxy, request: Request) -> Response:
+        """GET, DELETE, or POST/PATCH (update) of the proxy ``name``."""
+        if verb == "GET":
+            return Response(200, proxy.to_json())
+        if verb == "DELETE":
+            await proxy.stop()
+            del self.proxies[name]
+            return Response(204)
+        return await self._update_proxy(proxy, _body(request))
+
+    def _one_toxic(self, verb: str, proxy: Proxy, toxic_name: str, request: Request) -> Response:
+        """GET, DELETE, or POST/PATCH (merge into) the toxic ``toxic_name`` of ``proxy``."""
+        spec = proxy.toxics.get(toxic_name)
+        if spec is None:
+            raise _not_found("toxic")
+        if verb == "GET":
+            return Response(200, spec.to_json())
+        if verb == "DELETE":
+            proxy.remove_toxic(toxic_name)
+            return Response(204)
+        try:
+            updated = update_toxic(spec, _body(request))
+        except ToxicError as e:
+            raise ApiError(400, str(e)) from None
+        proxy.update_toxic(updated)
+        return Response(200, updated.to_json())
 
     @staticmethod
     def _allow(method: str, *allowed: str) -> str:

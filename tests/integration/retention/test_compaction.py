@@ -9,6 +9,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -160,6 +161,118 @@ def wait_until(cond: Callable[[], bool], what: str) -> None:
         time.sleep(0.2)
 
 
+def write_history(p: Any, topic: str, written: Written) -> dict[bytes, int]:
+    """Eight rounds of a value for every history key, then a tombstone for each of
+    TOMBSTONED; returns the offset of each key's latest record."""
+    for r in range(8):
+        for key in HISTORY_KEYS:
+            p.produce(topic, key=key, value=b"round-%d-" % r + b"x" * 60, callback=written.callback)
+        p.flush(30)
+    for key in TOMBSTONED:
+        p.produce(topic, key=key, value=None, callback=written.callback)
+    p.flush(30)
+    latest = {}
+    for offset in sorted(written.at):
+        latest[written.at[offset][0]] = offset
+    return latest
+
+
+class Background:
+    """A filler and a reader thread, from start() until stop(). Filler keys keep the log
+    growing, so the history lies in closed segments and new dirty segments keep the cleaner
+    busy; the reader passes over the whole log again and again while the cleaner rewrites
+    it, keeping every pass and any error for the test thread."""
+
+    def __init__(self, p: Any, bootstrap: str, topic: str, written: Written) -> None:
+        self._producer = p
+        self._bootstrap = bootstrap
+        self._topic = topic
+        self._written = written
+        self._stop = threading.Event()
+        self.reader_errors: list[BaseException] = []
+        self.passes: list[list[Rec]] = []
+        self._threads = [threading.Thread(target=self._fill), threading.Thread(target=self._read)]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(60)
+
+    def _fill(self) -> None:
+        p = self._producer
+        for i in range(100_000):
+            if self._stop.is_set():
+                return
+            p.produce(
+                self._topic,
+                key=b"f%d" % (i % 10),
+                value=b"y" * 100,
+                callback=self._written.callback,
+            )
+            p.poll(0)
+            time.sleep(0.02)
+
+    def _read(self) -> None:
+        consumer = new_consumer(self._bootstrap)
+        try:
+            for _ in range(10_000):
+                if self._stop.is_set():
+                    return
+                self.passes.append(
+                    read_pass(consumer, self._topic, high_watermark(consumer, self._topic))
+                )
+        except BaseException as e:  # reported to the test thread
+            self.reader_errors.append(e)
+        finally:
+            consumer.close()
+
+
+def history_offsets(records: list[Rec]) -> dict[bytes | None, list[int]]:
+    """History key -> the offsets it was read at."""
+    out: dict[bytes | None, list[int]] = {}
+    for offset, key, _v in records:
+        if key in HISTORY_KEYS:
+            out.setdefault(key, []).append(offset)
+    return out
+
+
+def cleanings(cluster: LocalCluster, broker: int) -> int:
+    status = cluster.broker_status(broker) or {}
+    return int(status.get("log_cleaner", {}).get("cleanings_completed", 0))
+
+
+def wait_for_compaction(
+    cluster: LocalCluster, checker: Any, topic: str, written: Written, latest: dict[bytes, int]
+) -> list[Rec]:
+    """Wait until a fresh pass sees one record per history key, then none of the tombstoned
+    keys; returns that last pass, checked."""
+
+    def fresh_pass() -> list[Rec]:
+        return read_pass(checker, topic, high_watermark(checker, topic))
+
+    # Cleaned: a fresh reader sees exactly the latest record of each key, at its
+    # original offset (tombstones too, until their horizon).
+    wait_until(
+        lambda: history_offsets(fresh_pass()) == {k: [latest[k]] for k in HISTORY_KEYS},
+        "the history is compacted to one record per key",
+    )
+    assert len(live_segments(cluster, topic)) >= 2
+    (broker,) = cluster.broker_ids
+    wait_until(lambda: cleanings(cluster, broker) >= 1, "the broker's status counts the cleanings")
+    # Tombstoned keys disappear once delete.retention.ms has passed.
+    wait_until(
+        lambda: history_offsets(fresh_pass()) == {k: [latest[k]] for k in HISTORY_KEYS[5:]},
+        "the tombstones are removed",
+    )
+    final = fresh_pass()
+    check_pass(final, written, latest)
+    return final
+
+
 def test_compacted_topic_keeps_latest_values_and_drops_tombstones_under_readers(
     cluster: LocalCluster, bootstrap: str, new_topic
 ) -> None:
@@ -174,80 +287,12 @@ def test_compacted_topic_keeps_latest_values_and_drops_tombstones_under_readers(
     )
     written = Written()
     p = producer(bootstrap)
-    for r in range(8):
-        for key in HISTORY_KEYS:
-            p.produce(topic, key=key, value=b"round-%d-" % r + b"x" * 60, callback=written.callback)
-        p.flush(30)
-    for key in TOMBSTONED:
-        p.produce(topic, key=key, value=None, callback=written.callback)
-    p.flush(30)
-    latest = {}
-    for offset in sorted(written.at):
-        latest[written.at[offset][0]] = offset
-    # Filler keys keep the log growing, so the history lies in closed segments and new
-    # dirty segments keep the cleaner busy while the readers run.
-    stop = threading.Event()
-    reader_errors: list[BaseException] = []
-    passes: list[list[Rec]] = []
-
-    def fill() -> None:
-        for i in range(100_000):
-            if stop.is_set():
-                return
-            p.produce(topic, key=b"f%d" % (i % 10), value=b"y" * 100, callback=written.callback)
-            p.poll(0)
-            time.sleep(0.02)
-
-    def read() -> None:
-        consumer = new_consumer(bootstrap)
-        try:
-            for _ in range(10_000):
-                if stop.is_set():
-                    return
-                passes.append(read_pass(consumer, topic, high_watermark(consumer, topic)))
-        except BaseException as e:  # reported to the test thread below
-            reader_errors.append(e)
-        finally:
-            consumer.close()
-
-    filler = threading.Thread(target=fill)
-    reader = threading.Thread(target=read)
-    filler.start()
-    reader.start()
+    latest = write_history(p, topic, written)
+    background = Background(p, bootstrap, topic, written)
+    background.start()
     checker = new_consumer(bootstrap)
     try:
-
-        def history(records: list[Rec]) -> dict[bytes | None, list[int]]:
-            out: dict[bytes | None, list[int]] = {}
-            for offset, key, _v in records:
-                if key in HISTORY_KEYS:
-                    out.setdefault(key, []).append(offset)
-            return out
-
-        def fresh_pass() -> list[Rec]:
-            return read_pass(checker, topic, high_watermark(checker, topic))
-
-        # Cleaned: a fresh reader sees exactly the latest record of each key, at its
-        # original offset (tombstones too, until their horizon).
-        wait_until(
-            lambda: history(fresh_pass()) == {k: [latest[k]] for k in HISTORY_KEYS},
-            "the history is compacted to one record per key",
-        )
-        assert len(live_segments(cluster, topic)) >= 2
-        (broker,) = cluster.broker_ids
-
-        def cleanings() -> int:
-            status = cluster.broker_status(broker) or {}
-            return int(status.get("log_cleaner", {}).get("cleanings_completed", 0))
-
-        wait_until(lambda: cleanings() >= 1, "the broker's status counts the cleanings")
-        # Tombstoned keys disappear once delete.retention.ms has passed.
-        wait_until(
-            lambda: history(fresh_pass()) == {k: [latest[k]] for k in HISTORY_KEYS[5:]},
-            "the tombstones are removed",
-        )
-        final = fresh_pass()
-        check_pass(final, written, latest)
+        final = wait_for_compaction(cluster, checker, topic, written, latest)
         # kafka-python and kraftlog's own consumer read the same history from the cleaned
         # log: the latest value of each surviving key at its original offset.
         expected = sorted((o, k, v) for o, k, v in final if k in HISTORY_KEYS)
@@ -256,15 +301,13 @@ def test_compacted_topic_keeps_latest_values_and_drops_tombstones_under_readers(
             got = read(bootstrap, topic, end)
             assert sorted((o, k, v) for o, k, v in got if k in HISTORY_KEYS) == expected, read
     finally:
-        stop.set()
-        filler.join(60)
-        reader.join(60)
+        background.stop()
         checker.close()
         p.flush(30)
-    assert not reader_errors, reader_errors
+    assert not background.reader_errors, background.reader_errors
     assert not written.errors, written.errors[:5]
-    assert len(passes) >= 3
-    for records in passes:
+    assert len(background.passes) >= 3
+    for records in background.passes:
         check_pass(records, written, latest)
 
 

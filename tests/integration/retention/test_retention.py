@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -37,63 +38,80 @@ def watermarks(consumer, topic: str) -> tuple[int, int]:
     return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
 
 
-def test_time_and_size_retention_under_a_producer_and_a_consumer(
-    cluster: LocalCluster, bootstrap: str, new_topic
-) -> None:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+class Workload:
+    """A producer writing to both topics for PRODUCE_S seconds (then flushing) and a consumer
+    reading both from the beginning, each on a thread of its own, from start() until
+    stop(). What was acknowledged and consumed, and every error, is kept for the test
+    thread."""
 
-    common = {"cleanup.policy": "delete", "segment.bytes": str(SEGMENT_BYTES)}
-    timed = new_topic("timed", **common, **{"retention.ms": "1500"})
-    sized = new_topic("sized", **common, **{"retention.bytes": str(RETENTION_BYTES)})
-    topics = (timed, sized)
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 5,
-            "batch.size": 2000,
-            "log_level": 2,
-        }
-    )
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "retention-reader",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": 50,
-            "log_level": 2,
-        }
-    )
-    consumer.assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in topics])
-    stop = threading.Event()
-    produced = {t: 0 for t in topics}
-    delivery_errors: list[str] = []
-    consumed: dict[str, list[int]] = {t: [] for t in topics}
-    consumer_errors: list[str] = []
+    def __init__(self, bootstrap: str, topics: tuple[str, ...]) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-    def on_delivery(err, msg) -> None:
+        self.topics = topics
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "linger.ms": 5,
+                "batch.size": 2000,
+                "log_level": 2,
+            }
+        )
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "retention-reader",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 50,
+                "log_level": 2,
+            }
+        )
+        self.consumer.assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in topics])
+        self._stop = threading.Event()
+        self.produced = {t: 0 for t in topics}
+        self.delivery_errors: list[str] = []
+        self.consumed: dict[str, list[int]] = {t: [] for t in topics}
+        self.consumer_errors: list[str] = []
+        self.producing = threading.Thread(target=self._produce)
+        self._threads = [self.producing, threading.Thread(target=self._consume)]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(DEADLINE_S)
+        self.consumer.close()
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
         if err is not None:
-            delivery_errors.append(str(err))
+            self.delivery_errors.append(str(err))
         else:
-            produced[msg.topic()] += 1
+            self.produced[msg.topic()] += 1
 
-    def produce() -> None:
+    def _produce(self) -> None:
         deadline = time.monotonic() + PRODUCE_S
         i = 0
-        while time.monotonic() < deadline and not stop.is_set():
-            for t in topics:
-                producer.produce(t, key=b"%d" % i, value=b"v" * 200, callback=on_delivery)
-            producer.poll(0)
+        while time.monotonic() < deadline and not self._stop.is_set():
+            for t in self.topics:
+                self.producer.produce(
+                    t, key=b"%d" % i, value=b"v" * 200, callback=self._on_delivery
+                )
+            self.producer.poll(0)
             i += 1
             time.sleep(0.003)
-        producer.flush(30)
+        self.producer.flush(30)
 
-    def consume() -> None:
+    def _consume(self) -> None:
+        from confluent_kafka import KafkaError
+
         for _ in range(1_000_000):
-            if stop.is_set():
+            if self._stop.is_set():
                 return
-            msg = consumer.poll(0.1)
+            msg = self.consumer.poll(0.1)
             if msg is None:
                 continue
             if msg.error():
@@ -101,13 +119,31 @@ def test_time_and_size_retention_under_a_producer_and_a_consumer(
                     KafkaError._PARTITION_EOF,
                     KafkaError._AUTO_OFFSET_RESET,
                 ):
-                    consumer_errors.append(str(msg.error()))
+                    self.consumer_errors.append(str(msg.error()))
                 continue
-            consumed[msg.topic()].append(msg.offset())
+            self.consumed[msg.topic()].append(msg.offset())
 
-    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
-    for t in threads:
-        t.start()
+
+def within_retention_bytes(cluster: LocalCluster, topic: str) -> bool:
+    """Whether the log is as small as retention.bytes lets it be (Kafka's rule: the oldest
+    segment goes while the log without it is still at least retention.bytes, so what is
+    left minus its oldest segment is below the limit; the closed segments alone may exceed
+    it when the active one is small)."""
+    sizes = [p.stat().st_size for p in live_segments(cluster, topic)]
+    return sum(sizes) - sizes[0] < RETENTION_BYTES
+
+
+def test_time_and_size_retention_under_a_producer_and_a_consumer(
+    cluster: LocalCluster, bootstrap: str, new_topic
+) -> None:
+    from confluent_kafka import Consumer
+
+    common = {"cleanup.policy": "delete", "segment.bytes": str(SEGMENT_BYTES)}
+    timed = new_topic("timed", **common, **{"retention.ms": "1500"})
+    sized = new_topic("sized", **common, **{"retention.bytes": str(RETENTION_BYTES)})
+    topics = (timed, sized)
+    workload = Workload(bootstrap, topics)
+    workload.start()
     checker = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker", "log_level": 2})
     try:
         # While producing: both logs lose their oldest segments, so their start moves up.
@@ -115,36 +151,30 @@ def test_time_and_size_retention_under_a_producer_and_a_consumer(
             lambda: all(watermarks(checker, t)[0] > 0 for t in topics),
             "retention moves the log start offset of both topics",
         )
-        assert threads[0].is_alive(), "retention did not act while the producer ran"
-        threads[0].join(DEADLINE_S + PRODUCE_S)
-        assert not delivery_errors, delivery_errors[:5]
+        assert workload.producing.is_alive(), "retention did not act while the producer ran"
+        workload.producing.join(DEADLINE_S + PRODUCE_S)
+        assert not workload.delivery_errors, workload.delivery_errors[:5]
 
-        # Once the producer stopped: the size-retained log is as small as retention.bytes
-        # lets it be (Kafka's rule: the oldest segment goes while the log without it is
-        # still at least retention.bytes, so what is left minus its oldest segment is below
-        # the limit; the closed segments alone may exceed it when the active one is small),
-        # the time-retained one is down to its active segment.
-        def within_retention_bytes() -> bool:
-            sizes = [p.stat().st_size for p in live_segments(cluster, sized)]
-            return sum(sizes) - sizes[0] < RETENTION_BYTES
-
-        wait_until(within_retention_bytes, "size retention keeps the log within retention.bytes")
+        # Once the producer stopped: the size-retained log is within retention.bytes, the
+        # time-retained one is down to its active segment.
+        wait_until(
+            lambda: within_retention_bytes(cluster, sized),
+            "size retention keeps the log within retention.bytes",
+        )
         wait_until(lambda: len(live_segments(cluster, timed)) == 1, "time retention")
         high = {t: watermarks(checker, t)[1] for t in topics}
-        assert high == produced
+        assert high == workload.produced
+        consumed = workload.consumed
         wait_until(
             lambda: all(consumed[t] and consumed[t][-1] == high[t] - 1 for t in topics),
             "the consumer reaches the end",
         )
     finally:
-        stop.set()
-        for t in threads:
-            t.join(DEADLINE_S)
-        consumer.close()
+        workload.stop()
         checker.close()
-    assert not consumer_errors, consumer_errors[:5]
+    assert not workload.consumer_errors, workload.consumer_errors[:5]
     for t in topics:
-        offsets = consumed[t]
+        offsets = workload.consumed[t]
         # Strictly increasing; a jump forward only where retention deleted unread records.
         assert offsets == sorted(set(offsets)), t
         assert len(offsets) > 100

@@ -14,6 +14,8 @@ import dataclasses
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 from common.compression import Compression
 from common.log_config import LogConfig
 from data_plane.storage.log import Log
+from data_plane.storage.record_codec import DecodedRecord
 
 from .cleaner_helpers import COMPACT, TxnProducer, clean, keyed, read_all, read_committed
 from .conftest import ManualClock
@@ -106,6 +109,138 @@ def reopen(log: Log, path: str, clock: ManualClock, lost_snapshots: int) -> Log:
     )
 
 
+class History:
+    """The log under test and the model of what was written to it: ``written`` maps each
+    offset to (key, value, (producer, transaction number) or None for a plain write);
+    ``aborted`` holds the (producer, transaction number) of every aborted transaction and
+    ``open_txn`` the producers inside one. Each step method applies one generated step."""
+
+    def __init__(self, path: str, config: LogConfig, clock: ManualClock) -> None:
+        self.path = path
+        self.config = config
+        self.clock = clock
+        self.log = Log(path, config, topic="t", partition=0, clock_ms=clock)
+        self.producers = {pid: TxnProducer(pid) for pid in PRODUCERS}
+        self.written: Written = {}
+        self.txn_number = dict.fromkeys(PRODUCERS, 0)
+        self.open_txn: set[int] = set()
+        self.aborted: set[tuple[int, int]] = set()
+        self.checkpoint: int | None = None
+
+    def write(self, pairs: list[tuple[bytes, bytes | None]], compression: int) -> None:
+        info = self.log.append(keyed(pairs, compression=compression), 0)
+        for i, (key, value) in enumerate(pairs):
+            self.written[info.first_offset + i] = (key, value, None)
+        self.log.update_high_watermark(self.log.log_end_offset)
+
+    def txn(self, arg: tuple[int, list[tuple[bytes, bytes | None]]], compression: int) -> None:
+        pid, pairs = arg
+        first = self.producers[pid].append(self.log, pairs, compression=compression)
+        self.open_txn.add(pid)
+        for i, (key, value) in enumerate(pairs):
+            self.written[first + i] = (key, value, (pid, self.txn_number[pid]))
+
+    def end(self, arg: tuple[int, bool], _: int) -> None:
+        pid, committed = arg
+        self.producers[pid].end(self.log, committed=committed)
+        if pid in self.open_txn:  # else a marker of no transaction (legal, empty)
+            if not committed:
+                self.aborted.add((pid, self.txn_number[pid]))
+            self.open_txn.discard(pid)
+            self.txn_number[pid] += 1
+
+    def clean(self, roll: bool, _: int) -> None:
+        if roll:
+            self.log.roll()
+        before = observed(self.log)
+        result = clean(self.log, self.clock, self.checkpoint)
+        assert result.completed
+        self.checkpoint = result.end_offset
+        assert observed(self.log) == before
+
+    def tick(self, ms: int, _: int) -> None:
+        self.clock.advance(ms)
+
+    def expire(self, _: int, __: int) -> None:
+        self.log.remove_expired_producers(self.clock(), PRODUCER_EXPIRATION_MS)
+        for pid, producer in self.producers.items():
+            if self.log.producer_state.last_entry(pid) is None:
+                # As a client told UNKNOWN_PRODUCER_ID: a new epoch from 0.
+                producer.epoch += 1
+                producer.seq = 0
+
+    def reopen(self, lost_snapshots: int, _: int) -> None:
+        before = observed(self.log)
+        self.log = reopen(self.log, self.path, self.clock, lost_snapshots)
+        assert observed(self.log) == before
+
+    def settle(self) -> None:
+        """Commit the open transactions, forget every producer and clean twice a delete
+        horizon apart, each cleaning leaving what a read_committed consumer sees alone."""
+        log, clock = self.log, self.clock
+        for pid in sorted(self.open_txn):
+            self.producers[pid].end(log, committed=True)
+        log.roll()
+        # Every producer falls silent and is forgotten: no batch is kept for its sequence.
+        clock.advance(PRODUCER_EXPIRATION_MS + 1)
+        log.remove_expired_producers(clock(), PRODUCER_EXPIRATION_MS)
+        assert log.producer_state.producers == {}
+        # Two cleanings a delete horizon apart, each of the whole log (without the
+        # checkpoint: a clean log is not cleaned again), remove every removable marker.
+        for _ in range(2):
+            before = observed(log)
+            assert clean(log, clock).completed
+            assert observed(log) == before
+            clock.advance(self.config.delete_retention_ms)
+
+    def expected(self) -> dict[bytes, bytes | None]:
+        """Key -> its last committed write (None: a tombstone)."""
+        expected: dict[bytes, bytes | None] = {}
+        for offset in sorted(self.written):
+            key, value, txn = self.written[offset]
+            if txn not in self.aborted:
+                expected[key] = value
+        return expected
+
+
+# Generated step kind -> the History method that applies it.
+STEPS: dict[str, Callable[[History, Any, int], None]] = {
+    "write": History.write,
+    "txn": History.txn,
+    "end": History.end,
+    "clean": History.clean,
+    "tick": History.tick,
+    "expire": History.expire,
+    "reopen": History.reopen,
+}
+
+
+def check_restarts(history: History) -> tuple[list[DecodedRecord], dict[bytes, bytes]]:
+    """The settled log's data records and what a read_committed consumer sees; checks that
+    no transaction is left open, in the log and after a restart from any of its producer
+    snapshots (or none). Leaves ``history.log`` reopened."""
+    log, path, config, clock = history.log, history.path, history.config, history.clock
+    headers, records = read_all(log)
+    markers = {h.base_offset for h in headers if h.is_control}
+    records = [r for r in records if r.offset not in markers]
+    visible = latest_committed(log)
+    assert log.producer_state.ongoing_transactions == {}
+    assert log.last_stable_offset == log.high_watermark == log.log_end_offset
+    # An aborted transaction's index entry goes with its marker.
+    indexed = {t.last_offset for s in log.segments() for t in s.txn_index.entries}
+    assert indexed <= markers
+    hw = log.high_watermark
+    log.close()
+    # Whichever snapshot a restart finds (or none), replay closes every transaction.
+    for copy in reopened_from_each_snapshot(path, config, clock, hw):
+        try:
+            assert observed(copy) == (visible, hw, {})
+        finally:
+            copy.close()
+    history.log = Log(path, config, topic="t", partition=0, clock_ms=clock, high_watermark=hw)
+    return records, visible
+
+
 @settings(
     max_examples=60,
     deadline=None,
@@ -114,104 +249,22 @@ def reopen(log: Log, path: str, clock: ManualClock, lost_snapshots: int) -> Log:
 @given(steps=st.lists(step, min_size=5, max_size=60), segment_bytes=st.sampled_from([300, 800]))
 def test_cleaned_log_equals_the_latest_committed_value_per_key(steps, segment_bytes) -> None:
     config = dataclasses.replace(COMPACT, segment_bytes=segment_bytes)
-    clock = ManualClock()
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "t-0")
-        log = Log(path, config, topic="t", partition=0, clock_ms=clock)
+        history = History(os.path.join(tmp, "t-0"), config, ManualClock())
         try:
-            producers = {pid: TxnProducer(pid) for pid in PRODUCERS}
-            # offset -> (key, value, (producer, transaction number) or None for a plain write)
-            written: Written = {}
-            txn_number = dict.fromkeys(PRODUCERS, 0)
-            open_txn: set[int] = set()
-            aborted: set[tuple[int, int]] = set()
-            checkpoint: int | None = None
             for kind, arg, compression in steps:
-                if kind == "write":
-                    info = log.append(keyed(arg, compression=compression), 0)
-                    for i, (key, value) in enumerate(arg):
-                        written[info.first_offset + i] = (key, value, None)
-                    log.update_high_watermark(log.log_end_offset)
-                elif kind == "txn":
-                    pid, pairs = arg
-                    first = producers[pid].append(log, pairs, compression=compression)
-                    open_txn.add(pid)
-                    for i, (key, value) in enumerate(pairs):
-                        written[first + i] = (key, value, (pid, txn_number[pid]))
-                elif kind == "end":
-                    pid, committed = arg
-                    producers[pid].end(log, committed=committed)
-                    if pid in open_txn:  # else a marker of no transaction (legal, empty)
-                        if not committed:
-                            aborted.add((pid, txn_number[pid]))
-                        open_txn.discard(pid)
-                        txn_number[pid] += 1
-                elif kind == "clean":
-                    if arg:
-                        log.roll()
-                    before = observed(log)
-                    result = clean(log, clock, checkpoint)
-                    assert result.completed
-                    checkpoint = result.end_offset
-                    assert observed(log) == before
-                elif kind == "tick":
-                    clock.advance(arg)
-                elif kind == "expire":
-                    log.remove_expired_producers(clock(), PRODUCER_EXPIRATION_MS)
-                    for pid, producer in producers.items():
-                        if log.producer_state.last_entry(pid) is None:
-                            # As a client told UNKNOWN_PRODUCER_ID: a new epoch from 0.
-                            producer.epoch += 1
-                            producer.seq = 0
-                else:
-                    before = observed(log)
-                    log = reopen(log, path, clock, arg)
-                    assert observed(log) == before
-            for pid in sorted(open_txn):
-                producers[pid].end(log, committed=True)
-            log.roll()
-            # Every producer falls silent and is forgotten: no batch is kept for its sequence.
-            clock.advance(PRODUCER_EXPIRATION_MS + 1)
-            log.remove_expired_producers(clock(), PRODUCER_EXPIRATION_MS)
-            assert log.producer_state.producers == {}
-            # Two cleanings a delete horizon apart, each of the whole log (without the
-            # checkpoint: a clean log is not cleaned again), remove every removable marker.
-            for _ in range(2):
-                before = observed(log)
-                assert clean(log, clock).completed
-                assert observed(log) == before
-                clock.advance(config.delete_retention_ms)
-            headers, records = read_all(log)
-            markers = {h.base_offset for h in headers if h.is_control}
-            records = [r for r in records if r.offset not in markers]
-            visible = latest_committed(log)
-            assert log.producer_state.ongoing_transactions == {}
-            assert log.last_stable_offset == log.high_watermark == log.log_end_offset
-            # An aborted transaction's index entry goes with its marker.
-            indexed = {t.last_offset for s in log.segments() for t in s.txn_index.entries}
-            assert indexed <= markers
-            hw = log.high_watermark
-            log.close()
-            # Whichever snapshot a restart finds (or none), replay closes every transaction.
-            for copy in reopened_from_each_snapshot(path, config, clock, hw):
-                try:
-                    assert observed(copy) == (visible, hw, {})
-                finally:
-                    copy.close()
-            log = Log(path, config, topic="t", partition=0, clock_ms=clock, high_watermark=hw)
+                STEPS[kind](history, arg, compression)
+            history.settle()
+            records, visible = check_restarts(history)
         finally:
-            log.close()
+            history.log.close()
     offsets = [r.offset for r in records]
     assert offsets == sorted(set(offsets))
     for r in records:
-        key, value, txn = written[r.offset]
+        key, value, txn = history.written[r.offset]
         assert (key, value) == (r.key, r.value)
-        assert txn not in aborted
-    expected: dict[bytes, bytes | None] = {}
-    for offset in sorted(written):
-        key, value, txn = written[offset]
-        if txn not in aborted:
-            expected[key] = value
+        assert txn not in history.aborted
+    expected = history.expected()
     assert visible == {k: v for k, v in expected.items() if v is not None}
     # A key whose last committed write is a tombstone may keep the tombstone (not yet past
     # its horizon) but never a value; the last record of every key is its last write.
