@@ -9,4 +9,4 @@ package version (``dynamic = ["version"]`` in pyproject.toml, without importing 
 
 from __future__ import annotations
 
-KRAFTLOG_VERSION = "0.1.0"
+KRAFTLOG_VERSION = "0.2.0"

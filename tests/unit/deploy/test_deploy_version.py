@@ -1,5 +1,5 @@
-"""kraftlog's version is defined once (common/version.py): setuptools reads it from there and
-``kraftlog --version`` prints it."""
+"""kraftlog's version is defined once (common/version.py): setuptools reads it from there,
+``kraftlog --version`` prints it, and CHANGELOG.md has a release heading for it."""
 
 from __future__ import annotations
 
@@ -35,3 +35,9 @@ def test_version_option_prints_the_version(capsys: pytest.CaptureFixture[str]) -
         cli.main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"kraftlog {KRAFTLOG_VERSION}\n"
+
+
+def test_the_changelog_has_a_heading_for_the_version() -> None:
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    heading = re.compile(rf"^## {re.escape(KRAFTLOG_VERSION)} - \d{{4}}-\d{{2}}-\d{{2}}$", re.M)
+    assert heading.search(changelog), f"CHANGELOG.md has no '## {KRAFTLOG_VERSION} - DATE'"
