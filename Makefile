@@ -14,7 +14,7 @@ DEB_PACKAGES := kcat faketime iptables iproute2 golang-go golang-github-shopify-
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml common/version.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark,chaos]'

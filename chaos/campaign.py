@@ -53,7 +53,8 @@ def run_argv(
         "--seed",
         str(seed),
         "--artifacts",
-        str(artifacts),
+        # Absolute: the run works in the code's directory, not the caller's (run_one).
+        str(artifacts.resolve()),
         "--producers",
         CAMPAIGN_PRODUCERS,
         *extra,
