@@ -37,7 +37,7 @@ def _creation(c: dict[str, Any]) -> sm.AclCreation:
     )
 
 
-def _answer(results: list[tuple[int, str | None]]) -> Body:
+def _answer(results: list[tuple[int, str | None]]) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
         "results": [{"error_code": code, "error_message": msg} for code, msg in results],

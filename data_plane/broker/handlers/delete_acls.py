@@ -11,6 +11,7 @@ Alter on the cluster (:func:`authorize`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from common.error_codes import ErrorCode
@@ -25,7 +26,7 @@ from metadata.client import ControllerError
 from metadata.security_control import binding_from_creation
 
 
-def _filter_result(code: int, message: str | None, acls: list[sm.AclDescription]) -> Body:
+def _filter_result(code: int, message: str | None, acls: list[sm.AclDescription]) -> dict[str, Any]:
     return {
         "error_code": code,
         "error_message": message,
@@ -74,7 +75,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
             valid.append(_message(entry))
         except InvalidAclError as e:
             invalid[i] = str(e)
-    answered: list[Body] = []
+    answered: list[dict[str, Any]] = []
     if valid:
         try:
             answer = await forward(
@@ -88,7 +89,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
                 for r in answer.filter_results
             ]
             removed = {
-                binding_from_creation(sm.AclCreation(**_fields(a)))
+                binding_from_creation(sm.AclCreation(**dataclasses.asdict(a)))
                 for r in answer.filter_results
                 for a in r.matching_acls
             }
@@ -104,18 +105,6 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
         else:
             results.append(next(forwarded))
     return {"throttle_time_ms": 0, "filter_results": results}
-
-
-def _fields(a: sm.AclDescription) -> dict[str, Any]:
-    return {
-        "resource_type": a.resource_type,
-        "resource_name": a.resource_name,
-        "pattern_type": a.pattern_type,
-        "principal": a.principal,
-        "host": a.host,
-        "operation": a.operation,
-        "permission_type": a.permission_type,
-    }
 
 
 def handle(apis: KafkaApis, request: Request) -> Any:

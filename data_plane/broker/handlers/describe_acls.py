@@ -20,7 +20,7 @@ from data_plane.security.request_authz import CLUSTER_DENIED, RequestAuthorizer,
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
-def _error(code: int, message: str | None) -> Body:
+def _error(code: int, message: str | None) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
 
 
