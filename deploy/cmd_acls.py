@@ -8,13 +8,20 @@
     kraftlog acls list [--topic T | --group G | --cluster | --transactional-id X]
                        [--principal P] [--json]
     kraftlog acls remove [resource/principal/operation filters] [--yes]
+    kraftlog acls --add --allow-principal User:alice --operation Read --topic orders \
+                  --resource-pattern-type prefixed --bootstrap-server localhost:9092
 
 ``--operation`` takes Kafka's names (Read, Write, Create, Delete, Alter, Describe,
 ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, All) and may be repeated; one
 binding is created per principal and operation. ``--prefixed`` makes the resource name a
 prefix (PREFIXED pattern); ``*`` as a literal name means every resource of the type.
-``remove`` deletes every binding matching the filters; without any filter it refuses unless
-``--yes`` is given.
+``--resource-pattern-type`` (kafka-acls.sh's) names the pattern type instead: ``literal`` or
+``prefixed``, and for ``list`` and ``remove`` also ``any`` (every pattern type) or ``match``
+(every pattern covering the name). ``remove`` deletes every binding matching the filters;
+without any filter it refuses unless ``--yes`` (``--force``) is given.
+
+The command also takes kafka-acls.sh's flags instead of a subcommand word (``--add``,
+``--list``, ``--remove`` with the options above, see :data:`KAFKA_STYLE`).
 
 Every subcommand takes ``--bootstrap-server host:port,...``: it then goes through a broker
 with Kafka's ACL APIs (CreateAcls, DescribeAcls, DeleteAcls, by :class:`kraftlog_client.Admin`),
@@ -54,7 +61,15 @@ from deploy.admin import (
 )
 from deploy.command_group import add_command_group
 from deploy.controller_acls import ControllerAcls
-from deploy.kafka_style_args import usage_error
+from deploy.kafka_style_args import (
+    APPEND,
+    SWITCH,
+    Action,
+    KafkaStyle,
+    Option,
+    add_kafka_style,
+    usage_error,
+)
 from kraftlog_client import Admin, KafkaError
 from metadata.client import ControllerClient
 
@@ -85,6 +100,9 @@ OPERATION_NAMES = {
     "IdempotentWrite": AclOperation.IDEMPOTENT_WRITE,
 }
 _OPERATION_BY_VALUE = {v: k for k, v in OPERATION_NAMES.items()}
+# --resource-pattern-type values (kafka-acls.sh's): a binding's, and a filter's.
+_BINDING_PATTERNS = ("literal", "prefixed")
+_FILTER_PATTERNS = ("literal", "prefixed", "any", "match")
 _RESOURCE_NAMES = {
     ResourceType.TOPIC: "Topic",
     ResourceType.GROUP: "Group",
@@ -109,20 +127,104 @@ def _principal(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _resource_args(p: argparse.ArgumentParser, *, required: bool) -> None:
+def _resource_args(p: argparse.ArgumentParser, *, required: bool, filters: bool) -> None:
     group = p.add_mutually_exclusive_group(required=required)
     group.add_argument("--topic", metavar="NAME")
     group.add_argument("--group", metavar="NAME")
     group.add_argument("--cluster", action="store_true")
     group.add_argument("--transactional-id", metavar="ID")
     p.add_argument("--prefixed", action="store_true", help="the name is a prefix")
+    p.add_argument(
+        "--resource-pattern-type",
+        type=str.lower,
+        choices=_FILTER_PATTERNS if filters else _BINDING_PATTERNS,
+        help="as kafka-acls.sh: prefixed = --prefixed"
+        + ("; any: every pattern type, match: every pattern covering the name" if filters else ""),
+    )
+
+
+def _pattern_type(args: argparse.Namespace, default: PatternType) -> PatternType:
+    """``--resource-pattern-type`` or ``--prefixed`` (which must agree), else ``default``."""
+    chosen = args.resource_pattern_type
+    if args.prefixed:
+        if chosen not in (None, "prefixed"):
+            raise AdminError(f"--prefixed contradicts --resource-pattern-type {chosen}")
+        return PatternType.PREFIXED
+    return default if chosen is None else PatternType[chosen.upper()]
+
+
+_ACTION_OPTIONS = frozenset(
+    {
+        "--bootstrap-server",
+        "--bootstrap-controller",
+        "--dir",
+        "--command-config",
+        "--timeout",
+        "--json",
+        "--topic",
+        "--group",
+        "--cluster",
+        "--transactional-id",
+        "--resource-pattern-type",
+        "--operation",
+        "--host",
+    }
+)
+# kafka-acls.sh's flags, translated into the subcommands below.
+KAFKA_STYLE = KafkaStyle(
+    tool="kafka-acls.sh",
+    actions=(
+        Action(
+            "--add",
+            "add",
+            "create ACL bindings",
+            options=_ACTION_OPTIONS | {"--allow-principal", "--deny-principal"},
+        ),
+        Action("--list", "list", "list ACL bindings", options=_ACTION_OPTIONS | {"--principal"}),
+        Action(
+            "--remove",
+            "remove",
+            "remove matching ACL bindings",
+            options=_ACTION_OPTIONS | {"--principal", "--force"},
+        ),
+    ),
+    options=(
+        Option("--topic", metavar="NAME"),
+        Option("--group", metavar="NAME"),
+        Option("--cluster", SWITCH),
+        Option("--transactional-id", metavar="ID"),
+        Option("--resource-pattern-type", metavar="TYPE"),
+        Option("--allow-principal", APPEND, "PRINCIPAL"),
+        Option("--deny-principal", APPEND, "PRINCIPAL"),
+        Option("--principal", metavar="PRINCIPAL"),
+        Option("--operation", APPEND, "OPERATION"),
+        Option("--host", metavar="IP"),
+        Option("--force", SWITCH, help="remove without filters"),
+        Option("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers' Kafka listeners"),
+        Option(
+            "--bootstrap-controller",
+            metavar="HOST:PORT[,...]",
+            help="controllers' CONTROLLER listeners",
+        ),
+        Option("--dir", metavar="D", help="a local cluster directory (its controllers)"),
+        Option("--command-config", metavar="FILE", help="control plane TLS properties"),
+        Option("--timeout", metavar="SECONDS"),
+        Option("--json", SWITCH),
+    ),
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    _, acls_sub = add_command_group(sub, "acls", "add, list and remove ACLs")
+    parser, acls_sub = add_command_group(
+        sub,
+        "acls",
+        "add, list and remove ACLs",
+        description="Add, list and remove ACLs: with a SUBCOMMAND, or with kafka-acls.sh's "
+        "flags (kraftlog acls --add --allow-principal User:a --operation Read --topic T ...).",
+    )
 
     p = acls_sub.add_parser("add", help="create ACL bindings")
-    _resource_args(p, required=True)
+    _resource_args(p, required=True, filters=False)
     p.add_argument("--allow-principal", action="append", default=[], type=_principal)
     p.add_argument("--deny-principal", action="append", default=[], type=_principal)
     p.add_argument("--operation", action="append", required=True, type=_operation)
@@ -134,13 +236,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ("remove", _remove, "remove every ACL binding matching filters"),
     ):
         p = acls_sub.add_parser(name, help=text)
-        _resource_args(p, required=False)
+        _resource_args(p, required=False, filters=True)
         p.add_argument("--principal", type=_principal)
         p.add_argument("--operation", type=_operation)
         p.add_argument("--host")
         if name == "remove":
-            p.add_argument("--yes", action="store_true", help="allow removing without filters")
+            p.add_argument(
+                "--yes", "--force", action="store_true", help="allow removing without filters"
+            )
         _add_acl_command(p, func)
+
+    add_kafka_style(parser, acls_sub, KAFKA_STYLE)
 
 
 def _add_acl_command(p: argparse.ArgumentParser, func: Any) -> None:
@@ -200,9 +306,7 @@ def _add(target: AclTarget, args: argparse.Namespace) -> int:
     rtype, name = _resource(args)
     if name is None:
         return fail("give a resource: --topic, --group, --cluster or --transactional-id")
-    pattern = ResourcePattern(
-        rtype, name, PatternType.PREFIXED if args.prefixed else PatternType.LITERAL
-    )
+    pattern = ResourcePattern(rtype, name, _pattern_type(args, PatternType.LITERAL))
     bindings = [
         AclBinding(pattern, AccessControlEntry(principal, args.host, op, perm))
         for perm, principals in (
@@ -224,12 +328,7 @@ def _add(target: AclTarget, args: argparse.Namespace) -> int:
 
 def _filter(args: argparse.Namespace) -> AclBindingFilter:
     rtype, name = _resource(args)
-    if args.prefixed:
-        pattern = PatternType.PREFIXED
-    elif name is not None:
-        pattern = PatternType.LITERAL
-    else:
-        pattern = PatternType.ANY
+    pattern = _pattern_type(args, PatternType.LITERAL if name is not None else PatternType.ANY)
     return AclBindingFilter(
         resource_type=rtype,
         name=name,

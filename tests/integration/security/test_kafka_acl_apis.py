@@ -224,9 +224,10 @@ def test_kraftlog_admin_and_command(secured: Secured) -> None:
                 "permission": "ALLOW",
             }
         ]
+        # kafka-acls.sh's flag form.
         out = kraftlog(
-            "acls", "add", "--allow-principal", "User:etl", "--operation", "Read",
-            "--topic", "etl-out", *b,
+            "acls", "--add", "--allow-principal", "User:etl", "--operation", "Read",
+            "--topic", "etl-out", "--resource-pattern-type", "literal", *b,
         )  # fmt: skip
         assert out.returncode == 0 and "added ALLOW User:etl Read on Topic:etl-out" in out.stdout
         assert len(admin.describe_acls(mine)) == 2
