@@ -35,7 +35,7 @@ output; a refused request prints the Kafka error name and message and exits 1.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from common.configdef import ConfigError
@@ -52,6 +52,7 @@ from common.security.acl import (
 )
 from common.security.principal import KafkaPrincipal
 from deploy.admin import (
+    AdminCommand,
     AdminError,
     add_admin_command,
     controller_target_flags,
@@ -84,6 +85,9 @@ class AclTarget(Protocol):
 
     def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]: ...
 
+
+# A subcommand: runs on either target.
+AclCommand = Callable[[AclTarget, argparse.Namespace], int]
 
 # Kafka's CamelCase operation names <-> enum.
 OPERATION_NAMES = {
@@ -249,7 +253,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_kafka_style(parser, acls_sub, KAFKA_STYLE)
 
 
-def _add_acl_command(p: argparse.ArgumentParser, func: Any) -> None:
+def _add_acl_command(p: argparse.ArgumentParser, func: AclCommand) -> None:
     """The controller target options and ``--json`` of :func:`add_admin_command`, plus
     ``--bootstrap-server``; ``func(target, args)`` runs on an Admin or ControllerAcls."""
 
@@ -265,7 +269,7 @@ def _add_acl_command(p: argparse.ArgumentParser, func: Any) -> None:
     )
 
 
-def _run(on_controllers: Any, func: Any, args: argparse.Namespace) -> int:
+def _run(on_controllers: AdminCommand, func: AclCommand, args: argparse.Namespace) -> int:
     if not args.bootstrap_server:
         try:
             return run_admin_command(on_controllers, args)
