@@ -99,6 +99,7 @@ class KafkaComponent:
                 default_num_partitions=s.controller.num_partitions,
                 default_replication_factor=s.controller.default_replication_factor,
                 local_config=lambda: dict(local),
+                authorizer_enabled=security_config.authorizer_enabled,
             )
             security = BrokerSecurity(
                 security_config,

@@ -12,6 +12,8 @@
     admin.list_transactions(); admin.describe_transaction("etl-1")  # transactions
     admin.describe_producers(tp); admin.abort_transaction(tp, pid, epoch, coordinator_epoch)
     admin.complete_transaction(prepared, commit=True)     # 2nd phase of prepare_transaction()
+    admin.create_acls([binding]); admin.describe_acls(AclBindingFilter())   # ACLs
+    admin.delete_acls([AclBindingFilter(principal="User:alice")])
     admin.close()
 
 CreateTopics, DeleteTopics and DescribeConfigs go to any broker, which forwards them to the
@@ -31,7 +33,9 @@ from typing import Any, NamedTuple
 from common.config_resources import OP_DELETE, OP_SET, RESOURCE_TOPIC, SOURCE_DEFAULT
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.security.acl import AclBinding, AclBindingFilter
 from common.topic_partition import TopicPartition
+from kraftlog_client import acl_admin
 from kraftlog_client.config import AdminConfig, client_config
 from kraftlog_client.errors import ClientClosedError, KafkaError
 from kraftlog_client.group_admin import (
@@ -471,6 +475,26 @@ class Admin:
             self._deadline(timeout_ms),
             self.config.retry_backoff_ms,
         )
+
+    # -- ACLs ----------------------------------------------------------------------------
+
+    def create_acls(
+        self, bindings: Sequence[AclBinding], *, timeout_ms: float | None = None
+    ) -> None:
+        """Create ``bindings``; raises the KafkaError of the first that failed."""
+        acl_admin.create_acls(self._client, bindings, self._timeout(timeout_ms))
+
+    def describe_acls(
+        self, acl_filter: AclBindingFilter, *, timeout_ms: float | None = None
+    ) -> list[AclBinding]:
+        """The bindings matching ``acl_filter``."""
+        return acl_admin.describe_acls(self._client, acl_filter, self._timeout(timeout_ms))
+
+    def delete_acls(
+        self, filters: Sequence[AclBindingFilter], *, timeout_ms: float | None = None
+    ) -> list[list[AclBinding]]:
+        """Delete the bindings matching each filter; returns what each filter matched."""
+        return acl_admin.delete_acls(self._client, filters, self._timeout(timeout_ms))
 
     def close(self) -> None:
         if not self._closed:

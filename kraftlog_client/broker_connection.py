@@ -112,6 +112,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     # KIP-848 group description (Admin.describe_groups; flexible only).
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+    # ACLs (Admin.create_acls / describe_acls / delete_acls): v1 is the first with the
+    # pattern type, and the first Kafka 4 serves.
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     # SASL: handshake v1 = tokens wrapped in SaslAuthenticate (v0 sent bare tokens).
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),

@@ -176,6 +176,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # KIP-848 consumer groups, flexible only; heartbeat v1 subscribes by regex.
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+    # ACLs: v1 adds the resource pattern type (KIP-290), v2 is flexible, v3 knows the user
+    # resource type (KIP-554), which kraftlog's authorizer does not store.
+    ApiKey.DESCRIBE_ACLS: (0, 3),
+    ApiKey.CREATE_ACLS: (0, 3),
+    ApiKey.DELETE_ACLS: (0, 3),
 }
 
 # FindCoordinator v4+ asks for several keys (of one key type) at once and is answered per key

@@ -1303,6 +1303,89 @@ LIST_TRANSACTIONS_RESPONSE = (
         F("transaction_state", STRING),
     ]),
 )
+# DescribeAclsRequest: Kafka schema flexibleVersions 2+ (v3 knows the user resource type).
+DESCRIBE_ACLS_REQUEST = (
+    F("resource_type_filter", INT8),
+    F("resource_name_filter", STRING, nullable=0),
+    F("pattern_type_filter", INT8, 1, default=3),
+    F("principal_filter", STRING, nullable=0),
+    F("host_filter", STRING, nullable=0),
+    F("operation", INT8),
+    F("permission_type", INT8),
+)
+
+# DescribeAclsResponse: Kafka schema flexibleVersions 2+
+DESCRIBE_ACLS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("resources", [
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+        F("pattern_type", INT8, 1, default=3),
+        F("acls", [
+            F("principal", STRING),
+            F("host", STRING),
+            F("operation", INT8),
+            F("permission_type", INT8),
+        ]),
+    ]),
+)
+
+# CreateAclsRequest: Kafka schema flexibleVersions 2+
+CREATE_ACLS_REQUEST = (
+    F("creations", [
+        F("resource_type", INT8),
+        F("resource_name", STRING),
+        F("resource_pattern_type", INT8, 1, default=3),
+        F("principal", STRING),
+        F("host", STRING),
+        F("operation", INT8),
+        F("permission_type", INT8),
+    ]),
+)
+
+# CreateAclsResponse: Kafka schema flexibleVersions 2+
+CREATE_ACLS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("results", [
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+    ]),
+)
+
+# DeleteAclsRequest: Kafka schema flexibleVersions 2+
+DELETE_ACLS_REQUEST = (
+    F("filters", [
+        F("resource_type_filter", INT8),
+        F("resource_name_filter", STRING, nullable=0),
+        F("pattern_type_filter", INT8, 1, default=3),
+        F("principal_filter", STRING, nullable=0),
+        F("host_filter", STRING, nullable=0),
+        F("operation", INT8),
+        F("permission_type", INT8),
+    ]),
+)
+
+# DeleteAclsResponse: Kafka schema flexibleVersions 2+
+DELETE_ACLS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("filter_results", [
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+        F("matching_acls", [
+            F("error_code", INT16),
+            F("error_message", STRING, nullable=0),
+            F("resource_type", INT8),
+            F("resource_name", STRING),
+            F("pattern_type", INT8, 1, default=3),
+            F("principal", STRING),
+            F("host", STRING),
+            F("operation", INT8),
+            F("permission_type", INT8),
+        ]),
+    ]),
+)
 # fmt: on
 
 # ApiKey -> first flexible version (None: no version is flexible), from each schema's
@@ -1353,6 +1436,9 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.LIST_TRANSACTIONS: 0,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 0,
     ApiKey.CONSUMER_GROUP_DESCRIBE: 0,
+    ApiKey.DESCRIBE_ACLS: 2,
+    ApiKey.CREATE_ACLS: 2,
+    ApiKey.DELETE_ACLS: 2,
 }
 
 
@@ -1433,4 +1519,7 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
         CONSUMER_GROUP_DESCRIBE_REQUEST,
         CONSUMER_GROUP_DESCRIBE_RESPONSE,
     ),
+    ApiKey.DESCRIBE_ACLS: (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
+    ApiKey.CREATE_ACLS: (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
+    ApiKey.DELETE_ACLS: (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
 }

@@ -120,6 +120,7 @@ class KafkaApis:
         default_num_partitions: int = 1,
         default_replication_factor: int = 1,
         local_config: Callable[[], dict[str, str]] = dict,
+        authorizer_enabled: bool = False,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -130,6 +131,9 @@ class KafkaApis:
         self.default_num_partitions = default_num_partitions
         self.default_replication_factor = default_replication_factor
         self.local_config = local_config
+        # Whether requests pass an authorizer (kraftlog.authorizer.enabled): without one the
+        # ACL APIs answer SECURITY_DISABLED, as Kafka's broker without authorizer.class.name.
+        self.authorizer_enabled = authorizer_enabled
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         self.fetch_purgatory = DelayedOperationPurgatory(
             "Fetch", clock_ms, config.purgatory_max_operations

@@ -29,11 +29,14 @@ from data_plane.broker.handlers import (
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -267,6 +270,16 @@ HANDLERS: dict[ApiKey, Api] = registry(
         cluster(ALTER),
     ),
     Api(K.UPDATE_FEATURES, update_features.handle, update_features.authorize, cluster(ALTER)),
+    # ACLs (docs/security.md): v0 is no longer served by Kafka 4 (KIP-896).
+    Api(
+        K.DESCRIBE_ACLS,
+        describe_acls.handle,
+        describe_acls.authorize,
+        cluster(DESCRIBE),
+        min_version=1,
+    ),
+    Api(K.CREATE_ACLS, create_acls.handle, create_acls.authorize, cluster(ALTER), min_version=1),
+    Api(K.DELETE_ACLS, delete_acls.handle, delete_acls.authorize, cluster(ALTER), min_version=1),
     # Consumer groups (data_plane.coordinator, docs/groups.md).
     Api(
         K.FIND_COORDINATOR,
