@@ -50,7 +50,7 @@ from common.record_batch import (
     TRANSACTIONAL_MASK,
 )
 from kraftlog_client.errors import KafkaError
-from kraftlog_client.record_types import ConsumerRecord, Header
+from kraftlog_client.record_types import ConsumerRecord, ConsumerRecordFields, Header
 
 _PREFIX = struct.Struct(">qiib")
 DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
@@ -509,7 +509,7 @@ def _run_keys_values(
     return keys, values
 
 
-def _extend_without_gc(out: list[ConsumerRecord], fields: Iterable[tuple[object, ...]]) -> None:
+def _extend_without_gc(out: list[ConsumerRecord], fields: Iterable[ConsumerRecordFields]) -> None:
     """``out.extend`` of a ConsumerRecord for each tuple of ``fields``, the cyclic garbage
     collector paused meanwhile.
 

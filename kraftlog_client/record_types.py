@@ -72,9 +72,13 @@ class RecordMetadata(NamedTuple):
     serialized_value_size: int
 
 
-class ConsumerRecord(
-    tuple[str, int, int, int, int, bytes | None, bytes | None, tuple[Header, ...], int]
-):
+# The fields of a ConsumerRecord, in order (see its docstring).
+ConsumerRecordFields = tuple[
+    str, int, int, int, int, bytes | None, bytes | None, tuple[Header, ...], int
+]
+
+
+class ConsumerRecord(ConsumerRecordFields):
     """One consumed record, an immutable tuple of its fields in this order: ``topic``,
     ``partition``, ``offset``, ``timestamp``, ``timestamp_type`` (0 CreateTime, 1
     LogAppendTime), ``key``, ``value``, ``headers`` (a tuple of (str, bytes | None) pairs)
