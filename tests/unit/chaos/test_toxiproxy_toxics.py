@@ -82,8 +82,10 @@ def test_slow_close_delays_the_close(client: Toxiproxy, echo: EchoServer, connec
 def test_timeout_drops_data_then_closes(client: Toxiproxy, echo: EchoServer, connect) -> None:
     proxy = make_proxy(client, echo)
     proxy.add_toxic(type="timeout", stream="upstream", attributes={"timeout": 300})
-    sock = connect(proxy.listen)
+    # The proxy's timer starts when it accepts the connection, so the clock starts before
+    # the connect: the close can only come later than the timeout after that.
     start = time.monotonic()
+    sock = connect(proxy.listen)
     sock.sendall(b"never arrives")
     data, _ = recv_until_closed(sock)
     assert data == b""
