@@ -9,6 +9,11 @@ runs in the controller, which collects nothing; it replaces xdist's own loadgrou
 whose ``xdist_group`` marks no longer reach the controller under pytest 9.2 (xdist still
 rewrites the old ``_nodeid`` field). Explicit ``xdist_group`` marks are honoured when they do.
 
+Each worker draws the ports of its clusters from its own slice of the local port range
+(``KRAFTLOG_PORT_SLICE``, deploy/ports.py), which its node processes and ``kraftlog``
+commands inherit: two workers never pick one port, and a port a worker's stopped node will
+bind again on restart is never handed to a sibling's new cluster meanwhile.
+
 Workers sort their collection so that groups are queued costliest first (``_GROUP_ORDER``):
 a long group that started last would leave the other workers idle at the end, while the many
 short unit-test modules at the back fill the gaps.
@@ -16,7 +21,11 @@ short unit-test modules at the back fill the gaps.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from deploy.ports import PORT_SLICE_ENV
 
 try:
     from xdist.scheduler import LoadGroupScheduling
@@ -90,6 +99,13 @@ def _check_shared_folders(items: list[pytest.Item]) -> None:
 def _distributed(config: pytest.Config) -> bool:
     # A worker has ``workerinput``; the controller has ``numprocesses``.
     return hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        index = int(str(workerinput["workerid"]).removeprefix("gw"))
+        os.environ[PORT_SLICE_ENV] = f"{index}/{workerinput['workercount']}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
