@@ -4,10 +4,11 @@ loadgroup``; without ``-n`` nothing here changes what runs or in which order).
 A group of tests runs on one worker, in collection order: the test module, or one of
 ``SHARED_FIXTURE_FOLDERS`` whole, since the modules there share a package- or
 session-scoped fixture (one cluster, one Spark session) that would otherwise start once per
-worker. ``GroupScheduling`` finds a test's group from its id alone, because the scheduler
-runs in the controller, which collects nothing; it replaces xdist's own loadgroup scheduler,
-whose ``xdist_group`` marks no longer reach the controller under pytest 9.2 (xdist still
-rewrites the old ``_nodeid`` field). Explicit ``xdist_group`` marks are honoured when they do.
+worker (``SOLO_MODULES`` excepted). ``GroupScheduling`` finds a test's group from its id
+alone, because the scheduler runs in the controller, which collects nothing; it replaces
+xdist's own loadgroup scheduler, whose ``xdist_group`` marks no longer reach the controller
+under pytest 9.2 (xdist still rewrites the old ``_nodeid`` field). Explicit ``xdist_group``
+marks are honoured when they do.
 
 Each worker draws the ports of its clusters from its own slice of the local port range
 (``KRAFTLOG_PORT_SLICE``, deploy/ports.py), which its node processes and ``kraftlog``
@@ -38,12 +39,17 @@ SHARED_FIXTURE_FOLDERS = (
     "tests/integration/client_groups",
     "tests/integration/retention",
 )
+# Modules of those folders that are a group of their own all the same: each runs for minutes,
+# longer than the shared fixture it starts a second time on its worker (the exactly-once kill
+# test drives its own Spark driver processes and needs only the folder's 3-broker cluster).
+SOLO_MODULES = frozenset({"tests/spark/test_exactly_once_kill.py"})
 
 # Groups are queued by the first of these prefixes their id starts with, collection order
-# kept within one class. Spark tests share one JVM session and one 3-broker cluster and take
-# the longest; integration, chaos and compat tests start real node processes; unit tests
-# (everything else) are short modules that balance the workers' tails.
+# kept within one class. The exactly-once kill test is the longest single test; the other
+# Spark tests make the longest group; integration, chaos and compat tests start real node
+# processes; unit tests (everything else) are short modules that balance the workers' tails.
 _GROUP_ORDER = (
+    "tests/spark/test_exactly_once_kill.py",
     "tests/spark",
     "tests/integration",
     "tests/chaos",
@@ -55,6 +61,8 @@ _SHARED_SCOPES = frozenset({"package", "session"})
 def group_of(nodeid: str) -> str:
     """The group of the test ``nodeid``: its shared-fixture folder or its module."""
     path = nodeid.split("::", 1)[0]
+    if path in SOLO_MODULES:
+        return path
     for folder in SHARED_FIXTURE_FOLDERS:
         if path.startswith(folder + "/"):
             return folder
@@ -87,6 +95,8 @@ def _check_shared_folders(items: list[pytest.Item]) -> None:
     ``SHARED_FIXTURE_FOLDERS``: its modules would each start that fixture on their worker."""
     for item in items:
         group = group_of(item.nodeid)
+        if group in SOLO_MODULES:
+            continue
         for folder in _shared_fixture_dirs(item):
             if not (group == folder or group.startswith(folder + "/")):
                 raise pytest.UsageError(
