@@ -10,7 +10,7 @@ CLUSTER_DIR ?= .cluster
 # golang-github-shopify-sarama-dev (Go + Sarama, for the Sarama compatibility test).
 DEB_PACKAGES := kcat faketime iptables iproute2 golang-go golang-github-shopify-sarama-dev
 
-.PHONY: run test lint bench venv system-deps stop clean chaos
+.PHONY: run test test-fast lint bench venv system-deps stop clean chaos
 
 venv: $(STAMP)
 
@@ -41,9 +41,23 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(PY) .ci/check_docs.py
 
+# pytest-xdist workers: integration tests mostly wait on node processes, so three workers
+# keep two cores busy; tests/conftest.py keeps each module (or folder sharing one cluster) on
+# one worker and queues the longest groups first. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 3
+PYTEST_DIST = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+# More pytest options for either target, e.g. PYTEST_ARGS=--durations=30.
+PYTEST_ARGS ?=
+
 # pytest exits 5 when it collects no tests; that is not a failure of the suite.
 test: $(STAMP) system-deps lint
-	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_DIST) $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+
+# The unit tests (the codec's kafka-python oracle included): no node processes, CPU-bound,
+# so one worker per core.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS) \
+	  tests/unit
 
 run: $(STAMP)
 	$(VENV)/bin/kraftlog --version

@@ -36,6 +36,9 @@ TOTAL = 4000
 ACKED_BEFORE_MOVE = 300
 # Pause between produce calls: spreads the records over the whole move.
 SEND_INTERVAL_S = 0.002
+# The producer holds before this record until the move is issued, so that most records are
+# still to be sent when it starts however long the new broker took to come up.
+HOLD_AT = TOTAL // 4
 
 
 def kraftlog(cluster: LocalCluster, *args: str) -> Any:
@@ -62,6 +65,7 @@ class Producer:
         self.errors: list[tuple[bytes, object]] = []
         self.left = -1
         self.stop = threading.Event()
+        self.moving = threading.Event()
         self.producer = Confluent(
             {
                 "bootstrap.servers": ",".join(cluster.bootstrap_servers()),
@@ -86,7 +90,9 @@ class Producer:
                 self.offsets[msg.value()] = msg.offset()
 
     def _run(self) -> None:
-        for v in self.values:
+        for i, v in enumerate(self.values):
+            if i == HOLD_AT:
+                self.moving.wait(DEADLINE_S * 3)
             if self.stop.is_set():
                 break
             self.producer.produce(TOPIC, v, partition=0, on_delivery=self._cb)
@@ -113,6 +119,7 @@ def test_move_a_partition_onto_a_new_broker_under_load(cluster: LocalCluster) ->
         replicas = ",".join(map(str, target))
         # The move starts while the producer still has most of its records to send.
         assert producer.acked() < TOTAL // 2 and producer.thread.is_alive()
+        producer.moving.set()
         started = kraftlog(
             cluster, "topics", "reassign", TOPIC, "--partition", "0", "--replicas", replicas
         )
@@ -138,6 +145,7 @@ def test_move_a_partition_onto_a_new_broker_under_load(cluster: LocalCluster) ->
         assert done["completed"] is True
         assert kraftlog(cluster, "topics", "reassign", "--list") == []
     finally:
+        producer.moving.set()
         producer.thread.join(DEADLINE_S * 3)
         producer.stop.set()
     assert not producer.thread.is_alive()

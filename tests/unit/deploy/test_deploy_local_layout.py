@@ -17,7 +17,7 @@ from deploy.local_cluster import LocalCluster
 from deploy.meta_properties import check_directories
 from deploy.monitoring_files import write_monitoring_files
 from deploy.node_config import load_node_config
-from deploy.ports import free_ports
+from deploy.ports import PORT_SLICE_ENV, free_ports
 
 
 def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range() -> None:
@@ -35,6 +35,25 @@ def test_free_ports_skips_a_port_in_use() -> None:
         s.listen()
         busy = s.getsockname()[1]
         assert busy not in free_ports(50)
+
+
+def test_a_port_slice_draws_from_its_own_share_of_the_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slices = []
+    for k in range(3):
+        monkeypatch.setenv(PORT_SLICE_ENV, f"{k}/3")
+        slices.append(set(free_ports(30)))
+    monkeypatch.delenv(PORT_SLICE_ENV)
+    assert not (slices[0] & slices[1] or slices[0] & slices[2] or slices[1] & slices[2])
+    assert max(slices[0]) < min(slices[1]) and max(slices[1]) < min(slices[2])
+
+
+@pytest.mark.parametrize("spec", ["3/3", "1", "a/2", "1/0", "-1/2"])
+def test_a_malformed_port_slice_is_refused(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
+    monkeypatch.setenv(PORT_SLICE_ENV, spec)
+    with pytest.raises(ValueError, match=PORT_SLICE_ENV):
+        free_ports(1)
 
 
 def test_plan_layout_ids_and_roles(tmp_path: Path) -> None:
