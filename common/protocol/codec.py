@@ -21,7 +21,11 @@ is v0 in every version so that a client can read it before it knows what the bro
 A request of an unsupported version is still parsed up to the client id, which is all an
 UNSUPPORTED_VERSION answer needs.
 
-Bodies are dicts keyed by the snake_case names of Kafka's schema fields. Bytes after a complete
+Bodies are instances of the classes generated from the schema tables
+(:mod:`common.protocol.messages`, one module per API) for the APIs in :data:`TYPED_APIS`, and
+dicts keyed by the same snake_case names of Kafka's schema fields for the others. A decoded
+typed body has every field of the class; those its version lacks hold their defaults. An
+encoder reads only the fields of its version. Bytes after a complete
 body are ignored, as Kafka does for forward compatibility. Decoding never raises anything but
 :class:`ProtocolError` (or its subclass :class:`UnsupportedVersionError`) whatever the input.
 
@@ -36,19 +40,22 @@ import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from common.protocol.compact_types import read_tag_count, skip_tags
 from common.protocol.compiler import CompiledMessage, compile_message
 from common.protocol.errors import EncodeError, ProtocolError, UnsupportedVersionError
+from common.protocol.message_names import struct_classes
+from common.protocol.records_value import FileSliceLike
 from common.protocol.schemas import MESSAGES, is_flexible
 
 __all__ = [
     "MAX_REQUEST_ARRAY_ELEMENTS",
     "MAX_REQUEST_BYTES",
     "MAX_RESPONSE_ARRAY_ELEMENTS",
+    "TYPED_APIS",
     "EncodeError",
     "FileSliceLike",
     "ProtocolError",
@@ -78,19 +85,16 @@ MAX_REQUEST_BYTES = 104857600
 MAX_REQUEST_ARRAY_ELEMENTS = 250_000
 MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 
+# The APIs whose request and response bodies are the generated classes of
+# common.protocol.messages (the ``<Api>Request`` / ``<Api>Response`` of the API's module);
+# the bodies of the other APIs are still dicts keyed by the same snake_case field names.
+TYPED_APIS: frozenset[ApiKey] = frozenset()
+
 _HEADER_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _HEADER = struct.Struct(">hhih")  # the same + the client_id length
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
-
-
-class FileSliceLike(Protocol):
-    """A byte range of an open file (data_plane.storage's FileSlice is one)."""
-
-    fileno: int
-    position: int
-    length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,8 @@ def _compile(api_key: int, version: int, is_request: bool) -> CompiledMessage | 
             key = ApiKey(api_key)
             fields = MESSAGES[key][0 if is_request else 1]
             label = f"{key.name} {'request' if is_request else 'response'}"
-            compiled = compile_message(fields, version, label, is_flexible(key, version))
+            classes = struct_classes(key, is_request, fields) if key in TYPED_APIS else None
+            compiled = compile_message(fields, version, label, is_flexible(key, version), classes)
             table[(api_key, version)] = compiled
     return compiled
 
