@@ -12,7 +12,7 @@ functions (no per-message interpretation of the schema) and compiles them once:
     count of 2**31-1 cannot allocate a huge list (a one-byte compact count, under 127, is
     exempt: so few elements allocate little and the first read past the end stops the loop).
     A decoder reads a struct's fields into locals and builds its body in one expression: a
-    dict display, or a positional call of its generated class (typed bodies, see :class:`_Gen`).
+    dict display, or an instance of its generated class (typed bodies, see :class:`_Gen`).
     ``budget`` bounds the total number of array elements in the message: each element
     costs far more memory as a Python object than its few bytes on the wire (a 2-byte string
     becomes a dict or str of 50-400 bytes), so the frame size bound alone would still let one
@@ -267,6 +267,7 @@ _RUNTIME: dict[str, Any] = {
     "_i32_pack": _i32_pack,
     "ProtocolError": ProtocolError,
     "EncodeError": EncodeError,
+    "_new": object.__new__,
     # flexible versions
     "_uvarint": uvarint,
     "_RECORDS_2": _RECORDS_2,
@@ -369,19 +370,23 @@ class _Gen:
             return f"{d}.{f.name} is not None"
         return f"{f.name!r} in {d}"
 
-    def build(self, d: str, fields: tuple[F, ...], decoded: list[F]) -> str:
-        """The expression building a decoded struct from the locals of its ``decoded``
-        fields: a dict display, or a positional call of its class (every field, in class
-        order; fields not in this version take the class's default)."""
+    def build(self, ind: int, d: str, fields: tuple[F, ...], decoded: list[F]) -> None:
+        """Emit the code building a decoded struct ``d`` from the locals of its ``decoded``
+        fields: a dict display, or for a typed body an instance made without ``__init__``
+        whose every slot is stored (fields not in this version get the class's default).
+        ``object.__new__`` and slot stores cost about half of a positional ``__init__``
+        call of a slotted dataclass, and less than the dict display."""
         if self.classes is None:
-            return "{" + ", ".join(f"{f.name!r}: {_slot(d, f)}" for f in decoded) + "}"
+            display = ", ".join(f"{f.name!r}: {_slot(d, f)}" for f in decoded)
+            self.emit(ind, f"{d} = {{{display}}}")
+            return
         cls = self.classes[id(fields)]
         defaults = {f.name: f for f in dataclasses.fields(cls)}
         present = {f.name for f in decoded}
-        args = []
+        self.emit(ind, f"{d} = _new({self.const(cls, 'cls')})")
         for f in fields:
-            args.append(_slot(d, f) if f.name in present else self._default(defaults[f.name]))
-        return f"{self.const(cls, 'cls')}({', '.join(args)})"
+            value = _slot(d, f) if f.name in present else self._default(defaults[f.name])
+            self.emit(ind, f"{d}.{f.name} = {value}")
 
     def _default(self, f: dataclasses.Field) -> str:
         """The expression of a dataclass field's default (a new list or struct each time)."""
@@ -418,7 +423,7 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
     """Decode a struct into ``d``: its fields are read into locals (:func:`_slot`), then the
     body is built in one expression (:meth:`_Gen.build`)."""
     _gen_decode_struct_fields(g, fields, version, d, ind)
-    g.emit(ind, f"{d} = {g.build(d, fields, _fields_in(fields, version))}")
+    g.build(ind, d, fields, _fields_in(fields, version))
 
 
 def _gen_decode_struct_fields(
@@ -608,7 +613,7 @@ def _gen_decode_struct_flex(
     once."""
     _gen_decode_struct_flex_fields(g, fields, version, d, ind, depth)
     entries = _fields_in(fields, version) + _tagged_in(fields, version)
-    g.emit(ind, f"{d} = {g.build(d, fields, entries)}")
+    g.build(ind, d, fields, entries)
 
 
 def _gen_decode_struct_flex_fields(

@@ -1,51 +1,27 @@
 """Test helpers: hypothesis strategies for body dicts, built from the codec's own schema tables,
 their typed form for the APIs the codec has typed bodies for, and a normaliser that makes
-decoded bodies comparable (memoryview records -> bytes, typed bodies -> dicts of all fields)."""
+decoded bodies comparable (memoryview records -> bytes, typed bodies -> dicts of all fields).
+``from_dict`` and ``message_class`` are re-exported from common.protocol.typed_bodies."""
 
 from __future__ import annotations
 
 import dataclasses
-import typing
 from typing import Any
 
 from hypothesis import strategies as st
 
 from common.protocol import codec
-from common.protocol.api_keys import ApiKey
 from common.protocol.fields import ArrayOf, F, Primitive, StructOf
-from common.protocol.message_names import load_module, message_class_name
+from common.protocol.typed_bodies import from_dict, message_class
 
-
-def message_class(api_key: int, is_request: bool) -> type:
-    """The generated class of an API's request or response body."""
-    key = ApiKey(api_key)
-    return getattr(load_module(key), message_class_name(key, is_request))
-
-
-def _struct_class(hint: Any) -> type | None:
-    """The generated class inside a field's type hint (``list[X] | None`` -> X), if any."""
-    if dataclasses.is_dataclass(hint):
-        return hint  # type: ignore[return-value]
-    for arg in typing.get_args(hint):
-        found = _struct_class(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def from_dict(cls: type, body: dict) -> Any:
-    """An instance of the generated class ``cls`` with the values of ``body`` (nested dicts
-    become the nested classes); fields missing from ``body`` keep the class defaults."""
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for name, value in body.items():
-        inner = _struct_class(hints[name])
-        if inner is not None and isinstance(value, list):
-            value = [from_dict(inner, v) for v in value]
-        elif inner is not None and isinstance(value, dict):
-            value = from_dict(inner, value)
-        values[name] = value
-    return cls(**values)
+__all__ = [
+    "body_strategy",
+    "from_dict",
+    "message_class",
+    "normalise",
+    "sample_body",
+    "typed",
+]
 
 
 def typed(api_key: int, is_request: bool, body: dict) -> Any:
