@@ -47,7 +47,9 @@ from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from common.protocol.compact_types import read_tag_count, skip_tags
 from common.protocol.compiler import CompiledMessage, compile_message
 from common.protocol.errors import EncodeError, ProtocolError, UnsupportedVersionError
+from common.protocol.message_base import Message
 from common.protocol.message_names import struct_classes
+from common.protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiKey
 from common.protocol.records_value import FileSliceLike
 from common.protocol.schemas import MESSAGES, is_flexible
 
@@ -56,8 +58,10 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "MAX_RESPONSE_ARRAY_ELEMENTS",
     "TYPED_APIS",
+    "Body",
     "EncodeError",
     "FileSliceLike",
+    "Message",
     "ProtocolError",
     "RequestHeader",
     "ResponseFrame",
@@ -88,7 +92,11 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # The APIs whose request and response bodies are the generated classes of
 # common.protocol.messages (the ``<Api>Request`` / ``<Api>Response`` of the API's module);
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
-TYPED_APIS: frozenset[ApiKey] = frozenset()
+TYPED_APIS: frozenset[ApiKey] = frozenset({ApiKey.API_VERSIONS})
+
+# A request or response body: a generated Message for the APIs in TYPED_APIS, else a dict.
+# (Any, not the union, until every API is typed: callers narrow by the API they handle.)
+Body = Any
 
 _HEADER_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _HEADER = struct.Struct(">hhih")  # the same + the client_id length
@@ -211,7 +219,7 @@ def decode_request(
     frame: bytes | bytearray | memoryview,
     *,
     max_array_elements: int = MAX_REQUEST_ARRAY_ELEMENTS,
-) -> tuple[RequestHeader, dict]:
+) -> tuple[RequestHeader, Body]:
     """Decode a request frame (without the size prefix) into its header and body dict.
 
     ``records`` fields are memoryview slices of ``frame`` (keep the frame alive as long as
@@ -250,7 +258,7 @@ def decode_request(
     return header, body
 
 
-def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseFrame:
+def encode_response(header: RequestHeader, body: Mapping[str, Any] | Message) -> ResponseFrame:
     """Size prefix + response header (v0: the correlation id; v1 in flexible versions: + an
     empty tagged-field section) + ``body`` in the version of ``header``. Raises
     :class:`EncodeError` if the body does not fit the schema."""
@@ -272,12 +280,11 @@ def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseF
 
 def api_versions_entries(
     versions: Mapping[int, tuple[int, int]] | None = None,
-) -> list[dict[str, int]]:
+) -> list[ApiVersionsResponseApiKey]:
     """The ``api_keys`` list of an ApiVersions response (default: all of SUPPORTED_VERSIONS)."""
     table = SUPPORTED_VERSIONS if versions is None else versions
     return [
-        {"api_key": int(key), "min_version": low, "max_version": high}
-        for key, (low, high) in sorted(table.items())
+        ApiVersionsResponseApiKey(int(key), low, high) for key, (low, high) in sorted(table.items())
     ]
 
 
@@ -286,17 +293,17 @@ def unsupported_version_response(
 ) -> ResponseFrame:
     """The answer to a request whose API key or version is not supported.
 
-    ApiVersions: a v0-format body ``{error_code: 35, api_keys: [...]}`` (``api_versions``,
+    ApiVersions: a v0-format body (error_code 35 and the ``api_keys`` of ``api_versions``,
     default all of SUPPORTED_VERSIONS) after a v0 response header; clients probing a newer
     version (librdkafka v3, kafka-python v4) then retry with the highest version listed.
     Any other API: correlation id + int16 35 and nothing else; the broker sends it, then
     closes the connection (it cannot frame that API's real response).
     """
     if header.api_key == ApiKey.API_VERSIONS:
-        body = {
-            "error_code": int(ErrorCode.UNSUPPORTED_VERSION),
-            "api_keys": api_versions_entries(api_versions),
-        }
+        body = ApiVersionsResponse(
+            error_code=int(ErrorCode.UNSUPPORTED_VERSION),
+            api_keys=api_versions_entries(api_versions),
+        )
         return encode_response(RequestHeader(header.api_key, 0, header.correlation_id, None), body)
     out = bytearray(_SIZE_AND_CORRELATION.pack(6, header.correlation_id))
     out += _I16.pack(int(ErrorCode.UNSUPPORTED_VERSION))
@@ -311,7 +318,7 @@ def encode_request(
     api_version: int,
     correlation_id: int,
     client_id: str | None,
-    body: Mapping[str, Any],
+    body: Mapping[str, Any] | Message,
 ) -> bytes:
     """A complete request frame: size prefix + request header (v1, or v2 with an empty
     tagged-field section in flexible versions) + body."""
@@ -347,7 +354,7 @@ def decode_response(
     frame: bytes | bytearray | memoryview,
     *,
     max_array_elements: int = MAX_RESPONSE_ARRAY_ELEMENTS,
-) -> tuple[int, dict]:
+) -> tuple[int, Body]:
     """Decode a response frame (without the size prefix) of a request sent as
     ``api_key``/``api_version``; returns ``(correlation_id, body)``.
 
@@ -402,7 +409,7 @@ def _skip_header_tags(view: memoryview, pos: int) -> int:
 def _run_encoder(
     codec: CompiledMessage,
     out: bytearray,
-    body: Mapping[str, Any],
+    body: Mapping[str, Any] | Message,
     cuts: list[tuple[int, Any]],
     api_key: int,
     api_version: int,

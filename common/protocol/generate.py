@@ -4,7 +4,8 @@
     python -m common.protocol.generate --check   # exit 1 if a committed module differs
 
 One module per API (:mod:`common.protocol.message_names` names modules and classes) holds a
-slotted dataclass for the request, one for the response and one per nested struct. A class has
+slotted dataclass for the request, one for the response and one per nested struct, all
+subclasses of :class:`common.protocol.message_base.Message`. A class has
 the fields of every supported version, in wire order, each with its type (``int``, ``str``,
 ``bytes``, ``list[...]``, a struct class, ``Records``; ``| None`` when the field is nullable
 in some version, or is a tagged struct) and its default: the table's default, else the
@@ -151,7 +152,7 @@ def module_source(api_key: ApiKey) -> str:
                 doc = f"{api_key.name} {'request' if is_request else 'response'} body."
             else:
                 doc = f"The struct of {holders[name]}."
-            body = ["@dataclass(slots=True)", f"class {name}:", f'    """{doc}"""', ""]
+            body = ["@dataclass(slots=True)", f"class {name}(Message):", f'    """{doc}"""', ""]
             for f in struct:
                 body += _field_lines(f, names, low, high)
                 source = body[-1]
@@ -169,9 +170,11 @@ def module_source(api_key: ApiKey) -> str:
         "from __future__ import annotations",
         "",
         "from dataclasses import dataclass" + (", field" if uses_field else ""),
+        "",
+        "from common.protocol.message_base import Message",
     ]
     if uses_records:
-        header += ["", "from common.protocol.records_value import Records"]
+        header.append("from common.protocol.records_value import Records")
     return "\n".join(header) + "\n\n\n" + "\n\n".join(classes)
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class AddOffsetsToTxnRequest:
+class AddOffsetsToTxnRequest(Message):
     """ADD_OFFSETS_TO_TXN request body."""
 
     transactional_id: str = ""
@@ -20,7 +22,7 @@ class AddOffsetsToTxnRequest:
 
 
 @dataclass(slots=True)
-class AddOffsetsToTxnResponse:
+class AddOffsetsToTxnResponse(Message):
     """ADD_OFFSETS_TO_TXN response body."""
 
     throttle_time_ms: int = 0

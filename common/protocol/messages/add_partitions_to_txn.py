@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class AddPartitionsToTxnRequestTopic:
+class AddPartitionsToTxnRequestTopic(Message):
     """The struct of ``AddPartitionsToTxnRequest.v3_and_below_topics``."""
 
     name: str = ""
@@ -18,7 +20,7 @@ class AddPartitionsToTxnRequestTopic:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnRequestTransaction:
+class AddPartitionsToTxnRequestTransaction(Message):
     """The struct of ``AddPartitionsToTxnRequest.transactions``."""
 
     # v4+
@@ -34,7 +36,7 @@ class AddPartitionsToTxnRequestTransaction:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnRequest:
+class AddPartitionsToTxnRequest(Message):
     """ADD_PARTITIONS_TO_TXN request body."""
 
     # v4+
@@ -50,7 +52,7 @@ class AddPartitionsToTxnRequest:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnResponseResultsByPartition:
+class AddPartitionsToTxnResponseResultsByPartition(Message):
     """The struct of ``AddPartitionsToTxnResponseTopicResult.results_by_partition``."""
 
     partition_index: int = 0
@@ -58,7 +60,7 @@ class AddPartitionsToTxnResponseResultsByPartition:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnResponseTopicResult:
+class AddPartitionsToTxnResponseTopicResult(Message):
     """The struct of ``AddPartitionsToTxnResponse.results_by_topic_v3_and_below``."""
 
     name: str = ""
@@ -68,7 +70,7 @@ class AddPartitionsToTxnResponseTopicResult:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnResponseResultsByTransaction:
+class AddPartitionsToTxnResponseResultsByTransaction(Message):
     """The struct of ``AddPartitionsToTxnResponse.results_by_transaction``."""
 
     # v4+
@@ -78,7 +80,7 @@ class AddPartitionsToTxnResponseResultsByTransaction:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnResponse:
+class AddPartitionsToTxnResponse(Message):
     """ADD_PARTITIONS_TO_TXN response body."""
 
     throttle_time_ms: int = 0

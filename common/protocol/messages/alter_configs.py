@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class AlterConfigsRequestConfig:
+class AlterConfigsRequestConfig(Message):
     """The struct of ``AlterConfigsRequestResource.configs``."""
 
     name: str = ""
@@ -19,7 +21,7 @@ class AlterConfigsRequestConfig:
 
 
 @dataclass(slots=True)
-class AlterConfigsRequestResource:
+class AlterConfigsRequestResource(Message):
     """The struct of ``AlterConfigsRequest.resources``."""
 
     resource_type: int = 0
@@ -28,7 +30,7 @@ class AlterConfigsRequestResource:
 
 
 @dataclass(slots=True)
-class AlterConfigsRequest:
+class AlterConfigsRequest(Message):
     """ALTER_CONFIGS request body."""
 
     resources: list[AlterConfigsRequestResource] = field(default_factory=list)
@@ -36,7 +38,7 @@ class AlterConfigsRequest:
 
 
 @dataclass(slots=True)
-class AlterConfigsResponseResponse:
+class AlterConfigsResponseResponse(Message):
     """The struct of ``AlterConfigsResponse.responses``."""
 
     error_code: int = 0
@@ -47,7 +49,7 @@ class AlterConfigsResponseResponse:
 
 
 @dataclass(slots=True)
-class AlterConfigsResponse:
+class AlterConfigsResponse(Message):
     """ALTER_CONFIGS response body."""
 
     throttle_time_ms: int = 0

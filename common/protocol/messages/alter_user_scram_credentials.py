@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class AlterUserScramCredentialsRequestDeletion:
+class AlterUserScramCredentialsRequestDeletion(Message):
     """The struct of ``AlterUserScramCredentialsRequest.deletions``."""
 
     name: str = ""
@@ -18,7 +20,7 @@ class AlterUserScramCredentialsRequestDeletion:
 
 
 @dataclass(slots=True)
-class AlterUserScramCredentialsRequestUpsertion:
+class AlterUserScramCredentialsRequestUpsertion(Message):
     """The struct of ``AlterUserScramCredentialsRequest.upsertions``."""
 
     name: str = ""
@@ -29,7 +31,7 @@ class AlterUserScramCredentialsRequestUpsertion:
 
 
 @dataclass(slots=True)
-class AlterUserScramCredentialsRequest:
+class AlterUserScramCredentialsRequest(Message):
     """ALTER_USER_SCRAM_CREDENTIALS request body."""
 
     deletions: list[AlterUserScramCredentialsRequestDeletion] = field(default_factory=list)
@@ -37,7 +39,7 @@ class AlterUserScramCredentialsRequest:
 
 
 @dataclass(slots=True)
-class AlterUserScramCredentialsResponseResult:
+class AlterUserScramCredentialsResponseResult(Message):
     """The struct of ``AlterUserScramCredentialsResponse.results``."""
 
     user: str = ""
@@ -47,7 +49,7 @@ class AlterUserScramCredentialsResponseResult:
 
 
 @dataclass(slots=True)
-class AlterUserScramCredentialsResponse:
+class AlterUserScramCredentialsResponse(Message):
     """ALTER_USER_SCRAM_CREDENTIALS response body."""
 
     throttle_time_ms: int = 0

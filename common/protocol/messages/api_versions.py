@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class ApiVersionsRequest:
+class ApiVersionsRequest(Message):
     """API_VERSIONS request body."""
 
     # v3+
@@ -20,7 +22,7 @@ class ApiVersionsRequest:
 
 
 @dataclass(slots=True)
-class ApiVersionsResponseApiKey:
+class ApiVersionsResponseApiKey(Message):
     """The struct of ``ApiVersionsResponse.api_keys``."""
 
     api_key: int = 0
@@ -29,7 +31,7 @@ class ApiVersionsResponseApiKey:
 
 
 @dataclass(slots=True)
-class ApiVersionsResponseSupportedFeature:
+class ApiVersionsResponseSupportedFeature(Message):
     """The struct of ``ApiVersionsResponse.supported_features``."""
 
     # v3+
@@ -41,7 +43,7 @@ class ApiVersionsResponseSupportedFeature:
 
 
 @dataclass(slots=True)
-class ApiVersionsResponseFinalizedFeature:
+class ApiVersionsResponseFinalizedFeature(Message):
     """The struct of ``ApiVersionsResponse.finalized_features``."""
 
     # v3+
@@ -53,7 +55,7 @@ class ApiVersionsResponseFinalizedFeature:
 
 
 @dataclass(slots=True)
-class ApiVersionsResponse:
+class ApiVersionsResponse(Message):
     """API_VERSIONS response body."""
 
     error_code: int = 0

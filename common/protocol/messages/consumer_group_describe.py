@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeRequest:
+class ConsumerGroupDescribeRequest(Message):
     """CONSUMER_GROUP_DESCRIBE request body."""
 
     group_ids: list[str] = field(default_factory=list)
@@ -18,7 +20,7 @@ class ConsumerGroupDescribeRequest:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponseTopicPartition:
+class ConsumerGroupDescribeResponseTopicPartition(Message):
     """The struct of ``ConsumerGroupDescribeResponseAssignment.topic_partitions``."""
 
     topic_id: bytes = bytes(16)
@@ -27,7 +29,7 @@ class ConsumerGroupDescribeResponseTopicPartition:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponseAssignment:
+class ConsumerGroupDescribeResponseAssignment(Message):
     """The struct of ``ConsumerGroupDescribeResponseMember.assignment``."""
 
     topic_partitions: list[ConsumerGroupDescribeResponseTopicPartition] = field(
@@ -36,7 +38,7 @@ class ConsumerGroupDescribeResponseAssignment:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponseTargetAssignmentTopicPartition:
+class ConsumerGroupDescribeResponseTargetAssignmentTopicPartition(Message):
     """The struct of ``ConsumerGroupDescribeResponseTargetAssignment.topic_partitions``."""
 
     topic_id: bytes = bytes(16)
@@ -45,7 +47,7 @@ class ConsumerGroupDescribeResponseTargetAssignmentTopicPartition:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponseTargetAssignment:
+class ConsumerGroupDescribeResponseTargetAssignment(Message):
     """The struct of ``ConsumerGroupDescribeResponseMember.target_assignment``."""
 
     topic_partitions: list[ConsumerGroupDescribeResponseTargetAssignmentTopicPartition] = field(
@@ -54,7 +56,7 @@ class ConsumerGroupDescribeResponseTargetAssignment:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponseMember:
+class ConsumerGroupDescribeResponseMember(Message):
     """The struct of ``ConsumerGroupDescribeResponseGroup.members``."""
 
     member_id: str = ""
@@ -77,7 +79,7 @@ class ConsumerGroupDescribeResponseMember:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponseGroup:
+class ConsumerGroupDescribeResponseGroup(Message):
     """The struct of ``ConsumerGroupDescribeResponse.groups``."""
 
     error_code: int = 0
@@ -93,7 +95,7 @@ class ConsumerGroupDescribeResponseGroup:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponse:
+class ConsumerGroupDescribeResponse(Message):
     """CONSUMER_GROUP_DESCRIBE response body."""
 
     throttle_time_ms: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class ConsumerGroupHeartbeatRequestTopicPartition:
+class ConsumerGroupHeartbeatRequestTopicPartition(Message):
     """The struct of ``ConsumerGroupHeartbeatRequest.topic_partitions``."""
 
     topic_id: bytes = bytes(16)
@@ -18,7 +20,7 @@ class ConsumerGroupHeartbeatRequestTopicPartition:
 
 
 @dataclass(slots=True)
-class ConsumerGroupHeartbeatRequest:
+class ConsumerGroupHeartbeatRequest(Message):
     """CONSUMER_GROUP_HEARTBEAT request body."""
 
     group_id: str = ""
@@ -40,7 +42,7 @@ class ConsumerGroupHeartbeatRequest:
 
 
 @dataclass(slots=True)
-class ConsumerGroupHeartbeatResponseTopicPartition:
+class ConsumerGroupHeartbeatResponseTopicPartition(Message):
     """The struct of ``ConsumerGroupHeartbeatResponseAssignment.topic_partitions``."""
 
     topic_id: bytes = bytes(16)
@@ -48,7 +50,7 @@ class ConsumerGroupHeartbeatResponseTopicPartition:
 
 
 @dataclass(slots=True)
-class ConsumerGroupHeartbeatResponseAssignment:
+class ConsumerGroupHeartbeatResponseAssignment(Message):
     """The struct of ``ConsumerGroupHeartbeatResponse.assignment``."""
 
     topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartition] = field(
@@ -57,7 +59,7 @@ class ConsumerGroupHeartbeatResponseAssignment:
 
 
 @dataclass(slots=True)
-class ConsumerGroupHeartbeatResponse:
+class ConsumerGroupHeartbeatResponse(Message):
     """CONSUMER_GROUP_HEARTBEAT response body."""
 
     throttle_time_ms: int = 0

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class CreatePartitionsRequestAssignment:
+class CreatePartitionsRequestAssignment(Message):
     """The struct of ``CreatePartitionsRequestTopic.assignments``."""
 
     broker_ids: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class CreatePartitionsRequestTopic:
+class CreatePartitionsRequestTopic(Message):
     """The struct of ``CreatePartitionsRequest.topics``."""
 
     name: str = ""
@@ -27,7 +29,7 @@ class CreatePartitionsRequestTopic:
 
 
 @dataclass(slots=True)
-class CreatePartitionsRequest:
+class CreatePartitionsRequest(Message):
     """CREATE_PARTITIONS request body."""
 
     topics: list[CreatePartitionsRequestTopic] = field(default_factory=list)
@@ -36,7 +38,7 @@ class CreatePartitionsRequest:
 
 
 @dataclass(slots=True)
-class CreatePartitionsResponseResult:
+class CreatePartitionsResponseResult(Message):
     """The struct of ``CreatePartitionsResponse.results``."""
 
     name: str = ""
@@ -46,7 +48,7 @@ class CreatePartitionsResponseResult:
 
 
 @dataclass(slots=True)
-class CreatePartitionsResponse:
+class CreatePartitionsResponse(Message):
     """CREATE_PARTITIONS response body."""
 
     throttle_time_ms: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class CreateTopicsRequestAssignment:
+class CreateTopicsRequestAssignment(Message):
     """The struct of ``CreateTopicsRequestTopic.assignments``."""
 
     partition_index: int = 0
@@ -18,7 +20,7 @@ class CreateTopicsRequestAssignment:
 
 
 @dataclass(slots=True)
-class CreateTopicsRequestConfig:
+class CreateTopicsRequestConfig(Message):
     """The struct of ``CreateTopicsRequestTopic.configs``."""
 
     name: str = ""
@@ -27,7 +29,7 @@ class CreateTopicsRequestConfig:
 
 
 @dataclass(slots=True)
-class CreateTopicsRequestTopic:
+class CreateTopicsRequestTopic(Message):
     """The struct of ``CreateTopicsRequest.topics``."""
 
     name: str = ""
@@ -38,7 +40,7 @@ class CreateTopicsRequestTopic:
 
 
 @dataclass(slots=True)
-class CreateTopicsRequest:
+class CreateTopicsRequest(Message):
     """CREATE_TOPICS request body."""
 
     topics: list[CreateTopicsRequestTopic] = field(default_factory=list)
@@ -48,7 +50,7 @@ class CreateTopicsRequest:
 
 
 @dataclass(slots=True)
-class CreateTopicsResponseConfig:
+class CreateTopicsResponseConfig(Message):
     """The struct of ``CreateTopicsResponseTopic.configs``."""
 
     # v5+
@@ -64,7 +66,7 @@ class CreateTopicsResponseConfig:
 
 
 @dataclass(slots=True)
-class CreateTopicsResponseTopic:
+class CreateTopicsResponseTopic(Message):
     """The struct of ``CreateTopicsResponse.topics``."""
 
     name: str = ""
@@ -84,7 +86,7 @@ class CreateTopicsResponseTopic:
 
 
 @dataclass(slots=True)
-class CreateTopicsResponse:
+class CreateTopicsResponse(Message):
     """CREATE_TOPICS response body."""
 
     # v2+

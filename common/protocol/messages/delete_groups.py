@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DeleteGroupsRequest:
+class DeleteGroupsRequest(Message):
     """DELETE_GROUPS request body."""
 
     groups_names: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class DeleteGroupsResponseResult:
+class DeleteGroupsResponseResult(Message):
     """The struct of ``DeleteGroupsResponse.results``."""
 
     group_id: str = ""
@@ -25,7 +27,7 @@ class DeleteGroupsResponseResult:
 
 
 @dataclass(slots=True)
-class DeleteGroupsResponse:
+class DeleteGroupsResponse(Message):
     """DELETE_GROUPS response body."""
 
     throttle_time_ms: int = 0

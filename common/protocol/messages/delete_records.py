@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DeleteRecordsRequestPartition:
+class DeleteRecordsRequestPartition(Message):
     """The struct of ``DeleteRecordsRequestTopic.partitions``."""
 
     partition_index: int = 0
@@ -18,7 +20,7 @@ class DeleteRecordsRequestPartition:
 
 
 @dataclass(slots=True)
-class DeleteRecordsRequestTopic:
+class DeleteRecordsRequestTopic(Message):
     """The struct of ``DeleteRecordsRequest.topics``."""
 
     name: str = ""
@@ -26,7 +28,7 @@ class DeleteRecordsRequestTopic:
 
 
 @dataclass(slots=True)
-class DeleteRecordsRequest:
+class DeleteRecordsRequest(Message):
     """DELETE_RECORDS request body."""
 
     topics: list[DeleteRecordsRequestTopic] = field(default_factory=list)
@@ -34,7 +36,7 @@ class DeleteRecordsRequest:
 
 
 @dataclass(slots=True)
-class DeleteRecordsResponsePartition:
+class DeleteRecordsResponsePartition(Message):
     """The struct of ``DeleteRecordsResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -43,7 +45,7 @@ class DeleteRecordsResponsePartition:
 
 
 @dataclass(slots=True)
-class DeleteRecordsResponseTopic:
+class DeleteRecordsResponseTopic(Message):
     """The struct of ``DeleteRecordsResponse.topics``."""
 
     name: str = ""
@@ -51,7 +53,7 @@ class DeleteRecordsResponseTopic:
 
 
 @dataclass(slots=True)
-class DeleteRecordsResponse:
+class DeleteRecordsResponse(Message):
     """DELETE_RECORDS response body."""
 
     throttle_time_ms: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DeleteTopicsRequestTopic:
+class DeleteTopicsRequestTopic(Message):
     """The struct of ``DeleteTopicsRequest.topics``."""
 
     # v6+, nullable v6+
@@ -20,7 +22,7 @@ class DeleteTopicsRequestTopic:
 
 
 @dataclass(slots=True)
-class DeleteTopicsRequest:
+class DeleteTopicsRequest(Message):
     """DELETE_TOPICS request body."""
 
     # v6+
@@ -31,7 +33,7 @@ class DeleteTopicsRequest:
 
 
 @dataclass(slots=True)
-class DeleteTopicsResponseResponse:
+class DeleteTopicsResponseResponse(Message):
     """The struct of ``DeleteTopicsResponse.responses``."""
 
     # nullable v6+
@@ -44,7 +46,7 @@ class DeleteTopicsResponseResponse:
 
 
 @dataclass(slots=True)
-class DeleteTopicsResponse:
+class DeleteTopicsResponse(Message):
     """DELETE_TOPICS response body."""
 
     # v1+

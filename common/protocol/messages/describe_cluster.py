@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeClusterRequest:
+class DescribeClusterRequest(Message):
     """DESCRIBE_CLUSTER request body."""
 
     include_cluster_authorized_operations: bool = False
@@ -19,7 +21,7 @@ class DescribeClusterRequest:
 
 
 @dataclass(slots=True)
-class DescribeClusterResponseBroker:
+class DescribeClusterResponseBroker(Message):
     """The struct of ``DescribeClusterResponse.brokers``."""
 
     broker_id: int = 0
@@ -30,7 +32,7 @@ class DescribeClusterResponseBroker:
 
 
 @dataclass(slots=True)
-class DescribeClusterResponse:
+class DescribeClusterResponse(Message):
     """DESCRIBE_CLUSTER response body."""
 
     throttle_time_ms: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeConfigsRequestResource:
+class DescribeConfigsRequestResource(Message):
     """The struct of ``DescribeConfigsRequest.resources``."""
 
     resource_type: int = 0
@@ -20,7 +22,7 @@ class DescribeConfigsRequestResource:
 
 
 @dataclass(slots=True)
-class DescribeConfigsRequest:
+class DescribeConfigsRequest(Message):
     """DESCRIBE_CONFIGS request body."""
 
     resources: list[DescribeConfigsRequestResource] = field(default_factory=list)
@@ -31,7 +33,7 @@ class DescribeConfigsRequest:
 
 
 @dataclass(slots=True)
-class DescribeConfigsResponseSynonym:
+class DescribeConfigsResponseSynonym(Message):
     """The struct of ``DescribeConfigsResponseConfig.synonyms``."""
 
     # v1+
@@ -43,7 +45,7 @@ class DescribeConfigsResponseSynonym:
 
 
 @dataclass(slots=True)
-class DescribeConfigsResponseConfig:
+class DescribeConfigsResponseConfig(Message):
     """The struct of ``DescribeConfigsResponseResult.configs``."""
 
     name: str = ""
@@ -64,7 +66,7 @@ class DescribeConfigsResponseConfig:
 
 
 @dataclass(slots=True)
-class DescribeConfigsResponseResult:
+class DescribeConfigsResponseResult(Message):
     """The struct of ``DescribeConfigsResponse.results``."""
 
     error_code: int = 0
@@ -76,7 +78,7 @@ class DescribeConfigsResponseResult:
 
 
 @dataclass(slots=True)
-class DescribeConfigsResponse:
+class DescribeConfigsResponse(Message):
     """DESCRIBE_CONFIGS response body."""
 
     throttle_time_ms: int = 0

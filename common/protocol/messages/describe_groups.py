@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeGroupsRequest:
+class DescribeGroupsRequest(Message):
     """DESCRIBE_GROUPS request body."""
 
     groups: list[str] = field(default_factory=list)
@@ -19,7 +21,7 @@ class DescribeGroupsRequest:
 
 
 @dataclass(slots=True)
-class DescribeGroupsResponseMember:
+class DescribeGroupsResponseMember(Message):
     """The struct of ``DescribeGroupsResponseGroup.members``."""
 
     member_id: str = ""
@@ -32,7 +34,7 @@ class DescribeGroupsResponseMember:
 
 
 @dataclass(slots=True)
-class DescribeGroupsResponseGroup:
+class DescribeGroupsResponseGroup(Message):
     """The struct of ``DescribeGroupsResponse.groups``."""
 
     error_code: int = 0
@@ -46,7 +48,7 @@ class DescribeGroupsResponseGroup:
 
 
 @dataclass(slots=True)
-class DescribeGroupsResponse:
+class DescribeGroupsResponse(Message):
     """DESCRIBE_GROUPS response body."""
 
     # v1+

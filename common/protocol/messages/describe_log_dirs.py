@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeLogDirsRequestTopic:
+class DescribeLogDirsRequestTopic(Message):
     """The struct of ``DescribeLogDirsRequest.topics``."""
 
     topic: str = ""
@@ -18,7 +20,7 @@ class DescribeLogDirsRequestTopic:
 
 
 @dataclass(slots=True)
-class DescribeLogDirsRequest:
+class DescribeLogDirsRequest(Message):
     """DESCRIBE_LOG_DIRS request body."""
 
     # nullable v0+
@@ -26,7 +28,7 @@ class DescribeLogDirsRequest:
 
 
 @dataclass(slots=True)
-class DescribeLogDirsResponsePartition:
+class DescribeLogDirsResponsePartition(Message):
     """The struct of ``DescribeLogDirsResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -36,7 +38,7 @@ class DescribeLogDirsResponsePartition:
 
 
 @dataclass(slots=True)
-class DescribeLogDirsResponseTopic:
+class DescribeLogDirsResponseTopic(Message):
     """The struct of ``DescribeLogDirsResponseResult.topics``."""
 
     name: str = ""
@@ -44,7 +46,7 @@ class DescribeLogDirsResponseTopic:
 
 
 @dataclass(slots=True)
-class DescribeLogDirsResponseResult:
+class DescribeLogDirsResponseResult(Message):
     """The struct of ``DescribeLogDirsResponse.results``."""
 
     error_code: int = 0
@@ -57,7 +59,7 @@ class DescribeLogDirsResponseResult:
 
 
 @dataclass(slots=True)
-class DescribeLogDirsResponse:
+class DescribeLogDirsResponse(Message):
     """DESCRIBE_LOG_DIRS response body."""
 
     throttle_time_ms: int = 0

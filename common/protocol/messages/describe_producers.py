@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeProducersRequestTopic:
+class DescribeProducersRequestTopic(Message):
     """The struct of ``DescribeProducersRequest.topics``."""
 
     name: str = ""
@@ -18,14 +20,14 @@ class DescribeProducersRequestTopic:
 
 
 @dataclass(slots=True)
-class DescribeProducersRequest:
+class DescribeProducersRequest(Message):
     """DESCRIBE_PRODUCERS request body."""
 
     topics: list[DescribeProducersRequestTopic] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class DescribeProducersResponseActiveProducer:
+class DescribeProducersResponseActiveProducer(Message):
     """The struct of ``DescribeProducersResponsePartition.active_producers``."""
 
     producer_id: int = 0
@@ -37,7 +39,7 @@ class DescribeProducersResponseActiveProducer:
 
 
 @dataclass(slots=True)
-class DescribeProducersResponsePartition:
+class DescribeProducersResponsePartition(Message):
     """The struct of ``DescribeProducersResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -48,7 +50,7 @@ class DescribeProducersResponsePartition:
 
 
 @dataclass(slots=True)
-class DescribeProducersResponseTopic:
+class DescribeProducersResponseTopic(Message):
     """The struct of ``DescribeProducersResponse.topics``."""
 
     name: str = ""
@@ -56,7 +58,7 @@ class DescribeProducersResponseTopic:
 
 
 @dataclass(slots=True)
-class DescribeProducersResponse:
+class DescribeProducersResponse(Message):
     """DESCRIBE_PRODUCERS response body."""
 
     throttle_time_ms: int = 0

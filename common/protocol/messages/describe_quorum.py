@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeQuorumRequestPartition:
+class DescribeQuorumRequestPartition(Message):
     """The struct of ``DescribeQuorumRequestTopic.partitions``."""
 
     partition_index: int = 0
 
 
 @dataclass(slots=True)
-class DescribeQuorumRequestTopic:
+class DescribeQuorumRequestTopic(Message):
     """The struct of ``DescribeQuorumRequest.topics``."""
 
     topic_name: str = ""
@@ -25,14 +27,14 @@ class DescribeQuorumRequestTopic:
 
 
 @dataclass(slots=True)
-class DescribeQuorumRequest:
+class DescribeQuorumRequest(Message):
     """DESCRIBE_QUORUM request body."""
 
     topics: list[DescribeQuorumRequestTopic] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponseCurrentVoter:
+class DescribeQuorumResponseCurrentVoter(Message):
     """The struct of ``DescribeQuorumResponsePartition.current_voters``."""
 
     replica_id: int = 0
@@ -46,7 +48,7 @@ class DescribeQuorumResponseCurrentVoter:
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponseObserver:
+class DescribeQuorumResponseObserver(Message):
     """The struct of ``DescribeQuorumResponsePartition.observers``."""
 
     replica_id: int = 0
@@ -60,7 +62,7 @@ class DescribeQuorumResponseObserver:
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponsePartition:
+class DescribeQuorumResponsePartition(Message):
     """The struct of ``DescribeQuorumResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -75,7 +77,7 @@ class DescribeQuorumResponsePartition:
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponseTopic:
+class DescribeQuorumResponseTopic(Message):
     """The struct of ``DescribeQuorumResponse.topics``."""
 
     topic_name: str = ""
@@ -83,7 +85,7 @@ class DescribeQuorumResponseTopic:
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponseListener:
+class DescribeQuorumResponseListener(Message):
     """The struct of ``DescribeQuorumResponseNode.listeners``."""
 
     # v2+
@@ -95,7 +97,7 @@ class DescribeQuorumResponseListener:
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponseNode:
+class DescribeQuorumResponseNode(Message):
     """The struct of ``DescribeQuorumResponse.nodes``."""
 
     # v2+
@@ -105,7 +107,7 @@ class DescribeQuorumResponseNode:
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponse:
+class DescribeQuorumResponse(Message):
     """DESCRIBE_QUORUM response body."""
 
     error_code: int = 0

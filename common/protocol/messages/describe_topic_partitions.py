@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsRequestTopic:
+class DescribeTopicPartitionsRequestTopic(Message):
     """The struct of ``DescribeTopicPartitionsRequest.topics``."""
 
     name: str = ""
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsRequestCursor:
+class DescribeTopicPartitionsRequestCursor(Message):
     """The struct of ``DescribeTopicPartitionsRequest.cursor``."""
 
     topic_name: str = ""
@@ -25,7 +27,7 @@ class DescribeTopicPartitionsRequestCursor:
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsRequest:
+class DescribeTopicPartitionsRequest(Message):
     """DESCRIBE_TOPIC_PARTITIONS request body."""
 
     topics: list[DescribeTopicPartitionsRequestTopic] = field(default_factory=list)
@@ -35,7 +37,7 @@ class DescribeTopicPartitionsRequest:
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsResponsePartition:
+class DescribeTopicPartitionsResponsePartition(Message):
     """The struct of ``DescribeTopicPartitionsResponseTopic.partitions``."""
 
     error_code: int = 0
@@ -52,7 +54,7 @@ class DescribeTopicPartitionsResponsePartition:
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsResponseTopic:
+class DescribeTopicPartitionsResponseTopic(Message):
     """The struct of ``DescribeTopicPartitionsResponse.topics``."""
 
     error_code: int = 0
@@ -65,7 +67,7 @@ class DescribeTopicPartitionsResponseTopic:
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsResponseNextCursor:
+class DescribeTopicPartitionsResponseNextCursor(Message):
     """The struct of ``DescribeTopicPartitionsResponse.next_cursor``."""
 
     topic_name: str = ""
@@ -73,7 +75,7 @@ class DescribeTopicPartitionsResponseNextCursor:
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsResponse:
+class DescribeTopicPartitionsResponse(Message):
     """DESCRIBE_TOPIC_PARTITIONS response body."""
 
     throttle_time_ms: int = 0

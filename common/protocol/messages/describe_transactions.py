@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeTransactionsRequest:
+class DescribeTransactionsRequest(Message):
     """DESCRIBE_TRANSACTIONS request body."""
 
     transactional_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class DescribeTransactionsResponseTopic:
+class DescribeTransactionsResponseTopic(Message):
     """The struct of ``DescribeTransactionsResponseTransactionState.topics``."""
 
     topic: str = ""
@@ -25,7 +27,7 @@ class DescribeTransactionsResponseTopic:
 
 
 @dataclass(slots=True)
-class DescribeTransactionsResponseTransactionState:
+class DescribeTransactionsResponseTransactionState(Message):
     """The struct of ``DescribeTransactionsResponse.transaction_states``."""
 
     error_code: int = 0
@@ -39,7 +41,7 @@ class DescribeTransactionsResponseTransactionState:
 
 
 @dataclass(slots=True)
-class DescribeTransactionsResponse:
+class DescribeTransactionsResponse(Message):
     """DESCRIBE_TRANSACTIONS response body."""
 
     throttle_time_ms: int = 0

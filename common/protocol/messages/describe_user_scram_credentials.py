@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class DescribeUserScramCredentialsRequestUser:
+class DescribeUserScramCredentialsRequestUser(Message):
     """The struct of ``DescribeUserScramCredentialsRequest.users``."""
 
     name: str = ""
 
 
 @dataclass(slots=True)
-class DescribeUserScramCredentialsRequest:
+class DescribeUserScramCredentialsRequest(Message):
     """DESCRIBE_USER_SCRAM_CREDENTIALS request body."""
 
     # nullable v0+
@@ -25,7 +27,7 @@ class DescribeUserScramCredentialsRequest:
 
 
 @dataclass(slots=True)
-class DescribeUserScramCredentialsResponseCredentialInfo:
+class DescribeUserScramCredentialsResponseCredentialInfo(Message):
     """The struct of ``DescribeUserScramCredentialsResponseResult.credential_infos``."""
 
     mechanism: int = 0
@@ -33,7 +35,7 @@ class DescribeUserScramCredentialsResponseCredentialInfo:
 
 
 @dataclass(slots=True)
-class DescribeUserScramCredentialsResponseResult:
+class DescribeUserScramCredentialsResponseResult(Message):
     """The struct of ``DescribeUserScramCredentialsResponse.results``."""
 
     user: str = ""
@@ -46,7 +48,7 @@ class DescribeUserScramCredentialsResponseResult:
 
 
 @dataclass(slots=True)
-class DescribeUserScramCredentialsResponse:
+class DescribeUserScramCredentialsResponse(Message):
     """DESCRIBE_USER_SCRAM_CREDENTIALS response body."""
 
     throttle_time_ms: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class ElectLeadersRequestTopicPartition:
+class ElectLeadersRequestTopicPartition(Message):
     """The struct of ``ElectLeadersRequest.topic_partitions``."""
 
     topic: str = ""
@@ -18,7 +20,7 @@ class ElectLeadersRequestTopicPartition:
 
 
 @dataclass(slots=True)
-class ElectLeadersRequest:
+class ElectLeadersRequest(Message):
     """ELECT_LEADERS request body."""
 
     # v1+
@@ -29,7 +31,7 @@ class ElectLeadersRequest:
 
 
 @dataclass(slots=True)
-class ElectLeadersResponsePartitionResult:
+class ElectLeadersResponsePartitionResult(Message):
     """The struct of ``ElectLeadersResponseReplicaElectionResult.partition_result``."""
 
     partition_id: int = 0
@@ -39,7 +41,7 @@ class ElectLeadersResponsePartitionResult:
 
 
 @dataclass(slots=True)
-class ElectLeadersResponseReplicaElectionResult:
+class ElectLeadersResponseReplicaElectionResult(Message):
     """The struct of ``ElectLeadersResponse.replica_election_results``."""
 
     topic: str = ""
@@ -47,7 +49,7 @@ class ElectLeadersResponseReplicaElectionResult:
 
 
 @dataclass(slots=True)
-class ElectLeadersResponse:
+class ElectLeadersResponse(Message):
     """ELECT_LEADERS response body."""
 
     throttle_time_ms: int = 0

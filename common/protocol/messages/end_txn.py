@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class EndTxnRequest:
+class EndTxnRequest(Message):
     """END_TXN request body."""
 
     transactional_id: str = ""
@@ -20,7 +22,7 @@ class EndTxnRequest:
 
 
 @dataclass(slots=True)
-class EndTxnResponse:
+class EndTxnResponse(Message):
     """END_TXN response body."""
 
     throttle_time_ms: int = 0

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
 from common.protocol.records_value import Records
 
 
 @dataclass(slots=True)
-class FetchRequestReplicaState:
+class FetchRequestReplicaState(Message):
     """The struct of ``FetchRequest.replica_state``."""
 
     # v15+
@@ -22,7 +23,7 @@ class FetchRequestReplicaState:
 
 
 @dataclass(slots=True)
-class FetchRequestPartition:
+class FetchRequestPartition(Message):
     """The struct of ``FetchRequestTopic.partitions``."""
 
     partition: int = 0
@@ -39,7 +40,7 @@ class FetchRequestPartition:
 
 
 @dataclass(slots=True)
-class FetchRequestTopic:
+class FetchRequestTopic(Message):
     """The struct of ``FetchRequest.topics``."""
 
     # v0-12
@@ -50,7 +51,7 @@ class FetchRequestTopic:
 
 
 @dataclass(slots=True)
-class FetchRequestForgottenTopicsData:
+class FetchRequestForgottenTopicsData(Message):
     """The struct of ``FetchRequest.forgotten_topics_data``."""
 
     # v7-12
@@ -62,7 +63,7 @@ class FetchRequestForgottenTopicsData:
 
 
 @dataclass(slots=True)
-class FetchRequest:
+class FetchRequest(Message):
     """FETCH request body."""
 
     # v12+, nullable v12+, tag 0
@@ -89,7 +90,7 @@ class FetchRequest:
 
 
 @dataclass(slots=True)
-class FetchResponseDivergingEpoch:
+class FetchResponseDivergingEpoch(Message):
     """The struct of ``FetchResponsePartition.diverging_epoch``."""
 
     # v12+
@@ -99,7 +100,7 @@ class FetchResponseDivergingEpoch:
 
 
 @dataclass(slots=True)
-class FetchResponseCurrentLeader:
+class FetchResponseCurrentLeader(Message):
     """The struct of ``FetchResponsePartition.current_leader``."""
 
     # v12+
@@ -109,7 +110,7 @@ class FetchResponseCurrentLeader:
 
 
 @dataclass(slots=True)
-class FetchResponseSnapshotId:
+class FetchResponseSnapshotId(Message):
     """The struct of ``FetchResponsePartition.snapshot_id``."""
 
     end_offset: int = -1
@@ -117,7 +118,7 @@ class FetchResponseSnapshotId:
 
 
 @dataclass(slots=True)
-class FetchResponseAbortedTransaction:
+class FetchResponseAbortedTransaction(Message):
     """The struct of ``FetchResponsePartition.aborted_transactions``."""
 
     # v4+
@@ -127,7 +128,7 @@ class FetchResponseAbortedTransaction:
 
 
 @dataclass(slots=True)
-class FetchResponsePartition:
+class FetchResponsePartition(Message):
     """The struct of ``FetchResponseResponse.partitions``."""
 
     partition_index: int = 0
@@ -152,7 +153,7 @@ class FetchResponsePartition:
 
 
 @dataclass(slots=True)
-class FetchResponseResponse:
+class FetchResponseResponse(Message):
     """The struct of ``FetchResponse.responses``."""
 
     # v0-12
@@ -163,7 +164,7 @@ class FetchResponseResponse:
 
 
 @dataclass(slots=True)
-class FetchResponseNodeEndpoint:
+class FetchResponseNodeEndpoint(Message):
     """The struct of ``FetchResponse.node_endpoints``."""
 
     # v16+
@@ -177,7 +178,7 @@ class FetchResponseNodeEndpoint:
 
 
 @dataclass(slots=True)
-class FetchResponse:
+class FetchResponse(Message):
     """FETCH response body."""
 
     # v1+

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class FindCoordinatorRequest:
+class FindCoordinatorRequest(Message):
     """FIND_COORDINATOR request body."""
 
     # v0-3
@@ -22,7 +24,7 @@ class FindCoordinatorRequest:
 
 
 @dataclass(slots=True)
-class FindCoordinatorResponseCoordinator:
+class FindCoordinatorResponseCoordinator(Message):
     """The struct of ``FindCoordinatorResponse.coordinators``."""
 
     # v4+
@@ -40,7 +42,7 @@ class FindCoordinatorResponseCoordinator:
 
 
 @dataclass(slots=True)
-class FindCoordinatorResponse:
+class FindCoordinatorResponse(Message):
     """FIND_COORDINATOR response body."""
 
     # v1+

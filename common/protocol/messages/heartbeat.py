@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class HeartbeatRequest:
+class HeartbeatRequest(Message):
     """HEARTBEAT request body."""
 
     group_id: str = ""
@@ -21,7 +23,7 @@ class HeartbeatRequest:
 
 
 @dataclass(slots=True)
-class HeartbeatResponse:
+class HeartbeatResponse(Message):
     """HEARTBEAT response body."""
 
     # v1+

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class IncrementalAlterConfigsRequestConfig:
+class IncrementalAlterConfigsRequestConfig(Message):
     """The struct of ``IncrementalAlterConfigsRequestResource.configs``."""
 
     name: str = ""
@@ -20,7 +22,7 @@ class IncrementalAlterConfigsRequestConfig:
 
 
 @dataclass(slots=True)
-class IncrementalAlterConfigsRequestResource:
+class IncrementalAlterConfigsRequestResource(Message):
     """The struct of ``IncrementalAlterConfigsRequest.resources``."""
 
     resource_type: int = 0
@@ -29,7 +31,7 @@ class IncrementalAlterConfigsRequestResource:
 
 
 @dataclass(slots=True)
-class IncrementalAlterConfigsRequest:
+class IncrementalAlterConfigsRequest(Message):
     """INCREMENTAL_ALTER_CONFIGS request body."""
 
     resources: list[IncrementalAlterConfigsRequestResource] = field(default_factory=list)
@@ -37,7 +39,7 @@ class IncrementalAlterConfigsRequest:
 
 
 @dataclass(slots=True)
-class IncrementalAlterConfigsResponseResponse:
+class IncrementalAlterConfigsResponseResponse(Message):
     """The struct of ``IncrementalAlterConfigsResponse.responses``."""
 
     error_code: int = 0
@@ -48,7 +50,7 @@ class IncrementalAlterConfigsResponseResponse:
 
 
 @dataclass(slots=True)
-class IncrementalAlterConfigsResponse:
+class IncrementalAlterConfigsResponse(Message):
     """INCREMENTAL_ALTER_CONFIGS response body."""
 
     throttle_time_ms: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class InitProducerIdRequest:
+class InitProducerIdRequest(Message):
     """INIT_PRODUCER_ID request body."""
 
     # nullable v0+
@@ -23,7 +25,7 @@ class InitProducerIdRequest:
 
 
 @dataclass(slots=True)
-class InitProducerIdResponse:
+class InitProducerIdResponse(Message):
     """INIT_PRODUCER_ID response body."""
 
     throttle_time_ms: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class JoinGroupRequestProtocol:
+class JoinGroupRequestProtocol(Message):
     """The struct of ``JoinGroupRequest.protocols``."""
 
     name: str = ""
@@ -18,7 +20,7 @@ class JoinGroupRequestProtocol:
 
 
 @dataclass(slots=True)
-class JoinGroupRequest:
+class JoinGroupRequest(Message):
     """JOIN_GROUP request body."""
 
     group_id: str = ""
@@ -35,7 +37,7 @@ class JoinGroupRequest:
 
 
 @dataclass(slots=True)
-class JoinGroupResponseMember:
+class JoinGroupResponseMember(Message):
     """The struct of ``JoinGroupResponse.members``."""
 
     member_id: str = ""
@@ -45,7 +47,7 @@ class JoinGroupResponseMember:
 
 
 @dataclass(slots=True)
-class JoinGroupResponse:
+class JoinGroupResponse(Message):
     """JOIN_GROUP response body."""
 
     # v2+

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class LeaveGroupRequestMember:
+class LeaveGroupRequestMember(Message):
     """The struct of ``LeaveGroupRequest.members``."""
 
     # v3+
@@ -22,7 +24,7 @@ class LeaveGroupRequestMember:
 
 
 @dataclass(slots=True)
-class LeaveGroupRequest:
+class LeaveGroupRequest(Message):
     """LEAVE_GROUP request body."""
 
     group_id: str = ""
@@ -33,7 +35,7 @@ class LeaveGroupRequest:
 
 
 @dataclass(slots=True)
-class LeaveGroupResponseMember:
+class LeaveGroupResponseMember(Message):
     """The struct of ``LeaveGroupResponse.members``."""
 
     # v3+
@@ -45,7 +47,7 @@ class LeaveGroupResponseMember:
 
 
 @dataclass(slots=True)
-class LeaveGroupResponse:
+class LeaveGroupResponse(Message):
     """LEAVE_GROUP response body."""
 
     # v1+

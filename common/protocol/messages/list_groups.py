@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class ListGroupsRequest:
+class ListGroupsRequest(Message):
     """LIST_GROUPS request body."""
 
     # v4+
@@ -20,7 +22,7 @@ class ListGroupsRequest:
 
 
 @dataclass(slots=True)
-class ListGroupsResponseGroup:
+class ListGroupsResponseGroup(Message):
     """The struct of ``ListGroupsResponse.groups``."""
 
     group_id: str = ""
@@ -32,7 +34,7 @@ class ListGroupsResponseGroup:
 
 
 @dataclass(slots=True)
-class ListGroupsResponse:
+class ListGroupsResponse(Message):
     """LIST_GROUPS response body."""
 
     # v1+

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class ListOffsetsRequestPartition:
+class ListOffsetsRequestPartition(Message):
     """The struct of ``ListOffsetsRequestTopic.partitions``."""
 
     partition_index: int = 0
@@ -22,7 +24,7 @@ class ListOffsetsRequestPartition:
 
 
 @dataclass(slots=True)
-class ListOffsetsRequestTopic:
+class ListOffsetsRequestTopic(Message):
     """The struct of ``ListOffsetsRequest.topics``."""
 
     name: str = ""
@@ -30,7 +32,7 @@ class ListOffsetsRequestTopic:
 
 
 @dataclass(slots=True)
-class ListOffsetsRequest:
+class ListOffsetsRequest(Message):
     """LIST_OFFSETS request body."""
 
     replica_id: int = 0
@@ -40,7 +42,7 @@ class ListOffsetsRequest:
 
 
 @dataclass(slots=True)
-class ListOffsetsResponsePartition:
+class ListOffsetsResponsePartition(Message):
     """The struct of ``ListOffsetsResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -56,7 +58,7 @@ class ListOffsetsResponsePartition:
 
 
 @dataclass(slots=True)
-class ListOffsetsResponseTopic:
+class ListOffsetsResponseTopic(Message):
     """The struct of ``ListOffsetsResponse.topics``."""
 
     name: str = ""
@@ -64,7 +66,7 @@ class ListOffsetsResponseTopic:
 
 
 @dataclass(slots=True)
-class ListOffsetsResponse:
+class ListOffsetsResponse(Message):
     """LIST_OFFSETS response body."""
 
     # v2+

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class ListTransactionsRequest:
+class ListTransactionsRequest(Message):
     """LIST_TRANSACTIONS request body."""
 
     state_filters: list[str] = field(default_factory=list)
@@ -22,7 +24,7 @@ class ListTransactionsRequest:
 
 
 @dataclass(slots=True)
-class ListTransactionsResponseTransactionState:
+class ListTransactionsResponseTransactionState(Message):
     """The struct of ``ListTransactionsResponse.transaction_states``."""
 
     transactional_id: str = ""
@@ -31,7 +33,7 @@ class ListTransactionsResponseTransactionState:
 
 
 @dataclass(slots=True)
-class ListTransactionsResponse:
+class ListTransactionsResponse(Message):
     """LIST_TRANSACTIONS response body."""
 
     throttle_time_ms: int = 0

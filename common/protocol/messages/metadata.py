@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class MetadataRequestTopic:
+class MetadataRequestTopic(Message):
     """The struct of ``MetadataRequest.topics``."""
 
     # v10+
@@ -20,7 +22,7 @@ class MetadataRequestTopic:
 
 
 @dataclass(slots=True)
-class MetadataRequest:
+class MetadataRequest(Message):
     """METADATA request body."""
 
     # nullable v1+
@@ -34,7 +36,7 @@ class MetadataRequest:
 
 
 @dataclass(slots=True)
-class MetadataResponseBroker:
+class MetadataResponseBroker(Message):
     """The struct of ``MetadataResponse.brokers``."""
 
     node_id: int = 0
@@ -45,7 +47,7 @@ class MetadataResponseBroker:
 
 
 @dataclass(slots=True)
-class MetadataResponsePartition:
+class MetadataResponsePartition(Message):
     """The struct of ``MetadataResponseTopic.partitions``."""
 
     error_code: int = 0
@@ -60,7 +62,7 @@ class MetadataResponsePartition:
 
 
 @dataclass(slots=True)
-class MetadataResponseTopic:
+class MetadataResponseTopic(Message):
     """The struct of ``MetadataResponse.topics``."""
 
     error_code: int = 0
@@ -76,7 +78,7 @@ class MetadataResponseTopic:
 
 
 @dataclass(slots=True)
-class MetadataResponse:
+class MetadataResponse(Message):
     """METADATA response body."""
 
     # v3+

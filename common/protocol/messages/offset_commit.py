@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class OffsetCommitRequestPartition:
+class OffsetCommitRequestPartition(Message):
     """The struct of ``OffsetCommitRequestTopic.partitions``."""
 
     partition_index: int = 0
@@ -24,7 +26,7 @@ class OffsetCommitRequestPartition:
 
 
 @dataclass(slots=True)
-class OffsetCommitRequestTopic:
+class OffsetCommitRequestTopic(Message):
     """The struct of ``OffsetCommitRequest.topics``."""
 
     name: str = ""
@@ -32,7 +34,7 @@ class OffsetCommitRequestTopic:
 
 
 @dataclass(slots=True)
-class OffsetCommitRequest:
+class OffsetCommitRequest(Message):
     """OFFSET_COMMIT request body."""
 
     group_id: str = ""
@@ -48,7 +50,7 @@ class OffsetCommitRequest:
 
 
 @dataclass(slots=True)
-class OffsetCommitResponsePartition:
+class OffsetCommitResponsePartition(Message):
     """The struct of ``OffsetCommitResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -56,7 +58,7 @@ class OffsetCommitResponsePartition:
 
 
 @dataclass(slots=True)
-class OffsetCommitResponseTopic:
+class OffsetCommitResponseTopic(Message):
     """The struct of ``OffsetCommitResponse.topics``."""
 
     name: str = ""
@@ -64,7 +66,7 @@ class OffsetCommitResponseTopic:
 
 
 @dataclass(slots=True)
-class OffsetCommitResponse:
+class OffsetCommitResponse(Message):
     """OFFSET_COMMIT response body."""
 
     # v3+

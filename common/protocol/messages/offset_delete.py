@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class OffsetDeleteRequestPartition:
+class OffsetDeleteRequestPartition(Message):
     """The struct of ``OffsetDeleteRequestTopic.partitions``."""
 
     partition_index: int = 0
 
 
 @dataclass(slots=True)
-class OffsetDeleteRequestTopic:
+class OffsetDeleteRequestTopic(Message):
     """The struct of ``OffsetDeleteRequest.topics``."""
 
     name: str = ""
@@ -25,7 +27,7 @@ class OffsetDeleteRequestTopic:
 
 
 @dataclass(slots=True)
-class OffsetDeleteRequest:
+class OffsetDeleteRequest(Message):
     """OFFSET_DELETE request body."""
 
     group_id: str = ""
@@ -33,7 +35,7 @@ class OffsetDeleteRequest:
 
 
 @dataclass(slots=True)
-class OffsetDeleteResponsePartition:
+class OffsetDeleteResponsePartition(Message):
     """The struct of ``OffsetDeleteResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -41,7 +43,7 @@ class OffsetDeleteResponsePartition:
 
 
 @dataclass(slots=True)
-class OffsetDeleteResponseTopic:
+class OffsetDeleteResponseTopic(Message):
     """The struct of ``OffsetDeleteResponse.topics``."""
 
     name: str = ""
@@ -49,7 +51,7 @@ class OffsetDeleteResponseTopic:
 
 
 @dataclass(slots=True)
-class OffsetDeleteResponse:
+class OffsetDeleteResponse(Message):
     """OFFSET_DELETE response body."""
 
     error_code: int = 0

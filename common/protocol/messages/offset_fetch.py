@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class OffsetFetchRequestTopic:
+class OffsetFetchRequestTopic(Message):
     """The struct of ``OffsetFetchRequest.topics``."""
 
     # v0-7
@@ -20,7 +22,7 @@ class OffsetFetchRequestTopic:
 
 
 @dataclass(slots=True)
-class OffsetFetchRequestGroupTopic:
+class OffsetFetchRequestGroupTopic(Message):
     """The struct of ``OffsetFetchRequestGroup.topics``."""
 
     # v8+
@@ -30,7 +32,7 @@ class OffsetFetchRequestGroupTopic:
 
 
 @dataclass(slots=True)
-class OffsetFetchRequestGroup:
+class OffsetFetchRequestGroup(Message):
     """The struct of ``OffsetFetchRequest.groups``."""
 
     # v8+
@@ -44,7 +46,7 @@ class OffsetFetchRequestGroup:
 
 
 @dataclass(slots=True)
-class OffsetFetchRequest:
+class OffsetFetchRequest(Message):
     """OFFSET_FETCH request body."""
 
     # v0-7
@@ -58,7 +60,7 @@ class OffsetFetchRequest:
 
 
 @dataclass(slots=True)
-class OffsetFetchResponsePartition:
+class OffsetFetchResponsePartition(Message):
     """The struct of ``OffsetFetchResponseTopic.partitions``."""
 
     # v0-7
@@ -74,7 +76,7 @@ class OffsetFetchResponsePartition:
 
 
 @dataclass(slots=True)
-class OffsetFetchResponseTopic:
+class OffsetFetchResponseTopic(Message):
     """The struct of ``OffsetFetchResponse.topics``."""
 
     # v0-7
@@ -84,7 +86,7 @@ class OffsetFetchResponseTopic:
 
 
 @dataclass(slots=True)
-class OffsetFetchResponseGroupTopicPartition:
+class OffsetFetchResponseGroupTopicPartition(Message):
     """The struct of ``OffsetFetchResponseGroupTopic.partitions``."""
 
     # v8+
@@ -100,7 +102,7 @@ class OffsetFetchResponseGroupTopicPartition:
 
 
 @dataclass(slots=True)
-class OffsetFetchResponseGroupTopic:
+class OffsetFetchResponseGroupTopic(Message):
     """The struct of ``OffsetFetchResponseGroup.topics``."""
 
     # v8+
@@ -110,7 +112,7 @@ class OffsetFetchResponseGroupTopic:
 
 
 @dataclass(slots=True)
-class OffsetFetchResponseGroup:
+class OffsetFetchResponseGroup(Message):
     """The struct of ``OffsetFetchResponse.groups``."""
 
     # v8+
@@ -122,7 +124,7 @@ class OffsetFetchResponseGroup:
 
 
 @dataclass(slots=True)
-class OffsetFetchResponse:
+class OffsetFetchResponse(Message):
     """OFFSET_FETCH response body."""
 
     # v3+

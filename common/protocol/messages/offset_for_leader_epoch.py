@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochRequestPartition:
+class OffsetForLeaderEpochRequestPartition(Message):
     """The struct of ``OffsetForLeaderEpochRequestTopic.partitions``."""
 
     partition: int = 0
@@ -20,7 +22,7 @@ class OffsetForLeaderEpochRequestPartition:
 
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochRequestTopic:
+class OffsetForLeaderEpochRequestTopic(Message):
     """The struct of ``OffsetForLeaderEpochRequest.topics``."""
 
     topic: str = ""
@@ -28,7 +30,7 @@ class OffsetForLeaderEpochRequestTopic:
 
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochRequest:
+class OffsetForLeaderEpochRequest(Message):
     """OFFSET_FOR_LEADER_EPOCH request body."""
 
     # v3+
@@ -37,7 +39,7 @@ class OffsetForLeaderEpochRequest:
 
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochResponsePartition:
+class OffsetForLeaderEpochResponsePartition(Message):
     """The struct of ``OffsetForLeaderEpochResponseTopic.partitions``."""
 
     error_code: int = 0
@@ -48,7 +50,7 @@ class OffsetForLeaderEpochResponsePartition:
 
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochResponseTopic:
+class OffsetForLeaderEpochResponseTopic(Message):
     """The struct of ``OffsetForLeaderEpochResponse.topics``."""
 
     topic: str = ""
@@ -56,7 +58,7 @@ class OffsetForLeaderEpochResponseTopic:
 
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochResponse:
+class OffsetForLeaderEpochResponse(Message):
     """OFFSET_FOR_LEADER_EPOCH response body."""
 
     # v2+

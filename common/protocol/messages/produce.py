@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
 from common.protocol.records_value import Records
 
 
 @dataclass(slots=True)
-class ProduceRequestPartitionData:
+class ProduceRequestPartitionData(Message):
     """The struct of ``ProduceRequestTopicData.partition_data``."""
 
     index: int = 0
@@ -21,7 +22,7 @@ class ProduceRequestPartitionData:
 
 
 @dataclass(slots=True)
-class ProduceRequestTopicData:
+class ProduceRequestTopicData(Message):
     """The struct of ``ProduceRequest.topic_data``."""
 
     name: str = ""
@@ -29,7 +30,7 @@ class ProduceRequestTopicData:
 
 
 @dataclass(slots=True)
-class ProduceRequest:
+class ProduceRequest(Message):
     """PRODUCE request body."""
 
     # v3+, nullable v3+
@@ -40,7 +41,7 @@ class ProduceRequest:
 
 
 @dataclass(slots=True)
-class ProduceResponseRecordError:
+class ProduceResponseRecordError(Message):
     """The struct of ``ProduceResponsePartitionResponse.record_errors``."""
 
     # v8+
@@ -50,7 +51,7 @@ class ProduceResponseRecordError:
 
 
 @dataclass(slots=True)
-class ProduceResponseCurrentLeader:
+class ProduceResponseCurrentLeader(Message):
     """The struct of ``ProduceResponsePartitionResponse.current_leader``."""
 
     # v10+
@@ -60,7 +61,7 @@ class ProduceResponseCurrentLeader:
 
 
 @dataclass(slots=True)
-class ProduceResponsePartitionResponse:
+class ProduceResponsePartitionResponse(Message):
     """The struct of ``ProduceResponseResponse.partition_responses``."""
 
     index: int = 0
@@ -79,7 +80,7 @@ class ProduceResponsePartitionResponse:
 
 
 @dataclass(slots=True)
-class ProduceResponseResponse:
+class ProduceResponseResponse(Message):
     """The struct of ``ProduceResponse.responses``."""
 
     name: str = ""
@@ -87,7 +88,7 @@ class ProduceResponseResponse:
 
 
 @dataclass(slots=True)
-class ProduceResponseNodeEndpoint:
+class ProduceResponseNodeEndpoint(Message):
     """The struct of ``ProduceResponse.node_endpoints``."""
 
     # v10+
@@ -101,7 +102,7 @@ class ProduceResponseNodeEndpoint:
 
 
 @dataclass(slots=True)
-class ProduceResponse:
+class ProduceResponse(Message):
     """PRODUCE response body."""
 
     responses: list[ProduceResponseResponse] = field(default_factory=list)

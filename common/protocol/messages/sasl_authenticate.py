@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class SaslAuthenticateRequest:
+class SaslAuthenticateRequest(Message):
     """SASL_AUTHENTICATE request body."""
 
     auth_bytes: bytes = b""
 
 
 @dataclass(slots=True)
-class SaslAuthenticateResponse:
+class SaslAuthenticateResponse(Message):
     """SASL_AUTHENTICATE response body."""
 
     error_code: int = 0

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class SaslHandshakeRequest:
+class SaslHandshakeRequest(Message):
     """SASL_HANDSHAKE request body."""
 
     mechanism: str = ""
 
 
 @dataclass(slots=True)
-class SaslHandshakeResponse:
+class SaslHandshakeResponse(Message):
     """SASL_HANDSHAKE response body."""
 
     error_code: int = 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class SyncGroupRequestAssignment:
+class SyncGroupRequestAssignment(Message):
     """The struct of ``SyncGroupRequest.assignments``."""
 
     member_id: str = ""
@@ -18,7 +20,7 @@ class SyncGroupRequestAssignment:
 
 
 @dataclass(slots=True)
-class SyncGroupRequest:
+class SyncGroupRequest(Message):
     """SYNC_GROUP request body."""
 
     group_id: str = ""
@@ -34,7 +36,7 @@ class SyncGroupRequest:
 
 
 @dataclass(slots=True)
-class SyncGroupResponse:
+class SyncGroupResponse(Message):
     """SYNC_GROUP response body."""
 
     # v1+

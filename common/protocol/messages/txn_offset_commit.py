@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class TxnOffsetCommitRequestPartition:
+class TxnOffsetCommitRequestPartition(Message):
     """The struct of ``TxnOffsetCommitRequestTopic.partitions``."""
 
     partition_index: int = 0
@@ -22,7 +24,7 @@ class TxnOffsetCommitRequestPartition:
 
 
 @dataclass(slots=True)
-class TxnOffsetCommitRequestTopic:
+class TxnOffsetCommitRequestTopic(Message):
     """The struct of ``TxnOffsetCommitRequest.topics``."""
 
     name: str = ""
@@ -30,7 +32,7 @@ class TxnOffsetCommitRequestTopic:
 
 
 @dataclass(slots=True)
-class TxnOffsetCommitRequest:
+class TxnOffsetCommitRequest(Message):
     """TXN_OFFSET_COMMIT request body."""
 
     transactional_id: str = ""
@@ -47,7 +49,7 @@ class TxnOffsetCommitRequest:
 
 
 @dataclass(slots=True)
-class TxnOffsetCommitResponsePartition:
+class TxnOffsetCommitResponsePartition(Message):
     """The struct of ``TxnOffsetCommitResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -55,7 +57,7 @@ class TxnOffsetCommitResponsePartition:
 
 
 @dataclass(slots=True)
-class TxnOffsetCommitResponseTopic:
+class TxnOffsetCommitResponseTopic(Message):
     """The struct of ``TxnOffsetCommitResponse.topics``."""
 
     name: str = ""
@@ -63,7 +65,7 @@ class TxnOffsetCommitResponseTopic:
 
 
 @dataclass(slots=True)
-class TxnOffsetCommitResponse:
+class TxnOffsetCommitResponse(Message):
     """TXN_OFFSET_COMMIT response body."""
 
     throttle_time_ms: int = 0

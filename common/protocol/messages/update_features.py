@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class UpdateFeaturesRequestFeatureUpdate:
+class UpdateFeaturesRequestFeatureUpdate(Message):
     """The struct of ``UpdateFeaturesRequest.feature_updates``."""
 
     feature: str = ""
@@ -22,7 +24,7 @@ class UpdateFeaturesRequestFeatureUpdate:
 
 
 @dataclass(slots=True)
-class UpdateFeaturesRequest:
+class UpdateFeaturesRequest(Message):
     """UPDATE_FEATURES request body."""
 
     timeout_ms: int = 60000
@@ -32,7 +34,7 @@ class UpdateFeaturesRequest:
 
 
 @dataclass(slots=True)
-class UpdateFeaturesResponseResult:
+class UpdateFeaturesResponseResult(Message):
     """The struct of ``UpdateFeaturesResponse.results``."""
 
     feature: str = ""
@@ -42,7 +44,7 @@ class UpdateFeaturesResponseResult:
 
 
 @dataclass(slots=True)
-class UpdateFeaturesResponse:
+class UpdateFeaturesResponse(Message):
     """UPDATE_FEATURES response body."""
 
     throttle_time_ms: int = 0

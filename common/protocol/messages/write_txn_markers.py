@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from common.protocol.message_base import Message
+
 
 @dataclass(slots=True)
-class WriteTxnMarkersRequestTopic:
+class WriteTxnMarkersRequestTopic(Message):
     """The struct of ``WriteTxnMarkersRequestMarker.topics``."""
 
     name: str = ""
@@ -18,7 +20,7 @@ class WriteTxnMarkersRequestTopic:
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersRequestMarker:
+class WriteTxnMarkersRequestMarker(Message):
     """The struct of ``WriteTxnMarkersRequest.markers``."""
 
     producer_id: int = 0
@@ -29,14 +31,14 @@ class WriteTxnMarkersRequestMarker:
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersRequest:
+class WriteTxnMarkersRequest(Message):
     """WRITE_TXN_MARKERS request body."""
 
     markers: list[WriteTxnMarkersRequestMarker] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersResponsePartition:
+class WriteTxnMarkersResponsePartition(Message):
     """The struct of ``WriteTxnMarkersResponseTopic.partitions``."""
 
     partition_index: int = 0
@@ -44,7 +46,7 @@ class WriteTxnMarkersResponsePartition:
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersResponseTopic:
+class WriteTxnMarkersResponseTopic(Message):
     """The struct of ``WriteTxnMarkersResponseMarker.topics``."""
 
     name: str = ""
@@ -52,7 +54,7 @@ class WriteTxnMarkersResponseTopic:
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersResponseMarker:
+class WriteTxnMarkersResponseMarker(Message):
     """The struct of ``WriteTxnMarkersResponse.markers``."""
 
     producer_id: int = 0
@@ -60,7 +62,7 @@ class WriteTxnMarkersResponseMarker:
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersResponse:
+class WriteTxnMarkersResponse(Message):
     """WRITE_TXN_MARKERS response body."""
 
     markers: list[WriteTxnMarkersResponseMarker] = field(default_factory=list)

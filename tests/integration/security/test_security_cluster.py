@@ -28,6 +28,7 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
+from common.protocol.messages.api_versions import ApiVersionsRequest
 from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from common.security.plain import plain_message
 from common.security.scram import ScramClient, ScramMechanism
@@ -379,7 +380,7 @@ def _scram_connect(s: Secure, user: str, password: str) -> socket.socket:
 
 def _still_serving(s: Secure) -> None:
     with _connect(s.sasl_ssl, _client_ctx(s)) as sock:
-        assert _call(sock, ApiKey.API_VERSIONS, 2, {})["error_code"] == 0
+        assert _call(sock, ApiKey.API_VERSIONS, 2, ApiVersionsRequest()).error_code == 0
         assert _call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})["error_code"] == 0
         auth = _call(
             sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": plain_message("app", APP_PASSWORD)}
@@ -405,7 +406,7 @@ def test_refusals_and_the_broker_keeps_serving(secure: Secure) -> None:
         assert _closed(sock)
     # A plaintext Kafka client on the TLS port.
     with _connect(secure.sasl_ssl, None) as sock:
-        sock.sendall(encode_request(int(ApiKey.API_VERSIONS), 2, 1, "x", {}))
+        sock.sendall(encode_request(int(ApiKey.API_VERSIONS), 2, 1, "x", ApiVersionsRequest()))
         assert _closed(sock)
     # SSL listener (client certificates required): none, untrusted, expired are refused.
     for cert in (None, "rogue", "expired"):
@@ -413,7 +414,7 @@ def test_refusals_and_the_broker_keeps_serving(secure: Secure) -> None:
             pytest.raises((ssl.SSLError, ConnectionError, OSError)),
             _connect(secure.ssl_addr, _client_ctx(secure, cert)) as sock,
         ):
-            _call(sock, ApiKey.API_VERSIONS, 2, {})
+            _call(sock, ApiKey.API_VERSIONS, 2, ApiVersionsRequest())
     # A kraftlog-trusted client certificate authenticates as its subject.
     with _connect(secure.ssl_addr, _client_ctx(secure, "client")) as sock:
         meta = _call(sock, ApiKey.METADATA, 8, {"topics": None})
