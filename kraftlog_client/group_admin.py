@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code
 from kraftlog_client.consumer_protocol import (
@@ -85,19 +86,21 @@ def list_groups(
     for node in sorted(client.metadata.brokers):
         timeout = min(per_broker_timeout_ms, remaining_ms(deadline, "ListGroups"))
         try:
-            response = client.request(node, ApiKey.LIST_GROUPS, {}, timeout)
+            response = client.request(node, ApiKey.LIST_GROUPS, ListGroupsRequest(), timeout)
         except KafkaError as e:
             logger.warning("ListGroups: broker %d did not answer: %s", node, e)
             last_error = e
             continue
         answered += 1
-        code = error_code(response.get("error_code", 0))
+        if not isinstance(response, ListGroupsResponse):
+            raise TypeError(f"ListGroups decoded as {type(response).__name__}")
+        code = error_code(response.error_code)
         if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             continue  # its groups are being loaded; they show on the next listing
         if code != ErrorCode.NO_ERROR:
             raise KafkaError(code, f"ListGroups on broker {node}")
-        for g in response.get("groups", []):
-            out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"], node)
+        for g in response.groups:
+            out[g.group_id] = GroupListing(g.group_id, g.protocol_type, node)
     if not answered and last_error is not None:
         raise last_error
     return sorted(out.values())

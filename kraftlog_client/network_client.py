@@ -22,6 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
+from common.protocol.message_base import Message
 from kraftlog_client.broker_connection import (
     CLOSED,
     CONNECTING,
@@ -158,7 +160,7 @@ class NetworkClient:
         self,
         node_id: int,
         api_key: int,
-        body: dict[str, Any],
+        body: dict[str, Any] | Message,
         callback: ResponseCallback,
         *,
         expect_response: bool = True,
@@ -197,8 +199,8 @@ class NetworkClient:
         return wrapped
 
     def request(
-        self, node_id: int | None, api_key: int, body: dict[str, Any], timeout_ms: float
-    ) -> dict[str, Any]:
+        self, node_id: int | None, api_key: int, body: dict[str, Any] | Message, timeout_ms: float
+    ) -> Body:
         """Send one request (to any ready broker when ``node_id`` is None) and wait for the
         answer. Raises :class:`KafkaTimeoutError` or the connection's error."""
         deadline = self._clock() + timeout_ms / 1000.0
@@ -215,7 +217,7 @@ class NetworkClient:
                     f"within {timeout_ms:.0f} ms"
                 )
             self.poll(min(remaining, 0.1))
-        box: list[tuple[dict[str, Any] | None, Exception | None]] = []
+        box: list[tuple[Body | None, Exception | None]] = []
         self.send(target, api_key, body, lambda b, e: box.append((b, e)))
         while not box:
             remaining = deadline - self._clock()

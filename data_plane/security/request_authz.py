@@ -895,10 +895,8 @@ class RequestAuthorizer:
         v = Verdict(body)
 
         def hide(response: Body) -> Body:
-            response["groups"] = [
-                g
-                for g in response.get("groups") or []
-                if self._group(s, AclOperation.DESCRIBE, g.get("group_id", ""))
+            response.groups = [
+                g for g in response.groups if self._group(s, AclOperation.DESCRIBE, g.group_id)
             ]
             return response
 

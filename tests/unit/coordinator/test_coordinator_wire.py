@@ -13,6 +13,7 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.coordinator import OFFSETS_TOPIC
@@ -204,17 +205,20 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     assert (described[0]["group_state"], described[0]["protocol_data"]) == ("Stable", "range")
     assert described[0]["members"][0]["member_assignment"] == b"parts"
     assert described[1]["group_state"] == "Dead"
-    listed = client.call(ApiKey.LIST_GROUPS, 2, {})
-    assert listed["groups"] == [{"group_id": "g", "protocol_type": "consumer"}]
+    listed = client.call(ApiKey.LIST_GROUPS, 2, ListGroupsRequest())
+    assert listed.groups == [ListGroupsResponseGroup(group_id="g", protocol_type="consumer")]
     # v4 filters by state, v5 by type (case-insensitive).
-    stable = client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["STABLE"]})["groups"]
-    assert stable == [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable"}]
-    assert client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["Empty"]})["groups"] == []
-    typed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Classic"]})[
-        "groups"
-    ]
-    assert [(g["group_id"], g["group_type"]) for g in typed] == [("g", "classic")]
-    assert client.call(ApiKey.LIST_GROUPS, 5, {"types_filter": ["consumer"]})["groups"] == []
+    stable = client.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest(states_filter=["STABLE"])).groups
+    assert stable == [ListGroupsResponseGroup("g", "consumer", group_state="Stable")]
+    assert (
+        client.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest(states_filter=["Empty"])).groups == []
+    )
+    typed = client.call(
+        ApiKey.LIST_GROUPS, 5, ListGroupsRequest(states_filter=[], types_filter=["Classic"])
+    ).groups
+    assert [(g.group_id, g.group_type) for g in typed] == [("g", "classic")]
+    by_type = ListGroupsRequest(types_filter=["consumer"])
+    assert client.call(ApiKey.LIST_GROUPS, 5, by_type).groups == []
 
     left = client.call(ApiKey.LEAVE_GROUP, 2, {"group_id": "g", "member_id": member})
     assert left["error_code"] == ErrorCode.NO_ERROR

@@ -5,6 +5,11 @@ from __future__ import annotations
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.list_groups import (
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseGroup,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -284,9 +289,10 @@ def test_describe_groups_and_list_groups() -> None:
         ("app", 0),
         ("other", GROUP_DENIED),
     ]
-    v = az.check(READER, ApiKey.LIST_GROUPS, 2, {})
-    out = v.finish({"error_code": 0, "groups": [{"group_id": "app"}, {"group_id": "other"}]})
-    assert out["groups"] == [{"group_id": "app"}]
+    v = az.check(READER, ApiKey.LIST_GROUPS, 2, ListGroupsRequest())
+    listed = [ListGroupsResponseGroup(group_id="app"), ListGroupsResponseGroup(group_id="other")]
+    out = v.finish(ListGroupsResponse(error_code=0, groups=listed))
+    assert out.groups == [ListGroupsResponseGroup(group_id="app")]
 
 
 def test_super_user_and_unlisted_apis_pass() -> None:
