@@ -16,6 +16,8 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
+from common.protocol.message_base import Message
 from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE, error_code
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
 from kraftlog_client.network_client import NetworkClient
@@ -69,12 +71,12 @@ def with_coordinator(
     client: NetworkClient,
     key: str,
     api_key: ApiKey,
-    body: dict[str, Any],
+    body: dict[str, Any] | Message,
     deadline: float,
     backoff_ms: int,
-    error_of: Callable[[dict[str, Any]], int],
+    error_of: Callable[[Body], int],
     key_type: int = GROUP_KEY_TYPE,
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, Body]:
     """Send ``body`` to ``key``'s coordinator; retry while ``error_of(response)`` is a
     coordinator-moving error. Returns (coordinator, response)."""
     while True:

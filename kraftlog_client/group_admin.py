@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code
@@ -197,35 +198,41 @@ def _describe_consumer_group(
 def _describe_classic_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> GroupDescription:
-    node, g, code = _describe_one(
-        client, group_id, ApiKey.DESCRIBE_GROUPS, {"groups": [group_id]}, deadline, backoff_ms
+    def first_error(response: DescribeGroupsResponse) -> int:
+        return error_code(response.groups[0].error_code) if response.groups else 0
+
+    node, response = with_coordinator(
+        client,
+        group_id,
+        ApiKey.DESCRIBE_GROUPS,
+        DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False),
+        deadline,
+        backoff_ms,
+        first_error,
     )
+    if not isinstance(response, DescribeGroupsResponse):
+        raise TypeError(f"DescribeGroups decoded as {type(response).__name__}")
+    if not response.groups:
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"DESCRIBE_GROUPS({group_id}): no answer")
+    g = response.groups[0]
+    code = error_code(g.error_code)
     if code != ErrorCode.NO_ERROR:
         raise KafkaError(code, f"DescribeGroups({group_id})")
     members = []
-    for m in g.get("members", []):
+    for m in g.members:
         assignment: tuple[TopicPartition, ...] = ()
-        if g.get("protocol_type") == PROTOCOL_TYPE and m.get("member_assignment"):
+        if g.protocol_type == PROTOCOL_TYPE and m.member_assignment:
             try:
-                assignment = decode_assignment(m["member_assignment"]).partitions
+                assignment = decode_assignment(m.member_assignment).partitions
             except ConsumerProtocolError:
                 assignment = ()  # another client's private format: show no partitions
         members.append(
             MemberDescription(
-                m["member_id"],
-                m.get("group_instance_id"),
-                m.get("client_id", ""),
-                m.get("client_host", ""),
-                assignment,
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment
             )
         )
     return GroupDescription(
-        g["group_id"],
-        g.get("group_state", ""),
-        g.get("protocol_type", ""),
-        g.get("protocol_data", ""),
-        tuple(members),
-        node,
+        g.group_id, g.group_state, g.protocol_type, g.protocol_data, tuple(members), node
     )
 
 

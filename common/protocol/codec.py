@@ -92,7 +92,9 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # The APIs whose request and response bodies are the generated classes of
 # common.protocol.messages (the ``<Api>Request`` / ``<Api>Response`` of the API's module);
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
-TYPED_APIS: frozenset[ApiKey] = frozenset({ApiKey.API_VERSIONS, ApiKey.LIST_GROUPS})
+TYPED_APIS: frozenset[ApiKey] = frozenset(
+    {ApiKey.API_VERSIONS, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS}
+)
 
 # A request or response body: a generated Message for the APIs in TYPED_APIS, else a dict.
 # (Any, not the union, until every API is typed: callers narrow by the API they handle.)

@@ -48,6 +48,7 @@ Thread-safety: stateless apart from the authorizer (itself thread-safe); runs on
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,7 @@ from common.protocol.api_keys import (
     ApiKey,
 )
 from common.protocol.fetch_replica import fetch_replica_id
+from common.protocol.messages.describe_groups import DescribeGroupsResponseGroup
 from common.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 from common.security.acl import (
     CLUSTER_OPERATIONS,
@@ -828,25 +830,23 @@ class RequestAuthorizer:
         return v
 
     def _describe_groups(self, s: Session, version: int, body: Body) -> Verdict:
-        groups = body.get("groups") or []
+        groups = body.groups
         allowed = [g for g in groups if self._group(s, AclOperation.DESCRIBE, g)]
         if len(allowed) == len(groups):
             return Verdict(body)
-        denied = [g for g in groups if g not in allowed]
         entries = [
-            {
-                "error_code": GROUP_DENIED,
-                "group_id": g,
-                "group_state": "",
-                "protocol_type": "",
-                "protocol_data": "",
-                "members": [],
-            }
-            for g in denied
+            DescribeGroupsResponseGroup(error_code=GROUP_DENIED, group_id=g)
+            for g in groups
+            if g not in allowed
         ]
-        v = Verdict({**body, "groups": allowed})
-        v.note(ResourceType.GROUP, len(denied))
-        v.finish = lambda r: self._append(r, "groups", entries)
+        v = Verdict(dataclasses.replace(body, groups=allowed))
+        v.note(ResourceType.GROUP, len(entries))
+
+        def finish(response: Body) -> Body:
+            response.groups = [*response.groups, *entries]
+            return response
+
+        v.finish = finish
         return v
 
     def _consumer_group_heartbeat(self, s: Session, version: int, body: Body) -> Verdict:

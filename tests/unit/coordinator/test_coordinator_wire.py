@@ -13,6 +13,7 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.describe_groups import DescribeGroupsRequest
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
@@ -201,10 +202,12 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     )
 
-    described = client.call(ApiKey.DESCRIBE_GROUPS, 4, {"groups": ["g", "missing"]})["groups"]
-    assert (described[0]["group_state"], described[0]["protocol_data"]) == ("Stable", "range")
-    assert described[0]["members"][0]["member_assignment"] == b"parts"
-    assert described[1]["group_state"] == "Dead"
+    described = client.call(
+        ApiKey.DESCRIBE_GROUPS, 4, DescribeGroupsRequest(groups=["g", "missing"])
+    ).groups
+    assert (described[0].group_state, described[0].protocol_data) == ("Stable", "range")
+    assert described[0].members[0].member_assignment == b"parts"
+    assert described[1].group_state == "Dead"
     listed = client.call(ApiKey.LIST_GROUPS, 2, ListGroupsRequest())
     assert listed.groups == [ListGroupsResponseGroup(group_id="g", protocol_type="consumer")]
     # v4 filters by state, v5 by type (case-insensitive).
@@ -224,7 +227,9 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     assert left["error_code"] == ErrorCode.NO_ERROR
     _until(
         lambda: (
-            client.call(ApiKey.DESCRIBE_GROUPS, 0, {"groups": ["g"]})["groups"][0]["group_state"]
+            client.call(ApiKey.DESCRIBE_GROUPS, 0, DescribeGroupsRequest(groups=["g"]))
+            .groups[0]
+            .group_state
             == "Empty"
         ),
         "the group to become empty",

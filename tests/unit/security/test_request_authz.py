@@ -5,6 +5,11 @@ from __future__ import annotations
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.describe_groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseGroup,
+)
 from common.protocol.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
@@ -282,10 +287,10 @@ def test_groups() -> None:
 
 def test_describe_groups_and_list_groups() -> None:
     az = authz()
-    v = az.check(READER, ApiKey.DESCRIBE_GROUPS, 4, {"groups": ["app", "other"]})
-    assert v.body["groups"] == ["app"]
-    out = v.finish({"groups": [{"group_id": "app", "error_code": 0}]})
-    assert [(g["group_id"], g["error_code"]) for g in out["groups"]] == [
+    v = az.check(READER, ApiKey.DESCRIBE_GROUPS, 4, DescribeGroupsRequest(groups=["app", "other"]))
+    assert v.body.groups == ["app"]
+    out = v.finish(DescribeGroupsResponse(groups=[DescribeGroupsResponseGroup(group_id="app")]))
+    assert [(g.group_id, g.error_code) for g in out.groups] == [
         ("app", 0),
         ("other", GROUP_DENIED),
     ]
