@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from common.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from common.topic_partition import TopicPartition
@@ -340,15 +341,14 @@ def commit_offsets_while_empty(
 def delete_group(client: NetworkClient, group_id: str, deadline: float, backoff_ms: int) -> None:
     """DeleteGroups (42): remove an empty group and its offsets (NON_EMPTY_GROUP otherwise)."""
 
-    def first_error(r: dict[str, Any]) -> int:
-        results = r.get("results", [])
-        return error_code(results[0]["error_code"]) if results else 0
+    def first_error(r: DeleteGroupsResponse) -> int:
+        return error_code(r.results[0].error_code) if r.results else 0
 
     _node, response = with_coordinator(
         client,
         group_id,
         ApiKey.DELETE_GROUPS,
-        {"groups_names": [group_id]},
+        DeleteGroupsRequest(groups_names=[group_id]),
         deadline,
         backoff_ms,
         first_error,

@@ -61,6 +61,7 @@ from common.protocol.api_keys import (
     ApiKey,
 )
 from common.protocol.fetch_replica import fetch_replica_id
+from common.protocol.messages.delete_groups import DeleteGroupsResponseResult
 from common.protocol.messages.describe_groups import DescribeGroupsResponseGroup
 from common.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 from common.security.acl import (
@@ -1014,14 +1015,19 @@ class RequestAuthorizer:
         )
 
     def _delete_groups(self, s: Session, version: int, body: Body) -> Verdict:
-        names = list(body.get("groups_names") or ())
-        denied = [g for g in names if not self._group(s, AclOperation.DELETE, g or "")]
+        names = body.groups_names
+        denied = [g for g in names if not self._group(s, AclOperation.DELETE, g)]
         if not denied:
             return Verdict(body)
-        v = Verdict({**body, "groups_names": [g for g in names if g not in denied]})
+        v = Verdict(dataclasses.replace(body, groups_names=[g for g in names if g not in denied]))
         v.note(ResourceType.GROUP, len(set(denied)))
-        entries = [{"group_id": g, "error_code": GROUP_DENIED} for g in dict.fromkeys(denied)]
-        v.finish = lambda r: self._append(r, "results", entries)
+        entries = [DeleteGroupsResponseResult(g, GROUP_DENIED) for g in dict.fromkeys(denied)]
+
+        def finish(response: Body) -> Body:
+            response.results = [*response.results, *entries]
+            return response
+
+        v.finish = finish
         return v
 
     def _offset_delete(self, s: Session, version: int, body: Body) -> Verdict:

@@ -4,18 +4,29 @@ while it has members, GROUP_ID_NOT_FOUND if unknown, NOT_COORDINATOR if another 
 
 from __future__ import annotations
 
-from data_plane.broker.apis import Body, KafkaApis, Request, Response
+from collections.abc import Coroutine
+from typing import Any
+
+from common.protocol.messages.delete_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseResult,
+)
+from data_plane.broker.apis import KafkaApis, Request
 
 
-async def _delete(apis: KafkaApis, group_ids: list[str]) -> Body:
+async def _delete(apis: KafkaApis, group_ids: list[str]) -> DeleteGroupsResponse:
     result = await apis.group_coordinator.delete_groups(group_ids)
-    return {
-        "throttle_time_ms": 0,
-        "results": [{"group_id": g, "error_code": result.errors[g]} for g in group_ids],
-    }
+    return DeleteGroupsResponse(
+        throttle_time_ms=0,
+        results=[DeleteGroupsResponseResult(g, result.errors[g]) for g in group_ids],
+    )
 
 
-def handle(apis: KafkaApis, request: Request) -> Response:
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, DeleteGroupsResponse]:
+    body = request.body
+    if not isinstance(body, DeleteGroupsRequest):
+        raise TypeError(f"DeleteGroups handler given {type(body).__name__}")
     # Duplicates collapse as in Kafka (one result per distinct group id, first-seen order).
-    group_ids = list(dict.fromkeys(g or "" for g in request.body.get("groups_names") or ()))
+    group_ids = list(dict.fromkeys(body.groups_names))
     return _delete(apis, group_ids)

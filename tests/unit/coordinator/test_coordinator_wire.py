@@ -13,6 +13,7 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponseResult
 from common.protocol.messages.describe_groups import DescribeGroupsRequest
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
 from common.topic_partition import TopicPartition
@@ -326,9 +327,11 @@ def test_delete_groups_tombstones_an_empty_group(broker: BrokerHarness, client: 
     assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, 42)
     for version in (0, 1):
         gone = "dg" if version == 0 else "never-seen"
-        body = client.call(ApiKey.DELETE_GROUPS, version, {"groups_names": [gone, gone]})
+        deleted = client.call(
+            ApiKey.DELETE_GROUPS, version, DeleteGroupsRequest(groups_names=[gone, gone])
+        )
         want = ErrorCode.NO_ERROR if version == 0 else ErrorCode.GROUP_ID_NOT_FOUND
-        assert body["results"] == [{"group_id": gone, "error_code": want}]
+        assert deleted.results == [DeleteGroupsResponseResult(group_id=gone, error_code=want)]
     assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, -1)
 
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.delete_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseResult,
+)
 from common.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -559,10 +564,11 @@ def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
     encodes(ApiKey.OFFSET_DELETE, 0, out)
     v = authz().check(READER, ApiKey.OFFSET_DELETE, 0, body)
     assert v.respond_now is not None and v.respond_now["error_code"] == GROUP_DENIED
-    v = authz(bindings).check(READER, ApiKey.DELETE_GROUPS, 2, {"groups_names": ["app", "x"]})
-    assert v.body["groups_names"] == ["app"]
-    out = v.finish({"throttle_time_ms": 0, "results": [{"group_id": "app", "error_code": 0}]})
-    assert out["results"][1] == {"group_id": "x", "error_code": GROUP_DENIED}
+    request = DeleteGroupsRequest(groups_names=["app", "x"])
+    v = authz(bindings).check(READER, ApiKey.DELETE_GROUPS, 2, request)
+    assert v.body.groups_names == ["app"]
+    out = v.finish(DeleteGroupsResponse(results=[DeleteGroupsResponseResult("app", 0)]))
+    assert out.results[1] == DeleteGroupsResponseResult(group_id="x", error_code=GROUP_DENIED)
 
 
 def test_describe_topic_partitions_hides_or_refuses_undescribable_topics() -> None:
