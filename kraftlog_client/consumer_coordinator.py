@@ -44,6 +44,10 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import GroupMember, PartitionAssignor
 from kraftlog_client.consumer_protocol import (
@@ -253,7 +257,7 @@ class ConsumerCoordinator:
                 self._send(
                     None,
                     ApiKey.FIND_COORDINATOR,
-                    {"key": s.group_id, "key_type": GROUP_KEY_TYPE},
+                    FindCoordinatorRequest(key=s.group_id, key_type=GROUP_KEY_TYPE),
                 )
             return self._drain()
         if self._awaiting_revocation:
@@ -342,10 +346,10 @@ class ConsumerCoordinator:
         handler(response, now_ms)
         return self._drain()
 
-    def _on_find_coordinator(self, r: dict[str, Any], now_ms: float) -> None:
-        code = error_code(r.get("error_code", 0))
-        if code == ErrorCode.NO_ERROR and r.get("node_id", -1) >= 0:
-            self.coordinator_id = r["node_id"]
+    def _on_find_coordinator(self, r: FindCoordinatorResponse, now_ms: float) -> None:
+        code = error_code(r.error_code)
+        if code == ErrorCode.NO_ERROR and r.node_id >= 0:
+            self.coordinator_id = r.node_id
             self._last_heartbeat_ok_ms = now_ms
             return
         if code == ErrorCode.GROUP_AUTHORIZATION_FAILED:

@@ -18,6 +18,7 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE, error_code
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
 from kraftlog_client.network_client import NetworkClient
@@ -54,11 +55,11 @@ def find_coordinator(
     while True:
         remaining = remaining_ms(deadline, f"FindCoordinator({key})")
         response = client.request(
-            None, ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type}, remaining
+            None, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key, key_type), remaining
         )
-        code = error_code(response.get("error_code", 0))
+        code = error_code(response.error_code)
         if code == ErrorCode.NO_ERROR:
-            node: int = response["node_id"]
+            node: int = response.node_id
             if client.metadata.broker(node) is None:
                 client.fetch_metadata([], remaining_ms(deadline, "Metadata"))
             return node

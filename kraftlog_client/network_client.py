@@ -24,6 +24,7 @@ from typing import Any
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.find_coordinator import FindCoordinatorResponse
 from kraftlog_client.broker_connection import (
     CLOSED,
     CONNECTING,
@@ -189,11 +190,10 @@ class NetworkClient:
         caller connects to it: a client that never asked for metadata (an assign()-only
         consumer, a producer before its first send) has no address for that node yet."""
 
-        def wrapped(body: dict[str, Any] | None, error: Exception | None) -> None:
-            if error is None and body is not None and body.get("error_code", 0) == 0:
-                node_id = body.get("node_id", -1)
-                if node_id >= 0 and body.get("host"):
-                    self.metadata.add_broker(node_id, body["host"], body["port"])
+        def wrapped(body: FindCoordinatorResponse | None, error: Exception | None) -> None:
+            found = error is None and body is not None and body.error_code == 0
+            if found and body is not None and body.node_id >= 0 and body.host:
+                self.metadata.add_broker(body.node_id, body.host, body.port)
             callback(body, error)
 
         return wrapped

@@ -93,7 +93,13 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # common.protocol.messages (the ``<Api>Request`` / ``<Api>Response`` of the API's module);
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
 TYPED_APIS: frozenset[ApiKey] = frozenset(
-    {ApiKey.API_VERSIONS, ApiKey.DELETE_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS}
+    {
+        ApiKey.API_VERSIONS,
+        ApiKey.DELETE_GROUPS,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.LIST_GROUPS,
+    }
 )
 
 # A request or response body: a generated Message for the APIs in TYPED_APIS, else a dict.

@@ -63,6 +63,10 @@ from common.protocol.api_keys import (
 from common.protocol.fetch_replica import fetch_replica_id
 from common.protocol.messages.delete_groups import DeleteGroupsResponseResult
 from common.protocol.messages.describe_groups import DescribeGroupsResponseGroup
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
 from common.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
 from common.security.acl import (
     CLUSTER_OPERATIONS,
@@ -691,7 +695,7 @@ class RequestAuthorizer:
     # --- groups -------------------------------------------------------------------------------
 
     def _find_coordinator(self, s: Session, version: int, body: Body) -> Verdict:
-        key_type = body.get("key_type", 0)
+        key_type = body.key_type
         if key_type == 1:
             code, rtype = TXN_DENIED, ResourceType.TRANSACTIONAL_ID
 
@@ -704,25 +708,29 @@ class RequestAuthorizer:
             def allowed(key: str) -> bool:
                 return self._group(s, AclOperation.DESCRIBE, key)
 
-        denied_answer = {
-            "error_code": code,
-            "error_message": "Authorization failed.",
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-        }
+        message = "Authorization failed."
         if version < FIND_COORDINATOR_BATCHED_SINCE:
-            if allowed(body.get("key", "")):
+            if allowed(body.key):
                 return Verdict(body)
+            denied_answer = FindCoordinatorResponse(
+                error_code=code, error_message=message, node_id=-1, host="", port=-1
+            )
             return Verdict.refused(body, denied_answer, rtype)
-        keys = body.get("coordinator_keys") or []
+        keys = body.coordinator_keys
         denied = [k for k in keys if not allowed(k)]
         if not denied:
             return Verdict(body)
-        entries = [{"key": k, **denied_answer} for k in denied]
-        v = Verdict({**body, "coordinator_keys": [k for k in keys if k not in denied]})
+        entries = [FindCoordinatorResponseCoordinator(k, -1, "", -1, code, message) for k in denied]
+        v = Verdict(
+            dataclasses.replace(body, coordinator_keys=[k for k in keys if k not in denied])
+        )
         v.note(rtype, len(denied))
-        v.finish = lambda r: self._append(r, "coordinators", entries)
+
+        def finish(response: Body) -> Body:
+            response.coordinators = [*response.coordinators, *entries]
+            return response
+
+        v.finish = finish
         return v
 
     def _group_read(self, s: Session, version: int, body: Body) -> Verdict:

@@ -20,11 +20,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE
-from data_plane.broker.apis import Body, KafkaApis, Request
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
+from data_plane.broker.apis import KafkaApis, Request
 from data_plane.broker.coordinator_location import coordinator_broker
 from data_plane.coordinator import OFFSETS_TOPIC
 from metadata.client import ControllerError
@@ -67,47 +71,57 @@ def _internal_topic(apis: KafkaApis, key_type: int) -> _InternalTopic:
     )
 
 
-def _answer(
-    code: int, message: str | None = None, node_id: int = -1, host: str = "", port: int = -1
-) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "node_id": node_id,
-        "host": host,
-        "port": port,
-    }
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """Where one key's coordinator is (node -1, no host, port -1 with an error)."""
+
+    code: int
+    message: str | None = None
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> FindCoordinatorResponse:
     body = request.body
-    key_type = body.get("key_type", KEY_TYPE_GROUP)
+    if not isinstance(body, FindCoordinatorRequest):
+        raise TypeError(f"FindCoordinator handler given {type(body).__name__}")
+    key_type = body.key_type
     if request.header.api_version < FIND_COORDINATOR_BATCHED_SINCE:
-        answer = _locate(apis, request, body.get("key") or "", key_type)
-        return {"throttle_time_ms": 0, **answer}
-    coordinators = [
-        {"key": key, **_locate(apis, request, key or "", key_type)}
-        for key in body.get("coordinator_keys") or ()
-    ]
-    return {"throttle_time_ms": 0, "coordinators": coordinators}
+        a = _locate(apis, request, body.key, key_type)
+        return FindCoordinatorResponse(
+            throttle_time_ms=0,
+            error_code=a.code,
+            error_message=a.message,
+            node_id=a.node_id,
+            host=a.host,
+            port=a.port,
+        )
+    coordinators = []
+    for key in body.coordinator_keys:
+        a = _locate(apis, request, key, key_type)
+        coordinators.append(
+            FindCoordinatorResponseCoordinator(key, a.node_id, a.host, a.port, a.code, a.message)
+        )
+    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
 
 
-def _locate(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[str, Any]:
+def _locate(apis: KafkaApis, request: Request, key: str, key_type: int) -> _Answer:
     """Where the coordinator of ``key`` (of ``key_type``) is, or why it cannot be named."""
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
-        return _answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key_type {key_type}")
+        return _Answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key_type {key_type}")
     if not key:
         if key_type == KEY_TYPE_GROUP:
-            return _answer(ErrorCode.INVALID_GROUP_ID, "empty group id")
-        return _answer(ErrorCode.INVALID_REQUEST, "empty transactional id")
+            return _Answer(ErrorCode.INVALID_GROUP_ID, "empty group id")
+        return _Answer(ErrorCode.INVALID_REQUEST, "empty transactional id")
     internal = _internal_topic(apis, key_type)
     image = apis.image
     topic = image.topic(internal.name)
     if topic is None or not topic.partitions:
-        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, _create_internal_topic(apis, internal))
+        return _Answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, _create_internal_topic(apis, internal))
     broker = coordinator_broker(image, internal.name, key)
     if broker is None:
-        return _answer(
+        return _Answer(
             ErrorCode.COORDINATOR_NOT_AVAILABLE,
             f"the key's {internal.name} partition has no leader",
         )
@@ -115,8 +129,8 @@ def _locate(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[
         broker.listeners[0] if broker.listeners else None
     )
     if lis is None:
-        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no listener")
-    return _answer(ErrorCode.NO_ERROR, None, broker.broker_id, lis.host, lis.port)
+        return _Answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no listener")
+    return _Answer(ErrorCode.NO_ERROR, None, broker.broker_id, lis.host, lis.port)
 
 
 def _create_internal_topic(apis: KafkaApis, internal: _InternalTopic) -> str:

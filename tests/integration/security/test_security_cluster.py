@@ -29,6 +29,7 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
 from common.protocol.messages.api_versions import ApiVersionsRequest
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from common.security.plain import plain_message
 from common.security.scram import ScramClient, ScramMechanism
@@ -499,12 +500,12 @@ def test_group_consumer_and_group_acls(secure: Secure) -> None:
     assert b"grp-1" in got
     # reader may use reader-* groups only.
     with _scram_connect(secure, "reader", READER_PASSWORD) as sock:
-        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, {"key": "app-grp", "key_type": 0})
-        assert found["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("app-grp", 0))
+        assert found.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         fetched = _call(sock, ApiKey.OFFSET_FETCH, 5, {"group_id": "app-grp", "topics": None})
         assert fetched["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
-        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, {"key": "reader-1", "key_type": 0})
-        assert found["error_code"] == 0
+        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("reader-1", 0))
+        assert found.error_code == 0
 
 
 def test_scram_credentials_through_the_kafka_admin_apis(secure: Secure) -> None:

@@ -15,6 +15,7 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponseResult
 from common.protocol.messages.describe_groups import DescribeGroupsRequest
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
@@ -108,27 +109,27 @@ def _join_body() -> dict:
 
 
 def _coordinator_ready(client: WireClient, group: str) -> bool:
-    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": group, "key_type": 0})
-    if body["error_code"] != ErrorCode.NO_ERROR:
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key=group, key_type=0))
+    if body.error_code != ErrorCode.NO_ERROR:
         return False
     return _fetch_offset(client, 5, group)[0] == ErrorCode.NO_ERROR
 
 
 def test_find_coordinator_without_offsets_topic(client: WireClient) -> None:
-    body = client.call(ApiKey.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
-    assert body["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert client.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g"})["node_id"] == -1
-    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 1})
-    assert body["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE  # no __transaction_state
-    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 2})
-    assert body["error_code"] == ErrorCode.INVALID_REQUEST
+    body = client.call(ApiKey.FIND_COORDINATOR, 1, FindCoordinatorRequest(key="g", key_type=0))
+    assert body.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert client.call(ApiKey.FIND_COORDINATOR, 0, FindCoordinatorRequest(key="g")).node_id == -1
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="txn", key_type=1))
+    assert body.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE  # no __transaction_state
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="txn", key_type=2))
+    assert body.error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient) -> None:
     broker.set_topics({OFFSETS_TOPIC: 2, "t": 1})
     _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
-    fc = client.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g"})
-    assert (fc["node_id"], fc["port"]) == (1, broker.port)
+    fc = client.call(ApiKey.FIND_COORDINATOR, 0, FindCoordinatorRequest(key="g"))
+    assert (fc.node_id, fc.port) == (1, broker.port)
 
     # JoinGroup v5 without member id: MEMBER_ID_REQUIRED, then the real join.
     join = _join_body()
@@ -342,14 +343,18 @@ def test_recent_group_api_versions(broker: BrokerHarness, client: WireClient) ->
     broker.set_topics({OFFSETS_TOPIC: 2, "t": 1})
     _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
     found = client.call(
-        ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g", "", "h"]}
+        ApiKey.FIND_COORDINATOR,
+        4,
+        FindCoordinatorRequest(key_type=0, coordinator_keys=["g", "", "h"]),
     )
-    by_key = {c["key"]: c for c in found["coordinators"]}
-    assert (by_key["g"]["error_code"], by_key["g"]["node_id"]) == (0, 1)
-    assert by_key[""]["error_code"] == ErrorCode.INVALID_GROUP_ID
-    assert by_key["h"]["port"] == broker.port
-    share = client.call(ApiKey.FIND_COORDINATOR, 6, {"key_type": 2, "coordinator_keys": ["g"]})
-    assert share["coordinators"][0]["error_code"] == ErrorCode.INVALID_REQUEST
+    by_key = {c.key: c for c in found.coordinators}
+    assert (by_key["g"].error_code, by_key["g"].node_id) == (0, 1)
+    assert by_key[""].error_code == ErrorCode.INVALID_GROUP_ID
+    assert by_key["h"].port == broker.port
+    share = client.call(
+        ApiKey.FIND_COORDINATOR, 6, FindCoordinatorRequest(key_type=2, coordinator_keys=["g"])
+    )
+    assert share.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 
     join = {**_join_body(), "reason": "test"}
     member = client.call(ApiKey.JOIN_GROUP, 9, join)["member_id"]

@@ -15,6 +15,11 @@ from common.protocol.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
 )
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
 from common.protocol.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
@@ -224,20 +229,22 @@ def test_groups() -> None:
     encodes(
         ApiKey.JOIN_GROUP, 5, az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "x"}).respond_now
     )
-    v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "other", "key_type": 0})
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    assert az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "app"}).respond_now is None
+    v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("other", 0))
+    assert v.respond_now.error_code == GROUP_DENIED
+    encodes(ApiKey.FIND_COORDINATOR, 2, v.respond_now)
+    found = az.check(READER, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="app"))
+    assert found.respond_now is None
     # v4+ asks for several keys: the denied ones are answered per key, the others looked up.
-    v = az.check(
-        READER, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["app", "other"]}
-    )
-    assert v.respond_now is None and v.body["coordinator_keys"] == ["app"]
-    out = v.finish({"coordinators": [{"key": "app", "error_code": 0}]})
-    assert [(c["key"], c["error_code"]) for c in out["coordinators"]] == [
+    request = FindCoordinatorRequest(key_type=0, coordinator_keys=["app", "other"])
+    v = az.check(READER, ApiKey.FIND_COORDINATOR, 4, request)
+    assert v.respond_now is None and v.body.coordinator_keys == ["app"]
+    answer = [FindCoordinatorResponseCoordinator(key="app", error_code=0)]
+    out = v.finish(FindCoordinatorResponse(coordinators=answer))
+    assert [(c.key, c.error_code) for c in out.coordinators] == [
         ("app", 0),
         ("other", GROUP_DENIED),
     ]
-    encodes(ApiKey.FIND_COORDINATOR, 4, {"throttle_time_ms": 0, **out})
+    encodes(ApiKey.FIND_COORDINATOR, 4, out)
     commit = {
         "group_id": "app",
         "topics": [
