@@ -51,6 +51,7 @@ import confluent_kafka
 from bench.report import percentile
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from data_plane.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from data_plane.coordinator.group_metadata_records import (
     OffsetAndMetadata,
@@ -433,13 +434,14 @@ def find_coordinator(bootstrap: str, group: str) -> tuple[str, int]:
     deadline = time.monotonic() + READY_TIMEOUT_S
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         while time.monotonic() < deadline:
-            sock.sendall(encode_request(ApiKey.FIND_COORDINATOR, 2, 1, "bench", {"key": group}))
+            request = FindCoordinatorRequest(key=group)
+            sock.sendall(encode_request(ApiKey.FIND_COORDINATOR, 2, 1, "bench", request))
             (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
             _, body = decode_response(
                 ApiKey.FIND_COORDINATOR, 2, sock.recv(size, socket.MSG_WAITALL)
             )
-            if body["error_code"] == 0:
-                return body["host"], body["port"]
+            if body.error_code == 0:
+                return body.host, body.port
             time.sleep(0.2)
     raise RuntimeError(f"no coordinator for {group}")
 

@@ -13,7 +13,10 @@ flexible version within 10 %):
    bytes (copied into the frame) and as file slices (emitted as sendfile parts, never read);
    Metadata of 10 topics x 6 partitions.
 3. decode_response of the Fetch response (the client's consume path).
-4. For scale, kafka-python 3.x decoding the same Produce v8 request (if installed).
+4. Typed against dict bodies: the generated codec of each message above, in its flexible
+   version, decoding into and encoding from the generated message classes beside the same
+   codec on dicts (the compiled functions alone, without the frame header).
+5. For scale, kafka-python 3.x decoding the same Produce v8 request (if installed).
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ from dataclasses import dataclass
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common.protocol import codec
+from common.protocol.api_keys import ApiKey
+from common.protocol.compiler import CompiledMessage, compile_message
+from common.protocol.message_names import struct_classes
+from common.protocol.schemas import MESSAGES, is_flexible
+from common.protocol.typed_bodies import from_dict, message_class
 
 PARTITIONS = 6
 BATCH = bytes(range(256)) * 4  # 1 KiB stand-in for a record batch (the codec never parses it)
@@ -195,6 +203,78 @@ def _row(label: str, old_us: float, new_us: float) -> None:
     print(f"  {label:<50} {old_us:8.2f} {new_us:8.2f} us  {ratio:+6.1%}  {verdict}")
 
 
+def _both(key: ApiKey, version: int, is_request: bool) -> tuple[CompiledMessage, CompiledMessage]:
+    """The dict codec and the typed codec of one message."""
+    fields = MESSAGES[key][0 if is_request else 1]
+    flexible = is_flexible(key, version)
+    classes = struct_classes(key, is_request, fields)
+    return (
+        compile_message(fields, version, "dict", flexible),
+        compile_message(fields, version, "typed", flexible, classes),
+    )
+
+
+def per_message_us_pair(
+    fn_a: Callable[[], object], fn_b: Callable[[], object], n: int
+) -> tuple[float, float]:
+    """Best per-message time of each of two functions, timed in alternating rounds so that
+    whatever else loads the machine weighs on both alike."""
+    best = [float("inf"), float("inf")]
+    for _ in range(60):
+        for i, fn in enumerate((fn_a, fn_b)):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best[0] / n * 1e6, best[1] / n * 1e6
+
+
+def _typed_row(label: str, dict_us: float, typed_us: float) -> None:
+    ratio = typed_us / dict_us - 1
+    verdict = "ok" if ratio <= 0 else "slower"
+    print(f"  {label:<50} {dict_us:8.2f} {typed_us:8.2f} us  {ratio:+6.1%}  {verdict}")
+
+
+def typed_against_dict(n: int, requests: dict[str, dict]) -> None:
+    print("Typed against dict bodies, flexible versions (compiled functions alone, in rounds")
+    print("alternating between the two):")
+    print(f"  {'':<50} {'dict':>8} {'typed':>8}")
+    cases = [
+        ("Produce v9 decode request", ApiKey.PRODUCE, 9, True, requests["Produce"]),
+        ("Fetch v12 decode request", ApiKey.FETCH, 12, True, requests["Fetch"]),
+        ("Metadata v9 decode request", ApiKey.METADATA, 9, True, requests["Metadata"]),
+        ("Fetch v12 decode response", ApiKey.FETCH, 12, False, fetch_body(lambda i: BATCH)),
+    ]
+    for label, key, version, is_request, body in cases:
+        plain, typed = _both(key, version, is_request)
+        out = bytearray()
+        plain.encode(out, body, [])
+        view = memoryview(bytes(out))
+        cost = per_message_us_pair(
+            lambda p=plain, v=view: p.decode(v, 0, 1_000_000),
+            lambda t=typed, v=view: t.decode(v, 0, 1_000_000),
+            n,
+        )
+        _typed_row(label, *cost)
+    cases = [
+        ("Produce v9 encode response", ApiKey.PRODUCE, 9, False, produce_response()),
+        ("Fetch v12 encode response (bytes)", ApiKey.FETCH, 12, False, fetch_body(lambda i: BATCH)),
+        ("Metadata v9 encode response", ApiKey.METADATA, 9, False, metadata_response()),
+        ("Fetch v12 encode request", ApiKey.FETCH, 12, True, requests["Fetch"]),
+    ]
+    for label, key, version, is_request, body in cases:
+        plain, typed = _both(key, version, is_request)
+        instance = from_dict(message_class(key, is_request), body)
+
+        def encode(c: CompiledMessage, b: object) -> None:
+            c.encode(bytearray(), b, [])
+
+        cost = per_message_us_pair(
+            lambda p=plain, b=body: encode(p, b), lambda t=typed, i=instance: encode(t, i), n
+        )
+        _typed_row(label, *cost)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
@@ -251,6 +331,8 @@ def main() -> None:
             )
         old, new = versions[1]
         _row(f"Fetch v{old}/v{new} decode_response (client)", cost[old], cost[new])
+
+    typed_against_dict(n, requests)
 
     try:
         with warnings.catch_warnings():

@@ -58,6 +58,7 @@ from bench.report import now_ns, percentile, recv_frame, send_paced
 from bench.sections import local_cluster
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
+from common.protocol.messages.api_versions import ApiVersionsRequest
 from deploy.local_cluster import LocalCluster
 from kraftlog_client import Consumer, Producer
 
@@ -83,13 +84,13 @@ _DUE = struct.Struct(">q")
 def idle_connections(brokers: list[tuple[str, int]], n: int) -> list[socket.socket]:
     """``n`` connections, each after one ApiVersions v0 exchange, left open."""
     out = []
-    request = encode_request(ApiKey.API_VERSIONS, 0, 1, "idle", {})
+    request = encode_request(ApiKey.API_VERSIONS, 0, 1, "idle", ApiVersionsRequest())
     for i in range(n):
         host, port = brokers[i % len(brokers)]
         s = socket.create_connection((host, port), timeout=30)
         s.sendall(request)  # encode_request frames it (size prefix included)
         _, body = decode_response(ApiKey.API_VERSIONS, 0, recv_frame(s))
-        if body.get("error_code"):
+        if body.error_code:
             raise RuntimeError(f"ApiVersions refused: {body}")
         out.append(s)
     return out

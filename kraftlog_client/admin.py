@@ -33,6 +33,8 @@ from typing import Any, NamedTuple
 from common.config_resources import OP_DELETE, OP_SET, RESOURCE_TOPIC, SOURCE_DEFAULT
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
+from common.protocol.message_base import Message
 from common.security.acl import AclBinding, AclBindingFilter
 from common.topic_partition import TopicPartition
 from kraftlog_client import acl_admin
@@ -103,7 +105,7 @@ class Admin:
         self._check_open()
         return float(self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms)
 
-    def _request(self, api_key: int, body: dict[str, Any], timeout_ms: float) -> dict[str, Any]:
+    def _request(self, api_key: int, body: dict[str, Any] | Message, timeout_ms: float) -> Body:
         return self._client.request(None, api_key, body, timeout_ms)
 
     # -- topics --------------------------------------------------------------------------

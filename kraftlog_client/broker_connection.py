@@ -43,6 +43,8 @@ from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
 from common.protocol.errors import ProtocolError
 from common.protocol.framing import FrameReader
+from common.protocol.message_base import Message
+from common.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from common.protocol.recv import SCRATCH_BYTES, recv_chunk
 from common.security.errors import IllegalSaslStateError, SaslAuthenticationError
 from common.security.tls_socket import MAX_JOIN_BYTES, MAX_RECV_BYTES, TlsSocket
@@ -125,10 +127,9 @@ API_VERSIONS_PROBE = 3
 CLIENT_SOFTWARE_NAME = "kraftlog-python"
 # What the probe says about us (a broker without v3 answers in the v0 format, which lists its
 # versions all the same: no second probe is needed).
-_PROBE_BODY = {
-    "client_software_name": CLIENT_SOFTWARE_NAME,
-    "client_software_version": KRAFTLOG_VERSION,
-}
+_PROBE_BODY = ApiVersionsRequest(
+    client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=KRAFTLOG_VERSION
+)
 
 # A response bigger than this is refused (fetch.max.bytes is 50 MiB by default; Kafka lets a
 # first oversized batch through, hence the margin).
@@ -297,14 +298,14 @@ class BrokerConnection:
         self._io = TlsSocket(tls)
         self._negotiate(now_s)
 
-    def _on_api_versions(self, body: dict[str, Any] | None, error: Exception | None) -> None:
+    def _on_api_versions(self, body: ApiVersionsResponse | None, error: Exception | None) -> None:
         if error is not None or body is None:
             return  # the connection is closing already
-        code = body.get("error_code", 0)
+        code = body.error_code
         if code not in (ErrorCode.NO_ERROR, ErrorCode.UNSUPPORTED_VERSION):
             self.close(KafkaError(code, f"ApiVersions refused by {self}"))
             return
-        theirs = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+        theirs = {e.api_key: (e.min_version, e.max_version) for e in body.api_keys}
         self._lifecycle.negotiate(CLIENT_VERSIONS, theirs)
         if self._security is not None and self._security.uses_sasl:
             self._start_sasl()
@@ -417,7 +418,7 @@ class BrokerConnection:
     def send(
         self,
         api_key: int,
-        body: dict[str, Any],
+        body: dict[str, Any] | Message,
         callback: ResponseCallback,
         now_s: float,
         *,
@@ -438,7 +439,7 @@ class BrokerConnection:
         self,
         api_key: int,
         version: int,
-        body: dict[str, Any],
+        body: dict[str, Any] | Message,
         callback: ResponseCallback,
         now_s: float,
         expect_response: bool = True,

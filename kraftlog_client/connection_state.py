@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+
+from common.protocol.codec import Body
 
 CONNECTING = "CONNECTING"
 TLS_HANDSHAKING = "TLS_HANDSHAKING"
@@ -44,7 +45,8 @@ LEGAL_TRANSITIONS: dict[str, frozenset[str]] = {
 # Correlation ids are non-negative int32 values, wrapping.
 CORRELATION_ID_MASK = 0x7FFFFFFF
 
-ResponseCallback = Callable[[dict[str, Any] | None, Exception | None], None]
+# The decoded body (a generated Message, or a dict for an API the codec has not typed yet).
+ResponseCallback = Callable[[Body | None, Exception | None], None]
 
 
 class ConnectionStateError(Exception):

@@ -44,6 +44,11 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.message_base import Message
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import GroupMember, PartitionAssignor
 from kraftlog_client.consumer_protocol import (
@@ -103,7 +108,7 @@ class Send:
     request_id: int
     target: int | None  # None = any broker (FindCoordinator), else the coordinator's node
     api_key: ApiKey
-    body: dict[str, Any]
+    body: dict[str, Any] | Message
 
 
 @dataclass(frozen=True)
@@ -253,7 +258,7 @@ class ConsumerCoordinator:
                 self._send(
                     None,
                     ApiKey.FIND_COORDINATOR,
-                    {"key": s.group_id, "key_type": GROUP_KEY_TYPE},
+                    FindCoordinatorRequest(key=s.group_id, key_type=GROUP_KEY_TYPE),
                 )
             return self._drain()
         if self._awaiting_revocation:
@@ -330,7 +335,8 @@ class ConsumerCoordinator:
             if api_key == ApiKey.FIND_COORDINATOR:
                 self._backoff(now_ms)
             return self._drain()
-        handlers: dict[ApiKey, Callable[[dict[str, Any], float], None]] = {
+        # Each handler takes the body its API decodes to (a dict, or a typed message).
+        handlers: dict[ApiKey, Callable[[Any, float], None]] = {
             ApiKey.FIND_COORDINATOR: self._on_find_coordinator,
             ApiKey.JOIN_GROUP: self._on_join,
             ApiKey.SYNC_GROUP: self._on_sync,
@@ -343,10 +349,10 @@ class ConsumerCoordinator:
         handler(response, now_ms)
         return self._drain()
 
-    def _on_find_coordinator(self, r: dict[str, Any], now_ms: float) -> None:
-        code = error_code(r.get("error_code", 0))
-        if code == ErrorCode.NO_ERROR and r.get("node_id", -1) >= 0:
-            self.coordinator_id = r["node_id"]
+    def _on_find_coordinator(self, r: FindCoordinatorResponse, now_ms: float) -> None:
+        code = error_code(r.error_code)
+        if code == ErrorCode.NO_ERROR and r.node_id >= 0:
+            self.coordinator_id = r.node_id
             self._last_heartbeat_ok_ms = now_ms
             return
         if code == ErrorCode.GROUP_AUTHORIZATION_FAILED:
@@ -594,7 +600,7 @@ class ConsumerCoordinator:
         for topic in self.subscription:
             self._metadata_snapshot.setdefault(topic, partition_counts.get(topic, 0))
 
-    def _send(self, target: int | None, api_key: ApiKey, body: dict[str, Any]) -> None:
+    def _send(self, target: int | None, api_key: ApiKey, body: dict[str, Any] | Message) -> None:
         self._next_request_id += 1
         self._in_flight[api_key] = self._next_request_id
         self._outputs.append(Send(self._next_request_id, target, api_key, body))

@@ -16,6 +16,9 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
+from common.protocol.message_base import Message
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE, error_code
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
 from kraftlog_client.network_client import NetworkClient
@@ -52,11 +55,11 @@ def find_coordinator(
     while True:
         remaining = remaining_ms(deadline, f"FindCoordinator({key})")
         response = client.request(
-            None, ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type}, remaining
+            None, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key, key_type), remaining
         )
-        code = error_code(response.get("error_code", 0))
+        code = error_code(response.error_code)
         if code == ErrorCode.NO_ERROR:
-            node: int = response["node_id"]
+            node: int = response.node_id
             if client.metadata.broker(node) is None:
                 client.fetch_metadata([], remaining_ms(deadline, "Metadata"))
             return node
@@ -69,12 +72,12 @@ def with_coordinator(
     client: NetworkClient,
     key: str,
     api_key: ApiKey,
-    body: dict[str, Any],
+    body: dict[str, Any] | Message,
     deadline: float,
     backoff_ms: int,
-    error_of: Callable[[dict[str, Any]], int],
+    error_of: Callable[[Body], int],
     key_type: int = GROUP_KEY_TYPE,
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, Body]:
     """Send ``body`` to ``key``'s coordinator; retry while ``error_of(response)`` is a
     coordinator-moving error. Returns (coordinator, response)."""
     while True:

@@ -19,6 +19,9 @@ from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from common.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code
 from kraftlog_client.consumer_protocol import (
@@ -85,19 +88,21 @@ def list_groups(
     for node in sorted(client.metadata.brokers):
         timeout = min(per_broker_timeout_ms, remaining_ms(deadline, "ListGroups"))
         try:
-            response = client.request(node, ApiKey.LIST_GROUPS, {}, timeout)
+            response = client.request(node, ApiKey.LIST_GROUPS, ListGroupsRequest(), timeout)
         except KafkaError as e:
             logger.warning("ListGroups: broker %d did not answer: %s", node, e)
             last_error = e
             continue
         answered += 1
-        code = error_code(response.get("error_code", 0))
+        if not isinstance(response, ListGroupsResponse):
+            raise TypeError(f"ListGroups decoded as {type(response).__name__}")
+        code = error_code(response.error_code)
         if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             continue  # its groups are being loaded; they show on the next listing
         if code != ErrorCode.NO_ERROR:
             raise KafkaError(code, f"ListGroups on broker {node}")
-        for g in response.get("groups", []):
-            out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"], node)
+        for g in response.groups:
+            out[g.group_id] = GroupListing(g.group_id, g.protocol_type, node)
     if not answered and last_error is not None:
         raise last_error
     return sorted(out.values())
@@ -194,35 +199,41 @@ def _describe_consumer_group(
 def _describe_classic_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> GroupDescription:
-    node, g, code = _describe_one(
-        client, group_id, ApiKey.DESCRIBE_GROUPS, {"groups": [group_id]}, deadline, backoff_ms
+    def first_error(response: DescribeGroupsResponse) -> int:
+        return error_code(response.groups[0].error_code) if response.groups else 0
+
+    node, response = with_coordinator(
+        client,
+        group_id,
+        ApiKey.DESCRIBE_GROUPS,
+        DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False),
+        deadline,
+        backoff_ms,
+        first_error,
     )
+    if not isinstance(response, DescribeGroupsResponse):
+        raise TypeError(f"DescribeGroups decoded as {type(response).__name__}")
+    if not response.groups:
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"DESCRIBE_GROUPS({group_id}): no answer")
+    g = response.groups[0]
+    code = error_code(g.error_code)
     if code != ErrorCode.NO_ERROR:
         raise KafkaError(code, f"DescribeGroups({group_id})")
     members = []
-    for m in g.get("members", []):
+    for m in g.members:
         assignment: tuple[TopicPartition, ...] = ()
-        if g.get("protocol_type") == PROTOCOL_TYPE and m.get("member_assignment"):
+        if g.protocol_type == PROTOCOL_TYPE and m.member_assignment:
             try:
-                assignment = decode_assignment(m["member_assignment"]).partitions
+                assignment = decode_assignment(m.member_assignment).partitions
             except ConsumerProtocolError:
                 assignment = ()  # another client's private format: show no partitions
         members.append(
             MemberDescription(
-                m["member_id"],
-                m.get("group_instance_id"),
-                m.get("client_id", ""),
-                m.get("client_host", ""),
-                assignment,
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment
             )
         )
     return GroupDescription(
-        g["group_id"],
-        g.get("group_state", ""),
-        g.get("protocol_type", ""),
-        g.get("protocol_data", ""),
-        tuple(members),
-        node,
+        g.group_id, g.group_state, g.protocol_type, g.protocol_data, tuple(members), node
     )
 
 
@@ -330,15 +341,14 @@ def commit_offsets_while_empty(
 def delete_group(client: NetworkClient, group_id: str, deadline: float, backoff_ms: int) -> None:
     """DeleteGroups (42): remove an empty group and its offsets (NON_EMPTY_GROUP otherwise)."""
 
-    def first_error(r: dict[str, Any]) -> int:
-        results = r.get("results", [])
-        return error_code(results[0]["error_code"]) if results else 0
+    def first_error(r: DeleteGroupsResponse) -> int:
+        return error_code(r.results[0].error_code) if r.results else 0
 
     _node, response = with_coordinator(
         client,
         group_id,
         ApiKey.DELETE_GROUPS,
-        {"groups_names": [group_id]},
+        DeleteGroupsRequest(groups_names=[group_id]),
         deadline,
         backoff_ms,
         first_error,

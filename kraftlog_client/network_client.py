@@ -22,6 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
+from common.protocol.message_base import Message
+from common.protocol.messages.find_coordinator import FindCoordinatorResponse
 from kraftlog_client.broker_connection import (
     CLOSED,
     CONNECTING,
@@ -158,7 +161,7 @@ class NetworkClient:
         self,
         node_id: int,
         api_key: int,
-        body: dict[str, Any],
+        body: dict[str, Any] | Message,
         callback: ResponseCallback,
         *,
         expect_response: bool = True,
@@ -187,18 +190,17 @@ class NetworkClient:
         caller connects to it: a client that never asked for metadata (an assign()-only
         consumer, a producer before its first send) has no address for that node yet."""
 
-        def wrapped(body: dict[str, Any] | None, error: Exception | None) -> None:
-            if error is None and body is not None and body.get("error_code", 0) == 0:
-                node_id = body.get("node_id", -1)
-                if node_id >= 0 and body.get("host"):
-                    self.metadata.add_broker(node_id, body["host"], body["port"])
+        def wrapped(body: FindCoordinatorResponse | None, error: Exception | None) -> None:
+            found = error is None and body is not None and body.error_code == 0
+            if found and body is not None and body.node_id >= 0 and body.host:
+                self.metadata.add_broker(body.node_id, body.host, body.port)
             callback(body, error)
 
         return wrapped
 
     def request(
-        self, node_id: int | None, api_key: int, body: dict[str, Any], timeout_ms: float
-    ) -> dict[str, Any]:
+        self, node_id: int | None, api_key: int, body: dict[str, Any] | Message, timeout_ms: float
+    ) -> Body:
         """Send one request (to any ready broker when ``node_id`` is None) and wait for the
         answer. Raises :class:`KafkaTimeoutError` or the connection's error."""
         deadline = self._clock() + timeout_ms / 1000.0
@@ -215,7 +217,7 @@ class NetworkClient:
                     f"within {timeout_ms:.0f} ms"
                 )
             self.poll(min(remaining, 0.1))
-        box: list[tuple[dict[str, Any] | None, Exception | None]] = []
+        box: list[tuple[Body | None, Exception | None]] = []
         self.send(target, api_key, body, lambda b, e: box.append((b, e)))
         while not box:
             remaining = deadline - self._clock()
@@ -252,7 +254,7 @@ class NetworkClient:
         if body is not None and error is None:
             self.metadata.update(body, self._clock() * 1000.0)
 
-    def fetch_metadata(self, topics: list[str] | None, timeout_ms: float) -> dict[str, Any]:
+    def fetch_metadata(self, topics: list[str] | None, timeout_ms: float) -> Body:
         """A blocking Metadata request (all topics when ``topics`` is None); updates the cache
         with the answer."""
         body = {

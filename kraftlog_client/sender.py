@@ -34,6 +34,7 @@ from typing import Any
 from common.compression import Compression
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.find_coordinator import FindCoordinatorResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.accumulator import ProducerBatch, RecordAccumulator
 from kraftlog_client.config import ProducerConfig
@@ -231,10 +232,10 @@ class Sender(threading.Thread):
                 txn.release(req)
                 return
 
-            def on_found(response: dict[str, Any] | None, error: Exception | None) -> None:
-                code = response.get("error_code", 0) if response is not None else -1
+            def on_found(response: FindCoordinatorResponse | None, error: Exception | None) -> None:
+                code = response.error_code if response is not None else -1
                 if error is None and code == 0 and response is not None:
-                    txn.set_coordinator(req, response["node_id"])
+                    txn.set_coordinator(req, response.node_id)
                     txn.release(req)
                 else:
                     txn.request_sent_failed(

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code
 from kraftlog_client.coordinator_lookup import (
@@ -175,7 +176,7 @@ def _to_leader(
     error_of: Any,
     deadline: float,
     backoff_ms: int,
-) -> dict[str, Any]:
+) -> Body:
     """Send ``body`` to ``tp``'s leader, refreshing metadata and retrying while the leader
     is unknown or moved; returns the response whose ``error_of`` is not such an error."""
     while True:

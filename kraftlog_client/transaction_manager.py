@@ -47,6 +47,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE, commit_topics
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
@@ -405,10 +406,10 @@ class TransactionManager:
             self.in_flight = False
             req.on_response(response)
 
-    def find_coordinator_body(self, req: TxnRequest) -> dict[str, Any]:
+    def find_coordinator_body(self, req: TxnRequest) -> FindCoordinatorRequest:
         if req.group is None:
-            return {"key": self.transactional_id, "key_type": TRANSACTION_KEY_TYPE}
-        return {"key": req.group, "key_type": GROUP_KEY_TYPE}
+            return FindCoordinatorRequest(key=self.transactional_id, key_type=TRANSACTION_KEY_TYPE)
+        return FindCoordinatorRequest(key=req.group, key_type=GROUP_KEY_TYPE)
 
     def coordinator_for(self, req: TxnRequest) -> int | None:
         with self._lock:

@@ -21,7 +21,11 @@ is v0 in every version so that a client can read it before it knows what the bro
 A request of an unsupported version is still parsed up to the client id, which is all an
 UNSUPPORTED_VERSION answer needs.
 
-Bodies are dicts keyed by the snake_case names of Kafka's schema fields. Bytes after a complete
+Bodies are instances of the classes generated from the schema tables
+(:mod:`common.protocol.messages`, one module per API) for the APIs in :data:`TYPED_APIS`, and
+dicts keyed by the same snake_case names of Kafka's schema fields for the others. A decoded
+typed body has every field of the class; those its version lacks hold their defaults. An
+encoder reads only the fields of its version. Bytes after a complete
 body are ignored, as Kafka does for forward compatibility. Decoding never raises anything but
 :class:`ProtocolError` (or its subclass :class:`UnsupportedVersionError`) whatever the input.
 
@@ -36,21 +40,28 @@ import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from common.protocol.compact_types import read_tag_count, skip_tags
 from common.protocol.compiler import CompiledMessage, compile_message
 from common.protocol.errors import EncodeError, ProtocolError, UnsupportedVersionError
+from common.protocol.message_base import Message
+from common.protocol.message_names import struct_classes
+from common.protocol.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiKey
+from common.protocol.records_value import FileSliceLike
 from common.protocol.schemas import MESSAGES, is_flexible
 
 __all__ = [
     "MAX_REQUEST_ARRAY_ELEMENTS",
     "MAX_REQUEST_BYTES",
     "MAX_RESPONSE_ARRAY_ELEMENTS",
+    "TYPED_APIS",
+    "Body",
     "EncodeError",
     "FileSliceLike",
+    "Message",
     "ProtocolError",
     "RequestHeader",
     "ResponseFrame",
@@ -78,19 +89,28 @@ MAX_REQUEST_BYTES = 104857600
 MAX_REQUEST_ARRAY_ELEMENTS = 250_000
 MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 
+# The APIs whose request and response bodies are the generated classes of
+# common.protocol.messages (the ``<Api>Request`` / ``<Api>Response`` of the API's module);
+# the bodies of the other APIs are still dicts keyed by the same snake_case field names.
+TYPED_APIS: frozenset[ApiKey] = frozenset(
+    {
+        ApiKey.API_VERSIONS,
+        ApiKey.DELETE_GROUPS,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.LIST_GROUPS,
+    }
+)
+
+# A request or response body: a generated Message for the APIs in TYPED_APIS, else a dict.
+# (Any, not the union, until every API is typed: callers narrow by the API they handle.)
+Body = Any
+
 _HEADER_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _HEADER = struct.Struct(">hhih")  # the same + the client_id length
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
-
-
-class FileSliceLike(Protocol):
-    """A byte range of an open file (data_plane.storage's FileSlice is one)."""
-
-    fileno: int
-    position: int
-    length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +170,8 @@ def _compile(api_key: int, version: int, is_request: bool) -> CompiledMessage | 
             key = ApiKey(api_key)
             fields = MESSAGES[key][0 if is_request else 1]
             label = f"{key.name} {'request' if is_request else 'response'}"
-            compiled = compile_message(fields, version, label, is_flexible(key, version))
+            classes = struct_classes(key, is_request, fields) if key in TYPED_APIS else None
+            compiled = compile_message(fields, version, label, is_flexible(key, version), classes)
             table[(api_key, version)] = compiled
     return compiled
 
@@ -206,7 +227,7 @@ def decode_request(
     frame: bytes | bytearray | memoryview,
     *,
     max_array_elements: int = MAX_REQUEST_ARRAY_ELEMENTS,
-) -> tuple[RequestHeader, dict]:
+) -> tuple[RequestHeader, Body]:
     """Decode a request frame (without the size prefix) into its header and body dict.
 
     ``records`` fields are memoryview slices of ``frame`` (keep the frame alive as long as
@@ -245,7 +266,7 @@ def decode_request(
     return header, body
 
 
-def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseFrame:
+def encode_response(header: RequestHeader, body: Mapping[str, Any] | Message) -> ResponseFrame:
     """Size prefix + response header (v0: the correlation id; v1 in flexible versions: + an
     empty tagged-field section) + ``body`` in the version of ``header``. Raises
     :class:`EncodeError` if the body does not fit the schema."""
@@ -267,12 +288,11 @@ def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> ResponseF
 
 def api_versions_entries(
     versions: Mapping[int, tuple[int, int]] | None = None,
-) -> list[dict[str, int]]:
+) -> list[ApiVersionsResponseApiKey]:
     """The ``api_keys`` list of an ApiVersions response (default: all of SUPPORTED_VERSIONS)."""
     table = SUPPORTED_VERSIONS if versions is None else versions
     return [
-        {"api_key": int(key), "min_version": low, "max_version": high}
-        for key, (low, high) in sorted(table.items())
+        ApiVersionsResponseApiKey(int(key), low, high) for key, (low, high) in sorted(table.items())
     ]
 
 
@@ -281,17 +301,17 @@ def unsupported_version_response(
 ) -> ResponseFrame:
     """The answer to a request whose API key or version is not supported.
 
-    ApiVersions: a v0-format body ``{error_code: 35, api_keys: [...]}`` (``api_versions``,
+    ApiVersions: a v0-format body (error_code 35 and the ``api_keys`` of ``api_versions``,
     default all of SUPPORTED_VERSIONS) after a v0 response header; clients probing a newer
     version (librdkafka v3, kafka-python v4) then retry with the highest version listed.
     Any other API: correlation id + int16 35 and nothing else; the broker sends it, then
     closes the connection (it cannot frame that API's real response).
     """
     if header.api_key == ApiKey.API_VERSIONS:
-        body = {
-            "error_code": int(ErrorCode.UNSUPPORTED_VERSION),
-            "api_keys": api_versions_entries(api_versions),
-        }
+        body = ApiVersionsResponse(
+            error_code=int(ErrorCode.UNSUPPORTED_VERSION),
+            api_keys=api_versions_entries(api_versions),
+        )
         return encode_response(RequestHeader(header.api_key, 0, header.correlation_id, None), body)
     out = bytearray(_SIZE_AND_CORRELATION.pack(6, header.correlation_id))
     out += _I16.pack(int(ErrorCode.UNSUPPORTED_VERSION))
@@ -306,7 +326,7 @@ def encode_request(
     api_version: int,
     correlation_id: int,
     client_id: str | None,
-    body: Mapping[str, Any],
+    body: Mapping[str, Any] | Message,
 ) -> bytes:
     """A complete request frame: size prefix + request header (v1, or v2 with an empty
     tagged-field section in flexible versions) + body."""
@@ -342,7 +362,7 @@ def decode_response(
     frame: bytes | bytearray | memoryview,
     *,
     max_array_elements: int = MAX_RESPONSE_ARRAY_ELEMENTS,
-) -> tuple[int, dict]:
+) -> tuple[int, Body]:
     """Decode a response frame (without the size prefix) of a request sent as
     ``api_key``/``api_version``; returns ``(correlation_id, body)``.
 
@@ -397,7 +417,7 @@ def _skip_header_tags(view: memoryview, pos: int) -> int:
 def _run_encoder(
     codec: CompiledMessage,
     out: bytearray,
-    body: Mapping[str, Any],
+    body: Mapping[str, Any] | Message,
     cuts: list[tuple[int, Any]],
     api_key: int,
     api_version: int,

@@ -3,7 +3,7 @@
 For every (message, version) the compiler writes the source of two straight-line Python
 functions (no per-message interpretation of the schema) and compiles them once:
 
-``decode(buf, pos, budget) -> (dict, pos)``
+``decode(buf, pos, budget) -> (body, pos)``
     ``buf`` is a byte-format memoryview that ends exactly where the frame ends, so any fixed
     width read past the end raises ``struct.error`` and any single byte read past it
     ``IndexError`` (the caller turns both into :class:`ProtocolError`). Every length (string,
@@ -11,7 +11,8 @@ functions (no per-message interpretation of the schema) and compiles them once:
     or allocated: an array's count must fit ``remaining // minimum element size``, so a forged
     count of 2**31-1 cannot allocate a huge list (a one-byte compact count, under 127, is
     exempt: so few elements allocate little and the first read past the end stops the loop).
-    Flexible decoders read a struct's fields into locals and build its dict in one display.
+    A decoder reads a struct's fields into locals and builds its body in one expression: a
+    dict display, or an instance of its generated class (typed bodies, see :class:`_Gen`).
     ``budget`` bounds the total number of array elements in the message: each element
     costs far more memory as a Python object than its few bytes on the wire (a 2-byte string
     becomes a dict or str of 50-400 bytes), so the frame size bound alone would still let one
@@ -19,7 +20,8 @@ functions (no per-message interpretation of the schema) and compiles them once:
     (zero copy).
 
 ``encode(out, body, cuts) -> None``
-    Appends the body to the bytearray ``out``. Missing keys take the field's default. A
+    Appends the body to the bytearray ``out``; a typed body's attributes are read directly, a
+    dict's missing keys take the field's default. A
     ``records`` value that is a file slice (integer attributes ``fileno``, ``position`` and
     ``length``) or a large buffer is not copied: its int32 length goes into ``out`` and
     ``(len(out), value)`` into ``cuts``; the caller splits ``out`` at those offsets and
@@ -31,6 +33,7 @@ The generated code is pure (no I/O, no globals mutated) and thread-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -264,6 +267,7 @@ _RUNTIME: dict[str, Any] = {
     "_i32_pack": _i32_pack,
     "ProtocolError": ProtocolError,
     "EncodeError": EncodeError,
+    "_new": object.__new__,
     # flexible versions
     "_uvarint": uvarint,
     "_RECORDS_2": _RECORDS_2,
@@ -339,12 +343,61 @@ def _runs(fields: list[F]) -> list[list[F] | F]:
 
 
 class _Gen:
-    """Accumulates generated source lines and the constants they reference."""
+    """Accumulates generated source lines and the constants they reference. ``classes``
+    (``id(fields) -> class``, :func:`common.protocol.message_names.struct_classes`) selects
+    the typed bodies: decoders build those classes and encoders read their attributes;
+    without it bodies are dicts."""
 
-    def __init__(self) -> None:
+    def __init__(self, classes: dict[int, type] | None = None) -> None:
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {}
         self._counter = 0
+        self.classes = classes
+
+    def get(self, d: str, f: F, version: int, default: str | None = None) -> str:
+        """The expression of field ``f`` of the body ``d`` being encoded: an attribute of a
+        typed body; a dict's value, or ``default`` (the field's default in ``version`` if
+        None) when the key is missing."""
+        if self.classes is not None:
+            return f"{d}.{f.name}"
+        if default is None:
+            default = _default_literal(f, version)
+        return f"{d}.get({f.name!r}, {default})"
+
+    def is_set(self, d: str, f: F) -> str:
+        """Whether the tagged struct ``f`` of ``d`` may be set (then encoded if non-empty)."""
+        if self.classes is not None:
+            return f"{d}.{f.name} is not None"
+        return f"{f.name!r} in {d}"
+
+    def build(self, ind: int, d: str, fields: tuple[F, ...], decoded: list[F]) -> None:
+        """Emit the code building a decoded struct ``d`` from the locals of its ``decoded``
+        fields: a dict display, or for a typed body an instance made without ``__init__``
+        whose every slot is stored (fields not in this version get the class's default).
+        ``object.__new__`` and slot stores cost about half of a positional ``__init__``
+        call of a slotted dataclass, and less than the dict display."""
+        if self.classes is None:
+            display = ", ".join(f"{f.name!r}: {_slot(d, f)}" for f in decoded)
+            self.emit(ind, f"{d} = {{{display}}}")
+            return
+        cls = self.classes[id(fields)]
+        defaults = {f.name: f for f in dataclasses.fields(cls)}
+        present = {f.name for f in decoded}
+        self.emit(ind, f"{d} = _new({self.const(cls, 'cls')})")
+        for f in fields:
+            value = _slot(d, f) if f.name in present else self._default(defaults[f.name])
+            self.emit(ind, f"{d}.{f.name} = {value}")
+
+    def _default(self, f: dataclasses.Field) -> str:
+        """The expression of a dataclass field's default (a new list or struct each time)."""
+        if f.default_factory is list:
+            return "[]"
+        if f.default_factory is not dataclasses.MISSING:
+            return f"{self.const(f.default_factory, 'new')}()"
+        value = f.default
+        if value is None or isinstance(value, (bool, int, float, str, bytes)):
+            return repr(value)
+        return self.const(value, "default")
 
     def const(self, value: Any, prefix: str) -> str:
         self._counter += 1
@@ -367,13 +420,22 @@ def _length_prefix(f: F) -> str | None:
 
 
 def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int) -> None:
+    """Decode a struct into ``d``: its fields are read into locals (:func:`_slot`), then the
+    body is built in one expression (:meth:`_Gen.build`)."""
+    _gen_decode_struct_fields(g, fields, version, d, ind)
+    g.build(ind, d, fields, _fields_in(fields, version))
+
+
+def _gen_decode_struct_fields(
+    g: _Gen, fields: tuple[F, ...], version: int, d: str, ind: int
+) -> None:
     depth = ind
     runs = _runs(_fields_in(fields, version))
     prefetched = False  # whether the previous fixed run already read this field's prefix
     for index, run in enumerate(runs):
         if isinstance(run, list):
             fmt = "".join(_FIXED[f.type][0] for f in run)
-            targets = [f"{d}[{f.name!r}]" for f in run]
+            targets = [_slot(d, f) for f in run]
             size = struct.calcsize(">" + fmt)
             following = runs[index + 1] if index + 1 < len(runs) else None
             prefix = _length_prefix(following) if isinstance(following, F) else None
@@ -389,7 +451,7 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
             continue
         f = run
         nullable = f.nullable_in(version)
-        key = f"{d}[{f.name!r}]"
+        key = _slot(d, f)
         if f.type is Primitive.STRING:
             # Inlined: int16 length, then UTF-8 (UnicodeDecodeError is turned into
             # ProtocolError by the caller).
@@ -435,7 +497,6 @@ def _gen_decode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
             _gen_budget(g, n, ind_body)
             g.emit(ind_body, f"{key} = {lst} = []")
             g.emit(ind_body, f"for _ in range({n}):")
-            g.emit(ind_body + 1, f"{item} = {{}}")
             _gen_decode_struct(g, f.type, version, item, ind_body + 1)
             g.emit(ind_body + 1, f"{lst}.append({item})")
         prefetched = False
@@ -482,12 +543,12 @@ def _gen_encode_struct(g: _Gen, fields: tuple[F, ...], version: int, d: str, ind
         if isinstance(run, list):
             st = struct.Struct(">" + "".join(_FIXED[f.type][0] for f in run))
             name = g.const(st.pack, "pack")
-            args = ", ".join(f"{d}.get({f.name!r}, {_default_literal(f, version)})" for f in run)
+            args = ", ".join(g.get(d, f, version) for f in run)
             g.emit(ind, f"out += {name}({args})")
             continue
         f = run
         nullable = f.nullable_in(version)
-        value = f"{d}.get({f.name!r}, {_default_literal(f, version)})"
+        value = g.get(d, f, version)
         if f.type is Primitive.STRING:
             # Inlined fast path for a str of at most 32767 bytes; the helper handles the rest.
             g.emit(ind, f"s = {value}")
@@ -552,7 +613,7 @@ def _gen_decode_struct_flex(
     once."""
     _gen_decode_struct_flex_fields(g, fields, version, d, ind, depth)
     entries = _fields_in(fields, version) + _tagged_in(fields, version)
-    g.emit(ind, f"{d} = {{" + ", ".join(f"{f.name!r}: {_slot(d, f)}" for f in entries) + "}")
+    g.build(ind, d, fields, entries)
 
 
 def _gen_decode_struct_flex_fields(
@@ -841,13 +902,13 @@ def _gen_encode_struct_flex(
         if isinstance(run, list):
             fmt = "".join(_FIXED[f.type][0] for f in run)
             name = g.const(struct.Struct(">" + fmt).pack, "pack")
-            args = ", ".join(f"{d}.get({f.name!r}, {_default_literal(f, version)})" for f in run)
+            args = ", ".join(g.get(d, f, version) for f in run)
             after = runs[i + 1] if i + 1 < len(runs) else None
             if isinstance(after, F) and after.type is Primitive.RECORDS:
                 # Fixed fields, then records held as bytes of 127 B..16 KiB (a two-byte varint
                 # length, the usual Fetch response partition): one pack call for both.
                 fused = g.const(struct.Struct(">" + fmt + "H").pack, "pack")
-                g.emit(ind, f"r = {d}.get({after.name!r}, None)")
+                g.emit(ind, f"r = {g.get(d, after, version, 'None')}")
                 g.emit(ind, "if r.__class__ is bytes and 0x7F <= len(r) < 0x3FFF:")
                 g.emit(ind + 1, "n = len(r) + 1")
                 g.emit(ind + 1, f"out += {fused}({args}, (((n & 0x7F) | 0x80) << 8) | (n >> 7))")
@@ -859,7 +920,7 @@ def _gen_encode_struct_flex(
                 continue
             g.emit(ind, f"out += {name}({args})")
         else:
-            value = f"{d}.get({run.name!r}, {_default_literal(run, version)})"
+            value = g.get(d, run, version)
             _gen_encode_field_flex(g, run, version, value, ind, depth)
     tagged = _tagged_in(fields, version)
     if not tagged:
@@ -871,7 +932,7 @@ def _gen_encode_struct_flex(
         # partition's diverging epoch, current leader, snapshot id): one test of key presence
         # (cheaper than a get per field), one empty section byte. A key holding None or an
         # empty map takes the general code below, which leaves it out.
-        absent = " or ".join(f"{f.name!r} in {d}" for f in tagged)
+        absent = " or ".join(g.is_set(d, f) for f in tagged)
         g.emit(ind, f"if not ({absent}):")
         g.emit(ind + 1, "out.append(0)")
         g.emit(ind, "else:")
@@ -881,10 +942,10 @@ def _gen_encode_struct_flex(
         default = _default_literal(f, version)
         if isinstance(f.type, StructOf):
             # Sent only when set (a non-empty map): no default map is built per call.
-            g.emit(ind, f"{v} = {d}.get({f.name!r})")
+            g.emit(ind, f"{v} = {g.get(d, f, version, 'None')}")
             present = v
         else:
-            g.emit(ind, f"{v} = {d}.get({f.name!r}, {default})")
+            g.emit(ind, f"{v} = {g.get(d, f, version, default)}")
             if isinstance(f.type, Primitive):
                 present = f"{v} != {default}"
             elif default == "None":
@@ -988,29 +1049,33 @@ class CompiledMessage:
     ``flexible``: the version uses the compact encodings and tagged fields, and so its
     header (request v2, response v1) ends with a tagged-field section."""
 
-    decode: Callable[[memoryview, int, int], tuple[dict, int]]
-    encode: Callable[[bytearray, dict, list], None]
+    decode: Callable[[memoryview, int, int], tuple[Any, int]]
+    encode: Callable[[bytearray, Any, list], None]
     source: str
     flexible: bool = False
 
 
 def compile_message(
-    fields: tuple[F, ...], version: int, label: str, flexible: bool = False
+    fields: tuple[F, ...],
+    version: int,
+    label: str,
+    flexible: bool = False,
+    classes: dict[int, type] | None = None,
 ) -> CompiledMessage:
     """Generate and compile the decoder and encoder of ``fields`` in ``version`` (in the
-    compact encodings with tagged fields if ``flexible``)."""
+    compact encodings with tagged fields if ``flexible``); with ``classes`` (see
+    :class:`_Gen`) bodies are instances of the generated message classes, else dicts."""
     for f in fields:
         if f.tag is not None and f.type is Primitive.RECORDS:
             raise ValueError(f"{label}: records field {f.name} cannot be tagged")
         if isinstance(f.type, StructOf) and not flexible and f.present_in(version):
             raise ValueError(f"{label}: struct field {f.name} needs a flexible version")
-    g = _Gen()
+    g = _Gen(classes)
     g.emit(0, "def decode(buf, pos, budget):")
     g.emit(1, "blen = len(buf)")
     if flexible:
         _gen_decode_struct_flex(g, fields, version, "d0", 1)
     else:
-        g.emit(1, "d0 = {}")
         _gen_decode_struct(g, fields, version, "d0", 1)
     g.emit(1, "return d0, pos")
     g.emit(0, "")

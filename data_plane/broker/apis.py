@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from common.protocol.codec import RequestHeader
+from common.protocol.message_base import Message
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.coordinator_partition_writer import CoordinatorPartitionWriter
@@ -62,7 +63,9 @@ class _Sentinel:
 NO_RESPONSE = _Sentinel("NO_RESPONSE")
 CLOSE_CONNECTION = _Sentinel("CLOSE_CONNECTION")
 
-Body = dict[str, Any] | _Sentinel
+# A request or response body: a generated Message for the APIs the codec has typed
+# (common.protocol.codec.TYPED_APIS), else a dict.
+Body = dict[str, Any] | Message | _Sentinel
 Response = Body | Coroutine[Any, Any, Body]
 
 

@@ -283,7 +283,7 @@ class Connection:
             return
         if header.api_key == ApiKey.API_VERSIONS and valid_software(body):
             self._server.note_client_software(
-                self, body["client_software_name"], body["client_software_version"]
+                self, body.client_software_name, body.client_software_version
             )
         negotiated = (header.api_key, header.api_version)
         if negotiated not in self._versions_seen:

@@ -9,7 +9,7 @@ Pure functions; the compiled-codec cache is filled idempotently (thread-safe und
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, cast
 
 from common.protocol.compiler import CompiledMessage, compile_message
 from common.protocol.errors import ProtocolError
@@ -55,7 +55,8 @@ def decode_versioned(
         )
     except (ProtocolError, struct.error, IndexError, UnicodeDecodeError, ValueError) as e:
         raise error(f"{name} v{version}: {e}") from None
-    return body
+    # Record schemas have no generated classes: their codec always builds dicts.
+    return cast(dict[str, Any], body)
 
 
 def record_version(data: bytes, what: str, error: type[ValueError]) -> int:

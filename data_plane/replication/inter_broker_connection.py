@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.protocol.api_keys import ApiKey
-from common.protocol.codec import decode_response, encode_request
+from common.protocol.codec import Body, decode_response, encode_request
 from common.protocol.errors import ProtocolError
 from data_plane.replication.response_frames import ResponseFrames
 
@@ -82,7 +82,7 @@ class InterBrokerConnection:
 
     async def call(
         self, api_key: ApiKey, version: int, body: dict[str, Any], timeout_s: float
-    ) -> dict[str, Any]:
+    ) -> Body:
         """Send one request and return its decoded response body."""
         transport, frames = self._transport, self._frames
         if transport is None or frames is None or transport.is_closing():

@@ -56,6 +56,7 @@ from typing import Any, Protocol
 from common.error_codes import ErrorCode
 from common.errors import ApiError
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
 from common.protocol.errors import ProtocolError
 from common.protocol.topic_id_versions import FETCH_TOPIC_IDS_SINCE, ZERO_ID
 from common.topic_partition import TopicPartition
@@ -375,7 +376,7 @@ class ReplicaFetcher:
         # epoch on, so start over with a full fetch (which also closes the old session).
         self._session.reset()
 
-    async def _call(self, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, api_key: ApiKey, version: int, body: dict[str, Any]) -> Body:
         timeout_s = (self.config.socket_timeout_ms + self.config.fetch_wait_max_ms) / 1000
         return await self._conn.call(api_key, version, body, timeout_s)
 

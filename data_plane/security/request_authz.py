@@ -27,11 +27,12 @@ Thread-safety: stateless apart from the authorizer (itself thread-safe); runs on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.message_base import Message
 from common.security.acl import (
     CLUSTER_OPERATIONS,
     CLUSTER_RESOURCE_NAME,
@@ -43,7 +44,10 @@ from common.security.acl import (
 )
 from common.security.principal import KafkaPrincipal
 
+# A decoded body: a dict, or a typed message for the APIs the codec serves typed
+# (common.protocol.codec.TYPED_APIS) while the conversion of the rest goes on.
 Body = dict[str, Any]
+AnyBody = dict[str, Any] | Message
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -55,14 +59,14 @@ Acl = tuple[AclOperation, ResourceType]
 
 @dataclass(slots=True)
 class Verdict:
-    body: Body
-    respond_now: Body | None = None
-    finish: Callable[[Body], Body] | None = None
+    body: AnyBody
+    respond_now: AnyBody | None = None
+    finish: Callable[[AnyBody], AnyBody] | None = None
     # Resources refused (for the kraftlog_authorization_denied_total metric), by type.
     denied: dict[ResourceType, int] | None = None
 
     @staticmethod
-    def refused(body: Body, response: Body, rtype: ResourceType, count: int = 1) -> Verdict:
+    def refused(body: AnyBody, response: AnyBody, rtype: ResourceType, count: int = 1) -> Verdict:
         """The request answered at once with ``response`` (the handler is not called);
         ``count`` resources of ``rtype`` are counted as denied."""
         v = Verdict(body, respond_now=response)
@@ -85,10 +89,10 @@ class Session:
 
 
 # rule(authorizer, session, api version, request body) -> what the connection does.
-AuthorizationRule = Callable[["RequestAuthorizer", Session, int, Body], Verdict]
+AuthorizationRule = Callable[["RequestAuthorizer", Session, int, Any], Verdict]
 
 
-def unchecked(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
+def unchecked(authz: RequestAuthorizer, s: Session, version: int, body: AnyBody) -> Verdict:
     """The rule of an API that checks no ACL (ApiVersions, SaslHandshake, SaslAuthenticate:
     Kafka answers them before, or without, any authorization)."""
     return Verdict(body)
@@ -197,14 +201,18 @@ class RequestAuthorizer:
         return new, denied
 
 
-def append(response: Body, list_key: str, entries: list[dict[str, Any]]) -> Body:
-    """``response`` with ``entries`` added at the end of its ``list_key`` list."""
-    response[list_key] = list(response.get(list_key) or []) + entries
+def append(response: AnyBody, list_key: str, entries: Sequence[object]) -> AnyBody:
+    """``response`` with ``entries`` added at the end of its ``list_key`` list (a dict key or
+    a typed message's field)."""
+    if isinstance(response, Message):
+        setattr(response, list_key, [*getattr(response, list_key), *entries])
+    else:
+        response[list_key] = list(response.get(list_key) or []) + list(entries)
     return response
 
 
 def with_denied(
-    new: Body, rtype: ResourceType, denied: int, list_key: str, entries: list[dict[str, Any]]
+    new: AnyBody, rtype: ResourceType, denied: int, list_key: str, entries: Sequence[object]
 ) -> Verdict:
     """The request ``new`` (without its ``denied`` resources of ``rtype``); their error
     ``entries`` are appended to the response's ``list_key`` when it comes back."""
@@ -221,12 +229,16 @@ def with_denied_topics(
     return with_denied(new, ResourceType.TOPIC, denied, list_key, entries)
 
 
-def keep_only(list_key: str, keep: Callable[[dict[str, Any]], bool]) -> Callable[[Body], Body]:
+def keep_only(list_key: str, keep: Callable[[Any], bool]) -> Callable[[AnyBody], AnyBody]:
     """A ``finish`` that drops the entries of the response's ``list_key`` not kept (what the
-    session may not describe, when it asked for all of them)."""
+    session may not describe, when it asked for all of them); ``keep`` gets a dict entry or a
+    typed struct, as the response is."""
 
-    def finish(response: Body) -> Body:
-        response[list_key] = [e for e in response.get(list_key) or [] if keep(e)]
+    def finish(response: AnyBody) -> AnyBody:
+        if isinstance(response, Message):
+            setattr(response, list_key, [e for e in getattr(response, list_key) if keep(e)])
+        else:
+            response[list_key] = [e for e in response.get(list_key) or [] if keep(e)]
         return response
 
     return finish

@@ -26,12 +26,12 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
-from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.codec import Body, RequestHeader, encode_response
 from common.protocol.fetch_replica import fetch_replica_id
+from common.protocol.message_base import Message
 from data_plane.metrics.names import NodeMetrics
 from data_plane.security.broker_security import ConnectionSecurity
 
-Body = dict[str, Any]
 _API_NAMES: dict[int, str] = {
     int(k): "".join(part.capitalize() for part in k.name.split("_")) for k in ApiKey
 }
@@ -62,7 +62,9 @@ class Plan:
 
     def after(self, result: Any) -> Any:
         """The handler's answer (a body or a sentinel such as NO_RESPONSE) -> what to send."""
-        if isinstance(result, dict):
+        # Sentinels (NO_RESPONSE) pass untouched; a dict or a typed message goes through the
+        # finishing steps (authorization's merged refusals, quotas, metrics).
+        if isinstance(result, dict | Message):
             for fn in self._after:
                 result = fn(result)
         if self._done is not None:

@@ -15,7 +15,14 @@ from __future__ import annotations
 import re
 
 from common.error_codes import ErrorCode
-from data_plane.broker.apis import Body, KafkaApis, Request
+from common.protocol.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiKey,
+    ApiVersionsResponseFinalizedFeature,
+    ApiVersionsResponseSupportedFeature,
+)
+from data_plane.broker.apis import KafkaApis, Request
 from metadata import features
 
 # Kafka's ApiVersionsRequest.isValid pattern for the client software name and version.
@@ -23,45 +30,46 @@ SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 FIRST_SOFTWARE_VERSION = 3
 
 
-def advertised_versions() -> list[dict[str, int]]:
+def advertised_versions() -> list[ApiVersionsResponseApiKey]:
     from data_plane.broker.handlers import advertised
 
     return [
-        {"api_key": int(key), "min_version": lo, "max_version": hi}
+        ApiVersionsResponseApiKey(int(key), lo, hi)
         for key, (lo, hi) in sorted(advertised().items())
     ]
 
 
-def valid_software(body: dict) -> bool:
+def valid_software(body: ApiVersionsRequest) -> bool:
     """Whether a v3+ request's client software name and version are well formed."""
     return all(
-        SOFTWARE_PATTERN.fullmatch(body.get(key) or "") is not None
-        for key in ("client_software_name", "client_software_version")
+        SOFTWARE_PATTERN.fullmatch(value) is not None
+        for value in (body.client_software_name, body.client_software_version)
     )
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
-    if request.header.api_version >= FIRST_SOFTWARE_VERSION and not valid_software(request.body):
-        return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
+def handle(apis: KafkaApis, request: Request) -> ApiVersionsResponse:
+    body = request.body
+    if not isinstance(body, ApiVersionsRequest):
+        raise TypeError(f"ApiVersions handler given {type(body).__name__}")
+    if request.header.api_version >= FIRST_SOFTWARE_VERSION and not valid_software(body):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     image = apis.image
     level = features.finalized_level(image)
-    return {
-        "error_code": ErrorCode.NO_ERROR,
-        "api_keys": advertised_versions(),
-        "throttle_time_ms": 0,
-        "supported_features": [
-            {
-                "name": features.METADATA_VERSION,
-                "min_version": features.SUPPORTED.min_level,
-                "max_version": features.SUPPORTED.max_level,
-            }
+    return ApiVersionsResponse(
+        error_code=ErrorCode.NO_ERROR,
+        api_keys=advertised_versions(),
+        throttle_time_ms=0,
+        supported_features=[
+            ApiVersionsResponseSupportedFeature(
+                name=features.METADATA_VERSION,
+                min_version=features.SUPPORTED.min_level,
+                max_version=features.SUPPORTED.max_level,
+            )
         ],
-        "finalized_features_epoch": image.offset,
-        "finalized_features": [
-            {
-                "name": features.METADATA_VERSION,
-                "max_version_level": level,
-                "min_version_level": level,
-            }
+        finalized_features_epoch=image.offset,
+        finalized_features=[
+            ApiVersionsResponseFinalizedFeature(
+                name=features.METADATA_VERSION, max_version_level=level, min_version_level=level
+            )
         ],
-    }
+    )

@@ -18,12 +18,17 @@ connected to.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import FIND_COORDINATOR_BATCHED_SINCE
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.coordinator_location import coordinator_broker
@@ -76,47 +81,57 @@ def _internal_topic(apis: KafkaApis, key_type: int) -> _InternalTopic:
     )
 
 
-def _answer(
-    code: int, message: str | None = None, node_id: int = -1, host: str = "", port: int = -1
-) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "node_id": node_id,
-        "host": host,
-        "port": port,
-    }
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """Where one key's coordinator is (node -1, no host, port -1 with an error)."""
+
+    code: int
+    message: str | None = None
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> FindCoordinatorResponse:
     body = request.body
-    key_type = body.get("key_type", KEY_TYPE_GROUP)
+    if not isinstance(body, FindCoordinatorRequest):
+        raise TypeError(f"FindCoordinator handler given {type(body).__name__}")
+    key_type = body.key_type
     if request.header.api_version < FIND_COORDINATOR_BATCHED_SINCE:
-        answer = _locate(apis, request, body.get("key") or "", key_type)
-        return {"throttle_time_ms": 0, **answer}
-    coordinators = [
-        {"key": key, **_locate(apis, request, key or "", key_type)}
-        for key in body.get("coordinator_keys") or ()
-    ]
-    return {"throttle_time_ms": 0, "coordinators": coordinators}
+        a = _locate(apis, request, body.key, key_type)
+        return FindCoordinatorResponse(
+            throttle_time_ms=0,
+            error_code=a.code,
+            error_message=a.message,
+            node_id=a.node_id,
+            host=a.host,
+            port=a.port,
+        )
+    coordinators = []
+    for key in body.coordinator_keys:
+        a = _locate(apis, request, key, key_type)
+        coordinators.append(
+            FindCoordinatorResponseCoordinator(key, a.node_id, a.host, a.port, a.code, a.message)
+        )
+    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
 
 
-def _locate(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[str, Any]:
+def _locate(apis: KafkaApis, request: Request, key: str, key_type: int) -> _Answer:
     """Where the coordinator of ``key`` (of ``key_type``) is, or why it cannot be named."""
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
-        return _answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key_type {key_type}")
+        return _Answer(ErrorCode.INVALID_REQUEST, f"unknown coordinator key_type {key_type}")
     if not key:
         if key_type == KEY_TYPE_GROUP:
-            return _answer(ErrorCode.INVALID_GROUP_ID, "empty group id")
-        return _answer(ErrorCode.INVALID_REQUEST, "empty transactional id")
+            return _Answer(ErrorCode.INVALID_GROUP_ID, "empty group id")
+        return _Answer(ErrorCode.INVALID_REQUEST, "empty transactional id")
     internal = _internal_topic(apis, key_type)
     image = apis.image
     topic = image.topic(internal.name)
     if topic is None or not topic.partitions:
-        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, _create_internal_topic(apis, internal))
+        return _Answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, _create_internal_topic(apis, internal))
     broker = coordinator_broker(image, internal.name, key)
     if broker is None:
-        return _answer(
+        return _Answer(
             ErrorCode.COORDINATOR_NOT_AVAILABLE,
             f"the key's {internal.name} partition has no leader",
         )
@@ -124,8 +139,8 @@ def _locate(apis: KafkaApis, request: Request, key: str, key_type: int) -> dict[
         broker.listeners[0] if broker.listeners else None
     )
     if lis is None:
-        return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no listener")
-    return _answer(ErrorCode.NO_ERROR, None, broker.broker_id, lis.host, lis.port)
+        return _Answer(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no listener")
+    return _Answer(ErrorCode.NO_ERROR, None, broker.broker_id, lis.host, lis.port)
 
 
 def _create_internal_topic(apis: KafkaApis, internal: _InternalTopic) -> str:
@@ -163,10 +178,12 @@ def _create_internal_topic(apis: KafkaApis, internal: _InternalTopic) -> str:
     return f"{name} is being created"
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Describe on the group (key_type 0) or on the transactional id (key_type 1); refused
     keys are answered GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED (v4+ per key)."""
-    if body.get("key_type", 0) == KEY_TYPE_TRANSACTION:
+    if not isinstance(body, FindCoordinatorRequest):
+        raise TypeError(f"FindCoordinator rule given {type(body).__name__}")
+    if body.key_type == KEY_TYPE_TRANSACTION:
         code, rtype = TXN_DENIED, ResourceType.TRANSACTIONAL_ID
     else:
         code, rtype = GROUP_DENIED, ResourceType.GROUP
@@ -174,21 +191,18 @@ def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str
     def allowed(key: str) -> bool:
         return authz.allowed(s, AclOperation.DESCRIBE, rtype, key)
 
-    denied_answer = {
-        "error_code": code,
-        "error_message": "Authorization failed.",
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-    }
+    message = "Authorization failed."
     if version < FIND_COORDINATOR_BATCHED_SINCE:
-        if allowed(body.get("key", "")):
+        if allowed(body.key):
             return Verdict(body)
+        denied_answer = FindCoordinatorResponse(
+            error_code=code, error_message=message, node_id=-1, host="", port=-1
+        )
         return Verdict.refused(body, denied_answer, rtype)
-    keys = body.get("coordinator_keys") or []
+    keys = body.coordinator_keys
     denied = [k for k in keys if not allowed(k)]
     if not denied:
         return Verdict(body)
-    kept = {**body, "coordinator_keys": [k for k in keys if k not in denied]}
-    entries = [{"key": k, **denied_answer} for k in denied]
+    kept = dataclasses.replace(body, coordinator_keys=[k for k in keys if k not in denied])
+    entries = [FindCoordinatorResponseCoordinator(k, -1, "", -1, code, message) for k in denied]
     return with_denied(kept, rtype, len(denied), "coordinators", entries)

@@ -8,40 +8,39 @@ v4 answers each group's state and takes a ``states_filter``, v5 its type and a
 
 from __future__ import annotations
 
-from typing import Any
-
+from common.protocol.messages.list_groups import (
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseGroup,
+)
 from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, keep_only
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> ListGroupsResponse:
+    body = request.body
+    if not isinstance(body, ListGroupsRequest):
+        raise TypeError(f"ListGroups handler given {type(body).__name__}")
     error, groups = apis.group_coordinator.coordinator.list_groups()
-    states = {s.lower() for s in request.body.get("states_filter") or ()}
-    types = {t.lower() for t in request.body.get("types_filter") or ()}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error,
-        "groups": [
-            {
-                "group_id": group_id,
-                "protocol_type": protocol_type,
-                "group_state": state,
-                "group_type": group_type,
-            }
+    states = {s.lower() for s in body.states_filter}
+    types = {t.lower() for t in body.types_filter}
+    return ListGroupsResponse(
+        throttle_time_ms=0,
+        error_code=error,
+        groups=[
+            ListGroupsResponseGroup(group_id, protocol_type, state, group_type)
             for group_id, protocol_type, state, group_type in groups
             if (not states or state.lower() in states) and (not types or group_type in types)
         ],
-    }
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Describe on the cluster lists every group; else only the groups the session may
     describe are listed."""
     v = Verdict(body)
     if authz.cluster(s, AclOperation.DESCRIBE):
         return v
-    v.finish = keep_only(
-        "groups", lambda g: authz.group(s, AclOperation.DESCRIBE, g.get("group_id", ""))
-    )
+    v.finish = keep_only("groups", lambda g: authz.group(s, AclOperation.DESCRIBE, g.group_id))
     return v

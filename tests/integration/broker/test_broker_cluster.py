@@ -13,6 +13,7 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.api_versions import ApiVersionsRequest
 from data_plane.storage import Record, build_batch
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
@@ -156,18 +157,16 @@ def test_auto_create_topics(make_cluster: ClusterFactory) -> None:
         bad = client.call(
             ApiKey.API_VERSIONS,
             3,
-            {"client_software_name": "bad name!", "client_software_version": "1"},
+            ApiVersionsRequest(client_software_name="bad name!", client_software_version="1"),
         )
-        assert bad["error_code"] == ErrorCode.INVALID_REQUEST and bad["api_keys"] == []
+        assert bad.error_code == ErrorCode.INVALID_REQUEST and bad.api_keys == []
         good = client.call(
             ApiKey.API_VERSIONS,
             4,
-            {"client_software_name": "kraftlog-test", "client_software_version": "1.0"},
+            ApiVersionsRequest(client_software_name="kraftlog-test", client_software_version="1.0"),
         )
-        assert good["error_code"] == 0
-        assert (18, 0, 4) in {
-            (k["api_key"], k["min_version"], k["max_version"]) for k in good["api_keys"]
-        }
+        assert good.error_code == 0
+        assert (18, 0, 4) in {(k.api_key, k.min_version, k.max_version) for k in good.api_keys}
     finally:
         client.close()
 

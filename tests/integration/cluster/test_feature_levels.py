@@ -15,6 +15,11 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponseFinalizedFeature,
+    ApiVersionsResponseSupportedFeature,
+)
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster, wait_until
 from metadata import features
@@ -48,7 +53,9 @@ def describe(cluster: LocalCluster) -> dict:
     return json.loads(out)
 
 
-def finalized_in_api_versions(cluster: LocalCluster, broker_id: int) -> tuple[dict, dict]:
+def finalized_in_api_versions(
+    cluster: LocalCluster, broker_id: int
+) -> tuple[ApiVersionsResponseSupportedFeature, ApiVersionsResponseFinalizedFeature]:
     port = cluster.node(broker_id).broker_port
     assert port is not None
     client = WireClient(port)
@@ -56,13 +63,13 @@ def finalized_in_api_versions(cluster: LocalCluster, broker_id: int) -> tuple[di
         response = client.call(
             ApiKey.API_VERSIONS,
             3,
-            {"client_software_name": "kraftlog-test", "client_software_version": "1.0"},
+            ApiVersionsRequest(client_software_name="kraftlog-test", client_software_version="1.0"),
         )
     finally:
         client.close()
-    assert response["error_code"] == 0
-    (supported,) = response["supported_features"]
-    (finalized,) = response["finalized_features"]
+    assert response.error_code == 0
+    (supported,) = response.supported_features
+    (finalized,) = response.finalized_features
     return supported, finalized
 
 
@@ -84,12 +91,12 @@ def test_describe_upgrade_and_refusals(cluster: LocalCluster) -> None:
         + [("broker", b) for b in cluster.broker_ids]
     )
     supported, finalized = finalized_in_api_versions(cluster, cluster.broker_ids[0])
-    assert supported == {
-        "name": features.METADATA_VERSION,
-        "min_version": features.SUPPORTED.min_level,
-        "max_version": features.SUPPORTED.max_level,
-    }
-    assert (finalized["min_version_level"], finalized["max_version_level"]) == (1, 1)
+    assert supported == ApiVersionsResponseSupportedFeature(
+        name=features.METADATA_VERSION,
+        min_version=features.SUPPORTED.min_level,
+        max_version=features.SUPPORTED.max_level,
+    )
+    assert (finalized.min_version_level, finalized.max_version_level) == (1, 1)
 
     target = ("--dir", str(cluster.directory))
     code, out = cli("features", "upgrade", *target, "--metadata", "2", "--dry-run")
@@ -101,7 +108,7 @@ def test_describe_upgrade_and_refusals(cluster: LocalCluster) -> None:
     assert describe(cluster)["features"][0]["finalized_level"] == 2
     for broker_id in cluster.broker_ids:
         wait_until(
-            lambda b=broker_id: finalized_in_api_versions(cluster, b)[1]["max_version_level"] == 2,
+            lambda b=broker_id: finalized_in_api_versions(cluster, b)[1].max_version_level == 2,
             DEADLINE_S,
             f"broker {broker_id} reports level 2",
         )

@@ -28,6 +28,8 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
+from common.protocol.messages.api_versions import ApiVersionsRequest
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from common.security.plain import plain_message
 from common.security.scram import ScramClient, ScramMechanism
@@ -379,7 +381,7 @@ def _scram_connect(s: Secure, user: str, password: str) -> socket.socket:
 
 def _still_serving(s: Secure) -> None:
     with _connect(s.sasl_ssl, _client_ctx(s)) as sock:
-        assert _call(sock, ApiKey.API_VERSIONS, 2, {})["error_code"] == 0
+        assert _call(sock, ApiKey.API_VERSIONS, 2, ApiVersionsRequest()).error_code == 0
         assert _call(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})["error_code"] == 0
         auth = _call(
             sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": plain_message("app", APP_PASSWORD)}
@@ -405,7 +407,7 @@ def test_refusals_and_the_broker_keeps_serving(secure: Secure) -> None:
         assert _closed(sock)
     # A plaintext Kafka client on the TLS port.
     with _connect(secure.sasl_ssl, None) as sock:
-        sock.sendall(encode_request(int(ApiKey.API_VERSIONS), 2, 1, "x", {}))
+        sock.sendall(encode_request(int(ApiKey.API_VERSIONS), 2, 1, "x", ApiVersionsRequest()))
         assert _closed(sock)
     # SSL listener (client certificates required): none, untrusted, expired are refused.
     for cert in (None, "rogue", "expired"):
@@ -413,7 +415,7 @@ def test_refusals_and_the_broker_keeps_serving(secure: Secure) -> None:
             pytest.raises((ssl.SSLError, ConnectionError, OSError)),
             _connect(secure.ssl_addr, _client_ctx(secure, cert)) as sock,
         ):
-            _call(sock, ApiKey.API_VERSIONS, 2, {})
+            _call(sock, ApiKey.API_VERSIONS, 2, ApiVersionsRequest())
     # A kraftlog-trusted client certificate authenticates as its subject.
     with _connect(secure.ssl_addr, _client_ctx(secure, "client")) as sock:
         meta = _call(sock, ApiKey.METADATA, 8, {"topics": None})
@@ -498,12 +500,12 @@ def test_group_consumer_and_group_acls(secure: Secure) -> None:
     assert b"grp-1" in got
     # reader may use reader-* groups only.
     with _scram_connect(secure, "reader", READER_PASSWORD) as sock:
-        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, {"key": "app-grp", "key_type": 0})
-        assert found["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("app-grp", 0))
+        assert found.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         fetched = _call(sock, ApiKey.OFFSET_FETCH, 5, {"group_id": "app-grp", "topics": None})
         assert fetched["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
-        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, {"key": "reader-1", "key_type": 0})
-        assert found["error_code"] == 0
+        found = _call(sock, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("reader-1", 0))
+        assert found.error_code == 0
 
 
 def test_scram_credentials_through_the_kafka_admin_apis(secure: Secure) -> None:

@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
 from tests.integration.replication.helpers import DEADLINE_S, port_of, wait_for
@@ -229,9 +230,9 @@ def coordinator_of(cluster: LocalCluster, txn_id: str) -> int:
         body = wait_for(
             lambda: (
                 r
-                if (r := client.call(ApiKey.FIND_COORDINATOR, 2, {"key": txn_id, "key_type": 1}))[
-                    "error_code"
-                ]
+                if (
+                    r := client.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(txn_id, 1))
+                ).error_code
                 == 0
                 else None
             ),
@@ -239,7 +240,7 @@ def coordinator_of(cluster: LocalCluster, txn_id: str) -> int:
         )
     finally:
         client.close()
-    return int(body["node_id"])
+    return int(body.node_id)
 
 
 def test_kafka_python_transactional_producer(cluster: LocalCluster) -> None:

@@ -15,6 +15,7 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import encode_request
+from common.protocol.messages.api_versions import ApiVersionsRequest
 from data_plane.broker.client_connection import _END, _more_after
 from data_plane.broker.config import BrokerConfig
 from data_plane.storage import Record, build_batch
@@ -77,10 +78,10 @@ def wait_for(cond: Callable[[], bool], what: str) -> None:
 
 def test_api_versions_probe_falls_back_and_connection_stays(client: WireClient) -> None:
     # A newer-than-supported ApiVersions (clients probe v3/v4) gets the v0 fallback.
-    cid = client.send(ApiKey.API_VERSIONS, 2, {})
+    cid = client.send(ApiKey.API_VERSIONS, 2, ApiVersionsRequest())
     _, body = client.recv(ApiKey.API_VERSIONS, 2)
-    assert body["error_code"] == 0
-    keys = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
+    assert body.error_code == 0
+    keys = {e.api_key: (e.min_version, e.max_version) for e in body.api_keys}
     # Produce v0-2 (message formats v0/v1) are not served, as in Kafka 4.
     assert keys[ApiKey.PRODUCE] == (3, 11) and keys[ApiKey.FETCH] == (0, 17)
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5)  # idempotence (REFERENCE.md section 1), KIP-360
@@ -567,7 +568,8 @@ def test_many_pipelined_requests_in_one_write_respect_the_bound(tmp_path) -> Non
     try:
         c = WireClient(h.port)
         frames = b"".join(
-            encode_request(ApiKey.API_VERSIONS, 2, cid, "t", {}) for cid in range(1, 201)
+            encode_request(ApiKey.API_VERSIONS, 2, cid, "t", ApiVersionsRequest())
+            for cid in range(1, 201)
         )
         c.sock.sendall(frames)  # 200 requests arrive in one chunk
         got = [c.recv(ApiKey.API_VERSIONS, 2)[0] for _ in range(200)]
@@ -737,7 +739,7 @@ def test_each_negotiated_version_is_logged_once_at_debug(
         client.call(
             ApiKey.API_VERSIONS,
             3,
-            {"client_software_name": "probe-client", "client_software_version": "2.0"},
+            ApiVersionsRequest(client_software_name="probe-client", client_software_version="2.0"),
         )
         for _ in range(3):
             client.call(ApiKey.METADATA, 9, {"topics": None})

@@ -6,6 +6,10 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import RangeAssignor, RoundRobinAssignor
 from kraftlog_client.consumer_coordinator import (
@@ -61,9 +65,9 @@ def events(outputs, kind) -> list:
 
 def find_coordinator(c: ConsumerCoordinator, now: float) -> list:
     req = only_send(c.poll(now), ApiKey.FIND_COORDINATOR)
-    assert req.target is None and req.body == {"key": "g", "key_type": 0}
+    assert req.target is None and req.body == FindCoordinatorRequest(key="g", key_type=0)
     return c.on_response(
-        req.request_id, req.api_key, {"error_code": 0, "node_id": COORDINATOR}, now
+        req.request_id, req.api_key, FindCoordinatorResponse(node_id=COORDINATOR), now
     )
 
 
@@ -179,7 +183,7 @@ def test_time_to_next_poll_does_not_spin_while_waiting_for_answers() -> None:
     assert c.time_to_next_poll_ms(0) == 0  # FindCoordinator is due
     req = only_send(c.poll(0), ApiKey.FIND_COORDINATOR)
     assert c.time_to_next_poll_ms(0) > 0  # in flight: the socket wakes the caller
-    c.on_response(req.request_id, req.api_key, {"error_code": 0, "node_id": COORDINATOR}, 1)
+    c.on_response(req.request_id, req.api_key, FindCoordinatorResponse(node_id=COORDINATOR), 1)
     assert c.time_to_next_poll_ms(1) == 0  # JoinGroup is due
     only_send(c.poll(1), ApiKey.JOIN_GROUP)
     assert c.time_to_next_poll_ms(2) > 1_000  # a JoinGroup may take a whole rebalance
@@ -253,7 +257,7 @@ def test_find_coordinator_error_backs_off() -> None:
     c.on_response(
         req.request_id,
         req.api_key,
-        {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "node_id": -1},
+        FindCoordinatorResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, node_id=-1),
         10,
     )
     assert sends(c.poll(50)) == []

@@ -13,6 +13,7 @@ from typing import Any
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from common.protocol.messages.find_coordinator import FindCoordinatorResponse
 from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
 from kraftlog_client.consumer_protocol import decode_assignment, decode_subscription
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
@@ -46,16 +47,11 @@ class Coordinator:
             time.sleep(0.05)  # a long poll with nothing new
         return None if answer is None else encode_response(header, answer).to_bytes()
 
-    def _answer(self, key: int, body: dict[str, Any]) -> dict[str, Any] | None:
+    def _answer(self, key: int, body: Any) -> Any:
         if key == ApiKey.FIND_COORDINATOR:
-            return {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "error_message": None,
-                "node_id": 7,
-                "host": "127.0.0.1",
-                "port": self.port,
-            }
+            return FindCoordinatorResponse(
+                throttle_time_ms=0, error_code=0, node_id=7, host="127.0.0.1", port=self.port
+            )
         if key == ApiKey.JOIN_GROUP:
             self.joins.append(body)
             if not body["member_id"]:

@@ -18,6 +18,7 @@ from common.protocol.codec import (
     encode_response,
     unsupported_version_response,
 )
+from common.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from common.version import KRAFTLOG_VERSION
 from kraftlog_client.config import ConsumerConfig, client_config
 from kraftlog_client.errors import KafkaConnectionError, KafkaTimeoutError
@@ -144,14 +145,13 @@ def test_a_wakeup_before_poll_makes_the_next_poll_return_at_once() -> None:
 def test_the_probe_names_the_client_software(
     broker_factory: Callable[[Handler], ScriptedBroker],
 ) -> None:
-    seen: list[dict[str, Any]] = []
+    seen: list[ApiVersionsRequest] = []
 
-    def answer(header: RequestHeader, body: dict[str, Any]) -> bytes | None:
+    def answer(header: RequestHeader, body: Any) -> bytes | None:
         if header.api_key == ApiKey.API_VERSIONS:
             seen.append(body)
             return encode_response(
-                header,
-                {"error_code": 0, "api_keys": api_versions_entries(), "throttle_time_ms": 0},
+                header, ApiVersionsResponse(error_code=0, api_keys=api_versions_entries())
             ).to_bytes()
         return answer_v0_fallback(header, body)
 
@@ -159,9 +159,7 @@ def test_the_probe_names_the_client_software(
     client = client_for(broker.port)
     try:
         client.fetch_metadata(["t"], 10_000)
-        assert seen == [
-            {"client_software_name": "kraftlog-python", "client_software_version": KRAFTLOG_VERSION}
-        ]
+        assert seen == [ApiVersionsRequest("kraftlog-python", KRAFTLOG_VERSION)]
         assert client.version_for(-1, ApiKey.API_VERSIONS) == 3
     finally:
         client.close()

@@ -13,6 +13,7 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from common.protocol.messages.find_coordinator import FindCoordinatorResponse
 from kraftlog_client import KafkaError, KafkaTimeoutError, Producer
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
 
@@ -184,14 +185,10 @@ def test_records_queued_after_a_transactions_batch_failed_fail_at_once(
             return unsupported_version_response(header).to_bytes()
         if header.api_key == ApiKey.METADATA:
             return metadata_response(header, port=holder[0].port)
-        answers: dict[int, dict[str, Any]] = {
-            ApiKey.FIND_COORDINATOR: {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "node_id": 7,
-                "host": "127.0.0.1",
-                "port": holder[0].port,
-            },
+        answers: dict[int, Any] = {
+            ApiKey.FIND_COORDINATOR: FindCoordinatorResponse(
+                throttle_time_ms=0, error_code=0, node_id=7, host="127.0.0.1", port=holder[0].port
+            ),
             ApiKey.INIT_PRODUCER_ID: {
                 "throttle_time_ms": 0,
                 "error_code": 0,

@@ -13,6 +13,10 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponseResult
+from common.protocol.messages.describe_groups import DescribeGroupsRequest
+from common.protocol.messages.find_coordinator import FindCoordinatorRequest
+from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.coordinator import OFFSETS_TOPIC
@@ -105,27 +109,27 @@ def _join_body() -> dict:
 
 
 def _coordinator_ready(client: WireClient, group: str) -> bool:
-    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": group, "key_type": 0})
-    if body["error_code"] != ErrorCode.NO_ERROR:
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key=group, key_type=0))
+    if body.error_code != ErrorCode.NO_ERROR:
         return False
     return _fetch_offset(client, 5, group)[0] == ErrorCode.NO_ERROR
 
 
 def test_find_coordinator_without_offsets_topic(client: WireClient) -> None:
-    body = client.call(ApiKey.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
-    assert body["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert client.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g"})["node_id"] == -1
-    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 1})
-    assert body["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE  # no __transaction_state
-    body = client.call(ApiKey.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 2})
-    assert body["error_code"] == ErrorCode.INVALID_REQUEST
+    body = client.call(ApiKey.FIND_COORDINATOR, 1, FindCoordinatorRequest(key="g", key_type=0))
+    assert body.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert client.call(ApiKey.FIND_COORDINATOR, 0, FindCoordinatorRequest(key="g")).node_id == -1
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="txn", key_type=1))
+    assert body.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE  # no __transaction_state
+    body = client.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="txn", key_type=2))
+    assert body.error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient) -> None:
     broker.set_topics({OFFSETS_TOPIC: 2, "t": 1})
     _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
-    fc = client.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g"})
-    assert (fc["node_id"], fc["port"]) == (1, broker.port)
+    fc = client.call(ApiKey.FIND_COORDINATOR, 0, FindCoordinatorRequest(key="g"))
+    assert (fc.node_id, fc.port) == (1, broker.port)
 
     # JoinGroup v5 without member id: MEMBER_ID_REQUIRED, then the real join.
     join = _join_body()
@@ -200,27 +204,34 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     )
 
-    described = client.call(ApiKey.DESCRIBE_GROUPS, 4, {"groups": ["g", "missing"]})["groups"]
-    assert (described[0]["group_state"], described[0]["protocol_data"]) == ("Stable", "range")
-    assert described[0]["members"][0]["member_assignment"] == b"parts"
-    assert described[1]["group_state"] == "Dead"
-    listed = client.call(ApiKey.LIST_GROUPS, 2, {})
-    assert listed["groups"] == [{"group_id": "g", "protocol_type": "consumer"}]
+    described = client.call(
+        ApiKey.DESCRIBE_GROUPS, 4, DescribeGroupsRequest(groups=["g", "missing"])
+    ).groups
+    assert (described[0].group_state, described[0].protocol_data) == ("Stable", "range")
+    assert described[0].members[0].member_assignment == b"parts"
+    assert described[1].group_state == "Dead"
+    listed = client.call(ApiKey.LIST_GROUPS, 2, ListGroupsRequest())
+    assert listed.groups == [ListGroupsResponseGroup(group_id="g", protocol_type="consumer")]
     # v4 filters by state, v5 by type (case-insensitive).
-    stable = client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["STABLE"]})["groups"]
-    assert stable == [{"group_id": "g", "protocol_type": "consumer", "group_state": "Stable"}]
-    assert client.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["Empty"]})["groups"] == []
-    typed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Classic"]})[
-        "groups"
-    ]
-    assert [(g["group_id"], g["group_type"]) for g in typed] == [("g", "classic")]
-    assert client.call(ApiKey.LIST_GROUPS, 5, {"types_filter": ["consumer"]})["groups"] == []
+    stable = client.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest(states_filter=["STABLE"])).groups
+    assert stable == [ListGroupsResponseGroup("g", "consumer", group_state="Stable")]
+    assert (
+        client.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest(states_filter=["Empty"])).groups == []
+    )
+    typed = client.call(
+        ApiKey.LIST_GROUPS, 5, ListGroupsRequest(states_filter=[], types_filter=["Classic"])
+    ).groups
+    assert [(g.group_id, g.group_type) for g in typed] == [("g", "classic")]
+    by_type = ListGroupsRequest(types_filter=["consumer"])
+    assert client.call(ApiKey.LIST_GROUPS, 5, by_type).groups == []
 
     left = client.call(ApiKey.LEAVE_GROUP, 2, {"group_id": "g", "member_id": member})
     assert left["error_code"] == ErrorCode.NO_ERROR
     _until(
         lambda: (
-            client.call(ApiKey.DESCRIBE_GROUPS, 0, {"groups": ["g"]})["groups"][0]["group_state"]
+            client.call(ApiKey.DESCRIBE_GROUPS, 0, DescribeGroupsRequest(groups=["g"]))
+            .groups[0]
+            .group_state
             == "Empty"
         ),
         "the group to become empty",
@@ -317,9 +328,11 @@ def test_delete_groups_tombstones_an_empty_group(broker: BrokerHarness, client: 
     assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, 42)
     for version in (0, 1):
         gone = "dg" if version == 0 else "never-seen"
-        body = client.call(ApiKey.DELETE_GROUPS, version, {"groups_names": [gone, gone]})
+        deleted = client.call(
+            ApiKey.DELETE_GROUPS, version, DeleteGroupsRequest(groups_names=[gone, gone])
+        )
         want = ErrorCode.NO_ERROR if version == 0 else ErrorCode.GROUP_ID_NOT_FOUND
-        assert body["results"] == [{"group_id": gone, "error_code": want}]
+        assert deleted.results == [DeleteGroupsResponseResult(group_id=gone, error_code=want)]
     assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, -1)
 
 
@@ -330,14 +343,18 @@ def test_recent_group_api_versions(broker: BrokerHarness, client: WireClient) ->
     broker.set_topics({OFFSETS_TOPIC: 2, "t": 1})
     _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
     found = client.call(
-        ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g", "", "h"]}
+        ApiKey.FIND_COORDINATOR,
+        4,
+        FindCoordinatorRequest(key_type=0, coordinator_keys=["g", "", "h"]),
     )
-    by_key = {c["key"]: c for c in found["coordinators"]}
-    assert (by_key["g"]["error_code"], by_key["g"]["node_id"]) == (0, 1)
-    assert by_key[""]["error_code"] == ErrorCode.INVALID_GROUP_ID
-    assert by_key["h"]["port"] == broker.port
-    share = client.call(ApiKey.FIND_COORDINATOR, 6, {"key_type": 2, "coordinator_keys": ["g"]})
-    assert share["coordinators"][0]["error_code"] == ErrorCode.INVALID_REQUEST
+    by_key = {c.key: c for c in found.coordinators}
+    assert (by_key["g"].error_code, by_key["g"].node_id) == (0, 1)
+    assert by_key[""].error_code == ErrorCode.INVALID_GROUP_ID
+    assert by_key["h"].port == broker.port
+    share = client.call(
+        ApiKey.FIND_COORDINATOR, 6, FindCoordinatorRequest(key_type=2, coordinator_keys=["g"])
+    )
+    assert share.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 
     join = {**_join_body(), "reason": "test"}
     member = client.call(ApiKey.JOIN_GROUP, 9, join)["member_id"]

@@ -1,13 +1,36 @@
 """Test helpers: hypothesis strategies for body dicts, built from the codec's own schema tables,
-and a normaliser that makes decoded bodies comparable (memoryview records -> bytes)."""
+their typed form for the APIs the codec has typed bodies for, and a normaliser that makes
+decoded bodies comparable (memoryview records -> bytes, typed bodies -> dicts of all fields).
+``from_dict`` and ``message_class`` are re-exported from common.protocol.typed_bodies."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import strategies as st
 
+from common.protocol import codec
 from common.protocol.fields import ArrayOf, F, Primitive, StructOf
+from common.protocol.typed_bodies import from_dict, message_class
+
+__all__ = [
+    "body_strategy",
+    "from_dict",
+    "message_class",
+    "normalise",
+    "sample_body",
+    "typed",
+]
+
+
+def typed(api_key: int, is_request: bool, body: dict) -> Any:
+    """``body`` in the form the codec takes for this API: the generated class for an API in
+    ``codec.TYPED_APIS``, else the dict itself."""
+    if api_key in codec.TYPED_APIS:
+        return from_dict(message_class(api_key, is_request), body)
+    return body
+
 
 _INT_RANGES = {
     Primitive.INT8: (-(2**7), 2**7 - 1),
@@ -56,6 +79,8 @@ def body_strategy(fields: tuple[F, ...], version: int, max_list: int = 3) -> st.
 
 def normalise(value: Any) -> Any:
     """Recursively turn memoryviews/bytearrays into bytes so bodies compare with ==."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: normalise(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {k: normalise(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -9,6 +9,12 @@ from common.error_codes import ErrorCode
 from common.protocol import codec
 from common.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from common.protocol.codec import RequestHeader, UnsupportedVersionError
+from common.protocol.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiKey,
+    ApiVersionsResponseSupportedFeature,
+)
 from tests.unit.protocol import kafka_oracle
 
 
@@ -39,25 +45,27 @@ def kafka_python_probe(correlation_id: int) -> bytes:
 def test_librdkafka_v3_probe_is_answered_in_kind():
     header, body = codec.decode_request(librdkafka_probe(1234))
     assert header == RequestHeader(ApiKey.API_VERSIONS, 3, 1234, "rdkafka")
-    assert body == {"client_software_name": "librdkafka", "client_software_version": "2.16.0"}
+    assert body == ApiVersionsRequest("librdkafka", "2.16.0")
     response = codec.encode_response(
-        header, {"error_code": 0, "api_keys": codec.api_versions_entries()}
+        header, ApiVersionsResponse(error_code=0, api_keys=codec.api_versions_entries())
     ).to_bytes()
     # Response header v0 even in a flexible version, then the compact body.
     assert struct.unpack_from(">i", response, 4)[0] == 1234
     _, decoded = codec.decode_response(ApiKey.API_VERSIONS, 3, response[4:])
-    assert decoded["api_keys"] == codec.api_versions_entries()
-    assert decoded["finalized_features_epoch"] == -1 and decoded["supported_features"] == []
+    assert decoded.api_keys == codec.api_versions_entries()
+    assert decoded.finalized_features_epoch == -1 and decoded.supported_features == []
 
 
 def test_kafka_python_v4_probe_is_answered_in_kind():
     header, body = codec.decode_request(kafka_python_probe(-5))
     assert (header.api_version, header.correlation_id) == (4, -5)
-    assert body["client_software_name"] == "kafka-python"
-    features = [{"name": "metadata.version", "min_version": 1, "max_version": 1}]
+    assert body.client_software_name == "kafka-python"
+    features = [ApiVersionsResponseSupportedFeature("metadata.version", 1, 1)]
     response = codec.encode_response(
         header,
-        {"error_code": 0, "api_keys": codec.api_versions_entries(), "supported_features": features},
+        ApiVersionsResponse(
+            error_code=0, api_keys=codec.api_versions_entries(), supported_features=features
+        ),
     ).to_bytes()
     _, obj = kafka_oracle.decode_response(ApiKey.API_VERSIONS, 4, response[4:])
     assert obj.error_code == 0
@@ -85,8 +93,8 @@ def test_newer_probe_gets_v0_fallback():
     assert (got_correlation_id, error_code) == (correlation_id, 35)
     # The body is the v0 format after a v0 header, whatever version was asked.
     _, body = codec.decode_response(ApiKey.API_VERSIONS, 0, response[4:])
-    assert body == {"error_code": 35, "api_keys": codec.api_versions_entries()}
-    assert {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]} == {
+    assert body == ApiVersionsResponse(error_code=35, api_keys=codec.api_versions_entries())
+    assert {e.api_key: (e.min_version, e.max_version) for e in body.api_keys} == {
         int(k): v for k, v in SUPPORTED_VERSIONS.items()
     }
     # A client reads it as the v0 fallback and retries with our highest version.
@@ -100,22 +108,22 @@ def test_fallback_lists_the_brokers_filtered_apis():
     only = {ApiKey.API_VERSIONS: (0, 2), ApiKey.METADATA: (0, 8)}
     response = codec.unsupported_version_response(header, only).to_bytes()
     _, body = codec.decode_response(18, 3 - 1, response[4:])  # client asked v2, got error 35
-    assert body["api_keys"] == [
-        {"api_key": 3, "min_version": 0, "max_version": 8},
-        {"api_key": 18, "min_version": 0, "max_version": 2},
+    assert body.api_keys == [
+        ApiVersionsResponseApiKey(api_key=3, min_version=0, max_version=8),
+        ApiVersionsResponseApiKey(api_key=18, min_version=0, max_version=2),
     ]
 
 
 def test_supported_api_versions_answer_round_trips():
     for version in range(5):
-        frame = codec.encode_request(18, version, 3, "c", {})
+        frame = codec.encode_request(18, version, 3, "c", ApiVersionsRequest("c", "1"))
         header, _body = codec.decode_request(frame[4:])
         assert header == RequestHeader(18, version, 3, "c")
         response = codec.encode_response(
-            header, {"error_code": 0, "api_keys": codec.api_versions_entries()}
+            header, ApiVersionsResponse(error_code=0, api_keys=codec.api_versions_entries())
         )
         _, decoded = codec.decode_response(18, version, response.to_bytes()[4:])
-        assert decoded["api_keys"] == codec.api_versions_entries()
+        assert decoded.api_keys == codec.api_versions_entries()
 
 
 def _expect_bare_unsupported(frame: bytes, api_key: int, version: int) -> None:

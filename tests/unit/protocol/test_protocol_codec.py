@@ -16,7 +16,7 @@ from common.protocol.api_keys import ApiKey
 from common.protocol.codec import EncodeError, ProtocolError, RequestHeader
 from common.protocol.compiler import ZERO_COPY_MIN_BYTES
 from common.protocol.schemas import MESSAGES
-from tests.unit.protocol.bodies import body_strategy, normalise
+from tests.unit.protocol.bodies import body_strategy, normalise, typed
 from tests.unit.protocol.conftest import ALL_IDS, ALL_VERSIONS
 
 ROUND_TRIP = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -26,7 +26,7 @@ ROUND_TRIP = settings(max_examples=15, deadline=None, suppress_health_check=[Hea
 @ROUND_TRIP
 @given(data=st.data())
 def test_request_round_trip(api_key, version, data):
-    body = data.draw(body_strategy(MESSAGES[api_key][0], version))
+    body = typed(api_key, True, data.draw(body_strategy(MESSAGES[api_key][0], version)))
     frame = codec.encode_request(api_key, version, 11, "c", body)
     assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
     header, decoded = codec.decode_request(frame[4:])
@@ -41,6 +41,7 @@ def test_response_round_trip(api_key, version, data):
     body = data.draw(body_strategy(MESSAGES[api_key][1], version))
     if api_key == ApiKey.API_VERSIONS and body["error_code"] == 35:
         body["error_code"] = 0  # 35 switches decoding to the v0 fallback format
+    body = typed(api_key, False, body)
     frame = codec.encode_response(RequestHeader(api_key, version, -3, None), body)
     raw = frame.to_bytes()
     assert len(raw) == frame.total_length

@@ -23,7 +23,7 @@ from common.protocol import codec
 from common.protocol.api_keys import SUPPORTED_VERSIONS
 from common.protocol.codec import ProtocolError, UnsupportedVersionError
 from common.protocol.schemas import MESSAGES
-from tests.unit.protocol.bodies import normalise, sample_body
+from tests.unit.protocol.bodies import normalise, sample_body, typed
 from tests.unit.protocol.conftest import ALL_VERSIONS
 
 ITERATIONS = int(os.environ.get("KRAFTLOG_FUZZ_ITERATIONS", "100000"))
@@ -43,7 +43,7 @@ def _request_corpus() -> list[bytes]:
     for api_key, version in ALL_VERSIONS:
         fields = MESSAGES[api_key][0]
         for body in (sample_body(fields, version), {}, _empty_body(fields, version)):
-            frame = codec.encode_request(api_key, version, 99, "fuzz", body)
+            frame = codec.encode_request(api_key, version, 99, "fuzz", typed(api_key, True, body))
             corpus.append(frame[4:])
     return corpus
 
@@ -54,7 +54,8 @@ def _response_corpus() -> list[tuple[int, int, bytes]]:
         fields = MESSAGES[api_key][1]
         for body in (sample_body(fields, version), {}):
             header = codec.RequestHeader(api_key, version, 5, None)
-            corpus.append((api_key, version, codec.encode_response(header, body).to_bytes()[4:]))
+            frame = codec.encode_response(header, typed(api_key, False, body)).to_bytes()
+            corpus.append((api_key, version, frame[4:]))
     return corpus
 
 
@@ -181,7 +182,7 @@ def _token() -> st.SearchStrategy[bytes]:
 )
 def test_fuzz_decode_request_structured(target, client_id, tokens):
     api_key, version = target
-    frame = codec.encode_request(api_key, version, 1, client_id, {})[4:]
+    frame = codec.encode_request(api_key, version, 1, client_id, typed(api_key, True, {}))[4:]
     header_end = codec.decode_request_header(frame)[1]
     frame = frame[:header_end] + b"".join(tokens)
     try:

@@ -24,7 +24,7 @@ from common.protocol import codec
 from common.protocol.api_keys import ApiKey
 from common.protocol.schemas import MESSAGES
 from tests.unit.protocol import kafka_oracle
-from tests.unit.protocol.bodies import body_strategy, normalise, sample_body
+from tests.unit.protocol.bodies import body_strategy, normalise, sample_body, typed
 from tests.unit.protocol.conftest import ORACLE_IDS, ORACLE_VERSIONS
 
 ORACLE_SETTINGS = settings(
@@ -52,7 +52,7 @@ def test_kafka_python_request_decodes(api_key: ApiKey, version: int, data, corre
     expected = normalise(body)
     if api_key == ApiKey.METADATA and version == 0 and body["topics"] is None:
         expected["topics"] = []  # kafka-python sends "all topics" as [] in v0 (non-nullable)
-    assert normalise(decoded) == expected
+    assert normalise(decoded) == normalise(typed(api_key, True, expected))
 
 
 @pytest.mark.parametrize(("api_key", "version"), ORACLE_VERSIONS, ids=ORACLE_IDS)
@@ -62,10 +62,11 @@ def test_our_response_decodes_in_kafka_python(api_key: ApiKey, version: int, dat
     fields = MESSAGES[api_key][1]
     body = _response_body(api_key, version, data.draw(body_strategy(fields, version)))
     header = codec.RequestHeader(api_key, version, correlation_id, "c")
-    frame = codec.encode_response(header, body).to_bytes()
+    frame = codec.encode_response(header, typed(api_key, False, body)).to_bytes()
     got_correlation_id, obj = kafka_oracle.decode_response(api_key, version, frame[4:])
     assert got_correlation_id == correlation_id
-    assert normalise(kafka_oracle.to_body(obj, fields, version)) == normalise(body)
+    theirs = normalise(kafka_oracle.to_body(obj, fields, version))
+    assert normalise(typed(api_key, False, theirs)) == normalise(typed(api_key, False, body))
 
 
 @pytest.mark.parametrize(("api_key", "version"), ORACLE_VERSIONS, ids=ORACLE_IDS)
@@ -74,7 +75,7 @@ def test_our_request_matches_kafka_python_bytes(api_key: ApiKey, version: int):
     body = sample_body(MESSAGES[api_key][0], version)
     if api_key == ApiKey.METADATA and version == 0:
         body["topics"] = body["topics"] or []
-    ours = codec.encode_request(api_key, version, 7, "kraftlog", body)
+    ours = codec.encode_request(api_key, version, 7, "kraftlog", typed(api_key, True, body))
     theirs = kafka_oracle.encode_request(api_key, version, 7, "kraftlog", body)
     assert ours[4:] == theirs
     assert int.from_bytes(ours[:4], "big", signed=True) == len(theirs)
@@ -126,14 +127,15 @@ def test_removed_versions_match_kafka_python_old_classes(api_key, version, is_re
     fields = MESSAGES[api_key][0 if is_request else 1]
     body = sample_body(fields, version)
     theirs = bytes(old(*_positional(fields, version, body)).encode())
+    ours_body = typed(api_key, is_request, body)
     if is_request:
-        frame = codec.encode_request(api_key, version, 1, None, body)
+        frame = codec.encode_request(api_key, version, 1, None, ours_body)
         ours = frame[14:]  # size, api key, version, correlation id, null client id
-        assert normalise(codec.decode_request(frame[4:14] + theirs)[1]) == normalise(body)
+        assert normalise(codec.decode_request(frame[4:14] + theirs)[1]) == normalise(ours_body)
     else:
-        ours = codec.encode_response(codec.RequestHeader(api_key, version, 1, None), body)
+        ours = codec.encode_response(codec.RequestHeader(api_key, version, 1, None), ours_body)
         ours = ours.to_bytes()[8:]
         assert normalise(codec.decode_response(api_key, version, b"\0\0\0\1" + theirs)[1]) == (
-            normalise(body)
+            normalise(ours_body)
         )
     assert ours == theirs

@@ -20,6 +20,7 @@ from common.protocol import codec
 from common.protocol.api_keys import ApiKey
 from common.protocol.errors import ProtocolError, UnsupportedVersionError
 from common.protocol.framing import FrameReader
+from common.protocol.messages.api_versions import ApiVersionsResponse
 
 POLL_S = 0.2
 
@@ -81,7 +82,7 @@ class MetadataOnlyServer:
             return False
         self.requests.append((header.api_key, header.api_version, "ok"))
         if header.api_key == ApiKey.API_VERSIONS:
-            body = {"error_code": 0, "api_keys": codec.api_versions_entries()}
+            body = ApiVersionsResponse(error_code=0, api_keys=codec.api_versions_entries())
         elif header.api_key == ApiKey.METADATA:
             body = self._metadata()
         else:

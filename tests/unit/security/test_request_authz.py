@@ -11,6 +11,26 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.delete_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseResult,
+)
+from common.protocol.messages.describe_groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseGroup,
+)
+from common.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
+from common.protocol.messages.list_groups import (
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseGroup,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -257,20 +277,22 @@ def test_groups() -> None:
     encodes(
         ApiKey.JOIN_GROUP, 5, az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "x"}).respond_now
     )
-    v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "other", "key_type": 0})
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    assert az.check(READER, ApiKey.FIND_COORDINATOR, 2, {"key": "app"}).respond_now is None
+    v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("other", 0))
+    assert v.respond_now.error_code == GROUP_DENIED
+    encodes(ApiKey.FIND_COORDINATOR, 2, v.respond_now)
+    found = az.check(READER, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="app"))
+    assert found.respond_now is None
     # v4+ asks for several keys: the denied ones are answered per key, the others looked up.
-    v = az.check(
-        READER, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["app", "other"]}
-    )
-    assert v.respond_now is None and v.body["coordinator_keys"] == ["app"]
-    out = v.finish({"coordinators": [{"key": "app", "error_code": 0}]})
-    assert [(c["key"], c["error_code"]) for c in out["coordinators"]] == [
+    request = FindCoordinatorRequest(key_type=0, coordinator_keys=["app", "other"])
+    v = az.check(READER, ApiKey.FIND_COORDINATOR, 4, request)
+    assert v.respond_now is None and v.body.coordinator_keys == ["app"]
+    answer = [FindCoordinatorResponseCoordinator(key="app", error_code=0)]
+    out = v.finish(FindCoordinatorResponse(coordinators=answer))
+    assert [(c.key, c.error_code) for c in out.coordinators] == [
         ("app", 0),
         ("other", GROUP_DENIED),
     ]
-    encodes(ApiKey.FIND_COORDINATOR, 4, {"throttle_time_ms": 0, **out})
+    encodes(ApiKey.FIND_COORDINATOR, 4, out)
     commit = {
         "group_id": "app",
         "topics": [
@@ -325,16 +347,17 @@ def test_groups() -> None:
 
 def test_describe_groups_and_list_groups() -> None:
     az = authz()
-    v = az.check(READER, ApiKey.DESCRIBE_GROUPS, 4, {"groups": ["app", "other"]})
-    assert v.body["groups"] == ["app"]
-    out = v.finish({"groups": [{"group_id": "app", "error_code": 0}]})
-    assert [(g["group_id"], g["error_code"]) for g in out["groups"]] == [
+    v = az.check(READER, ApiKey.DESCRIBE_GROUPS, 4, DescribeGroupsRequest(groups=["app", "other"]))
+    assert v.body.groups == ["app"]
+    out = v.finish(DescribeGroupsResponse(groups=[DescribeGroupsResponseGroup(group_id="app")]))
+    assert [(g.group_id, g.error_code) for g in out.groups] == [
         ("app", 0),
         ("other", GROUP_DENIED),
     ]
-    v = az.check(READER, ApiKey.LIST_GROUPS, 2, {})
-    out = v.finish({"error_code": 0, "groups": [{"group_id": "app"}, {"group_id": "other"}]})
-    assert out["groups"] == [{"group_id": "app"}]
+    v = az.check(READER, ApiKey.LIST_GROUPS, 2, ListGroupsRequest())
+    listed = [ListGroupsResponseGroup(group_id="app"), ListGroupsResponseGroup(group_id="other")]
+    out = v.finish(ListGroupsResponse(error_code=0, groups=listed))
+    assert out.groups == [ListGroupsResponseGroup(group_id="app")]
 
 
 def test_super_user_and_unlisted_apis_pass() -> None:
@@ -598,10 +621,11 @@ def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
     encodes(ApiKey.OFFSET_DELETE, 0, out)
     v = authz().check(READER, ApiKey.OFFSET_DELETE, 0, body)
     assert v.respond_now is not None and v.respond_now["error_code"] == GROUP_DENIED
-    v = authz(bindings).check(READER, ApiKey.DELETE_GROUPS, 2, {"groups_names": ["app", "x"]})
-    assert v.body["groups_names"] == ["app"]
-    out = v.finish({"throttle_time_ms": 0, "results": [{"group_id": "app", "error_code": 0}]})
-    assert out["results"][1] == {"group_id": "x", "error_code": GROUP_DENIED}
+    request = DeleteGroupsRequest(groups_names=["app", "x"])
+    v = authz(bindings).check(READER, ApiKey.DELETE_GROUPS, 2, request)
+    assert v.body.groups_names == ["app"]
+    out = v.finish(DeleteGroupsResponse(results=[DeleteGroupsResponseResult("app", 0)]))
+    assert out.results[1] == DeleteGroupsResponseResult(group_id="x", error_code=GROUP_DENIED)
 
 
 def test_describe_topic_partitions_hides_or_refuses_undescribable_topics() -> None:

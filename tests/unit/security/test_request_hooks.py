@@ -9,6 +9,12 @@ from common.configdef import from_props
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader
+from common.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from common.protocol.messages.list_groups import (
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseGroup,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -119,6 +125,27 @@ def test_acl_merge_bytes_and_latency() -> None:
     fetch = hooks.before(header(ApiKey.FETCH, 11), {"replica_id": -1, "topics": []}, 10)
     fetch.after({"responses": [{"topic": "ok", "partitions": [{"records": b"z" * 30}]}]})
     assert metrics.bytes_out.value("ok") == 30
+
+
+def test_typed_answers_get_the_refusals_merged() -> None:
+    """A typed response goes through the same finishing steps as a dict one: the refused
+    groups of a DescribeGroups come back as GROUP_AUTHORIZATION_FAILED entries, and a
+    ListGroups hides the groups the principal may not describe."""
+    broker, metrics = setup(authorizer=True)
+    hooks = RequestHooks(broker.for_connection("S", "h", None), metrics, "S", lambda _ms: None)
+    hooks.before(header(ApiKey.SASL_HANDSHAKE, 1), {"mechanism": "PLAIN"}, 1)
+    hooks.before(
+        header(ApiKey.SASL_AUTHENTICATE, 1), {"auth_bytes": plain_message("alice", "pw")}, 1
+    )
+    plan = hooks.before(header(ApiKey.DESCRIBE_GROUPS, 5), DescribeGroupsRequest(["g"]), 10)
+    assert plan.reply is None and plan.body.groups == []
+    out = plan.after(DescribeGroupsResponse(groups=[]))
+    assert [(g.group_id, g.error_code) for g in out.groups] == [
+        ("g", ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    ]
+    plan = hooks.before(header(ApiKey.LIST_GROUPS, 4), ListGroupsRequest(), 10)
+    out = plan.after(ListGroupsResponse(groups=[ListGroupsResponseGroup("g", "consumer")]))
+    assert out.groups == []
 
 
 def test_quota_throttles_and_mutes() -> None:
