@@ -131,13 +131,14 @@ class KafkaApis:
         self.default_replication_factor = default_replication_factor
         self.local_config = local_config
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
-        self.fetch_purgatory = DelayedOperationPurgatory(
-            "Fetch", clock_ms, config.purgatory_max_operations
+        max_parked = config.purgatory_max_operations
+        self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
+            "Fetch", clock_ms, max_parked
         )
         # tp -> the partition's produce_completion_state at its last produce wake-up.
         self._produce_wake_states: dict[TopicPartition, tuple[object, ...]] = {}
-        self.produce_purgatory = DelayedOperationPurgatory(
-            "Produce", clock_ms, config.purgatory_max_operations
+        self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = (
+            DelayedOperationPurgatory("Produce", clock_ms, max_parked)
         )
         self.admin_executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=config.admin_threads, thread_name_prefix=f"broker-{broker_id}-admin"

@@ -33,7 +33,8 @@ import logging
 import os
 import socket
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import (
@@ -53,6 +54,8 @@ from common.protocol.errors import (
 from common.protocol.framing import FrameReader
 from common.protocol.recv import recv_chunk
 from common.protocol.topic_id_versions import TOPIC_ID_APIS
+from common.record_batch import Buffer
+from common.security.tls_socket import TlsSocket
 from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, ProduceGate, Request
 from data_plane.broker.handlers import advertised, handler_for
 from data_plane.broker.handlers.api_versions import valid_software
@@ -105,7 +108,7 @@ class Connection:
     def __init__(
         self,
         server: KafkaServer,
-        sock: socket.socket,
+        sock: socket.socket | TlsSocket,
         listener_name: str,
         peer: str,
         hooks: RequestHooks | None = None,
@@ -130,9 +133,9 @@ class Connection:
             hooks.bind_mute(self.mute)
         # TLS sockets cannot sendfile: the bytes would bypass encryption.
         self._zero_copy = self._config.fetch_zero_copy_enable and getattr(sock, "zero_copy", True)
-        # A plain TCP socket: writes may hold back partial frames (MSG_MORE, TCP_CORK; see
-        # _write_out).
-        self._plain = isinstance(sock, socket.socket)
+        # Set for a plain TCP socket: writes may hold back partial frames (MSG_MORE, TCP_CORK;
+        # see _write_out).
+        self._plain_sock = sock if isinstance(sock, socket.socket) else None
         self._reader = FrameReader(self._config.socket_request_max_bytes)
         self._pipeline = RequestPipeline(self._config.queued_max_requests)
         self._drain_scheduled = False
@@ -350,7 +353,10 @@ class Connection:
             header.api_key,
             header.api_version,
         )
-        frame = unsupported_version_response(header, advertised())
+        # Keyed by ApiKey, an int: the codec reads the keys as ints (Mapping is invariant in
+        # its key type, so mypy is told).
+        versions = cast("Mapping[int, tuple[int, int]]", advertised())
+        frame = unsupported_version_response(header, versions)
         # An ApiVersions probe at a newer version is answered and the client retries on the
         # same connection; for any other API the stream cannot continue.
         self._resolve(slot, frame, close=header.api_key != ApiKey.API_VERSIONS)
@@ -460,6 +466,7 @@ class Connection:
         buffer (measured: a follower Fetch answer was a sendmsg of the header, then a
         sendfile of the records, and each woke the follower)."""
         out = self._out
+        plain_sock = self._plain_sock
         corked = False
         try:
             while out:
@@ -470,7 +477,7 @@ class Connection:
                     self.last_active_s = time.monotonic()
                     continue
                 if isinstance(head, _BUFFER_TYPES):
-                    bufs = []
+                    bufs: list[Buffer] = []
                     for part in out:
                         if not isinstance(part, _BUFFER_TYPES) or len(bufs) == MAX_IOV:
                             break
@@ -478,8 +485,8 @@ class Connection:
                     if self._out_offset:
                         bufs[0] = memoryview(bufs[0])[self._out_offset :]
                     try:
-                        if self._plain and _more_after(out, len(bufs)):
-                            sent = self.sock.sendmsg(bufs, (), socket.MSG_MORE)
+                        if plain_sock is not None and _more_after(out, len(bufs)):
+                            sent = plain_sock.sendmsg(bufs, (), socket.MSG_MORE)
                         else:
                             sent = self.sock.sendmsg(bufs)
                     except (BlockingIOError, InterruptedError):
@@ -491,8 +498,8 @@ class Connection:
                     out.popleft()
                     self._out_offset = 0
                     continue
-                if not corked and self._plain and _more_after(out, 1):
-                    self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                if not corked and plain_sock is not None and _more_after(out, 1):
+                    plain_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
                     corked = True
                 try:
                     sent = self._send_slice(head, remaining)
