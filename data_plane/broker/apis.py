@@ -19,7 +19,7 @@ import concurrent.futures
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 from common.protocol.codec import RequestHeader
 from common.topic_partition import TopicPartition
@@ -49,6 +49,7 @@ from metadata.topics import TRANSACTION_STATE_TOPIC
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class _Sentinel:
@@ -256,7 +257,7 @@ class KafkaApis:
             for part in self.replica_manager.partitions():
                 part.log.remove_expired_producers(now, self.config.producer_id_expiration_ms)
 
-    async def call_controller(self, fn: Callable[..., T], *args: Any) -> T:
+    async def call_controller(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         """Run a blocking ControllerClient call off the event loop."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.admin_executor, fn, *args)
