@@ -356,8 +356,8 @@ class Connection:
             header.api_key,
             header.api_version,
         )
-        # Keyed by ApiKey, an int: the codec reads the keys as ints (Mapping is invariant in
-        # its key type, so mypy is told).
+        # Keyed by ApiKey, an int subclass, and only read by the codec; Mapping's key type is
+        # invariant, so reading it as int keys has to be stated.
         versions = cast("Mapping[int, tuple[int, int]]", advertised())
         frame = unsupported_version_response(header, versions)
         # An ApiVersions probe at a newer version is answered and the client retries on the
