@@ -19,7 +19,7 @@ import concurrent.futures
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 from common.protocol.codec import RequestHeader
 from common.protocol.message_base import Message
@@ -50,6 +50,7 @@ from metadata.topics import TRANSACTION_STATE_TOPIC
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class _Sentinel:
@@ -138,13 +139,14 @@ class KafkaApis:
         # ACL APIs answer SECURITY_DISABLED, as Kafka's broker without authorizer.class.name.
         self.authorizer_enabled = authorizer_enabled
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
-        self.fetch_purgatory = DelayedOperationPurgatory(
-            "Fetch", clock_ms, config.purgatory_max_operations
+        max_parked = config.purgatory_max_operations
+        self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
+            "Fetch", clock_ms, max_parked
         )
         # tp -> the partition's produce_completion_state at its last produce wake-up.
         self._produce_wake_states: dict[TopicPartition, tuple[object, ...]] = {}
-        self.produce_purgatory = DelayedOperationPurgatory(
-            "Produce", clock_ms, config.purgatory_max_operations
+        self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = (
+            DelayedOperationPurgatory("Produce", clock_ms, max_parked)
         )
         self.admin_executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=config.admin_threads, thread_name_prefix=f"broker-{broker_id}-admin"
@@ -262,7 +264,7 @@ class KafkaApis:
             for part in self.replica_manager.partitions():
                 part.log.remove_expired_producers(now, self.config.producer_id_expiration_ms)
 
-    async def call_controller(self, fn: Callable[..., T], *args: Any) -> T:
+    async def call_controller(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         """Run a blocking ControllerClient call off the event loop."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.admin_executor, fn, *args)

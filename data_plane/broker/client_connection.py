@@ -33,10 +33,12 @@ import logging
 import os
 import socket
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import (
+    FileSliceLike,
     RequestHeader,
     ResponseFrame,
     api_label,
@@ -53,7 +55,9 @@ from common.protocol.errors import (
 from common.protocol.framing import FrameReader
 from common.protocol.recv import recv_chunk
 from common.protocol.topic_id_versions import TOPIC_ID_APIS
-from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, ProduceGate, Request
+from common.record_batch import Buffer
+from common.security.tls_socket import TlsSocket
+from data_plane.broker.apis import CLOSE_CONNECTION, NO_RESPONSE, Handler, ProduceGate, Request
 from data_plane.broker.handlers import advertised, handler_for
 from data_plane.broker.handlers.api_versions import valid_software
 from data_plane.broker.request_pipeline import RequestPipeline, ResponseSlot
@@ -70,11 +74,11 @@ logger = logging.getLogger(__name__)
 # the handlers module is imported, so each pair is looked up once per process. Bounded:
 # keys and versions are int16 and only pairs that arrived are stored, at most
 # _HANDLER_CACHE_MAX_ENTRIES (a peer sending random pairs gets uncached lookups past it).
-_HANDLER_CACHE: dict[tuple[int, int], Any] = {}
+_HANDLER_CACHE: dict[tuple[int, int], Handler | None] = {}
 _HANDLER_CACHE_MAX_ENTRIES = 4096
 
 
-def _handler(api_key: int, api_version: int) -> Any:
+def _handler(api_key: int, api_version: int) -> Handler | None:
     key = (api_key, api_version)
     try:
         return _HANDLER_CACHE[key]
@@ -105,7 +109,7 @@ class Connection:
     def __init__(
         self,
         server: KafkaServer,
-        sock: socket.socket,
+        sock: socket.socket | TlsSocket,
         listener_name: str,
         peer: str,
         hooks: RequestHooks | None = None,
@@ -130,18 +134,20 @@ class Connection:
             hooks.bind_mute(self.mute)
         # TLS sockets cannot sendfile: the bytes would bypass encryption.
         self._zero_copy = self._config.fetch_zero_copy_enable and getattr(sock, "zero_copy", True)
-        # A plain TCP socket: writes may hold back partial frames (MSG_MORE, TCP_CORK; see
-        # _write_out).
-        self._plain = isinstance(sock, socket.socket)
+        # Set for a plain TCP socket: writes may hold back partial frames (MSG_MORE, TCP_CORK;
+        # see _write_out).
+        self._plain_sock = sock if isinstance(sock, socket.socket) else None
         self._reader = FrameReader(self._config.socket_request_max_bytes)
-        self._pipeline = RequestPipeline(self._config.queued_max_requests)
+        self._pipeline: RequestPipeline[bytes | memoryview, ResponseFrame] = RequestPipeline(
+            self._config.queued_max_requests
+        )
         self._drain_scheduled = False
         self._out: collections.deque[Any] = collections.deque()
         self._out_offset = 0  # bytes of _out[0] already sent
         self._reading = False
         self._writing = False
         self.closed = False
-        self.tasks: set[asyncio.Task[Any]] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
         self.last_active_s = time.monotonic()
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -340,7 +346,7 @@ class Connection:
             logger.exception("connection %s: write failed", self.peer)
             self.close("internal error")
 
-    def _unsupported(self, slot: ResponseSlot, header: RequestHeader) -> None:
+    def _unsupported(self, slot: ResponseSlot[ResponseFrame], header: RequestHeader) -> None:
         # Every current client probes ApiVersions at a newer version first: routine, DEBUG.
         level = logging.DEBUG if header.api_key == ApiKey.API_VERSIONS else logging.INFO
         logger.log(
@@ -350,12 +356,17 @@ class Connection:
             header.api_key,
             header.api_version,
         )
-        frame = unsupported_version_response(header, advertised())
+        # Keyed by ApiKey, an int subclass, and only read by the codec; Mapping's key type is
+        # invariant, so reading it as int keys has to be stated.
+        versions = cast("Mapping[int, tuple[int, int]]", advertised())
+        frame = unsupported_version_response(header, versions)
         # An ApiVersions probe at a newer version is answered and the client retries on the
         # same connection; for any other API the stream cannot continue.
         self._resolve(slot, frame, close=header.api_key != ApiKey.API_VERSIONS)
 
-    async def _finish(self, slot: ResponseSlot, header: RequestHeader, coro: Any) -> None:
+    async def _finish(
+        self, slot: ResponseSlot[ResponseFrame], header: RequestHeader, coro: Any
+    ) -> None:
         try:
             result = await coro
         except asyncio.CancelledError:
@@ -371,7 +382,9 @@ class Connection:
             logger.exception("connection %s: write failed", self.peer)
             self.close("internal error")
 
-    def _complete(self, slot: ResponseSlot, header: RequestHeader, result: Any) -> None:
+    def _complete(
+        self, slot: ResponseSlot[ResponseFrame], header: RequestHeader, result: Any
+    ) -> None:
         if result is NO_RESPONSE:
             self._resolve(slot, None)
         elif result is CLOSE_CONNECTION:
@@ -386,7 +399,7 @@ class Connection:
             self._resolve(slot, frame)
 
     def _resolve(
-        self, slot: ResponseSlot, frame: ResponseFrame | None, close: bool = False
+        self, slot: ResponseSlot[ResponseFrame], frame: ResponseFrame | None, close: bool = False
     ) -> None:
         self._pipeline.resolve(slot, frame, close)
 
@@ -460,6 +473,7 @@ class Connection:
         buffer (measured: a follower Fetch answer was a sendmsg of the header, then a
         sendfile of the records, and each woke the follower)."""
         out = self._out
+        plain_sock = self._plain_sock
         corked = False
         try:
             while out:
@@ -470,7 +484,7 @@ class Connection:
                     self.last_active_s = time.monotonic()
                     continue
                 if isinstance(head, _BUFFER_TYPES):
-                    bufs = []
+                    bufs: list[Buffer] = []
                     for part in out:
                         if not isinstance(part, _BUFFER_TYPES) or len(bufs) == MAX_IOV:
                             break
@@ -478,8 +492,8 @@ class Connection:
                     if self._out_offset:
                         bufs[0] = memoryview(bufs[0])[self._out_offset :]
                     try:
-                        if self._plain and _more_after(out, len(bufs)):
-                            sent = self.sock.sendmsg(bufs, (), socket.MSG_MORE)
+                        if plain_sock is not None and _more_after(out, len(bufs)):
+                            sent = plain_sock.sendmsg(bufs, (), socket.MSG_MORE)
                         else:
                             sent = self.sock.sendmsg(bufs)
                     except (BlockingIOError, InterruptedError):
@@ -491,8 +505,8 @@ class Connection:
                     out.popleft()
                     self._out_offset = 0
                     continue
-                if not corked and self._plain and _more_after(out, 1):
-                    self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                if not corked and plain_sock is not None and _more_after(out, 1):
+                    plain_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
                     corked = True
                 try:
                     sent = self._send_slice(head, remaining)
@@ -507,12 +521,12 @@ class Connection:
             if corked and not self.closed:
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
 
-    def _send_slice(self, head: Any, remaining: int) -> int:
+    def _send_slice(self, head: FileSliceLike, remaining: int) -> int:
         if self._zero_copy:
             return os.sendfile(self.fd, head.fileno, head.position + self._out_offset, remaining)
         return self._read_and_send(head, remaining)
 
-    def _read_and_send(self, head: Any, remaining: int) -> int:
+    def _read_and_send(self, head: FileSliceLike, remaining: int) -> int:
         data = os.pread(
             head.fileno, min(remaining, READ_CHUNK_BYTES), head.position + self._out_offset
         )

@@ -20,7 +20,9 @@ from data_plane.storage import AppendOrigin, Log
 
 class CoordinatorPartitionWriter:
     def __init__(
-        self, replica_manager: ReplicaManager, produce_purgatory: DelayedOperationPurgatory
+        self,
+        replica_manager: ReplicaManager,
+        produce_purgatory: DelayedOperationPurgatory[TopicPartition],
     ) -> None:
         self._rm = replica_manager
         self._purgatory = produce_purgatory

@@ -16,7 +16,7 @@ completion calls a plain callback (the server resolves an asyncio future with it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import NamedTuple
 
 from common.error_codes import ErrorCode
@@ -33,7 +33,7 @@ class FetchPartitionStatus(NamedTuple):
     max_bytes: int
 
 
-class DelayedFetch(DelayedOperation):
+class DelayedFetch(DelayedOperation[TopicPartition]):
     """Readable bytes are counted per partition at the first check; a wake-up under one
     partition re-counts only that partition (every change of another one wakes this operation
     under its own key), so a follower's fetch of many idle partitions costs one read of the
@@ -87,12 +87,12 @@ class DelayedFetch(DelayedOperation):
         self._total = total
         return False
 
-    def try_complete_after(self, key: Hashable) -> bool:
-        self.woken.add(key)  # type: ignore[arg-type]
-        before = self._available.get(key)  # type: ignore[call-overload]
+    def try_complete_after(self, key: TopicPartition) -> bool:
+        self.woken.add(key)
+        before = self._available.get(key)
         if before is None or len(self._available) != len(self.partitions):
             return self.try_complete()
-        status = self._statuses[key]  # type: ignore[index]
+        status = self._statuses[key]
         n = self._readable(status)
         if n is None:
             return True
@@ -115,7 +115,7 @@ class DelayedFetch(DelayedOperation):
         self._on_done(forced)
 
 
-class DelayedProduce(DelayedOperation):
+class DelayedProduce(DelayedOperation[TopicPartition]):
     """``required_offsets``: partition -> the offset the HW must reach (last appended + 1)."""
 
     def __init__(
@@ -138,13 +138,13 @@ class DelayedProduce(DelayedOperation):
                 self._check(tp)
         return len(self.outcome) == len(self.required_offsets)
 
-    def try_complete_after(self, key: Hashable) -> bool:
+    def try_complete_after(self, key: TopicPartition) -> bool:
         # Only the changed partition is re-checked: the others' state is as at their last
         # check (each change of theirs wakes this operation under its own key). A request of
         # many partitions parked by many producers would otherwise cost partitions x
         # producers checks per append.
         if key in self.required_offsets and key not in self.outcome:
-            self._check(key)  # type: ignore[arg-type]
+            self._check(key)
         return len(self.outcome) == len(self.required_offsets)
 
     def _check(self, tp: TopicPartition) -> None:
@@ -163,7 +163,7 @@ class DelayedProduce(DelayedOperation):
 
 
 async def await_replication(
-    purgatory: DelayedOperationPurgatory,
+    purgatory: DelayedOperationPurgatory[TopicPartition],
     replica_manager: ReplicaManager,
     required_offsets: dict[TopicPartition, int],
     timeout_ms: int,

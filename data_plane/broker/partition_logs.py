@@ -39,6 +39,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from common.configdef import ConfigError, with_overrides
 from common.log_config import LogConfig
@@ -111,9 +112,7 @@ class PartitionLogs:
         changes = delta.local_changes(self.broker_id)
         for tp, deleted_id in changes.deletes.items():
             self._apply(
-                lambda tp=tp, tid=deleted_id: self._log_manager.delete_log(
-                    tp.topic, tp.partition, topic_id=tid
-                ),
+                partial(self._log_manager.delete_log, tp.topic, tp.partition, topic_id=deleted_id),
                 tp,
             )
             self._applied_overrides.pop(tp.topic, None)
@@ -129,8 +128,12 @@ class PartitionLogs:
                 config = configs[tp.topic] = self.topic_config(image, tp.topic)
                 self._applied_overrides[tp.topic] = image.topic_config(tp.topic)
             self._apply(
-                lambda tp=tp, c=config, tid=local.topic_id: self._log_manager.get_or_create_log(
-                    tp.topic, tp.partition, c, topic_id=tid
+                partial(
+                    self._log_manager.get_or_create_log,
+                    tp.topic,
+                    tp.partition,
+                    config,
+                    topic_id=local.topic_id,
                 ),
                 tp,
             )
@@ -205,10 +208,7 @@ class PartitionLogs:
                 image.offset,
             )
             before = self.errors
-            self._apply(
-                lambda t=topic, p=partition: self._log_manager.delete_log(t, p),
-                (topic, partition),
-            )
+            self._apply(partial(self._log_manager.delete_log, topic, partition), (topic, partition))
             if self.errors == before:
                 deleted += 1
         self.strays_deleted += deleted
@@ -231,9 +231,7 @@ class PartitionLogs:
             self._applied_overrides[topic] = image.topic_config(topic)
             for partition in by_topic.get(topic, []):
                 self._apply(
-                    lambda t=topic, p=partition, c=config: self._log_manager.get_or_create_log(
-                        t, p, c
-                    ),
+                    partial(self._log_manager.get_or_create_log, topic, partition, config),
                     (topic, partition),
                 )
 

@@ -14,6 +14,9 @@ Every operation completes exactly once (``on_complete(forced)``), or is cancelle
 completes. Bound: at most ``max_operations`` parked at once; a new operation over the bound is
 completed at once as if its deadline had passed, so memory stays bounded whatever clients send.
 
+Both classes are generic in ``K``, the type of the watch keys (TopicPartition for the
+broker's Fetch and Produce purgatories).
+
 Thread-safety: none; one thread (the broker's event loop) owns a purgatory.
 """
 
@@ -22,11 +25,14 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterable
+from typing import Generic, TypeVar
 
 Clock = Callable[[], int]
 
+K = TypeVar("K", bound=Hashable)
 
-class DelayedOperation:
+
+class DelayedOperation(Generic[K]):
     """Base class: override :meth:`try_complete` (return True when the condition holds; do not
     complete inside it) and :meth:`on_complete`."""
 
@@ -41,7 +47,7 @@ class DelayedOperation:
     def try_complete(self) -> bool:
         raise NotImplementedError
 
-    def try_complete_after(self, key: Hashable) -> bool:
+    def try_complete_after(self, key: K) -> bool:
         """Re-check after a change under ``key`` (one the operation watches). The default
         re-checks everything; an operation whose condition is a conjunction over its keys
         re-checks only ``key``'s part, since only it can have changed."""
@@ -51,17 +57,17 @@ class DelayedOperation:
         raise NotImplementedError
 
 
-class DelayedOperationPurgatory:
+class DelayedOperationPurgatory(Generic[K]):
     def __init__(self, name: str, clock_ms: Clock, max_operations: int) -> None:
         if max_operations < 1:
             raise ValueError(f"max_operations must be >= 1, got {max_operations}")
         self.name = name
         self._clock_ms = clock_ms
         self.max_operations = max_operations
-        self._watchers: dict[Hashable, set[DelayedOperation]] = {}
-        self._keys: dict[DelayedOperation, tuple[Hashable, ...]] = {}
+        self._watchers: dict[K, set[DelayedOperation[K]]] = {}
+        self._keys: dict[DelayedOperation[K], tuple[K, ...]] = {}
         # (deadline_ms, sequence, op): the sequence keeps ties from comparing operations.
-        self._deadlines: list[tuple[int, int, DelayedOperation]] = []
+        self._deadlines: list[tuple[int, int, DelayedOperation[K]]] = []
         self._seq = itertools.count()
         self.expired_count = 0
         self.overflow_count = 0
@@ -69,10 +75,10 @@ class DelayedOperationPurgatory:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def watched(self, key: Hashable) -> int:
+    def watched(self, key: K) -> int:
         return len(self._watchers.get(key, ()))
 
-    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
+    def try_complete_else_watch(self, op: DelayedOperation[K], keys: Iterable[K]) -> bool:
         """Complete ``op`` now if it can, else park it; True when it completed now."""
         if op.completed or op.cancelled or op in self._keys:
             raise ValueError("operation already completed, cancelled or watched")
@@ -91,7 +97,7 @@ class DelayedOperationPurgatory:
         heapq.heappush(self._deadlines, (op.deadline_ms, next(self._seq), op))
         return False
 
-    def check_and_complete(self, key: Hashable) -> int:
+    def check_and_complete(self, key: K) -> int:
         """Re-check the operations watching ``key``; return how many completed."""
         ops = self._watchers.get(key)
         if not ops:
@@ -119,7 +125,7 @@ class DelayedOperationPurgatory:
             heapq.heappop(self._deadlines)  # completed or cancelled earlier
         return self._deadlines[0][0] if self._deadlines else None
 
-    def cancel(self, op: DelayedOperation) -> bool:
+    def cancel(self, op: DelayedOperation[K]) -> bool:
         """Drop ``op`` without completing it; True if it was parked."""
         if op.completed or op.cancelled:
             return False
@@ -133,7 +139,7 @@ class DelayedOperationPurgatory:
         self._deadlines.clear()
         return len(ops)
 
-    def _unwatch(self, op: DelayedOperation) -> bool:
+    def _unwatch(self, op: DelayedOperation[K]) -> bool:
         keys = self._keys.pop(op, None)
         if keys is None:
             return False
@@ -147,7 +153,7 @@ class DelayedOperationPurgatory:
             self._deadlines.clear()
         return True
 
-    def _finish(self, op: DelayedOperation, *, forced: bool) -> None:
+    def _finish(self, op: DelayedOperation[K], *, forced: bool) -> None:
         self._unwatch(op)
         op.completed = True
         op.on_complete(forced)

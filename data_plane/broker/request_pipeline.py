@@ -21,6 +21,9 @@ Invariants: ``in_flight == len(slots) + unsent_responses <= max_in_flight`` afte
 dispatch decision; a slot is resolved once; after ``closing`` no slot is opened. Illegal calls
 raise :class:`PipelineStateError` and change nothing.
 
+Frames are opaque here: the pipeline is generic in the request frames it queues (``Req``)
+and the response frames its slots carry (``Resp``).
+
 Thread-safety: none; one connection's event loop owns it.
 """
 
@@ -28,25 +31,28 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterable
-from typing import Any
+from typing import Generic, TypeVar
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
 
 
 class PipelineStateError(Exception):
     """A call the pipeline's state does not allow (a bug in the connection driving it)."""
 
 
-class ResponseSlot:
+class ResponseSlot(Generic[Resp]):
     """A request's place in the response order. ``frame`` None = no bytes to send."""
 
     __slots__ = ("close_after", "done", "frame")
 
     def __init__(self) -> None:
         self.done = False
-        self.frame: Any = None
+        self.frame: Resp | None = None
         self.close_after = False
 
 
-class RequestPipeline:
+class RequestPipeline(Generic[Req, Resp]):
     __slots__ = (
         "_frames",
         "_mute_seq",
@@ -63,8 +69,8 @@ class RequestPipeline:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
         self.max_in_flight = max_in_flight
-        self._slots: collections.deque[ResponseSlot] = collections.deque()
-        self._frames: collections.deque[Any] = collections.deque()
+        self._slots: collections.deque[ResponseSlot[Resp]] = collections.deque()
+        self._frames: collections.deque[Req] = collections.deque()
         self.unsent_responses = 0
         self.muted = False
         self._muted_until_s = 0.0
@@ -103,12 +109,12 @@ class RequestPipeline:
 
     # --- requests -----------------------------------------------------------------------------
 
-    def frames_read(self, frames: Iterable[Any]) -> None:
+    def frames_read(self, frames: Iterable[Req]) -> None:
         """Whole frames read from the socket, waiting for their turn (dropped when closing)."""
         if not self.closing:
             self._frames.extend(frames)
 
-    def next_frame(self) -> Any | None:
+    def next_frame(self) -> Req | None:
         """The next frame to dispatch, or None when none may be (see :attr:`can_dispatch`).
         The caller opens its slot with :meth:`open_slot` right away."""
         if self.closing:
@@ -118,17 +124,17 @@ class RequestPipeline:
             return None
         return self._frames.popleft()
 
-    def open_slot(self) -> ResponseSlot:
+    def open_slot(self) -> ResponseSlot[Resp]:
         if self.closing:
             raise PipelineStateError("no request is dispatched once the connection is closing")
-        slot = ResponseSlot()
+        slot: ResponseSlot[Resp] = ResponseSlot()
         self._slots.append(slot)
         in_flight = len(self._slots) + self.unsent_responses
         if in_flight > self.peak_in_flight:
             self.peak_in_flight = in_flight
         return slot
 
-    def resolve(self, slot: ResponseSlot, frame: Any | None, close: bool = False) -> None:
+    def resolve(self, slot: ResponseSlot[Resp], frame: Resp | None, close: bool = False) -> None:
         """The request of ``slot`` is answered by ``frame`` (None: nothing to send); with
         ``close`` the connection closes after it."""
         if slot.done:
@@ -139,11 +145,11 @@ class RequestPipeline:
 
     # --- responses ----------------------------------------------------------------------------
 
-    def pop_responses(self) -> tuple[list[Any], bool]:
+    def pop_responses(self) -> tuple[list[Resp], bool]:
         """The frames of the resolved slots at the head, in request order, each now counted
         as unsent until :meth:`response_sent`; and whether one of them closes the connection
         (then every later request is dropped: the caller cancels their handlers)."""
-        frames: list[Any] = []
+        frames: list[Resp] = []
         slots = self._slots
         while slots and slots[0].done:
             slot = slots.popleft()

@@ -111,7 +111,8 @@ class KafkaServer:
         self._committed_metadata_offset = committed_metadata_offset
         self._fetch_session_evictions_reported = 0
         self._handshakes: set[asyncio.Task[None]] = set()
-        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        # Set first thing by start(); everything that uses it runs after that.
+        self.loop: asyncio.AbstractEventLoop
         self._listen_socks: list[tuple[socket.socket, str]] = []
         self.connections: set[Connection] = set()
         self.bound_addresses: dict[str, tuple[str, int]] = {}
@@ -148,18 +149,13 @@ class KafkaServer:
             # Directories that failed to load at startup.
             offline = list(self._log_manager.offline_partitions())
             if offline:
-                self.apis.replica_manager.handle_offline_partitions(
-                    [TopicPartition(t, p) for t, p in offline]
-                )
+                self.apis.replica_manager.handle_offline_partitions(offline)
         self._tick()
 
-    def _dir_offline(self, log_dir: str, tps: list[tuple[str, int]]) -> None:
+    def _dir_offline(self, log_dir: str, tps: list[TopicPartition]) -> None:
         """A log directory failed (called on the log manager's failure thread): the event
         loop stops hosting its partitions."""
-        partitions = [TopicPartition(t, p) for t, p in tps]
-        self.loop.call_soon_threadsafe(
-            self.apis.replica_manager.handle_offline_partitions, partitions
-        )
+        self.loop.call_soon_threadsafe(self.apis.replica_manager.handle_offline_partitions, tps)
 
     def _inter_broker_listener(self) -> tuple[str, ssl.SSLContext | None]:
         """The listener replica fetchers use (``inter.broker.listener.name``, default the first

@@ -95,7 +95,7 @@ def parse_checkpoint(text: str, source: str) -> dict[TopicPartition, int]:
             raise fail(lineno, f"expected 'topic partition offset', got {line!r}")
         topic, partition, offset = parts
         try:
-            out[(topic, int(partition))] = int(offset)
+            out[TopicPartition(topic, int(partition))] = int(offset)
         except ValueError:
             raise fail(lineno, f"partition or offset not a number in {line!r}") from None
     return out

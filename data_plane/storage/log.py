@@ -58,7 +58,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import Concatenate, NoReturn, ParamSpec, TypeGuard, TypeVar
 
 from common.errors import InvalidRecordError
 from common.log_config import LogConfig
@@ -137,18 +137,19 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _reports_io_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
+def _reports_io_errors(
+    method: Callable[Concatenate[Log, _P], _R],
+) -> Callable[Concatenate[Log, _P], _R]:
     """A Log method whose I/O errors take the log's directory offline (see
     :meth:`Log._raise_storage_failure`). For the maintenance and replication methods; the hot
     ``append`` and ``read`` catch inline instead (a try block costs nothing until it raises,
     this wrapper costs a call)."""
 
     @functools.wraps(method)
-    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def checked(log: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
-            return method(*args, **kwargs)
+            return method(log, *args, **kwargs)
         except (OSError, KafkaStorageError) as e:
-            log: Any = args[0]
             log._raise_storage_failure(e)
 
     return checked
@@ -259,7 +260,7 @@ class Log:
         self.truncation_listener: Callable[[int], None] | None = None
         # Told of an I/O error met by a public method (the log manager takes the log's
         # directory offline: log_dir_failure.py).
-        self.io_error_listener: Callable[[str], None] | None = None
+        self.io_error_listener: Callable[[str], object] | None = None
         self._high_watermark = self._log_start_offset
         self._hw_metadata: LogOffsetMetadata | None = None
         self._lso_metadata: LogOffsetMetadata | None = None
@@ -413,7 +414,7 @@ class Log:
                 if plan.duplicate is not None:
                     return _duplicate_append_info(plan.duplicate, self._log_start_offset)
                 append_time = self._clock_ms() if self._config.log_append_time else None
-                assign_offsets(buf, info, first, leader_epoch, append_time)  # type: ignore[arg-type]
+                assign_offsets(buf, info, first, leader_epoch, append_time)
                 placements = []
                 offset = first
                 max_ts, offset_of_max = -1, first
@@ -984,7 +985,7 @@ def _duplicate_append_info(dup: BatchMetadata, log_start_offset: int) -> LogAppe
     )
 
 
-def _is_writable(buf: Buffer) -> bool:
+def _is_writable(buf: Buffer) -> TypeGuard[bytearray | memoryview]:
     if isinstance(buf, bytearray):
         return True
     if isinstance(buf, memoryview):

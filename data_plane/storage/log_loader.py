@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from common.durable_io import fsync_directory
 from common.errors import CorruptRecordError
+from common.topic_partition import TopicPartition
 from data_plane.storage.errors import LogDirLayoutError
 from data_plane.storage.file_records import FileRecords
 from data_plane.storage.offset_index import InvalidIndexError
@@ -73,14 +74,15 @@ _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 
-def parse_topic_partition(dir_name: str) -> tuple[str, int]:
-    """``"orders-3"`` -> ``("orders", 3)``; :class:`LogDirLayoutError` if it does not parse."""
+def parse_topic_partition(dir_name: str) -> TopicPartition:
+    """``"orders-3"`` -> ``TopicPartition("orders", 3)``; :class:`LogDirLayoutError` if it
+    does not parse."""
     m = _PARTITION_DIR.match(dir_name)
     if not m or not _TOPIC.match(m.group(1)) or m.group(1) in (".", ".."):
         raise LogDirLayoutError(
             f"{dir_name!r} is not a partition directory name (<topic>-<partition>)"
         )
-    return m.group(1), int(m.group(2))
+    return TopicPartition(m.group(1), int(m.group(2)))
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

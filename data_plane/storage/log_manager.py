@@ -262,7 +262,7 @@ class LogManager:
         # No lock: a dict lookup is atomic, and writers replace entries under the lock. The
         # broker's event loop calls this on its request path while another thread may be
         # creating thousands of logs; taking the lock would make it wait on file creation.
-        return self._logs.get((topic, partition))
+        return self._logs.get(TopicPartition(topic, partition))
 
     def all_logs(self) -> list[Log]:
         with self._lock:
@@ -307,7 +307,7 @@ class LogManager:
         crash before that is simply created again from the metadata, which is the source of
         truth for which partitions exist; a log holding data is flushed (directory
         included) before its recovery point moves past that data."""
-        tp = (topic, partition)
+        tp = TopicPartition(topic, partition)
         with self._lock:
             if self._closed:
                 raise LogClosedError("log manager is closed")
@@ -361,7 +361,7 @@ class LogManager:
 
     def topic_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
         """The topic id stored in the log's ``partition.metadata`` (None: no log, no file)."""
-        tp = (topic, partition)
+        tp = TopicPartition(topic, partition)
         with self._lock:
             log = self._logs.get(tp)
             return None if log is None else self._stored_topic_id_locked(tp, log)
@@ -396,7 +396,7 @@ class LogManager:
         remove it; return whether it existed (and was deleted). With ``topic_id``, a log
         whose ``partition.metadata`` names another topic id is kept (it belongs to the
         topic re-created under the same name). Checkpoints forget it at once."""
-        tp = (topic, partition)
+        tp = TopicPartition(topic, partition)
         with self._directory_lock:
             return self._delete_log(tp, topic_id)
 

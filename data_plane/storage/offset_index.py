@@ -32,7 +32,8 @@ class OffsetIndex(AbstractIndex):
     entry_size = _ENTRY.size
 
     def _key_at(self, m: bytearray, slot: int) -> int:
-        return _ENTRY.unpack_from(m, slot * 8)[0]
+        key: int = _ENTRY.unpack_from(m, slot * 8)[0]
+        return key
 
     def entry(self, slot: int) -> tuple[int, int]:
         """(absolute offset, position) of entry ``slot``."""

@@ -25,11 +25,13 @@ descriptor closed outright meanwhile makes the job a no-op).
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import os
 import queue
 import sys
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from data_plane.storage.errors import LogClosedError
@@ -46,7 +48,7 @@ _WRITE = 2
 _WAIT_AFTER = 4
 
 
-def _load() -> object | None:
+def _load() -> Callable[[int, int, int, int], int] | None:
     if not sys.platform.startswith("linux") or not hasattr(os, "posix_fadvise"):
         return None
     try:
@@ -63,7 +65,10 @@ SUPPORTED = _sync_file_range is not None
 
 
 def _call(fd: int, offset: int, length: int, flags: int) -> None:
-    if _sync_file_range(fd, offset, length, flags) != 0:  # type: ignore[operator]
+    fn = _sync_file_range
+    if fn is None:  # callers check SUPPORTED first
+        raise OSError(errno.ENOSYS, "sync_file_range is not available")
+    if fn(fd, offset, length, flags) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"sync_file_range: {os.strerror(err)}")
 

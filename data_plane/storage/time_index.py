@@ -33,7 +33,8 @@ class TimeIndex(AbstractIndex):
     entry_size = _ENTRY.size
 
     def _key_at(self, m: bytearray, slot: int) -> int:
-        return _ENTRY.unpack_from(m, slot * 12)[0]
+        key: int = _ENTRY.unpack_from(m, slot * 12)[0]
+        return key
 
     def entry(self, slot: int) -> tuple[int, int]:
         """(timestamp, absolute offset) of entry ``slot``."""
