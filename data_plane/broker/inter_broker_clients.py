@@ -17,6 +17,7 @@ import ssl
 from typing import Any
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
 from data_plane.replication.inter_broker_connection import EndpointLookup, InterBrokerConnection
 
 
@@ -40,7 +41,7 @@ class InterBrokerClients:
 
     async def call(
         self, broker_id: int, api_key: ApiKey, version: int, body: dict[str, Any], timeout_s: float
-    ) -> dict[str, Any]:
+    ) -> Body:
         """One request to ``broker_id`` and its decoded response. Raises OSError,
         ConnectionError, TimeoutError, EOFError or ProtocolError."""
         if self._endpoint is None:
