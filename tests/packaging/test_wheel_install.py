@@ -174,7 +174,10 @@ def test_the_wheel_runs_a_cluster_outside_the_checkout(tmp_path: Path, work_dir:
         "".join(f"{p}\n" for p in site.getsitepackages()), encoding="utf-8"
     )
     pip = [sys.executable, "-m", "pip", "--python", python]
-    _run([*pip, "install", "--quiet", "--no-deps", "--no-index", "--no-compile", wheel])
+    # --ignore-installed: the .pth above also shows pip the checkout's own (editable) kraftlog
+    # of the same version, which pip would otherwise take as installed already.
+    install = ["install", "--quiet", "--no-deps", "--no-index", "--no-compile"]
+    _run([*pip, *install, "--ignore-installed", wheel])
 
     env = _clean_env(venv)
 
