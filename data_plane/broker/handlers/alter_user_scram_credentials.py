@@ -38,6 +38,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
             "call",
             "AlterUserScramCredentials",
             sm.AlterUserScramCredentialsRequest(deletions, upsertions),
+            sm.AlterUserScramCredentialsResponse,
         )
     except ControllerError as e:
         names = dict.fromkeys(x.name for x in [*deletions, *upsertions])

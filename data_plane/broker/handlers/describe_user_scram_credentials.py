@@ -25,6 +25,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
             "call",
             "DescribeUserScramCredentials",
             sm.DescribeUserScramCredentialsRequest(names),
+            sm.DescribeUserScramCredentialsResponse,
         )
     except ControllerError as e:
         return {
