@@ -57,6 +57,9 @@ NOTES: dict[ApiKey, str] = {
     "INVALID_REQUEST (static configs)",
     ApiKey.INCREMENTAL_ALTER_CONFIGS: "topics: forwarded (SET, DELETE, APPEND, SUBTRACT); "
     "brokers: INVALID_REQUEST (static configs)",
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: "user and client-id quotas from the broker's metadata image "
+    "(docs/security.md)",
+    ApiKey.ALTER_CLIENT_QUOTAS: "forwarded; answered once the broker's image shows the change",
     ApiKey.INIT_PRODUCER_ID: "idempotent producers (docs/idempotence.md)",
     ApiKey.FIND_COORDINATOR: "group and transaction coordinators (docs/groups.md, "
     "docs/transactions.md)",

@@ -7,7 +7,7 @@ SCRAM upsertions need a known mechanism, iterations within Kafka's bounds and a 
 of the mechanism's digest size (UNACCEPTABLE_CREDENTIAL otherwise); a user may not be both
 deleted and upserted in one request (DUPLICATE_RESOURCE); ACL creations must be concrete
 bindings (INVALID_REQUEST); quota keys must be producer_byte_rate, consumer_byte_rate or
-request_percentage with a positive value (INVALID_REQUEST).
+request_percentage with a positive value, whole for the byte rates (INVALID_REQUEST).
 
 Thread-safety: pure functions.
 """
@@ -30,7 +30,7 @@ from common.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from common.security.quota import QUOTA_KEYS
+from common.security.quota import INTEGRAL_QUOTA_KEYS, QUOTA_KEYS
 from common.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -352,6 +352,9 @@ def _check_quota_entry(entry: sm.ClientQuotaAlteration) -> str | None:
         keys.add(op.key)
         if not op.remove and not op.value > 0:
             return f"quota {op.key} must be positive, got {op.value}"
+        # Kafka types the byte rates as longs and refuses a fraction (a share of one byte).
+        if not op.remove and op.key in INTEGRAL_QUOTA_KEYS and abs(op.value % 1.0) > 1e-6:
+            return f"{op.key} cannot be a fractional value."
     return None
 
 

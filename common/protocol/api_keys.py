@@ -181,6 +181,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (0, 3),
     ApiKey.CREATE_ACLS: (0, 3),
     ApiKey.DELETE_ACLS: (0, 3),
+    # Client quotas (KIP-546): v1 is flexible.
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 # FindCoordinator v4+ asks for several keys (of one key type) at once and is answered per key

@@ -94,8 +94,10 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
 TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
+        ApiKey.ALTER_CLIENT_QUOTAS,
         ApiKey.API_VERSIONS,
         ApiKey.DELETE_GROUPS,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.LIST_GROUPS,

@@ -16,6 +16,7 @@ from common.protocol.fields import (
     ARRAY,
     BOOL,
     BYTES,
+    FLOAT64,
     INT8,
     INT16,
     INT32,
@@ -1386,6 +1387,63 @@ DELETE_ACLS_RESPONSE = (
         ]),
     ]),
 )
+# DescribeClientQuotasRequest: Kafka schema flexibleVersions 1+ (match_type 0 exact name,
+# 1 default, 2 any specified name; match is null unless exact)
+DESCRIBE_CLIENT_QUOTAS_REQUEST = (
+    F("components", [
+        F("entity_type", STRING),
+        F("match_type", INT8),
+        F("match", STRING, nullable=0),
+    ]),
+    F("strict", BOOL),
+)
+
+# DescribeClientQuotasResponse: Kafka schema flexibleVersions 1+ (a null entity name is the
+# default entity)
+DESCRIBE_CLIENT_QUOTAS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("entries", [
+        F("entity", [
+            F("entity_type", STRING),
+            F("entity_name", STRING, nullable=0),
+        ]),
+        F("values", [
+            F("key", STRING),
+            F("value", FLOAT64),
+        ]),
+    ], nullable=0),
+)
+
+# AlterClientQuotasRequest: Kafka schema flexibleVersions 1+
+ALTER_CLIENT_QUOTAS_REQUEST = (
+    F("entries", [
+        F("entity", [
+            F("entity_type", STRING),
+            F("entity_name", STRING, nullable=0),
+        ]),
+        F("ops", [
+            F("key", STRING),
+            F("value", FLOAT64),
+            F("remove", BOOL),
+        ]),
+    ]),
+    F("validate_only", BOOL),
+)
+
+# AlterClientQuotasResponse: Kafka schema flexibleVersions 1+
+ALTER_CLIENT_QUOTAS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("entries", [
+        F("error_code", INT16),
+        F("error_message", STRING, nullable=0),
+        F("entity", [
+            F("entity_type", STRING),
+            F("entity_name", STRING, nullable=0),
+        ]),
+    ]),
+)
 # fmt: on
 
 # ApiKey -> first flexible version (None: no version is flexible), from each schema's
@@ -1439,6 +1497,8 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.DESCRIBE_ACLS: 2,
     ApiKey.CREATE_ACLS: 2,
     ApiKey.DELETE_ACLS: 2,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: 1,
+    ApiKey.ALTER_CLIENT_QUOTAS: 1,
 }
 
 
@@ -1522,4 +1582,9 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.DESCRIBE_ACLS: (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
     ApiKey.CREATE_ACLS: (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
     ApiKey.DELETE_ACLS: (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (
+        DESCRIBE_CLIENT_QUOTAS_REQUEST,
+        DESCRIBE_CLIENT_QUOTAS_RESPONSE,
+    ),
+    ApiKey.ALTER_CLIENT_QUOTAS: (ALTER_CLIENT_QUOTAS_REQUEST, ALTER_CLIENT_QUOTAS_RESPONSE),
 }

@@ -24,6 +24,7 @@ from data_plane.broker.apis import Handler
 from data_plane.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
@@ -37,6 +38,7 @@ from data_plane.broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -280,6 +282,19 @@ HANDLERS: dict[ApiKey, Api] = registry(
     ),
     Api(K.CREATE_ACLS, create_acls.handle, create_acls.authorize, cluster(ALTER), min_version=1),
     Api(K.DELETE_ACLS, delete_acls.handle, delete_acls.authorize, cluster(ALTER), min_version=1),
+    # Client quotas (docs/security.md), as kafka-configs.sh reads and sets them.
+    Api(
+        K.DESCRIBE_CLIENT_QUOTAS,
+        describe_client_quotas.handle,
+        describe_client_quotas.authorize,
+        cluster(DESCRIBE_CONFIGS),
+    ),
+    Api(
+        K.ALTER_CLIENT_QUOTAS,
+        alter_client_quotas.handle,
+        alter_client_quotas.authorize,
+        cluster(ALTER_CONFIGS),
+    ),
     # Consumer groups (data_plane.coordinator, docs/groups.md).
     Api(
         K.FIND_COORDINATOR,
