@@ -11,29 +11,70 @@
 An entity is a user, a client id, or both; ``--user-default`` / ``--client-id-default`` name
 the default entity (``<default>``), which applies to every user / client id without its own
 quota. Precedence and enforcement: docs/security.md.
+
+Every subcommand takes ``--bootstrap-server host:port,...``: it then goes through a broker
+with Kafka's quota APIs (DescribeClientQuotas, AlterClientQuotas, by
+:class:`kraftlog_client.Admin`), which need DescribeConfigs or AlterConfigs on the cluster.
+Or ``--bootstrap-controller host:port,...`` / ``--dir D`` (see :mod:`deploy.admin`): the
+controllers' control plane (:class:`deploy.controller_quotas.ControllerQuotas`). Both run the
+same code and print the same output; a refused request prints the Kafka error name and
+message and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+from common.configdef import ConfigError
 from common.security.quota import (
     CONSUMER_BYTE_RATE,
     DEFAULT_ENTITY,
+    ENTITY_CLIENT_ID,
+    ENTITY_USER,
     PRODUCER_BYTE_RATE,
     QUOTA_KEYS,
     REQUEST_PERCENTAGE,
 )
 from deploy.admin import (
+    AdminCommand,
+    AdminError,
     add_admin_command,
-    error_text,
+    controller_target_flags,
     fail,
     print_json,
+    run_admin_command,
 )
 from deploy.command_group import add_command_group
-from metadata import security_messages as sm
-from metadata.security_client import alter_client_quotas, describe_client_quotas
+from deploy.controller_quotas import ControllerQuotas
+from deploy.kafka_style_args import usage_error
+from kraftlog_client import (
+    Admin,
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilterComponent,
+    ClientQuotaOp,
+    KafkaError,
+)
+from metadata.client import ControllerClient
+
+
+class QuotaTarget(Protocol):
+    """What the subcommands call: :class:`kraftlog_client.Admin` or
+    :class:`deploy.controller_quotas.ControllerQuotas`."""
+
+    def describe_client_quotas(
+        self, components: Sequence[ClientQuotaFilterComponent] = (), *, strict: bool = False
+    ) -> dict[ClientQuotaEntity, dict[str, float]]: ...
+
+    def alter_client_quotas(
+        self, alterations: Sequence[ClientQuotaAlteration], *, validate_only: bool = False
+    ) -> None: ...
+
+
+# A subcommand: runs on either target.
+QuotaCommand = Callable[[QuotaTarget, argparse.Namespace], int]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,11 +86,50 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--consumer-byte-rate", type=float, metavar="BYTES_PER_S")
     p.add_argument("--request-percentage", type=float, metavar="PERCENT")
     p.add_argument("--remove", action="append", default=[], choices=QUOTA_KEYS)
-    add_admin_command(p, _set)
+    _add_quota_command(p, _set)
 
     p = quotas_sub.add_parser("describe", help="show quotas")
     _entity_args(p)
-    add_admin_command(p, _describe)
+    _add_quota_command(p, _describe)
+
+
+def _add_quota_command(p: argparse.ArgumentParser, func: QuotaCommand) -> None:
+    """The controller target options and ``--json`` of :func:`add_admin_command`, plus
+    ``--bootstrap-server``; ``func(target, args)`` runs on an Admin or ControllerQuotas."""
+
+    def on_controllers(client: ControllerClient, args: argparse.Namespace) -> int:
+        return int(func(ControllerQuotas(client), args))
+
+    add_admin_command(p, on_controllers, run=lambda f, args: _run(f, func, args))
+    group = p.add_argument_group("or where the brokers are (Kafka protocol)")
+    group.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        help="brokers' Kafka listeners (bootstrap.servers)",
+    )
+
+
+def _run(on_controllers: AdminCommand, func: QuotaCommand, args: argparse.Namespace) -> int:
+    if not args.bootstrap_server:
+        try:
+            return run_admin_command(on_controllers, args)
+        except KafkaError as e:
+            return fail(str(e))
+    conflicting = controller_target_flags(args)
+    if conflicting:
+        return usage_error(
+            f"kraftlog quotas {args.quotas_command}",
+            f"--bootstrap-server and {conflicting[0][0]} both name the target: give one",
+        )
+    try:
+        config = {
+            "bootstrap.servers": args.bootstrap_server,
+            "default.api.timeout.ms": int(args.timeout * 1000),
+        }
+        with Admin(config) as admin:
+            return int(func(admin, args))
+    except (AdminError, ConfigError, KafkaError, ValueError) as e:
+        return fail(str(e))
 
 
 def _entity_args(p: argparse.ArgumentParser) -> None:
@@ -61,27 +141,30 @@ def _entity_args(p: argparse.ArgumentParser) -> None:
     client.add_argument("--client-id-default", action="store_true")
 
 
-def _entity(args: argparse.Namespace) -> sm.ClientQuotaEntity:
-    user = DEFAULT_ENTITY if args.user_default else args.user
-    client_id = DEFAULT_ENTITY if args.client_id_default else args.client_id
-    return sm.ClientQuotaEntity(user, client_id)
+def _entity(args: argparse.Namespace) -> dict[str, str | None]:
+    """The entity the options name: entity type -> name (None: the default entity)."""
+    out: dict[str, str | None] = {}
+    if args.user_default or args.user is not None:
+        out[ENTITY_USER] = None if args.user_default else args.user
+    if args.client_id_default or args.client_id is not None:
+        out[ENTITY_CLIENT_ID] = None if args.client_id_default else args.client_id
+    return out
 
 
-def _entity_text(entity: sm.ClientQuotaEntity) -> str:
+def _entity_text(entity: dict[str, str | None]) -> str:
     parts = []
-    if entity.user is not None:
-        parts.append(f"user={entity.user}")
-    if entity.client_id is not None:
-        parts.append(f"client-id={entity.client_id}")
+    for entity_type in (ENTITY_USER, ENTITY_CLIENT_ID):
+        if entity_type in entity:
+            parts.append(f"{entity_type}={entity[entity_type] or DEFAULT_ENTITY}")
     return ",".join(parts)
 
 
-def _set(client: Any, args: argparse.Namespace) -> int:
+def _set(target: QuotaTarget, args: argparse.Namespace) -> int:
     entity = _entity(args)
-    if entity.user is None and entity.client_id is None:
+    if not entity:
         return fail("give --user/--user-default and/or --client-id/--client-id-default")
     ops = [
-        sm.ClientQuotaOp(key, value)
+        ClientQuotaOp(key, value)
         for key, value in (
             (PRODUCER_BYTE_RATE, args.producer_byte_rate),
             (CONSUMER_BYTE_RATE, args.consumer_byte_rate),
@@ -89,31 +172,36 @@ def _set(client: Any, args: argparse.Namespace) -> int:
         )
         if value is not None
     ]
-    ops += [sm.ClientQuotaOp(key, remove=True) for key in dict.fromkeys(args.remove)]
+    ops += [ClientQuotaOp(key, None) for key in dict.fromkeys(args.remove)]
     if not ops:
         return fail("nothing to set: give a rate or --remove KEY")
-    results = alter_client_quotas(client, [sm.ClientQuotaAlteration(entity, ops)])
-    if results[0].error_code:
-        return fail(error_text(results[0].error_code, results[0].error_message))
+    target.alter_client_quotas([ClientQuotaAlteration(ClientQuotaEntity.of(entity), tuple(ops))])
     if args.json:
         print_json(
             {
                 "entity": _entity_text(entity),
-                "set": {op.key: op.value for op in ops if not op.remove},
-                "removed": [op.key for op in ops if op.remove],
+                "set": {op.key: op.value for op in ops if op.value is not None},
+                "removed": [op.key for op in ops if op.value is None],
             }
         )
     else:
         for op in ops:
-            action = "removed" if op.remove else f"= {op.value:g}"
+            action = "removed" if op.value is None else f"= {op.value:g}"
             print(f"{_entity_text(entity)}: {op.key} {action}")
     return 0
 
 
-def _describe(client: Any, args: argparse.Namespace) -> int:
-    entity = _entity(args)
-    entries = describe_client_quotas(client, entity.user, entity.client_id)
-    rows = [{"entity": _entity_text(e.entity), "quotas": e.values} for e in entries]
+def _describe(target: QuotaTarget, args: argparse.Namespace) -> int:
+    components = [
+        ClientQuotaFilterComponent.of_default_entity(entity_type)
+        if name is None
+        else ClientQuotaFilterComponent.of_entity(entity_type, name)
+        for entity_type, name in _entity(args).items()
+    ]
+    quotas = target.describe_client_quotas(components)
+    rows: list[dict[str, Any]] = []
+    for entity in sorted(quotas, key=_sort_key):
+        rows.append({"entity": _entity_text(entity.as_dict()), "quotas": quotas[entity]})
     if args.json:
         print_json(rows)
     else:
@@ -121,3 +209,15 @@ def _describe(client: Any, args: argparse.Namespace) -> int:
             values = ", ".join(f"{k}={v:g}" for k, v in sorted(row["quotas"].items()))
             print(f"{row['entity']}: {values}")
     return 0
+
+
+def _sort_key(entity: ClientQuotaEntity) -> tuple[str, str]:
+    """By user, then client id (the default entity as ``<default>``, absent as "")."""
+    names = entity.as_dict()
+
+    def name(entity_type: str) -> str:
+        if entity_type not in names:
+            return ""
+        return names[entity_type] or DEFAULT_ENTITY
+
+    return name(ENTITY_USER), name(ENTITY_CLIENT_ID)

@@ -28,6 +28,12 @@ from kraftlog_client.group_client import ConsumerRebalanceListener
 from kraftlog_client.offsets import OffsetAndTimestamp
 from kraftlog_client.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from kraftlog_client.producer import Producer, ProducerInterceptor
+from kraftlog_client.quota_admin import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilterComponent,
+    ClientQuotaOp,
+)
 from kraftlog_client.record_types import ConsumerRecord, ProducerRecord, RecordMetadata
 from kraftlog_client.transaction_manager import ConsumerGroupMetadata, PreparedTxnState
 
@@ -35,6 +41,10 @@ __all__ = [
     "Admin",
     "AdminConfig",
     "ClientClosedError",
+    "ClientQuotaAlteration",
+    "ClientQuotaEntity",
+    "ClientQuotaFilterComponent",
+    "ClientQuotaOp",
     "ClusterDescription",
     "CommitFailedError",
     "Consumer",

@@ -14,6 +14,8 @@
     admin.complete_transaction(prepared, commit=True)     # 2nd phase of prepare_transaction()
     admin.create_acls([binding]); admin.describe_acls(AclBindingFilter())   # ACLs
     admin.delete_acls([AclBindingFilter(principal="User:alice")])
+    admin.alter_client_quotas([ClientQuotaAlteration(entity, (ClientQuotaOp(key, 1e6),))])
+    admin.describe_client_quotas([ClientQuotaFilterComponent.of_entity("user", "alice")])
     admin.close()
 
 CreateTopics, DeleteTopics and DescribeConfigs go to any broker, which forwards them to the
@@ -37,7 +39,7 @@ from common.protocol.codec import Body
 from common.protocol.message_base import Message
 from common.security.acl import AclBinding, AclBindingFilter
 from common.topic_partition import TopicPartition
-from kraftlog_client import acl_admin
+from kraftlog_client import acl_admin, quota_admin
 from kraftlog_client.config import AdminConfig, client_config
 from kraftlog_client.errors import ClientClosedError, KafkaError
 from kraftlog_client.group_admin import (
@@ -52,6 +54,11 @@ from kraftlog_client.group_admin import (
 from kraftlog_client.metadata import BrokerInfo, TopicInfo
 from kraftlog_client.network_client import NetworkClient
 from kraftlog_client.offsets import OffsetAndTimestamp, list_offsets
+from kraftlog_client.quota_admin import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilterComponent,
+)
 from kraftlog_client.subscription import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kraftlog_client.transaction_admin import (
     ProducerState,
@@ -497,6 +504,33 @@ class Admin:
     ) -> list[list[AclBinding]]:
         """Delete the bindings matching each filter; returns what each filter matched."""
         return acl_admin.delete_acls(self._client, filters, self._timeout(timeout_ms))
+
+    # -- client quotas -------------------------------------------------------------------
+
+    def describe_client_quotas(
+        self,
+        components: Sequence[ClientQuotaFilterComponent] = (),
+        *,
+        strict: bool = False,
+        timeout_ms: float | None = None,
+    ) -> dict[ClientQuotaEntity, dict[str, float]]:
+        """The quotas of the entities matching every component (no component: all of them;
+        ``strict``: only entities without other entity types)."""
+        return quota_admin.describe_client_quotas(
+            self._client, components, strict, self._timeout(timeout_ms)
+        )
+
+    def alter_client_quotas(
+        self,
+        alterations: Sequence[ClientQuotaAlteration],
+        *,
+        validate_only: bool = False,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Set or remove quotas; raises the KafkaError of the first entry that failed."""
+        quota_admin.alter_client_quotas(
+            self._client, alterations, validate_only, self._timeout(timeout_ms)
+        )
 
     def close(self) -> None:
         if not self._closed:

@@ -119,6 +119,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (1, 3),
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    # Client quotas (Admin.describe_client_quotas / alter_client_quotas); v1 is flexible.
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     # SASL: handshake v1 = tokens wrapped in SaslAuthenticate (v0 sent bare tokens).
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),

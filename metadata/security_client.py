@@ -94,11 +94,14 @@ def delete_acls(
 
 
 def alter_client_quotas(
-    client: ControllerClient, entries: Sequence[sm.ClientQuotaAlteration]
+    client: ControllerClient,
+    entries: Sequence[sm.ClientQuotaAlteration],
+    *,
+    validate_only: bool = False,
 ) -> list[sm.AlterClientQuotasEntryResult]:
     return client.call(
         "AlterClientQuotas",
-        sm.AlterClientQuotasRequest(list(entries)),
+        sm.AlterClientQuotasRequest(list(entries), validate_only),
         sm.AlterClientQuotasResponse,
     ).entries
 

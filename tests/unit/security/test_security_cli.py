@@ -158,6 +158,21 @@ def test_quotas(bootstrap: str, capsys) -> None:
     assert out == ""
     code, _, err = run(capsys, "quotas", "set", "--producer-byte-rate", "5", *b)
     assert code == 1 and "--user" in err
+    code, _, err = run(capsys, "quotas", "set", "--user", "x", "--request-percentage", "-1", *b)
+    assert code == 1 and "INVALID_REQUEST" in err
+
+
+def test_quotas_take_one_target(bootstrap: str, capsys) -> None:
+    code, _, err = run(
+        capsys,
+        "quotas",
+        "describe",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "--bootstrap-controller",
+        bootstrap,
+    )
+    assert code == 2 and "both name the target" in err
 
 
 def test_certs(tmp_path: Path, capsys) -> None:
