@@ -7,6 +7,7 @@
     kraftlog quotas set --user-default --producer-byte-rate 10485760
     kraftlog quotas set --user alice --remove producer_byte_rate
     kraftlog quotas describe [--user U] [--client-id C] [--json]
+    kraftlog quotas describe --user alice --bootstrap-server localhost:9092
 
 An entity is a user, a client id, or both; ``--user-default`` / ``--client-id-default`` name
 the default entity (``<default>``), which applies to every user / client id without its own
