@@ -98,7 +98,11 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.DELETE_GROUPS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
+        ApiKey.HEARTBEAT,
+        ApiKey.JOIN_GROUP,
+        ApiKey.LEAVE_GROUP,
         ApiKey.LIST_GROUPS,
+        ApiKey.SYNC_GROUP,
     }
 )
 

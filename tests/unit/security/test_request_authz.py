@@ -26,11 +26,15 @@ from common.protocol.messages.find_coordinator import (
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
 )
+from common.protocol.messages.heartbeat import HeartbeatRequest
+from common.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from common.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMember
 from common.protocol.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.sync_group import SyncGroupRequest
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -271,12 +275,17 @@ def test_init_producer_id() -> None:
 
 def test_groups() -> None:
     az = authz()
-    assert az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "app"}).respond_now is None
-    v = az.check(READER, ApiKey.HEARTBEAT, 3, {"group_id": "other"})
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    encodes(
-        ApiKey.JOIN_GROUP, 5, az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "x"}).respond_now
+    joining = JoinGroupRequest(group_id="app", member_id="m-1")
+    assert az.check(READER, ApiKey.JOIN_GROUP, 5, joining).respond_now is None
+    v = az.check(READER, ApiKey.HEARTBEAT, 3, HeartbeatRequest(group_id="other"))
+    assert v.respond_now.error_code == GROUP_DENIED
+    encodes(ApiKey.HEARTBEAT, 3, v.respond_now)
+    joining = dataclasses.replace(joining, group_id="x")
+    refused = az.check(READER, ApiKey.JOIN_GROUP, 5, joining).respond_now
+    assert refused == JoinGroupResponse(
+        error_code=GROUP_DENIED, generation_id=-1, protocol_name="", leader="", member_id="m-1"
     )
+    encodes(ApiKey.JOIN_GROUP, 5, refused)
     v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("other", 0))
     assert v.respond_now.error_code == GROUP_DENIED
     encodes(ApiKey.FIND_COORDINATOR, 2, v.respond_now)
@@ -779,19 +788,20 @@ def test_cluster_apis_are_refused_whole_without_the_cluster_operation() -> None:
 
 
 def test_group_members_need_read_on_the_group() -> None:
-    sync = {"group_id": "other", "generation_id": 1, "member_id": "m", "assignments": []}
+    sync = SyncGroupRequest(group_id="other", generation_id=1, member_id="m", assignments=[])
     v = authz().check(READER, ApiKey.SYNC_GROUP, 3, sync)
-    assert v.respond_now["error_code"] == GROUP_DENIED and v.denied == {G: 1}
+    assert v.respond_now.error_code == GROUP_DENIED and v.denied == {G: 1}
     encodes(ApiKey.SYNC_GROUP, 3, v.respond_now)
-    leave = {"group_id": "other", "members": [{"member_id": "m", "group_instance_id": None}]}
-    v = authz().check(READER, ApiKey.LEAVE_GROUP, 3, leave)
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    encodes(ApiKey.LEAVE_GROUP, 3, v.respond_now)
-    assert authz().check(READER, ApiKey.SYNC_GROUP, 3, {**sync, "group_id": "app"}).finish is None
-    assert (
-        authz().check(READER, ApiKey.LEAVE_GROUP, 3, {**leave, "group_id": "app"}).respond_now
-        is None
+    leave = LeaveGroupRequest(
+        group_id="other", members=[LeaveGroupRequestMember(member_id="m", group_instance_id=None)]
     )
+    v = authz().check(READER, ApiKey.LEAVE_GROUP, 3, leave)
+    assert v.respond_now.error_code == GROUP_DENIED and v.respond_now.members == []
+    encodes(ApiKey.LEAVE_GROUP, 3, v.respond_now)
+    allowed_sync = dataclasses.replace(sync, group_id="app")
+    assert authz().check(READER, ApiKey.SYNC_GROUP, 3, allowed_sync).finish is None
+    allowed_leave = dataclasses.replace(leave, group_id="app")
+    assert authz().check(READER, ApiKey.LEAVE_GROUP, 3, allowed_leave).respond_now is None
 
 
 def test_consumer_group_apis_need_read_or_describe_on_the_group() -> None:
