@@ -5,6 +5,7 @@ kafka-python has no schema for them, so there is no oracle to compare with."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -12,6 +13,10 @@ import pytest
 from common.protocol import codec
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader
+from common.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartition,
+)
 
 TOPIC_ID = bytes([1]) * 16
 # Request header v2 with client id "c": api key, version, correlation id, client id, tags.
@@ -24,18 +29,20 @@ def _i32(v: int) -> bytes:
 
 @pytest.mark.parametrize("version", [0, 1])
 def test_heartbeat_request_bytes(version: int) -> None:
-    body = {
-        "group_id": "g",
-        "member_id": "m",
-        "member_epoch": 3,
-        "instance_id": None,
-        "rack_id": None,
-        "rebalance_timeout_ms": 30_000,
-        "subscribed_topic_names": ["t"],
-        "subscribed_topic_regex": None,
-        "server_assignor": "uniform",
-        "topic_partitions": [{"topic_id": TOPIC_ID, "partitions": [0, 2]}],
-    }
+    body = ConsumerGroupHeartbeatRequest(
+        group_id="g",
+        member_id="m",
+        member_epoch=3,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=["t"],
+        subscribed_topic_regex=None,
+        server_assignor="uniform",
+        topic_partitions=[
+            ConsumerGroupHeartbeatRequestTopicPartition(topic_id=TOPIC_ID, partitions=[0, 2])
+        ],
+    )
     expected = (
         b"\x02g" + b"\x02m" + _i32(3) + b"\x00" + b"\x00" + _i32(30_000)
         + b"\x02" + b"\x02t"
@@ -47,8 +54,8 @@ def test_heartbeat_request_bytes(version: int) -> None:
     frame = codec.encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, 9, "c", body)
     assert bytes(frame[4 + HEADER_BYTES :]) == expected
     header, decoded = codec.decode_request(bytes(frame[4:]))
-    assert header.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and decoded["member_epoch"] == 3
-    assert decoded["topic_partitions"][0]["partitions"] == [0, 2]
+    assert header.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and decoded.member_epoch == 3
+    assert decoded.topic_partitions[0].partitions == [0, 2]
 
 
 def test_heartbeat_response_bytes_decode() -> None:
@@ -60,15 +67,15 @@ def test_heartbeat_response_bytes_decode() -> None:
     )  # fmt: skip
     correlation_id, body = codec.decode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, raw)
     assert correlation_id == 77
-    assert body["member_id"] == "m" and body["member_epoch"] == 5
-    assert body["heartbeat_interval_ms"] == 5_000 and body["error_message"] is None
-    (tp,) = body["assignment"]["topic_partitions"]
-    assert bytes(tp["topic_id"]) == TOPIC_ID and tp["partitions"] == [1]
-    frame = codec.encode_response(RequestHeader(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 77, None), body)
+    assert body.member_id == "m" and body.member_epoch == 5
+    assert body.heartbeat_interval_ms == 5_000 and body.error_message is None
+    (tp,) = body.assignment.topic_partitions
+    assert bytes(tp.topic_id) == TOPIC_ID and tp.partitions == [1]
+    header = RequestHeader(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 77, None)
+    frame = codec.encode_response(header, body)
     assert frame.to_bytes()[4:] == raw
     # No assignment: the nullable struct is a single -1.
-    body["assignment"] = None
-    frame = codec.encode_response(RequestHeader(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 77, None), body)
+    frame = codec.encode_response(header, dataclasses.replace(body, assignment=None))
     assert frame.to_bytes()[-2:] == b"\xff\x00"
 
 

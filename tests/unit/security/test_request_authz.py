@@ -11,6 +11,10 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from common.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -805,11 +809,14 @@ def test_group_members_need_read_on_the_group() -> None:
 
 
 def test_consumer_group_apis_need_read_or_describe_on_the_group() -> None:
-    heartbeat = {"group_id": "other", "member_id": "m", "member_epoch": 0}
+    heartbeat = ConsumerGroupHeartbeatRequest(group_id="other", member_id="m", member_epoch=0)
     v = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat)
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    encodes(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {"throttle_time_ms": 0, **v.respond_now})
-    ok = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {**heartbeat, "group_id": "app"})
+    assert v.respond_now == ConsumerGroupHeartbeatResponse(
+        error_code=GROUP_DENIED, member_id=None, member_epoch=-1, assignment=None
+    )
+    encodes(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, v.respond_now)
+    allowed = dataclasses.replace(heartbeat, group_id="app")
+    ok = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, allowed)
     assert ok.respond_now is None
     body = {"group_ids": ["app", "other"], "include_authorized_operations": False}
     v = authz().check(READER, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, body)
