@@ -95,6 +95,7 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
         ApiKey.API_VERSIONS,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.DELETE_GROUPS,
         ApiKey.DESCRIBE_GROUPS,

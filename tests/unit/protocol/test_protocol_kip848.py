@@ -13,6 +13,14 @@ import pytest
 from common.protocol import codec
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader
+from common.protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseAssignment,
+    ConsumerGroupDescribeResponseGroup,
+    ConsumerGroupDescribeResponseMember,
+    ConsumerGroupDescribeResponseTargetAssignment,
+    ConsumerGroupDescribeResponseTopicPartition,
+)
 from common.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartition,
@@ -81,41 +89,44 @@ def test_heartbeat_response_bytes_decode() -> None:
 
 def test_describe_response_nested_assignments_round_trip() -> None:
     """Two assignment structs inside each member of an array: the decoder keeps them apart."""
-    tp = {"topic_partitions": [{"topic_id": TOPIC_ID, "topic_name": "t", "partitions": [1, 4]}]}
-    member = {
-        "member_id": "m",
-        "instance_id": None,
-        "rack_id": "r",
-        "member_epoch": 2,
-        "client_id": "c",
-        "client_host": "/127.0.0.1",
-        "subscribed_topic_names": ["t"],
-        "subscribed_topic_regex": None,
-        "assignment": tp,
-        "target_assignment": {"topic_partitions": []},
-    }
-    body = {
-        "throttle_time_ms": 0,
-        "groups": [
-            {
-                "error_code": 0,
-                "error_message": None,
-                "group_id": "g",
-                "group_state": "Stable",
-                "group_epoch": 3,
-                "assignment_epoch": 3,
-                "assignor_name": "uniform",
-                "members": [member, {**member, "member_id": "n", "assignment": tp}],
-                "authorized_operations": -2147483648,
-            }
+    tp = ConsumerGroupDescribeResponseAssignment(
+        topic_partitions=[
+            ConsumerGroupDescribeResponseTopicPartition(
+                topic_id=TOPIC_ID, topic_name="t", partitions=[1, 4]
+            )
+        ]
+    )
+    member = ConsumerGroupDescribeResponseMember(
+        member_id="m",
+        instance_id=None,
+        rack_id="r",
+        member_epoch=2,
+        client_id="c",
+        client_host="/127.0.0.1",
+        subscribed_topic_names=["t"],
+        subscribed_topic_regex=None,
+        assignment=tp,
+        target_assignment=ConsumerGroupDescribeResponseTargetAssignment(topic_partitions=[]),
+    )
+    body = ConsumerGroupDescribeResponse(
+        throttle_time_ms=0,
+        groups=[
+            ConsumerGroupDescribeResponseGroup(
+                error_code=0,
+                error_message=None,
+                group_id="g",
+                group_state="Stable",
+                group_epoch=3,
+                assignment_epoch=3,
+                assignor_name="uniform",
+                members=[member, dataclasses.replace(member, member_id="n", assignment=tp)],
+                authorized_operations=-2147483648,
+            )
         ],
-    }
+    )
     frame = codec.encode_response(RequestHeader(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, None), body)
     _, decoded = codec.decode_response(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, frame.to_bytes()[4:])
-    got = decoded["groups"][0]["members"]
-    assert got[0]["assignment"]["topic_partitions"][0]["partitions"] == [1, 4]
-    assert got[0]["target_assignment"] == {"topic_partitions": []}
-    assert (
-        got[1]["member_id"] == "n"
-        and got[1]["assignment"]["topic_partitions"][0]["topic_name"] == "t"
-    )
+    got = decoded.groups[0].members
+    assert got[0].assignment.topic_partitions[0].partitions == [1, 4]
+    assert got[0].target_assignment == ConsumerGroupDescribeResponseTargetAssignment()
+    assert got[1].member_id == "n" and got[1].assignment.topic_partitions[0].topic_name == "t"

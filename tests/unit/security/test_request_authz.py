@@ -11,6 +11,10 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
 from common.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -818,9 +822,12 @@ def test_consumer_group_apis_need_read_or_describe_on_the_group() -> None:
     allowed = dataclasses.replace(heartbeat, group_id="app")
     ok = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, allowed)
     assert ok.respond_now is None
-    body = {"group_ids": ["app", "other"], "include_authorized_operations": False}
+    body = ConsumerGroupDescribeRequest(
+        group_ids=["app", "other"], include_authorized_operations=False
+    )
     v = authz().check(READER, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, body)
-    assert v.body["group_ids"] == ["app"] and v.denied == {G: 1}
-    out = v.finish({"throttle_time_ms": 0, "groups": []})
-    assert [(g["group_id"], g["error_code"]) for g in out["groups"]] == [("other", GROUP_DENIED)]
+    assert v.body.group_ids == ["app"] and v.denied == {G: 1}
+    assert body.group_ids == ["app", "other"]  # narrowed in a copy
+    out = v.finish(ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[]))
+    assert [(g.group_id, g.error_code) for g in out.groups] == [("other", GROUP_DENIED)]
     encodes(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, out)
