@@ -49,6 +49,19 @@ from common.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from common.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from common.protocol.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+)
+from common.protocol.messages.leave_group import LeaveGroupRequest
+from common.protocol.messages.sync_group import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import GroupMember, PartitionAssignor
 from kraftlog_client.consumer_protocol import (
@@ -108,7 +121,7 @@ class Send:
     request_id: int
     target: int | None  # None = any broker (FindCoordinator), else the coordinator's node
     api_key: ApiKey
-    body: dict[str, Any] | Message
+    body: Message
 
 
 @dataclass(frozen=True)
@@ -282,12 +295,12 @@ class ConsumerCoordinator:
             self._send(
                 self.coordinator_id,
                 ApiKey.HEARTBEAT,
-                {
-                    "group_id": s.group_id,
-                    "generation_id": self.generation_id,
-                    "member_id": self.member_id,
-                    "group_instance_id": s.group_instance_id,
-                },
+                HeartbeatRequest(
+                    group_id=s.group_id,
+                    generation_id=self.generation_id,
+                    member_id=self.member_id,
+                    group_instance_id=s.group_instance_id,
+                ),
             )
 
     def time_to_next_poll_ms(self, now_ms: float) -> float:
@@ -319,7 +332,7 @@ class ConsumerCoordinator:
         self,
         request_id: int,
         api_key: ApiKey,
-        response: dict[str, Any] | None,
+        response: Message | None,
         now_ms: float,
     ) -> list[Output]:
         """Feed the answer to a :class:`Send` (``response`` None = the request failed on the
@@ -335,7 +348,7 @@ class ConsumerCoordinator:
             if api_key == ApiKey.FIND_COORDINATOR:
                 self._backoff(now_ms)
             return self._drain()
-        # Each handler takes the body its API decodes to (a dict, or a typed message).
+        # Each handler takes the response class of its API.
         handlers: dict[ApiKey, Callable[[Any, float], None]] = {
             ApiKey.FIND_COORDINATOR: self._on_find_coordinator,
             ApiKey.JOIN_GROUP: self._on_join,
@@ -360,23 +373,23 @@ class ConsumerCoordinator:
             return
         self._backoff(now_ms)
 
-    def _on_join(self, r: dict[str, Any], now_ms: float) -> None:
+    def _on_join(self, r: JoinGroupResponse, now_ms: float) -> None:
         if self.state != JOINING:
             return
-        code = error_code(r.get("error_code", 0))
+        code = error_code(r.error_code)
         if code == ErrorCode.NO_ERROR:
-            self.member_id = r["member_id"]
-            self.generation_id = r["generation_id"]
-            self.leader_id = r.get("leader", "")
-            self.protocol_name = r.get("protocol_name")
+            self.member_id = r.member_id
+            self.generation_id = r.generation_id
+            self.leader_id = r.leader
+            self.protocol_name = r.protocol_name
             if self.member_id == self.leader_id:
-                self._lead(r.get("members", []))
+                self._lead(r.members)
             else:
                 self._send_sync([])
             return
         if code == ErrorCode.MEMBER_ID_REQUIRED:
             # KIP-394: the broker names us; join again at once with that id.
-            self.member_id = r.get("member_id", UNKNOWN_MEMBER_ID)
+            self.member_id = r.member_id
             self._start_join(now_ms, revoke=False)
             return
         self.state = UNJOINED
@@ -393,18 +406,18 @@ class ConsumerCoordinator:
             self._backoff(now_ms)
         self._rejoin_needed = True
 
-    def _lead(self, members: list[dict[str, Any]]) -> None:
+    def _lead(self, members: list[JoinGroupResponseMember]) -> None:
         decoded = []
         for m in members:
             try:
-                sub = decode_subscription(m["metadata"])
+                sub = decode_subscription(m.metadata)
             except ConsumerProtocolError as e:
                 self._fatal(
                     ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                    f"member {m['member_id']} sent unreadable metadata: {e}",
+                    f"member {m.member_id} sent unreadable metadata: {e}",
                 )
                 return
-            decoded.append(GroupMember(m["member_id"], m.get("group_instance_id"), sub))
+            decoded.append(GroupMember(m.member_id, m.group_instance_id, sub))
         self._join_members = decoded
         self.state = AWAITING_ASSIGNMENT
         topics = frozenset(t for m in decoded for t in m.subscription.topics)
@@ -427,32 +440,35 @@ class ConsumerCoordinator:
         group_topics = {t for m in self._join_members for t in m.subscription.topics}
         self._metadata_snapshot = {t: counts.get(t, 0) for t in group_topics}
         self._send_sync(
-            [{"member_id": mid, "assignment": encode_assignment(a)} for mid, a in result.items()]
+            [
+                SyncGroupRequestAssignment(member_id=mid, assignment=encode_assignment(a))
+                for mid, a in result.items()
+            ]
         )
         return self._drain()
 
-    def _send_sync(self, assignments: list[dict[str, Any]]) -> None:
+    def _send_sync(self, assignments: list[SyncGroupRequestAssignment]) -> None:
         self.state = SYNCING
         s = self.settings
         self._send(
             self.coordinator_id,
             ApiKey.SYNC_GROUP,
-            {
-                "group_id": s.group_id,
-                "generation_id": self.generation_id,
-                "member_id": self.member_id,
-                "group_instance_id": s.group_instance_id,
-                "assignments": assignments,
-            },
+            SyncGroupRequest(
+                group_id=s.group_id,
+                generation_id=self.generation_id,
+                member_id=self.member_id,
+                group_instance_id=s.group_instance_id,
+                assignments=assignments,
+            ),
         )
 
-    def _on_sync(self, r: dict[str, Any], now_ms: float) -> None:
+    def _on_sync(self, r: SyncGroupResponse, now_ms: float) -> None:
         if self.state != SYNCING:
             return
-        code = error_code(r.get("error_code", 0))
+        code = error_code(r.error_code)
         if code == ErrorCode.NO_ERROR:
             try:
-                assignment = decode_assignment(r.get("assignment") or b"")
+                assignment = decode_assignment(r.assignment)
             except ConsumerProtocolError as e:
                 self._fatal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"unreadable assignment: {e}")
                 return
@@ -478,10 +494,10 @@ class ConsumerCoordinator:
         elif code != ErrorCode.REBALANCE_IN_PROGRESS:
             self._backoff(now_ms)
 
-    def _on_heartbeat(self, r: dict[str, Any], now_ms: float) -> None:
+    def _on_heartbeat(self, r: HeartbeatResponse, now_ms: float) -> None:
         if self.state != STABLE:
             return
-        code = error_code(r.get("error_code", 0))
+        code = error_code(r.error_code)
         if code == ErrorCode.NO_ERROR:
             self._last_heartbeat_ok_ms = now_ms
         elif code == ErrorCode.REBALANCE_IN_PROGRESS:
@@ -534,7 +550,7 @@ class ConsumerCoordinator:
             self._send(
                 self.coordinator_id,
                 ApiKey.LEAVE_GROUP,
-                {"group_id": s.group_id, "member_id": self.member_id},
+                LeaveGroupRequest(group_id=s.group_id, member_id=self.member_id),
             )
 
     # -- commit requests -----------------------------------------------------------------
@@ -572,15 +588,17 @@ class ConsumerCoordinator:
         self._send(
             self.coordinator_id,
             ApiKey.JOIN_GROUP,
-            {
-                "group_id": s.group_id,
-                "session_timeout_ms": s.session_timeout_ms,
-                "rebalance_timeout_ms": s.max_poll_interval_ms,
-                "member_id": self.member_id,
-                "group_instance_id": s.group_instance_id,
-                "protocol_type": PROTOCOL_TYPE,
-                "protocols": [{"name": a.name, "metadata": metadata} for a in s.assignors],
-            },
+            JoinGroupRequest(
+                group_id=s.group_id,
+                session_timeout_ms=s.session_timeout_ms,
+                rebalance_timeout_ms=s.max_poll_interval_ms,
+                member_id=self.member_id,
+                group_instance_id=s.group_instance_id,
+                protocol_type=PROTOCOL_TYPE,
+                protocols=[
+                    JoinGroupRequestProtocol(name=a.name, metadata=metadata) for a in s.assignors
+                ],
+            ),
         )
 
     def revocation_done(self, now_ms: float) -> list[Output]:
@@ -600,7 +618,7 @@ class ConsumerCoordinator:
         for topic in self.subscription:
             self._metadata_snapshot.setdefault(topic, partition_counts.get(topic, 0))
 
-    def _send(self, target: int | None, api_key: ApiKey, body: dict[str, Any] | Message) -> None:
+    def _send(self, target: int | None, api_key: ApiKey, body: Message) -> None:
         self._next_request_id += 1
         self._in_flight[api_key] = self._next_request_id
         self._outputs.append(Send(self._next_request_id, target, api_key, body))

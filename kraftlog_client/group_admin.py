@@ -19,6 +19,12 @@ from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseAssignment,
+    ConsumerGroupDescribeResponseTargetAssignment,
+)
 from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from common.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -124,75 +130,66 @@ def describe_group(
     return _describe_classic_group(client, group_id, deadline, backoff_ms)
 
 
-def _describe_one(
-    client: NetworkClient,
-    group_id: str,
-    api_key: ApiKey,
-    body: dict[str, Any],
-    deadline: float,
-    backoff_ms: int,
-) -> tuple[int, dict[str, Any], int]:
-    """(coordinator, the group's entry, its error code) of a one-group describe request."""
-    node, response = with_coordinator(
-        client,
-        group_id,
-        api_key,
-        {**body, "include_authorized_operations": False},
-        deadline,
-        backoff_ms,
-        lambda r: error_code(r["groups"][0]["error_code"]) if r.get("groups") else 0,
-    )
-    groups = response.get("groups", [])
-    if not groups:
-        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{api_key.name}({group_id}): no answer")
-    return node, groups[0], error_code(groups[0].get("error_code", 0))
-
-
 def _describe_consumer_group(
     client: NetworkClient, group_id: str, deadline: float, backoff_ms: int
 ) -> GroupDescription | None:
-    node, g, code = _describe_one(
+    def first_error(response: ConsumerGroupDescribeResponse) -> int:
+        return error_code(response.groups[0].error_code) if response.groups else 0
+
+    node, response = with_coordinator(
         client,
         group_id,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
-        {"group_ids": [group_id]},
+        ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False),
         deadline,
         backoff_ms,
+        first_error,
     )
+    if not isinstance(response, ConsumerGroupDescribeResponse):
+        raise TypeError(f"ConsumerGroupDescribe decoded as {type(response).__name__}")
+    if not response.groups:
+        raise KafkaError(
+            ErrorCode.UNKNOWN_SERVER_ERROR, f"CONSUMER_GROUP_DESCRIBE({group_id}): no answer"
+        )
+    g = response.groups[0]
+    code = error_code(g.error_code)
     if code == ErrorCode.GROUP_ID_NOT_FOUND:
         return None  # a classic group, or none
     if code != ErrorCode.NO_ERROR:
         raise KafkaError(code, f"ConsumerGroupDescribe({group_id})")
 
-    def partitions(assignment: dict[str, Any] | None) -> tuple[TopicPartition, ...]:
+    def partitions(
+        assignment: ConsumerGroupDescribeResponseAssignment
+        | ConsumerGroupDescribeResponseTargetAssignment,
+    ) -> tuple[TopicPartition, ...]:
         return tuple(
-            TopicPartition(t["topic_name"], p)
-            for t in (assignment or {}).get("topic_partitions") or ()
-            for p in t.get("partitions") or ()
+            TopicPartition(t.topic_name, p)
+            for t in assignment.topic_partitions
+            for p in t.partitions
         )
 
     members = tuple(
         MemberDescription(
-            m["member_id"],
-            m.get("instance_id"),
-            m.get("client_id", ""),
-            m.get("client_host", ""),
-            partitions(m.get("assignment")),
-            m.get("member_epoch", -1),
-            partitions(m.get("target_assignment")),
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.client_host,
+            partitions(m.assignment),
+            m.member_epoch,
+            partitions(m.target_assignment),
         )
-        for m in g.get("members") or ()
+        for m in g.members
     )
     return GroupDescription(
-        g["group_id"],
-        g.get("group_state", ""),
+        g.group_id,
+        g.group_state,
         PROTOCOL_TYPE,
-        g.get("assignor_name", ""),
+        g.assignor_name,
         members,
         node,
         CONSUMER_GROUP_TYPE,
-        g.get("group_epoch", -1),
-        g.get("assignment_epoch", -1),
+        g.group_epoch,
+        g.assignment_epoch,
     )
 
 

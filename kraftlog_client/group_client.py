@@ -29,6 +29,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.message_base import Message
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import assignor_for
 from kraftlog_client.config import ConsumerConfig
@@ -191,7 +192,7 @@ class GroupClient:
         return True
 
     def _send(self, target: int, send: Send) -> None:
-        def callback(response: dict[str, Any] | None, error: Exception | None) -> None:
+        def callback(response: Message | None, error: Exception | None) -> None:
             self._on_response(send, response, error)
 
         timeout_ms = None
@@ -210,9 +211,7 @@ class GroupClient:
                 self._events.append(GroupFatalError(e.code, str(e)))
             self._on_response(send, None, e)
 
-    def _on_response(
-        self, send: Send, response: dict[str, Any] | None, error: Exception | None
-    ) -> None:
+    def _on_response(self, send: Send, response: Message | None, error: Exception | None) -> None:
         if error is not None:
             logger.debug("group request %s failed: %s", send.api_key.name, error)
             response = None

@@ -96,11 +96,17 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
         ApiKey.ALTER_CLIENT_QUOTAS,
         ApiKey.API_VERSIONS,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.DELETE_GROUPS,
         ApiKey.DESCRIBE_CLIENT_QUOTAS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
+        ApiKey.HEARTBEAT,
+        ApiKey.JOIN_GROUP,
+        ApiKey.LEAVE_GROUP,
         ApiKey.LIST_GROUPS,
+        ApiKey.SYNC_GROUP,
     }
 )
 

@@ -10,10 +10,18 @@ metadata image (:func:`subscribable_topics`, cached per image).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Coroutine
 from typing import Any
 
+from common.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartition,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponseAssignment,
+    ConsumerGroupHeartbeatResponseTopicPartition,
+)
 from common.security.acl import AclOperation, ResourceType
-from data_plane.broker.apis import Body, KafkaApis, Request, Response
+from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.coordinator.consumer_assignors import AssignorTopic
 from data_plane.coordinator.messages import ConsumerHeartbeatRequest
 from data_plane.security.request_authz import GROUP_DENIED, RequestAuthorizer, Session, Verdict
@@ -37,73 +45,82 @@ def subscribable_topics(image: MetadataImage) -> dict[str, AssignorTopic]:
     return topics
 
 
-def _owned(entries: list[dict[str, Any]] | None) -> dict[uuid.UUID, frozenset[int]] | None:
+def _owned(
+    entries: list[ConsumerGroupHeartbeatRequestTopicPartition] | None,
+) -> dict[uuid.UUID, frozenset[int]] | None:
     if entries is None:
         return None
     owned: dict[uuid.UUID, frozenset[int]] = {}
     for e in entries:
-        tid = uuid.UUID(bytes=bytes(e["topic_id"]))
-        owned[tid] = owned.get(tid, frozenset()) | frozenset(e.get("partitions") or ())
+        tid = uuid.UUID(bytes=bytes(e.topic_id))
+        owned[tid] = owned.get(tid, frozenset()) | frozenset(e.partitions)
     return owned
 
 
-def handle(apis: KafkaApis, request: Request) -> Response:
-    b = request.body
-    names = b.get("subscribed_topic_names")
+def handle(
+    apis: KafkaApis, request: Request
+) -> Coroutine[Any, Any, ConsumerGroupHeartbeatResponse]:
+    body = request.body
+    if not isinstance(body, ConsumerGroupHeartbeatRequest):
+        raise TypeError(f"ConsumerGroupHeartbeat handler given {type(body).__name__}")
+    names = body.subscribed_topic_names
     req = ConsumerHeartbeatRequest(
-        group_id=b["group_id"] or "",
-        member_id=b["member_id"] or "",
-        member_epoch=b["member_epoch"],
-        instance_id=b.get("instance_id"),
-        rack_id=b.get("rack_id"),
-        rebalance_timeout_ms=b.get("rebalance_timeout_ms", -1),
+        group_id=body.group_id,
+        member_id=body.member_id,
+        member_epoch=body.member_epoch,
+        instance_id=body.instance_id,
+        rack_id=body.rack_id,
+        rebalance_timeout_ms=body.rebalance_timeout_ms,
         subscribed_topic_names=tuple(names) if names is not None else None,
-        subscribed_topic_regex=b.get("subscribed_topic_regex"),
-        server_assignor=b.get("server_assignor"),
-        owned=_owned(b.get("topic_partitions")),
+        subscribed_topic_regex=body.subscribed_topic_regex,
+        server_assignor=body.server_assignor,
+        owned=_owned(body.topic_partitions),
         client_id=request.header.client_id or "",
         client_host=request.client_host,
     )
     return _heartbeat(apis, req)
 
 
-async def _heartbeat(apis: KafkaApis, req: ConsumerHeartbeatRequest) -> Body:
+async def _heartbeat(
+    apis: KafkaApis, req: ConsumerHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse:
     # Answered once what the heartbeat changed in the group is written (acks=all).
     result = await apis.group_coordinator.consumer_group_heartbeat(
         req, subscribable_topics(apis.image)
     )
     assignment = None
     if result.assignment is not None:
-        assignment = {
-            "topic_partitions": [
-                {"topic_id": tid.bytes, "partitions": sorted(ps)}
+        assignment = ConsumerGroupHeartbeatResponseAssignment(
+            topic_partitions=[
+                ConsumerGroupHeartbeatResponseTopicPartition(
+                    topic_id=tid.bytes, partitions=sorted(ps)
+                )
                 for tid, ps in sorted(result.assignment.items(), key=lambda kv: kv[0].bytes)
             ]
-        }
-    return {
-        "throttle_time_ms": 0,
-        "error_code": result.error_code,
-        "error_message": result.error_message,
-        "member_id": result.member_id,
-        "member_epoch": result.member_epoch,
-        "heartbeat_interval_ms": result.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
-
-
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
-    """Read on the group (refused: GROUP_AUTHORIZATION_FAILED, the handler not called)."""
-    if authz.group(s, AclOperation.READ, body.get("group_id", "")):
-        return Verdict(body)
-    return Verdict.refused(
-        body,
-        {
-            "error_code": GROUP_DENIED,
-            "error_message": None,
-            "member_id": None,
-            "member_epoch": -1,
-            "heartbeat_interval_ms": 0,
-            "assignment": None,
-        },
-        ResourceType.GROUP,
+        )
+    return ConsumerGroupHeartbeatResponse(
+        throttle_time_ms=0,
+        error_code=result.error_code,
+        error_message=result.error_message,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=assignment,
     )
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
+    """Read on the group (refused: GROUP_AUTHORIZATION_FAILED, the handler not called)."""
+    if not isinstance(body, ConsumerGroupHeartbeatRequest):
+        raise TypeError(f"ConsumerGroupHeartbeat rule given {type(body).__name__}")
+    if authz.group(s, AclOperation.READ, body.group_id):
+        return Verdict(body)
+    refusal = ConsumerGroupHeartbeatResponse(
+        error_code=GROUP_DENIED,
+        error_message=None,
+        member_id=None,
+        member_epoch=-1,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
+    return Verdict.refused(body, refusal, ResourceType.GROUP)

@@ -7,8 +7,12 @@ is logged."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from common.protocol.messages.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveGroupResponseMember,
+)
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers import join_group
 from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
@@ -17,35 +21,34 @@ logger = logging.getLogger(__name__)
 FIRST_BATCH_VERSION = 3
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
-    b = request.body
-    group_id = b["group_id"] or ""
+def handle(apis: KafkaApis, request: Request) -> LeaveGroupResponse:
+    body = request.body
+    if not isinstance(body, LeaveGroupRequest):
+        raise TypeError(f"LeaveGroup handler given {type(body).__name__}")
+    group_id = body.group_id
     if request.header.api_version < FIRST_BATCH_VERSION:
-        error = apis.group_coordinator.leave_group(group_id, b["member_id"] or "")
-        return {"throttle_time_ms": 0, "error_code": error}
-    members = list(b.get("members") or ())
+        error = apis.group_coordinator.leave_group(group_id, body.member_id)
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
+    members = body.members
     for m in members:
-        if m.get("reason"):
-            logger.info("group %s: member %s leaves: %s", group_id, m["member_id"], m["reason"])
+        if m.reason:
+            logger.info("group %s: member %s leaves: %s", group_id, m.member_id, m.reason)
     error, errors = apis.group_coordinator.leave_group_members(
-        group_id, [(m["member_id"] or "", m.get("group_instance_id")) for m in members]
+        group_id, [(m.member_id, m.group_instance_id) for m in members]
     )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error,
-        "members": [
-            {
-                "member_id": m["member_id"],
-                "group_instance_id": m.get("group_instance_id"),
-                "error_code": code,
-            }
+    answered = (
+        [
+            LeaveGroupResponseMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=code
+            )
             for m, code in zip(members, errors, strict=False)
         ]
         if not error
-        else [],
-    }
+        else []
+    )
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=answered)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Read on the group, refused as JoinGroup is (:func:`join_group.authorize`)."""
     return join_group.authorize(authz, s, version, body)

@@ -8,41 +8,43 @@ and a successful answer names the group's.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
-from data_plane.broker.apis import Body, KafkaApis, Request, Response
+from common.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers import join_group
-from data_plane.coordinator.messages import SyncGroupRequest
+from data_plane.coordinator import messages
 from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 
-def handle(apis: KafkaApis, request: Request) -> Response:
-    b = request.body
-    req = SyncGroupRequest(
-        group_id=b["group_id"] or "",
-        generation_id=b["generation_id"],
-        member_id=b["member_id"] or "",
-        group_instance_id=b.get("group_instance_id"),
-        assignments=tuple(
-            (a["member_id"] or "", bytes(a["assignment"] or b"")) for a in b["assignments"] or ()
-        ),
-        protocol_type=b.get("protocol_type"),
-        protocol_name=b.get("protocol_name"),
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, SyncGroupResponse]:
+    body = request.body
+    if not isinstance(body, SyncGroupRequest):
+        raise TypeError(f"SyncGroup handler given {type(body).__name__}")
+    req = messages.SyncGroupRequest(
+        group_id=body.group_id,
+        generation_id=body.generation_id,
+        member_id=body.member_id,
+        group_instance_id=body.group_instance_id,
+        assignments=tuple((a.member_id, bytes(a.assignment)) for a in body.assignments),
+        protocol_type=body.protocol_type,
+        protocol_name=body.protocol_name,
     )
     return _sync(apis, req)
 
 
-async def _sync(apis: KafkaApis, req: SyncGroupRequest) -> Body:
+async def _sync(apis: KafkaApis, req: messages.SyncGroupRequest) -> SyncGroupResponse:
     r = await apis.group_coordinator.sync_group(req)
-    return {
-        "throttle_time_ms": 0,
-        "error_code": r.error_code,
-        "protocol_type": r.protocol_type,
-        "protocol_name": r.protocol_name,
-        "assignment": r.assignment,
-    }
+    return SyncGroupResponse(
+        throttle_time_ms=0,
+        error_code=r.error_code,
+        protocol_type=r.protocol_type,
+        protocol_name=r.protocol_name,
+        assignment=r.assignment,
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Read on the group, refused as JoinGroup is (:func:`join_group.authorize`)."""
     return join_group.authorize(authz, s, version, body)

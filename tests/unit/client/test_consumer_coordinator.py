@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from common.error_codes import ErrorCode
@@ -10,6 +12,10 @@ from common.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from common.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from common.protocol.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
+from common.protocol.messages.leave_group import LeaveGroupRequest
+from common.protocol.messages.sync_group import SyncGroupResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import RangeAssignor, RoundRobinAssignor
 from kraftlog_client.consumer_coordinator import (
@@ -71,15 +77,15 @@ def find_coordinator(c: ConsumerCoordinator, now: float) -> list:
     )
 
 
-def join_response(member: str, leader: str, generation: int = 1, members=None) -> dict:
-    return {
-        "error_code": 0,
-        "generation_id": generation,
-        "protocol_name": "range",
-        "leader": leader,
-        "member_id": member,
-        "members": members or [],
-    }
+def join_response(member: str, leader: str, generation: int = 1, members=None) -> JoinGroupResponse:
+    return JoinGroupResponse(
+        error_code=0,
+        generation_id=generation,
+        protocol_name="range",
+        leader=leader,
+        member_id=member,
+        members=members or [],
+    )
 
 
 def stable_follower(now: float = 0.0, **kw) -> ConsumerCoordinator:
@@ -92,14 +98,11 @@ def stable_follower(now: float = 0.0, **kw) -> ConsumerCoordinator:
         c.on_response(join.request_id, join.api_key, join_response("m1", "m0"), now),
         ApiKey.SYNC_GROUP,
     )
-    assert sync.body["assignments"] == []
+    assert sync.body.assignments == []
     out = c.on_response(
         sync.request_id,
         sync.api_key,
-        {
-            "error_code": 0,
-            "assignment": encode_assignment(Assignment((TP0, TP1))),
-        },
+        SyncGroupResponse(error_code=0, assignment=encode_assignment(Assignment((TP0, TP1)))),
         now,
     )
     assert events(out, PartitionsAssigned) == [PartitionsAssigned(frozenset({TP0, TP1}), 1)]
@@ -114,48 +117,49 @@ def test_member_id_required_then_leader_assigns() -> None:
     c.subscribe(["t", "u"])
     join = only_send(c.poll(0), ApiKey.JOIN_GROUP)
     assert join.target == COORDINATOR
-    assert join.body["member_id"] == "" and join.body["protocol_type"] == "consumer"
-    assert [p["name"] for p in join.body["protocols"]] == ["range", "roundrobin"]
-    assert decode_subscription(join.body["protocols"][0]["metadata"]).topics == ("t", "u")
-    assert join.body["rebalance_timeout_ms"] == 60_000
+    assert join.body.member_id == "" and join.body.protocol_type == "consumer"
+    assert [p.name for p in join.body.protocols] == ["range", "roundrobin"]
+    assert decode_subscription(join.body.protocols[0].metadata).topics == ("t", "u")
+    assert join.body.rebalance_timeout_ms == 60_000
     # KIP-394: the broker names the member and asks it to join again at once.
     out = c.on_response(
         join.request_id,
         join.api_key,
-        {
-            "error_code": ErrorCode.MEMBER_ID_REQUIRED,
-            "member_id": "m0",
-            "generation_id": -1,
-            "protocol_name": "",
-            "leader": "",
-            "members": [],
-        },
+        JoinGroupResponse(
+            error_code=ErrorCode.MEMBER_ID_REQUIRED,
+            member_id="m0",
+            generation_id=-1,
+            protocol_name="",
+            leader="",
+            members=[],
+        ),
         0,
     )
     join2 = only_send(out, ApiKey.JOIN_GROUP)
-    assert join2.body["member_id"] == "m0"
+    assert join2.body.member_id == "m0"
     members = [
-        {
-            "member_id": "m0",
-            "group_instance_id": None,
-            "metadata": encode_subscription(Subscription(("t", "u"))),
-        },
-        {
-            "member_id": "m1",
-            "group_instance_id": None,
-            "metadata": encode_subscription(Subscription(("t",))),
-        },
+        JoinGroupResponseMember(
+            member_id="m0",
+            group_instance_id=None,
+            metadata=encode_subscription(Subscription(("t", "u"))),
+        ),
+        JoinGroupResponseMember(
+            member_id="m1",
+            group_instance_id=None,
+            metadata=encode_subscription(Subscription(("t",))),
+        ),
     ]
     out = c.on_response(join2.request_id, join2.api_key, join_response("m0", "m0", 1, members), 0)
     assert events(out, AssignmentNeeded) == [AssignmentNeeded(frozenset({"t", "u"}))]
     sync = only_send(c.perform_assignment({"t": 2, "u": 1}), ApiKey.SYNC_GROUP)
     shares = {
-        a["member_id"]: decode_assignment(a["assignment"]).partitions
-        for a in sync.body["assignments"]
+        a.member_id: decode_assignment(a.assignment).partitions for a in sync.body.assignments
     }
     assert shares == {"m0": (TP0, TopicPartition("u", 0)), "m1": (TP1,)}
     mine = encode_assignment(Assignment(shares["m0"]))
-    out = c.on_response(sync.request_id, sync.api_key, {"error_code": 0, "assignment": mine}, 5)
+    out = c.on_response(
+        sync.request_id, sync.api_key, SyncGroupResponse(error_code=0, assignment=mine), 5
+    )
     assert events(out, PartitionsAssigned)[0].partitions == {TP0, TopicPartition("u", 0)}
     assert (c.generation_id, c.member_id, c.state) == (1, "m0", "STABLE")
 
@@ -164,14 +168,11 @@ def test_heartbeats_every_interval_one_at_a_time() -> None:
     c = stable_follower(0)
     assert sends(c.poll(2_999)) == []
     hb = only_send(c.poll(3_000), ApiKey.HEARTBEAT)
-    assert hb.body == {
-        "group_id": "g",
-        "generation_id": 1,
-        "member_id": "m1",
-        "group_instance_id": None,
-    }
+    assert hb.body == HeartbeatRequest(
+        group_id="g", generation_id=1, member_id="m1", group_instance_id=None
+    )
     assert sends(c.poll(7_000)) == []  # the first is still unanswered
-    c.on_response(hb.request_id, hb.api_key, {"error_code": 0}, 7_100)
+    c.on_response(hb.request_id, hb.api_key, HeartbeatResponse(error_code=0), 7_100)
     assert only_send(c.poll(7_100), ApiKey.HEARTBEAT)  # 3 s after the last send passed
     # In flight: nothing is due before the session bound (10 s after the last answer).
     assert c.time_to_next_poll_ms(7_100) == pytest.approx(10_000)
@@ -194,7 +195,8 @@ def test_time_to_next_poll_does_not_spin_while_waiting_for_answers() -> None:
 def test_rebalance_in_progress_revokes_before_joining() -> None:
     c = stable_follower(0)
     hb = only_send(c.poll(3_000), ApiKey.HEARTBEAT)
-    c.on_response(hb.request_id, hb.api_key, {"error_code": ErrorCode.REBALANCE_IN_PROGRESS}, 3_001)
+    rebalancing = HeartbeatResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
+    c.on_response(hb.request_id, hb.api_key, rebalancing, 3_001)
     # The heartbeat thread does not rejoin: revocation must run on the application thread.
     assert sends(c.poll(3_002, may_rejoin=False), ApiKey.JOIN_GROUP) == []
     out = c.poll(3_003)
@@ -204,7 +206,7 @@ def test_rebalance_in_progress_revokes_before_joining() -> None:
     body = c.commit_body({TP0: 5})
     assert (body["generation_id_or_member_epoch"], body["member_id"]) == (1, "m1")
     join = only_send(c.revocation_done(3_004), ApiKey.JOIN_GROUP)
-    assert join.body["member_id"] == "m1"
+    assert join.body.member_id == "m1"
     assert c.assignment == frozenset()
     with pytest.raises(CoordinatorStateError):
         c.revocation_done(3_005)
@@ -214,11 +216,11 @@ def test_rebalance_in_progress_revokes_before_joining() -> None:
 def test_fenced_member_loses_partitions_and_rejoins(code: ErrorCode) -> None:
     c = stable_follower(0)
     hb = only_send(c.poll(3_000), ApiKey.HEARTBEAT)
-    out = c.on_response(hb.request_id, hb.api_key, {"error_code": code}, 3_001)
+    out = c.on_response(hb.request_id, hb.api_key, HeartbeatResponse(error_code=code), 3_001)
     assert events(out, PartitionsLost) == [PartitionsLost(frozenset({TP0, TP1}))]
     join = only_send(c.poll(3_002), ApiKey.JOIN_GROUP)
     expected = "" if code == ErrorCode.UNKNOWN_MEMBER_ID else "m1"
-    assert join.body["member_id"] == expected
+    assert join.body.member_id == expected
     assert c.generation_id == -1
     assert c.commit_body({TP0: 1})["generation_id_or_member_epoch"] == -1
 
@@ -244,7 +246,7 @@ def test_connection_failure_and_not_coordinator() -> None:
     c.on_response(
         join.request_id,
         join.api_key,
-        {**join_response("", ""), "error_code": ErrorCode.NOT_COORDINATOR},
+        dataclasses.replace(join_response("", ""), error_code=ErrorCode.NOT_COORDINATOR),
         3,
     )
     assert only_send(c.poll(3), ApiKey.FIND_COORDINATOR)
@@ -270,15 +272,15 @@ def test_max_poll_interval_leaves_until_the_next_poll() -> None:
     for t in range(3_000, 61_000, 3_000):  # heartbeats keep the session alive
         hb = sends(c.poll(t, may_rejoin=False), ApiKey.HEARTBEAT)
         for h in hb:
-            c.on_response(h.request_id, h.api_key, {"error_code": 0}, t)
+            c.on_response(h.request_id, h.api_key, HeartbeatResponse(error_code=0), t)
     out = c.poll(61_001, may_rejoin=False)
     leave = only_send(out, ApiKey.LEAVE_GROUP)
-    assert leave.body == {"group_id": "g", "member_id": "m1"}
+    assert leave.body == LeaveGroupRequest(group_id="g", member_id="m1")
     assert events(out, PartitionsLost) == [PartitionsLost(frozenset({TP0, TP1}))]
     assert sends(c.poll(65_000)) == []  # no rejoin while the application is stuck
     c.user_polled(70_000)
     join = only_send(c.poll(70_000), ApiKey.JOIN_GROUP)
-    assert join.body["member_id"] == ""
+    assert join.body.member_id == ""
 
 
 def test_stale_answers_are_ignored() -> None:
@@ -301,7 +303,9 @@ def test_fatal_join_error_is_reported() -> None:
     out = c.on_response(
         join.request_id,
         join.api_key,
-        {**join_response("", ""), "error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL},
+        dataclasses.replace(
+            join_response("", ""), error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        ),
         1,
     )
     [fatal] = events(out, GroupFatalError)
@@ -317,16 +321,16 @@ def test_leader_with_unknown_protocol_is_fatal_and_wrong_calls_raise() -> None:
     find_coordinator(c, 0)
     join = only_send(c.poll(0), ApiKey.JOIN_GROUP)
     members = [
-        {
-            "member_id": "m0",
-            "group_instance_id": None,
-            "metadata": encode_subscription(Subscription(("t",))),
-        }
+        JoinGroupResponseMember(
+            member_id="m0",
+            group_instance_id=None,
+            metadata=encode_subscription(Subscription(("t",))),
+        )
     ]
     c.on_response(
         join.request_id,
         join.api_key,
-        {**join_response("m0", "m0", 1, members), "protocol_name": "sticky"},
+        dataclasses.replace(join_response("m0", "m0", 1, members), protocol_name="sticky"),
         1,
     )
     assert events(c.perform_assignment({"t": 1}), GroupFatalError)
@@ -338,7 +342,8 @@ def test_static_member_does_not_send_leave_group() -> None:
     assert events(out, PartitionsRevoked) == [PartitionsRevoked(frozenset({TP0, TP1}))]
     assert sends(out) == []
     d = stable_follower(0)
-    assert only_send(d.leave(), ApiKey.LEAVE_GROUP).body == {"group_id": "g", "member_id": "m1"}
+    leave = only_send(d.leave(), ApiKey.LEAVE_GROUP)
+    assert leave.body == LeaveGroupRequest(group_id="g", member_id="m1")
     assert d.member_id == "" and not d.subscribed
 
 
@@ -346,7 +351,7 @@ def test_static_member_join_carries_instance_id() -> None:
     c = ConsumerCoordinator(settings(group_instance_id="host-1"), 0)
     c.subscribe(["t"])
     find_coordinator(c, 0)
-    assert only_send(c.poll(0), ApiKey.JOIN_GROUP).body["group_instance_id"] == "host-1"
+    assert only_send(c.poll(0), ApiKey.JOIN_GROUP).body.group_instance_id == "host-1"
 
 
 def test_partition_count_change_triggers_rejoin() -> None:
@@ -364,7 +369,7 @@ def test_subscription_change_triggers_rejoin_and_sync_errors_reset() -> None:
     c.subscribe(["t", "u"])
     assert events(c.poll(1), PartitionsRevoked)
     join = only_send(c.revocation_done(2), ApiKey.JOIN_GROUP)
-    assert decode_subscription(join.body["protocols"][0]["metadata"]).topics == ("t", "u")
+    assert decode_subscription(join.body.protocols[0].metadata).topics == ("t", "u")
     sync = only_send(
         c.on_response(join.request_id, join.api_key, join_response("m1", "m0", 2), 3),
         ApiKey.SYNC_GROUP,
@@ -372,11 +377,11 @@ def test_subscription_change_triggers_rejoin_and_sync_errors_reset() -> None:
     c.on_response(
         sync.request_id,
         sync.api_key,
-        {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "assignment": b""},
+        SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, assignment=b""),
         4,
     )
     assert c.state == "UNJOINED"
-    assert only_send(c.poll(5), ApiKey.JOIN_GROUP).body["member_id"] == "m1"
+    assert only_send(c.poll(5), ApiKey.JOIN_GROUP).body.member_id == "m1"
 
 
 def test_commit_errors_drive_the_membership() -> None:

@@ -14,6 +14,14 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from common.protocol.messages.find_coordinator import FindCoordinatorResponse
+from common.protocol.messages.heartbeat import HeartbeatResponse
+from common.protocol.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+)
+from common.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from common.protocol.messages.sync_group import SyncGroupResponse
 from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
 from kraftlog_client.consumer_protocol import decode_assignment, decode_subscription
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
@@ -31,8 +39,8 @@ class Coordinator:
         self.offset_fetches = 0
         self.heartbeats = 0
         self.commits: list[dict[str, Any]] = []
-        self.leaves: list[dict[str, Any]] = []
-        self.joins: list[dict[str, Any]] = []
+        self.leaves: list[LeaveGroupRequest] = []
+        self.joins: list[JoinGroupRequest] = []
         self.assignment = b""
 
     def __call__(self, header: RequestHeader, body: dict[str, Any]) -> bytes | None:
@@ -54,37 +62,37 @@ class Coordinator:
             )
         if key == ApiKey.JOIN_GROUP:
             self.joins.append(body)
-            if not body["member_id"]:
-                return {
-                    "throttle_time_ms": 0,
-                    "error_code": ErrorCode.MEMBER_ID_REQUIRED,
-                    "generation_id": -1,
-                    "protocol_name": "",
-                    "leader": "",
-                    "member_id": "m-1",
-                    "members": [],
-                }
-            return {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "generation_id": 1,
-                "protocol_name": "range",
-                "leader": "m-1",
-                "member_id": "m-1",
-                "members": [
-                    {
-                        "member_id": "m-1",
-                        "group_instance_id": None,
-                        "metadata": body["protocols"][0]["metadata"],
-                    }
+            if not body.member_id:
+                return JoinGroupResponse(
+                    throttle_time_ms=0,
+                    error_code=ErrorCode.MEMBER_ID_REQUIRED,
+                    generation_id=-1,
+                    protocol_name="",
+                    leader="",
+                    member_id="m-1",
+                    members=[],
+                )
+            return JoinGroupResponse(
+                throttle_time_ms=0,
+                error_code=0,
+                generation_id=1,
+                protocol_name="range",
+                leader="m-1",
+                member_id="m-1",
+                members=[
+                    JoinGroupResponseMember(
+                        member_id="m-1",
+                        group_instance_id=None,
+                        metadata=body.protocols[0].metadata,
+                    )
                 ],
-            }
+            )
         if key == ApiKey.SYNC_GROUP:
-            self.assignment = body["assignments"][0]["assignment"]
-            return {"throttle_time_ms": 0, "error_code": 0, "assignment": self.assignment}
+            self.assignment = body.assignments[0].assignment
+            return SyncGroupResponse(throttle_time_ms=0, error_code=0, assignment=self.assignment)
         if key == ApiKey.HEARTBEAT:
             self.heartbeats += 1
-            return {"throttle_time_ms": 0, "error_code": 0}
+            return HeartbeatResponse(throttle_time_ms=0, error_code=0)
         if key == ApiKey.OFFSET_FETCH:
             self.offset_fetches += 1
             if self.offset_fetches <= 2:
@@ -170,7 +178,7 @@ class Coordinator:
             }
         if key == ApiKey.LEAVE_GROUP:
             self.leaves.append(body)
-            return {"throttle_time_ms": 0, "error_code": 0}
+            return LeaveGroupResponse(throttle_time_ms=0, error_code=0)
         return None
 
 
@@ -210,8 +218,8 @@ def test_join_lead_committed_positions_heartbeat_and_leave(
             consumer.poll(50)
         assert listener.calls == [("assigned", {T0, T1})]
         # KIP-394: the second JoinGroup carries the member id the broker gave.
-        assert [j["member_id"] for j in script.joins] == ["", "m-1"]
-        assert decode_subscription(script.joins[1]["protocols"][0]["metadata"]).topics == ("t",)
+        assert [j.member_id for j in script.joins] == ["", "m-1"]
+        assert decode_subscription(script.joins[1].protocols[0].metadata).topics == ("t",)
         assert decode_assignment(script.assignment).partitions == (T0, T1)
         # Committed offset for t-0; nothing committed for t-1 -> auto.offset.reset (earliest).
         assert consumer.position(T0) == 5
@@ -229,4 +237,4 @@ def test_join_lead_committed_positions_heartbeat_and_leave(
         p["partition_index"]: p["committed_offset"] for p in final["topics"][0]["partitions"]
     } == {0: 5, 1: 0}
     assert listener.calls[-1] == ("revoked", {T0, T1})
-    assert script.leaves == [{"group_id": "g", "member_id": "m-1"}]
+    assert script.leaves == [LeaveGroupRequest(group_id="g", member_id="m-1")]

@@ -9,6 +9,7 @@ from typing import Any
 
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, unsupported_version_response
+from common.protocol.messages.join_group import JoinGroupRequest
 from kraftlog_client.config import ConsumerConfig, client_config
 from kraftlog_client.errors import KafkaTimeoutError
 from kraftlog_client.network_client import NetworkClient
@@ -41,15 +42,15 @@ def test_a_longer_timeout_for_one_request(broker_factory: Callable[..., Scripted
             assert time.monotonic() < deadline
             client.poll(0.05)
         results: list[tuple[Any, Any]] = []
-        body = {
-            "group_id": "g",
-            "session_timeout_ms": 6000,
-            "rebalance_timeout_ms": 6000,
-            "member_id": "",
-            "group_instance_id": None,
-            "protocol_type": "consumer",
-            "protocols": [],
-        }
+        body = JoinGroupRequest(
+            group_id="g",
+            session_timeout_ms=6000,
+            rebalance_timeout_ms=6000,
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=[],
+        )
         client.send(
             7, ApiKey.JOIN_GROUP, body, lambda r, e: results.append((r, e)), timeout_ms=3000
         )

@@ -4,6 +4,7 @@ partition that moves away and back is unloaded (NOT_COORDINATOR) and reloaded fr
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,11 @@ from common.protocol.api_keys import ApiKey
 from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponseResult
 from common.protocol.messages.describe_groups import DescribeGroupsRequest
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
+from common.protocol.messages.heartbeat import HeartbeatRequest
+from common.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from common.protocol.messages.leave_group import LeaveGroupRequest
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
+from common.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.coordinator import OFFSETS_TOPIC
@@ -95,17 +100,17 @@ def _fetch_offset(client: WireClient, version: int, group: str) -> tuple[int, in
     return p["error_code"], p["committed_offset"]
 
 
-def _join_body() -> dict:
+def _join_body() -> JoinGroupRequest:
     """A JoinGroup request of a new member of group g (consumer protocol, range)."""
-    return {
-        "group_id": "g",
-        "session_timeout_ms": 6000,
-        "rebalance_timeout_ms": 6000,
-        "member_id": "",
-        "group_instance_id": None,
-        "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": b"meta"}],
-    }
+    return JoinGroupRequest(
+        group_id="g",
+        session_timeout_ms=6000,
+        rebalance_timeout_ms=6000,
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=[JoinGroupRequestProtocol(name="range", metadata=b"meta")],
+    )
 
 
 def _coordinator_ready(client: WireClient, group: str) -> bool:
@@ -134,30 +139,30 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     # JoinGroup v5 without member id: MEMBER_ID_REQUIRED, then the real join.
     join = _join_body()
     first = client.call(ApiKey.JOIN_GROUP, 5, join)
-    assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
-    member = first["member_id"]
-    joined = client.call(ApiKey.JOIN_GROUP, 5, {**join, "member_id": member})
-    assert joined["error_code"] == ErrorCode.NO_ERROR
-    assert (joined["leader"], joined["protocol_name"]) == (member, "range")
-    assert [(m["member_id"], m["metadata"]) for m in joined["members"]] == [(member, b"meta")]
-    gen = joined["generation_id"]
+    assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    member = first.member_id
+    joined = client.call(ApiKey.JOIN_GROUP, 5, dataclasses.replace(join, member_id=member))
+    assert joined.error_code == ErrorCode.NO_ERROR
+    assert (joined.leader, joined.protocol_name) == (member, "range")
+    assert [(m.member_id, m.metadata) for m in joined.members] == [(member, b"meta")]
+    gen = joined.generation_id
     sync = client.call(
         ApiKey.SYNC_GROUP,
         3,
-        {
-            "group_id": "g",
-            "generation_id": gen,
-            "member_id": member,
-            "group_instance_id": None,
-            "assignments": [{"member_id": member, "assignment": b"parts"}],
-        },
+        SyncGroupRequest(
+            group_id="g",
+            generation_id=gen,
+            member_id=member,
+            group_instance_id=None,
+            assignments=[SyncGroupRequestAssignment(member_id=member, assignment=b"parts")],
+        ),
     )
-    assert (sync["error_code"], sync["assignment"]) == (ErrorCode.NO_ERROR, b"parts")
-    hb = {"group_id": "g", "generation_id": gen, "member_id": member, "group_instance_id": None}
+    assert (sync.error_code, sync.assignment) == (ErrorCode.NO_ERROR, b"parts")
+    hb = HeartbeatRequest(group_id="g", generation_id=gen, member_id=member, group_instance_id=None)
     for version in range(4):
-        assert client.call(ApiKey.HEARTBEAT, version, hb)["error_code"] == ErrorCode.NO_ERROR
-    bad = client.call(ApiKey.HEARTBEAT, 3, {**hb, "generation_id": gen + 5})
-    assert bad["error_code"] == ErrorCode.ILLEGAL_GENERATION
+        assert client.call(ApiKey.HEARTBEAT, version, hb).error_code == ErrorCode.NO_ERROR
+    bad = client.call(ApiKey.HEARTBEAT, 3, dataclasses.replace(hb, generation_id=gen + 5))
+    assert bad.error_code == ErrorCode.ILLEGAL_GENERATION
 
     # OffsetCommit in every version (v0 is a simple commit: refused while the group has members).
     for version in range(8):
@@ -225,8 +230,8 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     by_type = ListGroupsRequest(types_filter=["consumer"])
     assert client.call(ApiKey.LIST_GROUPS, 5, by_type).groups == []
 
-    left = client.call(ApiKey.LEAVE_GROUP, 2, {"group_id": "g", "member_id": member})
-    assert left["error_code"] == ErrorCode.NO_ERROR
+    left = client.call(ApiKey.LEAVE_GROUP, 2, LeaveGroupRequest(group_id="g", member_id=member))
+    assert left.error_code == ErrorCode.NO_ERROR
     _until(
         lambda: (
             client.call(ApiKey.DESCRIBE_GROUPS, 0, DescribeGroupsRequest(groups=["g"]))
@@ -356,23 +361,23 @@ def test_recent_group_api_versions(broker: BrokerHarness, client: WireClient) ->
     )
     assert share.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 
-    join = {**_join_body(), "reason": "test"}
-    member = client.call(ApiKey.JOIN_GROUP, 9, join)["member_id"]
-    joined = client.call(ApiKey.JOIN_GROUP, 9, {**join, "member_id": member})
-    assert joined["error_code"] == 0
-    assert (joined["protocol_type"], joined["protocol_name"]) == ("consumer", "range")
-    assert joined["skip_assignment"] is False
-    sync = {
-        "group_id": "g",
-        "generation_id": joined["generation_id"],
-        "member_id": member,
-        "group_instance_id": None,
-        "protocol_type": "consumer",
-        "protocol_name": "roundrobin",
-        "assignments": [{"member_id": member, "assignment": b"parts"}],
-    }
+    join = dataclasses.replace(_join_body(), reason="test")
+    member = client.call(ApiKey.JOIN_GROUP, 9, join).member_id
+    joined = client.call(ApiKey.JOIN_GROUP, 9, dataclasses.replace(join, member_id=member))
+    assert joined.error_code == 0
+    assert (joined.protocol_type, joined.protocol_name) == ("consumer", "range")
+    assert joined.skip_assignment is False
+    sync = SyncGroupRequest(
+        group_id="g",
+        generation_id=joined.generation_id,
+        member_id=member,
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="roundrobin",
+        assignments=[SyncGroupRequestAssignment(member_id=member, assignment=b"parts")],
+    )
     wrong = client.call(ApiKey.SYNC_GROUP, 5, sync)
-    assert wrong["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    synced = client.call(ApiKey.SYNC_GROUP, 5, {**sync, "protocol_name": "range"})
-    assert synced["error_code"] == 0 and synced["assignment"] == b"parts"
-    assert (synced["protocol_type"], synced["protocol_name"]) == ("consumer", "range")
+    assert wrong.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    synced = client.call(ApiKey.SYNC_GROUP, 5, dataclasses.replace(sync, protocol_name="range"))
+    assert synced.error_code == 0 and synced.assignment == b"parts"
+    assert (synced.protocol_type, synced.protocol_name) == ("consumer", "range")

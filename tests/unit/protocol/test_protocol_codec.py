@@ -15,6 +15,7 @@ from common.protocol import codec
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import EncodeError, ProtocolError, RequestHeader
 from common.protocol.compiler import ZERO_COPY_MIN_BYTES
+from common.protocol.messages.heartbeat import HeartbeatRequest
 from common.protocol.schemas import MESSAGES
 from tests.unit.protocol.bodies import body_strategy, normalise, typed
 from tests.unit.protocol.conftest import ALL_IDS, ALL_VERSIONS
@@ -161,13 +162,14 @@ def test_bodies_that_do_not_fit_raise_encode_error(body):
 
 
 def test_trailing_bytes_after_the_body_are_ignored():
-    frame = codec.encode_request(12, 3, 4, "c", {"group_id": "g", "generation_id": 2})[4:]
+    request = HeartbeatRequest(group_id="g", generation_id=2)
+    frame = codec.encode_request(ApiKey.HEARTBEAT, 3, 4, "c", request)[4:]
     _, body = codec.decode_request(frame + b"future fields")
-    assert body["group_id"] == "g" and body["generation_id"] == 2
+    assert body.group_id == "g" and body.generation_id == 2
 
 
 def test_invalid_utf8_is_a_protocol_error():
-    frame = codec.encode_request(12, 0, 4, "c", {"group_id": "gg"})[4:]
+    frame = codec.encode_request(ApiKey.HEARTBEAT, 0, 4, "c", HeartbeatRequest(group_id="gg"))[4:]
     start = frame.index(b"gg")
     bad = frame[:start] + b"\xff\xfe" + frame[start + 2 :]
     with pytest.raises(ProtocolError, match="UTF-8"):
@@ -188,7 +190,7 @@ def test_truncated_header_and_body_are_protocol_errors():
 def test_non_byte_input_is_a_protocol_error():
     with pytest.raises(ProtocolError):
         codec.decode_request(12345)  # type: ignore[arg-type]
-    frame = codec.encode_request(12, 0, 4, "c", {"group_id": "g"})[4:]
+    frame = codec.encode_request(ApiKey.HEARTBEAT, 0, 4, "c", HeartbeatRequest(group_id="g"))[4:]
     header, _ = codec.decode_request(memoryview(frame + b"\0\0").cast("H"))
     assert header.api_key == 12
 

@@ -11,6 +11,14 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from common.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from common.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -26,11 +34,15 @@ from common.protocol.messages.find_coordinator import (
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
 )
+from common.protocol.messages.heartbeat import HeartbeatRequest
+from common.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from common.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMember
 from common.protocol.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.sync_group import SyncGroupRequest
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -271,12 +283,17 @@ def test_init_producer_id() -> None:
 
 def test_groups() -> None:
     az = authz()
-    assert az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "app"}).respond_now is None
-    v = az.check(READER, ApiKey.HEARTBEAT, 3, {"group_id": "other"})
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    encodes(
-        ApiKey.JOIN_GROUP, 5, az.check(READER, ApiKey.JOIN_GROUP, 5, {"group_id": "x"}).respond_now
+    joining = JoinGroupRequest(group_id="app", member_id="m-1")
+    assert az.check(READER, ApiKey.JOIN_GROUP, 5, joining).respond_now is None
+    v = az.check(READER, ApiKey.HEARTBEAT, 3, HeartbeatRequest(group_id="other"))
+    assert v.respond_now.error_code == GROUP_DENIED
+    encodes(ApiKey.HEARTBEAT, 3, v.respond_now)
+    joining = dataclasses.replace(joining, group_id="x")
+    refused = az.check(READER, ApiKey.JOIN_GROUP, 5, joining).respond_now
+    assert refused == JoinGroupResponse(
+        error_code=GROUP_DENIED, generation_id=-1, protocol_name="", leader="", member_id="m-1"
     )
+    encodes(ApiKey.JOIN_GROUP, 5, refused)
     v = az.check(READER, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("other", 0))
     assert v.respond_now.error_code == GROUP_DENIED
     encodes(ApiKey.FIND_COORDINATOR, 2, v.respond_now)
@@ -779,31 +796,38 @@ def test_cluster_apis_are_refused_whole_without_the_cluster_operation() -> None:
 
 
 def test_group_members_need_read_on_the_group() -> None:
-    sync = {"group_id": "other", "generation_id": 1, "member_id": "m", "assignments": []}
+    sync = SyncGroupRequest(group_id="other", generation_id=1, member_id="m", assignments=[])
     v = authz().check(READER, ApiKey.SYNC_GROUP, 3, sync)
-    assert v.respond_now["error_code"] == GROUP_DENIED and v.denied == {G: 1}
+    assert v.respond_now.error_code == GROUP_DENIED and v.denied == {G: 1}
     encodes(ApiKey.SYNC_GROUP, 3, v.respond_now)
-    leave = {"group_id": "other", "members": [{"member_id": "m", "group_instance_id": None}]}
-    v = authz().check(READER, ApiKey.LEAVE_GROUP, 3, leave)
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    encodes(ApiKey.LEAVE_GROUP, 3, v.respond_now)
-    assert authz().check(READER, ApiKey.SYNC_GROUP, 3, {**sync, "group_id": "app"}).finish is None
-    assert (
-        authz().check(READER, ApiKey.LEAVE_GROUP, 3, {**leave, "group_id": "app"}).respond_now
-        is None
+    leave = LeaveGroupRequest(
+        group_id="other", members=[LeaveGroupRequestMember(member_id="m", group_instance_id=None)]
     )
+    v = authz().check(READER, ApiKey.LEAVE_GROUP, 3, leave)
+    assert v.respond_now.error_code == GROUP_DENIED and v.respond_now.members == []
+    encodes(ApiKey.LEAVE_GROUP, 3, v.respond_now)
+    allowed_sync = dataclasses.replace(sync, group_id="app")
+    assert authz().check(READER, ApiKey.SYNC_GROUP, 3, allowed_sync).finish is None
+    allowed_leave = dataclasses.replace(leave, group_id="app")
+    assert authz().check(READER, ApiKey.LEAVE_GROUP, 3, allowed_leave).respond_now is None
 
 
 def test_consumer_group_apis_need_read_or_describe_on_the_group() -> None:
-    heartbeat = {"group_id": "other", "member_id": "m", "member_epoch": 0}
+    heartbeat = ConsumerGroupHeartbeatRequest(group_id="other", member_id="m", member_epoch=0)
     v = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat)
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    encodes(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {"throttle_time_ms": 0, **v.respond_now})
-    ok = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {**heartbeat, "group_id": "app"})
+    assert v.respond_now == ConsumerGroupHeartbeatResponse(
+        error_code=GROUP_DENIED, member_id=None, member_epoch=-1, assignment=None
+    )
+    encodes(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, v.respond_now)
+    allowed = dataclasses.replace(heartbeat, group_id="app")
+    ok = authz().check(READER, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, allowed)
     assert ok.respond_now is None
-    body = {"group_ids": ["app", "other"], "include_authorized_operations": False}
+    body = ConsumerGroupDescribeRequest(
+        group_ids=["app", "other"], include_authorized_operations=False
+    )
     v = authz().check(READER, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, body)
-    assert v.body["group_ids"] == ["app"] and v.denied == {G: 1}
-    out = v.finish({"throttle_time_ms": 0, "groups": []})
-    assert [(g["group_id"], g["error_code"]) for g in out["groups"]] == [("other", GROUP_DENIED)]
+    assert v.body.group_ids == ["app"] and v.denied == {G: 1}
+    assert body.group_ids == ["app", "other"]  # narrowed in a copy
+    out = v.finish(ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[]))
+    assert [(g.group_id, g.error_code) for g in out.groups] == [("other", GROUP_DENIED)]
     encodes(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, out)
