@@ -47,7 +47,13 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
+from common.protocol.message_base import Message
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
+from common.protocol.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE, commit_topics
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
@@ -141,8 +147,8 @@ class TxnRequest:
     set) to that group's coordinator."""
 
     api_key: ApiKey
-    body: dict[str, Any]
-    on_response: Callable[[dict[str, Any]], None]
+    body: dict[str, Any] | Message
+    on_response: Callable[[Body], None]
     group: str | None = None
     result: TransactionalResult | None = None
     not_before_s: float = 0.0
@@ -401,7 +407,7 @@ class TransactionManager:
                 self._new_partitions |= self._adding
                 self._adding = set()
 
-    def handle_response(self, req: TxnRequest, response: dict[str, Any]) -> None:
+    def handle_response(self, req: TxnRequest, response: Body) -> None:
         with self._lock:
             self.in_flight = False
             req.on_response(response)
@@ -438,10 +444,10 @@ class TransactionManager:
     # -- response handlers (lock held) ---------------------------------------------------
 
     def _init_request(self, result: TransactionalResult) -> TxnRequest:
-        body = {
-            "transactional_id": self.transactional_id,
-            "transaction_timeout_ms": self.transaction_timeout_ms,
-        }
+        body = InitProducerIdRequest(
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+        )
         return TxnRequest(
             ApiKey.INIT_PRODUCER_ID, body, lambda r: self._on_init(r, result), result=result
         )
@@ -480,14 +486,14 @@ class TransactionManager:
             self.state = TxnState.ABORTABLE_ERROR
             self._last_error = error
 
-    def _on_init(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        code = r.get("error_code", 0)
+    def _on_init(self, r: InitProducerIdResponse, result: TransactionalResult) -> None:
+        code = r.error_code
         if code != 0:
             self._retry_or_fail(code, "InitProducerId")
             return
         self._queue.popleft()
-        self.producer_id = r["producer_id"]
-        self.producer_epoch = r["producer_epoch"]
+        self.producer_id = r.producer_id
+        self.producer_epoch = r.producer_epoch
         self._needs_epoch_bump = False
         self._on_producer_id(self.producer_id, self.producer_epoch)
         self.state = TxnState.READY

@@ -62,8 +62,8 @@ def test_list_describe_and_abort_a_hanging_transaction(
             2,
             {
                 "v3_and_below_transactional_id": txn_id,
-                "v3_and_below_producer_id": ids["producer_id"],
-                "v3_and_below_producer_epoch": ids["producer_epoch"],
+                "v3_and_below_producer_id": ids.producer_id,
+                "v3_and_below_producer_epoch": ids.producer_epoch,
                 "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
             },
         )
@@ -74,13 +74,13 @@ def test_list_describe_and_abort_a_hanging_transaction(
             == 0
         )
         listed = json.loads(kraftlog(cluster, capsys, "list", "--state", "Ongoing", "--json"))
-        assert {"transactional_id": txn_id, "producer_id": ids["producer_id"],
+        assert {"transactional_id": txn_id, "producer_id": ids.producer_id,
                 "state": "Ongoing"}.items() <= next(
             t for t in listed if t["transactional_id"] == txn_id
         ).items()  # fmt: skip
         described = json.loads(kraftlog(cluster, capsys, "describe", txn_id, "--json"))
         assert described["state"] == "Ongoing"
-        assert described["producer_id"] == ids["producer_id"]
+        assert described["producer_id"] == ids.producer_id
         assert described["partitions"] == [f"{topic}-0"]
         assert described["start_time_ms"] > 0
 
@@ -96,8 +96,8 @@ def test_list_describe_and_abort_a_hanging_transaction(
         plain = produce(leader, topic, build_batch([Record(None, b"before", 1)]), None)
         batch = build_batch(
             [Record(None, b"never-visible", 1)],
-            producer_id=hanging["producer_id"],
-            producer_epoch=hanging["producer_epoch"],
+            producer_id=hanging.producer_id,
+            producer_epoch=hanging.producer_epoch,
             base_sequence=0,
             is_transactional=True,
         )
@@ -109,9 +109,9 @@ def test_list_describe_and_abort_a_hanging_transaction(
             kraftlog(cluster, capsys, "describe-producers", "--topic", topic,
                      "--partition", "0", "--json")
         )  # fmt: skip
-        mine = next(p for p in producers if p["producer_id"] == hanging["producer_id"])
+        mine = next(p for p in producers if p["producer_id"] == hanging.producer_id)
         assert mine["current_txn_start_offset"] == first["base_offset"]
-        assert mine["producer_epoch"] == hanging["producer_epoch"]
+        assert mine["producer_epoch"] == hanging.producer_epoch
         text = kraftlog(cluster, capsys, "describe-producers", "--topic", topic, "--partition", "0")
         assert "CURRENT-TXN-START-OFFSET" in text and str(first["base_offset"]) in text
 

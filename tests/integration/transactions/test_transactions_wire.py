@@ -4,12 +4,15 @@ stable offset until its timeout aborts it, and bad input gets Kafka's error code
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from data_plane.storage import Record, build_batch
 from data_plane.storage.record_codec import build_end_txn_marker
 from deploy.local_cluster import LocalCluster
@@ -30,14 +33,14 @@ def find_coordinator(cluster: LocalCluster, txn_id: str) -> WireClient:
     return client_for(cluster, coordinator_of(cluster, txn_id))
 
 
-def init(client: WireClient, txn_id: str, timeout_ms: int) -> dict[str, Any]:
-    def attempt() -> dict[str, Any] | None:
+def init(client: WireClient, txn_id: str, timeout_ms: int) -> InitProducerIdResponse:
+    def attempt() -> InitProducerIdResponse | None:
         r = client.call(
             ApiKey.INIT_PRODUCER_ID,
             1,
-            {"transactional_id": txn_id, "transaction_timeout_ms": timeout_ms},
+            InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=timeout_ms),
         )
-        return r if r["error_code"] == 0 else None
+        return r if r.error_code == 0 else None
 
     return wait_for(attempt, "InitProducerId")
 
@@ -76,7 +79,7 @@ def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalClust
     topic, txn_id, coordinator, leader = setting(cluster, "hang")
     try:
         ids = init(coordinator, txn_id, 3000)
-        pid, epoch = ids["producer_id"], ids["producer_epoch"]
+        pid, epoch = ids.producer_id, ids.producer_epoch
         plain = produce(leader, topic, build_batch([Record(None, b"before", 1)]), None)
         assert plain["error_code"] == 0
         add_partition(coordinator, txn_id, pid, epoch, topic)
@@ -145,7 +148,7 @@ def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> Non
             ErrorCode.NOT_COORDINATOR,
         )
         ids = init(coordinator, txn_id, 60_000)
-        pid, epoch = ids["producer_id"], ids["producer_epoch"]
+        pid, epoch = ids.producer_id, ids.producer_epoch
         # EndTxn with no transaction open.
         assert end_txn(coordinator, txn_id, pid, epoch) == ErrorCode.INVALID_TXN_STATE
         # A marker sent by a client as a Produce: refused, nothing written.

@@ -7,6 +7,7 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.init_producer_id import InitProducerIdResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.errors import KafkaError
 from kraftlog_client.transaction_manager import (
@@ -25,7 +26,7 @@ def ready() -> tuple[TransactionManager, list[tuple[int, int]]]:
     result = tm.init_transactions()
     req = tm.next_request(0.0, batches_outstanding=False)
     assert req is not None and req.api_key == ApiKey.INIT_PRODUCER_ID
-    tm.handle_response(req, {"error_code": 0, "producer_id": 7, "producer_epoch": 2})
+    tm.handle_response(req, InitProducerIdResponse(error_code=0, producer_id=7, producer_epoch=2))
     result.wait(0)
     assert tm.state is TxnState.READY and ids == [(7, 2)]
     return tm, ids
@@ -107,7 +108,7 @@ def test_failed_batch_makes_commit_refused_and_abort_bumps_the_epoch() -> None:
     # Sequences may have gaps: a new epoch before the next transaction.
     init = tm.next_request(0.0, False)
     assert init.api_key == ApiKey.INIT_PRODUCER_ID
-    tm.handle_response(init, {"error_code": 0, "producer_id": 7, "producer_epoch": 3})
+    tm.handle_response(init, InitProducerIdResponse(error_code=0, producer_id=7, producer_epoch=3))
     abort.wait(0)
     assert tm.state is TxnState.READY and ids[-1] == (7, 3)
 

@@ -26,6 +26,7 @@ from common.protocol.messages.find_coordinator import (
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
 )
+from common.protocol.messages.init_producer_id import InitProducerIdRequest
 from common.protocol.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
@@ -259,14 +260,17 @@ def test_create_delete_configs() -> None:
 
 
 def test_init_producer_id() -> None:
-    v = authz().check(READER, ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None})
+    idempotent = InitProducerIdRequest(transactional_id=None)
+    v = authz().check(READER, ApiKey.INIT_PRODUCER_ID, 1, idempotent)
     assert v.respond_now is None  # Write on some topic suffices (KIP-679)
     nobody = Session(KafkaPrincipal("User", "nobody"), "1.1.1.1")
-    v = authz().check(nobody, ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None})
-    assert v.respond_now["error_code"] == CLUSTER_DENIED
+    v = authz().check(nobody, ApiKey.INIT_PRODUCER_ID, 1, idempotent)
+    assert v.respond_now.error_code == CLUSTER_DENIED
+    assert (v.respond_now.producer_id, v.respond_now.producer_epoch) == (-1, -1)
     encodes(ApiKey.INIT_PRODUCER_ID, 1, v.respond_now)
     idem = [*BINDINGS, acl(C, "kafka-cluster", Op.IDEMPOTENT_WRITE, principal="User:nobody")]
-    assert authz(idem).check(nobody, ApiKey.INIT_PRODUCER_ID, 1, {}).respond_now is None
+    request = InitProducerIdRequest()
+    assert authz(idem).check(nobody, ApiKey.INIT_PRODUCER_ID, 1, request).respond_now is None
 
 
 def test_groups() -> None:
