@@ -49,6 +49,11 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnResponse,
+)
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from common.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
@@ -338,14 +343,15 @@ class TransactionManager:
                 by_topic: dict[str, list[int]] = {}
                 for tp in parts:
                     by_topic.setdefault(tp.topic, []).append(tp.partition)
-                body = {
-                    "v3_and_below_transactional_id": self.transactional_id,
-                    "v3_and_below_producer_id": self.producer_id,
-                    "v3_and_below_producer_epoch": self.producer_epoch,
-                    "v3_and_below_topics": [
-                        {"name": t, "partitions": ps} for t, ps in by_topic.items()
+                body = AddPartitionsToTxnRequest(
+                    v3_and_below_transactional_id=self.transactional_id,
+                    v3_and_below_producer_id=self.producer_id,
+                    v3_and_below_producer_epoch=self.producer_epoch,
+                    v3_and_below_topics=[
+                        AddPartitionsToTxnRequestTopic(name=t, partitions=ps)
+                        for t, ps in by_topic.items()
                     ],
-                }
+                )
                 self._queue.appendleft(
                     TxnRequest(ApiKey.ADD_PARTITIONS_TO_TXN, body, self._on_add_partitions)
                 )
@@ -499,11 +505,11 @@ class TransactionManager:
         self.state = TxnState.READY
         result.set()
 
-    def _on_add_partitions(self, r: dict[str, Any]) -> None:
+    def _on_add_partitions(self, r: AddPartitionsToTxnResponse) -> None:
         codes = [
-            p["partition_error_code"]
-            for t in r.get("results_by_topic_v3_and_below") or ()
-            for p in t.get("results_by_partition") or ()
+            p.partition_error_code
+            for t in r.results_by_topic_v3_and_below
+            for p in t.results_by_partition
         ]
         bad = next((c for c in codes if c != 0), 0)
         if bad == 0:

@@ -15,6 +15,10 @@ from collections.abc import Iterator
 import pytest
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+)
 from data_plane.storage import Record, build_batch
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster
@@ -60,19 +64,15 @@ def test_list_describe_and_abort_a_hanging_transaction(
         added = coordinator.call(
             ApiKey.ADD_PARTITIONS_TO_TXN,
             2,
-            {
-                "v3_and_below_transactional_id": txn_id,
-                "v3_and_below_producer_id": ids.producer_id,
-                "v3_and_below_producer_epoch": ids.producer_epoch,
-                "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-            },
+            AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=txn_id,
+                v3_and_below_producer_id=ids.producer_id,
+                v3_and_below_producer_epoch=ids.producer_epoch,
+                v3_and_below_topics=[AddPartitionsToTxnRequestTopic(name=topic, partitions=[0])],
+            ),
         )
-        assert (
-            added["results_by_topic_v3_and_below"][0]["results_by_partition"][0][
-                "partition_error_code"
-            ]
-            == 0
-        )
+        result = added.results_by_topic_v3_and_below[0].results_by_partition[0]
+        assert result.partition_error_code == 0
         listed = json.loads(kraftlog(cluster, capsys, "list", "--state", "Ongoing", "--json"))
         assert {"transactional_id": txn_id, "producer_id": ids.producer_id,
                 "state": "Ongoing"}.items() <= next(

@@ -9,6 +9,10 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+)
 from common.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -118,15 +122,15 @@ def add_partition(client: WireClient, txn_id: str, pid: int, epoch: int, topic: 
     added = client.call(
         ApiKey.ADD_PARTITIONS_TO_TXN,
         2,
-        {
-            "v3_and_below_transactional_id": txn_id,
-            "v3_and_below_producer_id": pid,
-            "v3_and_below_producer_epoch": epoch,
-            "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-        },
+        AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequestTopic(name=topic, partitions=[0])],
+        ),
     )
-    result = added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]
-    assert result["partition_error_code"] == 0, added
+    result = added.results_by_topic_v3_and_below[0].results_by_partition[0]
+    assert result.partition_error_code == 0, added
 
 
 def end_txn(client: WireClient, txn_id: str, pid: int, epoch: int, *, version: int = 2) -> int:

@@ -13,6 +13,11 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseResultsByPartition,
+    AddPartitionsToTxnResponseTopicResult,
+)
 from common.protocol.messages.find_coordinator import FindCoordinatorResponse
 from common.protocol.messages.init_producer_id import InitProducerIdResponse
 from kraftlog_client import KafkaError, KafkaTimeoutError, Producer
@@ -195,15 +200,19 @@ def test_records_queued_after_a_transactions_batch_failed_fail_at_once(
             ApiKey.INIT_PRODUCER_ID: InitProducerIdResponse(
                 throttle_time_ms=0, error_code=0, producer_id=1000, producer_epoch=0
             ),
-            ApiKey.ADD_PARTITIONS_TO_TXN: {
-                "throttle_time_ms": 0,
-                "results_by_topic_v3_and_below": [
-                    {
-                        "name": "t",
-                        "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                    }
+            ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnResponse(
+                throttle_time_ms=0,
+                results_by_topic_v3_and_below=[
+                    AddPartitionsToTxnResponseTopicResult(
+                        name="t",
+                        results_by_partition=[
+                            AddPartitionsToTxnResponseResultsByPartition(
+                                partition_index=0, partition_error_code=0
+                            )
+                        ],
+                    )
                 ],
-            },
+            ),
             ApiKey.END_TXN: {"throttle_time_ms": 0, "error_code": 0},
             ApiKey.PRODUCE: {
                 "responses": [

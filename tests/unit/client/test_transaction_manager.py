@@ -7,6 +7,12 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseResultsByPartition,
+    AddPartitionsToTxnResponseTopicResult,
+)
 from common.protocol.messages.init_producer_id import InitProducerIdResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.errors import KafkaError
@@ -17,6 +23,19 @@ from kraftlog_client.transaction_manager import (
 )
 
 TP = TopicPartition("t", 0)
+
+
+def added_answer(codes: dict[int, int]) -> AddPartitionsToTxnResponse:
+    """The coordinator's AddPartitionsToTxn answer: topic "t", a code per partition."""
+    results = [
+        AddPartitionsToTxnResponseResultsByPartition(partition_index=p, partition_error_code=c)
+        for p, c in codes.items()
+    ]
+    return AddPartitionsToTxnResponse(
+        results_by_topic_v3_and_below=[
+            AddPartitionsToTxnResponseTopicResult(name="t", results_by_partition=results)
+        ]
+    )
 
 
 def ready() -> tuple[TransactionManager, list[tuple[int, int]]]:
@@ -40,17 +59,12 @@ def test_partitions_are_added_before_their_batches_drain_and_end_waits() -> None
     commit = tm.begin_commit()
     req = tm.next_request(0.0, batches_outstanding=True)
     assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
-    assert req.body["v3_and_below_topics"] == [{"name": "t", "partitions": [0]}]
+    assert req.body.v3_and_below_topics == [
+        AddPartitionsToTxnRequestTopic(name="t", partitions=[0])
+    ]
     tm.handle_response(
         req,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
     assert tm.may_drain(TP)
     # EndTxn waits while the transaction's batches are outstanding.
@@ -125,14 +139,7 @@ def _added(tm: TransactionManager) -> None:
     assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
     tm.handle_response(
         req,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
 
 
@@ -195,14 +202,7 @@ def test_a_partition_being_added_is_not_added_again() -> None:
     assert not tm.idle()
     tm.handle_response(
         req,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
     assert tm.idle() and tm.next_request(0.0, batches_outstanding=False) is None
     assert tm.prepare().producer_id == 7
@@ -216,52 +216,26 @@ def test_partitions_sent_while_an_add_is_retried_are_added_after_it() -> None:
     assert first is not None and first.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
     tm.handle_response(
         first,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [
-                        {
-                            "partition_index": 0,
-                            "partition_error_code": ErrorCode.CONCURRENT_TRANSACTIONS,
-                        }
-                    ],
-                }
-            ]
-        },
+        added_answer({0: ErrorCode.CONCURRENT_TRANSACTIONS}),
     )
     other = TopicPartition("t", 1)
     tm.maybe_add_partition(other)  # sent while the first add waits for its retry
     retry = tm.next_request(10.0, batches_outstanding=True)
-    assert retry is first and retry.body["v3_and_below_topics"] == [
-        {"name": "t", "partitions": [0]}
+    assert retry is first and retry.body.v3_and_below_topics == [
+        AddPartitionsToTxnRequestTopic(name="t", partitions=[0])
     ]
     tm.handle_response(
         retry,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
     assert tm.may_drain(TP) and not tm.may_drain(other)
     second = tm.next_request(10.0, batches_outstanding=True)
-    assert second is not None and second.body["v3_and_below_topics"] == [
-        {"name": "t", "partitions": [1]}
+    assert second is not None and second.body.v3_and_below_topics == [
+        AddPartitionsToTxnRequestTopic(name="t", partitions=[1])
     ]
     tm.handle_response(
         second,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 1, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({1: 0}),
     )
     assert tm.may_drain(TP) and tm.may_drain(other) and tm.idle()
 

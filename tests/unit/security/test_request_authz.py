@@ -11,6 +11,11 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnRequestTransaction,
+)
 from common.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -379,20 +384,20 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
     TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     bindings = [*BINDINGS, acl(X, "mine", Op.WRITE)]
     a = authz(bindings)
-    add = {
-        "v3_and_below_transactional_id": "mine",
-        "v3_and_below_producer_id": 1,
-        "v3_and_below_producer_epoch": 0,
-        "v3_and_below_topics": [
-            {"name": "writable", "partitions": [0, 1]},
-            {"name": "secret", "partitions": [0]},
+    add = AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="mine",
+        v3_and_below_producer_id=1,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequestTopic(name="writable", partitions=[0, 1]),
+            AddPartitionsToTxnRequestTopic(name="secret", partitions=[0]),
         ],
-    }
+    )
     v = a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add)
     codes = {
-        (t["name"], p["partition_index"]): p["partition_error_code"]
-        for t in v.respond_now["results_by_topic_v3_and_below"]
-        for p in t["results_by_partition"]
+        (t.name, p.partition_index): p.partition_error_code
+        for t in v.respond_now.results_by_topic_v3_and_below
+        for p in t.results_by_partition
     }
     assert codes == {
         ("writable", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
@@ -400,14 +405,14 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
         ("secret", 0): TOPIC_DENIED,
     }
     encodes(ApiKey.ADD_PARTITIONS_TO_TXN, 2, v.respond_now)
-    add["v3_and_below_topics"] = add["v3_and_below_topics"][:1]
+    add = dataclasses.replace(add, v3_and_below_topics=add.v3_and_below_topics[:1])
     assert a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add).respond_now is None
-    add["v3_and_below_transactional_id"] = "theirs"
+    add = dataclasses.replace(add, v3_and_below_transactional_id="theirs")
     v = a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add)
     assert {
-        p["partition_error_code"]
-        for t in v.respond_now["results_by_topic_v3_and_below"]
-        for p in t["results_by_partition"]
+        p.partition_error_code
+        for t in v.respond_now.results_by_topic_v3_and_below
+        for p in t.results_by_partition
     } == {TXN_DENIED}
     end = {"transactional_id": "theirs", "producer_id": 1, "producer_epoch": 0, "committed": True}
     v = a.check(READER, ApiKey.END_TXN, 2, end)
@@ -512,19 +517,19 @@ def test_transaction_tools_see_only_what_the_principal_may_describe_or_read() ->
 
 
 def test_add_partitions_to_txn_v4_is_for_brokers_only() -> None:
-    body = {
-        "transactions": [
-            {
-                "transactional_id": "mine",
-                "producer_id": 1,
-                "producer_epoch": 0,
-                "verify_only": True,
-                "topics": [{"name": "writable", "partitions": [0]}],
-            }
+    body = AddPartitionsToTxnRequest(
+        transactions=[
+            AddPartitionsToTxnRequestTransaction(
+                transactional_id="mine",
+                producer_id=1,
+                producer_epoch=0,
+                verify_only=True,
+                topics=[AddPartitionsToTxnRequestTopic(name="writable", partitions=[0])],
+            )
         ]
-    }
+    )
     v = authz().check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 4, body)
-    assert v.respond_now is not None and v.respond_now["error_code"] == CLUSTER_DENIED
+    assert v.respond_now is not None and v.respond_now.error_code == CLUSTER_DENIED
     encodes(ApiKey.ADD_PARTITIONS_TO_TXN, 4, v.respond_now)
     broker = authz([*BINDINGS, acl(C, "kafka-cluster", Op.CLUSTER_ACTION)])
     assert broker.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 4, body).respond_now is None
