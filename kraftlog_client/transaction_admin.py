@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
+from common.protocol.messages.end_txn import EndTxnRequest
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code
 from kraftlog_client.coordinator_lookup import (
@@ -293,12 +294,12 @@ def complete_transaction(
     an InitProducerId, or the coordinator's abort of a timed-out transaction, came first),
     INVALID_TXN_STATE (ended the other way), INVALID_PRODUCER_ID_MAPPING (another producer
     id holds the transactional id); KafkaTimeoutError at the deadline."""
-    body = {
-        "transactional_id": prepared.transactional_id,
-        "producer_id": prepared.producer_id,
-        "producer_epoch": prepared.producer_epoch,
-        "committed": committed,
-    }
+    body = EndTxnRequest(
+        transactional_id=prepared.transactional_id,
+        producer_id=prepared.producer_id,
+        producer_epoch=prepared.producer_epoch,
+        committed=committed,
+    )
     while True:
         _node, response = with_coordinator(
             client,
@@ -307,10 +308,10 @@ def complete_transaction(
             body,
             deadline,
             backoff_ms,
-            lambda r: error_code(r.get("error_code", 0)),
+            lambda r: error_code(r.error_code),
             TRANSACTION_KEY_TYPE,
         )
-        code = error_code(response.get("error_code", 0))
+        code = error_code(response.error_code)
         if code == ErrorCode.NO_ERROR:
             return
         if code != ErrorCode.CONCURRENT_TRANSACTIONS:

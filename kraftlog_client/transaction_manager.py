@@ -54,6 +54,7 @@ from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequestTopic,
     AddPartitionsToTxnResponse,
 )
+from common.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from common.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
@@ -295,12 +296,12 @@ class TransactionManager:
 
     def _queue_end(self, *, committed: bool) -> TransactionalResult:
         result = TransactionalResult()
-        body = {
-            "transactional_id": self.transactional_id,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "committed": committed,
-        }
+        body = EndTxnRequest(
+            transactional_id=self.transactional_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            committed=committed,
+        )
         self._queue.append(
             TxnRequest(ApiKey.END_TXN, body, lambda r: self._on_end(r, result), result=result)
         )
@@ -363,7 +364,8 @@ class TransactionManager:
             if req.api_key == ApiKey.END_TXN:
                 if batches_outstanding or self._adding:
                     return None
-                if req.body["committed"] and self.state is TxnState.ABORTABLE_ERROR:
+                committed = isinstance(req.body, EndTxnRequest) and req.body.committed
+                if committed and self.state is TxnState.ABORTABLE_ERROR:
                     # A batch failed while the commit waited for it: no commit.
                     self._queue.popleft()
                     if req.result is not None:
@@ -565,8 +567,8 @@ class TransactionManager:
         self._queue.popleft()
         result.set()
 
-    def _on_end(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        code = r.get("error_code", 0)
+    def _on_end(self, r: EndTxnResponse, result: TransactionalResult) -> None:
+        code = r.error_code
         if code != 0:
             self._retry_or_fail(code, "EndTxn")
             return

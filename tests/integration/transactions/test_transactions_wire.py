@@ -13,6 +13,7 @@ from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnRequestTopic,
 )
+from common.protocol.messages.end_txn import EndTxnRequest
 from common.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -135,13 +136,10 @@ def add_partition(client: WireClient, txn_id: str, pid: int, epoch: int, topic: 
 
 def end_txn(client: WireClient, txn_id: str, pid: int, epoch: int, *, version: int = 2) -> int:
     """EndTxn(commit); its error code."""
-    body = {
-        "transactional_id": txn_id,
-        "producer_id": pid,
-        "producer_epoch": epoch,
-        "committed": True,
-    }
-    return int(client.call(ApiKey.END_TXN, version, body)["error_code"])
+    body = EndTxnRequest(
+        transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=True
+    )
+    return int(client.call(ApiKey.END_TXN, version, body).error_code)
 
 
 def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> None:

@@ -18,6 +18,7 @@ from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnResponseResultsByPartition,
     AddPartitionsToTxnResponseTopicResult,
 )
+from common.protocol.messages.end_txn import EndTxnResponse
 from common.protocol.messages.find_coordinator import FindCoordinatorResponse
 from common.protocol.messages.init_producer_id import InitProducerIdResponse
 from kraftlog_client import KafkaError, KafkaTimeoutError, Producer
@@ -213,7 +214,7 @@ def test_records_queued_after_a_transactions_batch_failed_fail_at_once(
                     )
                 ],
             ),
-            ApiKey.END_TXN: {"throttle_time_ms": 0, "error_code": 0},
+            ApiKey.END_TXN: EndTxnResponse(throttle_time_ms=0, error_code=0),
             ApiKey.PRODUCE: {
                 "responses": [
                     {

@@ -13,6 +13,7 @@ from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnResponseResultsByPartition,
     AddPartitionsToTxnResponseTopicResult,
 )
+from common.protocol.messages.end_txn import EndTxnResponse
 from common.protocol.messages.init_producer_id import InitProducerIdResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.errors import KafkaError
@@ -70,8 +71,8 @@ def test_partitions_are_added_before_their_batches_drain_and_end_waits() -> None
     # EndTxn waits while the transaction's batches are outstanding.
     assert tm.next_request(0.0, batches_outstanding=True) is None
     end = tm.next_request(0.0, batches_outstanding=False)
-    assert end is not None and end.api_key == ApiKey.END_TXN and end.body["committed"]
-    tm.handle_response(end, {"error_code": 0})
+    assert end is not None and end.api_key == ApiKey.END_TXN and end.body.committed
+    tm.handle_response(end, EndTxnResponse(error_code=0))
     commit.wait(0)
     assert tm.state is TxnState.READY and not tm.may_drain(TP)
 
@@ -117,8 +118,8 @@ def test_failed_batch_makes_commit_refused_and_abort_bumps_the_epoch() -> None:
         tm.begin_commit()
     abort = tm.begin_abort()
     end = tm.next_request(0.0, False)
-    assert end.api_key == ApiKey.END_TXN and not end.body["committed"]
-    tm.handle_response(end, {"error_code": 0})
+    assert end.api_key == ApiKey.END_TXN and not end.body.committed
+    tm.handle_response(end, EndTxnResponse(error_code=0))
     # Sequences may have gaps: a new epoch before the next transaction.
     init = tm.next_request(0.0, False)
     assert init.api_key == ApiKey.INIT_PRODUCER_ID
@@ -187,8 +188,8 @@ def test_prepare_after_a_failed_batch_refuses_and_abort_still_works() -> None:
     assert refused.value.code == ErrorCode.INVALID_TXN_STATE
     tm.begin_abort()
     end = tm.next_request(0.0, batches_outstanding=False)
-    assert end is not None and end.api_key == ApiKey.END_TXN and not end.body["committed"]
-    tm.handle_response(end, {"error_code": 0})
+    assert end is not None and end.api_key == ApiKey.END_TXN and not end.body.committed
+    tm.handle_response(end, EndTxnResponse(error_code=0))
     assert tm.state is TxnState.INITIALIZING  # the failed batch left a sequence gap
 
 

@@ -26,6 +26,7 @@ from common.protocol.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
 )
+from common.protocol.messages.end_txn import EndTxnRequest
 from common.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -414,13 +415,12 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
         for t in v.respond_now.results_by_topic_v3_and_below
         for p in t.results_by_partition
     } == {TXN_DENIED}
-    end = {"transactional_id": "theirs", "producer_id": 1, "producer_epoch": 0, "committed": True}
+    end = EndTxnRequest(transactional_id="theirs", producer_id=1, producer_epoch=0, committed=True)
     v = a.check(READER, ApiKey.END_TXN, 2, end)
-    assert v.respond_now["error_code"] == TXN_DENIED
+    assert v.respond_now.error_code == TXN_DENIED
     encodes(ApiKey.END_TXN, 2, v.respond_now)
-    assert (
-        a.check(READER, ApiKey.END_TXN, 2, {**end, "transactional_id": "mine"}).respond_now is None
-    )
+    mine = dataclasses.replace(end, transactional_id="mine")
+    assert a.check(READER, ApiKey.END_TXN, 2, mine).respond_now is None
     offsets = {"transactional_id": "mine", "producer_id": 1, "producer_epoch": 0}
     v = a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, {**offsets, "group_id": "other"})
     assert v.respond_now["error_code"] == GROUP_DENIED
