@@ -49,6 +49,10 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
 from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnRequestTopic,
@@ -233,12 +237,12 @@ class TransactionManager:
         with self._lock:
             self._require(TxnState.IN_TRANSACTION, "send_offsets_to_transaction")
             result = TransactionalResult()
-            body = {
-                "transactional_id": self.transactional_id,
-                "producer_id": self.producer_id,
-                "producer_epoch": self.producer_epoch,
-                "group_id": group.group_id,
-            }
+            body = AddOffsetsToTxnRequest(
+                transactional_id=self.transactional_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                group_id=group.group_id,
+            )
             self._queue.append(
                 TxnRequest(
                     ApiKey.ADD_OFFSETS_TO_TXN,
@@ -527,12 +531,12 @@ class TransactionManager:
 
     def _on_add_offsets(
         self,
-        r: dict[str, Any],
+        r: AddOffsetsToTxnResponse,
         offsets: dict[TopicPartition, int],
         group: ConsumerGroupMetadata,
         result: TransactionalResult,
     ) -> None:
-        code = r.get("error_code", 0)
+        code = r.error_code
         if code != 0:
             self._retry_or_fail(code, "AddOffsetsToTxn")
             return

@@ -94,6 +94,7 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
 TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
+        ApiKey.ADD_OFFSETS_TO_TXN,
         ApiKey.ADD_PARTITIONS_TO_TXN,
         ApiKey.API_VERSIONS,
         ApiKey.DELETE_GROUPS,

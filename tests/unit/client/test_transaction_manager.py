@@ -7,6 +7,10 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
 from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequestTopic,
     AddPartitionsToTxnResponse,
@@ -82,10 +86,13 @@ def test_retriable_errors_retry_and_fenced_is_fatal() -> None:
     tm.begin_transaction()
     result = tm.send_offsets_to_transaction({TP: 5}, ConsumerGroupMetadata("g"))
     req = tm.next_request(0.0, False)
-    tm.handle_response(req, {"error_code": ErrorCode.CONCURRENT_TRANSACTIONS})
+    assert req.body == AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=7, producer_epoch=2, group_id="g"
+    )
+    tm.handle_response(req, AddOffsetsToTxnResponse(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
     again = tm.next_request(10.0, False)
     assert again is req and req.attempts == 1
-    tm.handle_response(req, {"error_code": 0})
+    tm.handle_response(req, AddOffsetsToTxnResponse(error_code=0))
     commit_req = tm.next_request(10.0, False)
     assert commit_req.api_key == ApiKey.TXN_OFFSET_COMMIT and commit_req.group == "g"
     tm.handle_response(

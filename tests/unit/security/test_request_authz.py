@@ -11,6 +11,7 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnRequestTopic,
@@ -422,11 +423,15 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
     mine = dataclasses.replace(end, transactional_id="mine")
     assert a.check(READER, ApiKey.END_TXN, 2, mine).respond_now is None
     offsets = {"transactional_id": "mine", "producer_id": 1, "producer_epoch": 0}
-    v = a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, {**offsets, "group_id": "other"})
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    assert (
-        a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, {**offsets, "group_id": "app"}).respond_now
-        is None
+    other = AddOffsetsToTxnRequest(**offsets, group_id="other")
+    v = a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, other)
+    assert v.respond_now.error_code == GROUP_DENIED
+    encodes(ApiKey.ADD_OFFSETS_TO_TXN, 2, v.respond_now)
+    app = AddOffsetsToTxnRequest(**offsets, group_id="app")
+    assert a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, app).respond_now is None
+    theirs = dataclasses.replace(app, transactional_id="theirs")
+    assert a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, theirs).respond_now.error_code == (
+        TXN_DENIED
     )
     commit = {
         **offsets,
