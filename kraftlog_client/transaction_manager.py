@@ -41,7 +41,7 @@ import enum
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,8 +64,14 @@ from common.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from common.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+)
 from common.topic_partition import TopicPartition
-from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE, commit_topics
+from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
 
 # FindCoordinator key type of a transactional id (0 is a group).
@@ -84,6 +90,22 @@ _FATAL = frozenset(
 _FIND_COORDINATOR_AGAIN = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 )
+
+
+def txn_commit_topics(offsets: Mapping[TopicPartition, int]) -> list[TxnOffsetCommitRequestTopic]:
+    """The ``topics`` of a TxnOffsetCommit: each partition's next offset to read, no leader
+    epoch, empty metadata (what an OffsetCommit of the same offsets carries)."""
+    by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            TxnOffsetCommitRequestPartition(
+                partition_index=tp.partition,
+                committed_offset=offset,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            )
+        )
+    return [TxnOffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 class TxnState(enum.Enum):
@@ -157,7 +179,7 @@ class TxnRequest:
     set) to that group's coordinator."""
 
     api_key: ApiKey
-    body: dict[str, Any] | Message
+    body: Message
     on_response: Callable[[Body], None]
     group: str | None = None
     result: TransactionalResult | None = None
@@ -542,16 +564,16 @@ class TransactionManager:
             return
         self._queue.popleft()
         self._started = True
-        body = {
-            "transactional_id": self.transactional_id,
-            "group_id": group.group_id,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "generation_id": group.generation_id,
-            "member_id": group.member_id,
-            "group_instance_id": group.group_instance_id,
-            "topics": commit_topics(offsets),
-        }
+        body = TxnOffsetCommitRequest(
+            transactional_id=self.transactional_id,
+            group_id=group.group_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            generation_id=group.generation_id,
+            member_id=group.member_id,
+            group_instance_id=group.group_instance_id,
+            topics=txn_commit_topics(offsets),
+        )
         self._queue.appendleft(
             TxnRequest(
                 ApiKey.TXN_OFFSET_COMMIT,
@@ -562,8 +584,10 @@ class TransactionManager:
             )
         )
 
-    def _on_txn_offset_commit(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        codes = [p["error_code"] for t in r.get("topics") or () for p in t.get("partitions") or ()]
+    def _on_txn_offset_commit(
+        self, r: TxnOffsetCommitResponse, result: TransactionalResult
+    ) -> None:
+        codes = [p.error_code for t in r.topics for p in t.partitions]
         bad = next((c for c in codes if c != 0), 0)
         if bad != 0:
             self._retry_or_fail(bad, "TxnOffsetCommit")

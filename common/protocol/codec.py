@@ -103,6 +103,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.FIND_COORDINATOR,
         ApiKey.INIT_PRODUCER_ID,
         ApiKey.LIST_GROUPS,
+        ApiKey.TXN_OFFSET_COMMIT,
     }
 )
 

@@ -19,6 +19,13 @@ from common.protocol.messages.add_partitions_to_txn import (
 )
 from common.protocol.messages.end_txn import EndTxnResponse
 from common.protocol.messages.init_producer_id import InitProducerIdResponse
+from common.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.errors import KafkaError
 from kraftlog_client.transaction_manager import (
@@ -95,16 +102,27 @@ def test_retriable_errors_retry_and_fenced_is_fatal() -> None:
     tm.handle_response(req, AddOffsetsToTxnResponse(error_code=0))
     commit_req = tm.next_request(10.0, False)
     assert commit_req.api_key == ApiKey.TXN_OFFSET_COMMIT and commit_req.group == "g"
+    assert commit_req.body.topics == [
+        TxnOffsetCommitRequestTopic(
+            name="t",
+            partitions=[
+                TxnOffsetCommitRequestPartition(
+                    partition_index=0,
+                    committed_offset=5,
+                    committed_leader_epoch=-1,
+                    committed_metadata="",
+                )
+            ],
+        )
+    ]
+    fenced = TxnOffsetCommitResponsePartition(
+        partition_index=0, error_code=ErrorCode.PRODUCER_FENCED
+    )
     tm.handle_response(
         commit_req,
-        {
-            "topics": [
-                {
-                    "name": "t",
-                    "partitions": [{"partition_index": 0, "error_code": ErrorCode.PRODUCER_FENCED}],
-                }
-            ]
-        },
+        TxnOffsetCommitResponse(
+            topics=[TxnOffsetCommitResponseTopic(name="t", partitions=[fenced])]
+        ),
     )
     with pytest.raises(KafkaError) as info:
         result.wait(0)

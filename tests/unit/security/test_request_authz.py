@@ -39,6 +39,12 @@ from common.protocol.messages.list_groups import (
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -433,29 +439,37 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
     assert a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, theirs).respond_now.error_code == (
         TXN_DENIED
     )
-    commit = {
+    commit = TxnOffsetCommitRequest(
         **offsets,
-        "group_id": "app",
-        "topics": [
-            {
-                "name": "readable",
-                "partitions": [
-                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": None}
+        group_id="app",
+        topics=[
+            TxnOffsetCommitRequestTopic(
+                name=name,
+                partitions=[
+                    TxnOffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=5, committed_metadata=None
+                    )
                 ],
-            },
-            {
-                "name": "secret",
-                "partitions": [
-                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": None}
-                ],
-            },
+            )
+            for name in ("readable", "secret")
         ],
-    }
+    )
     v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, commit)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    merged = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert merged["topics"][0]["partitions"][0]["error_code"] == TOPIC_DENIED
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert [t.name for t in commit.topics] == ["readable", "secret"]  # not mutated
+    merged = v.finish(TxnOffsetCommitResponse(throttle_time_ms=0, topics=[]))
+    assert [(t.name, t.partitions[0].error_code) for t in merged.topics] == [
+        ("secret", TOPIC_DENIED)
+    ]
     encodes(ApiKey.TXN_OFFSET_COMMIT, 2, merged)
+    # The transactional id, then the group, refused: every partition answered so.
+    theirs = dataclasses.replace(commit, transactional_id="theirs")
+    v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, theirs)
+    assert {p.error_code for t in v.respond_now.topics for p in t.partitions} == {TXN_DENIED}
+    encodes(ApiKey.TXN_OFFSET_COMMIT, 2, v.respond_now)
+    other = dataclasses.replace(commit, group_id="other")
+    v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, other)
+    assert {p.error_code for t in v.respond_now.topics for p in t.partitions} == {GROUP_DENIED}
     markers = {
         "markers": [
             {
