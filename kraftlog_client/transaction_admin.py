@@ -21,13 +21,20 @@ coordinator moves and leader changes are retried.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
+from common.protocol.message_base import Message
 from common.protocol.messages.end_txn import EndTxnRequest
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+    WriteTxnMarkersResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code
 from kraftlog_client.coordinator_lookup import (
@@ -173,8 +180,8 @@ def _to_leader(
     client: NetworkClient,
     tp: TopicPartition,
     api_key: ApiKey,
-    body: dict[str, Any],
-    error_of: Any,
+    body: dict[str, Any] | Message,
+    error_of: Callable[[Body], int],
     deadline: float,
     backoff_ms: int,
 ) -> Body:
@@ -250,24 +257,26 @@ def abort_transaction(
     """Write an ABORT marker for ``producer_id``'s open transaction on ``tp`` (its leader
     appends it and waits for the ISR, as for a coordinator's marker)."""
 
-    def error_of(r: dict[str, Any]) -> int:
-        for m in r.get("markers") or []:
-            for t in m.get("topics") or []:
-                for p in t.get("partitions") or []:
-                    return error_code(p.get("error_code", 0))
+    def error_of(r: WriteTxnMarkersResponse) -> int:
+        for m in r.markers:
+            for t in m.topics:
+                for p in t.partitions:
+                    return error_code(p.error_code)
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
-    body = {
-        "markers": [
-            {
-                "producer_id": producer_id,
-                "producer_epoch": producer_epoch,
-                "transaction_result": False,
-                "topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}],
-                "coordinator_epoch": coordinator_epoch,
-            }
+    body = WriteTxnMarkersRequest(
+        markers=[
+            WriteTxnMarkersRequestMarker(
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                transaction_result=False,
+                topics=[
+                    WriteTxnMarkersRequestTopic(name=tp.topic, partition_indexes=[tp.partition])
+                ],
+                coordinator_epoch=coordinator_epoch,
+            )
         ]
-    }
+    )
     response = _to_leader(
         client, tp, ApiKey.WRITE_TXN_MARKERS, body, error_of, deadline, backoff_ms
     )

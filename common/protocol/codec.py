@@ -104,6 +104,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.INIT_PRODUCER_ID,
         ApiKey.LIST_GROUPS,
         ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.WRITE_TXN_MARKERS,
     }
 )
 

@@ -18,6 +18,11 @@ from common.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+)
 from data_plane.storage import Record, build_batch
 from data_plane.storage.record_codec import build_end_txn_marker
 from deploy.local_cluster import LocalCluster
@@ -196,22 +201,18 @@ def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> Non
                 ErrorCode.INVALID_PRODUCER_EPOCH
             )
         # WriteTxnMarkers from a stale coordinator epoch after a newer one wrote: fenced.
-        markers = {
-            "markers": [
-                {
-                    "producer_id": pid,
-                    "producer_epoch": epoch,
-                    "transaction_result": False,
-                    "topics": [{"name": topic, "partition_indexes": [0]}],
-                    "coordinator_epoch": 1_000,
-                }
-            ]
-        }
-        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, markers)
-        assert r["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 0
-        markers["markers"][0]["coordinator_epoch"] = 999
-        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, markers)
-        code = r["markers"][0]["topics"][0]["partitions"][0]["error_code"]
+        marker = WriteTxnMarkersRequestMarker(
+            producer_id=pid,
+            producer_epoch=epoch,
+            transaction_result=False,
+            topics=[WriteTxnMarkersRequestTopic(name=topic, partition_indexes=[0])],
+            coordinator_epoch=1_000,
+        )
+        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, WriteTxnMarkersRequest(markers=[marker]))
+        assert r.markers[0].topics[0].partitions[0].error_code == 0
+        marker.coordinator_epoch = 999
+        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, WriteTxnMarkersRequest(markers=[marker]))
+        code = r.markers[0].topics[0].partitions[0].error_code
         assert code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
         # The broker keeps serving.
         assert latest(leader, topic, 0) >= 2

@@ -45,6 +45,11 @@ from common.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
 )
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -470,19 +475,19 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
     other = dataclasses.replace(commit, group_id="other")
     v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, other)
     assert {p.error_code for t in v.respond_now.topics for p in t.partitions} == {GROUP_DENIED}
-    markers = {
-        "markers": [
-            {
-                "producer_id": 1,
-                "producer_epoch": 0,
-                "transaction_result": False,
-                "topics": [{"name": "writable", "partition_indexes": [0]}],
-                "coordinator_epoch": 0,
-            }
+    markers = WriteTxnMarkersRequest(
+        markers=[
+            WriteTxnMarkersRequestMarker(
+                producer_id=1,
+                producer_epoch=0,
+                transaction_result=False,
+                topics=[WriteTxnMarkersRequestTopic(name="writable", partition_indexes=[0])],
+                coordinator_epoch=0,
+            )
         ]
-    }
+    )
     v = a.check(READER, ApiKey.WRITE_TXN_MARKERS, 0, markers)
-    assert v.respond_now["markers"][0]["topics"][0]["partitions"][0]["error_code"] == CLUSTER_DENIED
+    assert v.respond_now.markers[0].topics[0].partitions[0].error_code == CLUSTER_DENIED
     encodes(ApiKey.WRITE_TXN_MARKERS, 0, v.respond_now)
 
 
