@@ -28,6 +28,10 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
 from common.protocol.messages.end_txn import EndTxnRequest
 from common.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
@@ -138,41 +142,39 @@ def describe_transaction(
 ) -> TransactionDescription:
     """The coordinator's view of ``transactional_id``; TRANSACTIONAL_ID_NOT_FOUND if none."""
 
-    def first_error(r: dict[str, Any]) -> int:
-        states = r.get("transaction_states") or []
-        return error_code(states[0]["error_code"]) if states else 0
+    def first_error(r: DescribeTransactionsResponse) -> int:
+        states = r.transaction_states
+        return error_code(states[0].error_code) if states else 0
 
     node, response = with_coordinator(
         client,
         transactional_id,
         ApiKey.DESCRIBE_TRANSACTIONS,
-        {"transactional_ids": [transactional_id]},
+        DescribeTransactionsRequest(transactional_ids=[transactional_id]),
         deadline,
         backoff_ms,
         first_error,
         TRANSACTION_KEY_TYPE,
     )
-    states = response.get("transaction_states") or []
+    states = response.transaction_states
     if not states:
         raise KafkaError(
             ErrorCode.UNKNOWN_SERVER_ERROR, f"DescribeTransactions({transactional_id}): no answer"
         )
     s = states[0]
-    code = error_code(s.get("error_code", 0))
+    code = error_code(s.error_code)
     if code != ErrorCode.NO_ERROR:
         raise KafkaError(code, f"DescribeTransactions({transactional_id})")
-    partitions = tuple(
-        TopicPartition(t["topic"], p) for t in s.get("topics") or [] for p in t["partitions"]
-    )
+    partitions = tuple(TopicPartition(t.topic, p) for t in s.topics for p in t.partitions)
     return TransactionDescription(
-        s["transactional_id"],
-        s["transaction_state"],
-        s["producer_id"],
-        s["producer_epoch"],
-        s["transaction_timeout_ms"],
-        s["transaction_start_time_ms"],
-        partitions,
-        node,
+        transactional_id=s.transactional_id,
+        state=s.transaction_state,
+        producer_id=s.producer_id,
+        producer_epoch=s.producer_epoch,
+        timeout_ms=s.transaction_timeout_ms,
+        start_time_ms=s.transaction_start_time_ms,
+        partitions=partitions,
+        coordinator=node,
     )
 
 

@@ -18,6 +18,10 @@ from common.protocol.compact_types import read_uvarint, uvarint
 from common.protocol.compiler import compile_message
 from common.protocol.errors import ProtocolError
 from common.protocol.fields import ARRAY, INT32, INT64, STRING, F
+from common.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
 from tests.unit.protocol.bodies import normalise
 
 MESSAGE = (
@@ -147,17 +151,19 @@ def test_uvarint_round_trip(value: int) -> None:
 
 
 def test_request_header_v2_tags_are_skipped_and_response_header_v1_written() -> None:
-    frame = bytearray(codec.encode_request(ApiKey.DESCRIBE_TRANSACTIONS, 0, 9, "cli", {}))
+    request = DescribeTransactionsRequest()
+    frame = bytearray(codec.encode_request(ApiKey.DESCRIBE_TRANSACTIONS, 0, 9, "cli", request))
     # Put one unknown tagged field into the request header (after the client id).
     at = 4 + 2 + 2 + 4 + 2 + 3
     assert frame[at] == 0
     frame[at : at + 1] = b"\x01\x05\x02hi"
     header, body = codec.decode_request(bytes(frame[4:]))
     assert header == codec.RequestHeader(ApiKey.DESCRIBE_TRANSACTIONS, 0, 9, "cli")
-    assert body == {"transactional_ids": []}
-    response = codec.encode_response(header, {"transaction_states": []}).to_bytes()
+    assert body == DescribeTransactionsRequest(transactional_ids=[])
+    answer = DescribeTransactionsResponse(transaction_states=[])
+    response = codec.encode_response(header, answer).to_bytes()
     assert response[4:9] == struct.pack(">i", 9) + b"\x00"  # header v1: empty tags
     assert codec.decode_response(ApiKey.DESCRIBE_TRANSACTIONS, 0, response[4:]) == (
         9,
-        {"throttle_time_ms": 0, "transaction_states": []},
+        DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=[]),
     )

@@ -27,6 +27,11 @@ from common.protocol.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
 )
+from common.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsResponseTransactionState,
+)
 from common.protocol.messages.end_txn import EndTxnRequest
 from common.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
@@ -495,16 +500,20 @@ def test_transaction_tools_see_only_what_the_principal_may_describe_or_read() ->
     X = ResourceType.TRANSACTIONAL_ID
     TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     a = authz([*BINDINGS, acl(X, "mine", Op.DESCRIBE)])
-    v = a.check(READER, ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["mine", "theirs"]})
-    assert v.body == {"transactional_ids": ["mine"]}
-    handler = {
-        "throttle_time_ms": 0,
-        "transaction_states": [
-            {"error_code": 0, "transactional_id": "mine", "transaction_state": "Ongoing"}
+    request = DescribeTransactionsRequest(transactional_ids=["mine", "theirs"])
+    v = a.check(READER, ApiKey.DESCRIBE_TRANSACTIONS, 0, request)
+    assert v.body == DescribeTransactionsRequest(transactional_ids=["mine"])
+    assert request.transactional_ids == ["mine", "theirs"]  # not mutated
+    handler = DescribeTransactionsResponse(
+        throttle_time_ms=0,
+        transaction_states=[
+            DescribeTransactionsResponseTransactionState(
+                error_code=0, transactional_id="mine", transaction_state="Ongoing"
+            )
         ],
-    }
+    )
     merged = v.finish(handler)
-    assert [(s["transactional_id"], s["error_code"]) for s in merged["transaction_states"]] == [
+    assert [(s.transactional_id, s.error_code) for s in merged.transaction_states] == [
         ("mine", 0),
         ("theirs", TXN_DENIED),
     ]
