@@ -186,15 +186,13 @@ class TransactionMarkerSender:
         self, leader: int, markers: list[WriteTxnMarkersRequestMarker]
     ) -> list[WriteTxnMarkersResponseMarker]:
         # The leader waits up to request.timeout.ms for replication before answering.
-        body = await self._brokers.call(
+        body: WriteTxnMarkersResponse = await self._brokers.call(
             leader,
             ApiKey.WRITE_TXN_MARKERS,
             WRITE_TXN_MARKERS_VERSION,
             WriteTxnMarkersRequest(markers=markers),
             2 * self._timeout_s,
         )
-        if not isinstance(body, WriteTxnMarkersResponse):
-            raise TypeError(f"WriteTxnMarkers answered with {type(body).__name__}")
         return body.markers
 
     def close(self) -> None:

@@ -104,7 +104,7 @@ class TransactionVerifier:
             ]
         )
         try:
-            answer = await self._brokers.call(
+            answer: AddPartitionsToTxnResponse = await self._brokers.call(
                 coordinator,
                 ApiKey.ADD_PARTITIONS_TO_TXN,
                 ADD_PARTITIONS_TO_TXN_VERIFY_VERSION,
@@ -114,8 +114,6 @@ class TransactionVerifier:
         except (OSError, EOFError, ProtocolError, TimeoutError, ConnectionError) as e:
             logger.info("verification by broker %d failed: %s", coordinator, e or type(e).__name__)
             return dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-        if not isinstance(answer, AddPartitionsToTxnResponse):
-            raise TypeError(f"AddPartitionsToTxn answered with {type(answer).__name__}")
         # A top-level error (CLUSTER_AUTHORIZATION_FAILED) holds for every partition; a
         # partition missing from the answer is an unknown failure.
         missing = answer.error_code or ErrorCode.UNKNOWN_SERVER_ERROR
