@@ -33,6 +33,10 @@ from common.protocol.messages.describe_transactions import (
     DescribeTransactionsResponse,
 )
 from common.protocol.messages.end_txn import EndTxnRequest
+from common.protocol.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from common.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersRequestMarker,
@@ -103,34 +107,39 @@ def list_transactions(
     partitions is skipped (its ids show on a later listing); if none answers, the last error
     is raised. Unknown state names raise INVALID_REQUEST."""
     client.fetch_metadata([], remaining_ms(deadline, "Metadata"))
-    body = {
-        "state_filters": list(states),
-        "producer_id_filters": list(producer_ids),
-        "duration_filter": min_duration_ms,
-    }
+    body = ListTransactionsRequest(
+        state_filters=list(states),
+        producer_id_filters=list(producer_ids),
+        duration_filter=min_duration_ms,
+    )
     out: dict[str, TransactionListing] = {}
     answered = 0
     last_error: KafkaError | None = None
     for node in sorted(client.metadata.brokers):
         timeout = min(per_broker_timeout_ms, remaining_ms(deadline, "ListTransactions"))
         try:
-            response = client.request(node, ApiKey.LIST_TRANSACTIONS, body, timeout)
+            response: ListTransactionsResponse = client.request(
+                node, ApiKey.LIST_TRANSACTIONS, body, timeout
+            )
         except KafkaError as e:
             logger.warning("ListTransactions: broker %d did not answer: %s", node, e)
             last_error = e
             continue
         answered += 1
-        unknown = response.get("unknown_state_filters") or []
+        unknown = response.unknown_state_filters
         if unknown:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown states {', '.join(unknown)}")
-        code = error_code(response.get("error_code", 0))
+        code = error_code(response.error_code)
         if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             continue
         if code != ErrorCode.NO_ERROR:
             raise KafkaError(code, f"ListTransactions on broker {node}")
-        for t in response.get("transaction_states") or []:
-            out[t["transactional_id"]] = TransactionListing(
-                t["transactional_id"], t["producer_id"], t["transaction_state"], node
+        for t in response.transaction_states:
+            out[t.transactional_id] = TransactionListing(
+                transactional_id=t.transactional_id,
+                producer_id=t.producer_id,
+                state=t.transaction_state,
+                coordinator=node,
             )
     if not answered and last_error is not None:
         raise last_error

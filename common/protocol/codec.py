@@ -104,6 +104,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.FIND_COORDINATOR,
         ApiKey.INIT_PRODUCER_ID,
         ApiKey.LIST_GROUPS,
+        ApiKey.LIST_TRANSACTIONS,
         ApiKey.TXN_OFFSET_COMMIT,
         ApiKey.WRITE_TXN_MARKERS,
     }

@@ -22,6 +22,7 @@ from common.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
 )
+from common.protocol.messages.list_transactions import ListTransactionsRequest
 from tests.unit.protocol.bodies import normalise
 
 MESSAGE = (
@@ -133,7 +134,8 @@ def test_hostile_input_is_a_protocol_error(data: bytes) -> None:
 
 
 def test_codec_turns_every_hostile_flexible_request_into_protocol_error() -> None:
-    frame = codec.encode_request(ApiKey.LIST_TRANSACTIONS, 1, 5, "c", {"state_filters": ["x"]})
+    request = ListTransactionsRequest(state_filters=["x"])
+    frame = codec.encode_request(ApiKey.LIST_TRANSACTIONS, 1, 5, "c", request)
     body = frame[4:]
     for cut in range(len(body)):
         with pytest.raises(ProtocolError):

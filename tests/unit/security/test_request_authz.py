@@ -44,6 +44,11 @@ from common.protocol.messages.list_groups import (
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    ListTransactionsResponseTransactionState,
+)
 from common.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
@@ -519,17 +524,19 @@ def test_transaction_tools_see_only_what_the_principal_may_describe_or_read() ->
     ]
     encodes(ApiKey.DESCRIBE_TRANSACTIONS, 0, merged)
 
-    v = a.check(READER, ApiKey.LIST_TRANSACTIONS, 1, {"state_filters": []})
+    v = a.check(READER, ApiKey.LIST_TRANSACTIONS, 1, ListTransactionsRequest(state_filters=[]))
     listed = v.finish(
-        {
-            "error_code": 0,
-            "transaction_states": [
-                {"transactional_id": t, "producer_id": 1, "transaction_state": "Empty"}
+        ListTransactionsResponse(
+            error_code=0,
+            transaction_states=[
+                ListTransactionsResponseTransactionState(
+                    transactional_id=t, producer_id=1, transaction_state="Empty"
+                )
                 for t in ("mine", "theirs")
             ],
-        }
+        )
     )
-    assert [t["transactional_id"] for t in listed["transaction_states"]] == ["mine"]
+    assert [t.transactional_id for t in listed.transaction_states] == ["mine"]
     encodes(ApiKey.LIST_TRANSACTIONS, 1, listed)
 
     body = {
