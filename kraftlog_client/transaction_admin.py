@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersRequestTopic,
+    DescribeProducersResponse,
+    DescribeProducersResponsePartition,
+)
 from common.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
@@ -191,7 +197,7 @@ def _to_leader(
     client: NetworkClient,
     tp: TopicPartition,
     api_key: ApiKey,
-    body: dict[str, Any] | Message,
+    body: Message,
     error_of: Callable[[Body], int],
     deadline: float,
     backoff_ms: int,
@@ -222,37 +228,41 @@ def describe_producers(
 ) -> list[ProducerState]:
     """The producers the partition's leader keeps state for, by producer id."""
 
-    def partition_of(r: dict[str, Any]) -> dict[str, Any]:
-        p: dict[str, Any]
-        for t in r.get("topics") or []:
-            for p in t.get("partitions") or []:
-                if t.get("name") == tp.topic and p.get("partition_index") == tp.partition:
+    def partition_of(r: DescribeProducersResponse) -> DescribeProducersResponsePartition:
+        for t in r.topics:
+            for p in t.partitions:
+                if t.name == tp.topic and p.partition_index == tp.partition:
                     return p
-        return {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "active_producers": []}
+        return DescribeProducersResponsePartition(
+            partition_index=tp.partition, error_code=ErrorCode.UNKNOWN_SERVER_ERROR
+        )
 
+    request = DescribeProducersRequest(
+        topics=[DescribeProducersRequestTopic(name=tp.topic, partition_indexes=[tp.partition])]
+    )
     response = _to_leader(
         client,
         tp,
         ApiKey.DESCRIBE_PRODUCERS,
-        {"topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}]},
-        lambda r: error_code(partition_of(r).get("error_code", 0)),
+        request,
+        lambda r: error_code(partition_of(r).error_code),
         deadline,
         backoff_ms,
     )
     p = partition_of(response)
-    code = error_code(p.get("error_code", 0))
+    code = error_code(p.error_code)
     if code != ErrorCode.NO_ERROR:
-        raise KafkaError(code, f"DescribeProducers({tp}): {p.get('error_message') or ''}")
+        raise KafkaError(code, f"DescribeProducers({tp}): {p.error_message or ''}")
     return [
         ProducerState(
-            e["producer_id"],
-            e["producer_epoch"],
-            e["last_sequence"],
-            e["last_timestamp"],
-            e["coordinator_epoch"],
-            e["current_txn_start_offset"],
+            producer_id=e.producer_id,
+            producer_epoch=e.producer_epoch,
+            last_sequence=e.last_sequence,
+            last_timestamp=e.last_timestamp,
+            coordinator_epoch=e.coordinator_epoch,
+            current_txn_start_offset=e.current_txn_start_offset,
         )
-        for e in p.get("active_producers") or []
+        for e in p.active_producers
     ]
 
 

@@ -99,6 +99,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.API_VERSIONS,
         ApiKey.DELETE_GROUPS,
         ApiKey.DESCRIBE_GROUPS,
+        ApiKey.DESCRIBE_PRODUCERS,
         ApiKey.DESCRIBE_TRANSACTIONS,
         ApiKey.END_TXN,
         ApiKey.FIND_COORDINATOR,

@@ -27,6 +27,12 @@ from common.protocol.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
 )
+from common.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersRequestTopic,
+    DescribeProducersResponse,
+    DescribeProducersResponseTopic,
+)
 from common.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
@@ -539,19 +545,20 @@ def test_transaction_tools_see_only_what_the_principal_may_describe_or_read() ->
     assert [t.transactional_id for t in listed.transaction_states] == ["mine"]
     encodes(ApiKey.LIST_TRANSACTIONS, 1, listed)
 
-    body = {
-        "topics": [
-            {"name": "readable", "partition_indexes": [0]},
-            {"name": "secret", "partition_indexes": [0, 1]},
+    body = DescribeProducersRequest(
+        topics=[
+            DescribeProducersRequestTopic(name="readable", partition_indexes=[0]),
+            DescribeProducersRequestTopic(name="secret", partition_indexes=[0, 1]),
         ]
-    }
+    )
     v = a.check(READER, ApiKey.DESCRIBE_PRODUCERS, 0, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    merged = v.finish({"topics": [{"name": "readable", "partitions": []}]})
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert [t.name for t in body.topics] == ["readable", "secret"]  # not mutated
+    merged = v.finish(
+        DescribeProducersResponse(topics=[DescribeProducersResponseTopic(name="readable")])
+    )
     assert [
-        (t["name"], p["partition_index"], p["error_code"])
-        for t in merged["topics"]
-        for p in t["partitions"]
+        (t.name, p.partition_index, p.error_code) for t in merged.topics for p in t.partitions
     ] == [("secret", 0, TOPIC_DENIED), ("secret", 1, TOPIC_DENIED)]
     encodes(ApiKey.DESCRIBE_PRODUCERS, 0, merged)
 
