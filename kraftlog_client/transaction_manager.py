@@ -92,7 +92,7 @@ _FIND_COORDINATOR_AGAIN = frozenset(
 )
 
 
-def txn_commit_topics(offsets: Mapping[TopicPartition, int]) -> list[TxnOffsetCommitRequestTopic]:
+def _commit_topics(offsets: Mapping[TopicPartition, int]) -> list[TxnOffsetCommitRequestTopic]:
     """The ``topics`` of a TxnOffsetCommit: each partition's next offset to read, no leader
     epoch, empty metadata (what an OffsetCommit of the same offsets carries)."""
     by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
@@ -572,7 +572,7 @@ class TransactionManager:
             generation_id=group.generation_id,
             member_id=group.member_id,
             group_instance_id=group.group_instance_id,
-            topics=txn_commit_topics(offsets),
+            topics=_commit_topics(offsets),
         )
         self._queue.appendleft(
             TxnRequest(
