@@ -178,8 +178,8 @@ class TransactionMarkerSender:
         codes: dict[tuple[str, int], int] = {}
         for m in answer:
             for t in m.topics:
-                for p in t.partitions:
-                    codes[(t.name, p.partition_index)] = p.error_code
+                for answered in t.partitions:
+                    codes[(t.name, answered.partition_index)] = answered.error_code
         return codes
 
     async def _remote_write(
