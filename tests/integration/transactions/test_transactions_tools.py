@@ -119,7 +119,7 @@ def test_list_describe_and_abort_a_hanging_transaction(
             cluster, capsys, "abort", "--topic", topic, "--partition", "0",
             "--start-offset", str(first["base_offset"]),
         )  # fmt: skip
-        assert f"producer {hanging['producer_id']}" in out
+        assert f"producer {hanging.producer_id}" in out
         # The ongoing transaction (first offset none yet here: it wrote nothing) still
         # stands; the hanging one no longer holds the last stable offset.
         wait_for(
