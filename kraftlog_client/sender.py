@@ -34,7 +34,12 @@ from typing import Any
 from common.compression import Compression
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
 from common.protocol.messages.find_coordinator import FindCoordinatorResponse
+from common.protocol.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.accumulator import ProducerBatch, RecordAccumulator
 from kraftlog_client.config import ProducerConfig
@@ -253,7 +258,7 @@ class Sender(threading.Thread):
             txn.release(req)  # is_ready() started connecting; the next round sends
             return
 
-        def on_response(response: dict[str, Any] | None, error: Exception | None) -> None:
+        def on_response(response: Body | None, error: Exception | None) -> None:
             if error is not None or response is None:
                 txn.request_sent_failed(req, error or KafkaError(-1, "no response"), self._clock())
             else:
@@ -282,7 +287,9 @@ class Sender(threading.Thread):
         node_id = self._client.any_ready_node()
         if node_id is None:
             return  # connections are being opened; the next iteration tries again
-        body = {"transactional_id": None, "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS}
+        body = InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=TRANSACTION_TIMEOUT_MS
+        )
         self._init_pid_in_flight = True
         try:
             self._client.send(node_id, ApiKey.INIT_PRODUCER_ID, body, self._on_init_producer_id)
@@ -290,16 +297,16 @@ class Sender(threading.Thread):
             self._on_init_producer_id(None, e)
 
     def _on_init_producer_id(
-        self, response: dict[str, Any] | None, error: Exception | None
+        self, response: InitProducerIdResponse | None, error: Exception | None
     ) -> None:
         self._init_pid_in_flight = False
         idem = self.idempotence
         if idem is None:
             return
         if error is None and response is not None:
-            code = response.get("error_code", 0)
+            code = response.error_code
             if code == 0:
-                idem.set_producer_id(response["producer_id"], response["producer_epoch"])
+                idem.set_producer_id(response.producer_id, response.producer_epoch)
                 return
             error = KafkaError(code, "InitProducerId")
         retriable = isinstance(error, KafkaError) and error.retriable

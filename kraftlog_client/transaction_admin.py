@@ -21,12 +21,34 @@ coordinator moves and leader changes are retried.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
+from common.protocol.message_base import Message
+from common.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersRequestTopic,
+    DescribeProducersResponse,
+    DescribeProducersResponsePartition,
+)
+from common.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
+from common.protocol.messages.end_txn import EndTxnRequest
+from common.protocol.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+    WriteTxnMarkersResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code
 from kraftlog_client.coordinator_lookup import (
@@ -91,34 +113,39 @@ def list_transactions(
     partitions is skipped (its ids show on a later listing); if none answers, the last error
     is raised. Unknown state names raise INVALID_REQUEST."""
     client.fetch_metadata([], remaining_ms(deadline, "Metadata"))
-    body = {
-        "state_filters": list(states),
-        "producer_id_filters": list(producer_ids),
-        "duration_filter": min_duration_ms,
-    }
+    body = ListTransactionsRequest(
+        state_filters=list(states),
+        producer_id_filters=list(producer_ids),
+        duration_filter=min_duration_ms,
+    )
     out: dict[str, TransactionListing] = {}
     answered = 0
     last_error: KafkaError | None = None
     for node in sorted(client.metadata.brokers):
         timeout = min(per_broker_timeout_ms, remaining_ms(deadline, "ListTransactions"))
         try:
-            response = client.request(node, ApiKey.LIST_TRANSACTIONS, body, timeout)
+            response: ListTransactionsResponse = client.request(
+                node, ApiKey.LIST_TRANSACTIONS, body, timeout
+            )
         except KafkaError as e:
             logger.warning("ListTransactions: broker %d did not answer: %s", node, e)
             last_error = e
             continue
         answered += 1
-        unknown = response.get("unknown_state_filters") or []
+        unknown = response.unknown_state_filters
         if unknown:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown states {', '.join(unknown)}")
-        code = error_code(response.get("error_code", 0))
+        code = error_code(response.error_code)
         if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             continue
         if code != ErrorCode.NO_ERROR:
             raise KafkaError(code, f"ListTransactions on broker {node}")
-        for t in response.get("transaction_states") or []:
-            out[t["transactional_id"]] = TransactionListing(
-                t["transactional_id"], t["producer_id"], t["transaction_state"], node
+        for t in response.transaction_states:
+            out[t.transactional_id] = TransactionListing(
+                transactional_id=t.transactional_id,
+                producer_id=t.producer_id,
+                state=t.transaction_state,
+                coordinator=node,
             )
     if not answered and last_error is not None:
         raise last_error
@@ -130,41 +157,39 @@ def describe_transaction(
 ) -> TransactionDescription:
     """The coordinator's view of ``transactional_id``; TRANSACTIONAL_ID_NOT_FOUND if none."""
 
-    def first_error(r: dict[str, Any]) -> int:
-        states = r.get("transaction_states") or []
-        return error_code(states[0]["error_code"]) if states else 0
+    def first_error(r: DescribeTransactionsResponse) -> int:
+        states = r.transaction_states
+        return error_code(states[0].error_code) if states else 0
 
     node, response = with_coordinator(
         client,
         transactional_id,
         ApiKey.DESCRIBE_TRANSACTIONS,
-        {"transactional_ids": [transactional_id]},
+        DescribeTransactionsRequest(transactional_ids=[transactional_id]),
         deadline,
         backoff_ms,
         first_error,
         TRANSACTION_KEY_TYPE,
     )
-    states = response.get("transaction_states") or []
+    states = response.transaction_states
     if not states:
         raise KafkaError(
             ErrorCode.UNKNOWN_SERVER_ERROR, f"DescribeTransactions({transactional_id}): no answer"
         )
     s = states[0]
-    code = error_code(s.get("error_code", 0))
+    code = error_code(s.error_code)
     if code != ErrorCode.NO_ERROR:
         raise KafkaError(code, f"DescribeTransactions({transactional_id})")
-    partitions = tuple(
-        TopicPartition(t["topic"], p) for t in s.get("topics") or [] for p in t["partitions"]
-    )
+    partitions = tuple(TopicPartition(t.topic, p) for t in s.topics for p in t.partitions)
     return TransactionDescription(
-        s["transactional_id"],
-        s["transaction_state"],
-        s["producer_id"],
-        s["producer_epoch"],
-        s["transaction_timeout_ms"],
-        s["transaction_start_time_ms"],
-        partitions,
-        node,
+        transactional_id=s.transactional_id,
+        state=s.transaction_state,
+        producer_id=s.producer_id,
+        producer_epoch=s.producer_epoch,
+        timeout_ms=s.transaction_timeout_ms,
+        start_time_ms=s.transaction_start_time_ms,
+        partitions=partitions,
+        coordinator=node,
     )
 
 
@@ -172,8 +197,8 @@ def _to_leader(
     client: NetworkClient,
     tp: TopicPartition,
     api_key: ApiKey,
-    body: dict[str, Any],
-    error_of: Any,
+    body: Message,
+    error_of: Callable[[Body], int],
     deadline: float,
     backoff_ms: int,
 ) -> Body:
@@ -203,37 +228,41 @@ def describe_producers(
 ) -> list[ProducerState]:
     """The producers the partition's leader keeps state for, by producer id."""
 
-    def partition_of(r: dict[str, Any]) -> dict[str, Any]:
-        p: dict[str, Any]
-        for t in r.get("topics") or []:
-            for p in t.get("partitions") or []:
-                if t.get("name") == tp.topic and p.get("partition_index") == tp.partition:
+    def partition_of(r: DescribeProducersResponse) -> DescribeProducersResponsePartition:
+        for t in r.topics:
+            for p in t.partitions:
+                if t.name == tp.topic and p.partition_index == tp.partition:
                     return p
-        return {"error_code": ErrorCode.UNKNOWN_SERVER_ERROR, "active_producers": []}
+        return DescribeProducersResponsePartition(
+            partition_index=tp.partition, error_code=ErrorCode.UNKNOWN_SERVER_ERROR
+        )
 
+    request = DescribeProducersRequest(
+        topics=[DescribeProducersRequestTopic(name=tp.topic, partition_indexes=[tp.partition])]
+    )
     response = _to_leader(
         client,
         tp,
         ApiKey.DESCRIBE_PRODUCERS,
-        {"topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}]},
-        lambda r: error_code(partition_of(r).get("error_code", 0)),
+        request,
+        lambda r: error_code(partition_of(r).error_code),
         deadline,
         backoff_ms,
     )
     p = partition_of(response)
-    code = error_code(p.get("error_code", 0))
+    code = error_code(p.error_code)
     if code != ErrorCode.NO_ERROR:
-        raise KafkaError(code, f"DescribeProducers({tp}): {p.get('error_message') or ''}")
+        raise KafkaError(code, f"DescribeProducers({tp}): {p.error_message or ''}")
     return [
         ProducerState(
-            e["producer_id"],
-            e["producer_epoch"],
-            e["last_sequence"],
-            e["last_timestamp"],
-            e["coordinator_epoch"],
-            e["current_txn_start_offset"],
+            producer_id=e.producer_id,
+            producer_epoch=e.producer_epoch,
+            last_sequence=e.last_sequence,
+            last_timestamp=e.last_timestamp,
+            coordinator_epoch=e.coordinator_epoch,
+            current_txn_start_offset=e.current_txn_start_offset,
         )
-        for e in p.get("active_producers") or []
+        for e in p.active_producers
     ]
 
 
@@ -249,24 +278,26 @@ def abort_transaction(
     """Write an ABORT marker for ``producer_id``'s open transaction on ``tp`` (its leader
     appends it and waits for the ISR, as for a coordinator's marker)."""
 
-    def error_of(r: dict[str, Any]) -> int:
-        for m in r.get("markers") or []:
-            for t in m.get("topics") or []:
-                for p in t.get("partitions") or []:
-                    return error_code(p.get("error_code", 0))
+    def error_of(r: WriteTxnMarkersResponse) -> int:
+        for m in r.markers:
+            for t in m.topics:
+                for p in t.partitions:
+                    return error_code(p.error_code)
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
-    body = {
-        "markers": [
-            {
-                "producer_id": producer_id,
-                "producer_epoch": producer_epoch,
-                "transaction_result": False,
-                "topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}],
-                "coordinator_epoch": coordinator_epoch,
-            }
+    body = WriteTxnMarkersRequest(
+        markers=[
+            WriteTxnMarkersRequestMarker(
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                transaction_result=False,
+                topics=[
+                    WriteTxnMarkersRequestTopic(name=tp.topic, partition_indexes=[tp.partition])
+                ],
+                coordinator_epoch=coordinator_epoch,
+            )
         ]
-    }
+    )
     response = _to_leader(
         client, tp, ApiKey.WRITE_TXN_MARKERS, body, error_of, deadline, backoff_ms
     )
@@ -293,12 +324,12 @@ def complete_transaction(
     an InitProducerId, or the coordinator's abort of a timed-out transaction, came first),
     INVALID_TXN_STATE (ended the other way), INVALID_PRODUCER_ID_MAPPING (another producer
     id holds the transactional id); KafkaTimeoutError at the deadline."""
-    body = {
-        "transactional_id": prepared.transactional_id,
-        "producer_id": prepared.producer_id,
-        "producer_epoch": prepared.producer_epoch,
-        "committed": committed,
-    }
+    body = EndTxnRequest(
+        transactional_id=prepared.transactional_id,
+        producer_id=prepared.producer_id,
+        producer_epoch=prepared.producer_epoch,
+        committed=committed,
+    )
     while True:
         _node, response = with_coordinator(
             client,
@@ -307,10 +338,10 @@ def complete_transaction(
             body,
             deadline,
             backoff_ms,
-            lambda r: error_code(r.get("error_code", 0)),
+            lambda r: error_code(r.error_code),
             TRANSACTION_KEY_TYPE,
         )
-        code = error_code(response.get("error_code", 0))
+        code = error_code(response.error_code)
         if code == ErrorCode.NO_ERROR:
             return
         if code != ErrorCode.CONCURRENT_TRANSACTIONS:

@@ -41,15 +41,37 @@ import enum
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.codec import Body
+from common.protocol.message_base import Message
+from common.protocol.messages.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnResponse,
+)
+from common.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
+from common.protocol.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
+from common.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+)
 from common.topic_partition import TopicPartition
-from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE, commit_topics
+from kraftlog_client.consumer_coordinator import GROUP_KEY_TYPE
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
 
 # FindCoordinator key type of a transactional id (0 is a group).
@@ -68,6 +90,22 @@ _FATAL = frozenset(
 _FIND_COORDINATOR_AGAIN = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 )
+
+
+def _commit_topics(offsets: Mapping[TopicPartition, int]) -> list[TxnOffsetCommitRequestTopic]:
+    """The ``topics`` of a TxnOffsetCommit: each partition's next offset to read, no leader
+    epoch, empty metadata (what an OffsetCommit of the same offsets carries)."""
+    by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            TxnOffsetCommitRequestPartition(
+                partition_index=tp.partition,
+                committed_offset=offset,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            )
+        )
+    return [TxnOffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 class TxnState(enum.Enum):
@@ -141,8 +179,8 @@ class TxnRequest:
     set) to that group's coordinator."""
 
     api_key: ApiKey
-    body: dict[str, Any]
-    on_response: Callable[[dict[str, Any]], None]
+    body: Message
+    on_response: Callable[[Body], None]
     group: str | None = None
     result: TransactionalResult | None = None
     not_before_s: float = 0.0
@@ -221,12 +259,12 @@ class TransactionManager:
         with self._lock:
             self._require(TxnState.IN_TRANSACTION, "send_offsets_to_transaction")
             result = TransactionalResult()
-            body = {
-                "transactional_id": self.transactional_id,
-                "producer_id": self.producer_id,
-                "producer_epoch": self.producer_epoch,
-                "group_id": group.group_id,
-            }
+            body = AddOffsetsToTxnRequest(
+                transactional_id=self.transactional_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                group_id=group.group_id,
+            )
             self._queue.append(
                 TxnRequest(
                     ApiKey.ADD_OFFSETS_TO_TXN,
@@ -284,12 +322,12 @@ class TransactionManager:
 
     def _queue_end(self, *, committed: bool) -> TransactionalResult:
         result = TransactionalResult()
-        body = {
-            "transactional_id": self.transactional_id,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "committed": committed,
-        }
+        body = EndTxnRequest(
+            transactional_id=self.transactional_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            committed=committed,
+        )
         self._queue.append(
             TxnRequest(ApiKey.END_TXN, body, lambda r: self._on_end(r, result), result=result)
         )
@@ -332,14 +370,15 @@ class TransactionManager:
                 by_topic: dict[str, list[int]] = {}
                 for tp in parts:
                     by_topic.setdefault(tp.topic, []).append(tp.partition)
-                body = {
-                    "v3_and_below_transactional_id": self.transactional_id,
-                    "v3_and_below_producer_id": self.producer_id,
-                    "v3_and_below_producer_epoch": self.producer_epoch,
-                    "v3_and_below_topics": [
-                        {"name": t, "partitions": ps} for t, ps in by_topic.items()
+                body = AddPartitionsToTxnRequest(
+                    v3_and_below_transactional_id=self.transactional_id,
+                    v3_and_below_producer_id=self.producer_id,
+                    v3_and_below_producer_epoch=self.producer_epoch,
+                    v3_and_below_topics=[
+                        AddPartitionsToTxnRequestTopic(name=t, partitions=ps)
+                        for t, ps in by_topic.items()
                     ],
-                }
+                )
                 self._queue.appendleft(
                     TxnRequest(ApiKey.ADD_PARTITIONS_TO_TXN, body, self._on_add_partitions)
                 )
@@ -351,7 +390,8 @@ class TransactionManager:
             if req.api_key == ApiKey.END_TXN:
                 if batches_outstanding or self._adding:
                     return None
-                if req.body["committed"] and self.state is TxnState.ABORTABLE_ERROR:
+                committed = isinstance(req.body, EndTxnRequest) and req.body.committed
+                if committed and self.state is TxnState.ABORTABLE_ERROR:
                     # A batch failed while the commit waited for it: no commit.
                     self._queue.popleft()
                     if req.result is not None:
@@ -401,7 +441,7 @@ class TransactionManager:
                 self._new_partitions |= self._adding
                 self._adding = set()
 
-    def handle_response(self, req: TxnRequest, response: dict[str, Any]) -> None:
+    def handle_response(self, req: TxnRequest, response: Body) -> None:
         with self._lock:
             self.in_flight = False
             req.on_response(response)
@@ -438,10 +478,10 @@ class TransactionManager:
     # -- response handlers (lock held) ---------------------------------------------------
 
     def _init_request(self, result: TransactionalResult) -> TxnRequest:
-        body = {
-            "transactional_id": self.transactional_id,
-            "transaction_timeout_ms": self.transaction_timeout_ms,
-        }
+        body = InitProducerIdRequest(
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+        )
         return TxnRequest(
             ApiKey.INIT_PRODUCER_ID, body, lambda r: self._on_init(r, result), result=result
         )
@@ -480,24 +520,24 @@ class TransactionManager:
             self.state = TxnState.ABORTABLE_ERROR
             self._last_error = error
 
-    def _on_init(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        code = r.get("error_code", 0)
+    def _on_init(self, r: InitProducerIdResponse, result: TransactionalResult) -> None:
+        code = r.error_code
         if code != 0:
             self._retry_or_fail(code, "InitProducerId")
             return
         self._queue.popleft()
-        self.producer_id = r["producer_id"]
-        self.producer_epoch = r["producer_epoch"]
+        self.producer_id = r.producer_id
+        self.producer_epoch = r.producer_epoch
         self._needs_epoch_bump = False
         self._on_producer_id(self.producer_id, self.producer_epoch)
         self.state = TxnState.READY
         result.set()
 
-    def _on_add_partitions(self, r: dict[str, Any]) -> None:
+    def _on_add_partitions(self, r: AddPartitionsToTxnResponse) -> None:
         codes = [
-            p["partition_error_code"]
-            for t in r.get("results_by_topic_v3_and_below") or ()
-            for p in t.get("results_by_partition") or ()
+            p.partition_error_code
+            for t in r.results_by_topic_v3_and_below
+            for p in t.results_by_partition
         ]
         bad = next((c for c in codes if c != 0), 0)
         if bad == 0:
@@ -513,27 +553,27 @@ class TransactionManager:
 
     def _on_add_offsets(
         self,
-        r: dict[str, Any],
+        r: AddOffsetsToTxnResponse,
         offsets: dict[TopicPartition, int],
         group: ConsumerGroupMetadata,
         result: TransactionalResult,
     ) -> None:
-        code = r.get("error_code", 0)
+        code = r.error_code
         if code != 0:
             self._retry_or_fail(code, "AddOffsetsToTxn")
             return
         self._queue.popleft()
         self._started = True
-        body = {
-            "transactional_id": self.transactional_id,
-            "group_id": group.group_id,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "generation_id": group.generation_id,
-            "member_id": group.member_id,
-            "group_instance_id": group.group_instance_id,
-            "topics": commit_topics(offsets),
-        }
+        body = TxnOffsetCommitRequest(
+            transactional_id=self.transactional_id,
+            group_id=group.group_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            generation_id=group.generation_id,
+            member_id=group.member_id,
+            group_instance_id=group.group_instance_id,
+            topics=_commit_topics(offsets),
+        )
         self._queue.appendleft(
             TxnRequest(
                 ApiKey.TXN_OFFSET_COMMIT,
@@ -544,8 +584,10 @@ class TransactionManager:
             )
         )
 
-    def _on_txn_offset_commit(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        codes = [p["error_code"] for t in r.get("topics") or () for p in t.get("partitions") or ()]
+    def _on_txn_offset_commit(
+        self, r: TxnOffsetCommitResponse, result: TransactionalResult
+    ) -> None:
+        codes = [p.error_code for t in r.topics for p in t.partitions]
         bad = next((c for c in codes if c != 0), 0)
         if bad != 0:
             self._retry_or_fail(bad, "TxnOffsetCommit")
@@ -553,8 +595,8 @@ class TransactionManager:
         self._queue.popleft()
         result.set()
 
-    def _on_end(self, r: dict[str, Any], result: TransactionalResult) -> None:
-        code = r.get("error_code", 0)
+    def _on_end(self, r: EndTxnResponse, result: TransactionalResult) -> None:
+        code = r.error_code
         if code != 0:
             self._retry_or_fail(code, "EndTxn")
             return

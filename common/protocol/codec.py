@@ -94,6 +94,8 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
 TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.ADD_PARTITIONS_TO_TXN,
         ApiKey.ALTER_CLIENT_QUOTAS,
         ApiKey.API_VERSIONS,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
@@ -101,12 +103,19 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.DELETE_GROUPS,
         ApiKey.DESCRIBE_CLIENT_QUOTAS,
         ApiKey.DESCRIBE_GROUPS,
+        ApiKey.DESCRIBE_PRODUCERS,
+        ApiKey.DESCRIBE_TRANSACTIONS,
+        ApiKey.END_TXN,
         ApiKey.FIND_COORDINATOR,
         ApiKey.HEARTBEAT,
+        ApiKey.INIT_PRODUCER_ID,
         ApiKey.JOIN_GROUP,
         ApiKey.LEAVE_GROUP,
         ApiKey.LIST_GROUPS,
+        ApiKey.LIST_TRANSACTIONS,
         ApiKey.SYNC_GROUP,
+        ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.WRITE_TXN_MARKERS,
     }
 )
 

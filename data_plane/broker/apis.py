@@ -23,6 +23,10 @@ from typing import Any, TypeVar, TypeVarTuple
 
 from common.protocol.codec import RequestHeader
 from common.protocol.message_base import Message
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersResponseMarker,
+)
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.coordinator_partition_writer import CoordinatorPartitionWriter
@@ -239,7 +243,9 @@ class KafkaApis:
         self._produce_wake_states[tp] = state
         return True
 
-    async def _write_markers_locally(self, markers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def _write_markers_locally(
+        self, markers: list[WriteTxnMarkersRequestMarker]
+    ) -> list[WriteTxnMarkersResponseMarker]:
         # The handler module imports this one: import it when first needed.
         from data_plane.broker.handlers.write_txn_markers import write_markers
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
+from common.protocol.message_base import Message
 from data_plane.replication.inter_broker_connection import EndpointLookup, InterBrokerConnection
 
 
@@ -40,7 +41,12 @@ class InterBrokerClients:
         self._tls = tls
 
     async def call(
-        self, broker_id: int, api_key: ApiKey, version: int, body: dict[str, Any], timeout_s: float
+        self,
+        broker_id: int,
+        api_key: ApiKey,
+        version: int,
+        body: dict[str, Any] | Message,
+        timeout_s: float,
     ) -> Body:
         """One request to ``broker_id`` and its decoded response. Raises OSError,
         ConnectionError, TimeoutError, EOFError or ProtocolError."""

@@ -32,11 +32,17 @@ import asyncio
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.errors import ProtocolError
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+    WriteTxnMarkersResponse,
+    WriteTxnMarkersResponseMarker,
+)
 from data_plane.broker.inter_broker_clients import InterBrokerClients
 from data_plane.coordinator.transaction_coordinator import MarkerRequest
 from data_plane.replication.inter_broker_connection import EndpointLookup
@@ -48,7 +54,9 @@ WRITE_TXN_MARKERS_VERSION = 0
 # A newer coordinator or producer epoch owns the transaction: stop writing its markers.
 _ABANDON = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
-LocalWriter = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]]
+LocalWriter = Callable[
+    [list[WriteTxnMarkersRequestMarker]], Awaitable[list[WriteTxnMarkersResponseMarker]]
+]
 
 
 class TransactionMarkerSender:
@@ -148,15 +156,16 @@ class TransactionMarkerSender:
         for topic, p in partitions:
             by_topic.setdefault(topic, []).append(p)
         markers = [
-            {
-                "producer_id": request.producer_id,
-                "producer_epoch": request.producer_epoch,
-                "transaction_result": request.committed,
-                "topics": [
-                    {"name": t, "partition_indexes": ps} for t, ps in sorted(by_topic.items())
+            WriteTxnMarkersRequestMarker(
+                producer_id=request.producer_id,
+                producer_epoch=request.producer_epoch,
+                transaction_result=request.committed,
+                topics=[
+                    WriteTxnMarkersRequestTopic(name=t, partition_indexes=ps)
+                    for t, ps in sorted(by_topic.items())
                 ],
-                "coordinator_epoch": request.coordinator_epoch,
-            }
+                coordinator_epoch=request.coordinator_epoch,
+            )
         ]
         try:
             if leader == self.broker_id:
@@ -168,24 +177,23 @@ class TransactionMarkerSender:
             return {}
         codes: dict[tuple[str, int], int] = {}
         for m in answer:
-            for t in m.get("topics") or ():
-                for p in t.get("partitions") or ():
-                    codes[(t["name"], p["partition_index"])] = p["error_code"]
+            for t in m.topics:
+                for answered in t.partitions:
+                    codes[(t.name, answered.partition_index)] = answered.error_code
         return codes
 
     async def _remote_write(
-        self, leader: int, markers: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
+        self, leader: int, markers: list[WriteTxnMarkersRequestMarker]
+    ) -> list[WriteTxnMarkersResponseMarker]:
         # The leader waits up to request.timeout.ms for replication before answering.
-        body = await self._brokers.call(
+        body: WriteTxnMarkersResponse = await self._brokers.call(
             leader,
             ApiKey.WRITE_TXN_MARKERS,
             WRITE_TXN_MARKERS_VERSION,
-            {"markers": markers},
+            WriteTxnMarkersRequest(markers=markers),
             2 * self._timeout_s,
         )
-        markers_out: list[dict[str, Any]] = body.get("markers") or []
-        return markers_out
+        return body.markers
 
     def close(self) -> None:
         self._closed = True

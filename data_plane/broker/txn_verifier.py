@@ -28,6 +28,12 @@ from collections.abc import Callable
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.errors import ProtocolError
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnRequestTransaction,
+    AddPartitionsToTxnResponse,
+)
 from data_plane.broker.coordinator_location import coordinator_broker
 from data_plane.broker.inter_broker_clients import InterBrokerClients
 from data_plane.replication.inter_broker_connection import EndpointLookup
@@ -83,23 +89,26 @@ class TransactionVerifier:
         by_topic: dict[str, list[int]] = {}
         for topic, p in partitions:
             by_topic.setdefault(topic, []).append(p)
-        body = {
-            "transactions": [
-                {
-                    "transactional_id": transactional_id,
-                    "producer_id": producer_id,
-                    "producer_epoch": producer_epoch,
-                    "verify_only": True,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-                }
+        request = AddPartitionsToTxnRequest(
+            transactions=[
+                AddPartitionsToTxnRequestTransaction(
+                    transactional_id=transactional_id,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    verify_only=True,
+                    topics=[
+                        AddPartitionsToTxnRequestTopic(name=t, partitions=ps)
+                        for t, ps in by_topic.items()
+                    ],
+                )
             ]
-        }
+        )
         try:
-            answer = await self._brokers.call(
+            answer: AddPartitionsToTxnResponse = await self._brokers.call(
                 coordinator,
                 ApiKey.ADD_PARTITIONS_TO_TXN,
                 ADD_PARTITIONS_TO_TXN_VERIFY_VERSION,
-                body,
+                request,
                 self._timeout_s,
             )
         except (OSError, EOFError, ProtocolError, TimeoutError, ConnectionError) as e:
@@ -107,14 +116,14 @@ class TransactionVerifier:
             return dict.fromkeys(partitions, int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         # A top-level error (CLUSTER_AUTHORIZATION_FAILED) holds for every partition; a
         # partition missing from the answer is an unknown failure.
-        missing = answer.get("error_code") or ErrorCode.UNKNOWN_SERVER_ERROR
+        missing = answer.error_code or ErrorCode.UNKNOWN_SERVER_ERROR
         codes = dict.fromkeys(partitions, int(missing))
-        for txn in answer.get("results_by_transaction") or ():
-            for t in txn.get("topic_results") or ():
-                for r in t.get("results_by_partition") or ():
-                    tp = (t["name"], r["partition_index"])
+        for txn in answer.results_by_transaction:
+            for t in txn.topic_results:
+                for r in t.results_by_partition:
+                    tp = (t.name, r.partition_index)
                     if tp in codes:
-                        codes[tp] = r["partition_error_code"]
+                        codes[tp] = r.partition_error_code
         return codes
 
     def close(self) -> None:

@@ -21,9 +21,17 @@ the partitions are added as in v3.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from common.error_codes import ErrorCode
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseResultsByPartition,
+    AddPartitionsToTxnResponseResultsByTransaction,
+    AddPartitionsToTxnResponseTopicResult,
+)
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.handlers.transaction_errors import for_version
@@ -42,28 +50,42 @@ Partition = tuple[str, int]
 FIRST_BROKER_VERSION = 4
 
 
-def _topic_results(errors: dict[Partition, int]) -> list[dict[str, Any]]:
-    by_topic: dict[str, list[dict[str, int]]] = {}
+def _topic_results(errors: dict[Partition, int]) -> list[AddPartitionsToTxnResponseTopicResult]:
+    by_topic: dict[str, list[AddPartitionsToTxnResponseResultsByPartition]] = {}
     for (topic, partition), code in errors.items():
         by_topic.setdefault(topic, []).append(
-            {"partition_index": partition, "partition_error_code": code}
+            AddPartitionsToTxnResponseResultsByPartition(
+                partition_index=partition, partition_error_code=code
+            )
         )
-    return [{"name": t, "results_by_partition": ps} for t, ps in by_topic.items()]
+    return [
+        AddPartitionsToTxnResponseTopicResult(name=t, results_by_partition=ps)
+        for t, ps in by_topic.items()
+    ]
 
 
-def _partitions(topics: list[dict[str, Any]] | None) -> list[Partition]:
-    return [(t["name"], p) for t in topics or () for p in t.get("partitions") or ()]
+def _partitions(topics: Sequence[AddPartitionsToTxnRequestTopic]) -> list[Partition]:
+    return [(t.name, p) for t in topics for p in t.partitions]
+
+
+def _request(request: Request) -> AddPartitionsToTxnRequest:
+    body = request.body
+    if not isinstance(body, AddPartitionsToTxnRequest):
+        raise TypeError(f"AddPartitionsToTxn handler given {type(body).__name__}")
+    return body
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
-    body = request.body
+    body = _request(request)
     if request.header.api_version >= FIRST_BROKER_VERSION:
-        return _transactions(apis, request)
-    partitions = _partitions(body.get("v3_and_below_topics"))
+        return _transactions(apis, body)
+    partitions = _partitions(body.v3_and_below_topics)
     bad = _refused(apis, partitions)
     if bad is not None:
-        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(bad)}
-    return _add_v3(apis, request, partitions)
+        return AddPartitionsToTxnResponse(
+            throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(bad)
+        )
+    return _add_v3(apis, request, body, partitions)
 
 
 def _refused(apis: KafkaApis, partitions: list[Partition]) -> dict[Partition, int] | None:
@@ -80,28 +102,34 @@ def _refused(apis: KafkaApis, partitions: list[Partition]) -> dict[Partition, in
     return {tp: bad.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
 
 
-async def _add_v3(apis: KafkaApis, request: Request, partitions: list[Partition]) -> Body:
-    body = request.body
+async def _add_v3(
+    apis: KafkaApis,
+    request: Request,
+    body: AddPartitionsToTxnRequest,
+    partitions: list[Partition],
+) -> AddPartitionsToTxnResponse:
     code = await apis.transaction_coordinator.add_partitions(
-        body["v3_and_below_transactional_id"],
-        body["v3_and_below_producer_id"],
-        body["v3_and_below_producer_epoch"],
+        body.v3_and_below_transactional_id,
+        body.v3_and_below_producer_id,
+        body.v3_and_below_producer_epoch,
         partitions,
     )
     code = for_version(code, request.header.api_version)
-    return {
-        "throttle_time_ms": 0,
-        "results_by_topic_v3_and_below": _topic_results({tp: code for tp in partitions}),
-    }
+    return AddPartitionsToTxnResponse(
+        throttle_time_ms=0,
+        results_by_topic_v3_and_below=_topic_results({tp: code for tp in partitions}),
+    )
 
 
-async def _transactions(apis: KafkaApis, request: Request) -> Body:
+async def _transactions(
+    apis: KafkaApis, body: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
     runtime = apis.transaction_coordinator
     results = []
-    for txn in request.body.get("transactions") or ():
-        partitions = _partitions(txn.get("topics"))
-        tid, pid, epoch = txn["transactional_id"], txn["producer_id"], txn["producer_epoch"]
-        if txn.get("verify_only"):
+    for txn in body.transactions:
+        partitions = _partitions(txn.topics)
+        tid, pid, epoch = txn.transactional_id, txn.producer_id, txn.producer_epoch
+        if txn.verify_only:
             errors = runtime.coordinator.verify_partitions(tid, pid, epoch, partitions)
         else:
             refused = _refused(apis, partitions)
@@ -110,54 +138,60 @@ async def _transactions(apis: KafkaApis, request: Request) -> Body:
             else:
                 code = await runtime.add_partitions(tid, pid, epoch, partitions)
                 errors = {tp: code for tp in partitions}
-        results.append({"transactional_id": tid, "topic_results": _topic_results(errors)})
-    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+        results.append(
+            AddPartitionsToTxnResponseResultsByTransaction(
+                transactional_id=tid, topic_results=_topic_results(errors)
+            )
+        )
+    return AddPartitionsToTxnResponse(
+        throttle_time_ms=0, error_code=0, results_by_transaction=results
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """v4+ (partition leaders verifying transactions): ClusterAction on the cluster. v0-3:
     Write on the transactional id and on each topic; when any is refused nothing is added:
     refused topics' partitions get TOPIC_AUTHORIZATION_FAILED (every partition
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED when the id is refused), the others
     OPERATION_NOT_ATTEMPTED, as Kafka answers."""
+    if not isinstance(body, AddPartitionsToTxnRequest):
+        raise TypeError(f"AddPartitionsToTxn rule given {type(body).__name__}")
     if version >= FIRST_BROKER_VERSION:
         if authz.cluster(s, AclOperation.CLUSTER_ACTION):
             return Verdict(body)
         return Verdict.refused(
             body,
-            {"throttle_time_ms": 0, "error_code": CLUSTER_DENIED, "results_by_transaction": []},
+            AddPartitionsToTxnResponse(
+                throttle_time_ms=0, error_code=CLUSTER_DENIED, results_by_transaction=[]
+            ),
             ResourceType.CLUSTER,
         )
-    topics = body.get("v3_and_below_topics") or []
-    txn_ok = authz.transactional_id(
-        s, AclOperation.WRITE, body.get("v3_and_below_transactional_id", "")
-    )
+    topics = body.v3_and_below_topics
+    txn_ok = authz.transactional_id(s, AclOperation.WRITE, body.v3_and_below_transactional_id)
     denied_topics = {
-        t["name"] for t in topics if not txn_ok or not authz.topic(s, AclOperation.WRITE, t["name"])
+        t.name for t in topics if not txn_ok or not authz.topic(s, AclOperation.WRITE, t.name)
     }
     if not denied_topics:
         return Verdict(body)
     code = TOPIC_DENIED if txn_ok else TXN_DENIED
     results = [
-        {
-            "name": t["name"],
-            "results_by_partition": [
-                {
-                    "partition_index": p,
-                    "partition_error_code": (
-                        code
-                        if t["name"] in denied_topics
-                        else int(ErrorCode.OPERATION_NOT_ATTEMPTED)
+        AddPartitionsToTxnResponseTopicResult(
+            name=t.name,
+            results_by_partition=[
+                AddPartitionsToTxnResponseResultsByPartition(
+                    partition_index=p,
+                    partition_error_code=(
+                        code if t.name in denied_topics else int(ErrorCode.OPERATION_NOT_ATTEMPTED)
                     ),
-                }
-                for p in t.get("partitions") or ()
+                )
+                for p in t.partitions
             ],
-        }
+        )
         for t in topics
     ]
     return Verdict.refused(
         body,
-        {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results},
+        AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=results),
         ResourceType.TOPIC if txn_ok else ResourceType.TRANSACTIONAL_ID,
         len(denied_topics),
     )

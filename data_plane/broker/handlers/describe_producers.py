@@ -7,11 +7,18 @@ aborted by. Routing errors as Fetch: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_F
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 from common.error_codes import ErrorCode
 from common.errors import ApiError
-from common.security.acl import AclOperation
+from common.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeProducersResponseActiveProducer,
+    DescribeProducersResponsePartition,
+    DescribeProducersResponseTopic,
+)
+from common.security.acl import AclOperation, ResourceType
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.security.request_authz import (
@@ -19,64 +26,78 @@ from data_plane.security.request_authz import (
     RequestAuthorizer,
     Session,
     Verdict,
-    with_denied_topics,
+    with_denied,
 )
 from data_plane.storage.producer_state import NO_TXN
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
-    topics = []
-    for t in request.body.get("topics") or []:
-        name = t.get("name", "")
-        partitions = [_partition(apis, name, index) for index in t.get("partition_indexes") or []]
-        topics.append({"name": name, "partitions": partitions})
-    return {"throttle_time_ms": 0, "topics": topics}
+def handle(apis: KafkaApis, request: Request) -> DescribeProducersResponse:
+    body = request.body
+    if not isinstance(body, DescribeProducersRequest):
+        raise TypeError(f"DescribeProducers handler given {type(body).__name__}")
+    topics = [
+        DescribeProducersResponseTopic(
+            name=t.name,
+            partitions=[_partition(apis, t.name, index) for index in t.partition_indexes],
+        )
+        for t in body.topics
+    ]
+    return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
 
 
-def _partition(apis: KafkaApis, topic: str, index: int) -> dict[str, Any]:
+def _partition(apis: KafkaApis, topic: str, index: int) -> DescribeProducersResponsePartition:
     try:
         part = apis.replica_manager.leader_partition(TopicPartition(topic, index))
     except ApiError as e:
-        return {
-            "partition_index": index,
-            "error_code": int(e.error_code),
-            "error_message": str(e),
-            "active_producers": [],
-        }
+        return DescribeProducersResponsePartition(
+            partition_index=index,
+            error_code=int(e.error_code),
+            error_message=str(e),
+            active_producers=[],
+        )
     producers = [
-        {
-            "producer_id": e.producer_id,
-            "producer_epoch": e.producer_epoch,
-            "last_sequence": e.last_seq,
-            "last_timestamp": e.last_timestamp,
-            "coordinator_epoch": e.coordinator_epoch,
-            "current_txn_start_offset": (
+        DescribeProducersResponseActiveProducer(
+            producer_id=e.producer_id,
+            producer_epoch=e.producer_epoch,
+            last_sequence=e.last_seq,
+            last_timestamp=e.last_timestamp,
+            coordinator_epoch=e.coordinator_epoch,
+            current_txn_start_offset=(
                 -1 if e.current_txn_first_offset == NO_TXN else e.current_txn_first_offset
             ),
-        }
+        )
         for e in sorted(part.log.active_producers(), key=lambda e: e.producer_id)
     ]
-    return {
-        "partition_index": index,
-        "error_code": ErrorCode.NO_ERROR,
-        "error_message": None,
-        "active_producers": producers,
-    }
+    return DescribeProducersResponsePartition(
+        partition_index=index,
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        active_producers=producers,
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Read on each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
-    new, denied = authz.split_topics(s, body, AclOperation.READ)
+    if not isinstance(body, DescribeProducersRequest):
+        raise TypeError(f"DescribeProducers rule given {type(body).__name__}")
+    readable: dict[str, bool] = {}
+    for t in body.topics:
+        if t.name not in readable:
+            readable[t.name] = authz.topic(s, AclOperation.READ, t.name)
+    denied = [t for t in body.topics if not readable[t.name]]
     if not denied:
         return Verdict(body)
     entries = [
-        {
-            "name": t.get("name", ""),
-            "partitions": [
-                {"partition_index": i, "error_code": TOPIC_DENIED, "active_producers": []}
-                for i in t.get("partition_indexes") or []
+        DescribeProducersResponseTopic(
+            name=t.name,
+            partitions=[
+                DescribeProducersResponsePartition(
+                    partition_index=i, error_code=TOPIC_DENIED, active_producers=[]
+                )
+                for i in t.partition_indexes
             ],
-        }
+        )
         for t in denied
     ]
-    return with_denied_topics(new, len(denied), "topics", entries)
+    kept = dataclasses.replace(body, topics=[t for t in body.topics if readable[t.name]])
+    return with_denied(kept, ResourceType.TOPIC, len(denied), "topics", entries)

@@ -8,29 +8,33 @@ decision, or no transaction, INVALID_TXN_STATE.
 
 from __future__ import annotations
 
-from typing import Any
-
+from common.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.transaction_errors import for_version
 from data_plane.security.request_authz import TXN_DENIED, RequestAuthorizer, Session, Verdict
 
 
-async def handle(apis: KafkaApis, request: Request) -> Body:
+async def handle(apis: KafkaApis, request: Request) -> EndTxnResponse:
     body = request.body
+    if not isinstance(body, EndTxnRequest):
+        raise TypeError(f"EndTxn handler given {type(body).__name__}")
     code = await apis.transaction_coordinator.end_txn(
-        body["transactional_id"],
-        body["producer_id"],
-        body["producer_epoch"],
-        bool(body["committed"]),
+        body.transactional_id, body.producer_id, body.producer_epoch, body.committed
     )
-    return {"throttle_time_ms": 0, "error_code": for_version(code, request.header.api_version)}
+    return EndTxnResponse(
+        throttle_time_ms=0, error_code=for_version(code, request.header.api_version)
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Write on the transactional id (refused: TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
-    if authz.transactional_id(s, AclOperation.WRITE, body.get("transactional_id", "")):
+    if not isinstance(body, EndTxnRequest):
+        raise TypeError(f"EndTxn rule given {type(body).__name__}")
+    if authz.transactional_id(s, AclOperation.WRITE, body.transactional_id):
         return Verdict(body)
     return Verdict.refused(
-        body, {"throttle_time_ms": 0, "error_code": TXN_DENIED}, ResourceType.TRANSACTIONAL_ID
+        body,
+        EndTxnResponse(throttle_time_ms=0, error_code=TXN_DENIED),
+        ResourceType.TRANSACTIONAL_ID,
     )

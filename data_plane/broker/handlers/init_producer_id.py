@@ -21,9 +21,11 @@ transactional producer (v2+ flexible; v3+ the producer may name its current id a
 
 from __future__ import annotations
 
-from typing import Any
-
 from common.error_codes import ErrorCode
+from common.protocol.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.broker.handlers.transaction_errors import (
@@ -42,24 +44,27 @@ from data_plane.security.request_authz import (
 FIRST_PRODUCER_EPOCH = 0
 
 
-def _answer(error_code: int, producer_id: int = -1, producer_epoch: int = -1) -> Body:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error_code,
-        "producer_id": producer_id,
-        "producer_epoch": producer_epoch,
-    }
+def _answer(
+    error_code: int, producer_id: int = -1, producer_epoch: int = -1
+) -> InitProducerIdResponse:
+    return InitProducerIdResponse(
+        throttle_time_ms=0,
+        error_code=error_code,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+    )
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
     body = request.body
-    transactional_id = body.get("transactional_id")
-    if transactional_id is not None:
-        return _init_transactional(apis, request, transactional_id)
+    if not isinstance(body, InitProducerIdRequest):
+        raise TypeError(f"InitProducerId handler given {type(body).__name__}")
+    if body.transactional_id is not None:
+        return _init_transactional(apis, request, body, body.transactional_id)
     return _allocate(apis)
 
 
-async def _allocate(apis: KafkaApis) -> Body:
+async def _allocate(apis: KafkaApis) -> InitProducerIdResponse:
     try:
         pid = await apis.producer_id_manager.generate_producer_id(apis.config.request_timeout_ms)
     except ProducerIdsUnavailableError as e:
@@ -67,14 +72,15 @@ async def _allocate(apis: KafkaApis) -> Body:
     return _answer(ErrorCode.NO_ERROR, pid, FIRST_PRODUCER_EPOCH)
 
 
-async def _init_transactional(apis: KafkaApis, request: Request, transactional_id: str) -> Body:
-    body = request.body
+async def _init_transactional(
+    apis: KafkaApis, request: Request, body: InitProducerIdRequest, transactional_id: str
+) -> InitProducerIdResponse:
     try:
         result = await apis.transaction_coordinator.init_producer_id(
             transactional_id,
-            body["transaction_timeout_ms"],
-            body.get("producer_id", -1),
-            body.get("producer_epoch", -1),
+            body.transaction_timeout_ms,
+            body.producer_id,
+            body.producer_epoch,
         )
     except ProducerIdsUnavailableError as e:
         return _answer(e.error_code)
@@ -86,11 +92,13 @@ async def _init_transactional(apis: KafkaApis, request: Request, transactional_i
     return _answer(code, result.producer_id, result.producer_epoch)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Write on the transactional id when one is given (refused:
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED); else IdempotentWrite on the cluster or Write on some
     topic (KIP-679; refused: CLUSTER_AUTHORIZATION_FAILED)."""
-    txn = body.get("transactional_id")
+    if not isinstance(body, InitProducerIdRequest):
+        raise TypeError(f"InitProducerId rule given {type(body).__name__}")
+    txn = body.transactional_id
     if txn is not None:
         if authz.transactional_id(s, AclOperation.WRITE, txn):
             return Verdict(body)
@@ -102,5 +110,5 @@ def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str
     else:
         code, rtype = CLUSTER_DENIED, ResourceType.CLUSTER
     return Verdict.refused(
-        body, {"error_code": code, "producer_id": -1, "producer_epoch": -1}, rtype
+        body, InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1), rtype
     )

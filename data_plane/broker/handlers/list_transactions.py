@@ -8,53 +8,64 @@ partition is loading. A pattern that is not a valid expression gets INVALID_REQU
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    ListTransactionsResponseTransactionState,
+)
 from common.security.acl import AclOperation
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, keep_only
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> ListTransactionsResponse:
     body = request.body
-    pattern = body.get("transactional_id_pattern") or ""
+    if not isinstance(body, ListTransactionsRequest):
+        raise TypeError(f"ListTransactions handler given {type(body).__name__}")
+    pattern = body.transactional_id_pattern or ""
     try:
         # Kafka matches the whole id (Java's Matcher.matches).
         matcher = re.compile(pattern).fullmatch if pattern else None
     except re.error:
         return _answer(ErrorCode.INVALID_REQUEST, [], [])
     error, unknown, found = apis.transaction_coordinator.coordinator.list_transactions(
-        set(body.get("state_filters") or []),
-        set(body.get("producer_id_filters") or []),
-        int(body.get("duration_filter", -1)),
+        set(body.state_filters),
+        set(body.producer_id_filters),
+        body.duration_filter,
         (lambda tid: matcher(tid) is not None) if matcher else (lambda _tid: True),
     )
     states = [
-        {
-            "transactional_id": md.transactional_id,
-            "producer_id": md.producer_id,
-            "transaction_state": md.state.display_name,
-        }
+        ListTransactionsResponseTransactionState(
+            transactional_id=md.transactional_id,
+            producer_id=md.producer_id,
+            transaction_state=md.state.display_name,
+        )
         for md in sorted(found, key=lambda md: md.transactional_id)
     ]
     return _answer(error, unknown, states)
 
 
-def _answer(error: int, unknown: list[str], states: list[dict]) -> Body:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error,
-        "unknown_state_filters": unknown,
-        "transaction_states": states,
-    }
-
-
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
-    """Only the transactional ids the session may describe are listed."""
-    v = Verdict(body)
-    v.finish = keep_only(
-        "transaction_states",
-        lambda t: authz.transactional_id(s, AclOperation.DESCRIBE, t.get("transactional_id", "")),
+def _answer(
+    error: int, unknown: list[str], states: list[ListTransactionsResponseTransactionState]
+) -> ListTransactionsResponse:
+    return ListTransactionsResponse(
+        throttle_time_ms=0,
+        error_code=error,
+        unknown_state_filters=unknown,
+        transaction_states=states,
     )
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
+    """Only the transactional ids the session may describe are listed."""
+    if not isinstance(body, ListTransactionsRequest):
+        raise TypeError(f"ListTransactions rule given {type(body).__name__}")
+
+    def may_describe(t: ListTransactionsResponseTransactionState) -> bool:
+        return authz.transactional_id(s, AclOperation.DESCRIBE, t.transactional_id)
+
+    v = Verdict(body)
+    v.finish = keep_only("transaction_states", may_describe)
     return v

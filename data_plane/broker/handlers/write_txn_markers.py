@@ -13,9 +13,17 @@ the transaction's pending offsets there.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from common.error_codes import ErrorCode
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersResponse,
+    WriteTxnMarkersResponseMarker,
+    WriteTxnMarkersResponsePartition,
+    WriteTxnMarkersResponseTopic,
+)
 from common.security.acl import AclOperation, ResourceType
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
@@ -24,32 +32,33 @@ from data_plane.coordinator import OFFSETS_TOPIC
 from data_plane.security.request_authz import CLUSTER_DENIED, RequestAuthorizer, Session, Verdict
 
 
-async def handle(apis: KafkaApis, request: Request) -> Body:
-    return {"markers": await write_markers(apis, request.body.get("markers") or [])}
+async def handle(apis: KafkaApis, request: Request) -> WriteTxnMarkersResponse:
+    body = request.body
+    if not isinstance(body, WriteTxnMarkersRequest):
+        raise TypeError(f"WriteTxnMarkers handler given {type(body).__name__}")
+    return WriteTxnMarkersResponse(markers=await write_markers(apis, body.markers))
 
 
-async def write_markers(apis: KafkaApis, markers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Write each marker of a WriteTxnMarkers body on this broker; return the response's
-    ``markers`` list (the transaction marker sender calls this directly for partitions this
+async def write_markers(
+    apis: KafkaApis, markers: Sequence[WriteTxnMarkersRequestMarker]
+) -> list[WriteTxnMarkersResponseMarker]:
+    """Write each marker of a WriteTxnMarkers request on this broker; return the response's
+    ``markers`` (the transaction marker sender calls this directly for partitions this
     broker leads)."""
     rm = apis.replica_manager
     codes: list[dict[TopicPartition, int]] = []
     required: dict[TopicPartition, int] = {}
     for m in markers:
         per: dict[TopicPartition, int] = {}
-        for t in m.get("topics") or ():
-            for p in t.get("partition_indexes") or ():
-                tp = TopicPartition(t["name"], p)
+        for t in m.topics:
+            for p in t.partition_indexes:
+                tp = TopicPartition(t.name, p)
                 result = rm.append_txn_marker(
-                    tp,
-                    m["producer_id"],
-                    m["producer_epoch"],
-                    m["coordinator_epoch"],
-                    bool(m["transaction_result"]),
+                    tp, m.producer_id, m.producer_epoch, m.coordinator_epoch, m.transaction_result
                 )
                 per[tp] = int(result.error_code)
                 if result.error_code == ErrorCode.NO_ERROR:
-                    kind = "commit" if m["transaction_result"] else "abort"
+                    kind = "commit" if m.transaction_result else "abort"
                     apis.transaction_markers_written[kind] += 1
                     required[tp] = max(required.get(tp, 0), result.last_offset + 1)
         codes.append(per)
@@ -60,45 +69,52 @@ async def write_markers(apis: KafkaApis, markers: list[dict[str, Any]]) -> list[
         )
     out = []
     for m, per in zip(markers, codes, strict=True):
-        by_topic: dict[str, list[dict[str, int]]] = {}
+        by_topic: dict[str, list[WriteTxnMarkersResponsePartition]] = {}
         for tp, code in per.items():
             if code == ErrorCode.NO_ERROR:
                 code = outcome.get(tp, ErrorCode.NO_ERROR)
                 if code == ErrorCode.NO_ERROR and tp.topic == OFFSETS_TOPIC:
                     apis.group_coordinator.complete_transaction(
-                        tp.partition, m["producer_id"], bool(m["transaction_result"])
+                        tp.partition, m.producer_id, m.transaction_result
                     )
             by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "error_code": int(code)}
+                WriteTxnMarkersResponsePartition(partition_index=tp.partition, error_code=int(code))
             )
         out.append(
-            {
-                "producer_id": m["producer_id"],
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-            }
+            WriteTxnMarkersResponseMarker(
+                producer_id=m.producer_id,
+                topics=[
+                    WriteTxnMarkersResponseTopic(name=t, partitions=ps)
+                    for t, ps in by_topic.items()
+                ],
+            )
         )
     return out
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """ClusterAction on the cluster (sent by transaction coordinators and the abort tool);
     refused: every partition CLUSTER_AUTHORIZATION_FAILED."""
+    if not isinstance(body, WriteTxnMarkersRequest):
+        raise TypeError(f"WriteTxnMarkers rule given {type(body).__name__}")
     if authz.cluster(s, AclOperation.CLUSTER_ACTION):
         return Verdict(body)
     markers = [
-        {
-            "producer_id": m["producer_id"],
-            "topics": [
-                {
-                    "name": t["name"],
-                    "partitions": [
-                        {"partition_index": p, "error_code": CLUSTER_DENIED}
-                        for p in t.get("partition_indexes") or ()
+        WriteTxnMarkersResponseMarker(
+            producer_id=m.producer_id,
+            topics=[
+                WriteTxnMarkersResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        WriteTxnMarkersResponsePartition(
+                            partition_index=p, error_code=CLUSTER_DENIED
+                        )
+                        for p in t.partition_indexes
                     ],
-                }
-                for t in m.get("topics") or ()
+                )
+                for t in m.topics
             ],
-        }
-        for m in body.get("markers") or ()
+        )
+        for m in body.markers
     ]
-    return Verdict.refused(body, {"markers": markers}, ResourceType.CLUSTER)
+    return Verdict.refused(body, WriteTxnMarkersResponse(markers=markers), ResourceType.CLUSTER)

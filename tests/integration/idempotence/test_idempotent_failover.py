@@ -19,6 +19,7 @@ import warnings
 import pytest
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.init_producer_id import InitProducerIdRequest
 from data_plane.storage import Record, build_batch
 from deploy.local_cluster import LocalCluster
 from tests.integration.replication.helpers import (
@@ -242,13 +243,15 @@ def test_new_leader_answers_a_retry_with_the_original_offset(cluster: LocalClust
     client = WireClient(port_of(cluster, old_leader), cluster.host_of(old_leader))
     try:
         init = client.call(
-            ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None, "transaction_timeout_ms": 60_000}
+            ApiKey.INIT_PRODUCER_ID,
+            1,
+            InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000),
         )
-        assert init["error_code"] == 0 and init["producer_id"] >= 0, init
-        assert init["producer_epoch"] == 0
+        assert init.error_code == 0 and init.producer_id >= 0, init
+        assert init.producer_epoch == 0
     finally:
         client.close()
-    pid = init["producer_id"]
+    pid = init.producer_id
     firsts = []
     for seq in range(0, 30, 10):
         r = produce_idempotent(cluster, old_leader, topic, pid, 0, seq, 10)

@@ -15,6 +15,10 @@ from collections.abc import Iterator
 import pytest
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+)
 from data_plane.storage import Record, build_batch
 from deploy.cli import main
 from deploy.local_cluster import LocalCluster
@@ -60,27 +64,23 @@ def test_list_describe_and_abort_a_hanging_transaction(
         added = coordinator.call(
             ApiKey.ADD_PARTITIONS_TO_TXN,
             2,
-            {
-                "v3_and_below_transactional_id": txn_id,
-                "v3_and_below_producer_id": ids["producer_id"],
-                "v3_and_below_producer_epoch": ids["producer_epoch"],
-                "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-            },
+            AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=txn_id,
+                v3_and_below_producer_id=ids.producer_id,
+                v3_and_below_producer_epoch=ids.producer_epoch,
+                v3_and_below_topics=[AddPartitionsToTxnRequestTopic(name=topic, partitions=[0])],
+            ),
         )
-        assert (
-            added["results_by_topic_v3_and_below"][0]["results_by_partition"][0][
-                "partition_error_code"
-            ]
-            == 0
-        )
+        result = added.results_by_topic_v3_and_below[0].results_by_partition[0]
+        assert result.partition_error_code == 0
         listed = json.loads(kraftlog(cluster, capsys, "list", "--state", "Ongoing", "--json"))
-        assert {"transactional_id": txn_id, "producer_id": ids["producer_id"],
+        assert {"transactional_id": txn_id, "producer_id": ids.producer_id,
                 "state": "Ongoing"}.items() <= next(
             t for t in listed if t["transactional_id"] == txn_id
         ).items()  # fmt: skip
         described = json.loads(kraftlog(cluster, capsys, "describe", txn_id, "--json"))
         assert described["state"] == "Ongoing"
-        assert described["producer_id"] == ids["producer_id"]
+        assert described["producer_id"] == ids.producer_id
         assert described["partitions"] == [f"{topic}-0"]
         assert described["start_time_ms"] > 0
 
@@ -96,8 +96,8 @@ def test_list_describe_and_abort_a_hanging_transaction(
         plain = produce(leader, topic, build_batch([Record(None, b"before", 1)]), None)
         batch = build_batch(
             [Record(None, b"never-visible", 1)],
-            producer_id=hanging["producer_id"],
-            producer_epoch=hanging["producer_epoch"],
+            producer_id=hanging.producer_id,
+            producer_epoch=hanging.producer_epoch,
             base_sequence=0,
             is_transactional=True,
         )
@@ -109,9 +109,9 @@ def test_list_describe_and_abort_a_hanging_transaction(
             kraftlog(cluster, capsys, "describe-producers", "--topic", topic,
                      "--partition", "0", "--json")
         )  # fmt: skip
-        mine = next(p for p in producers if p["producer_id"] == hanging["producer_id"])
+        mine = next(p for p in producers if p["producer_id"] == hanging.producer_id)
         assert mine["current_txn_start_offset"] == first["base_offset"]
-        assert mine["producer_epoch"] == hanging["producer_epoch"]
+        assert mine["producer_epoch"] == hanging.producer_epoch
         text = kraftlog(cluster, capsys, "describe-producers", "--topic", topic, "--partition", "0")
         assert "CURRENT-TXN-START-OFFSET" in text and str(first["base_offset"]) in text
 
@@ -119,7 +119,7 @@ def test_list_describe_and_abort_a_hanging_transaction(
             cluster, capsys, "abort", "--topic", topic, "--partition", "0",
             "--start-offset", str(first["base_offset"]),
         )  # fmt: skip
-        assert f"producer {hanging['producer_id']}" in out
+        assert f"producer {hanging.producer_id}" in out
         # The ongoing transaction (first offset none yet here: it wrote nothing) still
         # stands; the hanging one no longer holds the last stable offset.
         wait_for(

@@ -4,12 +4,25 @@ stable offset until its timeout aborts it, and bad input gets Kafka's error code
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+)
+from common.protocol.messages.end_txn import EndTxnRequest
+from common.protocol.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+)
 from data_plane.storage import Record, build_batch
 from data_plane.storage.record_codec import build_end_txn_marker
 from deploy.local_cluster import LocalCluster
@@ -30,14 +43,14 @@ def find_coordinator(cluster: LocalCluster, txn_id: str) -> WireClient:
     return client_for(cluster, coordinator_of(cluster, txn_id))
 
 
-def init(client: WireClient, txn_id: str, timeout_ms: int) -> dict[str, Any]:
-    def attempt() -> dict[str, Any] | None:
+def init(client: WireClient, txn_id: str, timeout_ms: int) -> InitProducerIdResponse:
+    def attempt() -> InitProducerIdResponse | None:
         r = client.call(
             ApiKey.INIT_PRODUCER_ID,
             1,
-            {"transactional_id": txn_id, "transaction_timeout_ms": timeout_ms},
+            InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=timeout_ms),
         )
-        return r if r["error_code"] == 0 else None
+        return r if r.error_code == 0 else None
 
     return wait_for(attempt, "InitProducerId")
 
@@ -76,7 +89,7 @@ def test_hanging_transaction_holds_the_lso_until_its_timeout(cluster: LocalClust
     topic, txn_id, coordinator, leader = setting(cluster, "hang")
     try:
         ids = init(coordinator, txn_id, 3000)
-        pid, epoch = ids["producer_id"], ids["producer_epoch"]
+        pid, epoch = ids.producer_id, ids.producer_epoch
         plain = produce(leader, topic, build_batch([Record(None, b"before", 1)]), None)
         assert plain["error_code"] == 0
         add_partition(coordinator, txn_id, pid, epoch, topic)
@@ -115,26 +128,23 @@ def add_partition(client: WireClient, txn_id: str, pid: int, epoch: int, topic: 
     added = client.call(
         ApiKey.ADD_PARTITIONS_TO_TXN,
         2,
-        {
-            "v3_and_below_transactional_id": txn_id,
-            "v3_and_below_producer_id": pid,
-            "v3_and_below_producer_epoch": epoch,
-            "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-        },
+        AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequestTopic(name=topic, partitions=[0])],
+        ),
     )
-    result = added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]
-    assert result["partition_error_code"] == 0, added
+    result = added.results_by_topic_v3_and_below[0].results_by_partition[0]
+    assert result.partition_error_code == 0, added
 
 
 def end_txn(client: WireClient, txn_id: str, pid: int, epoch: int, *, version: int = 2) -> int:
     """EndTxn(commit); its error code."""
-    body = {
-        "transactional_id": txn_id,
-        "producer_id": pid,
-        "producer_epoch": epoch,
-        "committed": True,
-    }
-    return int(client.call(ApiKey.END_TXN, version, body)["error_code"])
+    body = EndTxnRequest(
+        transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=True
+    )
+    return int(client.call(ApiKey.END_TXN, version, body).error_code)
 
 
 def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> None:
@@ -145,7 +155,7 @@ def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> Non
             ErrorCode.NOT_COORDINATOR,
         )
         ids = init(coordinator, txn_id, 60_000)
-        pid, epoch = ids["producer_id"], ids["producer_epoch"]
+        pid, epoch = ids.producer_id, ids.producer_epoch
         # EndTxn with no transaction open.
         assert end_txn(coordinator, txn_id, pid, epoch) == ErrorCode.INVALID_TXN_STATE
         # A marker sent by a client as a Produce: refused, nothing written.
@@ -191,22 +201,18 @@ def test_bad_transactional_input_gets_kafka_errors(cluster: LocalCluster) -> Non
                 ErrorCode.INVALID_PRODUCER_EPOCH
             )
         # WriteTxnMarkers from a stale coordinator epoch after a newer one wrote: fenced.
-        markers = {
-            "markers": [
-                {
-                    "producer_id": pid,
-                    "producer_epoch": epoch,
-                    "transaction_result": False,
-                    "topics": [{"name": topic, "partition_indexes": [0]}],
-                    "coordinator_epoch": 1_000,
-                }
-            ]
-        }
-        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, markers)
-        assert r["markers"][0]["topics"][0]["partitions"][0]["error_code"] == 0
-        markers["markers"][0]["coordinator_epoch"] = 999
-        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, markers)
-        code = r["markers"][0]["topics"][0]["partitions"][0]["error_code"]
+        marker = WriteTxnMarkersRequestMarker(
+            producer_id=pid,
+            producer_epoch=epoch,
+            transaction_result=False,
+            topics=[WriteTxnMarkersRequestTopic(name=topic, partition_indexes=[0])],
+            coordinator_epoch=1_000,
+        )
+        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, WriteTxnMarkersRequest(markers=[marker]))
+        assert r.markers[0].topics[0].partitions[0].error_code == 0
+        marker.coordinator_epoch = 999
+        r = leader.call(ApiKey.WRITE_TXN_MARKERS, 0, WriteTxnMarkersRequest(markers=[marker]))
+        code = r.markers[0].topics[0].partitions[0].error_code
         assert code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
         # The broker keeps serving.
         assert latest(leader, topic, 0) >= 2

@@ -14,6 +14,7 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from common.protocol.messages.init_producer_id import InitProducerIdResponse
 from common.record_batch import HEADER_STRUCT
 from common.topic_partition import TopicPartition
 from kraftlog_client import ClientClosedError, KafkaError, Producer
@@ -40,18 +41,20 @@ def start(
     holder: list[ScriptedBroker] = []
     attempts = itertools.count()
 
-    def handler(header: RequestHeader, body: dict[str, Any]) -> bytes | None:
+    def handler(header: RequestHeader, body: Any) -> bytes | None:
         if header.api_key == ApiKey.API_VERSIONS:
             return unsupported_version_response(header).to_bytes()
         if header.api_key == ApiKey.METADATA:
             return metadata_response(header, port=holder[0].port)
         if header.api_key == ApiKey.INIT_PRODUCER_ID:
-            assert body["transactional_id"] is None
+            assert body.transactional_id is None
             with rec.lock:
                 pid = next(rec.pids)
             return encode_response(
                 header,
-                {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0},
+                InitProducerIdResponse(
+                    throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0
+                ),
             ).to_bytes()
         if header.api_key != ApiKey.PRODUCE:
             return None

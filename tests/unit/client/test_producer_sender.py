@@ -13,7 +13,14 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseResultsByPartition,
+    AddPartitionsToTxnResponseTopicResult,
+)
+from common.protocol.messages.end_txn import EndTxnResponse
 from common.protocol.messages.find_coordinator import FindCoordinatorResponse
+from common.protocol.messages.init_producer_id import InitProducerIdResponse
 from kraftlog_client import KafkaError, KafkaTimeoutError, Producer
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
 
@@ -35,7 +42,9 @@ def start(broker_factory: Callable[..., ScriptedBroker], produce: Script) -> Scr
         if header.api_key == ApiKey.INIT_PRODUCER_ID:
             return encode_response(
                 header,
-                {"throttle_time_ms": 0, "error_code": 0, "producer_id": 1000, "producer_epoch": 0},
+                InitProducerIdResponse(
+                    throttle_time_ms=0, error_code=0, producer_id=1000, producer_epoch=0
+                ),
             ).to_bytes()
         if header.api_key != ApiKey.PRODUCE:
             return None
@@ -189,22 +198,23 @@ def test_records_queued_after_a_transactions_batch_failed_fail_at_once(
             ApiKey.FIND_COORDINATOR: FindCoordinatorResponse(
                 throttle_time_ms=0, error_code=0, node_id=7, host="127.0.0.1", port=holder[0].port
             ),
-            ApiKey.INIT_PRODUCER_ID: {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "producer_id": 1000,
-                "producer_epoch": 0,
-            },
-            ApiKey.ADD_PARTITIONS_TO_TXN: {
-                "throttle_time_ms": 0,
-                "results_by_topic_v3_and_below": [
-                    {
-                        "name": "t",
-                        "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                    }
+            ApiKey.INIT_PRODUCER_ID: InitProducerIdResponse(
+                throttle_time_ms=0, error_code=0, producer_id=1000, producer_epoch=0
+            ),
+            ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnResponse(
+                throttle_time_ms=0,
+                results_by_topic_v3_and_below=[
+                    AddPartitionsToTxnResponseTopicResult(
+                        name="t",
+                        results_by_partition=[
+                            AddPartitionsToTxnResponseResultsByPartition(
+                                partition_index=0, partition_error_code=0
+                            )
+                        ],
+                    )
                 ],
-            },
-            ApiKey.END_TXN: {"throttle_time_ms": 0, "error_code": 0},
+            ),
+            ApiKey.END_TXN: EndTxnResponse(throttle_time_ms=0, error_code=0),
             ApiKey.PRODUCE: {
                 "responses": [
                     {

@@ -7,6 +7,25 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseResultsByPartition,
+    AddPartitionsToTxnResponseTopicResult,
+)
+from common.protocol.messages.end_txn import EndTxnResponse
+from common.protocol.messages.init_producer_id import InitProducerIdResponse
+from common.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.errors import KafkaError
 from kraftlog_client.transaction_manager import (
@@ -18,6 +37,19 @@ from kraftlog_client.transaction_manager import (
 TP = TopicPartition("t", 0)
 
 
+def added_answer(codes: dict[int, int]) -> AddPartitionsToTxnResponse:
+    """The coordinator's AddPartitionsToTxn answer: topic "t", a code per partition."""
+    results = [
+        AddPartitionsToTxnResponseResultsByPartition(partition_index=p, partition_error_code=c)
+        for p, c in codes.items()
+    ]
+    return AddPartitionsToTxnResponse(
+        results_by_topic_v3_and_below=[
+            AddPartitionsToTxnResponseTopicResult(name="t", results_by_partition=results)
+        ]
+    )
+
+
 def ready() -> tuple[TransactionManager, list[tuple[int, int]]]:
     ids: list[tuple[int, int]] = []
     tm = TransactionManager("tx", 60_000, backoff_ms=100, clock=lambda: 0.0)
@@ -25,7 +57,7 @@ def ready() -> tuple[TransactionManager, list[tuple[int, int]]]:
     result = tm.init_transactions()
     req = tm.next_request(0.0, batches_outstanding=False)
     assert req is not None and req.api_key == ApiKey.INIT_PRODUCER_ID
-    tm.handle_response(req, {"error_code": 0, "producer_id": 7, "producer_epoch": 2})
+    tm.handle_response(req, InitProducerIdResponse(error_code=0, producer_id=7, producer_epoch=2))
     result.wait(0)
     assert tm.state is TxnState.READY and ids == [(7, 2)]
     return tm, ids
@@ -39,24 +71,19 @@ def test_partitions_are_added_before_their_batches_drain_and_end_waits() -> None
     commit = tm.begin_commit()
     req = tm.next_request(0.0, batches_outstanding=True)
     assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
-    assert req.body["v3_and_below_topics"] == [{"name": "t", "partitions": [0]}]
+    assert req.body.v3_and_below_topics == [
+        AddPartitionsToTxnRequestTopic(name="t", partitions=[0])
+    ]
     tm.handle_response(
         req,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
     assert tm.may_drain(TP)
     # EndTxn waits while the transaction's batches are outstanding.
     assert tm.next_request(0.0, batches_outstanding=True) is None
     end = tm.next_request(0.0, batches_outstanding=False)
-    assert end is not None and end.api_key == ApiKey.END_TXN and end.body["committed"]
-    tm.handle_response(end, {"error_code": 0})
+    assert end is not None and end.api_key == ApiKey.END_TXN and end.body.committed
+    tm.handle_response(end, EndTxnResponse(error_code=0))
     commit.wait(0)
     assert tm.state is TxnState.READY and not tm.may_drain(TP)
 
@@ -66,22 +93,36 @@ def test_retriable_errors_retry_and_fenced_is_fatal() -> None:
     tm.begin_transaction()
     result = tm.send_offsets_to_transaction({TP: 5}, ConsumerGroupMetadata("g"))
     req = tm.next_request(0.0, False)
-    tm.handle_response(req, {"error_code": ErrorCode.CONCURRENT_TRANSACTIONS})
+    assert req.body == AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=7, producer_epoch=2, group_id="g"
+    )
+    tm.handle_response(req, AddOffsetsToTxnResponse(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
     again = tm.next_request(10.0, False)
     assert again is req and req.attempts == 1
-    tm.handle_response(req, {"error_code": 0})
+    tm.handle_response(req, AddOffsetsToTxnResponse(error_code=0))
     commit_req = tm.next_request(10.0, False)
     assert commit_req.api_key == ApiKey.TXN_OFFSET_COMMIT and commit_req.group == "g"
+    assert commit_req.body.topics == [
+        TxnOffsetCommitRequestTopic(
+            name="t",
+            partitions=[
+                TxnOffsetCommitRequestPartition(
+                    partition_index=0,
+                    committed_offset=5,
+                    committed_leader_epoch=-1,
+                    committed_metadata="",
+                )
+            ],
+        )
+    ]
+    fenced = TxnOffsetCommitResponsePartition(
+        partition_index=0, error_code=ErrorCode.PRODUCER_FENCED
+    )
     tm.handle_response(
         commit_req,
-        {
-            "topics": [
-                {
-                    "name": "t",
-                    "partitions": [{"partition_index": 0, "error_code": ErrorCode.PRODUCER_FENCED}],
-                }
-            ]
-        },
+        TxnOffsetCommitResponse(
+            topics=[TxnOffsetCommitResponseTopic(name="t", partitions=[fenced])]
+        ),
     )
     with pytest.raises(KafkaError) as info:
         result.wait(0)
@@ -102,12 +143,12 @@ def test_failed_batch_makes_commit_refused_and_abort_bumps_the_epoch() -> None:
         tm.begin_commit()
     abort = tm.begin_abort()
     end = tm.next_request(0.0, False)
-    assert end.api_key == ApiKey.END_TXN and not end.body["committed"]
-    tm.handle_response(end, {"error_code": 0})
+    assert end.api_key == ApiKey.END_TXN and not end.body.committed
+    tm.handle_response(end, EndTxnResponse(error_code=0))
     # Sequences may have gaps: a new epoch before the next transaction.
     init = tm.next_request(0.0, False)
     assert init.api_key == ApiKey.INIT_PRODUCER_ID
-    tm.handle_response(init, {"error_code": 0, "producer_id": 7, "producer_epoch": 3})
+    tm.handle_response(init, InitProducerIdResponse(error_code=0, producer_id=7, producer_epoch=3))
     abort.wait(0)
     assert tm.state is TxnState.READY and ids[-1] == (7, 3)
 
@@ -124,14 +165,7 @@ def _added(tm: TransactionManager) -> None:
     assert req is not None and req.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
     tm.handle_response(
         req,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
 
 
@@ -179,8 +213,8 @@ def test_prepare_after_a_failed_batch_refuses_and_abort_still_works() -> None:
     assert refused.value.code == ErrorCode.INVALID_TXN_STATE
     tm.begin_abort()
     end = tm.next_request(0.0, batches_outstanding=False)
-    assert end is not None and end.api_key == ApiKey.END_TXN and not end.body["committed"]
-    tm.handle_response(end, {"error_code": 0})
+    assert end is not None and end.api_key == ApiKey.END_TXN and not end.body.committed
+    tm.handle_response(end, EndTxnResponse(error_code=0))
     assert tm.state is TxnState.INITIALIZING  # the failed batch left a sequence gap
 
 
@@ -194,14 +228,7 @@ def test_a_partition_being_added_is_not_added_again() -> None:
     assert not tm.idle()
     tm.handle_response(
         req,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
     assert tm.idle() and tm.next_request(0.0, batches_outstanding=False) is None
     assert tm.prepare().producer_id == 7
@@ -215,52 +242,26 @@ def test_partitions_sent_while_an_add_is_retried_are_added_after_it() -> None:
     assert first is not None and first.api_key == ApiKey.ADD_PARTITIONS_TO_TXN
     tm.handle_response(
         first,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [
-                        {
-                            "partition_index": 0,
-                            "partition_error_code": ErrorCode.CONCURRENT_TRANSACTIONS,
-                        }
-                    ],
-                }
-            ]
-        },
+        added_answer({0: ErrorCode.CONCURRENT_TRANSACTIONS}),
     )
     other = TopicPartition("t", 1)
     tm.maybe_add_partition(other)  # sent while the first add waits for its retry
     retry = tm.next_request(10.0, batches_outstanding=True)
-    assert retry is first and retry.body["v3_and_below_topics"] == [
-        {"name": "t", "partitions": [0]}
+    assert retry is first and retry.body.v3_and_below_topics == [
+        AddPartitionsToTxnRequestTopic(name="t", partitions=[0])
     ]
     tm.handle_response(
         retry,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 0, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({0: 0}),
     )
     assert tm.may_drain(TP) and not tm.may_drain(other)
     second = tm.next_request(10.0, batches_outstanding=True)
-    assert second is not None and second.body["v3_and_below_topics"] == [
-        {"name": "t", "partitions": [1]}
+    assert second is not None and second.body.v3_and_below_topics == [
+        AddPartitionsToTxnRequestTopic(name="t", partitions=[1])
     ]
     tm.handle_response(
         second,
-        {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": "t",
-                    "results_by_partition": [{"partition_index": 1, "partition_error_code": 0}],
-                }
-            ]
-        },
+        added_answer({1: 0}),
     )
     assert tm.may_drain(TP) and tm.may_drain(other) and tm.idle()
 

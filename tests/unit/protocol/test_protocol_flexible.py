@@ -18,6 +18,11 @@ from common.protocol.compact_types import read_uvarint, uvarint
 from common.protocol.compiler import compile_message
 from common.protocol.errors import ProtocolError
 from common.protocol.fields import ARRAY, INT32, INT64, STRING, F
+from common.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
+from common.protocol.messages.list_transactions import ListTransactionsRequest
 from tests.unit.protocol.bodies import normalise
 
 MESSAGE = (
@@ -129,7 +134,8 @@ def test_hostile_input_is_a_protocol_error(data: bytes) -> None:
 
 
 def test_codec_turns_every_hostile_flexible_request_into_protocol_error() -> None:
-    frame = codec.encode_request(ApiKey.LIST_TRANSACTIONS, 1, 5, "c", {"state_filters": ["x"]})
+    request = ListTransactionsRequest(state_filters=["x"])
+    frame = codec.encode_request(ApiKey.LIST_TRANSACTIONS, 1, 5, "c", request)
     body = frame[4:]
     for cut in range(len(body)):
         with pytest.raises(ProtocolError):
@@ -147,17 +153,19 @@ def test_uvarint_round_trip(value: int) -> None:
 
 
 def test_request_header_v2_tags_are_skipped_and_response_header_v1_written() -> None:
-    frame = bytearray(codec.encode_request(ApiKey.DESCRIBE_TRANSACTIONS, 0, 9, "cli", {}))
+    request = DescribeTransactionsRequest()
+    frame = bytearray(codec.encode_request(ApiKey.DESCRIBE_TRANSACTIONS, 0, 9, "cli", request))
     # Put one unknown tagged field into the request header (after the client id).
     at = 4 + 2 + 2 + 4 + 2 + 3
     assert frame[at] == 0
     frame[at : at + 1] = b"\x01\x05\x02hi"
     header, body = codec.decode_request(bytes(frame[4:]))
     assert header == codec.RequestHeader(ApiKey.DESCRIBE_TRANSACTIONS, 0, 9, "cli")
-    assert body == {"transactional_ids": []}
-    response = codec.encode_response(header, {"transaction_states": []}).to_bytes()
+    assert body == DescribeTransactionsRequest(transactional_ids=[])
+    answer = DescribeTransactionsResponse(transaction_states=[])
+    response = codec.encode_response(header, answer).to_bytes()
     assert response[4:9] == struct.pack(">i", 9) + b"\x00"  # header v1: empty tags
     assert codec.decode_response(ApiKey.DESCRIBE_TRANSACTIONS, 0, response[4:]) == (
         9,
-        {"throttle_time_ms": 0, "transaction_states": []},
+        DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=[]),
     )

@@ -11,6 +11,12 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from common.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopic,
+    AddPartitionsToTxnRequestTransaction,
+)
 from common.protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -29,12 +35,25 @@ from common.protocol.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
 )
+from common.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersRequestTopic,
+    DescribeProducersResponse,
+    DescribeProducersResponseTopic,
+)
+from common.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsResponseTransactionState,
+)
+from common.protocol.messages.end_txn import EndTxnRequest
 from common.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
 )
 from common.protocol.messages.heartbeat import HeartbeatRequest
+from common.protocol.messages.init_producer_id import InitProducerIdRequest
 from common.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from common.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMember
 from common.protocol.messages.list_groups import (
@@ -42,7 +61,23 @@ from common.protocol.messages.list_groups import (
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    ListTransactionsResponseTransactionState,
+)
 from common.protocol.messages.sync_group import SyncGroupRequest
+from common.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+)
+from common.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -271,14 +306,17 @@ def test_create_delete_configs() -> None:
 
 
 def test_init_producer_id() -> None:
-    v = authz().check(READER, ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None})
+    idempotent = InitProducerIdRequest(transactional_id=None)
+    v = authz().check(READER, ApiKey.INIT_PRODUCER_ID, 1, idempotent)
     assert v.respond_now is None  # Write on some topic suffices (KIP-679)
     nobody = Session(KafkaPrincipal("User", "nobody"), "1.1.1.1")
-    v = authz().check(nobody, ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": None})
-    assert v.respond_now["error_code"] == CLUSTER_DENIED
+    v = authz().check(nobody, ApiKey.INIT_PRODUCER_ID, 1, idempotent)
+    assert v.respond_now.error_code == CLUSTER_DENIED
+    assert (v.respond_now.producer_id, v.respond_now.producer_epoch) == (-1, -1)
     encodes(ApiKey.INIT_PRODUCER_ID, 1, v.respond_now)
     idem = [*BINDINGS, acl(C, "kafka-cluster", Op.IDEMPOTENT_WRITE, principal="User:nobody")]
-    assert authz(idem).check(nobody, ApiKey.INIT_PRODUCER_ID, 1, {}).respond_now is None
+    request = InitProducerIdRequest()
+    assert authz(idem).check(nobody, ApiKey.INIT_PRODUCER_ID, 1, request).respond_now is None
 
 
 def test_groups() -> None:
@@ -392,20 +430,20 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
     TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     bindings = [*BINDINGS, acl(X, "mine", Op.WRITE)]
     a = authz(bindings)
-    add = {
-        "v3_and_below_transactional_id": "mine",
-        "v3_and_below_producer_id": 1,
-        "v3_and_below_producer_epoch": 0,
-        "v3_and_below_topics": [
-            {"name": "writable", "partitions": [0, 1]},
-            {"name": "secret", "partitions": [0]},
+    add = AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="mine",
+        v3_and_below_producer_id=1,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequestTopic(name="writable", partitions=[0, 1]),
+            AddPartitionsToTxnRequestTopic(name="secret", partitions=[0]),
         ],
-    }
+    )
     v = a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add)
     codes = {
-        (t["name"], p["partition_index"]): p["partition_error_code"]
-        for t in v.respond_now["results_by_topic_v3_and_below"]
-        for p in t["results_by_partition"]
+        (t.name, p.partition_index): p.partition_error_code
+        for t in v.respond_now.results_by_topic_v3_and_below
+        for p in t.results_by_partition
     }
     assert codes == {
         ("writable", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
@@ -413,65 +451,76 @@ def test_transactional_apis_need_write_on_the_transactional_id() -> None:
         ("secret", 0): TOPIC_DENIED,
     }
     encodes(ApiKey.ADD_PARTITIONS_TO_TXN, 2, v.respond_now)
-    add["v3_and_below_topics"] = add["v3_and_below_topics"][:1]
+    add = dataclasses.replace(add, v3_and_below_topics=add.v3_and_below_topics[:1])
     assert a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add).respond_now is None
-    add["v3_and_below_transactional_id"] = "theirs"
+    add = dataclasses.replace(add, v3_and_below_transactional_id="theirs")
     v = a.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 2, add)
     assert {
-        p["partition_error_code"]
-        for t in v.respond_now["results_by_topic_v3_and_below"]
-        for p in t["results_by_partition"]
+        p.partition_error_code
+        for t in v.respond_now.results_by_topic_v3_and_below
+        for p in t.results_by_partition
     } == {TXN_DENIED}
-    end = {"transactional_id": "theirs", "producer_id": 1, "producer_epoch": 0, "committed": True}
+    end = EndTxnRequest(transactional_id="theirs", producer_id=1, producer_epoch=0, committed=True)
     v = a.check(READER, ApiKey.END_TXN, 2, end)
-    assert v.respond_now["error_code"] == TXN_DENIED
+    assert v.respond_now.error_code == TXN_DENIED
     encodes(ApiKey.END_TXN, 2, v.respond_now)
-    assert (
-        a.check(READER, ApiKey.END_TXN, 2, {**end, "transactional_id": "mine"}).respond_now is None
-    )
+    mine = dataclasses.replace(end, transactional_id="mine")
+    assert a.check(READER, ApiKey.END_TXN, 2, mine).respond_now is None
     offsets = {"transactional_id": "mine", "producer_id": 1, "producer_epoch": 0}
-    v = a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, {**offsets, "group_id": "other"})
-    assert v.respond_now["error_code"] == GROUP_DENIED
-    assert (
-        a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, {**offsets, "group_id": "app"}).respond_now
-        is None
+    other = AddOffsetsToTxnRequest(**offsets, group_id="other")
+    v = a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, other)
+    assert v.respond_now.error_code == GROUP_DENIED
+    encodes(ApiKey.ADD_OFFSETS_TO_TXN, 2, v.respond_now)
+    app = AddOffsetsToTxnRequest(**offsets, group_id="app")
+    assert a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, app).respond_now is None
+    theirs = dataclasses.replace(app, transactional_id="theirs")
+    assert a.check(READER, ApiKey.ADD_OFFSETS_TO_TXN, 2, theirs).respond_now.error_code == (
+        TXN_DENIED
     )
-    commit = {
+    commit = TxnOffsetCommitRequest(
         **offsets,
-        "group_id": "app",
-        "topics": [
-            {
-                "name": "readable",
-                "partitions": [
-                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": None}
+        group_id="app",
+        topics=[
+            TxnOffsetCommitRequestTopic(
+                name=name,
+                partitions=[
+                    TxnOffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=5, committed_metadata=None
+                    )
                 ],
-            },
-            {
-                "name": "secret",
-                "partitions": [
-                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": None}
-                ],
-            },
+            )
+            for name in ("readable", "secret")
         ],
-    }
+    )
     v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, commit)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    merged = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert merged["topics"][0]["partitions"][0]["error_code"] == TOPIC_DENIED
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert [t.name for t in commit.topics] == ["readable", "secret"]  # not mutated
+    merged = v.finish(TxnOffsetCommitResponse(throttle_time_ms=0, topics=[]))
+    assert [(t.name, t.partitions[0].error_code) for t in merged.topics] == [
+        ("secret", TOPIC_DENIED)
+    ]
     encodes(ApiKey.TXN_OFFSET_COMMIT, 2, merged)
-    markers = {
-        "markers": [
-            {
-                "producer_id": 1,
-                "producer_epoch": 0,
-                "transaction_result": False,
-                "topics": [{"name": "writable", "partition_indexes": [0]}],
-                "coordinator_epoch": 0,
-            }
+    # The transactional id, then the group, refused: every partition answered so.
+    theirs = dataclasses.replace(commit, transactional_id="theirs")
+    v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, theirs)
+    assert {p.error_code for t in v.respond_now.topics for p in t.partitions} == {TXN_DENIED}
+    encodes(ApiKey.TXN_OFFSET_COMMIT, 2, v.respond_now)
+    other = dataclasses.replace(commit, group_id="other")
+    v = a.check(READER, ApiKey.TXN_OFFSET_COMMIT, 2, other)
+    assert {p.error_code for t in v.respond_now.topics for p in t.partitions} == {GROUP_DENIED}
+    markers = WriteTxnMarkersRequest(
+        markers=[
+            WriteTxnMarkersRequestMarker(
+                producer_id=1,
+                producer_epoch=0,
+                transaction_result=False,
+                topics=[WriteTxnMarkersRequestTopic(name="writable", partition_indexes=[0])],
+                coordinator_epoch=0,
+            )
         ]
-    }
+    )
     v = a.check(READER, ApiKey.WRITE_TXN_MARKERS, 0, markers)
-    assert v.respond_now["markers"][0]["topics"][0]["partitions"][0]["error_code"] == CLUSTER_DENIED
+    assert v.respond_now.markers[0].topics[0].partitions[0].error_code == CLUSTER_DENIED
     encodes(ApiKey.WRITE_TXN_MARKERS, 0, v.respond_now)
 
 
@@ -479,65 +528,72 @@ def test_transaction_tools_see_only_what_the_principal_may_describe_or_read() ->
     X = ResourceType.TRANSACTIONAL_ID
     TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     a = authz([*BINDINGS, acl(X, "mine", Op.DESCRIBE)])
-    v = a.check(READER, ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["mine", "theirs"]})
-    assert v.body == {"transactional_ids": ["mine"]}
-    handler = {
-        "throttle_time_ms": 0,
-        "transaction_states": [
-            {"error_code": 0, "transactional_id": "mine", "transaction_state": "Ongoing"}
+    request = DescribeTransactionsRequest(transactional_ids=["mine", "theirs"])
+    v = a.check(READER, ApiKey.DESCRIBE_TRANSACTIONS, 0, request)
+    assert v.body == DescribeTransactionsRequest(transactional_ids=["mine"])
+    assert request.transactional_ids == ["mine", "theirs"]  # not mutated
+    handler = DescribeTransactionsResponse(
+        throttle_time_ms=0,
+        transaction_states=[
+            DescribeTransactionsResponseTransactionState(
+                error_code=0, transactional_id="mine", transaction_state="Ongoing"
+            )
         ],
-    }
+    )
     merged = v.finish(handler)
-    assert [(s["transactional_id"], s["error_code"]) for s in merged["transaction_states"]] == [
+    assert [(s.transactional_id, s.error_code) for s in merged.transaction_states] == [
         ("mine", 0),
         ("theirs", TXN_DENIED),
     ]
     encodes(ApiKey.DESCRIBE_TRANSACTIONS, 0, merged)
 
-    v = a.check(READER, ApiKey.LIST_TRANSACTIONS, 1, {"state_filters": []})
+    v = a.check(READER, ApiKey.LIST_TRANSACTIONS, 1, ListTransactionsRequest(state_filters=[]))
     listed = v.finish(
-        {
-            "error_code": 0,
-            "transaction_states": [
-                {"transactional_id": t, "producer_id": 1, "transaction_state": "Empty"}
+        ListTransactionsResponse(
+            error_code=0,
+            transaction_states=[
+                ListTransactionsResponseTransactionState(
+                    transactional_id=t, producer_id=1, transaction_state="Empty"
+                )
                 for t in ("mine", "theirs")
             ],
-        }
+        )
     )
-    assert [t["transactional_id"] for t in listed["transaction_states"]] == ["mine"]
+    assert [t.transactional_id for t in listed.transaction_states] == ["mine"]
     encodes(ApiKey.LIST_TRANSACTIONS, 1, listed)
 
-    body = {
-        "topics": [
-            {"name": "readable", "partition_indexes": [0]},
-            {"name": "secret", "partition_indexes": [0, 1]},
+    body = DescribeProducersRequest(
+        topics=[
+            DescribeProducersRequestTopic(name="readable", partition_indexes=[0]),
+            DescribeProducersRequestTopic(name="secret", partition_indexes=[0, 1]),
         ]
-    }
+    )
     v = a.check(READER, ApiKey.DESCRIBE_PRODUCERS, 0, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    merged = v.finish({"topics": [{"name": "readable", "partitions": []}]})
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert [t.name for t in body.topics] == ["readable", "secret"]  # not mutated
+    merged = v.finish(
+        DescribeProducersResponse(topics=[DescribeProducersResponseTopic(name="readable")])
+    )
     assert [
-        (t["name"], p["partition_index"], p["error_code"])
-        for t in merged["topics"]
-        for p in t["partitions"]
+        (t.name, p.partition_index, p.error_code) for t in merged.topics for p in t.partitions
     ] == [("secret", 0, TOPIC_DENIED), ("secret", 1, TOPIC_DENIED)]
     encodes(ApiKey.DESCRIBE_PRODUCERS, 0, merged)
 
 
 def test_add_partitions_to_txn_v4_is_for_brokers_only() -> None:
-    body = {
-        "transactions": [
-            {
-                "transactional_id": "mine",
-                "producer_id": 1,
-                "producer_epoch": 0,
-                "verify_only": True,
-                "topics": [{"name": "writable", "partitions": [0]}],
-            }
+    body = AddPartitionsToTxnRequest(
+        transactions=[
+            AddPartitionsToTxnRequestTransaction(
+                transactional_id="mine",
+                producer_id=1,
+                producer_epoch=0,
+                verify_only=True,
+                topics=[AddPartitionsToTxnRequestTopic(name="writable", partitions=[0])],
+            )
         ]
-    }
+    )
     v = authz().check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 4, body)
-    assert v.respond_now is not None and v.respond_now["error_code"] == CLUSTER_DENIED
+    assert v.respond_now is not None and v.respond_now.error_code == CLUSTER_DENIED
     encodes(ApiKey.ADD_PARTITIONS_TO_TXN, 4, v.respond_now)
     broker = authz([*BINDINGS, acl(C, "kafka-cluster", Op.CLUSTER_ACTION)])
     assert broker.check(READER, ApiKey.ADD_PARTITIONS_TO_TXN, 4, body).respond_now is None
