@@ -57,6 +57,8 @@ NOTES: dict[ApiKey, str] = {
     "INVALID_REQUEST (static configs)",
     ApiKey.INCREMENTAL_ALTER_CONFIGS: "topics: forwarded (SET, DELETE, APPEND, SUBTRACT); "
     "brokers: INVALID_REQUEST (static configs)",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "forwarded; null replicas cancel (docs/reassignment.md)",
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "forwarded (docs/reassignment.md)",
     ApiKey.INIT_PRODUCER_ID: "idempotent producers (docs/idempotence.md)",
     ApiKey.FIND_COORDINATOR: "group and transaction coordinators (docs/groups.md, "
     "docs/transactions.md)",

@@ -94,11 +94,13 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
 TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.API_VERSIONS,
         ApiKey.DELETE_GROUPS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.LIST_GROUPS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
     }
 )
 
