@@ -28,6 +28,7 @@ from kraftlog_client.group_client import ConsumerRebalanceListener
 from kraftlog_client.offsets import OffsetAndTimestamp
 from kraftlog_client.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from kraftlog_client.producer import Producer, ProducerInterceptor
+from kraftlog_client.reassignment_admin import PartitionReassignment
 from kraftlog_client.record_types import ConsumerRecord, ProducerRecord, RecordMetadata
 from kraftlog_client.transaction_manager import ConsumerGroupMetadata, PreparedTxnState
 
@@ -55,6 +56,7 @@ __all__ = [
     "NoOffsetForPartitionError",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
+    "PartitionReassignment",
     "PreparedTxnState",
     "Producer",
     "ProducerConfig",

@@ -119,6 +119,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (1, 3),
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    # Partition reassignment (Admin.alter_partition_reassignments / list_...): flexible only;
+    # AlterPartitionReassignments v1 carries allow_replication_factor_change (KIP-860).
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     # SASL: handshake v1 = tokens wrapped in SaslAuthenticate (v0 sent bare tokens).
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
