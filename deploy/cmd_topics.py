@@ -6,6 +6,7 @@
     kraftlog topics delete NAME
     kraftlog topics alter NAME [--partitions N] [--config k=v ...] [--delete-config k ...]
     kraftlog topics reassign NAME --partition P --replicas 101,102,104 [--wait]
+        [--disallow-replication-factor-change]
     kraftlog topics reassign NAME --partition P --cancel
     kraftlog topics reassign --list [NAME]
     kraftlog topics elect-leaders [NAME [--partition P ...]] [--unclean]
@@ -20,9 +21,10 @@ Every subcommand takes ``--bootstrap-controller host:port,...`` or ``--dir D`` (
 :mod:`deploy.admin`) and ``--json``, or ``--bootstrap-server host:port,...`` instead: it then
 goes through a broker with the Kafka protocol (:class:`kraftlog_client.Admin`; the broker
 forwards to the active controller).
-``alter`` through a broker uses CreatePartitions and IncrementalAlterConfigs, which the broker
-forwards. A request the cluster rejects prints the Kafka error name and
-message (``INVALID_REPLICATION_FACTOR: ...``) and exits 1.
+``alter`` through a broker uses CreatePartitions and IncrementalAlterConfigs, ``reassign``
+AlterPartitionReassignments and ListPartitionReassignments, which the broker forwards. A
+request the cluster rejects prints the Kafka error name and message
+(``INVALID_REPLICATION_FACTOR: ...``) and exits 1.
 
 The command also takes kafka-topics.sh's flags instead of a subcommand word
 (``--create --topic T --partitions 3 ...``, see :data:`KAFKA_STYLE`).
@@ -59,7 +61,7 @@ from deploy.kafka_style_args import (
     add_kafka_style,
     usage_error,
 )
-from kraftlog_client import Admin, KafkaError, TopicOperationError
+from kraftlog_client import Admin, KafkaError, TopicOperationError, TopicPartition
 from kraftlog_client import NewTopic as KafkaNewTopic
 from metadata.image import MetadataImage
 from metadata.messages import AlterableConfig, NewTopic
@@ -176,6 +178,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--partition", type=int, help="the partition to move")
     p.add_argument("--replicas", help="target broker ids, comma-separated, preferred first")
     p.add_argument("--cancel", action="store_true", help="cancel the partition's reassignment")
+    p.add_argument(
+        "--disallow-replication-factor-change",
+        action="store_true",
+        help="refuse a target of another size than the partition's replication factor",
+    )
     p.add_argument("--list", action="store_true", help="list reassignments in progress")
     p.add_argument("--wait", action="store_true", help="wait until the move has completed")
     p.add_argument(
@@ -184,7 +191,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=DEFAULT_REASSIGN_WAIT_S,
         help=f"seconds --wait waits at most (default {DEFAULT_REASSIGN_WAIT_S:.0f})",
     )
-    add_admin_command(p, _reassign)
+    _add_topic_command(p, _reassign, _reassign_via_brokers)
 
     p = topics_sub.add_parser("elect-leaders", help="preferred (or unclean) leader election")
     p.add_argument("name", nargs="?", help="one topic (default: every partition)")
@@ -512,6 +519,56 @@ def _describe_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
     return _print_topics(topics, args)
 
 
+def _reassign_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
+    """``topics reassign`` through AlterPartitionReassignments and ListPartitionReassignments,
+    which the broker forwards to the active controller."""
+    if args.list:
+        _check_list_args(args)
+        return _list_reassignments_via_brokers(admin, args)
+    target = _reassign_target(args)
+    tp = TopicPartition(args.name, args.partition)
+
+    def alter() -> str | None:
+        answers = admin.alter_partition_reassignments(
+            {tp: target},
+            allow_replication_factor_change=not args.disallow_replication_factor_change,
+        )
+        if tp not in answers:
+            return f"the broker did not answer for {args.name}-{args.partition}"
+        error = answers[tp]
+        return None if error is None else error_text(error.code, error.message)
+
+    def moving() -> bool:
+        return tp in admin.list_partition_reassignments([tp])
+
+    return _reassign_with(args, target, alter, moving)
+
+
+def _list_reassignments_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
+    wanted = None
+    if args.name is not None:
+        try:
+            info = admin.describe_topics([args.name])[args.name]
+        except TopicOperationError as e:
+            error = _topic_error(e, args.name)
+            if error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                return fail(f"topic {args.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+            return fail(f"cannot describe {args.name}: {error_text(error.code, error.message)}")
+        wanted = [TopicPartition(args.name, p.partition) for p in info.partitions]
+    ongoing = admin.list_partition_reassignments(wanted)
+    rows = [
+        {
+            "name": tp.topic,
+            "partition": tp.partition,
+            "replicas": list(r.replicas),
+            "adding_replicas": list(r.adding_replicas),
+            "removing_replicas": list(r.removing_replicas),
+        }
+        for tp, r in sorted(ongoing.items())
+    ]
+    return _print_reassignments(rows, args)
+
+
 def _delete_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
     try:
         admin.delete_topics([args.name])
@@ -535,23 +592,52 @@ def parse_replicas(text: str) -> list[int]:
     return replicas
 
 
-def _reassign(client: Any, args: argparse.Namespace) -> int:
-    if args.list:
-        if args.replicas or args.cancel or args.partition is not None:
-            raise AdminError("--list takes only an optional topic name")
-        return _list_reassignments(client, args)
+def _reassign_target(args: argparse.Namespace) -> list[int] | None:
+    """The checked arguments of a move: its target replicas, None to cancel."""
     if args.name is None or args.partition is None:
         raise AdminError("give NAME and --partition P (or --list)")
     if args.cancel == bool(args.replicas):
         raise AdminError("give exactly one of --replicas and --cancel")
-    target = None if args.cancel else parse_replicas(args.replicas)
-    (result,) = client.alter_partition_reassignments({(args.name, args.partition): target})
-    if result.error_code:
-        what = "cancel the reassignment of" if args.cancel else "reassign"
-        return fail(
-            f"cannot {what} {args.name}-{args.partition}: "
-            f"{error_text(result.error_code, result.error_message)}"
+    return None if args.cancel else parse_replicas(args.replicas)
+
+
+def _check_list_args(args: argparse.Namespace) -> None:
+    if args.replicas or args.cancel or args.partition is not None:
+        raise AdminError("--list takes only an optional topic name")
+
+
+def _reassign(client: Any, args: argparse.Namespace) -> int:
+    if args.list:
+        _check_list_args(args)
+        return _list_reassignments(client, args)
+    target = _reassign_target(args)
+
+    def alter() -> str | None:
+        (result,) = client.alter_partition_reassignments(
+            {(args.name, args.partition): target},
+            allow_replication_factor_change=not args.disallow_replication_factor_change,
         )
+        return error_text(result.error_code, result.error_message) if result.error_code else None
+
+    def moving() -> bool:
+        return bool(client.list_partition_reassignments({args.name: [args.partition]}))
+
+    return _reassign_with(args, target, alter, moving)
+
+
+def _reassign_with(
+    args: argparse.Namespace,
+    target: list[int] | None,
+    alter: Callable[[], str | None],
+    moving: Callable[[], bool],
+) -> int:
+    """``topics reassign`` (a move or a cancel) on either target: ``alter`` sends it and
+    returns an error text (None when accepted), ``moving`` tells whether the partition is
+    still moving."""
+    error = alter()
+    if error is not None:
+        what = "cancel the reassignment of" if args.cancel else "reassign"
+        return fail(f"cannot {what} {args.name}-{args.partition}: {error}")
     done: dict[str, Any] = {"name": args.name, "partition": args.partition}
     if args.cancel:
         done["cancelled"] = True
@@ -559,7 +645,7 @@ def _reassign(client: Any, args: argparse.Namespace) -> int:
         done["target_replicas"] = target
     if args.wait and not args.cancel:
         deadline = time.monotonic() + args.wait_timeout
-        while client.list_partition_reassignments({args.name: [args.partition]}):
+        while moving():
             if time.monotonic() >= deadline:
                 return fail(
                     f"{args.name}-{args.partition}: still moving after {args.wait_timeout:.0f} s "
@@ -597,6 +683,11 @@ def _list_reassignments(client: Any, args: argparse.Namespace) -> int:
         }
         for r in ongoing
     ]
+    return _print_reassignments(rows, args)
+
+
+def _print_reassignments(rows: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """``reassign --list``'s output (one line per moving partition, or JSON)."""
     if args.json:
         print_json(rows)
         return 0

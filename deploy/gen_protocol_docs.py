@@ -60,6 +60,8 @@ NOTES: dict[ApiKey, str] = {
     ApiKey.DESCRIBE_CLIENT_QUOTAS: "user and client-id quotas from the broker's metadata image "
     "(docs/security.md)",
     ApiKey.ALTER_CLIENT_QUOTAS: "forwarded; answered once the broker's image shows the change",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "forwarded; null replicas cancel (docs/reassignment.md)",
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "forwarded (docs/reassignment.md)",
     ApiKey.INIT_PRODUCER_ID: "idempotent producers (docs/idempotence.md)",
     ApiKey.FIND_COORDINATOR: "group and transaction coordinators (docs/groups.md, "
     "docs/transactions.md)",

@@ -34,6 +34,7 @@ from kraftlog_client.quota_admin import (
     ClientQuotaFilterComponent,
     ClientQuotaOp,
 )
+from kraftlog_client.reassignment_admin import PartitionReassignment
 from kraftlog_client.record_types import ConsumerRecord, ProducerRecord, RecordMetadata
 from kraftlog_client.transaction_manager import ConsumerGroupMetadata, PreparedTxnState
 
@@ -65,6 +66,7 @@ __all__ = [
     "NoOffsetForPartitionError",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
+    "PartitionReassignment",
     "PreparedTxnState",
     "Producer",
     "ProducerConfig",

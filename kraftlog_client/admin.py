@@ -16,6 +16,8 @@
     admin.delete_acls([AclBindingFilter(principal="User:alice")])
     admin.alter_client_quotas([ClientQuotaAlteration(entity, (ClientQuotaOp(key, 1e6),))])
     admin.describe_client_quotas([ClientQuotaFilterComponent.of_entity("user", "alice")])
+    admin.alter_partition_reassignments({TopicPartition("events", 0): [2, 3, 4]})  # None cancels
+    admin.list_partition_reassignments()     # {TopicPartition: PartitionReassignment}
     admin.close()
 
 CreateTopics, DeleteTopics and DescribeConfigs go to any broker, which forwards them to the
@@ -58,6 +60,11 @@ from kraftlog_client.quota_admin import (
     ClientQuotaAlteration,
     ClientQuotaEntity,
     ClientQuotaFilterComponent,
+)
+from kraftlog_client.reassignment_admin import (
+    PartitionReassignment,
+    alter_partition_reassignments,
+    list_partition_reassignments,
 )
 from kraftlog_client.subscription import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kraftlog_client.transaction_admin import (
@@ -531,6 +538,36 @@ class Admin:
         quota_admin.alter_client_quotas(
             self._client, alterations, validate_only, self._timeout(timeout_ms)
         )
+
+    # -- partition reassignment -----------------------------------------------------------
+
+    def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Move each partition's replicas to its target (the first broker becomes the
+        preferred leader), or cancel its move (None). Per partition: None if accepted, else
+        its KafkaError; a refusal of the whole request raises KafkaError. Without
+        ``allow_replication_factor_change`` a target of another size than the partition's
+        replication factor is refused (INVALID_REPLICATION_FACTOR)."""
+        return alter_partition_reassignments(
+            self._client,
+            reassignments,
+            self._timeout(timeout_ms),
+            allow_replication_factor_change,
+        )
+
+    def list_partition_reassignments(
+        self,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The moves in progress (among ``partitions``, or of every partition)."""
+        return list_partition_reassignments(self._client, partitions, self._timeout(timeout_ms))
 
     def close(self) -> None:
         if not self._closed:

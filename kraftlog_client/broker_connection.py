@@ -122,6 +122,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     # Client quotas (Admin.describe_client_quotas / alter_client_quotas); v1 is flexible.
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    # Partition reassignment (Admin.alter_partition_reassignments / list_...): flexible only;
+    # AlterPartitionReassignments v1 carries allow_replication_factor_change (KIP-860).
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     # SASL: handshake v1 = tokens wrapped in SaslAuthenticate (v0 sent bare tokens).
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),

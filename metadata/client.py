@@ -435,29 +435,50 @@ class ControllerClient:
         return self.call("ElectLeaders", request, m.ElectLeadersResponse).results
 
     def alter_partition_reassignments(
-        self, targets: Mapping[tuple[str, int], Sequence[int] | None]
+        self,
+        targets: Mapping[tuple[str, int], Sequence[int] | None],
+        allow_replication_factor_change: bool = True,
+        timeout_s: float | None = None,
     ) -> list[m.ReassignablePartitionResult]:
         """Start (or replace) the reassignment of each (topic, partition) to its target replicas;
-        a target of None cancels that partition's reassignment. Per-partition error codes."""
+        a target of None cancels that partition's reassignment. Per-partition error codes.
+        Without ``allow_replication_factor_change`` a target of another size than the
+        partition's replication factor is refused (INVALID_REPLICATION_FACTOR)."""
         by_topic: dict[str, list[m.ReassignablePartition]] = {}
         for (name, pid), target in targets.items():
             replicas = None if target is None else list(target)
             by_topic.setdefault(name, []).append(m.ReassignablePartition(pid, replicas))
         request = m.AlterPartitionReassignmentsRequest(
-            [m.ReassignableTopic(name, parts) for name, parts in by_topic.items()]
+            [m.ReassignableTopic(name, parts) for name, parts in by_topic.items()],
+            allow_replication_factor_change,
         )
+        return self.alter_reassignments(request, timeout_s)
+
+    def alter_reassignments(
+        self, request: m.AlterPartitionReassignmentsRequest, timeout_s: float | None = None
+    ) -> list[m.ReassignablePartitionResult]:
+        """AlterPartitionReassignments as it stands: one result per partition of ``request``,
+        in its order (a partition named twice is answered twice)."""
         return self.call(
-            "AlterPartitionReassignments", request, m.AlterPartitionReassignmentsResponse
+            "AlterPartitionReassignments",
+            request,
+            m.AlterPartitionReassignmentsResponse,
+            timeout_s=timeout_s,
         ).results
 
     def list_partition_reassignments(
-        self, partitions: Mapping[str, Sequence[int]] | None = None
+        self,
+        partitions: Mapping[str, Sequence[int]] | None = None,
+        timeout_s: float | None = None,
     ) -> list[m.OngoingPartitionReassignment]:
         """Reassignments in progress (of ``partitions``: topic -> ids, or of every partition)."""
         wanted = None if partitions is None else {k: list(v) for k, v in partitions.items()}
         request = m.ListPartitionReassignmentsRequest(wanted)
         return self.call(
-            "ListPartitionReassignments", request, m.ListPartitionReassignmentsResponse
+            "ListPartitionReassignments",
+            request,
+            m.ListPartitionReassignmentsResponse,
+            timeout_s=timeout_s,
         ).reassignments
 
     # --- brokers --------------------------------------------------------------------------------

@@ -273,6 +273,9 @@ class ReassignableTopic:
 @dataclass(frozen=True, slots=True)
 class AlterPartitionReassignmentsRequest:
     topics: list[ReassignableTopic]
+    # False: a target whose size differs from the partition's replication factor (its replicas
+    # before any reassignment in progress) is refused with INVALID_REPLICATION_FACTOR (KIP-860).
+    allow_replication_factor_change: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,9 @@ more, cancelling would lose committed data and is refused.
 
 Refusals (per partition): unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; a target
 that is empty, has duplicates, or names an unknown, fenced or shutting-down broker ->
-INVALID_REPLICA_ASSIGNMENT; cancel without a reassignment -> NO_REASSIGNMENT_IN_PROGRESS.
+INVALID_REPLICA_ASSIGNMENT; a target of another size than the partition's replication factor
+(its original replicas) when the request does not allow that (KIP-860) ->
+INVALID_REPLICATION_FACTOR; cancel without a reassignment -> NO_REASSIGNMENT_IN_PROGRESS.
 """
 
 from __future__ import annotations
@@ -141,6 +143,18 @@ def validate_target(
     return tuple(target)
 
 
+def check_replication_factor(reg: PartitionRegistration, target: Sequence[int]) -> None:
+    """:class:`ReassignmentRefused` (INVALID_REPLICATION_FACTOR) unless ``target`` keeps the
+    partition's replication factor: the size of its replicas before any reassignment in
+    progress, as KRaft counts it (``replicas`` alone include the brokers being added)."""
+    factor = len(reg.original_replicas)
+    if len(target) != factor:
+        raise ReassignmentRefused(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"the replication factor would change from {factor} to {len(target)}",
+        )
+
+
 def reassign(
     reg: PartitionRegistration, target: tuple[int, ...], active: Collection[int]
 ) -> PartitionRegistration:
@@ -189,7 +203,8 @@ def alter_partition_reassignments(
     max_append_bytes: int,
     max_records: int,
 ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
-    """Start, replace or cancel (``replicas`` None) reassignments; one result per partition."""
+    """Start, replace or cancel (``replicas`` None) reassignments; one result per partition,
+    in request order."""
     active = set(image.active_broker_ids())
     budget = RecordBudget(max_append_bytes, max_records)
     results: list[ReassignablePartitionResult] = []
@@ -215,7 +230,10 @@ def alter_partition_reassignments(
                 if item.replicas is None:
                     new = cancel(reg, active)
                 else:
-                    new = reassign(reg, validate_target(item.replicas, image, active), active)
+                    target = validate_target(item.replicas, image, active)
+                    if not request.allow_replication_factor_change:
+                        check_replication_factor(reg, target)
+                    new = reassign(reg, target, active)
             except ReassignmentRefused as exc:
                 answer(exc.error_code, str(exc))
                 continue

@@ -156,6 +156,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # Partition reassignment (KIP-455), flexible only; AlterPartitionReassignments v1 may
+    # refuse a change of replication factor (KIP-860).
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     # v2+ flexible, v3 a top-level error, v4 each directory's total and usable bytes.
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     # Flexible from v0; v1 names the endpoint type (brokers only here).

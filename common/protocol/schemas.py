@@ -848,6 +848,61 @@ INCREMENTAL_ALTER_CONFIGS_REQUEST = (
 # AlterConfigsResponse in every version.
 INCREMENTAL_ALTER_CONFIGS_RESPONSE = ALTER_CONFIGS_RESPONSE
 
+# AlterPartitionReassignmentsRequest: Kafka schema flexibleVersions 0+ (v1: KIP-860's guard
+# against changing a partition's replication factor). Null replicas cancel a reassignment.
+ALTER_PARTITION_REASSIGNMENTS_REQUEST = (
+    F("timeout_ms", INT32, default=60000),
+    F("allow_replication_factor_change", BOOL, 1, default=True),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("replicas", ARRAY(INT32), nullable=0),
+        ]),
+    ]),
+)
+
+# AlterPartitionReassignmentsResponse: Kafka schema flexibleVersions 0+
+ALTER_PARTITION_REASSIGNMENTS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("allow_replication_factor_change", BOOL, 1, default=True),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("responses", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("error_code", INT16),
+            F("error_message", STRING, nullable=0),
+        ]),
+    ]),
+)
+
+# ListPartitionReassignmentsRequest: Kafka schema flexibleVersions 0+ (null topics: all)
+LIST_PARTITION_REASSIGNMENTS_REQUEST = (
+    F("timeout_ms", INT32, default=60000),
+    F("topics", [
+        F("name", STRING),
+        F("partition_indexes", ARRAY(INT32)),
+    ], nullable=0),
+)
+
+# ListPartitionReassignmentsResponse: Kafka schema flexibleVersions 0+
+LIST_PARTITION_REASSIGNMENTS_RESPONSE = (
+    F("throttle_time_ms", INT32),
+    F("error_code", INT16),
+    F("error_message", STRING, nullable=0),
+    F("topics", [
+        F("name", STRING),
+        F("partitions", [
+            F("partition_index", INT32),
+            F("replicas", ARRAY(INT32)),
+            F("adding_replicas", ARRAY(INT32)),
+            F("removing_replicas", ARRAY(INT32)),
+        ]),
+    ]),
+)
+
 # CreatePartitionsRequest: Kafka schema flexibleVersions 2+
 CREATE_PARTITIONS_REQUEST = (
     F("topics", [
@@ -1478,6 +1533,8 @@ FLEXIBLE_SINCE: dict[ApiKey, int | None] = {
     ApiKey.ALTER_CONFIGS: 2,
     ApiKey.CREATE_PARTITIONS: 2,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
     ApiKey.SASL_HANDSHAKE: None,
     ApiKey.SASL_AUTHENTICATE: 2,
     ApiKey.ELECT_LEADERS: 2,
@@ -1544,6 +1601,14 @@ MESSAGES: dict[ApiKey, tuple[tuple[F, ...], tuple[F, ...]]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (
         INCREMENTAL_ALTER_CONFIGS_REQUEST,
         INCREMENTAL_ALTER_CONFIGS_RESPONSE,
+    ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
+        ALTER_PARTITION_REASSIGNMENTS_REQUEST,
+        ALTER_PARTITION_REASSIGNMENTS_RESPONSE,
+    ),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (
+        LIST_PARTITION_REASSIGNMENTS_REQUEST,
+        LIST_PARTITION_REASSIGNMENTS_RESPONSE,
     ),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),

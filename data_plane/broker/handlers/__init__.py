@@ -26,6 +26,7 @@ from data_plane.broker.handlers import (
     add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
+    alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -59,6 +60,7 @@ from data_plane.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     list_transactions,
     metadata,
     offset_commit,
@@ -244,6 +246,19 @@ HANDLERS: dict[ApiKey, Api] = registry(
         cluster(DESCRIBE),
     ),
     Api(K.ELECT_LEADERS, elect_leaders.handle, elect_leaders.authorize, cluster(ALTER)),
+    # Partition reassignment (metadata.reassignment, docs/reassignment.md), forwarded.
+    Api(
+        K.ALTER_PARTITION_REASSIGNMENTS,
+        alter_partition_reassignments.handle,
+        alter_partition_reassignments.authorize,
+        cluster(ALTER),
+    ),
+    Api(
+        K.LIST_PARTITION_REASSIGNMENTS,
+        list_partition_reassignments.handle,
+        list_partition_reassignments.authorize,
+        cluster(DESCRIBE),
+    ),
     # Describe on the cluster gates the authorized operations it may answer.
     Api(K.DESCRIBE_CLUSTER, describe_cluster.handle, describe_cluster.authorize, cluster(DESCRIBE)),
     Api(K.DESCRIBE_QUORUM, describe_quorum.handle, describe_quorum.authorize, cluster(DESCRIBE)),

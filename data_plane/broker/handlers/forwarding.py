@@ -30,3 +30,10 @@ def timeout_ms(apis: KafkaApis, body: dict[str, Any]) -> int:
     requested = body.get("timeout_ms", 0)
     bound = apis.config.request_timeout_ms
     return bound if requested <= 0 else min(requested, bound)
+
+
+def timeout_s(apis: KafkaApis, requested_ms: int) -> float:
+    """A typed request's ``timeout_ms`` bounded by request.timeout.ms (0 or less: the bound),
+    in seconds, as ControllerClient calls take it."""
+    bound = apis.config.request_timeout_ms
+    return (bound if requested_ms <= 0 else min(requested_ms, bound)) / 1000.0

@@ -214,6 +214,35 @@ def test_refusals() -> None:
     assert codes == [0, ErrorCode.INVALID_REQUEST]
 
 
+def test_replication_factor_guard() -> None:
+    """Without allow_replication_factor_change (KIP-860) a target must have as many brokers as
+    the partition's replicas before any move in progress; other partitions are unaffected."""
+    h = setup([1, 2, 3, 4, 5], [1, 2, 3])
+    h.create("other", -1, -1, replica_assignment={0: [1, 2]})
+
+    def guarded(*items: tuple[str, list[int]]) -> list[ReassignablePartitionResult]:
+        req = AlterPartitionReassignmentsRequest(
+            [ReassignableTopic(name, [ReassignablePartition(0, t)]) for name, t in items],
+            allow_replication_factor_change=False,
+        )
+        return h.commit(h.c.alter_partition_reassignments(req)).results
+
+    offset = h.image.offset
+    grow, shrink = guarded((T, [1, 2, 3, 4]), ("other", [1]))
+    assert grow.error_code == shrink.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+    assert grow.error_message == "the replication factor would change from 3 to 4"
+    assert h.image.offset == offset and not reg(h).is_reassigning
+    # A move keeping the size goes ahead; while it is in progress the factor is still 3 (the
+    # replicas list holds 4 during the move), and a cancel needs no check.
+    (moved,) = guarded((T, [1, 2, 4]))
+    assert moved.error_code == 0 and len(reg(h).replicas) == 4
+    assert guarded((T, [1, 2, 4, 5]))[0].error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+    assert guarded((T, [1, 4, 5]))[0].error_code == 0
+    assert reassign(h, None).error_code == 0
+    # Allowed (the default, and what v0 clients get): the factor may change.
+    assert reassign(h, [1, 2, 3, 4]).error_code == 0
+
+
 def test_cancel_restores_the_original_replicas() -> None:
     h = setup([1, 2, 3, 4, 5], [1, 2, 3])
     before = reg(h)
