@@ -35,6 +35,18 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+)
+from common.protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestConfig,
+    CreateTopicsRequestTopic,
+    CreateTopicsResponse,
+)
+from common.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from common.security.acl import AclBinding, AclBindingFilter
 from common.topic_partition import TopicPartition
 from kraftlog_client import acl_admin
@@ -120,35 +132,47 @@ class Admin:
         """Create ``topics``; returns once the controller committed them (the brokers learn
         them shortly after; describe_topics shows when leaders are elected)."""
         timeout = self._timeout(timeout_ms)
-        body = {
-            "topics": [
-                {
-                    "name": t.name,
-                    "num_partitions": t.num_partitions,
-                    "replication_factor": t.replication_factor,
-                    "assignments": [],
-                    "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
-                }
+        request = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequestTopic(
+                    name=t.name,
+                    num_partitions=t.num_partitions,
+                    replication_factor=t.replication_factor,
+                    assignments=[],
+                    configs=[
+                        CreateTopicsRequestConfig(name=k, value=v) for k, v in t.configs.items()
+                    ],
+                )
                 for t in topics
             ],
-            "timeout_ms": int(timeout),
-            "validate_only": validate_only,
-        }
-        response = self._request(ApiKey.CREATE_TOPICS, body, timeout)
-        self._raise_topic_errors("CreateTopics", response.get("topics", []))
+            timeout_ms=int(timeout),
+            validate_only=validate_only,
+        )
+        response = self._request(ApiKey.CREATE_TOPICS, request, timeout)
+        if not isinstance(response, CreateTopicsResponse):
+            raise TypeError(f"CreateTopics decoded as {type(response).__name__}")
+        self._raise_topic_errors(
+            "CreateTopics", [(t.name, t.error_code, t.error_message) for t in response.topics]
+        )
 
     def delete_topics(self, names: Iterable[str], *, timeout_ms: float | None = None) -> None:
         timeout = self._timeout(timeout_ms)
-        body = {"topic_names": list(names), "timeout_ms": int(timeout)}
-        response = self._request(ApiKey.DELETE_TOPICS, body, timeout)
-        self._raise_topic_errors("DeleteTopics", response.get("responses", []))
+        request = DeleteTopicsRequest(topic_names=list(names), timeout_ms=int(timeout))
+        response = self._request(ApiKey.DELETE_TOPICS, request, timeout)
+        if not isinstance(response, DeleteTopicsResponse):
+            raise TypeError(f"DeleteTopics decoded as {type(response).__name__}")
+        self._raise_topic_errors(
+            "DeleteTopics", [(r.name, r.error_code, r.error_message) for r in response.responses]
+        )
 
     @staticmethod
-    def _raise_topic_errors(operation: str, results: list[dict[str, Any]]) -> None:
+    def _raise_topic_errors(
+        operation: str, results: Iterable[tuple[str | None, int, str | None]]
+    ) -> None:
+        """Raise :class:`TopicOperationError` for the (name, error code, error message)
+        results that carry an error."""
         errors = {
-            r["name"]: KafkaError(r["error_code"], r.get("error_message") or "")
-            for r in results
-            if r.get("error_code", 0)
+            name or "": KafkaError(code, message or "") for name, code, message in results if code
         }
         if errors:
             raise TopicOperationError(operation, errors)
@@ -209,16 +233,20 @@ class Admin:
         """Grow each topic to ``totals[topic]`` partitions (CreatePartitions); raises
         :class:`TopicOperationError` for the topics that failed."""
         timeout = self._timeout(timeout_ms)
-        body = {
-            "topics": [
-                {"name": name, "count": count, "assignments": None}
+        request = CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsRequestTopic(name=name, count=count, assignments=None)
                 for name, count in totals.items()
             ],
-            "timeout_ms": int(timeout),
-            "validate_only": False,
-        }
-        response = self._request(ApiKey.CREATE_PARTITIONS, body, timeout)
-        self._raise_topic_errors("CreatePartitions", response.get("results", []))
+            timeout_ms=int(timeout),
+            validate_only=False,
+        )
+        response = self._request(ApiKey.CREATE_PARTITIONS, request, timeout)
+        if not isinstance(response, CreatePartitionsResponse):
+            raise TypeError(f"CreatePartitions decoded as {type(response).__name__}")
+        self._raise_topic_errors(
+            "CreatePartitions", [(r.name, r.error_code, r.error_message) for r in response.results]
+        )
 
     def incremental_alter_configs(
         self,

@@ -95,7 +95,10 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
         ApiKey.API_VERSIONS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.CREATE_TOPICS,
         ApiKey.DELETE_GROUPS,
+        ApiKey.DELETE_TOPICS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.LIST_GROUPS,

@@ -11,10 +11,26 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+)
+from common.protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+    CreateTopicsResponse,
+    CreateTopicsResponseTopic,
+)
 from common.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DeleteGroupsResponseResult,
+)
+from common.protocol.messages.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseResponse,
 )
 from common.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
@@ -227,23 +243,24 @@ def test_metadata_named_topics_and_auto_create() -> None:
 
 
 def test_create_delete_configs() -> None:
-    body = {
-        "topics": [{"name": "new-a", "num_partitions": 1}, {"name": "other", "num_partitions": 1}]
-    }
-    v = authz().check(READER, ApiKey.CREATE_TOPICS, 4, body)
-    assert [t["name"] for t in v.body["topics"]] == ["new-a"]
-    out = v.finish({"topics": [{"name": "new-a", "error_code": 0}]})
-    assert out["topics"][1] == {
-        "name": "other",
-        "error_code": TOPIC_DENIED,
-        "error_message": "Authorization failed.",
-    }
-    v = authz().check(
-        READER, ApiKey.DELETE_TOPICS, 3, {"topic_names": ["readable"], "timeout_ms": 1}
+    body = CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequestTopic(name="new-a", num_partitions=1),
+            CreateTopicsRequestTopic(name="other", num_partitions=1),
+        ]
     )
-    assert v.body["topic_names"] == []
-    assert v.finish({"responses": []})["responses"] == [
-        {"name": "readable", "error_code": TOPIC_DENIED}
+    v = authz().check(READER, ApiKey.CREATE_TOPICS, 4, body)
+    assert [t.name for t in v.body.topics] == ["new-a"]
+    out = v.finish(CreateTopicsResponse(topics=[CreateTopicsResponseTopic(name="new-a")]))
+    assert out.topics[1] == CreateTopicsResponseTopic(
+        name="other", error_code=TOPIC_DENIED, error_message="Authorization failed."
+    )
+    encodes(ApiKey.CREATE_TOPICS, 4, out)
+    request = DeleteTopicsRequest(topic_names=["readable"], timeout_ms=1)
+    v = authz().check(READER, ApiKey.DELETE_TOPICS, 3, request)
+    assert v.body.topic_names == []
+    assert v.finish(DeleteTopicsResponse()).responses == [
+        DeleteTopicsResponseResponse(name="readable", error_code=TOPIC_DENIED)
     ]
     body = {
         "resources": [
@@ -707,18 +724,18 @@ def test_delete_records_and_create_partitions_need_delete_and_alter_on_the_topic
         {"partition_index": 4, "low_watermark": -1, "error_code": TOPIC_DENIED}
     ]
     encodes(ApiKey.DELETE_RECORDS, 1, out)
-    body = {
-        "topics": [
-            {"name": "readable", "count": 3, "assignments": None},
-            {"name": "secret", "count": 3, "assignments": None},
+    grow = CreatePartitionsRequest(
+        topics=[
+            CreatePartitionsRequestTopic(name="readable", count=3, assignments=None),
+            CreatePartitionsRequestTopic(name="secret", count=3, assignments=None),
         ],
-        "timeout_ms": 1000,
-        "validate_only": False,
-    }
-    v = authz(bindings).check(READER, ApiKey.CREATE_PARTITIONS, 1, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "results": []})
-    assert [(r["name"], r["error_code"]) for r in out["results"]] == [("secret", TOPIC_DENIED)]
+        timeout_ms=1000,
+        validate_only=False,
+    )
+    v = authz(bindings).check(READER, ApiKey.CREATE_PARTITIONS, 1, grow)
+    assert [t.name for t in v.body.topics] == ["readable"]
+    out = v.finish(CreatePartitionsResponse(throttle_time_ms=0))
+    assert [(r.name, r.error_code) for r in out.results] == [("secret", TOPIC_DENIED)]
     encodes(ApiKey.CREATE_PARTITIONS, 1, out)
 
 
