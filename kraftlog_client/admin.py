@@ -25,6 +25,7 @@ Not thread-safe: one thread at a time (the calls are blocking and bounded by the
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,18 @@ from common.protocol.messages.create_topics import (
     CreateTopicsResponse,
 )
 from common.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from common.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseConfig,
+)
+from common.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestConfig,
+    IncrementalAlterConfigsRequestResource,
+    IncrementalAlterConfigsResponse,
+)
 from common.security.acl import AclBinding, AclBindingFilter
 from common.topic_partition import TopicPartition
 from kraftlog_client import acl_admin
@@ -206,26 +219,8 @@ class Admin:
         self, topic: str, *, timeout_ms: float | None = None
     ) -> dict[str, str | None]:
         """The effective configuration of ``topic``."""
-        timeout = self._timeout(timeout_ms)
-        body = {
-            "resources": [
-                {
-                    "resource_type": RESOURCE_TOPIC,
-                    "resource_name": topic,
-                    "configuration_keys": None,
-                }
-            ],
-            "include_synonyms": False,
-            "include_documentation": False,
-        }
-        response = self._request(ApiKey.DESCRIBE_CONFIGS, body, timeout)
-        out: dict[str, str | None] = {}
-        for result in response.get("results", []):
-            if result.get("error_code", 0):
-                raise KafkaError(result["error_code"], result.get("error_message") or topic)
-            for entry in result.get("configs", []):
-                out[entry["name"]] = entry.get("value")
-        return out
+        entries = self.describe_config_entries(RESOURCE_TOPIC, [topic], timeout_ms=timeout_ms)
+        return {entry.name: entry.value for entry in entries.get(topic, [])}
 
     def create_partitions(
         self, totals: Mapping[str, int], *, timeout_ms: float | None = None
@@ -259,18 +254,28 @@ class Admin:
         """Set and delete overrides of ``topic`` (IncrementalAlterConfigs); raises
         :class:`KafkaError` if the cluster refuses."""
         timeout = self._timeout(timeout_ms)
-        configs = [{"name": k, "config_operation": OP_SET, "value": v} for k, v in sets.items()]
-        configs += [{"name": k, "config_operation": OP_DELETE, "value": None} for k in deletes]
-        body = {
-            "resources": [
-                {"resource_type": RESOURCE_TOPIC, "resource_name": topic, "configs": configs}
+        configs = [
+            IncrementalAlterConfigsRequestConfig(name=k, config_operation=OP_SET, value=v)
+            for k, v in sets.items()
+        ]
+        configs += [
+            IncrementalAlterConfigsRequestConfig(name=k, config_operation=OP_DELETE, value=None)
+            for k in deletes
+        ]
+        request = IncrementalAlterConfigsRequest(
+            resources=[
+                IncrementalAlterConfigsRequestResource(
+                    resource_type=RESOURCE_TOPIC, resource_name=topic, configs=configs
+                )
             ],
-            "validate_only": False,
-        }
-        response = self._request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, timeout)
-        for r in response.get("responses", []):
-            if r.get("error_code", 0):
-                raise KafkaError(r["error_code"], r.get("error_message") or topic)
+            validate_only=False,
+        )
+        response = self._request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request, timeout)
+        if not isinstance(response, IncrementalAlterConfigsResponse):
+            raise TypeError(f"IncrementalAlterConfigs decoded as {type(response).__name__}")
+        for r in response.responses:
+            if r.error_code:
+                raise KafkaError(r.error_code, r.error_message or topic)
 
     def describe_config_entries(
         self,
@@ -279,39 +284,39 @@ class Admin:
         *,
         node_id: int | None = None,
         timeout_ms: float | None = None,
-    ) -> dict[str, list[dict[str, Any]]]:
+    ) -> dict[str, list[DescribeConfigsResponseConfig]]:
         """DescribeConfigs of ``names`` (``resource_type`` 2 = topic, 4 = broker), every
-        entry with its flags (``name``, ``value``, ``is_default``, ``read_only``, ...); sent
-        to broker ``node_id`` if given (a broker describes only its own configuration). A
-        resource the broker refuses raises its KafkaError."""
+        entry with its flags (``value``, ``is_default``, ``read_only``, ``config_source``,
+        ...); sent to broker ``node_id`` if given (a broker describes only its own
+        configuration). A resource the broker refuses raises its KafkaError."""
         timeout = self._timeout(timeout_ms)
         if node_id is not None:
             self._client.fetch_metadata([], timeout)  # learns the brokers' addresses
             if node_id not in self._client.metadata.brokers:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
-        body = {
-            "resources": [
-                {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+        request = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequestResource(
+                    resource_type=resource_type, resource_name=name, configuration_keys=None
+                )
                 for name in names
             ],
-            "include_synonyms": False,
-            "include_documentation": False,
-        }
-        response = self._client.request(node_id, ApiKey.DESCRIBE_CONFIGS, body, timeout)
-        out: dict[str, list[dict[str, Any]]] = {}
-        for result in response.get("results", []):
-            if result.get("error_code", 0):
-                raise KafkaError(
-                    result["error_code"], result.get("error_message") or result["resource_name"]
-                )
-            out[result["resource_name"]] = [
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        response = self._client.request(node_id, ApiKey.DESCRIBE_CONFIGS, request, timeout)
+        if not isinstance(response, DescribeConfigsResponse):
+            raise TypeError(f"DescribeConfigs decoded as {type(response).__name__}")
+        out: dict[str, list[DescribeConfigsResponseConfig]] = {}
+        for result in response.results:
+            if result.error_code:
+                raise KafkaError(result.error_code, result.error_message or result.resource_name)
+            out[result.resource_name] = [
                 # v0 flags defaults with is_default; v1+ replaced it by config_source.
-                {
-                    **entry,
-                    "is_default": bool(entry.get("is_default"))
-                    or entry.get("config_source") == SOURCE_DEFAULT,
-                }
-                for entry in result.get("configs", [])
+                dataclasses.replace(
+                    entry, is_default=entry.is_default or entry.config_source == SOURCE_DEFAULT
+                )
+                for entry in result.configs
             ]
         return out
 

@@ -94,13 +94,16 @@ MAX_RESPONSE_ARRAY_ELEMENTS = 10_000_000
 # the bodies of the other APIs are still dicts keyed by the same snake_case field names.
 TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
+        ApiKey.ALTER_CONFIGS,
         ApiKey.API_VERSIONS,
         ApiKey.CREATE_PARTITIONS,
         ApiKey.CREATE_TOPICS,
         ApiKey.DELETE_GROUPS,
         ApiKey.DELETE_TOPICS,
+        ApiKey.DESCRIBE_CONFIGS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
         ApiKey.LIST_GROUPS,
     }
 )

@@ -232,6 +232,10 @@ def test_create_topics_v7_answers_counts_configs_and_the_topic_id(cluster: Local
         CreateTopicsRequestConfig,
         CreateTopicsRequestTopic,
     )
+    from common.protocol.messages.describe_configs import (
+        DescribeConfigsRequest,
+        DescribeConfigsRequestResource,
+    )
     from tests.unit.broker.wire import WireClient
 
     topic = f"detailed-{uuid.uuid4().hex[:6]}"
@@ -275,20 +279,24 @@ def test_create_topics_v7_answers_counts_configs_and_the_topic_id(cluster: Local
         (again,) = client.call(ApiKey.CREATE_TOPICS, 7, body(False)).topics
         assert again.error_code == 36  # TOPIC_ALREADY_EXISTS
         # DescribeConfigs v4 (flexible): Kafka's config types, documentation when asked.
-        request = {
-            "resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
-            "include_synonyms": False,
-            "include_documentation": True,
-        }
-        (result,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request)["results"]
-        entries = {c["name"]: c for c in result["configs"]}
-        assert entries["retention.ms"]["config_type"] == 5  # LONG
-        assert entries["segment.bytes"]["config_type"] == 3  # INT
-        assert entries["cleanup.policy"]["config_type"] == 7  # LIST
-        assert entries["retention.ms"]["value"] == "3600000"
-        assert entries["retention.ms"]["documentation"]
-        request["include_documentation"] = False
-        (bare,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request)["results"]
-        assert all(c["documentation"] is None for c in bare["configs"])
+        request = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequestResource(
+                    resource_type=2, resource_name=topic, configuration_keys=None
+                )
+            ],
+            include_synonyms=False,
+            include_documentation=True,
+        )
+        (result,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request).results
+        entries = {c.name: c for c in result.configs}
+        assert entries["retention.ms"].config_type == 5  # LONG
+        assert entries["segment.bytes"].config_type == 3  # INT
+        assert entries["cleanup.policy"].config_type == 7  # LIST
+        assert entries["retention.ms"].value == "3600000"
+        assert entries["retention.ms"].documentation
+        request.include_documentation = False
+        (bare,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request).results
+        assert all(c.documentation is None for c in bare.configs)
     finally:
         client.close()

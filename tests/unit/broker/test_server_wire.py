@@ -21,6 +21,10 @@ from common.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponseResponse,
 )
+from common.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+)
 from data_plane.broker.client_connection import _END, _more_after
 from data_plane.broker.config import BrokerConfig
 from data_plane.storage import Record, build_batch
@@ -503,16 +507,15 @@ def test_metadata_v0_empty_list_means_all_topics(client: WireClient) -> None:
 
 
 def test_describe_configs_of_this_broker_and_without_controller(client: WireClient) -> None:
-    body = {
-        "resources": [
-            {"resource_type": 4, "resource_name": "1", "configuration_keys": None},
-            {"resource_type": 4, "resource_name": "7", "configuration_keys": None},
-            {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
+    body = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsRequestResource(resource_type=rtype, resource_name=name)
+            for rtype, name in ((4, "1"), (4, "7"), (2, "t"))
         ],
-        "include_synonyms": False,
-    }
-    results = client.call(ApiKey.DESCRIBE_CONFIGS, 1, body)["results"]
-    assert [r["error_code"] for r in results] == [
+        include_synonyms=False,
+    )
+    results = client.call(ApiKey.DESCRIBE_CONFIGS, 1, body).results
+    assert [r.error_code for r in results] == [
         0,
         ErrorCode.INVALID_REQUEST,
         ErrorCode.NOT_CONTROLLER,  # this test broker has no controller to forward to

@@ -11,6 +11,13 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response
+from common.protocol.messages.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsRequestConfig,
+    AlterConfigsRequestResource,
+    AlterConfigsResponse,
+    AlterConfigsResponseResponse,
+)
 from common.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsRequestTopic,
@@ -32,6 +39,11 @@ from common.protocol.messages.delete_topics import (
     DeleteTopicsResponse,
     DeleteTopicsResponseResponse,
 )
+from common.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+    DescribeConfigsResponse,
+)
 from common.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -41,6 +53,13 @@ from common.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
+)
+from common.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestConfig,
+    IncrementalAlterConfigsRequestResource,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseResponse,
 )
 from common.protocol.messages.list_groups import (
     ListGroupsRequest,
@@ -262,16 +281,17 @@ def test_create_delete_configs() -> None:
     assert v.finish(DeleteTopicsResponse()).responses == [
         DeleteTopicsResponseResponse(name="readable", error_code=TOPIC_DENIED)
     ]
-    body = {
-        "resources": [
-            {"resource_type": 2, "resource_name": "readable"},
-            {"resource_type": 4, "resource_name": "1"},
+    describe = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsRequestResource(resource_type=2, resource_name="readable"),
+            DescribeConfigsRequestResource(resource_type=4, resource_name="1"),
         ]
-    }
-    v = authz().check(READER, ApiKey.DESCRIBE_CONFIGS, 2, body)
-    assert v.body["resources"] == []
-    out = v.finish({"results": []})
-    assert [r["error_code"] for r in out["results"]] == [TOPIC_DENIED, CLUSTER_DENIED]
+    )
+    v = authz().check(READER, ApiKey.DESCRIBE_CONFIGS, 2, describe)
+    assert v.body.resources == []
+    out = v.finish(DescribeConfigsResponse())
+    assert [r.error_code for r in out.results] == [TOPIC_DENIED, CLUSTER_DENIED]
+    assert [r.resource_name for r in out.results] == ["readable", "1"]
     encodes(ApiKey.DESCRIBE_CONFIGS, 2, out)
 
 
@@ -545,34 +565,48 @@ def test_add_partitions_to_txn_v4_is_for_brokers_only() -> None:
 
 def test_alter_configs_need_alter_configs_on_the_topic_or_cluster() -> None:
     a = authz([*BINDINGS, acl(T, "tunable", Op.ALTER_CONFIGS)])
-    for api, version, configs in (
-        (ApiKey.ALTER_CONFIGS, 1, [{"name": "retention.ms", "value": "1"}]),
-        (
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            0,
-            [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
+    set_one = AlterConfigsRequestConfig(name="retention.ms", value="1")
+    alter = AlterConfigsRequest(
+        resources=[
+            AlterConfigsRequestResource(resource_type=2, resource_name=n, configs=[set_one])
+            for n in ("tunable", "secret")
+        ]
+        + [AlterConfigsRequestResource(resource_type=4, resource_name="101", configs=[set_one])],
+        validate_only=False,
+    )
+    op = IncrementalAlterConfigsRequestConfig(name="retention.ms", config_operation=0, value="1")
+    incremental = IncrementalAlterConfigsRequest(
+        resources=[
+            IncrementalAlterConfigsRequestResource(resource_type=2, resource_name=n, configs=[op])
+            for n in ("tunable", "secret")
+        ]
+        + [
+            IncrementalAlterConfigsRequestResource(
+                resource_type=4, resource_name="101", configs=[op]
+            )
+        ],
+        validate_only=False,
+    )
+    # The handler's answer for the one resource forwarded.
+    answers = [
+        AlterConfigsResponse(
+            responses=[AlterConfigsResponseResponse(resource_type=2, resource_name="tunable")]
         ),
+        IncrementalAlterConfigsResponse(
+            responses=[
+                IncrementalAlterConfigsResponseResponse(resource_type=2, resource_name="tunable")
+            ]
+        ),
+    ]
+    for (api, version, body), answer in zip(
+        [(ApiKey.ALTER_CONFIGS, 1, alter), (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, incremental)],
+        answers,
+        strict=True,
     ):
-        body = {
-            "resources": [
-                {"resource_type": 2, "resource_name": "tunable", "configs": configs},
-                {"resource_type": 2, "resource_name": "secret", "configs": configs},
-                {"resource_type": 4, "resource_name": "101", "configs": configs},
-            ],
-            "validate_only": False,
-        }
         v = a.check(READER, api, version, body)
-        assert [r["resource_name"] for r in v.body["resources"]] == ["tunable"]
-        merged = v.finish(
-            {
-                "throttle_time_ms": 0,
-                "responses": [
-                    {"error_code": 0, "error_message": None, "resource_type": 2,
-                     "resource_name": "tunable"}
-                ],
-            }
-        )  # fmt: skip
-        assert [(r["resource_name"], r["error_code"]) for r in merged["responses"]] == [
+        assert [r.resource_name for r in v.body.resources] == ["tunable"]
+        merged = v.finish(answer)
+        assert [(r.resource_name, r.error_code) for r in merged.responses] == [
             ("tunable", 0),
             ("secret", TOPIC_DENIED),
             ("101", CLUSTER_DENIED),
