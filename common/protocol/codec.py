@@ -100,6 +100,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.CREATE_TOPICS,
         ApiKey.DELETE_GROUPS,
         ApiKey.DELETE_TOPICS,
+        ApiKey.DESCRIBE_CLUSTER,
         ApiKey.DESCRIBE_CONFIGS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,

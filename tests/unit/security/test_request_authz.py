@@ -39,6 +39,10 @@ from common.protocol.messages.delete_topics import (
     DeleteTopicsResponse,
     DeleteTopicsResponseResponse,
 )
+from common.protocol.messages.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from common.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsRequestResource,
@@ -617,16 +621,13 @@ def test_alter_configs_need_alter_configs_on_the_topic_or_cluster() -> None:
 def test_authorized_operations_bitfields_follow_the_acls() -> None:
     bindings = [*BINDINGS, acl(C, "kafka-cluster", Op.DESCRIBE), acl(C, "kafka-cluster", Op.ALTER)]
     az = authz(bindings)
-    v = az.check(
-        READER, ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True}
-    )
-    out = v.finish({"cluster_authorized_operations": -1})
-    assert out["cluster_authorized_operations"] == (1 << Op.DESCRIBE) | (1 << Op.ALTER)
+    asked = DescribeClusterRequest(include_cluster_authorized_operations=True)
+    v = az.check(READER, ApiKey.DESCRIBE_CLUSTER, 1, asked)
+    out = v.finish(DescribeClusterResponse(cluster_authorized_operations=-1))
+    assert out.cluster_authorized_operations == (1 << Op.DESCRIBE) | (1 << Op.ALTER)
     # Without Describe on the cluster: none (Kafka's rule).
-    v = authz().check(
-        READER, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True}
-    )
-    assert v.finish({})["cluster_authorized_operations"] == 0
+    v = authz().check(READER, ApiKey.DESCRIBE_CLUSTER, 0, asked)
+    assert v.finish(DescribeClusterResponse()).cluster_authorized_operations == 0
     body = {
         "topics": [{"name": "readable"}],
         "include_cluster_authorized_operations": True,
