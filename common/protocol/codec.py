@@ -103,6 +103,8 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.DESCRIBE_CLUSTER,
         ApiKey.DESCRIBE_CONFIGS,
         ApiKey.DESCRIBE_GROUPS,
+        ApiKey.DESCRIBE_LOG_DIRS,
+        ApiKey.ELECT_LEADERS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         ApiKey.LIST_GROUPS,

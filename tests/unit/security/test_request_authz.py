@@ -53,6 +53,14 @@ from common.protocol.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
 )
+from common.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
+from common.protocol.messages.elect_leaders import (
+    ElectLeadersRequest,
+    ElectLeadersRequestTopicPartition,
+)
 from common.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -643,15 +651,20 @@ def test_authorized_operations_bitfields_follow_the_acls() -> None:
 
 
 def test_describe_log_dirs_and_elect_leaders_need_the_cluster() -> None:
-    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
-    assert v.respond_now is not None and v.respond_now["error_code"] == CLUSTER_DENIED
-    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": None})
-    assert v.respond_now == {"throttle_time_ms": 0, "error_code": 0, "results": []}
-    body = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0, 1]}]}
+    every_dir = DescribeLogDirsRequest(topics=None)
+    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 4, every_dir)
+    assert v.respond_now is not None and v.respond_now.error_code == CLUSTER_DENIED
+    encodes(ApiKey.DESCRIBE_LOG_DIRS, 4, v.respond_now)
+    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 1, every_dir)
+    assert v.respond_now == DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=[])
+    body = ElectLeadersRequest(
+        election_type=0,
+        topic_partitions=[ElectLeadersRequestTopicPartition(topic="t", partitions=[0, 1])],
+    )
     v = authz().check(READER, ApiKey.ELECT_LEADERS, 2, body)
     assert v.respond_now is not None
-    results = v.respond_now["replica_election_results"][0]["partition_result"]
-    assert [r["error_code"] for r in results] == [CLUSTER_DENIED, CLUSTER_DENIED]
+    results = v.respond_now.replica_election_results[0].partition_result
+    assert [r.error_code for r in results] == [CLUSTER_DENIED, CLUSTER_DENIED]
     encodes(ApiKey.ELECT_LEADERS, 2, v.respond_now)
     admin = Session(KafkaPrincipal("User", "admin"), "127.0.0.1")
     assert authz().check(admin, ApiKey.ELECT_LEADERS, 2, body).respond_now is None
