@@ -108,6 +108,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.FIND_COORDINATOR,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         ApiKey.LIST_GROUPS,
+        ApiKey.UPDATE_FEATURES,
     }
 )
 

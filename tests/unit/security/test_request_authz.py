@@ -78,6 +78,10 @@ from common.protocol.messages.list_groups import (
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.update_features import (
+    UpdateFeaturesRequest,
+    UpdateFeaturesRequestFeatureUpdate,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -823,16 +827,18 @@ def test_cluster_apis_are_refused_whole_without_the_cluster_operation() -> None:
         ("bob", CLUSTER_DENIED),
     ]
     encodes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, v.respond_now)
-    features = {
-        "timeout_ms": 1000,
-        "feature_updates": [
-            {"feature": "metadata.version", "max_version_level": 21, "upgrade_type": 1}
+    features = UpdateFeaturesRequest(
+        timeout_ms=1000,
+        feature_updates=[
+            UpdateFeaturesRequestFeatureUpdate(
+                feature="metadata.version", max_version_level=21, upgrade_type=1
+            )
         ],
-        "validate_only": False,
-    }
+        validate_only=False,
+    )
     v = authz().check(READER, ApiKey.UPDATE_FEATURES, 1, features)
-    assert v.respond_now["error_code"] == CLUSTER_DENIED
-    assert v.respond_now["results"][0]["error_code"] == CLUSTER_DENIED
+    assert v.respond_now.error_code == CLUSTER_DENIED
+    assert v.respond_now.results[0].error_code == CLUSTER_DENIED
     encodes(ApiKey.UPDATE_FEATURES, 1, v.respond_now)
     for api, version, body in [
         (ApiKey.DESCRIBE_QUORUM, 1, quorum),
