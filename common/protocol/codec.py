@@ -104,6 +104,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.DESCRIBE_CONFIGS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.DESCRIBE_LOG_DIRS,
+        ApiKey.DESCRIBE_QUORUM,
         ApiKey.ELECT_LEADERS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,

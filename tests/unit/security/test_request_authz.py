@@ -57,6 +57,11 @@ from common.protocol.messages.describe_log_dirs import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
 )
+from common.protocol.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumRequestPartition,
+    DescribeQuorumRequestTopic,
+)
 from common.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
     ElectLeadersRequestTopicPartition,
@@ -793,11 +798,16 @@ def test_delete_records_and_create_partitions_need_delete_and_alter_on_the_topic
 
 def test_cluster_apis_are_refused_whole_without_the_cluster_operation() -> None:
     admin = Session(KafkaPrincipal("User", "admin"), "1.2.3.4")
-    quorum = {
-        "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
-    }
+    quorum = DescribeQuorumRequest(
+        topics=[
+            DescribeQuorumRequestTopic(
+                topic_name="__cluster_metadata",
+                partitions=[DescribeQuorumRequestPartition(partition_index=0)],
+            )
+        ]
+    )
     v = authz().check(READER, ApiKey.DESCRIBE_QUORUM, 1, quorum)
-    assert v.respond_now["error_code"] == CLUSTER_DENIED and v.denied == {C: 1}
+    assert v.respond_now.error_code == CLUSTER_DENIED and v.denied == {C: 1}
     encodes(ApiKey.DESCRIBE_QUORUM, 1, v.respond_now)
     v = authz().check(READER, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
     assert v.respond_now["error_code"] == CLUSTER_DENIED
