@@ -105,6 +105,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.DESCRIBE_LOG_DIRS,
         ApiKey.DESCRIBE_QUORUM,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
         ApiKey.ELECT_LEADERS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,

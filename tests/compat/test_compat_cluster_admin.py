@@ -236,6 +236,10 @@ def test_create_topics_v7_answers_counts_configs_and_the_topic_id(cluster: Local
         DescribeConfigsRequest,
         DescribeConfigsRequestResource,
     )
+    from common.protocol.messages.describe_topic_partitions import (
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsRequestTopic,
+    )
     from tests.unit.broker.wire import WireClient
 
     topic = f"detailed-{uuid.uuid4().hex[:6]}"
@@ -273,9 +277,13 @@ def test_create_topics_v7_answers_counts_configs_and_the_topic_id(cluster: Local
         described = client.call(
             ApiKey.DESCRIBE_TOPIC_PARTITIONS,
             0,
-            {"topics": [{"name": topic}], "response_partition_limit": 10, "cursor": None},
+            DescribeTopicPartitionsRequest(
+                topics=[DescribeTopicPartitionsRequestTopic(name=topic)],
+                response_partition_limit=10,
+                cursor=None,
+            ),
         )
-        assert described["topics"][0]["topic_id"] == made.topic_id != bytes(16)
+        assert described.topics[0].topic_id == made.topic_id != bytes(16)
         (again,) = client.call(ApiKey.CREATE_TOPICS, 7, body(False)).topics
         assert again.error_code == 36  # TOPIC_ALREADY_EXISTS
         # DescribeConfigs v4 (flexible): Kafka's config types, documentation when asked.

@@ -62,6 +62,13 @@ from common.protocol.messages.describe_quorum import (
     DescribeQuorumRequestPartition,
     DescribeQuorumRequestTopic,
 )
+from common.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsRequestTopic,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+)
 from common.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
     ElectLeadersRequestTopicPartition,
@@ -703,23 +710,37 @@ def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
 
 
 def test_describe_topic_partitions_hides_or_refuses_undescribable_topics() -> None:
-    def answer(name: str) -> dict:
-        return {"error_code": 0, "name": name, "topic_id": bytes(16), "partitions": [{}]}
+    def answer() -> DescribeTopicPartitionsResponse:
+        return DescribeTopicPartitionsResponse(
+            topics=[
+                DescribeTopicPartitionsResponseTopic(
+                    error_code=0,
+                    name=name,
+                    topic_id=bytes(16),
+                    partitions=[DescribeTopicPartitionsResponsePartition()],
+                )
+                for name in ("readable", "secret")
+            ],
+            next_cursor=None,
+        )
 
-    response = {"topics": [answer("readable"), answer("secret")], "next_cursor": None}
-    listed = authz().check(
-        READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "readable"}]}
+    one = DescribeTopicPartitionsRequest(
+        topics=[DescribeTopicPartitionsRequestTopic(name="readable")]
     )
-    out = listed.finish({**response, "topics": [answer("readable"), answer("secret")]})
-    assert [(t["name"], t["error_code"]) for t in out["topics"]] == [
+    listed = authz().check(READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, one)
+    out = listed.finish(answer())
+    assert [(t.name, t.error_code) for t in out.topics] == [
         ("readable", 0),
         ("secret", TOPIC_DENIED),
     ]
-    assert out["topics"][1]["partitions"] == []
-    assert out["topics"][0]["topic_authorized_operations"] == (1 << Op.READ) | (1 << Op.DESCRIBE)
-    every = authz().check(READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": []})
-    out = every.finish({**response, "topics": [answer("readable"), answer("secret")]})
-    assert [t["name"] for t in out["topics"]] == ["readable"]
+    assert out.topics[1].partitions == []
+    assert out.topics[0].topic_authorized_operations == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    encodes(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, out)
+    every = authz().check(
+        READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, DescribeTopicPartitionsRequest(topics=[])
+    )
+    out = every.finish(answer())
+    assert [t.name for t in out.topics] == ["readable"]
 
 
 def test_a_rule_looking_up_an_undeclared_acl_fails_the_check(monkeypatch) -> None:
