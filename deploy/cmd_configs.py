@@ -223,9 +223,7 @@ def run(args: argparse.Namespace) -> int:
                 )
     except (CommandError, ConfigError, KafkaError, ValueError) as e:
         return fail(str(e))
-    rows = [
-        (e["name"], e.get("value"), bool(e.get("is_default"))) for e in entries.get(chosen.name, [])
-    ]
+    rows = [(e.name, e.value, e.is_default) for e in entries.get(chosen.name, [])]
     return _print(chosen, rows, args)
 
 

@@ -499,9 +499,7 @@ def _describe_via_brokers(admin: Admin, args: argparse.Namespace) -> int:
                 "topic_id": None,  # not in Metadata v8 answers
                 "partition_count": len(parts),
                 "replication_factor": len(parts[0].replicas) if parts else 0,
-                "configs": {
-                    c["name"]: c["value"] for c in entries.get(name, []) if not c.get("is_default")
-                },
+                "configs": {c.name: c.value for c in entries.get(name, []) if not c.is_default},
                 "partitions": [
                     {
                         "partition": p.partition,

@@ -29,6 +29,7 @@ Not thread-safe: one thread at a time (the calls are blocking and bounded by the
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,30 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body
 from common.protocol.message_base import Message
+from common.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+)
+from common.protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestConfig,
+    CreateTopicsRequestTopic,
+    CreateTopicsResponse,
+)
+from common.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from common.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseConfig,
+)
+from common.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestConfig,
+    IncrementalAlterConfigsRequestResource,
+    IncrementalAlterConfigsResponse,
+)
 from common.security.acl import AclBinding, AclBindingFilter
 from common.topic_partition import TopicPartition
 from kraftlog_client import acl_admin, quota_admin
@@ -134,35 +159,47 @@ class Admin:
         """Create ``topics``; returns once the controller committed them (the brokers learn
         them shortly after; describe_topics shows when leaders are elected)."""
         timeout = self._timeout(timeout_ms)
-        body = {
-            "topics": [
-                {
-                    "name": t.name,
-                    "num_partitions": t.num_partitions,
-                    "replication_factor": t.replication_factor,
-                    "assignments": [],
-                    "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
-                }
+        request = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequestTopic(
+                    name=t.name,
+                    num_partitions=t.num_partitions,
+                    replication_factor=t.replication_factor,
+                    assignments=[],
+                    configs=[
+                        CreateTopicsRequestConfig(name=k, value=v) for k, v in t.configs.items()
+                    ],
+                )
                 for t in topics
             ],
-            "timeout_ms": int(timeout),
-            "validate_only": validate_only,
-        }
-        response = self._request(ApiKey.CREATE_TOPICS, body, timeout)
-        self._raise_topic_errors("CreateTopics", response.get("topics", []))
+            timeout_ms=int(timeout),
+            validate_only=validate_only,
+        )
+        response = self._request(ApiKey.CREATE_TOPICS, request, timeout)
+        if not isinstance(response, CreateTopicsResponse):
+            raise TypeError(f"CreateTopics decoded as {type(response).__name__}")
+        self._raise_topic_errors(
+            "CreateTopics", [(t.name, t.error_code, t.error_message) for t in response.topics]
+        )
 
     def delete_topics(self, names: Iterable[str], *, timeout_ms: float | None = None) -> None:
         timeout = self._timeout(timeout_ms)
-        body = {"topic_names": list(names), "timeout_ms": int(timeout)}
-        response = self._request(ApiKey.DELETE_TOPICS, body, timeout)
-        self._raise_topic_errors("DeleteTopics", response.get("responses", []))
+        request = DeleteTopicsRequest(topic_names=list(names), timeout_ms=int(timeout))
+        response = self._request(ApiKey.DELETE_TOPICS, request, timeout)
+        if not isinstance(response, DeleteTopicsResponse):
+            raise TypeError(f"DeleteTopics decoded as {type(response).__name__}")
+        self._raise_topic_errors(
+            "DeleteTopics", [(r.name, r.error_code, r.error_message) for r in response.responses]
+        )
 
     @staticmethod
-    def _raise_topic_errors(operation: str, results: list[dict[str, Any]]) -> None:
+    def _raise_topic_errors(
+        operation: str, results: Iterable[tuple[str | None, int, str | None]]
+    ) -> None:
+        """Raise :class:`TopicOperationError` for the (name, error code, error message)
+        results that carry an error."""
         errors = {
-            r["name"]: KafkaError(r["error_code"], r.get("error_message") or "")
-            for r in results
-            if r.get("error_code", 0)
+            name or "": KafkaError(code, message or "") for name, code, message in results if code
         }
         if errors:
             raise TopicOperationError(operation, errors)
@@ -196,26 +233,8 @@ class Admin:
         self, topic: str, *, timeout_ms: float | None = None
     ) -> dict[str, str | None]:
         """The effective configuration of ``topic``."""
-        timeout = self._timeout(timeout_ms)
-        body = {
-            "resources": [
-                {
-                    "resource_type": RESOURCE_TOPIC,
-                    "resource_name": topic,
-                    "configuration_keys": None,
-                }
-            ],
-            "include_synonyms": False,
-            "include_documentation": False,
-        }
-        response = self._request(ApiKey.DESCRIBE_CONFIGS, body, timeout)
-        out: dict[str, str | None] = {}
-        for result in response.get("results", []):
-            if result.get("error_code", 0):
-                raise KafkaError(result["error_code"], result.get("error_message") or topic)
-            for entry in result.get("configs", []):
-                out[entry["name"]] = entry.get("value")
-        return out
+        entries = self.describe_config_entries(RESOURCE_TOPIC, [topic], timeout_ms=timeout_ms)
+        return {entry.name: entry.value for entry in entries.get(topic, [])}
 
     def create_partitions(
         self, totals: Mapping[str, int], *, timeout_ms: float | None = None
@@ -223,16 +242,20 @@ class Admin:
         """Grow each topic to ``totals[topic]`` partitions (CreatePartitions); raises
         :class:`TopicOperationError` for the topics that failed."""
         timeout = self._timeout(timeout_ms)
-        body = {
-            "topics": [
-                {"name": name, "count": count, "assignments": None}
+        request = CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsRequestTopic(name=name, count=count, assignments=None)
                 for name, count in totals.items()
             ],
-            "timeout_ms": int(timeout),
-            "validate_only": False,
-        }
-        response = self._request(ApiKey.CREATE_PARTITIONS, body, timeout)
-        self._raise_topic_errors("CreatePartitions", response.get("results", []))
+            timeout_ms=int(timeout),
+            validate_only=False,
+        )
+        response = self._request(ApiKey.CREATE_PARTITIONS, request, timeout)
+        if not isinstance(response, CreatePartitionsResponse):
+            raise TypeError(f"CreatePartitions decoded as {type(response).__name__}")
+        self._raise_topic_errors(
+            "CreatePartitions", [(r.name, r.error_code, r.error_message) for r in response.results]
+        )
 
     def incremental_alter_configs(
         self,
@@ -245,18 +268,28 @@ class Admin:
         """Set and delete overrides of ``topic`` (IncrementalAlterConfigs); raises
         :class:`KafkaError` if the cluster refuses."""
         timeout = self._timeout(timeout_ms)
-        configs = [{"name": k, "config_operation": OP_SET, "value": v} for k, v in sets.items()]
-        configs += [{"name": k, "config_operation": OP_DELETE, "value": None} for k in deletes]
-        body = {
-            "resources": [
-                {"resource_type": RESOURCE_TOPIC, "resource_name": topic, "configs": configs}
+        configs = [
+            IncrementalAlterConfigsRequestConfig(name=k, config_operation=OP_SET, value=v)
+            for k, v in sets.items()
+        ]
+        configs += [
+            IncrementalAlterConfigsRequestConfig(name=k, config_operation=OP_DELETE, value=None)
+            for k in deletes
+        ]
+        request = IncrementalAlterConfigsRequest(
+            resources=[
+                IncrementalAlterConfigsRequestResource(
+                    resource_type=RESOURCE_TOPIC, resource_name=topic, configs=configs
+                )
             ],
-            "validate_only": False,
-        }
-        response = self._request(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, timeout)
-        for r in response.get("responses", []):
-            if r.get("error_code", 0):
-                raise KafkaError(r["error_code"], r.get("error_message") or topic)
+            validate_only=False,
+        )
+        response = self._request(ApiKey.INCREMENTAL_ALTER_CONFIGS, request, timeout)
+        if not isinstance(response, IncrementalAlterConfigsResponse):
+            raise TypeError(f"IncrementalAlterConfigs decoded as {type(response).__name__}")
+        for r in response.responses:
+            if r.error_code:
+                raise KafkaError(r.error_code, r.error_message or topic)
 
     def describe_config_entries(
         self,
@@ -265,39 +298,39 @@ class Admin:
         *,
         node_id: int | None = None,
         timeout_ms: float | None = None,
-    ) -> dict[str, list[dict[str, Any]]]:
+    ) -> dict[str, list[DescribeConfigsResponseConfig]]:
         """DescribeConfigs of ``names`` (``resource_type`` 2 = topic, 4 = broker), every
-        entry with its flags (``name``, ``value``, ``is_default``, ``read_only``, ...); sent
-        to broker ``node_id`` if given (a broker describes only its own configuration). A
-        resource the broker refuses raises its KafkaError."""
+        entry with its flags (``value``, ``is_default``, ``read_only``, ``config_source``,
+        ...); sent to broker ``node_id`` if given (a broker describes only its own
+        configuration). A resource the broker refuses raises its KafkaError."""
         timeout = self._timeout(timeout_ms)
         if node_id is not None:
             self._client.fetch_metadata([], timeout)  # learns the brokers' addresses
             if node_id not in self._client.metadata.brokers:
                 raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node_id}")
-        body = {
-            "resources": [
-                {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+        request = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequestResource(
+                    resource_type=resource_type, resource_name=name, configuration_keys=None
+                )
                 for name in names
             ],
-            "include_synonyms": False,
-            "include_documentation": False,
-        }
-        response = self._client.request(node_id, ApiKey.DESCRIBE_CONFIGS, body, timeout)
-        out: dict[str, list[dict[str, Any]]] = {}
-        for result in response.get("results", []):
-            if result.get("error_code", 0):
-                raise KafkaError(
-                    result["error_code"], result.get("error_message") or result["resource_name"]
-                )
-            out[result["resource_name"]] = [
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        response = self._client.request(node_id, ApiKey.DESCRIBE_CONFIGS, request, timeout)
+        if not isinstance(response, DescribeConfigsResponse):
+            raise TypeError(f"DescribeConfigs decoded as {type(response).__name__}")
+        out: dict[str, list[DescribeConfigsResponseConfig]] = {}
+        for result in response.results:
+            if result.error_code:
+                raise KafkaError(result.error_code, result.error_message or result.resource_name)
+            out[result.resource_name] = [
                 # v0 flags defaults with is_default; v1+ replaced it by config_source.
-                {
-                    **entry,
-                    "is_default": bool(entry.get("is_default"))
-                    or entry.get("config_source") == SOURCE_DEFAULT,
-                }
-                for entry in result.get("configs", [])
+                dataclasses.replace(
+                    entry, is_default=entry.is_default or entry.config_source == SOURCE_DEFAULT
+                )
+                for entry in result.configs
             ]
         return out
 

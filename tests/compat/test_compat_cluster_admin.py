@@ -227,62 +227,84 @@ def test_create_topics_v7_answers_counts_configs_and_the_topic_id(cluster: Local
     """CreateTopics v5+ (KIP-525) answers a created topic's partitions, replication factor and
     configs with their sources, and v7 its topic id, as Metadata then shows it."""
     from common.protocol.api_keys import ApiKey
+    from common.protocol.messages.create_topics import (
+        CreateTopicsRequest,
+        CreateTopicsRequestConfig,
+        CreateTopicsRequestTopic,
+    )
+    from common.protocol.messages.describe_configs import (
+        DescribeConfigsRequest,
+        DescribeConfigsRequestResource,
+    )
+    from common.protocol.messages.describe_topic_partitions import (
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsRequestTopic,
+    )
     from tests.unit.broker.wire import WireClient
 
     topic = f"detailed-{uuid.uuid4().hex[:6]}"
 
-    def body(validate_only: bool) -> dict:
-        return {
-            "topics": [
-                {
-                    "name": topic,
-                    "num_partitions": 3,
-                    "replication_factor": 2,
-                    "assignments": [],
-                    "configs": [{"name": "retention.ms", "value": "3600000"}],
-                }
+    def body(validate_only: bool) -> CreateTopicsRequest:
+        return CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequestTopic(
+                    name=topic,
+                    num_partitions=3,
+                    replication_factor=2,
+                    assignments=[],
+                    configs=[CreateTopicsRequestConfig(name="retention.ms", value="3600000")],
+                )
             ],
-            "timeout_ms": 30_000,
-            "validate_only": validate_only,
-        }
+            timeout_ms=30_000,
+            validate_only=validate_only,
+        )
 
     port = cluster.node(cluster.broker_ids[0]).broker_port
     assert port is not None
     client = WireClient(port)
     try:
-        (checked,) = client.call(ApiKey.CREATE_TOPICS, 7, body(True))["topics"]
-        assert checked["error_code"] == 0 and checked["configs"] is None
-        assert (checked["num_partitions"], checked["replication_factor"]) == (3, 2)
-        (made,) = client.call(ApiKey.CREATE_TOPICS, 7, body(False))["topics"]
-        assert made["error_code"] == 0, made
-        assert (made["num_partitions"], made["replication_factor"]) == (3, 2)
-        configs = {c["name"]: c for c in made["configs"]}
-        assert configs["retention.ms"]["value"] == "3600000"
-        assert configs["retention.ms"]["config_source"] == 1  # a dynamic topic config
-        assert configs["cleanup.policy"]["config_source"] == 5  # a default
+        (checked,) = client.call(ApiKey.CREATE_TOPICS, 7, body(True)).topics
+        assert checked.error_code == 0 and checked.configs is None
+        assert (checked.num_partitions, checked.replication_factor) == (3, 2)
+        (made,) = client.call(ApiKey.CREATE_TOPICS, 7, body(False)).topics
+        assert made.error_code == 0, made
+        assert (made.num_partitions, made.replication_factor) == (3, 2)
+        assert made.configs is not None
+        configs = {c.name: c for c in made.configs}
+        assert configs["retention.ms"].value == "3600000"
+        assert configs["retention.ms"].config_source == 1  # a dynamic topic config
+        assert configs["cleanup.policy"].config_source == 5  # a default
         described = client.call(
             ApiKey.DESCRIBE_TOPIC_PARTITIONS,
             0,
-            {"topics": [{"name": topic}], "response_partition_limit": 10, "cursor": None},
+            DescribeTopicPartitionsRequest(
+                topics=[DescribeTopicPartitionsRequestTopic(name=topic)],
+                response_partition_limit=10,
+                cursor=None,
+            ),
         )
-        assert described["topics"][0]["topic_id"] == made["topic_id"] != bytes(16)
-        (again,) = client.call(ApiKey.CREATE_TOPICS, 7, body(False))["topics"]
-        assert again["error_code"] == 36  # TOPIC_ALREADY_EXISTS
+        assert described.topics[0].topic_id == made.topic_id != bytes(16)
+        (again,) = client.call(ApiKey.CREATE_TOPICS, 7, body(False)).topics
+        assert again.error_code == 36  # TOPIC_ALREADY_EXISTS
         # DescribeConfigs v4 (flexible): Kafka's config types, documentation when asked.
-        request = {
-            "resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
-            "include_synonyms": False,
-            "include_documentation": True,
-        }
-        (result,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request)["results"]
-        entries = {c["name"]: c for c in result["configs"]}
-        assert entries["retention.ms"]["config_type"] == 5  # LONG
-        assert entries["segment.bytes"]["config_type"] == 3  # INT
-        assert entries["cleanup.policy"]["config_type"] == 7  # LIST
-        assert entries["retention.ms"]["value"] == "3600000"
-        assert entries["retention.ms"]["documentation"]
-        request["include_documentation"] = False
-        (bare,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request)["results"]
-        assert all(c["documentation"] is None for c in bare["configs"])
+        request = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequestResource(
+                    resource_type=2, resource_name=topic, configuration_keys=None
+                )
+            ],
+            include_synonyms=False,
+            include_documentation=True,
+        )
+        (result,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request).results
+        entries = {c.name: c for c in result.configs}
+        assert entries["retention.ms"].config_type == 5  # LONG
+        assert entries["segment.bytes"].config_type == 3  # INT
+        assert entries["cleanup.policy"].config_type == 7  # LIST
+        assert entries["retention.ms"].value == "3600000"
+        assert entries["retention.ms"].documentation
+        request.include_documentation = False
+        (bare,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, request).results
+        assert all(c.documentation is None for c in bare.configs)
     finally:
         client.close()

@@ -4,28 +4,71 @@ defaults). Forwarded to the active controller (:mod:`config_alteration`)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Coroutine
 from typing import Any
 
-from common.security.acl import AclOperation
-from data_plane.broker.apis import KafkaApis, Request
-from data_plane.broker.handlers.config_acls import configs_verdict
+from common.protocol.messages.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterConfigsResponseResponse,
+)
+from common.security.acl import AclOperation, ResourceType
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.config_acls import DENIED_MESSAGE, split_resources
 from data_plane.broker.handlers.config_alteration import Expected, alter, refused
-from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, with_denied
 
 
-def handle(apis: KafkaApis, request: Request) -> Any:
+async def _alter(apis: KafkaApis, body: AlterConfigsRequest) -> AlterConfigsResponse:
     changes: dict[str, dict[str, str]] = {}
     expected: Expected = {}
-    for res in request.body.get("resources") or ():
+    for res in body.resources:
         if refused(res) is not None:
             continue
-        values = {c["name"]: c["value"] for c in res.get("configs") or () if c["value"] is not None}
-        changes[res["resource_name"]] = values
-        expected[res["resource_name"]] = dict(values)
-    return alter(apis, request, "alter_configs", changes, expected)
+        values = {c.name: c.value for c in res.configs if c.value is not None}
+        changes[res.resource_name] = values
+        expected[res.resource_name] = dict(values)
+    outcomes = await alter(
+        apis, body.resources, body.validate_only, "alter_configs", changes, expected
+    )
+    return AlterConfigsResponse(
+        throttle_time_ms=0,
+        responses=[
+            AlterConfigsResponseResponse(
+                error_code=o.error_code,
+                error_message=o.error_message,
+                resource_type=o.resource_type,
+                resource_name=o.resource_name,
+            )
+            for o in outcomes
+        ],
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, AlterConfigsResponse]:
+    body = request.body
+    if not isinstance(body, AlterConfigsRequest):
+        raise TypeError(f"AlterConfigs handler given {type(body).__name__}")
+    return _alter(apis, body)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """AlterConfigs on each topic, or on the cluster for other resources; refused resources
-    are answered, the rest forwarded (:func:`config_acls.configs_verdict`)."""
-    return configs_verdict(authz, s, body, AclOperation.ALTER_CONFIGS, False, "responses", {})
+    are answered, the rest forwarded (:func:`config_acls.split_resources`)."""
+    if not isinstance(body, AlterConfigsRequest):
+        raise TypeError(f"AlterConfigs rule given {type(body).__name__}")
+    allowed, denied = split_resources(authz, s, body.resources, AclOperation.ALTER_CONFIGS, False)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        AlterConfigsResponseResponse(
+            error_code=code,
+            error_message=DENIED_MESSAGE,
+            resource_type=res.resource_type,
+            resource_name=res.resource_name,
+        )
+        for res, code in denied
+    ]
+    kept = dataclasses.replace(body, resources=allowed)
+    return with_denied(kept, ResourceType.TOPIC, len(denied), "responses", entries)

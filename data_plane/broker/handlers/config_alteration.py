@@ -6,12 +6,14 @@ so a DescribeConfigs right after it sees the change."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from common.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
 from common.error_codes import ErrorCode
-from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.apis import KafkaApis
+from data_plane.broker.handlers.config_acls import ConfigResource
 from data_plane.broker.handlers.forwarding import forward
 from metadata.client import ControllerError
 from metadata.image import MetadataImage
@@ -25,9 +27,19 @@ STATIC_BROKER_CONFIG = (
 Expected = dict[str, dict[str, str | None]]
 
 
-def refused(resource: Mapping[str, Any]) -> tuple[int, str] | None:
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer to one resource of an alteration, in the request's order."""
+
+    resource_type: int
+    resource_name: str
+    error_code: int
+    error_message: str | None
+
+
+def refused(resource: ConfigResource) -> tuple[int, str] | None:
     """The error of a resource this broker does not forward, None for a topic."""
-    rtype = resource.get("resource_type")
+    rtype = resource.resource_type
     if rtype == RESOURCE_TOPIC:
         return None
     if rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
@@ -37,15 +49,14 @@ def refused(resource: Mapping[str, Any]) -> tuple[int, str] | None:
 
 async def alter(
     apis: KafkaApis,
-    request: Request,
+    resources: Sequence[ConfigResource],
+    validate_only: bool,
     method: str,
     changes: Mapping[str, Any],
     expected: Expected,
-) -> Body:
+) -> list[Outcome]:
     """Forward ``changes`` (topic -> what ``apis.controller.<method>`` takes) and answer every
     resource of the request in order."""
-    body = request.body
-    validate_only = bool(body.get("validate_only", False))
     results: dict[str, tuple[int, str | None]] = {}
     if changes:
         try:
@@ -57,19 +68,12 @@ async def alter(
     if done and not validate_only:
         await apis.wait_for_image(_shows(expected, done), apis.config.request_timeout_ms)
     out = []
-    for res in body.get("resources") or ():
-        error = refused(res)
+    for res in resources:
+        error: tuple[int, str | None] | None = refused(res)
         if error is None:
-            error = results.get(res["resource_name"], (ErrorCode.UNKNOWN_SERVER_ERROR, None))
-        out.append(
-            {
-                "error_code": error[0],
-                "error_message": error[1],
-                "resource_type": res.get("resource_type"),
-                "resource_name": res.get("resource_name", ""),
-            }
-        )
-    return {"throttle_time_ms": 0, "responses": out}
+            error = results.get(res.resource_name, (ErrorCode.UNKNOWN_SERVER_ERROR, None))
+        out.append(Outcome(res.resource_type, res.resource_name, error[0], error[1]))
+    return out
 
 
 def _shows(expected: Expected, topics: set[str]) -> Callable[[MetadataImage], bool]:

@@ -11,11 +11,20 @@ validate-only request answers the counts it asked for (or the defaults) and no c
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Coroutine
 from typing import Any
 
 from common.config_resources import SOURCE_DEFAULT, SOURCE_DYNAMIC_TOPIC
 from common.error_codes import ErrorCode
-from common.security.acl import AclOperation
+from common.protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+    CreateTopicsResponse,
+    CreateTopicsResponseConfig,
+    CreateTopicsResponseTopic,
+)
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
 from data_plane.security.request_authz import (
@@ -23,7 +32,7 @@ from data_plane.security.request_authz import (
     RequestAuthorizer,
     Session,
     Verdict,
-    with_denied_topics,
+    with_denied,
 )
 from metadata.client import ControllerError
 from metadata.messages import NewTopic
@@ -32,29 +41,38 @@ from metadata.messages import NewTopic
 FIRST_DETAILED_VERSION = 5
 
 
-def _new_topic(t: dict[str, Any]) -> NewTopic:
-    assignments = t.get("assignments") or []
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Details:
+    """What a v5+ answer says of a created topic (KIP-525)."""
+
+    num_partitions: int
+    replication_factor: int
+    configs: list[CreateTopicsResponseConfig] | None
+    topic_id: bytes = bytes(16)
+
+
+def _new_topic(t: CreateTopicsRequestTopic) -> NewTopic:
     return NewTopic(
-        name=t["name"],
-        num_partitions=t.get("num_partitions", -1),
-        replication_factor=t.get("replication_factor", -1),
-        replica_assignment={a["partition_index"]: list(a["broker_ids"]) for a in assignments}
-        or None,
-        configs={c["name"]: c["value"] for c in t.get("configs") or () if c["value"] is not None},
+        name=t.name,
+        num_partitions=t.num_partitions,
+        replication_factor=t.replication_factor,
+        replica_assignment={a.partition_index: list(a.broker_ids) for a in t.assignments} or None,
+        configs={c.name: c.value for c in t.configs if c.value is not None},
     )
 
 
-async def _handle(apis: KafkaApis, request: Request) -> Body:
+async def _handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
     body = request.body
-    requested = list(body.get("topics") or ())
-    names = [t["name"] for t in requested]
+    if not isinstance(body, CreateTopicsRequest):
+        raise TypeError(f"CreateTopics handler given {type(body).__name__}")
+    names = [t.name for t in body.topics]
     duplicates = {n for n in names if names.count(n) > 1}
-    to_create = [_new_topic(t) for t in requested if t["name"] not in duplicates]
+    to_create = [_new_topic(t) for t in body.topics if t.name not in duplicates]
     results: dict[str, tuple[int, str | None]] = {
         n: (ErrorCode.INVALID_REQUEST, "topic listed more than once") for n in duplicates
     }
-    wait_ms = timeout_ms(apis, body)
-    validate_only = bool(body.get("validate_only", False))
+    wait_ms = timeout_ms(apis, body.timeout_ms)
+    validate_only = body.validate_only
     if to_create:
         try:
             answers = await forward(apis, "create_topics", to_create, validate_only, wait_ms / 1000)
@@ -66,31 +84,36 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
     created = [n for n, (code, _) in results.items() if code == ErrorCode.NO_ERROR]
     if created and not validate_only:
         await apis.wait_for_image(lambda img: all(img.topic(n) for n in created), wait_ms)
-    details: dict[str, dict[str, Any]] = {}
+    details: dict[str, _Details] = {}
     if created and request.header.api_version >= FIRST_DETAILED_VERSION:
         details = await _details(apis, created, to_create, validate_only)
     topics = []
     for name in names:
         code, message = results.get(name, (ErrorCode.UNKNOWN_SERVER_ERROR, "no answer"))
-        topics.append(
-            {"name": name, "error_code": code, "error_message": message, **details.get(name, {})}
-        )
-    return {"throttle_time_ms": 0, "topics": topics}
+        topic = CreateTopicsResponseTopic(name=name, error_code=code, error_message=message)
+        d = details.get(name)
+        if d is not None:
+            topic.topic_id = d.topic_id
+            topic.num_partitions = d.num_partitions
+            topic.replication_factor = d.replication_factor
+            topic.configs = d.configs
+        topics.append(topic)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=topics)
 
 
 async def _details(
     apis: KafkaApis, created: list[str], asked: list[NewTopic], validate_only: bool
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, _Details]:
     """v5+: each created topic's partitions, replication factor, configs and topic id."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, _Details] = {}
     if validate_only:
         for t in asked:
             if t.name in created:
-                out[t.name] = {
-                    "num_partitions": t.num_partitions if t.num_partitions > 0 else -1,
-                    "replication_factor": t.replication_factor if t.replication_factor > 0 else -1,
-                    "configs": None,
-                }
+                out[t.name] = _Details(
+                    num_partitions=t.num_partitions if t.num_partitions > 0 else -1,
+                    replication_factor=t.replication_factor if t.replication_factor > 0 else -1,
+                    configs=None,
+                )
         return out
     try:
         described = await forward(apis, "describe_configs", created)
@@ -98,49 +121,54 @@ async def _details(
         described = {}
     image = apis.image
     for name in created:
-        t = image.topic(name)
-        if t is None:
+        topic = image.topic(name)
+        if topic is None:
             continue
-        first = t.partitions.get(0)
+        first = topic.partitions.get(0)
         d = described.get(name)
-        out[name] = {
-            "topic_id": t.topic_id.bytes,
-            "num_partitions": len(t.partitions),
-            "replication_factor": len(first.replicas) if first is not None else -1,
-            "configs": None
+        out[name] = _Details(
+            topic_id=topic.topic_id.bytes,
+            num_partitions=len(topic.partitions),
+            replication_factor=len(first.replicas) if first is not None else -1,
+            configs=None
             if d is None
             else [
-                {
-                    "name": c.name,
-                    "value": c.value,
-                    "read_only": c.read_only,
-                    "config_source": SOURCE_DEFAULT if c.is_default else SOURCE_DYNAMIC_TOPIC,
-                    "is_sensitive": False,
-                }
+                CreateTopicsResponseConfig(
+                    name=c.name,
+                    value=c.value,
+                    read_only=c.read_only,
+                    config_source=SOURCE_DEFAULT if c.is_default else SOURCE_DYNAMIC_TOPIC,
+                    is_sensitive=False,
+                )
                 for c in d.configs
             ],
-        }
+        )
     return out
 
 
-def handle(apis: KafkaApis, request: Request) -> Any:
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, CreateTopicsResponse]:
     return _handle(apis, request)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Create on the cluster, else Create on each topic (refused topics answered
     TOPIC_AUTHORIZATION_FAILED)."""
+    if not isinstance(body, CreateTopicsRequest):
+        raise TypeError(f"CreateTopics rule given {type(body).__name__}")
     if authz.cluster(s, AclOperation.CREATE):
         return Verdict(body)
-    new, denied = authz.split_topics(s, body, AclOperation.CREATE)
+    cache: dict[str, bool] = {}
+    for t in body.topics:
+        if t.name not in cache:
+            cache[t.name] = authz.topic(s, AclOperation.CREATE, t.name)
+    denied = [t for t in body.topics if not cache[t.name]]
     if not denied:
         return Verdict(body)
+    kept = dataclasses.replace(body, topics=[t for t in body.topics if cache[t.name]])
     entries = [
-        {
-            "name": t.get("name", ""),
-            "error_code": TOPIC_DENIED,
-            "error_message": "Authorization failed.",
-        }
+        CreateTopicsResponseTopic(
+            name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed."
+        )
         for t in denied
     ]
-    return with_denied_topics(new, len(denied), "topics", entries)
+    return with_denied(kept, ResourceType.TOPIC, len(denied), "topics", entries)

@@ -9,12 +9,20 @@ to names before this handler)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from collections.abc import Coroutine
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.messages.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsRequestTopic,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseResponse,
+)
 from common.protocol.topic_id_versions import DELETE_TOPICS_BY_ID_SINCE, ZERO_ID
-from common.security.acl import AclOperation
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward, timeout_ms
 from data_plane.security.request_authz import (
@@ -22,28 +30,26 @@ from data_plane.security.request_authz import (
     RequestAuthorizer,
     Session,
     Verdict,
-    with_denied_topics,
+    with_denied,
 )
 from metadata.client import ControllerError
 
 
-async def _handle(apis: KafkaApis, request: Request) -> Body:
-    body = request.body
+async def _delete(apis: KafkaApis, body: DeleteTopicsRequest, version: int) -> DeleteTopicsResponse:
     by_id: dict[str, uuid.UUID] = {}
     unknown_ids: list[bytes] = []
-    if request.header.api_version >= DELETE_TOPICS_BY_ID_SINCE:
+    if version >= DELETE_TOPICS_BY_ID_SINCE:
         names = []
-        for t in body.get("topics") or ():
-            topic_id = t.get("topic_id") or ZERO_ID
-            if t.get("name") is None:
-                unknown_ids.append(topic_id)
+        for t in body.topics:
+            if t.name is None:
+                unknown_ids.append(t.topic_id)
                 continue
-            names.append(t["name"])
-            if topic_id != ZERO_ID:
-                by_id[t["name"]] = uuid.UUID(bytes=topic_id)
+            names.append(t.name)
+            if t.topic_id != ZERO_ID:
+                by_id[t.name] = uuid.UUID(bytes=t.topic_id)
         names = list(dict.fromkeys(names))
     else:
-        names = list(dict.fromkeys(body.get("topic_names") or ()))
+        names = list(dict.fromkeys(body.topic_names))
     results: dict[str, tuple[int, str | None, uuid.UUID | None]] = {}
     if names:
         try:
@@ -54,53 +60,74 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
     deleted = [n for n, (code, _, _) in results.items() if code == ErrorCode.NO_ERROR]
     if deleted:
         await apis.wait_for_image(
-            lambda img: all(img.topic(n) is None for n in deleted), timeout_ms(apis, body)
+            lambda img: all(img.topic(n) is None for n in deleted),
+            timeout_ms(apis, body.timeout_ms),
         )
     responses = []
     for n in names:
         code, message, deleted_id = results.get(n, (ErrorCode.UNKNOWN_SERVER_ERROR, None, None))
         topic_id = by_id.get(n, deleted_id)
         responses.append(
-            {
-                "name": n,
-                "topic_id": ZERO_ID if topic_id is None else topic_id.bytes,
-                "error_code": code,
-                "error_message": message,
-            }
+            DeleteTopicsResponseResponse(
+                name=n,
+                topic_id=ZERO_ID if topic_id is None else topic_id.bytes,
+                error_code=code,
+                error_message=message,
+            )
         )
-    for topic_id in unknown_ids:
-        if topic_id == ZERO_ID:
+    for unknown in unknown_ids:
+        if unknown == ZERO_ID:
             code, message = ErrorCode.INVALID_REQUEST, "A topic needs a name or an id."
         else:
             code, message = ErrorCode.UNKNOWN_TOPIC_ID, "This topic id is not known."
         responses.append(
-            {"name": None, "topic_id": topic_id, "error_code": code, "error_message": message}
+            DeleteTopicsResponseResponse(
+                name=None, topic_id=unknown, error_code=code, error_message=message
+            )
         )
-    return {"throttle_time_ms": 0, "responses": responses}
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
 
 
-def handle(apis: KafkaApis, request: Request) -> Any:
-    return _handle(apis, request)
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, DeleteTopicsResponse]:
+    body = request.body
+    if not isinstance(body, DeleteTopicsRequest):
+        raise TypeError(f"DeleteTopics handler given {type(body).__name__}")
+    return _delete(apis, body, request.header.api_version)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Delete on each topic (refused topics answered TOPIC_AUTHORIZATION_FAILED)."""
+    if not isinstance(body, DeleteTopicsRequest):
+        raise TypeError(f"DeleteTopics rule given {type(body).__name__}")
+    cache: dict[str, bool] = {}
+
+    def allowed(name: str) -> bool:
+        ok = cache.get(name)
+        if ok is None:
+            ok = cache[name] = authz.topic(s, AclOperation.DELETE, name)
+        return ok
+
     if version >= DELETE_TOPICS_BY_ID_SINCE:
-        new, denied = authz.split_topics(s, body, AclOperation.DELETE)
+        # A topic id this broker does not know has no name (data_plane.broker.topic_ids):
+        # there is nothing to protect, and the handler answers UNKNOWN_TOPIC_ID.
+        kept: list[DeleteTopicsRequestTopic] = []
+        denied: list[DeleteTopicsRequestTopic] = []
+        for t in body.topics:
+            (kept if t.name is None or allowed(t.name) else denied).append(t)
         if not denied:
             return Verdict(body)
         entries = [
-            {
-                "name": t.get("name"),
-                "topic_id": t.get("topic_id") or ZERO_ID,
-                "error_code": TOPIC_DENIED,
-            }
+            DeleteTopicsResponseResponse(name=t.name, topic_id=t.topic_id, error_code=TOPIC_DENIED)
             for t in denied
         ]
-        return with_denied_topics(new, len(denied), "responses", entries)
-    names = body.get("topic_names") or []
-    allowed = [n for n in names if authz.topic(s, AclOperation.DELETE, n)]
-    if len(allowed) == len(names):
+        new = dataclasses.replace(body, topics=kept)
+        return with_denied(new, ResourceType.TOPIC, len(denied), "responses", entries)
+    kept_names: list[str] = []
+    denied_names: list[str] = []
+    for n in body.topic_names:
+        (kept_names if allowed(n) else denied_names).append(n)
+    if not denied_names:
         return Verdict(body)
-    refused = [{"name": n, "error_code": TOPIC_DENIED} for n in names if n not in allowed]
-    return with_denied_topics({**body, "topic_names": allowed}, len(refused), "responses", refused)
+    refused = [DeleteTopicsResponseResponse(name=n, error_code=TOPIC_DENIED) for n in denied_names]
+    new = dataclasses.replace(body, topic_names=kept_names)
+    return with_denied(new, ResourceType.TOPIC, len(refused), "responses", refused)

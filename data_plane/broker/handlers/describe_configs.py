@@ -7,6 +7,8 @@ documentation (data_plane.broker.config_types); v4 is flexible."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Coroutine
 from typing import Any
 
 from common.config_resources import (
@@ -17,13 +19,20 @@ from common.config_resources import (
     SOURCE_STATIC_BROKER,
 )
 from common.error_codes import ErrorCode
-from common.security.acl import AclOperation
+from common.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseConfig,
+    DescribeConfigsResponseResult,
+)
+from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.config_types import config_type_and_doc
-from data_plane.broker.handlers.config_acls import configs_verdict
+from data_plane.broker.handlers.config_acls import DENIED_MESSAGE, split_resources
 from data_plane.broker.handlers.forwarding import forward
-from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, with_denied
 from metadata.client import ControllerError
+from metadata.messages import DescribeConfigsResult
 
 
 def _entry(
@@ -35,36 +44,34 @@ def _entry(
     *,
     topic: bool,
     documentation: bool,
-) -> dict:
+) -> DescribeConfigsResponseConfig:
     config_type, doc = config_type_and_doc(name, topic=topic)
-    return {
-        "name": name,
-        "value": value,
-        "read_only": read_only,
-        "is_default": is_default,
-        "config_source": source,
-        "is_sensitive": False,
-        "synonyms": [],
-        "config_type": config_type,
-        "documentation": doc if documentation else None,
-    }
+    return DescribeConfigsResponseConfig(
+        name=name,
+        value=value,
+        read_only=read_only,
+        is_default=is_default,
+        config_source=source,
+        is_sensitive=False,
+        synonyms=[],
+        config_type=config_type,
+        documentation=doc if documentation else None,
+    )
 
 
-def _result(rtype: int, name: str, code: int = 0, message: str | None = None) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "resource_type": rtype,
-        "resource_name": name,
-        "configs": [],
-    }
+def _result(
+    rtype: int, name: str, code: int = 0, message: str | None = None
+) -> DescribeConfigsResponseResult:
+    return DescribeConfigsResponseResult(
+        error_code=code, error_message=message, resource_type=rtype, resource_name=name
+    )
 
 
-async def _handle(apis: KafkaApis, request: Request) -> Body:
-    resources = list(request.body.get("resources") or ())
-    documentation = bool(request.body.get("include_documentation", False))
-    topics = [r["resource_name"] for r in resources if r["resource_type"] == RESOURCE_TOPIC]
-    described: dict[str, Any] = {}
+async def _describe(apis: KafkaApis, body: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    resources = body.resources
+    documentation = body.include_documentation
+    topics = [r.resource_name for r in resources if r.resource_type == RESOURCE_TOPIC]
+    described: dict[str, DescribeConfigsResult] = {}
     failure: ControllerError | None = None
     if topics:
         try:
@@ -73,8 +80,8 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
             failure = e
     results = []
     for r in resources:
-        rtype, name = r["resource_type"], r["resource_name"]
-        keys = r.get("configuration_keys")
+        rtype, name = r.resource_type, r.resource_name
+        keys = r.configuration_keys
         wanted = None if keys is None else set(keys)
         if rtype == RESOURCE_TOPIC:
             if failure is not None:
@@ -85,7 +92,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
                 results.append(_result(rtype, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             res = _result(rtype, name, d.error_code, d.error_message)
-            res["configs"] = [
+            res.configs = [
                 _entry(
                     c.name,
                     c.value,
@@ -101,7 +108,7 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
             results.append(res)
         elif rtype == RESOURCE_BROKER and name in ("", str(apis.broker_id)):
             res = _result(rtype, name)
-            res["configs"] = [
+            res.configs = [
                 _entry(
                     k,
                     v,
@@ -123,16 +130,26 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
             results.append(
                 _result(rtype, name, ErrorCode.INVALID_REQUEST, f"resource type {rtype}")
             )
-    return {"throttle_time_ms": 0, "results": results}
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
-def handle(apis: KafkaApis, request: Request) -> Any:
-    return _handle(apis, request)
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, DescribeConfigsResponse]:
+    body = request.body
+    if not isinstance(body, DescribeConfigsRequest):
+        raise TypeError(f"DescribeConfigs handler given {type(body).__name__}")
+    return _describe(apis, body)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """DescribeConfigs on each topic, or on the cluster for broker resources; refused
-    resources are answered, the rest described (:func:`config_acls.configs_verdict`)."""
-    return configs_verdict(
-        authz, s, body, AclOperation.DESCRIBE_CONFIGS, True, "results", {"configs": []}
-    )
+    resources are answered, the rest described (:func:`config_acls.split_resources`)."""
+    if not isinstance(body, DescribeConfigsRequest):
+        raise TypeError(f"DescribeConfigs rule given {type(body).__name__}")
+    allowed, denied = split_resources(authz, s, body.resources, AclOperation.DESCRIBE_CONFIGS, True)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        _result(res.resource_type, res.resource_name, code, DENIED_MESSAGE) for res, code in denied
+    ]
+    kept = dataclasses.replace(body, resources=allowed)
+    return with_denied(kept, ResourceType.TOPIC, len(denied), "results", entries)

@@ -10,9 +10,20 @@ the cluster (:func:`authorize`).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from common.error_codes import ErrorCode
+from common.protocol.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    DescribeQuorumResponseCurrentVoter,
+    DescribeQuorumResponseListener,
+    DescribeQuorumResponseNode,
+    DescribeQuorumResponseObserver,
+    DescribeQuorumResponsePartition,
+    DescribeQuorumResponseTopic,
+)
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward
@@ -25,42 +36,48 @@ METADATA_PARTITION = 0
 CONTROLLER_LISTENER = "CONTROLLER"
 NO_DIRECTORY_ID = bytes(16)
 
-
-def _replica(r: QuorumReplica) -> dict[str, Any]:
-    return {
-        "replica_id": r.replica_id,
-        "replica_directory_id": NO_DIRECTORY_ID,
-        "log_end_offset": r.log_end_offset,
-        "last_fetch_timestamp": r.last_fetch_ms,
-        "last_caught_up_timestamp": r.last_caught_up_ms,
-    }
+# A voter or an observer: the schema gives each list its own struct of the same fields.
+ReplicaState = TypeVar(
+    "ReplicaState", DescribeQuorumResponseCurrentVoter, DescribeQuorumResponseObserver
+)
 
 
-def _partition_error(index: int, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "error_code": code,
-        "error_message": message,
-        "leader_id": -1,
-        "leader_epoch": -1,
-        "high_watermark": -1,
-        "current_voters": [],
-        "observers": [],
-    }
+def _replica(cls: type[ReplicaState], r: QuorumReplica) -> ReplicaState:
+    return cls(
+        replica_id=r.replica_id,
+        replica_directory_id=NO_DIRECTORY_ID,
+        log_end_offset=r.log_end_offset,
+        last_fetch_timestamp=r.last_fetch_ms,
+        last_caught_up_timestamp=r.last_caught_up_ms,
+    )
 
 
-async def _handle(apis: KafkaApis, request: Request) -> Body:
-    requested = request.body.get("topics") or []
+def _partition_error(index: int, code: int, message: str | None) -> DescribeQuorumResponsePartition:
+    return DescribeQuorumResponsePartition(
+        partition_index=index,
+        error_code=code,
+        error_message=message,
+        leader_id=-1,
+        leader_epoch=-1,
+        high_watermark=-1,
+        current_voters=[],
+        observers=[],
+    )
+
+
+async def _describe(apis: KafkaApis, body: DescribeQuorumRequest) -> DescribeQuorumResponse:
     try:
         quorum = await forward(apis, "describe_quorum")
     except ControllerError as e:
-        return {"error_code": e.error_code, "error_message": e.message, "topics": [], "nodes": []}
+        return DescribeQuorumResponse(
+            error_code=e.error_code, error_message=e.message, topics=[], nodes=[]
+        )
     topics = []
-    for t in requested:
-        name = t.get("topic_name", "")
+    for t in body.topics:
+        name = t.topic_name
         partitions = []
-        for p in t.get("partitions") or ():
-            index = p.get("partition_index", -1)
+        for p in t.partitions:
+            index = p.partition_index
             if name != METADATA_TOPIC or index != METADATA_PARTITION:
                 partitions.append(
                     _partition_error(
@@ -69,42 +86,54 @@ async def _handle(apis: KafkaApis, request: Request) -> Body:
                 )
                 continue
             partitions.append(
-                {
-                    "partition_index": index,
-                    "error_code": ErrorCode.NO_ERROR,
-                    "error_message": None,
-                    "leader_id": quorum.leader_id,
-                    "leader_epoch": quorum.leader_epoch,
-                    "high_watermark": quorum.high_watermark,
-                    "current_voters": [_replica(r) for r in quorum.voters],
-                    "observers": [_replica(r) for r in quorum.observers],
-                }
+                DescribeQuorumResponsePartition(
+                    partition_index=index,
+                    error_code=ErrorCode.NO_ERROR,
+                    error_message=None,
+                    leader_id=quorum.leader_id,
+                    leader_epoch=quorum.leader_epoch,
+                    high_watermark=quorum.high_watermark,
+                    current_voters=[
+                        _replica(DescribeQuorumResponseCurrentVoter, r) for r in quorum.voters
+                    ],
+                    observers=[
+                        _replica(DescribeQuorumResponseObserver, r) for r in quorum.observers
+                    ],
+                )
             )
-        topics.append({"topic_name": name, "partitions": partitions})
-    return {
-        "error_code": ErrorCode.NO_ERROR,
-        "error_message": None,
-        "topics": topics,
-        "nodes": [
-            {
-                "node_id": n.node_id,
-                "listeners": [{"name": CONTROLLER_LISTENER, "host": n.host, "port": n.port}],
-            }
+        topics.append(DescribeQuorumResponseTopic(topic_name=name, partitions=partitions))
+    return DescribeQuorumResponse(
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        topics=topics,
+        nodes=[
+            DescribeQuorumResponseNode(
+                node_id=n.node_id,
+                listeners=[
+                    DescribeQuorumResponseListener(
+                        name=CONTROLLER_LISTENER, host=n.host, port=n.port
+                    )
+                ],
+            )
             for n in quorum.nodes
         ],
-    }
+    )
 
 
-def handle(apis: KafkaApis, request: Request) -> Any:
-    return _handle(apis, request)
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, DescribeQuorumResponse]:
+    body = request.body
+    if not isinstance(body, DescribeQuorumRequest):
+        raise TypeError(f"DescribeQuorum handler given {type(body).__name__}")
+    return _describe(apis, body)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Describe on the cluster (refused: CLUSTER_AUTHORIZATION_FAILED)."""
+    if not isinstance(body, DescribeQuorumRequest):
+        raise TypeError(f"DescribeQuorum rule given {type(body).__name__}")
     if authz.cluster(s, AclOperation.DESCRIBE):
         return Verdict(body)
-    return Verdict.refused(
-        body,
-        {"error_code": CLUSTER_DENIED, "error_message": None, "topics": [], "nodes": []},
-        ResourceType.CLUSTER,
+    refusal = DescribeQuorumResponse(
+        error_code=CLUSTER_DENIED, error_message=None, topics=[], nodes=[]
     )
+    return Verdict.refused(body, refusal, ResourceType.CLUSTER)

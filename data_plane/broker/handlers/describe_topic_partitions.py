@@ -16,13 +16,26 @@ metadata image, paginated, with KIP-966's eligible leader replicas (what newer
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 from common.error_codes import ErrorCode
+from common.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseNextCursor,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+)
 from common.security.acl import TOPIC_OPERATIONS, AclOperation, ResourceType, operations_bitfield
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.metadata import live_broker_ids, partition_state
-from data_plane.security.request_authz import TOPIC_DENIED, RequestAuthorizer, Session, Verdict
+from data_plane.security.request_authz import (
+    TOPIC_DENIED,
+    AnyBody,
+    RequestAuthorizer,
+    Session,
+    Verdict,
+)
 from metadata.image import MetadataImage, TopicImage
 from metadata.topics import INTERNAL_TOPICS
 
@@ -33,60 +46,60 @@ NO_TOPIC_ID = bytes(16)
 
 def _topic(
     image: MetadataImage, t: TopicImage, first: int, budget: int
-) -> tuple[dict[str, Any], int | None]:
+) -> tuple[DescribeTopicPartitionsResponseTopic, int | None]:
     """The answer for ``t`` from partition ``first`` with at most ``budget`` partitions, and
     the partition a next page starts at (None: the topic is complete)."""
     live = live_broker_ids(image)
     ids = [pid for pid in sorted(t.partitions) if pid >= first]
     shown, rest = ids[:budget], ids[budget:]
     partitions = [
-        {
+        DescribeTopicPartitionsResponsePartition(
             **partition_state(pid, t.partitions[pid], live),
-            "eligible_leader_replicas": list(t.partitions[pid].elr),
-            "last_known_elr": None,
-        }
+            eligible_leader_replicas=list(t.partitions[pid].elr),
+            last_known_elr=None,
+        )
         for pid in shown
     ]
-    answer = {
-        "error_code": ErrorCode.NO_ERROR,
-        "name": t.name,
-        "topic_id": t.topic_id.bytes,
-        "is_internal": t.name in INTERNAL_TOPICS,
-        "partitions": partitions,
-        "topic_authorized_operations": operations_bitfield(TOPIC_OPERATIONS),
-    }
+    answer = DescribeTopicPartitionsResponseTopic(
+        error_code=ErrorCode.NO_ERROR,
+        name=t.name,
+        topic_id=t.topic_id.bytes,
+        is_internal=t.name in INTERNAL_TOPICS,
+        partitions=partitions,
+        topic_authorized_operations=operations_bitfield(TOPIC_OPERATIONS),
+    )
     return answer, (rest[0] if rest else None)
 
 
-def _unknown(name: str) -> dict[str, Any]:
-    return {
-        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        "name": name,
-        "topic_id": NO_TOPIC_ID,
-        "is_internal": False,
-        "partitions": [],
-    }
+def _unknown(
+    name: str, code: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+) -> DescribeTopicPartitionsResponseTopic:
+    return DescribeTopicPartitionsResponseTopic(
+        error_code=code, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[]
+    )
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
-    image = apis.image
+def handle(apis: KafkaApis, request: Request) -> DescribeTopicPartitionsResponse:
     body = request.body
-    requested = sorted({t.get("name", "") for t in body.get("topics") or ()})
+    if not isinstance(body, DescribeTopicPartitionsRequest):
+        raise TypeError(f"DescribeTopicPartitions handler given {type(body).__name__}")
+    image = apis.image
+    requested = sorted({t.name for t in body.topics})
     names = requested or sorted(image.topics_by_name)
-    limit = max(1, min(body.get("response_partition_limit", 0), MAX_PARTITIONS_PER_RESPONSE))
-    cursor = body.get("cursor")
+    limit = max(1, min(body.response_partition_limit, MAX_PARTITIONS_PER_RESPONSE))
+    cursor = body.cursor
     first_partition = 0
     if cursor is not None:
-        start = cursor.get("topic_name", "")
+        start = cursor.topic_name
         if start not in names:
-            return {
-                "throttle_time_ms": 0,
-                "topics": [{**_unknown(start), "error_code": ErrorCode.INVALID_REQUEST}],
-                "next_cursor": None,
-            }
+            return DescribeTopicPartitionsResponse(
+                throttle_time_ms=0,
+                topics=[_unknown(start, ErrorCode.INVALID_REQUEST)],
+                next_cursor=None,
+            )
         names = names[names.index(start) :]
-        first_partition = max(0, cursor.get("partition_index", 0))
-    topics: list[dict[str, Any]] = []
+        first_partition = max(0, cursor.partition_index)
+    topics: list[DescribeTopicPartitionsResponseTopic] = []
     next_cursor = None
     budget = limit
     for i, name in enumerate(names):
@@ -95,37 +108,48 @@ def handle(apis: KafkaApis, request: Request) -> Body:
             topics.append(_unknown(name))
             continue
         if budget <= 0:
-            next_cursor = {"topic_name": name, "partition_index": first_partition if i == 0 else 0}
+            next_cursor = DescribeTopicPartitionsResponseNextCursor(
+                topic_name=name, partition_index=first_partition if i == 0 else 0
+            )
             break
         answer, resume_at = _topic(image, t, first_partition if i == 0 else 0, budget)
         topics.append(answer)
-        budget -= len(answer["partitions"])
+        budget -= len(answer.partitions)
         if resume_at is not None:
-            next_cursor = {"topic_name": name, "partition_index": resume_at}
+            next_cursor = DescribeTopicPartitionsResponseNextCursor(
+                topic_name=name, partition_index=resume_at
+            )
             break
-    return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}
+    return DescribeTopicPartitionsResponse(
+        throttle_time_ms=0, topics=topics, next_cursor=next_cursor
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Describe on each topic: refused ones are left out when all were asked for, else
     answered TOPIC_AUTHORIZATION_FAILED; the others carry the session's authorized
     operations."""
-    listed = bool(body.get("topics"))
+    if not isinstance(body, DescribeTopicPartitionsRequest):
+        raise TypeError(f"DescribeTopicPartitions rule given {type(body).__name__}")
+    listed = bool(body.topics)
     v = Verdict(body)
 
-    def finish(response: dict[str, Any]) -> dict[str, Any]:
+    def finish(response: AnyBody) -> AnyBody:
+        if not isinstance(response, DescribeTopicPartitionsResponse):
+            raise TypeError(f"DescribeTopicPartitions handler answered {type(response).__name__}")
         out = []
-        for t in response.get("topics") or []:
-            name = t.get("name") or ""
-            if t.get("error_code") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        for t in response.topics:
+            name = t.name or ""
+            if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 out.append(t)
             elif not authz.topic(s, AclOperation.DESCRIBE, name):
                 v.note(ResourceType.TOPIC)
                 if listed:
-                    out.append({**t, "error_code": TOPIC_DENIED, "partitions": []})
+                    out.append(dataclasses.replace(t, error_code=TOPIC_DENIED, partitions=[]))
             else:
-                out.append({**t, "topic_authorized_operations": authz.topic_operations(s, name)})
-        response["topics"] = out
+                operations = authz.topic_operations(s, name)
+                out.append(dataclasses.replace(t, topic_authorized_operations=operations))
+        response.topics = out
         return response
 
     v.finish = finish

@@ -7,9 +7,16 @@ replica already leads); v1+ add a top-level error. Needs Alter on the cluster (:
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
 from common.error_codes import ErrorCode
+from common.protocol.messages.elect_leaders import (
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersResponsePartitionResult,
+    ElectLeadersResponseReplicaElectionResult,
+)
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
 from data_plane.broker.handlers.forwarding import forward
@@ -18,71 +25,87 @@ from metadata.client import ControllerError
 from metadata.messages import ELECTION_PREFERRED
 
 
-async def _handle(apis: KafkaApis, request: Request) -> Body:
-    body = request.body
-    election = body.get("election_type", ELECTION_PREFERRED)
-    requested = body.get("topic_partitions")
-    partitions = (
-        None
-        if requested is None
-        else {t["topic"]: list(t.get("partitions") or ()) for t in requested}
-    )
+def _every_partition(
+    partitions: dict[str, list[int]], code: int, message: str | None
+) -> list[ElectLeadersResponseReplicaElectionResult]:
+    """``code`` (and ``message``) for every requested partition."""
+    return [
+        ElectLeadersResponseReplicaElectionResult(
+            topic=name,
+            partition_result=[
+                ElectLeadersResponsePartitionResult(
+                    partition_id=p, error_code=code, error_message=message
+                )
+                for p in pids
+            ],
+        )
+        for name, pids in partitions.items()
+    ]
+
+
+def _requested(body: ElectLeadersRequest) -> dict[str, list[int]] | None:
+    """Topic -> partitions asked for; None: every partition."""
+    if body.topic_partitions is None:
+        return None
+    return {t.topic: list(t.partitions) for t in body.topic_partitions}
+
+
+async def _elect(apis: KafkaApis, body: ElectLeadersRequest) -> ElectLeadersResponse:
+    partitions = _requested(body)
+    preferred = body.election_type == ELECTION_PREFERRED
     try:
-        results = await forward(apis, "elect_leaders", election == ELECTION_PREFERRED, partitions)
+        results = await forward(apis, "elect_leaders", preferred, partitions)
     except ControllerError as e:
-        failed = [
-            {
-                "topic": name,
-                "partition_result": [
-                    {"partition_id": p, "error_code": e.error_code, "error_message": e.message}
-                    for p in pids
-                ],
-            }
-            for name, pids in (partitions or {}).items()
-        ]
-        return {
-            "throttle_time_ms": 0,
-            "error_code": e.error_code,
-            "replica_election_results": failed,
-        }
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+        return ElectLeadersResponse(
+            throttle_time_ms=0,
+            error_code=e.error_code,
+            replica_election_results=_every_partition(partitions or {}, e.error_code, e.message),
+        )
+    by_topic: dict[str, list[ElectLeadersResponsePartitionResult]] = {}
     for r in results:
         by_topic.setdefault(r.name, []).append(
-            {
-                "partition_id": r.partition_index,
-                "error_code": r.error_code,
-                "error_message": r.error_message,
-            }
+            ElectLeadersResponsePartitionResult(
+                partition_id=r.partition_index,
+                error_code=r.error_code,
+                error_message=r.error_message,
+            )
         )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NO_ERROR,
-        "replica_election_results": [
-            {"topic": name, "partition_result": parts} for name, parts in sorted(by_topic.items())
+    return ElectLeadersResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NO_ERROR,
+        replica_election_results=[
+            ElectLeadersResponseReplicaElectionResult(topic=name, partition_result=parts)
+            for name, parts in sorted(by_topic.items())
         ],
-    }
+    )
 
 
-def handle(apis: KafkaApis, request: Request) -> Any:
-    return _handle(apis, request)
+def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, ElectLeadersResponse]:
+    body = request.body
+    if not isinstance(body, ElectLeadersRequest):
+        raise TypeError(f"ElectLeaders handler given {type(body).__name__}")
+    return _elect(apis, body)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Alter on the cluster (refused: CLUSTER_AUTHORIZATION_FAILED, and on every partition)."""
+    if not isinstance(body, ElectLeadersRequest):
+        raise TypeError(f"ElectLeaders rule given {type(body).__name__}")
     if authz.cluster(s, AclOperation.ALTER):
         return Verdict(body)
     results = [
-        {
-            "topic": t.get("topic", ""),
-            "partition_result": [
-                {"partition_id": p, "error_code": CLUSTER_DENIED, "error_message": None}
-                for p in t.get("partitions") or ()
+        ElectLeadersResponseReplicaElectionResult(
+            topic=t.topic,
+            partition_result=[
+                ElectLeadersResponsePartitionResult(
+                    partition_id=p, error_code=CLUSTER_DENIED, error_message=None
+                )
+                for p in t.partitions
             ],
-        }
-        for t in body.get("topic_partitions") or ()
+        )
+        for t in body.topic_partitions or ()
     ]
-    return Verdict.refused(
-        body,
-        {"throttle_time_ms": 0, "error_code": CLUSTER_DENIED, "replica_election_results": results},
-        ResourceType.CLUSTER,
+    refusal = ElectLeadersResponse(
+        throttle_time_ms=0, error_code=CLUSTER_DENIED, replica_election_results=results
     )
+    return Verdict.refused(body, refusal, ResourceType.CLUSTER)

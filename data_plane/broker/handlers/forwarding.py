@@ -25,9 +25,9 @@ async def forward(apis: KafkaApis, method: str, *args: Any) -> Any:
     return await apis.call_controller(fn, *args)
 
 
-def timeout_ms(apis: KafkaApis, body: dict[str, Any]) -> int:
-    """The request's timeout_ms bounded by request.timeout.ms (0 or less: the bound)."""
-    requested = body.get("timeout_ms", 0)
+def timeout_ms(apis: KafkaApis, requested: int) -> int:
+    """A request's ``requested`` timeout_ms bounded by request.timeout.ms (0 or less: the
+    bound)."""
     bound = apis.config.request_timeout_ms
     return bound if requested <= 0 else min(requested, bound)
 

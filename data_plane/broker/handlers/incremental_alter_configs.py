@@ -4,38 +4,82 @@ DELETE (1), APPEND (2) and SUBTRACT (3) for list values. Forwarded to the active
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Coroutine
 from typing import Any
 
 from common.config_resources import OP_DELETE, OP_SET
-from common.security.acl import AclOperation
-from data_plane.broker.apis import KafkaApis, Request
-from data_plane.broker.handlers.config_acls import configs_verdict
+from common.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseResponse,
+)
+from common.security.acl import AclOperation, ResourceType
+from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.broker.handlers.config_acls import DENIED_MESSAGE, split_resources
 from data_plane.broker.handlers.config_alteration import Expected, alter, refused
-from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, with_denied
 from metadata.messages import AlterableConfig
 
 
-def handle(apis: KafkaApis, request: Request) -> Any:
+async def _alter(
+    apis: KafkaApis, body: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
     changes: dict[str, list[AlterableConfig]] = {}
     expected: Expected = {}
-    for res in request.body.get("resources") or ():
+    for res in body.resources:
         if refused(res) is not None:
             continue
-        name = res["resource_name"]
-        ops = [
-            AlterableConfig(c["name"], c["config_operation"], c.get("value"))
-            for c in res.get("configs") or ()
-        ]
+        name = res.resource_name
+        ops = [AlterableConfig(c.name, c.config_operation, c.value) for c in res.configs]
         changes[name] = ops
         expected[name] = {
             op.name: (op.value if op.op == OP_SET else None)
             for op in ops
             if op.op in (OP_SET, OP_DELETE)
         }
-    return alter(apis, request, "incremental_alter_configs", changes, expected)
+    outcomes = await alter(
+        apis, body.resources, body.validate_only, "incremental_alter_configs", changes, expected
+    )
+    return IncrementalAlterConfigsResponse(
+        throttle_time_ms=0,
+        responses=[
+            IncrementalAlterConfigsResponseResponse(
+                error_code=o.error_code,
+                error_message=o.error_message,
+                resource_type=o.resource_type,
+                resource_name=o.resource_name,
+            )
+            for o in outcomes
+        ],
+    )
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def handle(
+    apis: KafkaApis, request: Request
+) -> Coroutine[Any, Any, IncrementalAlterConfigsResponse]:
+    body = request.body
+    if not isinstance(body, IncrementalAlterConfigsRequest):
+        raise TypeError(f"IncrementalAlterConfigs handler given {type(body).__name__}")
+    return _alter(apis, body)
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """AlterConfigs on each topic, or on the cluster for other resources; refused resources
-    are answered, the rest forwarded (:func:`config_acls.configs_verdict`)."""
-    return configs_verdict(authz, s, body, AclOperation.ALTER_CONFIGS, False, "responses", {})
+    are answered, the rest forwarded (:func:`config_acls.split_resources`)."""
+    if not isinstance(body, IncrementalAlterConfigsRequest):
+        raise TypeError(f"IncrementalAlterConfigs rule given {type(body).__name__}")
+    allowed, denied = split_resources(authz, s, body.resources, AclOperation.ALTER_CONFIGS, False)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        IncrementalAlterConfigsResponseResponse(
+            error_code=code,
+            error_message=DENIED_MESSAGE,
+            resource_type=res.resource_type,
+            resource_name=res.resource_name,
+        )
+        for res, code in denied
+    ]
+    kept = dataclasses.replace(body, resources=allowed)
+    return with_denied(kept, ResourceType.TOPIC, len(denied), "responses", entries)

@@ -28,6 +28,7 @@ import pytest
 
 from chaos.failing_disks import FailingDisks, unavailable_reason
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from deploy.local_cluster import LocalCluster, wait_until
 from tests.integration.clusters import FAST_OVERRIDES, READY_TIMEOUT_S, running_cluster
 from tests.integration.kafka_python_admin import kafka_python_admin
@@ -85,11 +86,11 @@ def log_dir_errors(cluster: LocalCluster, broker_id: int) -> dict[str, int]:
     assert port is not None
     client = WireClient(port)
     try:
-        response = client.call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
+        response = client.call(ApiKey.DESCRIBE_LOG_DIRS, 4, DescribeLogDirsRequest(topics=None))
     finally:
         client.close()
-    assert response["error_code"] == 0
-    return {r["log_dir"]: r["error_code"] for r in response["results"]}
+    assert response.error_code == 0
+    return {r.log_dir: r.error_code for r in response.results}
 
 
 def test_failed_directories_go_offline_and_the_broker_keeps_serving(

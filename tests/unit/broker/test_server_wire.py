@@ -16,6 +16,15 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import encode_request
 from common.protocol.messages.api_versions import ApiVersionsRequest
+from common.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestTopic
+from common.protocol.messages.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsResponseResponse,
+)
+from common.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+)
 from data_plane.broker.client_connection import _END, _more_after
 from data_plane.broker.config import BrokerConfig
 from data_plane.storage import Record, build_batch
@@ -498,16 +507,15 @@ def test_metadata_v0_empty_list_means_all_topics(client: WireClient) -> None:
 
 
 def test_describe_configs_of_this_broker_and_without_controller(client: WireClient) -> None:
-    body = {
-        "resources": [
-            {"resource_type": 4, "resource_name": "1", "configuration_keys": None},
-            {"resource_type": 4, "resource_name": "7", "configuration_keys": None},
-            {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
+    body = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsRequestResource(resource_type=rtype, resource_name=name)
+            for rtype, name in ((4, "1"), (4, "7"), (2, "t"))
         ],
-        "include_synonyms": False,
-    }
-    results = client.call(ApiKey.DESCRIBE_CONFIGS, 1, body)["results"]
-    assert [r["error_code"] for r in results] == [
+        include_synonyms=False,
+    )
+    results = client.call(ApiKey.DESCRIBE_CONFIGS, 1, body).results
+    assert [r.error_code for r in results] == [
         0,
         ErrorCode.INVALID_REQUEST,
         ErrorCode.NOT_CONTROLLER,  # this test broker has no controller to forward to
@@ -526,41 +534,25 @@ def test_idle_connection_is_closed(tmp_path) -> None:
 
 
 def test_admin_without_controller_answers_per_topic_errors(client: WireClient) -> None:
-    body = {
-        "topics": [
-            {
-                "name": "a",
-                "num_partitions": 1,
-                "replication_factor": 1,
-                "assignments": [],
-                "configs": [],
-            },
-            {
-                "name": "b",
-                "num_partitions": 1,
-                "replication_factor": 1,
-                "assignments": [],
-                "configs": [],
-            },
-            {
-                "name": "b",
-                "num_partitions": 1,
-                "replication_factor": 1,
-                "assignments": [],
-                "configs": [],
-            },
+    body = CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequestTopic(name=name, num_partitions=1, replication_factor=1)
+            for name in ("a", "b", "b")
         ],
-        "timeout_ms": 1000,
-        "validate_only": False,
-    }
-    topics = client.call(ApiKey.CREATE_TOPICS, 3, body)["topics"]
-    assert [(t["name"], t["error_code"]) for t in topics] == [
+        timeout_ms=1000,
+        validate_only=False,
+    )
+    topics = client.call(ApiKey.CREATE_TOPICS, 3, body).topics
+    assert [(t.name, t.error_code) for t in topics] == [
         ("a", ErrorCode.NOT_CONTROLLER),
         ("b", ErrorCode.INVALID_REQUEST),
         ("b", ErrorCode.INVALID_REQUEST),
     ]
-    deleted = client.call(ApiKey.DELETE_TOPICS, 3, {"topic_names": ["t"], "timeout_ms": 1000})
-    assert deleted["responses"] == [{"name": "t", "error_code": ErrorCode.NOT_CONTROLLER}]
+    request = DeleteTopicsRequest(topic_names=["t"], timeout_ms=1000)
+    deleted = client.call(ApiKey.DELETE_TOPICS, 3, request)
+    assert deleted.responses == [
+        DeleteTopicsResponseResponse(name="t", error_code=ErrorCode.NOT_CONTROLLER)
+    ]
 
 
 def test_many_pipelined_requests_in_one_write_respect_the_bound(tmp_path) -> None:

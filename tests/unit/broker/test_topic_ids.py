@@ -11,6 +11,7 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.fetch_replica import fetch_replica_id
+from common.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestTopic
 from tests.unit.broker.harness import BrokerHarness
 from tests.unit.broker.test_server_wire import batch, fetch_body, presult, produce_body
 from tests.unit.broker.wire import WireClient
@@ -133,12 +134,15 @@ def test_delete_topics_by_id_without_a_known_id(broker: BrokerHarness, client: W
     d = client.call(
         ApiKey.DELETE_TOPICS,
         6,
-        {
-            "topics": [{"name": None, "topic_id": unknown}, {"name": None, "topic_id": ZERO}],
-            "timeout_ms": 1000,
-        },
+        DeleteTopicsRequest(
+            topics=[
+                DeleteTopicsRequestTopic(name=None, topic_id=unknown),
+                DeleteTopicsRequestTopic(name=None, topic_id=ZERO),
+            ],
+            timeout_ms=1000,
+        ),
     )
-    codes = [(r["name"], r["topic_id"], r["error_code"]) for r in d["responses"]]
+    codes = [(r.name, r.topic_id, r.error_code) for r in d.responses]
     assert codes == [
         (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID),
         (None, ZERO, ErrorCode.INVALID_REQUEST),

@@ -17,6 +17,13 @@ from common.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequestTopic,
     AddPartitionsToTxnRequestTransaction,
 )
+from common.protocol.messages.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsRequestConfig,
+    AlterConfigsRequestResource,
+    AlterConfigsResponse,
+    AlterConfigsResponseResponse,
+)
 from common.protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -25,15 +32,44 @@ from common.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from common.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+)
+from common.protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+    CreateTopicsResponse,
+    CreateTopicsResponseTopic,
+)
 from common.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DeleteGroupsResponseResult,
 )
+from common.protocol.messages.delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseResponse,
+)
+from common.protocol.messages.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+from common.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+    DescribeConfigsResponse,
+)
 from common.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
+)
+from common.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
 )
 from common.protocol.messages.describe_producers import (
     DescribeProducersRequest,
@@ -41,10 +77,26 @@ from common.protocol.messages.describe_producers import (
     DescribeProducersResponse,
     DescribeProducersResponseTopic,
 )
+from common.protocol.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumRequestPartition,
+    DescribeQuorumRequestTopic,
+)
+from common.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsRequestTopic,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+)
 from common.protocol.messages.describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     DescribeTransactionsResponseTransactionState,
+)
+from common.protocol.messages.elect_leaders import (
+    ElectLeadersRequest,
+    ElectLeadersRequestTopicPartition,
 )
 from common.protocol.messages.end_txn import EndTxnRequest
 from common.protocol.messages.find_coordinator import (
@@ -53,6 +105,13 @@ from common.protocol.messages.find_coordinator import (
     FindCoordinatorResponseCoordinator,
 )
 from common.protocol.messages.heartbeat import HeartbeatRequest
+from common.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestConfig,
+    IncrementalAlterConfigsRequestResource,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseResponse,
+)
 from common.protocol.messages.init_producer_id import InitProducerIdRequest
 from common.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from common.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMember
@@ -72,6 +131,10 @@ from common.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
+)
+from common.protocol.messages.update_features import (
+    UpdateFeaturesRequest,
+    UpdateFeaturesRequestFeatureUpdate,
 )
 from common.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
@@ -274,34 +337,36 @@ def test_metadata_named_topics_and_auto_create() -> None:
 
 
 def test_create_delete_configs() -> None:
-    body = {
-        "topics": [{"name": "new-a", "num_partitions": 1}, {"name": "other", "num_partitions": 1}]
-    }
-    v = authz().check(READER, ApiKey.CREATE_TOPICS, 4, body)
-    assert [t["name"] for t in v.body["topics"]] == ["new-a"]
-    out = v.finish({"topics": [{"name": "new-a", "error_code": 0}]})
-    assert out["topics"][1] == {
-        "name": "other",
-        "error_code": TOPIC_DENIED,
-        "error_message": "Authorization failed.",
-    }
-    v = authz().check(
-        READER, ApiKey.DELETE_TOPICS, 3, {"topic_names": ["readable"], "timeout_ms": 1}
-    )
-    assert v.body["topic_names"] == []
-    assert v.finish({"responses": []})["responses"] == [
-        {"name": "readable", "error_code": TOPIC_DENIED}
-    ]
-    body = {
-        "resources": [
-            {"resource_type": 2, "resource_name": "readable"},
-            {"resource_type": 4, "resource_name": "1"},
+    body = CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequestTopic(name="new-a", num_partitions=1),
+            CreateTopicsRequestTopic(name="other", num_partitions=1),
         ]
-    }
-    v = authz().check(READER, ApiKey.DESCRIBE_CONFIGS, 2, body)
-    assert v.body["resources"] == []
-    out = v.finish({"results": []})
-    assert [r["error_code"] for r in out["results"]] == [TOPIC_DENIED, CLUSTER_DENIED]
+    )
+    v = authz().check(READER, ApiKey.CREATE_TOPICS, 4, body)
+    assert [t.name for t in v.body.topics] == ["new-a"]
+    out = v.finish(CreateTopicsResponse(topics=[CreateTopicsResponseTopic(name="new-a")]))
+    assert out.topics[1] == CreateTopicsResponseTopic(
+        name="other", error_code=TOPIC_DENIED, error_message="Authorization failed."
+    )
+    encodes(ApiKey.CREATE_TOPICS, 4, out)
+    request = DeleteTopicsRequest(topic_names=["readable"], timeout_ms=1)
+    v = authz().check(READER, ApiKey.DELETE_TOPICS, 3, request)
+    assert v.body.topic_names == []
+    assert v.finish(DeleteTopicsResponse()).responses == [
+        DeleteTopicsResponseResponse(name="readable", error_code=TOPIC_DENIED)
+    ]
+    describe = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsRequestResource(resource_type=2, resource_name="readable"),
+            DescribeConfigsRequestResource(resource_type=4, resource_name="1"),
+        ]
+    )
+    v = authz().check(READER, ApiKey.DESCRIBE_CONFIGS, 2, describe)
+    assert v.body.resources == []
+    out = v.finish(DescribeConfigsResponse())
+    assert [r.error_code for r in out.results] == [TOPIC_DENIED, CLUSTER_DENIED]
+    assert [r.resource_name for r in out.results] == ["readable", "1"]
     encodes(ApiKey.DESCRIBE_CONFIGS, 2, out)
 
 
@@ -601,34 +666,48 @@ def test_add_partitions_to_txn_v4_is_for_brokers_only() -> None:
 
 def test_alter_configs_need_alter_configs_on_the_topic_or_cluster() -> None:
     a = authz([*BINDINGS, acl(T, "tunable", Op.ALTER_CONFIGS)])
-    for api, version, configs in (
-        (ApiKey.ALTER_CONFIGS, 1, [{"name": "retention.ms", "value": "1"}]),
-        (
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            0,
-            [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
+    set_one = AlterConfigsRequestConfig(name="retention.ms", value="1")
+    alter = AlterConfigsRequest(
+        resources=[
+            AlterConfigsRequestResource(resource_type=2, resource_name=n, configs=[set_one])
+            for n in ("tunable", "secret")
+        ]
+        + [AlterConfigsRequestResource(resource_type=4, resource_name="101", configs=[set_one])],
+        validate_only=False,
+    )
+    op = IncrementalAlterConfigsRequestConfig(name="retention.ms", config_operation=0, value="1")
+    incremental = IncrementalAlterConfigsRequest(
+        resources=[
+            IncrementalAlterConfigsRequestResource(resource_type=2, resource_name=n, configs=[op])
+            for n in ("tunable", "secret")
+        ]
+        + [
+            IncrementalAlterConfigsRequestResource(
+                resource_type=4, resource_name="101", configs=[op]
+            )
+        ],
+        validate_only=False,
+    )
+    # The handler's answer for the one resource forwarded.
+    answers = [
+        AlterConfigsResponse(
+            responses=[AlterConfigsResponseResponse(resource_type=2, resource_name="tunable")]
         ),
+        IncrementalAlterConfigsResponse(
+            responses=[
+                IncrementalAlterConfigsResponseResponse(resource_type=2, resource_name="tunable")
+            ]
+        ),
+    ]
+    for (api, version, body), answer in zip(
+        [(ApiKey.ALTER_CONFIGS, 1, alter), (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, incremental)],
+        answers,
+        strict=True,
     ):
-        body = {
-            "resources": [
-                {"resource_type": 2, "resource_name": "tunable", "configs": configs},
-                {"resource_type": 2, "resource_name": "secret", "configs": configs},
-                {"resource_type": 4, "resource_name": "101", "configs": configs},
-            ],
-            "validate_only": False,
-        }
         v = a.check(READER, api, version, body)
-        assert [r["resource_name"] for r in v.body["resources"]] == ["tunable"]
-        merged = v.finish(
-            {
-                "throttle_time_ms": 0,
-                "responses": [
-                    {"error_code": 0, "error_message": None, "resource_type": 2,
-                     "resource_name": "tunable"}
-                ],
-            }
-        )  # fmt: skip
-        assert [(r["resource_name"], r["error_code"]) for r in merged["responses"]] == [
+        assert [r.resource_name for r in v.body.resources] == ["tunable"]
+        merged = v.finish(answer)
+        assert [(r.resource_name, r.error_code) for r in merged.responses] == [
             ("tunable", 0),
             ("secret", TOPIC_DENIED),
             ("101", CLUSTER_DENIED),
@@ -639,16 +718,13 @@ def test_alter_configs_need_alter_configs_on_the_topic_or_cluster() -> None:
 def test_authorized_operations_bitfields_follow_the_acls() -> None:
     bindings = [*BINDINGS, acl(C, "kafka-cluster", Op.DESCRIBE), acl(C, "kafka-cluster", Op.ALTER)]
     az = authz(bindings)
-    v = az.check(
-        READER, ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True}
-    )
-    out = v.finish({"cluster_authorized_operations": -1})
-    assert out["cluster_authorized_operations"] == (1 << Op.DESCRIBE) | (1 << Op.ALTER)
+    asked = DescribeClusterRequest(include_cluster_authorized_operations=True)
+    v = az.check(READER, ApiKey.DESCRIBE_CLUSTER, 1, asked)
+    out = v.finish(DescribeClusterResponse(cluster_authorized_operations=-1))
+    assert out.cluster_authorized_operations == (1 << Op.DESCRIBE) | (1 << Op.ALTER)
     # Without Describe on the cluster: none (Kafka's rule).
-    v = authz().check(
-        READER, ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True}
-    )
-    assert v.finish({})["cluster_authorized_operations"] == 0
+    v = authz().check(READER, ApiKey.DESCRIBE_CLUSTER, 0, asked)
+    assert v.finish(DescribeClusterResponse()).cluster_authorized_operations == 0
     body = {
         "topics": [{"name": "readable"}],
         "include_cluster_authorized_operations": True,
@@ -664,15 +740,20 @@ def test_authorized_operations_bitfields_follow_the_acls() -> None:
 
 
 def test_describe_log_dirs_and_elect_leaders_need_the_cluster() -> None:
-    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
-    assert v.respond_now is not None and v.respond_now["error_code"] == CLUSTER_DENIED
-    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": None})
-    assert v.respond_now == {"throttle_time_ms": 0, "error_code": 0, "results": []}
-    body = {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0, 1]}]}
+    every_dir = DescribeLogDirsRequest(topics=None)
+    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 4, every_dir)
+    assert v.respond_now is not None and v.respond_now.error_code == CLUSTER_DENIED
+    encodes(ApiKey.DESCRIBE_LOG_DIRS, 4, v.respond_now)
+    v = authz().check(READER, ApiKey.DESCRIBE_LOG_DIRS, 1, every_dir)
+    assert v.respond_now == DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=[])
+    body = ElectLeadersRequest(
+        election_type=0,
+        topic_partitions=[ElectLeadersRequestTopicPartition(topic="t", partitions=[0, 1])],
+    )
     v = authz().check(READER, ApiKey.ELECT_LEADERS, 2, body)
     assert v.respond_now is not None
-    results = v.respond_now["replica_election_results"][0]["partition_result"]
-    assert [r["error_code"] for r in results] == [CLUSTER_DENIED, CLUSTER_DENIED]
+    results = v.respond_now.replica_election_results[0].partition_result
+    assert [r.error_code for r in results] == [CLUSTER_DENIED, CLUSTER_DENIED]
     encodes(ApiKey.ELECT_LEADERS, 2, v.respond_now)
     admin = Session(KafkaPrincipal("User", "admin"), "127.0.0.1")
     assert authz().check(admin, ApiKey.ELECT_LEADERS, 2, body).respond_now is None
@@ -702,23 +783,37 @@ def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
 
 
 def test_describe_topic_partitions_hides_or_refuses_undescribable_topics() -> None:
-    def answer(name: str) -> dict:
-        return {"error_code": 0, "name": name, "topic_id": bytes(16), "partitions": [{}]}
+    def answer() -> DescribeTopicPartitionsResponse:
+        return DescribeTopicPartitionsResponse(
+            topics=[
+                DescribeTopicPartitionsResponseTopic(
+                    error_code=0,
+                    name=name,
+                    topic_id=bytes(16),
+                    partitions=[DescribeTopicPartitionsResponsePartition()],
+                )
+                for name in ("readable", "secret")
+            ],
+            next_cursor=None,
+        )
 
-    response = {"topics": [answer("readable"), answer("secret")], "next_cursor": None}
-    listed = authz().check(
-        READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "readable"}]}
+    one = DescribeTopicPartitionsRequest(
+        topics=[DescribeTopicPartitionsRequestTopic(name="readable")]
     )
-    out = listed.finish({**response, "topics": [answer("readable"), answer("secret")]})
-    assert [(t["name"], t["error_code"]) for t in out["topics"]] == [
+    listed = authz().check(READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, one)
+    out = listed.finish(answer())
+    assert [(t.name, t.error_code) for t in out.topics] == [
         ("readable", 0),
         ("secret", TOPIC_DENIED),
     ]
-    assert out["topics"][1]["partitions"] == []
-    assert out["topics"][0]["topic_authorized_operations"] == (1 << Op.READ) | (1 << Op.DESCRIBE)
-    every = authz().check(READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": []})
-    out = every.finish({**response, "topics": [answer("readable"), answer("secret")]})
-    assert [t["name"] for t in out["topics"]] == ["readable"]
+    assert out.topics[1].partitions == []
+    assert out.topics[0].topic_authorized_operations == (1 << Op.READ) | (1 << Op.DESCRIBE)
+    encodes(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, out)
+    every = authz().check(
+        READER, ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, DescribeTopicPartitionsRequest(topics=[])
+    )
+    out = every.finish(answer())
+    assert [t.name for t in out.topics] == ["readable"]
 
 
 def test_a_rule_looking_up_an_undeclared_acl_fails_the_check(monkeypatch) -> None:
@@ -780,28 +875,33 @@ def test_delete_records_and_create_partitions_need_delete_and_alter_on_the_topic
         {"partition_index": 4, "low_watermark": -1, "error_code": TOPIC_DENIED}
     ]
     encodes(ApiKey.DELETE_RECORDS, 1, out)
-    body = {
-        "topics": [
-            {"name": "readable", "count": 3, "assignments": None},
-            {"name": "secret", "count": 3, "assignments": None},
+    grow = CreatePartitionsRequest(
+        topics=[
+            CreatePartitionsRequestTopic(name="readable", count=3, assignments=None),
+            CreatePartitionsRequestTopic(name="secret", count=3, assignments=None),
         ],
-        "timeout_ms": 1000,
-        "validate_only": False,
-    }
-    v = authz(bindings).check(READER, ApiKey.CREATE_PARTITIONS, 1, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "results": []})
-    assert [(r["name"], r["error_code"]) for r in out["results"]] == [("secret", TOPIC_DENIED)]
+        timeout_ms=1000,
+        validate_only=False,
+    )
+    v = authz(bindings).check(READER, ApiKey.CREATE_PARTITIONS, 1, grow)
+    assert [t.name for t in v.body.topics] == ["readable"]
+    out = v.finish(CreatePartitionsResponse(throttle_time_ms=0))
+    assert [(r.name, r.error_code) for r in out.results] == [("secret", TOPIC_DENIED)]
     encodes(ApiKey.CREATE_PARTITIONS, 1, out)
 
 
 def test_cluster_apis_are_refused_whole_without_the_cluster_operation() -> None:
     admin = Session(KafkaPrincipal("User", "admin"), "1.2.3.4")
-    quorum = {
-        "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
-    }
+    quorum = DescribeQuorumRequest(
+        topics=[
+            DescribeQuorumRequestTopic(
+                topic_name="__cluster_metadata",
+                partitions=[DescribeQuorumRequestPartition(partition_index=0)],
+            )
+        ]
+    )
     v = authz().check(READER, ApiKey.DESCRIBE_QUORUM, 1, quorum)
-    assert v.respond_now["error_code"] == CLUSTER_DENIED and v.denied == {C: 1}
+    assert v.respond_now.error_code == CLUSTER_DENIED and v.denied == {C: 1}
     encodes(ApiKey.DESCRIBE_QUORUM, 1, v.respond_now)
     v = authz().check(READER, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
     assert v.respond_now["error_code"] == CLUSTER_DENIED
@@ -831,16 +931,18 @@ def test_cluster_apis_are_refused_whole_without_the_cluster_operation() -> None:
         ("bob", CLUSTER_DENIED),
     ]
     encodes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, v.respond_now)
-    features = {
-        "timeout_ms": 1000,
-        "feature_updates": [
-            {"feature": "metadata.version", "max_version_level": 21, "upgrade_type": 1}
+    features = UpdateFeaturesRequest(
+        timeout_ms=1000,
+        feature_updates=[
+            UpdateFeaturesRequestFeatureUpdate(
+                feature="metadata.version", max_version_level=21, upgrade_type=1
+            )
         ],
-        "validate_only": False,
-    }
+        validate_only=False,
+    )
     v = authz().check(READER, ApiKey.UPDATE_FEATURES, 1, features)
-    assert v.respond_now["error_code"] == CLUSTER_DENIED
-    assert v.respond_now["results"][0]["error_code"] == CLUSTER_DENIED
+    assert v.respond_now.error_code == CLUSTER_DENIED
+    assert v.respond_now.results[0].error_code == CLUSTER_DENIED
     encodes(ApiKey.UPDATE_FEATURES, 1, v.respond_now)
     for api, version, body in [
         (ApiKey.DESCRIBE_QUORUM, 1, quorum),
