@@ -99,6 +99,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.LIST_GROUPS,
+        ApiKey.LIST_OFFSETS,
     }
 )
 

@@ -10,6 +10,11 @@ import pytest
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+)
 from data_plane.storage import Record, build_batch
 from data_plane.storage.record_codec import build_end_txn_marker
 from deploy.local_cluster import LocalCluster
@@ -43,14 +48,15 @@ def init(client: WireClient, txn_id: str, timeout_ms: int) -> dict[str, Any]:
 
 
 def latest(client: WireClient, topic: str, isolation: int) -> int:
-    body = {
-        "replica_id": -1,
-        "isolation_level": isolation,
-        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-    }
-    p = client.call(ApiKey.LIST_OFFSETS, 5, body)["topics"][0]["partitions"][0]
-    assert p["error_code"] == 0, p
-    return int(p["offset"])
+    partition = ListOffsetsRequestPartition(partition_index=0, timestamp=-1)
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=isolation,
+        topics=[ListOffsetsRequestTopic(name=topic, partitions=[partition])],
+    )
+    p = client.call(ApiKey.LIST_OFFSETS, 5, body).topics[0].partitions[0]
+    assert p.error_code == 0, p
+    return int(p.offset)
 
 
 def produce(client: WireClient, topic: str, batch: bytearray, txn_id: str | None) -> dict:

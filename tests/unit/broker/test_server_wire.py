@@ -16,6 +16,12 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import encode_request
 from common.protocol.messages.api_versions import ApiVersionsRequest
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponsePartition,
+)
 from data_plane.broker.client_connection import _END, _more_after
 from data_plane.broker.config import BrokerConfig
 from data_plane.storage import Record, build_batch
@@ -135,28 +141,26 @@ def test_wrong_crc_is_corrupt_message_and_appends_nothing(client: WireClient) ->
     resp = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, bytes(data)))
     assert presult(resp)["error_code"] == ErrorCode.CORRUPT_MESSAGE
     lo = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -1))
-    assert lo["topics"][0]["partitions"][0]["offset"] == 0
+    assert lo.topics[0].partitions[0].offset == 0
     ok = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3)))
     assert presult(ok)["error_code"] == 0 and presult(ok)["base_offset"] == 0
 
 
-def list_offsets_body(topic: str, partition: int, timestamp: int) -> dict:
-    return {
-        "replica_id": -1,
-        "isolation_level": 0,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": partition,
-                        "current_leader_epoch": -1,
-                        "timestamp": timestamp,
-                    }
+def list_offsets_body(topic: str, partition: int, timestamp: int) -> ListOffsetsRequest:
+    return ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=[
+            ListOffsetsRequestTopic(
+                name=topic,
+                partitions=[
+                    ListOffsetsRequestPartition(
+                        partition_index=partition, current_leader_epoch=-1, timestamp=timestamp
+                    )
                 ],
-            }
+            )
         ],
-    }
+    )
 
 
 def test_produce_routing_and_size_errors(broker: BrokerHarness, client: WireClient) -> None:
@@ -186,7 +190,7 @@ def test_acks_zero_sends_no_response(client: WireClient) -> None:
     got, _ = client.recv(ApiKey.METADATA, 1)
     assert got == cid
     lo = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 1, -1))
-    assert lo["topics"][0]["partitions"][0]["offset"] == 2
+    assert lo.topics[0].partitions[0].offset == 2
 
 
 def test_acks_zero_failure_closes_connection(client: WireClient) -> None:
@@ -329,29 +333,33 @@ def test_list_offsets_earliest_latest_and_by_timestamp(client: WireClient) -> No
     client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3, start=0)))
     client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3, start=10)))
 
-    def lo(ts: int) -> dict:
+    def lo(ts: int) -> ListOffsetsResponsePartition:
         r = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, ts))
-        return r["topics"][0]["partitions"][0]
+        return r.topics[0].partitions[0]
 
-    assert lo(-2)["offset"] == 0
-    assert lo(-1)["offset"] == 6
+    assert lo(-2).offset == 0
+    assert lo(-1).offset == 6
     found = lo(1_010)
-    assert (found["offset"], found["timestamp"]) == (3, 1_010)
-    assert lo(99_999)["offset"] == -1
+    assert (found.offset, found.timestamp) == (3, 1_010)
+    assert lo(99_999).offset == -1
     v0 = client.call(
         ApiKey.LIST_OFFSETS,
         0,
-        {
-            "replica_id": -1,
-            "topics": [
-                {
-                    "name": "t",
-                    "partitions": [{"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}],
-                }
+        ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                ListOffsetsRequestTopic(
+                    name="t",
+                    partitions=[
+                        ListOffsetsRequestPartition(
+                            partition_index=0, timestamp=-1, max_num_offsets=1
+                        )
+                    ],
+                )
             ],
-        },
+        ),
     )
-    assert v0["topics"][0]["partitions"][0]["old_style_offsets"] == [6]
+    assert v0.topics[0].partitions[0].old_style_offsets == [6]
 
 
 def test_list_offsets_by_max_timestamp_and_the_tiered_storage_specials(client: WireClient) -> None:
@@ -360,17 +368,17 @@ def test_list_offsets_by_max_timestamp_and_the_tiered_storage_specials(client: W
     client.call(ApiKey.PRODUCE, 9, produce_body("t", 0, batch(3, start=5)))  # ts 1005..1007
     client.call(ApiKey.PRODUCE, 9, produce_body("t", 0, batch(2, start=0)))  # ts 1000..1001
 
-    def lo(version: int, ts: int) -> dict:
+    def lo(version: int, ts: int) -> ListOffsetsResponsePartition:
         r = client.call(ApiKey.LIST_OFFSETS, version, list_offsets_body("t", 0, ts))
-        return r["topics"][0]["partitions"][0]
+        return r.topics[0].partitions[0]
 
     top = lo(7, -3)
-    assert (top["error_code"], top["offset"], top["timestamp"]) == (0, 2, 1_007)
-    assert lo(8, -4)["offset"] == 0
-    assert lo(9, -5)["offset"] == -1
+    assert (top.error_code, top.offset, top.timestamp) == (0, 2, 1_007)
+    assert lo(8, -4).offset == 0
+    assert lo(9, -5).offset == -1
     # An empty partition has no record to name.
     none = client.call(ApiKey.LIST_OFFSETS, 7, list_offsets_body("t", 1, -3))
-    assert none["topics"][0]["partitions"][0]["offset"] == -1
+    assert none.topics[0].partitions[0].offset == -1
 
 
 def test_delete_records_moves_low_watermark(client: WireClient) -> None:
@@ -385,12 +393,8 @@ def test_delete_records_moves_low_watermark(client: WireClient) -> None:
         "low_watermark": 2,
         "error_code": 0,
     }
-    assert (
-        client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -2))["topics"][0][
-            "partitions"
-        ][0]["offset"]
-        == 2
-    )
+    earliest = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -2))
+    assert earliest.topics[0].partitions[0].offset == 2
 
 
 def test_metadata_unknown_topic_and_partition_details(client: WireClient) -> None:

@@ -14,6 +14,11 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import RequestHeader, encode_response, unsupported_version_response
 from common.protocol.messages.find_coordinator import FindCoordinatorResponse
+from common.protocol.messages.list_offsets import (
+    ListOffsetsResponse,
+    ListOffsetsResponsePartition,
+    ListOffsetsResponseTopic,
+)
 from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
 from kraftlog_client.consumer_protocol import decode_assignment, decode_subscription
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
@@ -110,24 +115,20 @@ class Coordinator:
                 "topics": [{"name": "t", "partitions": parts}],
             }
         if key == ApiKey.LIST_OFFSETS:
-            return {
-                "throttle_time_ms": 0,
-                "topics": [
-                    {
-                        "name": "t",
-                        "partitions": [
-                            {
-                                "partition_index": p["partition_index"],
-                                "error_code": 0,
-                                "timestamp": -1,
-                                "offset": 0,
-                                "leader_epoch": 3,
-                            }
-                            for p in body["topics"][0]["partitions"]
-                        ],
-                    }
-                ],
-            }
+            partitions = [
+                ListOffsetsResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=0,
+                    timestamp=-1,
+                    offset=0,
+                    leader_epoch=3,
+                )
+                for p in body.topics[0].partitions
+            ]
+            return ListOffsetsResponse(
+                throttle_time_ms=0,
+                topics=[ListOffsetsResponseTopic(name="t", partitions=partitions)],
+            )
         if key == ApiKey.FETCH:
             return {
                 "throttle_time_ms": 0,

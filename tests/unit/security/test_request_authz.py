@@ -31,6 +31,14 @@ from common.protocol.messages.list_groups import (
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponse,
+    ListOffsetsResponsePartition,
+    ListOffsetsResponseTopic,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -657,18 +665,32 @@ def test_a_rule_looking_up_an_undeclared_acl_fails_the_check(monkeypatch) -> Non
 
 
 def test_list_offsets_and_offset_for_leader_epoch_need_describe_or_cluster_action() -> None:
-    body = {
-        "replica_id": -1,
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0, "timestamp": -1}]},
-            {"name": "secret", "partitions": [{"partition_index": 1, "timestamp": -1}]},
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsRequestTopic(
+                name="readable",
+                partitions=[ListOffsetsRequestPartition(partition_index=0, timestamp=-1)],
+            ),
+            ListOffsetsRequestTopic(
+                name="secret",
+                partitions=[ListOffsetsRequestPartition(partition_index=1, timestamp=-1)],
+            ),
         ],
-    }
+    )
     v = authz().check(READER, ApiKey.LIST_OFFSETS, 5, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert out["topics"] == [
-        {"name": "secret", "partitions": [{"partition_index": 1, "error_code": TOPIC_DENIED}]}
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert [t.name for t in body.topics] == ["readable", "secret"]  # narrowed as a copy
+    out = v.finish(ListOffsetsResponse(throttle_time_ms=0))
+    assert out.topics == [
+        ListOffsetsResponseTopic(
+            name="secret",
+            partitions=[
+                ListOffsetsResponsePartition(
+                    partition_index=1, error_code=TOPIC_DENIED, timestamp=-1, offset=-1
+                )
+            ],
+        )
     ]
     assert v.denied == {T: 1}
     encodes(ApiKey.LIST_OFFSETS, 5, out)
