@@ -96,6 +96,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
     {
         ApiKey.API_VERSIONS,
         ApiKey.DELETE_GROUPS,
+        ApiKey.DELETE_RECORDS,
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.FIND_COORDINATOR,
         ApiKey.LIST_GROUPS,

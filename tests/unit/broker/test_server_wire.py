@@ -16,6 +16,12 @@ from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import encode_request
 from common.protocol.messages.api_versions import ApiVersionsRequest
+from common.protocol.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponsePartition,
+)
 from common.protocol.messages.list_offsets import (
     ListOffsetsRequest,
     ListOffsetsRequestPartition,
@@ -383,16 +389,14 @@ def test_list_offsets_by_max_timestamp_and_the_tiered_storage_specials(client: W
 
 def test_delete_records_moves_low_watermark(client: WireClient) -> None:
     client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(4)))
-    body = {
-        "topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 2}]}],
-        "timeout_ms": 1000,
-    }
+    partition = DeleteRecordsRequestPartition(partition_index=0, offset=2)
+    body = DeleteRecordsRequest(
+        topics=[DeleteRecordsRequestTopic(name="t", partitions=[partition])], timeout_ms=1000
+    )
     r = client.call(ApiKey.DELETE_RECORDS, 1, body)
-    assert r["topics"][0]["partitions"][0] == {
-        "partition_index": 0,
-        "low_watermark": 2,
-        "error_code": 0,
-    }
+    assert r.topics[0].partitions[0] == DeleteRecordsResponsePartition(
+        partition_index=0, low_watermark=2, error_code=0
+    )
     earliest = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -2))
     assert earliest.topics[0].partitions[0].offset == 2
 

@@ -16,6 +16,14 @@ from common.protocol.messages.delete_groups import (
     DeleteGroupsResponse,
     DeleteGroupsResponseResult,
 )
+from common.protocol.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartition,
+    DeleteRecordsResponseTopic,
+)
 from common.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -715,18 +723,32 @@ def test_list_offsets_and_offset_for_leader_epoch_need_describe_or_cluster_actio
 
 def test_delete_records_and_create_partitions_need_delete_and_alter_on_the_topic() -> None:
     bindings = [*BINDINGS, acl(T, "readable", Op.DELETE), acl(T, "readable", Op.ALTER)]
-    body = {
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0, "offset": 1}]},
-            {"name": "secret", "partitions": [{"partition_index": 4, "offset": 1}]},
+    records = DeleteRecordsRequest(
+        topics=[
+            DeleteRecordsRequestTopic(
+                name="readable",
+                partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=1)],
+            ),
+            DeleteRecordsRequestTopic(
+                name="secret",
+                partitions=[DeleteRecordsRequestPartition(partition_index=4, offset=1)],
+            ),
         ],
-        "timeout_ms": 1000,
-    }
-    v = authz(bindings).check(READER, ApiKey.DELETE_RECORDS, 1, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert out["topics"][0]["partitions"] == [
-        {"partition_index": 4, "low_watermark": -1, "error_code": TOPIC_DENIED}
+        timeout_ms=1000,
+    )
+    v = authz(bindings).check(READER, ApiKey.DELETE_RECORDS, 1, records)
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert v.body.timeout_ms == 1000
+    out = v.finish(DeleteRecordsResponse(throttle_time_ms=0))
+    assert out.topics == [
+        DeleteRecordsResponseTopic(
+            name="secret",
+            partitions=[
+                DeleteRecordsResponsePartition(
+                    partition_index=4, low_watermark=-1, error_code=TOPIC_DENIED
+                )
+            ],
+        )
     ]
     encodes(ApiKey.DELETE_RECORDS, 1, out)
     body = {
