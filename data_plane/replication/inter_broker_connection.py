@@ -22,6 +22,7 @@ from typing import Any
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import Body, decode_response, encode_request
 from common.protocol.errors import ProtocolError
+from common.protocol.message_base import Message
 from data_plane.replication.response_frames import ResponseFrames
 
 # Largest response frame accepted (replica.fetch.response.max.bytes is 10 MiB by default, and
@@ -81,7 +82,7 @@ class InterBrokerConnection:
         self._transport = self._frames = None
 
     async def call(
-        self, api_key: ApiKey, version: int, body: dict[str, Any], timeout_s: float
+        self, api_key: ApiKey, version: int, body: dict[str, Any] | Message, timeout_s: float
     ) -> Body:
         """Send one request and return its decoded response body."""
         transport, frames = self._transport, self._frames

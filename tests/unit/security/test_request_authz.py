@@ -47,6 +47,13 @@ from common.protocol.messages.list_offsets import (
     ListOffsetsResponsePartition,
     ListOffsetsResponseTopic,
 )
+from common.protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestPartition,
+    OffsetForLeaderEpochRequestTopic,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponsePartition,
+)
 from common.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -702,23 +709,38 @@ def test_list_offsets_and_offset_for_leader_epoch_need_describe_or_cluster_actio
     ]
     assert v.denied == {T: 1}
     encodes(ApiKey.LIST_OFFSETS, 5, out)
-    epochs = {
-        "replica_id": -1,
-        "topics": [
-            {"topic": "readable", "partitions": [{"partition": 0, "leader_epoch": 1}]},
-            {"topic": "secret", "partitions": [{"partition": 2, "leader_epoch": 1}]},
+    epochs = OffsetForLeaderEpochRequest(
+        replica_id=-1,
+        topics=[
+            OffsetForLeaderEpochRequestTopic(
+                topic="readable",
+                partitions=[OffsetForLeaderEpochRequestPartition(partition=0, leader_epoch=1)],
+            ),
+            OffsetForLeaderEpochRequestTopic(
+                topic="secret",
+                partitions=[OffsetForLeaderEpochRequestPartition(partition=2, leader_epoch=1)],
+            ),
         ],
-    }
+    )
     v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, epochs)
-    assert [t["topic"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert out["topics"][0]["partitions"] == [{"partition": 2, "error_code": TOPIC_DENIED}]
+    assert [t.topic for t in v.body.topics] == ["readable"]
+    out = v.finish(OffsetForLeaderEpochResponse(throttle_time_ms=0))
+    assert out.topics[0].partitions == [
+        OffsetForLeaderEpochResponsePartition(
+            partition=2, error_code=TOPIC_DENIED, leader_epoch=-1, end_offset=-1
+        )
+    ]
     encodes(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, out)
     # A follower (replica_id >= 0) needs ClusterAction: every partition is refused without it.
-    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, {**epochs, "replica_id": 2})
-    assert v.body["topics"] == [] and v.denied == {T: 2}
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert {p["error_code"] for t in out["topics"] for p in t["partitions"]} == {CLUSTER_DENIED}
+    follower = dataclasses.replace(epochs, replica_id=2)
+    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, follower)
+    assert v.body.topics == [] and v.denied == {T: 2}
+    assert len(follower.topics) == 2  # narrowed as a copy
+    out = v.finish(OffsetForLeaderEpochResponse(throttle_time_ms=0))
+    assert {p.error_code for t in out.topics for p in t.partitions} == {CLUSTER_DENIED}
+    # v0-2 carry no replica_id: a consumer's request, checked per topic.
+    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, OffsetForLeaderEpochRequest())
+    assert v.respond_now is None and v.denied is None
 
 
 def test_delete_records_and_create_partitions_need_delete_and_alter_on_the_topic() -> None:
