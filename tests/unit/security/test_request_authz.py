@@ -47,6 +47,14 @@ from common.protocol.messages.list_offsets import (
     ListOffsetsResponsePartition,
     ListOffsetsResponseTopic,
 )
+from common.protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
 from common.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochRequestPartition,
@@ -630,20 +638,30 @@ def test_describe_log_dirs_and_elect_leaders_need_the_cluster() -> None:
 
 def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
     bindings = [*BINDINGS, acl(G, "app", Op.DELETE)]
-    body = {
-        "group_id": "app",
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0}]},
-            {"name": "secret", "partitions": [{"partition_index": 1}]},
+    body = OffsetDeleteRequest(
+        group_id="app",
+        topics=[
+            OffsetDeleteRequestTopic(
+                name="readable", partitions=[OffsetDeleteRequestPartition(partition_index=0)]
+            ),
+            OffsetDeleteRequestTopic(
+                name="secret", partitions=[OffsetDeleteRequestPartition(partition_index=1)]
+            ),
         ],
-    }
+    )
     v = authz(bindings).check(READER, ApiKey.OFFSET_DELETE, 0, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"error_code": 0, "throttle_time_ms": 0, "topics": []})
-    assert out["topics"][0]["partitions"][0]["error_code"] == TOPIC_DENIED
+    assert [t.name for t in v.body.topics] == ["readable"] and v.body.group_id == "app"
+    out = v.finish(OffsetDeleteResponse(error_code=0, throttle_time_ms=0))
+    assert out.topics == [
+        OffsetDeleteResponseTopic(
+            name="secret",
+            partitions=[OffsetDeleteResponsePartition(partition_index=1, error_code=TOPIC_DENIED)],
+        )
+    ]
     encodes(ApiKey.OFFSET_DELETE, 0, out)
     v = authz().check(READER, ApiKey.OFFSET_DELETE, 0, body)
-    assert v.respond_now is not None and v.respond_now["error_code"] == GROUP_DENIED
+    assert v.respond_now == OffsetDeleteResponse(error_code=GROUP_DENIED)
+    encodes(ApiKey.OFFSET_DELETE, 0, v.respond_now)
     request = DeleteGroupsRequest(groups_names=["app", "x"])
     v = authz(bindings).check(READER, ApiKey.DELETE_GROUPS, 2, request)
     assert v.body.groups_names == ["app"]
