@@ -29,6 +29,7 @@ from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.offset_commit import OffsetCommitResponse
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import assignor_for
 from kraftlog_client.config import ConsumerConfig
@@ -407,7 +408,7 @@ class GroupClient:
             return
         body = self.coordinator.commit_body(own)
 
-        def on_response(response: dict[str, Any] | None, error: Exception | None) -> None:
+        def on_response(response: OffsetCommitResponse | None, error: Exception | None) -> None:
             if error is None and response is not None:
                 code = _first_error(response)
                 if code == ErrorCode.NO_ERROR:
@@ -575,10 +576,9 @@ class HeartbeatThread(threading.Thread):
         self._stopped.set()
 
 
-def _first_error(response: dict[str, Any]) -> ErrorCode:
-    for topic in response.get("topics", []):
-        for part in topic.get("partitions", []):
-            code = part.get("error_code", 0)
-            if code:
-                return error_code(code)
+def _first_error(response: OffsetCommitResponse) -> ErrorCode:
+    for topic in response.topics:
+        for part in topic.partitions:
+            if part.error_code:
+                return error_code(part.error_code)
     return ErrorCode.NO_ERROR

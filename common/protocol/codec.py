@@ -101,6 +101,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.FIND_COORDINATOR,
         ApiKey.LIST_GROUPS,
         ApiKey.LIST_OFFSETS,
+        ApiKey.OFFSET_COMMIT,
         ApiKey.OFFSET_DELETE,
         ApiKey.OFFSET_FOR_LEADER_EPOCH,
     }

@@ -15,14 +15,16 @@ from typing import Any
 
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.broker.handlers import offset_commit
 from data_plane.coordinator.messages import TxnOffsetCommitRequest
 from data_plane.security.request_authz import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
     TXN_DENIED,
     RequestAuthorizer,
     Session,
     Verdict,
     partition_errors,
+    with_denied_topics,
 )
 
 
@@ -63,11 +65,22 @@ async def handle(apis: KafkaApis, request: Request) -> Body:
 def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
     """Write on the transactional id (refused: every partition
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then what an OffsetCommit needs: Read on the group
-    and on each topic (:func:`offset_commit.authorize`)."""
+    (refused: every partition GROUP_AUTHORIZATION_FAILED) and on each topic (refused: each
+    partition TOPIC_AUTHORIZATION_FAILED), as :func:`offset_commit.authorize`."""
     if not authz.transactional_id(s, AclOperation.WRITE, body.get("transactional_id", "")):
         return Verdict.refused(
             body,
             {"topics": partition_errors(body.get("topics") or [], TXN_DENIED)},
             ResourceType.TRANSACTIONAL_ID,
         )
-    return offset_commit.authorize(authz, s, version, body)
+    # OffsetCommit's rule reads typed OffsetCommit bodies; this body is a dict.
+    if not authz.group(s, AclOperation.READ, body.get("group_id", "")):
+        return Verdict.refused(
+            body,
+            {"topics": partition_errors(body.get("topics") or [], GROUP_DENIED)},
+            ResourceType.GROUP,
+        )
+    new, denied = authz.split_topics(s, body, AclOperation.READ)
+    if not denied:
+        return Verdict(body)
+    return with_denied_topics(new, len(denied), "topics", partition_errors(denied, TOPIC_DENIED))

@@ -19,6 +19,12 @@ from common.protocol.messages.list_offsets import (
     ListOffsetsResponsePartition,
     ListOffsetsResponseTopic,
 )
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
 from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
 from kraftlog_client.consumer_protocol import decode_assignment, decode_subscription
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
@@ -35,7 +41,7 @@ class Coordinator:
         self.port = 0
         self.offset_fetches = 0
         self.heartbeats = 0
-        self.commits: list[dict[str, Any]] = []
+        self.commits: list[OffsetCommitRequest] = []
         self.leaves: list[dict[str, Any]] = []
         self.joins: list[dict[str, Any]] = []
         self.assignment = b""
@@ -156,19 +162,21 @@ class Coordinator:
             }
         if key == ApiKey.OFFSET_COMMIT:
             self.commits.append(body)
-            return {
-                "throttle_time_ms": 0,
-                "topics": [
-                    {
-                        "name": t["name"],
-                        "partitions": [
-                            {"partition_index": p["partition_index"], "error_code": 0}
-                            for p in t["partitions"]
+            return OffsetCommitResponse(
+                throttle_time_ms=0,
+                topics=[
+                    OffsetCommitResponseTopic(
+                        name=t.name,
+                        partitions=[
+                            OffsetCommitResponsePartition(
+                                partition_index=p.partition_index, error_code=0
+                            )
+                            for p in t.partitions
                         ],
-                    }
-                    for t in body["topics"]
+                    )
+                    for t in body.topics
                 ],
-            }
+            )
         if key == ApiKey.LEAVE_GROUP:
             self.leaves.append(body)
             return {"throttle_time_ms": 0, "error_code": 0}
@@ -225,9 +233,10 @@ def test_join_lead_committed_positions_heartbeat_and_leave(
         consumer.close()
     # close(): the final auto commit under generation 1, the revocation, then LeaveGroup.
     final = script.commits[-1]
-    assert (final["generation_id_or_member_epoch"], final["member_id"]) == (1, "m-1")
-    assert {
-        p["partition_index"]: p["committed_offset"] for p in final["topics"][0]["partitions"]
-    } == {0: 5, 1: 0}
+    assert (final.generation_id_or_member_epoch, final.member_id) == (1, "m-1")
+    assert {p.partition_index: p.committed_offset for p in final.topics[0].partitions} == {
+        0: 5,
+        1: 0,
+    }
     assert listener.calls[-1] == ("revoked", {T0, T1})
     assert script.leaves == [{"group_id": "g", "member_id": "m-1"}]

@@ -4,6 +4,7 @@ partition that moves away and back is unloaded (NOT_COORDINATOR) and reloaded fr
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,11 @@ from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGr
 from common.protocol.messages.describe_groups import DescribeGroupsRequest
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.coordinator import OFFSETS_TOPIC
@@ -58,28 +64,24 @@ def _until(fn: Any, what: str) -> Any:
         time.sleep(0.01)
 
 
-def _commit_body(group: str, offset: int, generation: int = -1, member: str = "") -> dict:
-    return {
-        "group_id": group,
-        "generation_id_or_member_epoch": generation,
-        "member_id": member,
-        "group_instance_id": None,
-        "retention_time_ms": -1,
-        "topics": [
-            {
-                "name": "t",
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": offset,
-                        "committed_leader_epoch": -1,
-                        "commit_timestamp": -1,
-                        "committed_metadata": f"m{offset}",
-                    }
-                ],
-            }
-        ],
-    }
+def _commit_body(
+    group: str, offset: int, generation: int = -1, member: str = ""
+) -> OffsetCommitRequest:
+    partition = OffsetCommitRequestPartition(
+        partition_index=0,
+        committed_offset=offset,
+        committed_leader_epoch=-1,
+        commit_timestamp=-1,
+        committed_metadata=f"m{offset}",
+    )
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member,
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=[OffsetCommitRequestTopic(name="t", partitions=[partition])],
+    )
 
 
 def _fetch_offset(client: WireClient, version: int, group: str) -> tuple[int, int]:
@@ -164,7 +166,7 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
         body = client.call(
             ApiKey.OFFSET_COMMIT, version, _commit_body("g", 10 + version, gen, member)
         )
-        code = body["topics"][0]["partitions"][0]["error_code"]
+        code = body.topics[0].partitions[0].error_code
         assert code == (ErrorCode.ILLEGAL_GENERATION if version == 0 else ErrorCode.NO_ERROR)
     for version in range(8):
         assert _fetch_offset(client, version, "g") == (ErrorCode.NO_ERROR, 17)
@@ -185,24 +187,18 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     assert listed["topics"][0]["partitions"][0]["committed_offset"] == 17
     assert [t["name"] for t in everything["topics"]] == ["t"]
     assert (listed["error_code"], empty["group_id"]) == (0, "")
+    nope = OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=1, committed_metadata=""
+    )
     unknown = client.call(
         ApiKey.OFFSET_COMMIT,
         7,
-        {
-            **_commit_body("g", 1, gen, member),
-            "topics": [
-                {
-                    "name": "nope",
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
-                    ],
-                }
-            ],
-        },
+        dataclasses.replace(
+            _commit_body("g", 1, gen, member),
+            topics=[OffsetCommitRequestTopic(name="nope", partitions=[nope])],
+        ),
     )
-    assert unknown["topics"][0]["partitions"][0]["error_code"] == (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    )
+    assert unknown.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     described = client.call(
         ApiKey.DESCRIBE_GROUPS, 4, DescribeGroupsRequest(groups=["g", "missing"])
@@ -238,7 +234,7 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     )
     # Now a simple commit (v0: no generation, no member) is accepted.
     v0 = client.call(ApiKey.OFFSET_COMMIT, 0, _commit_body("g", 99))
-    assert v0["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    assert v0.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
 
     # The commits are records in the group's __consumer_offsets partition, Kafka's format.
     assert broker.apis is not None
@@ -264,7 +260,7 @@ def test_partition_moving_away_and_back_unloads_and_reloads(
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
     _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
     body = client.call(ApiKey.OFFSET_COMMIT, 2, _commit_body("g", 42))
-    assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    assert body.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=2)  # another broker leads it now
     assert _fetch_offset(client, 5, "g") == (ErrorCode.NOT_COORDINATOR, -1)
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=1)  # back, in a newer epoch
@@ -284,7 +280,7 @@ def test_reload_reads_the_log_in_small_steps(tmp_path: Path) -> None:
         for round_ in range(3):
             for g in range(20):
                 body = client.call(ApiKey.OFFSET_COMMIT, 2, _commit_body(f"g{g}", round_ * 100 + g))
-                assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+                assert body.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
         broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=2)
         broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=1)
         _until(lambda: _coordinator_ready(client, "g0"), "the partition to load")
@@ -324,7 +320,7 @@ def test_delete_groups_tombstones_an_empty_group(broker: BrokerHarness, client: 
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
     _until(lambda: _coordinator_ready(client, "dg"), "the coordinator")
     body = client.call(ApiKey.OFFSET_COMMIT, 7, _commit_body("dg", 42))
-    assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    assert body.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
     assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, 42)
     for version in (0, 1):
         gone = "dg" if version == 0 else "never-seen"

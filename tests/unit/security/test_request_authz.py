@@ -47,6 +47,13 @@ from common.protocol.messages.list_offsets import (
     ListOffsetsResponsePartition,
     ListOffsetsResponseTopic,
 )
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+)
 from common.protocol.messages.offset_delete import (
     OffsetDeleteRequest,
     OffsetDeleteRequestPartition,
@@ -324,21 +331,32 @@ def test_groups() -> None:
         ("other", GROUP_DENIED),
     ]
     encodes(ApiKey.FIND_COORDINATOR, 4, out)
-    commit = {
-        "group_id": "app",
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0, "committed_offset": 1}]},
-            {"name": "secret", "partitions": [{"partition_index": 3, "committed_offset": 1}]},
+    commit = OffsetCommitRequest(
+        group_id="app",
+        topics=[
+            OffsetCommitRequestTopic(
+                name="readable",
+                partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=1)],
+            ),
+            OffsetCommitRequestTopic(
+                name="secret",
+                partitions=[OffsetCommitRequestPartition(partition_index=3, committed_offset=1)],
+            ),
         ],
-    }
+    )
     v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, commit)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"topics": []})
-    assert out["topics"][0]["partitions"] == [{"partition_index": 3, "error_code": TOPIC_DENIED}]
-    v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, {**commit, "group_id": "other"})
-    assert {p["error_code"] for t in v.respond_now["topics"] for p in t["partitions"]} == {
-        GROUP_DENIED
-    }
+    assert [t.name for t in v.body.topics] == ["readable"] and v.body.group_id == "app"
+    out = v.finish(OffsetCommitResponse())
+    assert out.topics[0].partitions == [
+        OffsetCommitResponsePartition(partition_index=3, error_code=TOPIC_DENIED)
+    ]
+    encodes(ApiKey.OFFSET_COMMIT, 7, out)
+    v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, dataclasses.replace(commit, group_id="other"))
+    assert [(t.name, [p.error_code for p in t.partitions]) for t in v.respond_now.topics] == [
+        ("readable", [GROUP_DENIED]),
+        ("secret", [GROUP_DENIED]),
+    ]
+    encodes(ApiKey.OFFSET_COMMIT, 7, v.respond_now)
     # OffsetFetch: v2+ has a top-level error, v1 answers per partition.
     fetch = {"group_id": "other", "topics": [{"name": "readable", "partition_indexes": [0, 1]}]}
     assert az.check(READER, ApiKey.OFFSET_FETCH, 5, fetch).respond_now["error_code"] == GROUP_DENIED
