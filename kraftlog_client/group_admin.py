@@ -23,6 +23,11 @@ from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGr
 from common.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from common.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.consumer_coordinator import error_code, offset_commit_topics
 from kraftlog_client.consumer_protocol import (
@@ -252,23 +257,25 @@ def fetch_offsets(
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in by_topic.items()]
+        topics = [
+            OffsetFetchRequestTopic(name=t, partition_indexes=sorted(p))
+            for t, p in by_topic.items()
+        ]
 
-    def first_error(r: dict[str, Any]) -> int:
-        code = r.get("error_code", 0)
-        if code:
-            return error_code(code)
-        for t in r.get("topics", []):
-            for p in t.get("partitions", []):
-                if p.get("error_code", 0):
-                    return error_code(p["error_code"])
+    def first_error(r: OffsetFetchResponse) -> int:
+        if r.error_code:
+            return error_code(r.error_code)
+        for t in r.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    return error_code(p.error_code)
         return 0
 
     _node, response = with_coordinator(
         client,
         group_id,
         ApiKey.OFFSET_FETCH,
-        {"group_id": group_id, "topics": topics},
+        OffsetFetchRequest(group_id=group_id, topics=topics),
         deadline,
         backoff_ms,
         first_error,
@@ -277,10 +284,10 @@ def fetch_offsets(
     if code:
         raise KafkaError(code, f"OffsetFetch({group_id})")
     return {
-        TopicPartition(t["name"], p["partition_index"]): p["committed_offset"]
-        for t in response.get("topics", [])
-        for p in t.get("partitions", [])
-        if p.get("committed_offset", -1) >= 0
+        TopicPartition(t.name, p.partition_index): p.committed_offset
+        for t in response.topics
+        for p in t.partitions
+        if p.committed_offset >= 0
     }
 
 

@@ -30,6 +30,11 @@ from typing import Any
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.messages.offset_commit import OffsetCommitResponse
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import assignor_for
 from kraftlog_client.config import ConsumerConfig
@@ -461,16 +466,19 @@ class GroupClient:
         by_topic: dict[str, list[int]] = {}
         for tp in wanted:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        body = {
-            "group_id": self._config.group_id,
-            "topics": [{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
-            "require_stable": self._config.isolation_level == "read_committed",
-        }
+        body = OffsetFetchRequest(
+            group_id=self.coordinator.settings.group_id,
+            topics=[
+                OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()
+            ],
+            require_stable=self._config.isolation_level == "read_committed",
+        )
+        unavailable = OffsetFetchResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
         while True:
             coordinator = self.ensure_coordinator(deadline)
-            response: dict[str, Any]
+            response: OffsetFetchResponse
             if not self._wait_until_coordinator_ready(coordinator, deadline):
-                response = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+                response = unavailable
             else:
                 remaining_ms = (deadline - self._clock()) * 1000.0
                 try:
@@ -480,15 +488,15 @@ class GroupClient:
                 except KafkaTimeoutError:
                     raise
                 except KafkaError:
-                    response = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-            code = error_code(response.get("error_code", 0))
+                    response = unavailable
+            code = error_code(response.error_code)
             out: dict[TopicPartition, int | None] = {}
-            for topic in response.get("topics", []):
-                for part in topic.get("partitions", []):
-                    tp = TopicPartition(topic["name"], part["partition_index"])
-                    if part.get("error_code", 0) and not code:
-                        code = error_code(part["error_code"])
-                    offset = part.get("committed_offset", -1)
+            for topic in response.topics:
+                for part in topic.partitions:
+                    tp = TopicPartition(topic.name, part.partition_index)
+                    if part.error_code and not code:
+                        code = error_code(part.error_code)
+                    offset = part.committed_offset
                     out[tp] = offset if offset >= 0 else None
             if code == ErrorCode.NO_ERROR:
                 return {tp: out.get(tp) for tp in wanted}

@@ -103,6 +103,7 @@ TYPED_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.LIST_OFFSETS,
         ApiKey.OFFSET_COMMIT,
         ApiKey.OFFSET_DELETE,
+        ApiKey.OFFSET_FETCH,
         ApiKey.OFFSET_FOR_LEADER_EPOCH,
     }
 )

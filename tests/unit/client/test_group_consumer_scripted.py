@@ -25,6 +25,11 @@ from common.protocol.messages.offset_commit import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
 from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
 from kraftlog_client.consumer_protocol import decode_assignment, decode_subscription
 from tests.unit.client.scripted_broker import ScriptedBroker, metadata_response
@@ -99,27 +104,25 @@ class Coordinator:
         if key == ApiKey.OFFSET_FETCH:
             self.offset_fetches += 1
             if self.offset_fetches <= 2:
-                return {
-                    "throttle_time_ms": 0,
-                    "topics": [],
-                    "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                }
+                return OffsetFetchResponse(
+                    throttle_time_ms=0, topics=[], error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                )
             parts = [
-                {
-                    "partition_index": p,
-                    "committed_offset": 5 if p == 0 else -1,
-                    "committed_leader_epoch": -1,
-                    "metadata": "",
-                    "error_code": 0,
-                }
-                for t in body["topics"]
-                for p in t["partition_indexes"]
+                OffsetFetchResponsePartition(
+                    partition_index=p,
+                    committed_offset=5 if p == 0 else -1,
+                    committed_leader_epoch=-1,
+                    metadata="",
+                    error_code=0,
+                )
+                for t in body.topics
+                for p in t.partition_indexes
             ]
-            return {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "topics": [{"name": "t", "partitions": parts}],
-            }
+            return OffsetFetchResponse(
+                throttle_time_ms=0,
+                error_code=0,
+                topics=[OffsetFetchResponseTopic(name="t", partitions=parts)],
+            )
         if key == ApiKey.LIST_OFFSETS:
             partitions = [
                 ListOffsetsResponsePartition(

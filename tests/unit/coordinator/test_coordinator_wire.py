@@ -23,6 +23,12 @@ from common.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestGroupTopic,
+    OffsetFetchRequestTopic,
+)
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
 from data_plane.coordinator import OFFSETS_TOPIC
@@ -88,13 +94,14 @@ def _fetch_offset(client: WireClient, version: int, group: str) -> tuple[int, in
     body = client.call(
         ApiKey.OFFSET_FETCH,
         version,
-        {"group_id": group, "topics": [{"name": "t", "partition_indexes": [0]}]},
+        OffsetFetchRequest(
+            group_id=group, topics=[OffsetFetchRequestTopic(name="t", partition_indexes=[0])]
+        ),
     )
-    top = body.get("error_code", 0)
-    if top:
-        return top, -1
-    p = body["topics"][0]["partitions"][0]
-    return p["error_code"], p["committed_offset"]
+    if body.error_code:
+        return body.error_code, -1
+    p = body.topics[0].partitions[0]
+    return p.error_code, p.committed_offset
 
 
 def _join_body() -> dict:
@@ -174,19 +181,22 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     batched = client.call(
         ApiKey.OFFSET_FETCH,
         8,
-        {
-            "groups": [
-                {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]},
-                {"group_id": "g", "topics": None},
-                {"group_id": "", "topics": None},
+        OffsetFetchRequest(
+            groups=[
+                OffsetFetchRequestGroup(
+                    group_id="g",
+                    topics=[OffsetFetchRequestGroupTopic(name="t", partition_indexes=[0])],
+                ),
+                OffsetFetchRequestGroup(group_id="g", topics=None),
+                OffsetFetchRequestGroup(group_id="", topics=None),
             ],
-            "require_stable": True,
-        },
+            require_stable=True,
+        ),
     )
-    listed, everything, empty = batched["groups"]
-    assert listed["topics"][0]["partitions"][0]["committed_offset"] == 17
-    assert [t["name"] for t in everything["topics"]] == ["t"]
-    assert (listed["error_code"], empty["group_id"]) == (0, "")
+    listed, everything, empty = batched.groups
+    assert listed.topics[0].partitions[0].committed_offset == 17
+    assert [t.name for t in everything.topics] == ["t"]
+    assert (listed.error_code, empty.group_id) == (0, "")
     nope = OffsetCommitRequestPartition(
         partition_index=0, committed_offset=1, committed_metadata=""
     )

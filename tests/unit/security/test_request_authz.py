@@ -62,6 +62,16 @@ from common.protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestGroupTopic,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponseGroupTopic,
+    OffsetFetchResponseTopic,
+)
 from common.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochRequestPartition,
@@ -358,40 +368,73 @@ def test_groups() -> None:
     ]
     encodes(ApiKey.OFFSET_COMMIT, 7, v.respond_now)
     # OffsetFetch: v2+ has a top-level error, v1 answers per partition.
-    fetch = {"group_id": "other", "topics": [{"name": "readable", "partition_indexes": [0, 1]}]}
-    assert az.check(READER, ApiKey.OFFSET_FETCH, 5, fetch).respond_now["error_code"] == GROUP_DENIED
+    listed = [OffsetFetchRequestTopic(name="readable", partition_indexes=[0, 1])]
+    fetch = OffsetFetchRequest(group_id="other", topics=listed)
+    v5 = az.check(READER, ApiKey.OFFSET_FETCH, 5, fetch).respond_now
+    assert (v5.error_code, v5.topics) == (GROUP_DENIED, [])
+    encodes(ApiKey.OFFSET_FETCH, 5, v5)
     v1 = az.check(READER, ApiKey.OFFSET_FETCH, 1, fetch).respond_now
-    assert [p["error_code"] for p in v1["topics"][0]["partitions"]] == [GROUP_DENIED] * 2
+    assert [p.error_code for p in v1.topics[0].partitions] == [GROUP_DENIED] * 2
+    refused = v1.topics[0].partitions
+    assert [(p.partition_index, p.committed_offset, p.metadata) for p in refused] == [
+        (0, -1, ""),
+        (1, -1, ""),
+    ]
     encodes(ApiKey.OFFSET_FETCH, 1, v1)
-    v = az.check(READER, ApiKey.OFFSET_FETCH, 5, {"group_id": "app", "topics": None})
-    out = v.finish({"topics": [{"name": "readable"}, {"name": "secret"}]})
-    assert [t["name"] for t in out["topics"]] == ["readable"]
+    every = OffsetFetchRequest(group_id="app", topics=None)
+    v = az.check(READER, ApiKey.OFFSET_FETCH, 5, every)
+    answer = [OffsetFetchResponseTopic(name="readable"), OffsetFetchResponseTopic(name="secret")]
+    out = v.finish(OffsetFetchResponse(topics=answer))
+    assert [t.name for t in out.topics] == ["readable"]
+    # Listed topics: the undescribable one is answered TOPIC_AUTHORIZATION_FAILED.
+    both = [
+        OffsetFetchRequestTopic(name="readable", partition_indexes=[0]),
+        OffsetFetchRequestTopic(name="secret", partition_indexes=[2]),
+    ]
+    v = az.check(READER, ApiKey.OFFSET_FETCH, 5, OffsetFetchRequest(group_id="app", topics=both))
+    assert [t.name for t in v.body.topics] == ["readable"] and v.denied == {T: 1}
+    out = v.finish(OffsetFetchResponse(topics=[OffsetFetchResponseTopic(name="readable")]))
+    assert [(t.name, [p.error_code for p in t.partitions]) for t in out.topics] == [
+        ("readable", []),
+        ("secret", [TOPIC_DENIED]),
+    ]
+    encodes(ApiKey.OFFSET_FETCH, 5, out)
     # v8: several groups, each authorized (and its listed topics) on its own.
-    groups = {
-        "groups": [
-            {"group_id": "app", "topics": [{"name": "readable", "partition_indexes": [0]},
-                                           {"name": "secret", "partition_indexes": [2]}]},
-            {"group_id": "other", "topics": None},
-            {"group_id": "app", "topics": None},
+    groups = OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequestGroup(
+                group_id="app",
+                topics=[
+                    OffsetFetchRequestGroupTopic(name="readable", partition_indexes=[0]),
+                    OffsetFetchRequestGroupTopic(name="secret", partition_indexes=[2]),
+                ],
+            ),
+            OffsetFetchRequestGroup(group_id="other", topics=None),
+            OffsetFetchRequestGroup(group_id="app", topics=None),
         ]
-    }  # fmt: skip
+    )
     v = az.check(READER, ApiKey.OFFSET_FETCH, 8, groups)
     assert v.respond_now is None
-    assert [g["group_id"] for g in v.body["groups"]] == ["app", "app"]
-    assert [t["name"] for t in v.body["groups"][0]["topics"]] == ["readable"]
-    answered = {
-        "groups": [
-            {"group_id": "app", "topics": [{"name": "readable", "partitions": []}]},
-            {"group_id": "app", "topics": [{"name": "secret", "partitions": []}]},
+    assert [g.group_id for g in v.body.groups] == ["app", "app"]
+    assert [t.name for t in v.body.groups[0].topics] == ["readable"]
+    assert len(groups.groups[0].topics) == 2  # narrowed as a copy
+    answered = OffsetFetchResponse(
+        groups=[
+            OffsetFetchResponseGroup(
+                group_id="app", topics=[OffsetFetchResponseGroupTopic(name="readable")]
+            ),
+            OffsetFetchResponseGroup(
+                group_id="app", topics=[OffsetFetchResponseGroupTopic(name="secret")]
+            ),
         ]
-    }
+    )
     out = v.finish(answered)
-    first, second, other = out["groups"]
-    assert [t["name"] for t in first["topics"]] == ["readable", "secret"]
-    assert first["topics"][1]["partitions"][0]["error_code"] == TOPIC_DENIED
-    assert second["topics"] == []  # all topics asked: the undescribable one is left out
-    assert (other["group_id"], other["error_code"]) == ("other", GROUP_DENIED)
-    encodes(ApiKey.OFFSET_FETCH, 8, {"throttle_time_ms": 0, **out})
+    first, second, other = out.groups
+    assert [t.name for t in first.topics] == ["readable", "secret"]
+    assert first.topics[1].partitions[0].error_code == TOPIC_DENIED
+    assert second.topics == []  # all topics asked: the undescribable one is left out
+    assert (other.group_id, other.error_code) == ("other", GROUP_DENIED)
+    encodes(ApiKey.OFFSET_FETCH, 8, out)
 
 
 def test_describe_groups_and_list_groups() -> None:
