@@ -52,6 +52,11 @@ from bench.report import percentile
 from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from data_plane.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from data_plane.coordinator.group_metadata_records import (
     OffsetAndMetadata,
@@ -392,25 +397,19 @@ class Pipeline:
 
     def send_commit(self, group: str, offset: int) -> None:
         self.correlation += 1
-        body = {
-            "group_id": group,
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "group_instance_id": None,
-            "topics": [
-                {
-                    "name": TOPIC,
-                    "partitions": [
-                        {
-                            "partition_index": offset % PARTITIONS,
-                            "committed_offset": offset,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "",
-                        }
-                    ],
-                }
-            ],
-        }
+        partition = OffsetCommitRequestPartition(
+            partition_index=offset % PARTITIONS,
+            committed_offset=offset,
+            committed_leader_epoch=-1,
+            committed_metadata="",
+        )
+        body = OffsetCommitRequest(
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[OffsetCommitRequestTopic(name=TOPIC, partitions=[partition])],
+        )
         self.sock.sendall(encode_request(ApiKey.OFFSET_COMMIT, 7, self.correlation, "bench", body))
 
     def recv_commit(self) -> int:
@@ -423,7 +422,7 @@ class Pipeline:
         (size,) = struct.unpack_from(">i", self.buf)
         frame, self.buf = self.buf[4 : 4 + size], self.buf[4 + size :]
         _, body = decode_response(ApiKey.OFFSET_COMMIT, 7, frame)
-        return int(body["topics"][0]["partitions"][0]["error_code"])
+        return int(body.topics[0].partitions[0].error_code)
 
     def close(self) -> None:
         self.sock.close()

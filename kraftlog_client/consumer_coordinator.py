@@ -57,6 +57,11 @@ from common.protocol.messages.join_group import (
     JoinGroupResponseMember,
 )
 from common.protocol.messages.leave_group import LeaveGroupRequest
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from common.protocol.messages.sync_group import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
@@ -555,19 +560,19 @@ class ConsumerCoordinator:
 
     # -- commit requests -----------------------------------------------------------------
 
-    def commit_body(self, offsets: Mapping[TopicPartition, int]) -> dict[str, Any]:
-        """An OffsetCommit body for ``offsets`` under the current generation (generation -1
-        and no member for a consumer that uses assign() with a group id)."""
+    def commit_body(self, offsets: Mapping[TopicPartition, int]) -> OffsetCommitRequest:
+        """An OffsetCommit request for ``offsets`` under the current generation (generation
+        -1 and no member for a consumer that uses assign() with a group id)."""
         s = self.settings
         stable = self.state == STABLE
-        return {
-            "group_id": s.group_id,
-            "generation_id_or_member_epoch": self.generation_id if stable else NO_GENERATION,
-            "member_id": self.member_id if stable else UNKNOWN_MEMBER_ID,
-            "group_instance_id": s.group_instance_id if stable else None,
-            "retention_time_ms": -1,
-            "topics": commit_topics(offsets),
-        }
+        return OffsetCommitRequest(
+            group_id=s.group_id,
+            generation_id_or_member_epoch=self.generation_id if stable else NO_GENERATION,
+            member_id=self.member_id if stable else UNKNOWN_MEMBER_ID,
+            group_instance_id=s.group_instance_id if stable else None,
+            retention_time_ms=-1,
+            topics=offset_commit_topics(offsets),
+        )
 
     # -- internals -----------------------------------------------------------------------
 
@@ -671,17 +676,17 @@ def error_code(value: int) -> ErrorCode:
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
-def commit_topics(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
-    """The ``topics`` of an OffsetCommit or TxnOffsetCommit body: each partition's next offset
-    to read, no leader epoch, empty metadata."""
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+def offset_commit_topics(offsets: Mapping[TopicPartition, int]) -> list[OffsetCommitRequestTopic]:
+    """The ``topics`` of an OffsetCommit request: each partition's next offset to read, no
+    leader epoch, empty metadata."""
+    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
     for tp, offset in sorted(offsets.items()):
         by_topic.setdefault(tp.topic, []).append(
-            {
-                "partition_index": tp.partition,
-                "committed_offset": offset,
-                "committed_leader_epoch": -1,
-                "committed_metadata": "",
-            }
+            OffsetCommitRequestPartition(
+                partition_index=tp.partition,
+                committed_offset=offset,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            )
         )
-    return [{"name": t, "partitions": p} for t, p in by_topic.items()]
+    return [OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
@@ -28,8 +28,14 @@ from common.protocol.messages.consumer_group_describe import (
 from common.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from common.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from common.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
 from common.topic_partition import TopicPartition
-from kraftlog_client.consumer_coordinator import error_code
+from kraftlog_client.consumer_coordinator import error_code, offset_commit_topics
 from kraftlog_client.consumer_protocol import (
     PROTOCOL_TYPE,
     ConsumerProtocolError,
@@ -248,23 +254,25 @@ def fetch_offsets(
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in by_topic.items()]
+        topics = [
+            OffsetFetchRequestTopic(name=t, partition_indexes=sorted(p))
+            for t, p in by_topic.items()
+        ]
 
-    def first_error(r: dict[str, Any]) -> int:
-        code = r.get("error_code", 0)
-        if code:
-            return error_code(code)
-        for t in r.get("topics", []):
-            for p in t.get("partitions", []):
-                if p.get("error_code", 0):
-                    return error_code(p["error_code"])
+    def first_error(r: OffsetFetchResponse) -> int:
+        if r.error_code:
+            return error_code(r.error_code)
+        for t in r.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    return error_code(p.error_code)
         return 0
 
     _node, response = with_coordinator(
         client,
         group_id,
         ApiKey.OFFSET_FETCH,
-        {"group_id": group_id, "topics": topics},
+        OffsetFetchRequest(group_id=group_id, topics=topics),
         deadline,
         backoff_ms,
         first_error,
@@ -273,10 +281,10 @@ def fetch_offsets(
     if code:
         raise KafkaError(code, f"OffsetFetch({group_id})")
     return {
-        TopicPartition(t["name"], p["partition_index"]): p["committed_offset"]
-        for t in response.get("topics", [])
-        for p in t.get("partitions", [])
-        if p.get("committed_offset", -1) >= 0
+        TopicPartition(t.name, p.partition_index): p.committed_offset
+        for t in response.topics
+        for p in t.partitions
+        if p.committed_offset >= 0
     }
 
 
@@ -298,30 +306,20 @@ def commit_offsets_while_empty(
             f"group {group_id} has {len(description.members)} active member(s) "
             f"(state {description.state}); stop its consumers first",
         )
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for tp, offset in sorted(offsets.items()):
-        by_topic.setdefault(tp.topic, []).append(
-            {
-                "partition_index": tp.partition,
-                "committed_offset": offset,
-                "committed_leader_epoch": -1,
-                "committed_metadata": "",
-            }
-        )
-    body = {
-        "group_id": group_id,
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "retention_time_ms": -1,
-        "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
-    }
+    body = OffsetCommitRequest(
+        group_id=group_id,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=offset_commit_topics(offsets),
+    )
 
-    def first_error(r: dict[str, Any]) -> int:
-        for t in r.get("topics", []):
-            for p in t.get("partitions", []):
-                if p.get("error_code", 0):
-                    return error_code(p["error_code"])
+    def first_error(r: OffsetCommitResponse) -> int:
+        for t in r.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    return error_code(p.error_code)
         return 0
 
     _node, response = with_coordinator(

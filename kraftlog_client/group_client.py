@@ -25,11 +25,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.message_base import Message
+from common.protocol.messages.offset_commit import OffsetCommitResponse
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.assignors import assignor_for
 from kraftlog_client.config import ConsumerConfig
@@ -406,7 +411,7 @@ class GroupClient:
             return
         body = self.coordinator.commit_body(own)
 
-        def on_response(response: dict[str, Any] | None, error: Exception | None) -> None:
+        def on_response(response: OffsetCommitResponse | None, error: Exception | None) -> None:
             if error is None and response is not None:
                 code = _first_error(response)
                 if code == ErrorCode.NO_ERROR:
@@ -459,16 +464,19 @@ class GroupClient:
         by_topic: dict[str, list[int]] = {}
         for tp in wanted:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        body = {
-            "group_id": self._config.group_id,
-            "topics": [{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
-            "require_stable": self._config.isolation_level == "read_committed",
-        }
+        body = OffsetFetchRequest(
+            group_id=self.coordinator.settings.group_id,
+            topics=[
+                OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()
+            ],
+            require_stable=self._config.isolation_level == "read_committed",
+        )
+        unavailable = OffsetFetchResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
         while True:
             coordinator = self.ensure_coordinator(deadline)
-            response: dict[str, Any]
+            response: OffsetFetchResponse
             if not self._wait_until_coordinator_ready(coordinator, deadline):
-                response = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+                response = unavailable
             else:
                 remaining_ms = (deadline - self._clock()) * 1000.0
                 try:
@@ -478,15 +486,15 @@ class GroupClient:
                 except KafkaTimeoutError:
                     raise
                 except KafkaError:
-                    response = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-            code = error_code(response.get("error_code", 0))
+                    response = unavailable
+            code = error_code(response.error_code)
             out: dict[TopicPartition, int | None] = {}
-            for topic in response.get("topics", []):
-                for part in topic.get("partitions", []):
-                    tp = TopicPartition(topic["name"], part["partition_index"])
-                    if part.get("error_code", 0) and not code:
-                        code = error_code(part["error_code"])
-                    offset = part.get("committed_offset", -1)
+            for topic in response.topics:
+                for part in topic.partitions:
+                    tp = TopicPartition(topic.name, part.partition_index)
+                    if part.error_code and not code:
+                        code = error_code(part.error_code)
+                    offset = part.committed_offset
                     out[tp] = offset if offset >= 0 else None
             if code == ErrorCode.NO_ERROR:
                 return {tp: out.get(tp) for tp in wanted}
@@ -574,10 +582,9 @@ class HeartbeatThread(threading.Thread):
         self._stopped.set()
 
 
-def _first_error(response: dict[str, Any]) -> ErrorCode:
-    for topic in response.get("topics", []):
-        for part in topic.get("partitions", []):
-            code = part.get("error_code", 0)
-            if code:
-                return error_code(code)
+def _first_error(response: OffsetCommitResponse) -> ErrorCode:
+    for topic in response.topics:
+        for part in topic.partitions:
+            if part.error_code:
+                return error_code(part.error_code)
     return ErrorCode.NO_ERROR

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponse,
+    ListOffsetsResponsePartition,
+)
 from common.topic_partition import TopicPartition
 from kraftlog_client.errors import KafkaError, KafkaTimeoutError
 from kraftlog_client.metadata import REFRESH_ERRORS
@@ -101,28 +108,30 @@ class _OffsetLookup:
         self.last_error = self.last_error or KafkaError(ErrorCode.LEADER_NOT_AVAILABLE)
         return False
 
-    def by_leader(self) -> dict[int, dict[str, list[dict[str, int]]]]:
+    def by_leader(self) -> dict[int, dict[str, list[ListOffsetsRequestPartition]]]:
         """The pending partitions' request entries, by leader and then topic."""
-        out: dict[int, dict[str, list[dict[str, int]]]] = {}
+        out: dict[int, dict[str, list[ListOffsetsRequestPartition]]] = {}
         for tp, ts in self.pending.items():
             leader = self.metadata.leader_for(tp)
             if leader is None:
                 continue
             out.setdefault(leader, {}).setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": ts}
+                ListOffsetsRequestPartition(
+                    partition_index=tp.partition, current_leader_epoch=-1, timestamp=ts
+                )
             )
         return out
 
-    def ask(self, leader: int, topics: dict[str, list[dict[str, int]]]) -> bool:
+    def ask(self, leader: int, topics: dict[str, list[ListOffsetsRequestPartition]]) -> bool:
         """Send one ListOffsets to ``leader`` and take its answers; whether a retriable error
         calls for another round."""
-        body = {
-            "replica_id": -1,
-            "isolation_level": self.isolation_level,
-            "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
-        }
+        body = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=self.isolation_level,
+            topics=[ListOffsetsRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
+        )
         try:
-            response = self.client.request(
+            response: ListOffsetsResponse = self.client.request(
                 leader, ApiKey.LIST_OFFSETS, body, (self.deadline - time.monotonic()) * 1000.0
             )
         except KafkaError as e:
@@ -132,17 +141,17 @@ class _OffsetLookup:
             self.metadata.request_update()
             return True
         retry = False
-        for topic in response.get("topics", []):
-            for part in topic.get("partitions", []):
-                retry |= self._take(TopicPartition(topic["name"], part["partition_index"]), part)
+        for topic in response.topics:
+            for part in topic.partitions:
+                retry |= self._take(TopicPartition(topic.name, part.partition_index), part)
         return retry
 
-    def _take(self, tp: TopicPartition, part: dict[str, Any]) -> bool:
+    def _take(self, tp: TopicPartition, part: ListOffsetsResponsePartition) -> bool:
         """Record one partition's answer; whether its error is worth a retry. Raises
         :class:`KafkaError` for an error that is not."""
-        code = part.get("error_code", 0)
+        code = part.error_code
         if code == 0:
-            self.out[tp] = OffsetAndTimestamp(part.get("offset", -1), part.get("timestamp", -1))
+            self.out[tp] = OffsetAndTimestamp(part.offset, part.timestamp)
             self.pending.pop(tp, None)
             return False
         if code in REFRESH_ERRORS or KafkaError(code).retriable:

@@ -27,9 +27,10 @@ Thread-safety: stateless apart from the authorizer (itself thread-safe); runs on
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from common.error_codes import ErrorCode
 from common.protocol.message_base import Message
@@ -48,6 +49,7 @@ from common.security.principal import KafkaPrincipal
 # (common.protocol.codec.TYPED_APIS) while the conversion of the rest goes on.
 Body = dict[str, Any]
 AnyBody = dict[str, Any] | Message
+M = TypeVar("M", bound=Message)
 TOPIC_DENIED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 GROUP_DENIED = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 CLUSTER_DENIED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -168,6 +170,7 @@ class RequestAuthorizer:
 
     # --- partially authorized requests --------------------------------------------------------
 
+    @overload
     def split_topics(
         self,
         s: Session,
@@ -176,15 +179,40 @@ class RequestAuthorizer:
         *,
         list_key: str = "topics",
         name_key: str = "name",
-    ) -> tuple[Body, list[dict[str, Any]]]:
-        """(body with only the topics of ``body[list_key]`` the session may ``op``, the
-        denied topic entries); ``body`` itself when none is denied. Never mutates ``body``."""
-        items = body.get(list_key) or []
-        allowed: list[dict[str, Any]] = []
-        denied: list[dict[str, Any]] = []
+    ) -> tuple[Body, list[dict[str, Any]]]: ...
+
+    @overload
+    def split_topics(
+        self,
+        s: Session,
+        body: M,
+        op: AclOperation,
+        *,
+        list_key: str = "topics",
+        name_key: str = "name",
+    ) -> tuple[M, list[Any]]: ...
+
+    def split_topics(
+        self,
+        s: Session,
+        body: AnyBody,
+        op: AclOperation,
+        *,
+        list_key: str = "topics",
+        name_key: str = "name",
+    ) -> tuple[AnyBody, list[Any]]:
+        """(body with only the topics of its ``list_key`` list the session may ``op``, the
+        denied topic entries); ``body`` itself when none is denied. A dict body's entries are
+        dicts (``name_key`` their key); a typed body's are structs (``name_key`` their
+        attribute), and the narrowed body is a copy (``dataclasses.replace``). Never mutates
+        ``body``."""
+        typed = isinstance(body, Message)
+        items = getattr(body, list_key) if isinstance(body, Message) else body.get(list_key) or []
+        allowed: list[Any] = []
+        denied: list[Any] = []
         cache: dict[str, bool] = {}
         for item in items:
-            name = item.get(name_key, "")
+            name = getattr(item, name_key) if typed else item.get(name_key, "")
             if name is None:
                 # A topic id this broker does not know (data_plane.broker.topic_ids): there is
                 # nothing to protect, and the handler answers UNKNOWN_TOPIC_ID.
@@ -196,6 +224,8 @@ class RequestAuthorizer:
             (allowed if ok else denied).append(item)
         if not denied:
             return body, []
+        if isinstance(body, Message):
+            return dataclasses.replace(body, **{list_key: allowed}), denied  # type: ignore[type-var]
         new = dict(body)
         new[list_key] = allowed
         return new, denied
@@ -223,7 +253,7 @@ def with_denied(
 
 
 def with_denied_topics(
-    new: Body, denied: int, list_key: str, entries: list[dict[str, Any]]
+    new: AnyBody, denied: int, list_key: str, entries: Sequence[object]
 ) -> Verdict:
     """:func:`with_denied` for ``denied`` topics."""
     return with_denied(new, ResourceType.TOPIC, denied, list_key, entries)

@@ -5,6 +5,11 @@ from __future__ import annotations
 import time
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+)
 from deploy.local_cluster import LocalCluster
 from kraftlog_client import Admin, Consumer, Producer, TopicPartition
 from tests.unit.broker.wire import WireClient
@@ -71,14 +76,16 @@ def delete_records(cluster: LocalCluster, admin: Admin, topic: str, before: int)
         raise AssertionError(f"broker {leader} has no port")
     client = WireClient(port, cluster.host_of(leader))
     try:
-        body = {
-            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": before}]}],
-            "timeout_ms": 10_000,
-        }
+        partition = DeleteRecordsRequestPartition(partition_index=0, offset=before)
+        body = DeleteRecordsRequest(
+            topics=[DeleteRecordsRequestTopic(name=topic, partitions=[partition])],
+            timeout_ms=10_000,
+        )
         answer = client.call(ApiKey.DELETE_RECORDS, 1, body)
     finally:
         client.close()
-    part = answer["topics"][0]["partitions"][0]
-    if part["error_code"] != 0:
+    part = answer.topics[0].partitions[0]
+    if part.error_code != 0:
         raise AssertionError(f"DeleteRecords failed: {part}")
-    return part["low_watermark"]
+    low_watermark: int = part.low_watermark
+    return low_watermark

@@ -6,9 +6,13 @@ log start offsets when they next fetch)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from common.errors import ApiError
+from common.protocol.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartition,
+    DeleteRecordsResponseTopic,
+)
 from common.security.acl import AclOperation
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
@@ -22,42 +26,46 @@ from data_plane.security.request_authz import (
 )
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> DeleteRecordsResponse:
+    body = request.body
+    if not isinstance(body, DeleteRecordsRequest):
+        raise TypeError(f"DeleteRecords handler given {type(body).__name__}")
     topics = []
-    for t in request.body.get("topics") or ():
-        name = t["name"]
+    for t in body.topics:
         parts = []
-        for p in t.get("partitions") or ():
-            tp = TopicPartition(name, p["partition_index"])
-            entry = {"partition_index": tp.partition, "low_watermark": -1, "error_code": 0}
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            entry = DeleteRecordsResponsePartition(
+                partition_index=tp.partition, low_watermark=-1, error_code=0
+            )
             try:
                 part = apis.replica_manager.leader_partition(tp)
-                entry["low_watermark"] = part.delete_records_before(p["offset"])
+                entry.low_watermark = part.delete_records_before(p.offset)
             except (BrokerRequestError, ApiError) as e:
-                entry["error_code"] = e.error_code
+                entry.error_code = e.error_code
             parts.append(entry)
             apis.on_partition_change(tp)  # a parked fetch below the new start must answer
-        topics.append({"name": name, "partitions": parts})
-    return {"throttle_time_ms": 0, "topics": topics}
+        topics.append(DeleteRecordsResponseTopic(name=t.name, partitions=parts))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Delete on each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
+    if not isinstance(body, DeleteRecordsRequest):
+        raise TypeError(f"DeleteRecords rule given {type(body).__name__}")
     new, denied = authz.split_topics(s, body, AclOperation.DELETE)
     if not denied:
         return Verdict(body)
     entries = [
-        {
-            "name": t.get("name", ""),
-            "partitions": [
-                {
-                    "partition_index": p.get("partition_index", 0),
-                    "low_watermark": -1,
-                    "error_code": TOPIC_DENIED,
-                }
-                for p in t.get("partitions") or []
+        DeleteRecordsResponseTopic(
+            name=t.name,
+            partitions=[
+                DeleteRecordsResponsePartition(
+                    partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_DENIED
+                )
+                for p in t.partitions
             ],
-        }
+        )
         for t in denied
     ]
     return with_denied_topics(new, len(denied), "topics", entries)

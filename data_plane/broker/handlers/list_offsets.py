@@ -12,10 +12,15 @@ v0 answers ``old_style_offsets`` ([offset], or [] when none)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from common.error_codes import ErrorCode
 from common.errors import ApiError
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsResponse,
+    ListOffsetsResponsePartition,
+    ListOffsetsResponseTopic,
+)
 from common.security.acl import AclOperation
 from common.topic_partition import TopicPartition
 from data_plane.broker.apis import Body, KafkaApis, Request
@@ -42,34 +47,34 @@ READ_COMMITTED = 1
 def _one(
     apis: KafkaApis,
     tp: TopicPartition,
-    p: dict[str, Any],
+    p: ListOffsetsRequestPartition,
     replica_id: int,
     read_committed: bool,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "partition_index": tp.partition,
-        "error_code": ErrorCode.NO_ERROR,
-        "timestamp": -1,
-        "offset": -1,
-        "leader_epoch": -1,
-    }
+) -> ListOffsetsResponsePartition:
+    out = ListOffsetsResponsePartition(
+        partition_index=tp.partition,
+        error_code=ErrorCode.NO_ERROR,
+        timestamp=-1,
+        offset=-1,
+        leader_epoch=-1,
+    )
     try:
         part = apis.replica_manager.leader_partition(tp)
-        part.check_leader_epoch(p.get("current_leader_epoch", -1))
-        ts = p["timestamp"]
+        part.check_leader_epoch(p.current_leader_epoch)
+        ts = p.timestamp
         if ts in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # all of the log is local
-            out["offset"] = part.log.log_start_offset
+            out.offset = part.log.log_start_offset
         elif ts == LATEST_TIERED_TIMESTAMP:
             pass  # nothing is tiered: -1, as Kafka answers without remote storage
         elif ts == LATEST_TIMESTAMP:
             if replica_id >= 0:
-                out["offset"] = part.log.log_end_offset
+                out.offset = part.log.log_end_offset
             else:
                 part.check_offsets_available()
                 if read_committed:
-                    out["offset"] = part.log.last_stable_offset
+                    out.offset = part.log.last_stable_offset
                 else:
-                    out["offset"] = part.high_watermark
+                    out.offset = part.high_watermark
         else:
             if ts == MAX_TIMESTAMP:
                 found = part.offset_of_max_timestamp()
@@ -77,45 +82,51 @@ def _one(
                 found = part.offset_for_timestamp(ts)
             limit = part.log.last_stable_offset if read_committed else part.high_watermark
             if found is not None and found[0] < limit:
-                out["offset"], out["timestamp"] = found
+                out.offset, out.timestamp = found
             elif replica_id < 0:
                 # Nothing below the bound: while a new leader's HW lags, a later record may
                 # exist that this leader cannot name yet (KIP-207).
                 part.check_offsets_available()
     except (BrokerRequestError, ApiError) as e:
-        out["error_code"] = e.error_code
-    out["old_style_offsets"] = [out["offset"]] if out["offset"] >= 0 else []
+        out.error_code = e.error_code
+    out.old_style_offsets = [out.offset] if out.offset >= 0 else []
     return out
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> ListOffsetsResponse:
     body = request.body
-    replica_id = body.get("replica_id", -1)
-    read_committed = body.get("isolation_level", 0) == READ_COMMITTED
+    if not isinstance(body, ListOffsetsRequest):
+        raise TypeError(f"ListOffsets handler given {type(body).__name__}")
+    replica_id = body.replica_id
+    read_committed = body.isolation_level == READ_COMMITTED
     topics = []
-    for t in body.get("topics") or ():
-        name = t["name"]
+    for t in body.topics:
+        name = t.name
         parts = [
-            _one(apis, TopicPartition(name, p["partition_index"]), p, replica_id, read_committed)
-            for p in t.get("partitions") or ()
+            _one(apis, TopicPartition(name, p.partition_index), p, replica_id, read_committed)
+            for p in t.partitions
         ]
-        topics.append({"name": name, "partitions": parts})
-    return {"throttle_time_ms": 0, "topics": topics}
+        topics.append(ListOffsetsResponseTopic(name=name, partitions=parts))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Describe on each topic (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
+    if not isinstance(body, ListOffsetsRequest):
+        raise TypeError(f"ListOffsets rule given {type(body).__name__}")
     new, denied = authz.split_topics(s, body, AclOperation.DESCRIBE)
     if not denied:
         return Verdict(body)
     entries = [
-        {
-            "name": t.get("name", ""),
-            "partitions": [
-                {"partition_index": p.get("partition_index", 0), "error_code": TOPIC_DENIED}
-                for p in t.get("partitions") or []
+        ListOffsetsResponseTopic(
+            name=t.name,
+            partitions=[
+                ListOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=TOPIC_DENIED
+                )
+                for p in t.partitions
             ],
-        }
+        )
         for t in denied
     ]
     return with_denied_topics(new, len(denied), "topics", entries)

@@ -8,8 +8,13 @@ the group's members subscribe to answers GROUP_SUBSCRIBED_TO_TOPIC for its parti
 
 from __future__ import annotations
 
-from typing import Any
-
+from common.protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request, Response
 from data_plane.security.request_authz import (
@@ -22,60 +27,63 @@ from data_plane.security.request_authz import (
 )
 
 
-async def _delete(apis: KafkaApis, group_id: str, topics: list[dict]) -> Body:
-    partitions = [
-        (t.get("name", ""), p.get("partition_index", -1))
-        for t in topics
-        for p in t.get("partitions") or ()
-    ]
+async def _delete(
+    apis: KafkaApis, group_id: str, topics: list[OffsetDeleteRequestTopic]
+) -> OffsetDeleteResponse:
+    partitions = [(t.name, p.partition_index) for t in topics for p in t.partitions]
     result = await apis.group_coordinator.delete_offsets(group_id, partitions)
     if result.error_code:
-        return {"error_code": result.error_code, "throttle_time_ms": 0, "topics": []}
-    return {
-        "error_code": 0,
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t.get("name", ""),
-                "partitions": [
-                    {
-                        "partition_index": p.get("partition_index", -1),
-                        "error_code": result.partition_errors[
-                            (t.get("name", ""), p.get("partition_index", -1))
-                        ],
-                    }
-                    for p in t.get("partitions") or ()
+        return OffsetDeleteResponse(error_code=result.error_code, throttle_time_ms=0, topics=[])
+    return OffsetDeleteResponse(
+        error_code=0,
+        throttle_time_ms=0,
+        topics=[
+            OffsetDeleteResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetDeleteResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=result.partition_errors[(t.name, p.partition_index)],
+                    )
+                    for p in t.partitions
                 ],
-            }
+            )
             for t in topics
         ],
-    }
+    )
 
 
 def handle(apis: KafkaApis, request: Request) -> Response:
-    return _delete(apis, request.body.get("group_id") or "", list(request.body.get("topics") or ()))
+    body = request.body
+    if not isinstance(body, OffsetDeleteRequest):
+        raise TypeError(f"OffsetDelete handler given {type(body).__name__}")
+    return _delete(apis, body.group_id, body.topics)
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Delete on the group (refused: GROUP_AUTHORIZATION_FAILED), then Read on each topic
     (refused: each partition TOPIC_AUTHORIZATION_FAILED)."""
-    if not authz.group(s, AclOperation.DELETE, body.get("group_id") or ""):
+    if not isinstance(body, OffsetDeleteRequest):
+        raise TypeError(f"OffsetDelete rule given {type(body).__name__}")
+    if not authz.group(s, AclOperation.DELETE, body.group_id):
         return Verdict.refused(
             body,
-            {"error_code": GROUP_DENIED, "throttle_time_ms": 0, "topics": []},
+            OffsetDeleteResponse(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[]),
             ResourceType.GROUP,
         )
     new, denied = authz.split_topics(s, body, AclOperation.READ)
     if not denied:
         return Verdict(body)
     entries = [
-        {
-            "name": t.get("name", ""),
-            "partitions": [
-                {"partition_index": p.get("partition_index", -1), "error_code": TOPIC_DENIED}
-                for p in t.get("partitions") or ()
+        OffsetDeleteResponseTopic(
+            name=t.name,
+            partitions=[
+                OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index, error_code=TOPIC_DENIED
+                )
+                for p in t.partitions
             ],
-        }
+        )
         for t in denied
     ]
     return with_denied_topics(new, len(denied), "topics", entries)

@@ -11,15 +11,31 @@ UNSTABLE_OFFSET_COMMIT, which the client retries, instead of an offset that may 
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import OFFSET_FETCH_GROUPS_SINCE
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestGroupTopic,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponseGroupTopic,
+    OffsetFetchResponseGroupTopicPartition,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
 from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
+from data_plane.coordinator.group_metadata_records import OffsetAndMetadata
 from data_plane.security.request_authz import (
     GROUP_DENIED,
     TOPIC_DENIED,
+    AnyBody,
     RequestAuthorizer,
     Session,
     Verdict,
@@ -32,160 +48,208 @@ from data_plane.security.request_authz import (
 TOP_LEVEL_ERROR_SINCE_VERSION = 2
 
 
-def _partition(index: int, offset: Any, error: int) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "committed_offset": offset.offset if offset is not None else -1,
-        "committed_leader_epoch": offset.leader_epoch if offset is not None else -1,
-        "metadata": offset.metadata if offset is not None else "",
-        "error_code": error,
-    }
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """One partition's answer: its committed offset (-1, epoch -1 and empty metadata when
+    there is none) and its error code."""
+
+    index: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error: int
+
+    @staticmethod
+    def of(index: int, committed: OffsetAndMetadata | None, error: int) -> _Committed:
+        if committed is None:
+            return _Committed(index, -1, -1, "", error)
+        return _Committed(
+            index, committed.offset, committed.leader_epoch, committed.metadata, error
+        )
 
 
-def handle(apis: KafkaApis, request: Request) -> Body:
+def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
     b = request.body
+    if not isinstance(b, OffsetFetchRequest):
+        raise TypeError(f"OffsetFetch handler given {type(b).__name__}")
     version = request.header.api_version
-    stable = bool(b.get("require_stable"))
+    stable = b.require_stable
     if version >= OFFSET_FETCH_GROUPS_SINCE:
         groups = []
-        for g in b.get("groups") or ():
-            topics, error = _group_offsets(
-                apis,
-                g["group_id"] or "",
-                g.get("topics"),
-                stable,
-                True,
-                g.get("member_id"),
-                g.get("member_epoch", -1),
+        for g in b.groups:
+            wanted = None if g.topics is None else _wanted(g.topics)
+            by_topic, error = _group_offsets(
+                apis, g.group_id, wanted, stable, True, g.member_id, g.member_epoch
             )
-            groups.append({"group_id": g["group_id"], "topics": topics, "error_code": error})
-        return {"throttle_time_ms": 0, "groups": groups}
+            groups.append(
+                OffsetFetchResponseGroup(
+                    group_id=g.group_id, topics=_group_topics(by_topic.items()), error_code=error
+                )
+            )
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     top_level = version >= TOP_LEVEL_ERROR_SINCE_VERSION
-    topics, error = _group_offsets(apis, b["group_id"] or "", b.get("topics"), stable, top_level)
-    return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
+    wanted = None if b.topics is None else _wanted(b.topics)
+    by_topic, error = _group_offsets(apis, b.group_id, wanted, stable, top_level)
+    return OffsetFetchResponse(
+        throttle_time_ms=0, topics=_topics(by_topic.items()), error_code=error
+    )
+
+
+def _wanted(
+    topics: Sequence[OffsetFetchRequestTopic | OffsetFetchRequestGroupTopic],
+) -> list[tuple[str, int]]:
+    return [(t.name, i) for t in topics for i in t.partition_indexes]
 
 
 def _group_offsets(
     apis: KafkaApis,
     group_id: str,
-    requested: list[dict[str, Any]] | None,
+    wanted: list[tuple[str, int]] | None,
     require_stable: bool,
     top_level: bool,
     member_id: str | None = None,
     member_epoch: int = -1,
-) -> tuple[list[dict[str, Any]], int]:
-    """The ``topics`` answer for one group and its error code (a group error empties the
-    topics when ``top_level``, else every partition carries it)."""
-    wanted = (
-        None
-        if requested is None
-        else [(t["name"] or "", i) for t in requested for i in t.get("partition_indexes") or ()]
-    )
+) -> tuple[dict[str, list[_Committed]], int]:
+    """One group's answers by topic (every partition the group has an offset for when
+    ``wanted`` is None) and its error code (a group error empties the topics when
+    ``top_level``, else every partition carries it)."""
     result = apis.group_coordinator.coordinator.fetch_offsets(
         group_id, wanted, require_stable, member_id=member_id, member_epoch=member_epoch
     )
     if result.error_code != ErrorCode.NO_ERROR and top_level:
-        return [], result.error_code
+        return {}, result.error_code
     per_partition_error = result.error_code
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_topic: dict[str, list[_Committed]] = {}
     keys = wanted if wanted is not None else sorted({*result.offsets, *result.unstable})
     for topic, index in keys:
         if (topic, index) in result.unstable:
             # The client retries until the pending transactional commit completes.
-            entry = _partition(index, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            entry = _Committed.of(index, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
         else:
-            entry = _partition(index, result.offsets.get((topic, index)), per_partition_error)
+            entry = _Committed.of(index, result.offsets.get((topic, index)), per_partition_error)
         by_topic.setdefault(topic, []).append(entry)
-    topics = [{"name": n, "partitions": parts} for n, parts in by_topic.items()]
-    return topics, ErrorCode.NO_ERROR
+    return by_topic, ErrorCode.NO_ERROR
 
 
-def authorize(authz: RequestAuthorizer, s: Session, version: int, body: dict[str, Any]) -> Verdict:
+def _topics(by_topic: Iterable[tuple[str, list[_Committed]]]) -> list[OffsetFetchResponseTopic]:
+    """The v0-7 ``topics`` answer: (topic, its partitions' answers) in order."""
+    return [
+        OffsetFetchResponseTopic(
+            name=name,
+            partitions=[
+                OffsetFetchResponsePartition(
+                    partition_index=c.index,
+                    committed_offset=c.offset,
+                    committed_leader_epoch=c.leader_epoch,
+                    metadata=c.metadata,
+                    error_code=c.error,
+                )
+                for c in committed
+            ],
+        )
+        for name, committed in by_topic
+    ]
+
+
+def _group_topics(
+    by_topic: Iterable[tuple[str, list[_Committed]]],
+) -> list[OffsetFetchResponseGroupTopic]:
+    """The ``topics`` answer of one group of v8+: (topic, its partitions' answers) in order."""
+    return [
+        OffsetFetchResponseGroupTopic(
+            name=name,
+            partitions=[
+                OffsetFetchResponseGroupTopicPartition(
+                    partition_index=c.index,
+                    committed_offset=c.offset,
+                    committed_leader_epoch=c.leader_epoch,
+                    metadata=c.metadata,
+                    error_code=c.error,
+                )
+                for c in committed
+            ],
+        )
+        for name, committed in by_topic
+    ]
+
+
+def _refused(
+    topics: Sequence[OffsetFetchRequestTopic | OffsetFetchRequestGroupTopic], code: int
+) -> list[tuple[str, list[_Committed]]]:
+    """Answers for ``topics`` (request entries): every listed partition ``code``."""
+    return [
+        (t.name, [_Committed(p, -1, -1, "", code) for p in t.partition_indexes]) for t in topics
+    ]
+
+
+def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
     """Describe on the group (refused: GROUP_AUTHORIZATION_FAILED; before v2 on every listed
     partition too), then Describe on each topic: listed topics refused are answered
     TOPIC_AUTHORIZATION_FAILED per partition; when all topics are asked for, the others are
     left out. v8+ (several groups) applies this per group (:func:`_authorize_groups`)."""
+    if not isinstance(body, OffsetFetchRequest):
+        raise TypeError(f"OffsetFetch rule given {type(body).__name__}")
     if version >= OFFSET_FETCH_GROUPS_SINCE:
         return _authorize_groups(authz, s, body)
-    topics = body.get("topics")
-    if not authz.group(s, AclOperation.DESCRIBE, body.get("group_id", "")):
-        response: dict[str, Any] = {"topics": [], "error_code": GROUP_DENIED}
-        if version < 2:
-            response["topics"] = _denied(topics or [], GROUP_DENIED)
+    topics = body.topics
+    if not authz.group(s, AclOperation.DESCRIBE, body.group_id):
+        response = OffsetFetchResponse(topics=[], error_code=GROUP_DENIED)
+        if version < TOP_LEVEL_ERROR_SINCE_VERSION:
+            response.topics = _topics(_refused(topics or [], GROUP_DENIED))
         return Verdict.refused(body, response, ResourceType.GROUP)
     if topics is None:
         v = Verdict(body)
-        v.finish = keep_only(
-            "topics", lambda t: authz.topic(s, AclOperation.DESCRIBE, t.get("name", ""))
-        )
+        v.finish = keep_only("topics", lambda t: authz.topic(s, AclOperation.DESCRIBE, t.name))
         return v
     new, denied = authz.split_topics(s, body, AclOperation.DESCRIBE)
     if not denied:
         return Verdict(body)
-    return with_denied_topics(new, len(denied), "topics", _denied(denied, TOPIC_DENIED))
+    entries = _topics(_refused(denied, TOPIC_DENIED))
+    return with_denied_topics(new, len(denied), "topics", entries)
 
 
-def _authorize_groups(authz: RequestAuthorizer, s: Session, body: dict[str, Any]) -> Verdict:
+def _authorize_groups(authz: RequestAuthorizer, s: Session, body: OffsetFetchRequest) -> Verdict:
     """OffsetFetch v8+ (several groups): a group the principal may not describe is
     answered GROUP_DENIED; within the others, topics it may not describe are answered
     TOPIC_DENIED per partition (listed ones) or left out (all topics asked). The handler
     answers the kept groups in request order, so their fixes go by position."""
-    kept: list[dict[str, Any]] = []
+    kept: list[OffsetFetchRequestGroup] = []
     denied_groups: list[str] = []
-    denied_topics: dict[int, list[dict[str, Any]]] = {}  # position in kept -> entries
+    denied_topics: dict[int, list[OffsetFetchResponseGroupTopic]] = {}  # position in kept
     hide_in: set[int] = set()
-    for g in body.get("groups") or []:
-        gid = g.get("group_id", "")
-        if not authz.group(s, AclOperation.DESCRIBE, gid):
-            denied_groups.append(gid)
+    for g in body.groups:
+        if not authz.group(s, AclOperation.DESCRIBE, g.group_id):
+            denied_groups.append(g.group_id)
             continue
-        if g.get("topics") is None:
+        if g.topics is None:
             hide_in.add(len(kept))
             kept.append(g)
             continue
         new, denied = authz.split_topics(s, g, AclOperation.DESCRIBE)
         if denied:
-            denied_topics[len(kept)] = _denied(denied, TOPIC_DENIED)
+            denied_topics[len(kept)] = _group_topics(_refused(denied, TOPIC_DENIED))
         kept.append(new)
     if not denied_groups and not denied_topics and not hide_in:
         return Verdict(body)
-    v = Verdict({**body, "groups": kept})
+    v = Verdict(dataclasses.replace(body, groups=kept))
     if denied_groups:
         v.note(ResourceType.GROUP, len(denied_groups))
     if denied_topics:
         v.note(ResourceType.TOPIC, sum(len(t) for t in denied_topics.values()))
 
-    def finish(response: dict[str, Any]) -> dict[str, Any]:
-        for i, g in enumerate(response.get("groups") or []):
-            topics = list(g.get("topics") or [])
+    def finish(response: AnyBody) -> AnyBody:
+        if not isinstance(response, OffsetFetchResponse):
+            raise TypeError(f"OffsetFetch answered with {type(response).__name__}")
+        for i, g in enumerate(response.groups):
+            topics = g.topics
             if i in hide_in:
-                topics = [
-                    t for t in topics if authz.topic(s, AclOperation.DESCRIBE, t.get("name", ""))
-                ]
-            g["topics"] = topics + denied_topics.get(i, [])
+                topics = [t for t in topics if authz.topic(s, AclOperation.DESCRIBE, t.name)]
+            g.topics = [*topics, *denied_topics.get(i, [])]
         entries = [
-            {"group_id": gid, "topics": [], "error_code": GROUP_DENIED} for gid in denied_groups
+            OffsetFetchResponseGroup(group_id=gid, topics=[], error_code=GROUP_DENIED)
+            for gid in denied_groups
         ]
         return append(response, "groups", entries)
 
     v.finish = finish
     return v
-
-
-def _denied(topics: list[dict[str, Any]], code: int) -> list[dict[str, Any]]:
-    """OffsetFetch answers for ``topics`` (request entries): every listed partition ``code``."""
-    return [
-        {
-            "name": t.get("name", ""),
-            "partitions": [
-                {
-                    "partition_index": p,
-                    "committed_offset": -1,
-                    "metadata": "",
-                    "error_code": code,
-                }
-                for p in t.get("partition_indexes") or []
-            ],
-        }
-        for t in topics
-    ]

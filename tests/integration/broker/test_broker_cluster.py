@@ -14,6 +14,11 @@ import pytest
 from common.error_codes import ErrorCode
 from common.protocol.api_keys import ApiKey
 from common.protocol.messages.api_versions import ApiVersionsRequest
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+)
 from data_plane.storage import Record, build_batch
 from deploy.local_cluster import LocalCluster
 from metadata.messages import NewTopic
@@ -55,12 +60,14 @@ def produce(client: WireClient, topic: str, n: int, acks: int = 1, timeout_ms: i
 
 
 def latest(client: WireClient, topic: str) -> int:
-    body = {
-        "replica_id": -1,
-        "isolation_level": 0,
-        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-    }
-    return client.call(ApiKey.LIST_OFFSETS, 5, body)["topics"][0]["partitions"][0]["offset"]
+    partition = ListOffsetsRequestPartition(partition_index=0, timestamp=-1)
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=[ListOffsetsRequestTopic(name=topic, partitions=[partition])],
+    )
+    offset: int = client.call(ApiKey.LIST_OFFSETS, 5, body).topics[0].partitions[0].offset
+    return offset
 
 
 def partition_md(client: WireClient, topic: str) -> tuple[dict, dict]:

@@ -9,6 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from common.protocol.api_keys import ApiKey
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+)
 from data_plane.storage import Record, build_batch, validate_stored_payload
 from deploy.admin import fetch_image
 from deploy.local_cluster import LocalCluster
@@ -94,17 +99,19 @@ def list_latest(cluster: LocalCluster, broker_id: int, topic: str) -> int:
     """ListOffsets latest (the high watermark) from ``broker_id``; raises on an error code."""
     client = WireClient(port_of(cluster, broker_id), cluster.host_of(broker_id))
     try:
-        body = {
-            "replica_id": -1,
-            "isolation_level": 0,
-            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-        }
-        p = client.call(ApiKey.LIST_OFFSETS, 5, body)["topics"][0]["partitions"][0]
+        partition = ListOffsetsRequestPartition(partition_index=0, timestamp=-1)
+        body = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=0,
+            topics=[ListOffsetsRequestTopic(name=topic, partitions=[partition])],
+        )
+        p = client.call(ApiKey.LIST_OFFSETS, 5, body).topics[0].partitions[0]
     finally:
         client.close()
-    if p["error_code"] != 0:
-        raise OSError(f"ListOffsets error {p['error_code']}")
-    return p["offset"]
+    if p.error_code != 0:
+        raise OSError(f"ListOffsets error {p.error_code}")
+    offset: int = p.offset
+    return offset
 
 
 def replica_bytes(cluster: LocalCluster, broker_id: int, topic: str) -> bytes:

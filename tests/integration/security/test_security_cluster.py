@@ -30,6 +30,7 @@ from common.protocol.api_keys import ApiKey
 from common.protocol.codec import decode_response, encode_request
 from common.protocol.messages.api_versions import ApiVersionsRequest
 from common.protocol.messages.find_coordinator import FindCoordinatorRequest
+from common.protocol.messages.offset_fetch import OffsetFetchRequest
 from common.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from common.security.plain import plain_message
 from common.security.scram import ScramClient, ScramMechanism
@@ -502,8 +503,9 @@ def test_group_consumer_and_group_acls(secure: Secure) -> None:
     with _scram_connect(secure, "reader", READER_PASSWORD) as sock:
         found = _call(sock, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("app-grp", 0))
         assert found.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
-        fetched = _call(sock, ApiKey.OFFSET_FETCH, 5, {"group_id": "app-grp", "topics": None})
-        assert fetched["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        every = OffsetFetchRequest(group_id="app-grp", topics=None)
+        fetched = _call(sock, ApiKey.OFFSET_FETCH, 5, every)
+        assert fetched.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         found = _call(sock, ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest("reader-1", 0))
         assert found.error_code == 0
 

@@ -18,6 +18,11 @@ from common.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+)
 from common.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersRequestMarker,
@@ -56,14 +61,15 @@ def init(client: WireClient, txn_id: str, timeout_ms: int) -> InitProducerIdResp
 
 
 def latest(client: WireClient, topic: str, isolation: int) -> int:
-    body = {
-        "replica_id": -1,
-        "isolation_level": isolation,
-        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-    }
-    p = client.call(ApiKey.LIST_OFFSETS, 5, body)["topics"][0]["partitions"][0]
-    assert p["error_code"] == 0, p
-    return int(p["offset"])
+    partition = ListOffsetsRequestPartition(partition_index=0, timestamp=-1)
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=isolation,
+        topics=[ListOffsetsRequestTopic(name=topic, partitions=[partition])],
+    )
+    p = client.call(ApiKey.LIST_OFFSETS, 5, body).topics[0].partitions[0]
+    assert p.error_code == 0, p
+    return int(p.offset)
 
 
 def produce(client: WireClient, topic: str, batch: bytearray, txn_id: str | None) -> dict:

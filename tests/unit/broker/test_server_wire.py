@@ -17,6 +17,12 @@ from common.protocol.api_keys import ApiKey
 from common.protocol.codec import encode_request
 from common.protocol.messages.api_versions import ApiVersionsRequest
 from common.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestTopic
+from common.protocol.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponsePartition,
+)
 from common.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponseResponse,
@@ -24,6 +30,12 @@ from common.protocol.messages.delete_topics import (
 from common.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsRequestResource,
+)
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponsePartition,
 )
 from data_plane.broker.client_connection import _END, _more_after
 from data_plane.broker.config import BrokerConfig
@@ -144,28 +156,26 @@ def test_wrong_crc_is_corrupt_message_and_appends_nothing(client: WireClient) ->
     resp = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, bytes(data)))
     assert presult(resp)["error_code"] == ErrorCode.CORRUPT_MESSAGE
     lo = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -1))
-    assert lo["topics"][0]["partitions"][0]["offset"] == 0
+    assert lo.topics[0].partitions[0].offset == 0
     ok = client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3)))
     assert presult(ok)["error_code"] == 0 and presult(ok)["base_offset"] == 0
 
 
-def list_offsets_body(topic: str, partition: int, timestamp: int) -> dict:
-    return {
-        "replica_id": -1,
-        "isolation_level": 0,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": partition,
-                        "current_leader_epoch": -1,
-                        "timestamp": timestamp,
-                    }
+def list_offsets_body(topic: str, partition: int, timestamp: int) -> ListOffsetsRequest:
+    return ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=[
+            ListOffsetsRequestTopic(
+                name=topic,
+                partitions=[
+                    ListOffsetsRequestPartition(
+                        partition_index=partition, current_leader_epoch=-1, timestamp=timestamp
+                    )
                 ],
-            }
+            )
         ],
-    }
+    )
 
 
 def test_produce_routing_and_size_errors(broker: BrokerHarness, client: WireClient) -> None:
@@ -195,7 +205,7 @@ def test_acks_zero_sends_no_response(client: WireClient) -> None:
     got, _ = client.recv(ApiKey.METADATA, 1)
     assert got == cid
     lo = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 1, -1))
-    assert lo["topics"][0]["partitions"][0]["offset"] == 2
+    assert lo.topics[0].partitions[0].offset == 2
 
 
 def test_acks_zero_failure_closes_connection(client: WireClient) -> None:
@@ -338,29 +348,33 @@ def test_list_offsets_earliest_latest_and_by_timestamp(client: WireClient) -> No
     client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3, start=0)))
     client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(3, start=10)))
 
-    def lo(ts: int) -> dict:
+    def lo(ts: int) -> ListOffsetsResponsePartition:
         r = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, ts))
-        return r["topics"][0]["partitions"][0]
+        return r.topics[0].partitions[0]
 
-    assert lo(-2)["offset"] == 0
-    assert lo(-1)["offset"] == 6
+    assert lo(-2).offset == 0
+    assert lo(-1).offset == 6
     found = lo(1_010)
-    assert (found["offset"], found["timestamp"]) == (3, 1_010)
-    assert lo(99_999)["offset"] == -1
+    assert (found.offset, found.timestamp) == (3, 1_010)
+    assert lo(99_999).offset == -1
     v0 = client.call(
         ApiKey.LIST_OFFSETS,
         0,
-        {
-            "replica_id": -1,
-            "topics": [
-                {
-                    "name": "t",
-                    "partitions": [{"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}],
-                }
+        ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                ListOffsetsRequestTopic(
+                    name="t",
+                    partitions=[
+                        ListOffsetsRequestPartition(
+                            partition_index=0, timestamp=-1, max_num_offsets=1
+                        )
+                    ],
+                )
             ],
-        },
+        ),
     )
-    assert v0["topics"][0]["partitions"][0]["old_style_offsets"] == [6]
+    assert v0.topics[0].partitions[0].old_style_offsets == [6]
 
 
 def test_list_offsets_by_max_timestamp_and_the_tiered_storage_specials(client: WireClient) -> None:
@@ -369,37 +383,31 @@ def test_list_offsets_by_max_timestamp_and_the_tiered_storage_specials(client: W
     client.call(ApiKey.PRODUCE, 9, produce_body("t", 0, batch(3, start=5)))  # ts 1005..1007
     client.call(ApiKey.PRODUCE, 9, produce_body("t", 0, batch(2, start=0)))  # ts 1000..1001
 
-    def lo(version: int, ts: int) -> dict:
+    def lo(version: int, ts: int) -> ListOffsetsResponsePartition:
         r = client.call(ApiKey.LIST_OFFSETS, version, list_offsets_body("t", 0, ts))
-        return r["topics"][0]["partitions"][0]
+        return r.topics[0].partitions[0]
 
     top = lo(7, -3)
-    assert (top["error_code"], top["offset"], top["timestamp"]) == (0, 2, 1_007)
-    assert lo(8, -4)["offset"] == 0
-    assert lo(9, -5)["offset"] == -1
+    assert (top.error_code, top.offset, top.timestamp) == (0, 2, 1_007)
+    assert lo(8, -4).offset == 0
+    assert lo(9, -5).offset == -1
     # An empty partition has no record to name.
     none = client.call(ApiKey.LIST_OFFSETS, 7, list_offsets_body("t", 1, -3))
-    assert none["topics"][0]["partitions"][0]["offset"] == -1
+    assert none.topics[0].partitions[0].offset == -1
 
 
 def test_delete_records_moves_low_watermark(client: WireClient) -> None:
     client.call(ApiKey.PRODUCE, 7, produce_body("t", 0, batch(4)))
-    body = {
-        "topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 2}]}],
-        "timeout_ms": 1000,
-    }
-    r = client.call(ApiKey.DELETE_RECORDS, 1, body)
-    assert r["topics"][0]["partitions"][0] == {
-        "partition_index": 0,
-        "low_watermark": 2,
-        "error_code": 0,
-    }
-    assert (
-        client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -2))["topics"][0][
-            "partitions"
-        ][0]["offset"]
-        == 2
+    partition = DeleteRecordsRequestPartition(partition_index=0, offset=2)
+    body = DeleteRecordsRequest(
+        topics=[DeleteRecordsRequestTopic(name="t", partitions=[partition])], timeout_ms=1000
     )
+    r = client.call(ApiKey.DELETE_RECORDS, 1, body)
+    assert r.topics[0].partitions[0] == DeleteRecordsResponsePartition(
+        partition_index=0, low_watermark=2, error_code=0
+    )
+    earliest = client.call(ApiKey.LIST_OFFSETS, 5, list_offsets_body("t", 0, -2))
+    assert earliest.topics[0].partitions[0].offset == 2
 
 
 def test_metadata_unknown_topic_and_partition_details(client: WireClient) -> None:

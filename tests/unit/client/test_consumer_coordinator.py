@@ -204,7 +204,7 @@ def test_rebalance_in_progress_revokes_before_joining() -> None:
     assert sends(out, ApiKey.JOIN_GROUP) == []
     # While revoking, the generation is still valid for the final commit.
     body = c.commit_body({TP0: 5})
-    assert (body["generation_id_or_member_epoch"], body["member_id"]) == (1, "m1")
+    assert (body.generation_id_or_member_epoch, body.member_id) == (1, "m1")
     join = only_send(c.revocation_done(3_004), ApiKey.JOIN_GROUP)
     assert join.body.member_id == "m1"
     assert c.assignment == frozenset()
@@ -222,7 +222,7 @@ def test_fenced_member_loses_partitions_and_rejoins(code: ErrorCode) -> None:
     expected = "" if code == ErrorCode.UNKNOWN_MEMBER_ID else "m1"
     assert join.body.member_id == expected
     assert c.generation_id == -1
-    assert c.commit_body({TP0: 1})["generation_id_or_member_epoch"] == -1
+    assert c.commit_body({TP0: 1}).generation_id_or_member_epoch == -1
 
 
 def test_session_timeout_without_answers_finds_the_coordinator_again() -> None:

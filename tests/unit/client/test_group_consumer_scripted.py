@@ -21,6 +21,22 @@ from common.protocol.messages.join_group import (
     JoinGroupResponseMember,
 )
 from common.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from common.protocol.messages.list_offsets import (
+    ListOffsetsResponse,
+    ListOffsetsResponsePartition,
+    ListOffsetsResponseTopic,
+)
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
 from common.protocol.messages.sync_group import SyncGroupResponse
 from kraftlog_client import Consumer, ConsumerRebalanceListener, TopicPartition
 from kraftlog_client.consumer_protocol import decode_assignment, decode_subscription
@@ -38,7 +54,7 @@ class Coordinator:
         self.port = 0
         self.offset_fetches = 0
         self.heartbeats = 0
-        self.commits: list[dict[str, Any]] = []
+        self.commits: list[OffsetCommitRequest] = []
         self.leaves: list[LeaveGroupRequest] = []
         self.joins: list[JoinGroupRequest] = []
         self.assignment = b""
@@ -96,46 +112,40 @@ class Coordinator:
         if key == ApiKey.OFFSET_FETCH:
             self.offset_fetches += 1
             if self.offset_fetches <= 2:
-                return {
-                    "throttle_time_ms": 0,
-                    "topics": [],
-                    "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                }
+                return OffsetFetchResponse(
+                    throttle_time_ms=0, topics=[], error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                )
             parts = [
-                {
-                    "partition_index": p,
-                    "committed_offset": 5 if p == 0 else -1,
-                    "committed_leader_epoch": -1,
-                    "metadata": "",
-                    "error_code": 0,
-                }
-                for t in body["topics"]
-                for p in t["partition_indexes"]
+                OffsetFetchResponsePartition(
+                    partition_index=p,
+                    committed_offset=5 if p == 0 else -1,
+                    committed_leader_epoch=-1,
+                    metadata="",
+                    error_code=0,
+                )
+                for t in body.topics
+                for p in t.partition_indexes
             ]
-            return {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "topics": [{"name": "t", "partitions": parts}],
-            }
+            return OffsetFetchResponse(
+                throttle_time_ms=0,
+                error_code=0,
+                topics=[OffsetFetchResponseTopic(name="t", partitions=parts)],
+            )
         if key == ApiKey.LIST_OFFSETS:
-            return {
-                "throttle_time_ms": 0,
-                "topics": [
-                    {
-                        "name": "t",
-                        "partitions": [
-                            {
-                                "partition_index": p["partition_index"],
-                                "error_code": 0,
-                                "timestamp": -1,
-                                "offset": 0,
-                                "leader_epoch": 3,
-                            }
-                            for p in body["topics"][0]["partitions"]
-                        ],
-                    }
-                ],
-            }
+            partitions = [
+                ListOffsetsResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=0,
+                    timestamp=-1,
+                    offset=0,
+                    leader_epoch=3,
+                )
+                for p in body.topics[0].partitions
+            ]
+            return ListOffsetsResponse(
+                throttle_time_ms=0,
+                topics=[ListOffsetsResponseTopic(name="t", partitions=partitions)],
+            )
         if key == ApiKey.FETCH:
             return {
                 "throttle_time_ms": 0,
@@ -163,19 +173,21 @@ class Coordinator:
             }
         if key == ApiKey.OFFSET_COMMIT:
             self.commits.append(body)
-            return {
-                "throttle_time_ms": 0,
-                "topics": [
-                    {
-                        "name": t["name"],
-                        "partitions": [
-                            {"partition_index": p["partition_index"], "error_code": 0}
-                            for p in t["partitions"]
+            return OffsetCommitResponse(
+                throttle_time_ms=0,
+                topics=[
+                    OffsetCommitResponseTopic(
+                        name=t.name,
+                        partitions=[
+                            OffsetCommitResponsePartition(
+                                partition_index=p.partition_index, error_code=0
+                            )
+                            for p in t.partitions
                         ],
-                    }
-                    for t in body["topics"]
+                    )
+                    for t in body.topics
                 ],
-            }
+            )
         if key == ApiKey.LEAVE_GROUP:
             self.leaves.append(body)
             return LeaveGroupResponse(throttle_time_ms=0, error_code=0)
@@ -232,9 +244,10 @@ def test_join_lead_committed_positions_heartbeat_and_leave(
         consumer.close()
     # close(): the final auto commit under generation 1, the revocation, then LeaveGroup.
     final = script.commits[-1]
-    assert (final["generation_id_or_member_epoch"], final["member_id"]) == (1, "m-1")
-    assert {
-        p["partition_index"]: p["committed_offset"] for p in final["topics"][0]["partitions"]
-    } == {0: 5, 1: 0}
+    assert (final.generation_id_or_member_epoch, final.member_id) == (1, "m-1")
+    assert {p.partition_index: p.committed_offset for p in final.topics[0].partitions} == {
+        0: 5,
+        1: 0,
+    }
     assert listener.calls[-1] == ("revoked", {T0, T1})
     assert script.leaves == [LeaveGroupRequest(group_id="g", member_id="m-1")]

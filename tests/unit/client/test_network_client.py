@@ -19,6 +19,7 @@ from common.protocol.codec import (
     unsupported_version_response,
 )
 from common.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from common.protocol.messages.list_offsets import ListOffsetsRequest
 from common.version import KRAFTLOG_VERSION
 from kraftlog_client.config import ConsumerConfig, client_config
 from kraftlog_client.errors import KafkaConnectionError, KafkaTimeoutError
@@ -86,7 +87,7 @@ def test_a_request_without_answer_times_out_and_fails_its_callback(
     try:
         client.fetch_metadata(["t"], 10_000)
         with pytest.raises(KafkaTimeoutError):
-            client.request(-1, ApiKey.LIST_OFFSETS, {"replica_id": -1, "topics": []}, 5_000)
+            client.request(-1, ApiKey.LIST_OFFSETS, ListOffsetsRequest(replica_id=-1), 5_000)
     finally:
         client.close()
 

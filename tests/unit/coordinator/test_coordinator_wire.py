@@ -21,6 +21,17 @@ from common.protocol.messages.heartbeat import HeartbeatRequest
 from common.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from common.protocol.messages.leave_group import LeaveGroupRequest
 from common.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponseGroup
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestGroupTopic,
+    OffsetFetchRequestTopic,
+)
 from common.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from common.topic_partition import TopicPartition
 from data_plane.broker.config import BrokerConfig
@@ -63,41 +74,38 @@ def _until(fn: Any, what: str) -> Any:
         time.sleep(0.01)
 
 
-def _commit_body(group: str, offset: int, generation: int = -1, member: str = "") -> dict:
-    return {
-        "group_id": group,
-        "generation_id_or_member_epoch": generation,
-        "member_id": member,
-        "group_instance_id": None,
-        "retention_time_ms": -1,
-        "topics": [
-            {
-                "name": "t",
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": offset,
-                        "committed_leader_epoch": -1,
-                        "commit_timestamp": -1,
-                        "committed_metadata": f"m{offset}",
-                    }
-                ],
-            }
-        ],
-    }
+def _commit_body(
+    group: str, offset: int, generation: int = -1, member: str = ""
+) -> OffsetCommitRequest:
+    partition = OffsetCommitRequestPartition(
+        partition_index=0,
+        committed_offset=offset,
+        committed_leader_epoch=-1,
+        commit_timestamp=-1,
+        committed_metadata=f"m{offset}",
+    )
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member,
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=[OffsetCommitRequestTopic(name="t", partitions=[partition])],
+    )
 
 
 def _fetch_offset(client: WireClient, version: int, group: str) -> tuple[int, int]:
     body = client.call(
         ApiKey.OFFSET_FETCH,
         version,
-        {"group_id": group, "topics": [{"name": "t", "partition_indexes": [0]}]},
+        OffsetFetchRequest(
+            group_id=group, topics=[OffsetFetchRequestTopic(name="t", partition_indexes=[0])]
+        ),
     )
-    top = body.get("error_code", 0)
-    if top:
-        return top, -1
-    p = body["topics"][0]["partitions"][0]
-    return p["error_code"], p["committed_offset"]
+    if body.error_code:
+        return body.error_code, -1
+    p = body.topics[0].partitions[0]
+    return p.error_code, p.committed_offset
 
 
 def _join_body() -> JoinGroupRequest:
@@ -169,7 +177,7 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
         body = client.call(
             ApiKey.OFFSET_COMMIT, version, _commit_body("g", 10 + version, gen, member)
         )
-        code = body["topics"][0]["partitions"][0]["error_code"]
+        code = body.topics[0].partitions[0].error_code
         assert code == (ErrorCode.ILLEGAL_GENERATION if version == 0 else ErrorCode.NO_ERROR)
     for version in range(8):
         assert _fetch_offset(client, version, "g") == (ErrorCode.NO_ERROR, 17)
@@ -177,37 +185,34 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     batched = client.call(
         ApiKey.OFFSET_FETCH,
         8,
-        {
-            "groups": [
-                {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]},
-                {"group_id": "g", "topics": None},
-                {"group_id": "", "topics": None},
+        OffsetFetchRequest(
+            groups=[
+                OffsetFetchRequestGroup(
+                    group_id="g",
+                    topics=[OffsetFetchRequestGroupTopic(name="t", partition_indexes=[0])],
+                ),
+                OffsetFetchRequestGroup(group_id="g", topics=None),
+                OffsetFetchRequestGroup(group_id="", topics=None),
             ],
-            "require_stable": True,
-        },
+            require_stable=True,
+        ),
     )
-    listed, everything, empty = batched["groups"]
-    assert listed["topics"][0]["partitions"][0]["committed_offset"] == 17
-    assert [t["name"] for t in everything["topics"]] == ["t"]
-    assert (listed["error_code"], empty["group_id"]) == (0, "")
+    listed, everything, empty = batched.groups
+    assert listed.topics[0].partitions[0].committed_offset == 17
+    assert [t.name for t in everything.topics] == ["t"]
+    assert (listed.error_code, empty.group_id) == (0, "")
+    nope = OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=1, committed_metadata=""
+    )
     unknown = client.call(
         ApiKey.OFFSET_COMMIT,
         7,
-        {
-            **_commit_body("g", 1, gen, member),
-            "topics": [
-                {
-                    "name": "nope",
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
-                    ],
-                }
-            ],
-        },
+        dataclasses.replace(
+            _commit_body("g", 1, gen, member),
+            topics=[OffsetCommitRequestTopic(name="nope", partitions=[nope])],
+        ),
     )
-    assert unknown["topics"][0]["partitions"][0]["error_code"] == (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    )
+    assert unknown.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     described = client.call(
         ApiKey.DESCRIBE_GROUPS, 4, DescribeGroupsRequest(groups=["g", "missing"])
@@ -243,7 +248,7 @@ def test_group_lifecycle_over_the_wire(broker: BrokerHarness, client: WireClient
     )
     # Now a simple commit (v0: no generation, no member) is accepted.
     v0 = client.call(ApiKey.OFFSET_COMMIT, 0, _commit_body("g", 99))
-    assert v0["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    assert v0.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
 
     # The commits are records in the group's __consumer_offsets partition, Kafka's format.
     assert broker.apis is not None
@@ -269,7 +274,7 @@ def test_partition_moving_away_and_back_unloads_and_reloads(
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
     _until(lambda: _coordinator_ready(client, "g"), "the coordinator")
     body = client.call(ApiKey.OFFSET_COMMIT, 2, _commit_body("g", 42))
-    assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    assert body.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=2)  # another broker leads it now
     assert _fetch_offset(client, 5, "g") == (ErrorCode.NOT_COORDINATOR, -1)
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=1)  # back, in a newer epoch
@@ -289,7 +294,7 @@ def test_reload_reads_the_log_in_small_steps(tmp_path: Path) -> None:
         for round_ in range(3):
             for g in range(20):
                 body = client.call(ApiKey.OFFSET_COMMIT, 2, _commit_body(f"g{g}", round_ * 100 + g))
-                assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+                assert body.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
         broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=2)
         broker.set_topics({OFFSETS_TOPIC: 1, "t": 1}, leader=1)
         _until(lambda: _coordinator_ready(client, "g0"), "the partition to load")
@@ -329,7 +334,7 @@ def test_delete_groups_tombstones_an_empty_group(broker: BrokerHarness, client: 
     broker.set_topics({OFFSETS_TOPIC: 1, "t": 1})
     _until(lambda: _coordinator_ready(client, "dg"), "the coordinator")
     body = client.call(ApiKey.OFFSET_COMMIT, 7, _commit_body("dg", 42))
-    assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NO_ERROR
+    assert body.topics[0].partitions[0].error_code == ErrorCode.NO_ERROR
     assert _fetch_offset(client, 5, "dg") == (ErrorCode.NO_ERROR, 42)
     for version in (0, 1):
         gone = "dg" if version == 0 else "never-seen"

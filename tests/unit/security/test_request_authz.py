@@ -48,6 +48,14 @@ from common.protocol.messages.delete_groups import (
     DeleteGroupsResponse,
     DeleteGroupsResponseResult,
 )
+from common.protocol.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartition,
+    DeleteRecordsResponseTopic,
+)
 from common.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
@@ -120,10 +128,50 @@ from common.protocol.messages.list_groups import (
     ListGroupsResponse,
     ListGroupsResponseGroup,
 )
+from common.protocol.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponse,
+    ListOffsetsResponsePartition,
+    ListOffsetsResponseTopic,
+)
 from common.protocol.messages.list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
     ListTransactionsResponseTransactionState,
+)
+from common.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+)
+from common.protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from common.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestGroupTopic,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponseGroupTopic,
+    OffsetFetchResponseTopic,
+)
+from common.protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestPartition,
+    OffsetForLeaderEpochRequestTopic,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponsePartition,
 )
 from common.protocol.messages.sync_group import SyncGroupRequest
 from common.protocol.messages.txn_offset_commit import (
@@ -413,56 +461,100 @@ def test_groups() -> None:
         ("other", GROUP_DENIED),
     ]
     encodes(ApiKey.FIND_COORDINATOR, 4, out)
-    commit = {
-        "group_id": "app",
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0, "committed_offset": 1}]},
-            {"name": "secret", "partitions": [{"partition_index": 3, "committed_offset": 1}]},
+    commit = OffsetCommitRequest(
+        group_id="app",
+        topics=[
+            OffsetCommitRequestTopic(
+                name="readable",
+                partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=1)],
+            ),
+            OffsetCommitRequestTopic(
+                name="secret",
+                partitions=[OffsetCommitRequestPartition(partition_index=3, committed_offset=1)],
+            ),
         ],
-    }
+    )
     v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, commit)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"topics": []})
-    assert out["topics"][0]["partitions"] == [{"partition_index": 3, "error_code": TOPIC_DENIED}]
-    v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, {**commit, "group_id": "other"})
-    assert {p["error_code"] for t in v.respond_now["topics"] for p in t["partitions"]} == {
-        GROUP_DENIED
-    }
+    assert [t.name for t in v.body.topics] == ["readable"] and v.body.group_id == "app"
+    out = v.finish(OffsetCommitResponse())
+    assert out.topics[0].partitions == [
+        OffsetCommitResponsePartition(partition_index=3, error_code=TOPIC_DENIED)
+    ]
+    encodes(ApiKey.OFFSET_COMMIT, 7, out)
+    v = az.check(READER, ApiKey.OFFSET_COMMIT, 7, dataclasses.replace(commit, group_id="other"))
+    assert [(t.name, [p.error_code for p in t.partitions]) for t in v.respond_now.topics] == [
+        ("readable", [GROUP_DENIED]),
+        ("secret", [GROUP_DENIED]),
+    ]
+    encodes(ApiKey.OFFSET_COMMIT, 7, v.respond_now)
     # OffsetFetch: v2+ has a top-level error, v1 answers per partition.
-    fetch = {"group_id": "other", "topics": [{"name": "readable", "partition_indexes": [0, 1]}]}
-    assert az.check(READER, ApiKey.OFFSET_FETCH, 5, fetch).respond_now["error_code"] == GROUP_DENIED
+    listed = [OffsetFetchRequestTopic(name="readable", partition_indexes=[0, 1])]
+    fetch = OffsetFetchRequest(group_id="other", topics=listed)
+    v5 = az.check(READER, ApiKey.OFFSET_FETCH, 5, fetch).respond_now
+    assert (v5.error_code, v5.topics) == (GROUP_DENIED, [])
+    encodes(ApiKey.OFFSET_FETCH, 5, v5)
     v1 = az.check(READER, ApiKey.OFFSET_FETCH, 1, fetch).respond_now
-    assert [p["error_code"] for p in v1["topics"][0]["partitions"]] == [GROUP_DENIED] * 2
+    assert [p.error_code for p in v1.topics[0].partitions] == [GROUP_DENIED] * 2
+    refused = v1.topics[0].partitions
+    assert [(p.partition_index, p.committed_offset, p.metadata) for p in refused] == [
+        (0, -1, ""),
+        (1, -1, ""),
+    ]
     encodes(ApiKey.OFFSET_FETCH, 1, v1)
-    v = az.check(READER, ApiKey.OFFSET_FETCH, 5, {"group_id": "app", "topics": None})
-    out = v.finish({"topics": [{"name": "readable"}, {"name": "secret"}]})
-    assert [t["name"] for t in out["topics"]] == ["readable"]
+    every = OffsetFetchRequest(group_id="app", topics=None)
+    v = az.check(READER, ApiKey.OFFSET_FETCH, 5, every)
+    answer = [OffsetFetchResponseTopic(name="readable"), OffsetFetchResponseTopic(name="secret")]
+    out = v.finish(OffsetFetchResponse(topics=answer))
+    assert [t.name for t in out.topics] == ["readable"]
+    # Listed topics: the undescribable one is answered TOPIC_AUTHORIZATION_FAILED.
+    both = [
+        OffsetFetchRequestTopic(name="readable", partition_indexes=[0]),
+        OffsetFetchRequestTopic(name="secret", partition_indexes=[2]),
+    ]
+    v = az.check(READER, ApiKey.OFFSET_FETCH, 5, OffsetFetchRequest(group_id="app", topics=both))
+    assert [t.name for t in v.body.topics] == ["readable"] and v.denied == {T: 1}
+    out = v.finish(OffsetFetchResponse(topics=[OffsetFetchResponseTopic(name="readable")]))
+    assert [(t.name, [p.error_code for p in t.partitions]) for t in out.topics] == [
+        ("readable", []),
+        ("secret", [TOPIC_DENIED]),
+    ]
+    encodes(ApiKey.OFFSET_FETCH, 5, out)
     # v8: several groups, each authorized (and its listed topics) on its own.
-    groups = {
-        "groups": [
-            {"group_id": "app", "topics": [{"name": "readable", "partition_indexes": [0]},
-                                           {"name": "secret", "partition_indexes": [2]}]},
-            {"group_id": "other", "topics": None},
-            {"group_id": "app", "topics": None},
+    groups = OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequestGroup(
+                group_id="app",
+                topics=[
+                    OffsetFetchRequestGroupTopic(name="readable", partition_indexes=[0]),
+                    OffsetFetchRequestGroupTopic(name="secret", partition_indexes=[2]),
+                ],
+            ),
+            OffsetFetchRequestGroup(group_id="other", topics=None),
+            OffsetFetchRequestGroup(group_id="app", topics=None),
         ]
-    }  # fmt: skip
+    )
     v = az.check(READER, ApiKey.OFFSET_FETCH, 8, groups)
     assert v.respond_now is None
-    assert [g["group_id"] for g in v.body["groups"]] == ["app", "app"]
-    assert [t["name"] for t in v.body["groups"][0]["topics"]] == ["readable"]
-    answered = {
-        "groups": [
-            {"group_id": "app", "topics": [{"name": "readable", "partitions": []}]},
-            {"group_id": "app", "topics": [{"name": "secret", "partitions": []}]},
+    assert [g.group_id for g in v.body.groups] == ["app", "app"]
+    assert [t.name for t in v.body.groups[0].topics] == ["readable"]
+    assert len(groups.groups[0].topics) == 2  # narrowed as a copy
+    answered = OffsetFetchResponse(
+        groups=[
+            OffsetFetchResponseGroup(
+                group_id="app", topics=[OffsetFetchResponseGroupTopic(name="readable")]
+            ),
+            OffsetFetchResponseGroup(
+                group_id="app", topics=[OffsetFetchResponseGroupTopic(name="secret")]
+            ),
         ]
-    }
+    )
     out = v.finish(answered)
-    first, second, other = out["groups"]
-    assert [t["name"] for t in first["topics"]] == ["readable", "secret"]
-    assert first["topics"][1]["partitions"][0]["error_code"] == TOPIC_DENIED
-    assert second["topics"] == []  # all topics asked: the undescribable one is left out
-    assert (other["group_id"], other["error_code"]) == ("other", GROUP_DENIED)
-    encodes(ApiKey.OFFSET_FETCH, 8, {"throttle_time_ms": 0, **out})
+    first, second, other = out.groups
+    assert [t.name for t in first.topics] == ["readable", "secret"]
+    assert first.topics[1].partitions[0].error_code == TOPIC_DENIED
+    assert second.topics == []  # all topics asked: the undescribable one is left out
+    assert (other.group_id, other.error_code) == ("other", GROUP_DENIED)
+    encodes(ApiKey.OFFSET_FETCH, 8, out)
 
 
 def test_describe_groups_and_list_groups() -> None:
@@ -761,20 +853,30 @@ def test_describe_log_dirs_and_elect_leaders_need_the_cluster() -> None:
 
 def test_offset_delete_and_delete_groups_need_delete_on_the_group() -> None:
     bindings = [*BINDINGS, acl(G, "app", Op.DELETE)]
-    body = {
-        "group_id": "app",
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0}]},
-            {"name": "secret", "partitions": [{"partition_index": 1}]},
+    body = OffsetDeleteRequest(
+        group_id="app",
+        topics=[
+            OffsetDeleteRequestTopic(
+                name="readable", partitions=[OffsetDeleteRequestPartition(partition_index=0)]
+            ),
+            OffsetDeleteRequestTopic(
+                name="secret", partitions=[OffsetDeleteRequestPartition(partition_index=1)]
+            ),
         ],
-    }
+    )
     v = authz(bindings).check(READER, ApiKey.OFFSET_DELETE, 0, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"error_code": 0, "throttle_time_ms": 0, "topics": []})
-    assert out["topics"][0]["partitions"][0]["error_code"] == TOPIC_DENIED
+    assert [t.name for t in v.body.topics] == ["readable"] and v.body.group_id == "app"
+    out = v.finish(OffsetDeleteResponse(error_code=0, throttle_time_ms=0))
+    assert out.topics == [
+        OffsetDeleteResponseTopic(
+            name="secret",
+            partitions=[OffsetDeleteResponsePartition(partition_index=1, error_code=TOPIC_DENIED)],
+        )
+    ]
     encodes(ApiKey.OFFSET_DELETE, 0, out)
     v = authz().check(READER, ApiKey.OFFSET_DELETE, 0, body)
-    assert v.respond_now is not None and v.respond_now["error_code"] == GROUP_DENIED
+    assert v.respond_now == OffsetDeleteResponse(error_code=GROUP_DENIED)
+    encodes(ApiKey.OFFSET_DELETE, 0, v.respond_now)
     request = DeleteGroupsRequest(groups_names=["app", "x"])
     v = authz(bindings).check(READER, ApiKey.DELETE_GROUPS, 2, request)
     assert v.body.groups_names == ["app"]
@@ -825,54 +927,97 @@ def test_a_rule_looking_up_an_undeclared_acl_fails_the_check(monkeypatch) -> Non
 
 
 def test_list_offsets_and_offset_for_leader_epoch_need_describe_or_cluster_action() -> None:
-    body = {
-        "replica_id": -1,
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0, "timestamp": -1}]},
-            {"name": "secret", "partitions": [{"partition_index": 1, "timestamp": -1}]},
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsRequestTopic(
+                name="readable",
+                partitions=[ListOffsetsRequestPartition(partition_index=0, timestamp=-1)],
+            ),
+            ListOffsetsRequestTopic(
+                name="secret",
+                partitions=[ListOffsetsRequestPartition(partition_index=1, timestamp=-1)],
+            ),
         ],
-    }
+    )
     v = authz().check(READER, ApiKey.LIST_OFFSETS, 5, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert out["topics"] == [
-        {"name": "secret", "partitions": [{"partition_index": 1, "error_code": TOPIC_DENIED}]}
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert [t.name for t in body.topics] == ["readable", "secret"]  # narrowed as a copy
+    out = v.finish(ListOffsetsResponse(throttle_time_ms=0))
+    assert out.topics == [
+        ListOffsetsResponseTopic(
+            name="secret",
+            partitions=[
+                ListOffsetsResponsePartition(
+                    partition_index=1, error_code=TOPIC_DENIED, timestamp=-1, offset=-1
+                )
+            ],
+        )
     ]
     assert v.denied == {T: 1}
     encodes(ApiKey.LIST_OFFSETS, 5, out)
-    epochs = {
-        "replica_id": -1,
-        "topics": [
-            {"topic": "readable", "partitions": [{"partition": 0, "leader_epoch": 1}]},
-            {"topic": "secret", "partitions": [{"partition": 2, "leader_epoch": 1}]},
+    epochs = OffsetForLeaderEpochRequest(
+        replica_id=-1,
+        topics=[
+            OffsetForLeaderEpochRequestTopic(
+                topic="readable",
+                partitions=[OffsetForLeaderEpochRequestPartition(partition=0, leader_epoch=1)],
+            ),
+            OffsetForLeaderEpochRequestTopic(
+                topic="secret",
+                partitions=[OffsetForLeaderEpochRequestPartition(partition=2, leader_epoch=1)],
+            ),
         ],
-    }
+    )
     v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, epochs)
-    assert [t["topic"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert out["topics"][0]["partitions"] == [{"partition": 2, "error_code": TOPIC_DENIED}]
+    assert [t.topic for t in v.body.topics] == ["readable"]
+    out = v.finish(OffsetForLeaderEpochResponse(throttle_time_ms=0))
+    assert out.topics[0].partitions == [
+        OffsetForLeaderEpochResponsePartition(
+            partition=2, error_code=TOPIC_DENIED, leader_epoch=-1, end_offset=-1
+        )
+    ]
     encodes(ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, out)
     # A follower (replica_id >= 0) needs ClusterAction: every partition is refused without it.
-    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, {**epochs, "replica_id": 2})
-    assert v.body["topics"] == [] and v.denied == {T: 2}
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert {p["error_code"] for t in out["topics"] for p in t["partitions"]} == {CLUSTER_DENIED}
+    follower = dataclasses.replace(epochs, replica_id=2)
+    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, follower)
+    assert v.body.topics == [] and v.denied == {T: 2}
+    assert len(follower.topics) == 2  # narrowed as a copy
+    out = v.finish(OffsetForLeaderEpochResponse(throttle_time_ms=0))
+    assert {p.error_code for t in out.topics for p in t.partitions} == {CLUSTER_DENIED}
+    # v0-2 carry no replica_id: a consumer's request, checked per topic.
+    v = authz().check(READER, ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, OffsetForLeaderEpochRequest())
+    assert v.respond_now is None and v.denied is None
 
 
 def test_delete_records_and_create_partitions_need_delete_and_alter_on_the_topic() -> None:
     bindings = [*BINDINGS, acl(T, "readable", Op.DELETE), acl(T, "readable", Op.ALTER)]
-    body = {
-        "topics": [
-            {"name": "readable", "partitions": [{"partition_index": 0, "offset": 1}]},
-            {"name": "secret", "partitions": [{"partition_index": 4, "offset": 1}]},
+    records = DeleteRecordsRequest(
+        topics=[
+            DeleteRecordsRequestTopic(
+                name="readable",
+                partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=1)],
+            ),
+            DeleteRecordsRequestTopic(
+                name="secret",
+                partitions=[DeleteRecordsRequestPartition(partition_index=4, offset=1)],
+            ),
         ],
-        "timeout_ms": 1000,
-    }
-    v = authz(bindings).check(READER, ApiKey.DELETE_RECORDS, 1, body)
-    assert [t["name"] for t in v.body["topics"]] == ["readable"]
-    out = v.finish({"throttle_time_ms": 0, "topics": []})
-    assert out["topics"][0]["partitions"] == [
-        {"partition_index": 4, "low_watermark": -1, "error_code": TOPIC_DENIED}
+        timeout_ms=1000,
+    )
+    v = authz(bindings).check(READER, ApiKey.DELETE_RECORDS, 1, records)
+    assert [t.name for t in v.body.topics] == ["readable"]
+    assert v.body.timeout_ms == 1000
+    out = v.finish(DeleteRecordsResponse(throttle_time_ms=0))
+    assert out.topics == [
+        DeleteRecordsResponseTopic(
+            name="secret",
+            partitions=[
+                DeleteRecordsResponsePartition(
+                    partition_index=4, low_watermark=-1, error_code=TOPIC_DENIED
+                )
+            ],
+        )
     ]
     encodes(ApiKey.DELETE_RECORDS, 1, out)
     grow = CreatePartitionsRequest(
