@@ -38,7 +38,6 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from common.configdef import ConfigError
 from common.security.acl import (
     CLUSTER_RESOURCE_NAME,
     AccessControlEntry,
@@ -52,16 +51,13 @@ from common.security.acl import (
 )
 from common.security.principal import KafkaPrincipal
 from deploy.admin import (
-    AdminCommand,
     AdminError,
-    add_admin_command,
-    controller_target_flags,
     fail,
     print_json,
-    run_admin_command,
 )
 from deploy.command_group import add_command_group
 from deploy.controller_acls import ControllerAcls
+from deploy.dual_target import add_dual_target_command
 from deploy.kafka_style_args import (
     APPEND,
     SWITCH,
@@ -69,9 +65,7 @@ from deploy.kafka_style_args import (
     KafkaStyle,
     Option,
     add_kafka_style,
-    usage_error,
 )
-from kraftlog_client import Admin, KafkaError
 from metadata.client import ControllerClient
 
 
@@ -254,42 +248,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _add_acl_command(p: argparse.ArgumentParser, func: AclCommand) -> None:
-    """The controller target options and ``--json`` of :func:`add_admin_command`, plus
-    ``--bootstrap-server``; ``func(target, args)`` runs on an Admin or ControllerAcls."""
+    """``func(target, args)`` on an Admin (``--bootstrap-server``) or on ControllerAcls."""
 
     def on_controllers(client: ControllerClient, args: argparse.Namespace) -> int:
         return int(func(ControllerAcls(client), args))
 
-    add_admin_command(p, on_controllers, run=lambda f, args: _run(f, func, args))
-    group = p.add_argument_group("or where the brokers are (Kafka protocol)")
-    group.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        help="brokers' Kafka listeners (bootstrap.servers)",
+    add_dual_target_command(
+        p, on_controllers, func, lambda args: f"kraftlog acls {args.acls_command}"
     )
-
-
-def _run(on_controllers: AdminCommand, func: AclCommand, args: argparse.Namespace) -> int:
-    if not args.bootstrap_server:
-        try:
-            return run_admin_command(on_controllers, args)
-        except KafkaError as e:
-            return fail(str(e))
-    conflicting = controller_target_flags(args)
-    if conflicting:
-        return usage_error(
-            f"kraftlog acls {args.acls_command}",
-            f"--bootstrap-server and {conflicting[0][0]} both name the target: give one",
-        )
-    try:
-        config = {
-            "bootstrap.servers": args.bootstrap_server,
-            "default.api.timeout.ms": int(args.timeout * 1000),
-        }
-        with Admin(config) as admin:
-            return int(func(admin, args))
-    except (AdminError, ConfigError, KafkaError, ValueError) as e:
-        return fail(str(e))
 
 
 def _resource(args: argparse.Namespace) -> tuple[ResourceType, str | None]:

@@ -28,7 +28,6 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from common.configdef import ConfigError
 from common.security.quota import (
     CONSUMER_BYTE_RATE,
     DEFAULT_ENTITY,
@@ -39,24 +38,17 @@ from common.security.quota import (
     REQUEST_PERCENTAGE,
 )
 from deploy.admin import (
-    AdminCommand,
-    AdminError,
-    add_admin_command,
-    controller_target_flags,
     fail,
     print_json,
-    run_admin_command,
 )
 from deploy.command_group import add_command_group
 from deploy.controller_quotas import ControllerQuotas
-from deploy.kafka_style_args import usage_error
+from deploy.dual_target import add_dual_target_command
 from kraftlog_client import (
-    Admin,
     ClientQuotaAlteration,
     ClientQuotaEntity,
     ClientQuotaFilterComponent,
     ClientQuotaOp,
-    KafkaError,
 )
 from metadata.client import ControllerClient
 
@@ -95,42 +87,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _add_quota_command(p: argparse.ArgumentParser, func: QuotaCommand) -> None:
-    """The controller target options and ``--json`` of :func:`add_admin_command`, plus
-    ``--bootstrap-server``; ``func(target, args)`` runs on an Admin or ControllerQuotas."""
+    """``func(target, args)`` on an Admin (``--bootstrap-server``) or on ControllerQuotas."""
 
     def on_controllers(client: ControllerClient, args: argparse.Namespace) -> int:
         return int(func(ControllerQuotas(client), args))
 
-    add_admin_command(p, on_controllers, run=lambda f, args: _run(f, func, args))
-    group = p.add_argument_group("or where the brokers are (Kafka protocol)")
-    group.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        help="brokers' Kafka listeners (bootstrap.servers)",
+    add_dual_target_command(
+        p, on_controllers, func, lambda args: f"kraftlog quotas {args.quotas_command}"
     )
-
-
-def _run(on_controllers: AdminCommand, func: QuotaCommand, args: argparse.Namespace) -> int:
-    if not args.bootstrap_server:
-        try:
-            return run_admin_command(on_controllers, args)
-        except KafkaError as e:
-            return fail(str(e))
-    conflicting = controller_target_flags(args)
-    if conflicting:
-        return usage_error(
-            f"kraftlog quotas {args.quotas_command}",
-            f"--bootstrap-server and {conflicting[0][0]} both name the target: give one",
-        )
-    try:
-        config = {
-            "bootstrap.servers": args.bootstrap_server,
-            "default.api.timeout.ms": int(args.timeout * 1000),
-        }
-        with Admin(config) as admin:
-            return int(func(admin, args))
-    except (AdminError, ConfigError, KafkaError, ValueError) as e:
-        return fail(str(e))
 
 
 def _entity_args(p: argparse.ArgumentParser) -> None:

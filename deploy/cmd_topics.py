@@ -38,20 +38,18 @@ from collections.abc import Callable
 from typing import Any
 
 from common.config_resources import OP_DELETE, OP_SET, RESOURCE_TOPIC
-from common.configdef import ConfigError
 from common.error_codes import ErrorCode
 from deploy.admin import (
     AdminCommand,
     AdminError,
     add_admin_command,
-    controller_target_flags,
     error_text,
     fail,
     fetch_image,
     print_json,
-    run_admin_command,
 )
 from deploy.command_group import add_command_group
+from deploy.dual_target import BrokerCommand, add_dual_target_command
 from deploy.kafka_style_args import (
     APPEND,
     SWITCH,
@@ -59,7 +57,6 @@ from deploy.kafka_style_args import (
     KafkaStyle,
     Option,
     add_kafka_style,
-    usage_error,
 )
 from kraftlog_client import Admin, KafkaError, TopicOperationError, TopicPartition
 from kraftlog_client import NewTopic as KafkaNewTopic
@@ -72,7 +69,6 @@ DEFAULT_REASSIGN_WAIT_S = 300.0
 REASSIGN_POLL_INTERVAL_S = 0.5
 
 # A subcommand run with an Admin on the brokers (--bootstrap-server).
-BrokerCommand = Callable[[Admin, argparse.Namespace], int]
 
 _TARGETS = frozenset(
     {
@@ -207,34 +203,9 @@ def _add_topic_command(
 ) -> None:
     """The controller target options of :func:`add_admin_command` plus ``--bootstrap-server``;
     ``on_brokers`` runs with an Admin on the brokers."""
-    add_admin_command(p, on_controllers, run=lambda func, args: _run(func, on_brokers, args))
-    group = p.add_argument_group("or where the brokers are (Kafka protocol)")
-    group.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        help="brokers' Kafka listeners (bootstrap.servers)",
+    add_dual_target_command(
+        p, on_controllers, on_brokers, lambda args: f"kraftlog topics {args.topics_command}"
     )
-
-
-def _run(on_controllers: AdminCommand, on_brokers: BrokerCommand, args: argparse.Namespace) -> int:
-    if not args.bootstrap_server:
-        return run_admin_command(on_controllers, args)
-    conflicting = controller_target_flags(args)
-    if conflicting:
-        flag = conflicting[0][0]
-        return usage_error(
-            f"kraftlog topics {args.topics_command}",
-            f"--bootstrap-server and {flag} both name the target: give one",
-        )
-    try:
-        config = {
-            "bootstrap.servers": args.bootstrap_server,
-            "default.api.timeout.ms": int(args.timeout * 1000),
-        }
-        with Admin(config) as admin:
-            return int(on_brokers(admin, args))
-    except (AdminError, ConfigError, KafkaError, ValueError) as e:
-        return fail(str(e))
 
 
 def parse_configs(items: list[str]) -> dict[str, str]:
