@@ -13,9 +13,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from deploy.local_cluster import LocalCluster
+from deploy.ports import free_ports
+from metadata.security_client import set_scram_password
 
 FAST_OVERRIDES: Mapping[str, str] = {
     "broker.session.timeout.ms": "2500",
@@ -104,3 +107,61 @@ def configured_ports(cluster: LocalCluster) -> set[int]:
         ports.update(int(p) for p in re.findall(r":(\d{2,5})\b", text))
         ports.update(int(p) for p in re.findall(r"port=(\d{2,5})\b", text))
     return ports
+
+
+@dataclass
+class ScramCluster:
+    """A 1-controller, 1-broker cluster with the authorizer on: ``plaintext`` is the broker's
+    PLAINTEXT listener (``User:ANONYMOUS``, a super user), ``sasl`` its SASL_PLAINTEXT
+    listener (SCRAM-SHA-512) for the users made at start."""
+
+    cluster: LocalCluster
+    plaintext: str
+    sasl: str
+    broker_id: int
+
+    def sasl_config(self, user: str, password: str) -> dict[str, str]:
+        """Client properties that log ``user`` in on the SASL listener."""
+        return {
+            "bootstrap.servers": self.sasl,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": user,
+            "sasl.password": password,
+        }
+
+
+@contextmanager
+def scram_cluster(
+    path: Path, passwords: Mapping[str, str], ready_timeout_s: float = READY_TIMEOUT_S
+) -> Iterator[ScramCluster]:
+    """A started :class:`ScramCluster` in ``path`` with a SCRAM-SHA-512 user for each of
+    ``passwords`` (user -> password); every node killed on exit."""
+    overrides = {
+        **FAST_OVERRIDES,
+        "listener.security.protocol.map": (
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+        ),
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "kraftlog.authorizer.enabled": "true",
+        "super.users": "User:ANONYMOUS",
+    }
+    cluster = LocalCluster.create(path, controllers=1, brokers=1, overrides=overrides)
+    try:
+        (broker_id,) = cluster.broker_ids
+        port = cluster.node(broker_id).broker_port
+        (sasl_port,) = free_ports(1, exclude=configured_ports(cluster))
+        listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+        cluster.update_config(
+            broker_id, {"listeners": listeners, "advertised.listeners": listeners}
+        )
+        cluster.start()
+        cluster.wait_ready(ready_timeout_s)
+        with cluster.client(10.0) as client:
+            for user, password in passwords.items():
+                results = set_scram_password(client, user, password, iterations=4096)
+                if [r.error_code for r in results] != [0]:
+                    raise RuntimeError(f"SCRAM user {user}: {results}")
+        yield ScramCluster(cluster, f"127.0.0.1:{port}", f"127.0.0.1:{sasl_port}", broker_id)
+    finally:
+        cluster.close()

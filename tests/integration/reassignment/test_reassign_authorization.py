@@ -14,7 +14,6 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -28,12 +27,10 @@ from common.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from deploy.local_cluster import LocalCluster
-from deploy.ports import free_ports
 from kraftlog_client import Admin, KafkaError, TopicPartition
 from metadata.messages import NewTopic
-from metadata.security_client import set_scram_password
-from tests.integration.clusters import FAST_OVERRIDES, configured_ports
+from tests.integration.clusters import ScramCluster as Secured
+from tests.integration.clusters import scram_cluster
 
 pytestmark = [
     pytest.mark.integration,
@@ -46,44 +43,13 @@ PASSWORDS = {user: f"{user}-{uuid.uuid4().hex}" for user in ("mover", "viewer", 
 TOPIC = "guarded"
 
 
-@dataclass
-class Secured:
-    cluster: LocalCluster
-    plaintext: str
-    sasl: str
-    broker_id: int
-
-
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     path = tmp_path_factory.mktemp("reassign-authz") / "c"
-    overrides = {
-        **FAST_OVERRIDES,
-        "listener.security.protocol.map": (
-            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-        ),
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "kraftlog.authorizer.enabled": "true",
-        "super.users": "User:ANONYMOUS",
-    }
-    cluster = LocalCluster.create(path, controllers=1, brokers=1, overrides=overrides)
-    try:
-        (broker_id,) = cluster.broker_ids
-        port = cluster.node(broker_id).broker_port
-        (sasl_port,) = free_ports(1, exclude=configured_ports(cluster))
-        listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
-        cluster.update_config(
-            broker_id, {"listeners": listeners, "advertised.listeners": listeners}
-        )
-        cluster.start()
-        cluster.wait_ready(DEADLINE_S)
-        with cluster.client(10.0) as client:
-            for user, password in PASSWORDS.items():
-                results = set_scram_password(client, user, password, iterations=4096)
-                assert [r.error_code for r in results] == [0]
+    with scram_cluster(path, PASSWORDS, DEADLINE_S) as secured:
+        with secured.cluster.client(10.0) as client:
             (created,) = client.create_topics([NewTopic(TOPIC, 1, 1)])
             assert created.error_code == 0
-        secured = Secured(cluster, f"127.0.0.1:{port}", f"127.0.0.1:{sasl_port}", broker_id)
         with Admin({"bootstrap.servers": secured.plaintext}) as admin:
             admin.create_acls(
                 [
@@ -93,8 +59,6 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
             )
             admin.wait_for_leaders([TOPIC])
         yield secured
-    finally:
-        cluster.close()
 
 
 def _on_cluster(principal: str, op: AclOperation) -> AclBinding:
@@ -104,23 +68,13 @@ def _on_cluster(principal: str, op: AclOperation) -> AclBinding:
     )
 
 
-def _sasl(s: Secured, user: str) -> dict[str, str]:
-    return {
-        "bootstrap.servers": s.sasl,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": user,
-        "sasl.password": PASSWORDS[user],
-    }
-
-
 def _as(s: Secured, user: str, call: Callable[[Admin], Any]) -> Any:
     """``call`` with an Admin logged in as ``user``, retried with a new Admin until the login
     works: credentials reach the broker after the controller commits them (and a refused
     login is final for the Admin that tried it). Errors of ``call`` itself are raised."""
     deadline = time.monotonic() + DEADLINE_S
     while True:
-        with Admin(_sasl(s, user)) as admin:
+        with Admin(s.sasl_config(user, PASSWORDS[user])) as admin:
             try:
                 admin.describe_cluster()
             except KafkaError:

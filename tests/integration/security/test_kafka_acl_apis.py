@@ -15,7 +15,6 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -29,11 +28,9 @@ from common.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from deploy.local_cluster import LocalCluster
-from deploy.ports import free_ports
 from kraftlog_client import Admin, KafkaError
-from metadata.security_client import set_scram_password
-from tests.integration.clusters import FAST_OVERRIDES, configured_ports, kraftlog
+from tests.integration.clusters import ScramCluster as Secured
+from tests.integration.clusters import kraftlog, scram_cluster
 
 pytestmark = [
     pytest.mark.integration,
@@ -47,53 +44,13 @@ NOBODY_PASSWORD = "nobody-" + uuid.uuid4().hex
 CLUSTER_AUTHORIZATION_FAILED = 31
 
 
-@dataclass
-class Secured:
-    cluster: LocalCluster
-    plaintext: str
-    sasl: str
-
-
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     path = tmp_path_factory.mktemp("acl-cluster") / "c"
-    overrides = {
-        **FAST_OVERRIDES,
-        "listener.security.protocol.map": (
-            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-        ),
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "kraftlog.authorizer.enabled": "true",
-        "super.users": "User:ANONYMOUS",
-    }
-    cluster = LocalCluster.create(path, controllers=1, brokers=1, overrides=overrides)
-    try:
-        (broker_id,) = cluster.broker_ids
-        port = cluster.node(broker_id).broker_port
-        (sasl_port,) = free_ports(1, exclude=configured_ports(cluster))
-        listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
-        cluster.update_config(
-            broker_id, {"listeners": listeners, "advertised.listeners": listeners}
-        )
-        cluster.start()
-        cluster.wait_ready(DEADLINE_S)
-        with cluster.client(10.0) as client:
-            for user, password in (("viewer", VIEWER_PASSWORD), ("nobody", NOBODY_PASSWORD)):
-                results = set_scram_password(client, user, password, iterations=4096)
-                assert [r.error_code for r in results] == [0]
-        yield Secured(cluster, f"127.0.0.1:{port}", f"127.0.0.1:{sasl_port}")
-    finally:
-        cluster.close()
-
-
-def _sasl_config(s: Secured, user: str, password: str) -> dict[str, str]:
-    return {
-        "bootstrap.servers": s.sasl,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": user,
-        "sasl.password": password,
-    }
+    with scram_cluster(
+        path, {"viewer": VIEWER_PASSWORD, "nobody": NOBODY_PASSWORD}, DEADLINE_S
+    ) as cluster:
+        yield cluster
 
 
 def _until(check, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -275,7 +232,7 @@ def test_authorization_of_the_acl_apis(secured: Secured) -> None:
             ]
         )
     every = CFilter(CType.ANY, None, ResourcePatternType.ANY, None, None, COp.ANY, CPerm.ANY)
-    viewer = AdminClient(_sasl_config(secured, "viewer", VIEWER_PASSWORD))
+    viewer = AdminClient(secured.sasl_config("viewer", VIEWER_PASSWORD))
     _until(
         lambda: isinstance(viewer.describe_acls(every, request_timeout=10).result(), list),
         "the viewer never described the ACLs",
@@ -293,13 +250,13 @@ def test_authorization_of_the_acl_apis(secured: Secured) -> None:
     assert denied.value.args[0].code() == CError.CLUSTER_AUTHORIZATION_FAILED
 
     # kraftlog's Admin over SASL reports the same error.
-    config = {**_sasl_config(secured, "nobody", NOBODY_PASSWORD)}
+    config = {**secured.sasl_config("nobody", NOBODY_PASSWORD)}
     with Admin(config) as admin, pytest.raises(KafkaError) as err:
         admin.describe_acls(AclBindingFilter())
     assert int(err.value.code) == CLUSTER_AUTHORIZATION_FAILED
 
     # librdkafka drops DescribeAcls' top-level error: confluent-kafka gets no bindings.
-    nobody = AdminClient(_sasl_config(secured, "nobody", NOBODY_PASSWORD))
+    nobody = AdminClient(secured.sasl_config("nobody", NOBODY_PASSWORD))
     assert nobody.describe_acls(every, request_timeout=10).result() == []
 
     from kafka.admin import (

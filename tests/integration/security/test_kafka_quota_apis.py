@@ -18,7 +18,6 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -31,8 +30,6 @@ from common.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from deploy.local_cluster import LocalCluster
-from deploy.ports import free_ports
 from kraftlog_client import (
     Admin,
     ClientQuotaAlteration,
@@ -41,8 +38,9 @@ from kraftlog_client import (
     ClientQuotaOp,
     KafkaError,
 )
-from metadata.security_client import describe_client_quotas, set_scram_password
-from tests.integration.clusters import FAST_OVERRIDES, configured_ports, kraftlog
+from metadata.security_client import describe_client_quotas
+from tests.integration.clusters import ScramCluster as Secured
+from tests.integration.clusters import kraftlog, scram_cluster
 
 pytestmark = [
     pytest.mark.integration,
@@ -57,53 +55,13 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 INVALID_REQUEST = 42
 
 
-@dataclass
-class Secured:
-    cluster: LocalCluster
-    plaintext: str
-    sasl: str
-
-
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     path = tmp_path_factory.mktemp("quota-cluster") / "c"
-    overrides = {
-        **FAST_OVERRIDES,
-        "listener.security.protocol.map": (
-            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-        ),
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "kraftlog.authorizer.enabled": "true",
-        "super.users": "User:ANONYMOUS",
-    }
-    cluster = LocalCluster.create(path, controllers=1, brokers=1, overrides=overrides)
-    try:
-        (broker_id,) = cluster.broker_ids
-        port = cluster.node(broker_id).broker_port
-        (sasl_port,) = free_ports(1, exclude=configured_ports(cluster))
-        listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
-        cluster.update_config(
-            broker_id, {"listeners": listeners, "advertised.listeners": listeners}
-        )
-        cluster.start()
-        cluster.wait_ready(DEADLINE_S)
-        with cluster.client(10.0) as client:
-            for user, password in (("viewer", VIEWER_PASSWORD), ("nobody", NOBODY_PASSWORD)):
-                results = set_scram_password(client, user, password, iterations=4096)
-                assert [r.error_code for r in results] == [0]
-        yield Secured(cluster, f"127.0.0.1:{port}", f"127.0.0.1:{sasl_port}")
-    finally:
-        cluster.close()
-
-
-def _sasl_config(s: Secured, user: str, password: str) -> dict[str, str]:
-    return {
-        "bootstrap.servers": s.sasl,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": user,
-        "sasl.password": password,
-    }
+    with scram_cluster(
+        path, {"viewer": VIEWER_PASSWORD, "nobody": NOBODY_PASSWORD}, DEADLINE_S
+    ) as cluster:
+        yield cluster
 
 
 def _until(check, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -283,7 +241,7 @@ def test_authorization_of_the_quota_apis(secured: Secured) -> None:
             ]
         )
     seen = [ClientQuotaFilterComponent.of_entity("user", "seen-q")]
-    with Admin(_sasl_config(secured, "viewer", VIEWER_PASSWORD)) as viewer:
+    with Admin(secured.sasl_config("viewer", VIEWER_PASSWORD)) as viewer:
         _until(
             lambda: (
                 viewer.describe_client_quotas(seen)
@@ -297,7 +255,7 @@ def test_authorization_of_the_quota_apis(secured: Secured) -> None:
             )
         assert int(err.value.code) == CLUSTER_AUTHORIZATION_FAILED
         assert "Cluster authorization failed." in str(err.value)
-    with Admin(_sasl_config(secured, "nobody", NOBODY_PASSWORD)) as nobody:
+    with Admin(secured.sasl_config("nobody", NOBODY_PASSWORD)) as nobody:
         with pytest.raises(KafkaError) as err:
             nobody.describe_client_quotas()
         assert int(err.value.code) == CLUSTER_AUTHORIZATION_FAILED
