@@ -6,7 +6,6 @@ an Authorizer with ACLs."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,16 +26,10 @@ from common.security.acl import (
 )
 from common.security.principal import KafkaPrincipal
 from data_plane.broker.apis import KafkaApis, Request
-from data_plane.broker.config import BrokerConfig
 from data_plane.broker.handlers import create_acls, delete_acls, describe_acls
-from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.security.request_authz import RequestAuthorizer, Session
-from data_plane.storage import LogConfig, LogManager
-from metadata.client import ControllerClient
-from metadata.controller_config import ControllerConfig
 from metadata.service import ControllerServer
-from metadata.snapshot import build_snapshot
-from tests.unit.metadata.memlog import InMemoryQuorum
+from tests.unit.broker.forwarding_harness import active_controller, forwarding_apis
 
 TOPIC, LITERAL, PREFIXED = ResourceType.TOPIC, PatternType.LITERAL, PatternType.PREFIXED
 READ, WRITE = AclOperation.READ, AclOperation.WRITE
@@ -46,36 +39,15 @@ ANY = 1
 
 @pytest.fixture
 def controller() -> Iterator[ControllerServer]:
-    quorum = InMemoryQuorum(build_snapshot, 100_000)
-    server = ControllerServer(
-        1, quorum.voter(1), ControllerConfig(broker_session_timeout_ms=60_000), "127.0.0.1", 0
-    )
-    server.start()
-    quorum.elect(1)
-    try:
-        deadline = time.monotonic() + 10
-        while not server.is_active:
-            assert time.monotonic() < deadline, "controller never became active"
-            time.sleep(0.01)
+    with active_controller() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def apis(controller: ControllerServer, tmp_path: Path) -> Iterator[KafkaApis]:
-    log_manager = LogManager(LogConfig(log_dirs=(str(tmp_path / "logs"),)))
-    client = ControllerClient(controller.address)
-    config = BrokerConfig(request_timeout_ms=10_000)
-    rm = ReplicaManager(1, log_manager)
-    apis = KafkaApis(1, "c", config, rm, client, lambda: time.monotonic_ns() // 1_000_000)
-    apis.authorizer_enabled = True
-    try:
+    with forwarding_apis(controller, tmp_path) as apis:
+        apis.authorizer_enabled = True
         yield apis
-    finally:
-        apis.close()
-        client.close()
-        log_manager.close()
 
 
 def call(apis: KafkaApis, controller: ControllerServer, module: Any, body: dict[str, Any]) -> Any:

@@ -43,11 +43,8 @@ from data_plane.broker.handlers import alter_client_quotas, describe_client_quot
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.security.request_authz import RequestAuthorizer, Session
 from data_plane.storage import LogConfig, LogManager
-from metadata.client import ControllerClient
-from metadata.controller_config import ControllerConfig
 from metadata.service import ControllerServer
-from metadata.snapshot import build_snapshot
-from tests.unit.metadata.memlog import InMemoryQuorum
+from tests.unit.broker.forwarding_harness import active_controller, forwarding_apis
 
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 INVALID = ErrorCode.INVALID_REQUEST
@@ -55,35 +52,14 @@ INVALID = ErrorCode.INVALID_REQUEST
 
 @pytest.fixture
 def controller() -> Iterator[ControllerServer]:
-    quorum = InMemoryQuorum(build_snapshot, 100_000)
-    server = ControllerServer(
-        1, quorum.voter(1), ControllerConfig(broker_session_timeout_ms=60_000), "127.0.0.1", 0
-    )
-    server.start()
-    quorum.elect(1)
-    try:
-        deadline = time.monotonic() + 10
-        while not server.is_active:
-            assert time.monotonic() < deadline, "controller never became active"
-            time.sleep(0.01)
+    with active_controller() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def apis(controller: ControllerServer, tmp_path: Path) -> Iterator[KafkaApis]:
-    log_manager = LogManager(LogConfig(log_dirs=(str(tmp_path / "logs"),)))
-    client = ControllerClient(controller.address)
-    config = BrokerConfig(request_timeout_ms=10_000)
-    rm = ReplicaManager(1, log_manager)
-    apis = KafkaApis(1, "c", config, rm, client, lambda: time.monotonic_ns() // 1_000_000)
-    try:
+    with forwarding_apis(controller, tmp_path) as apis:
         yield apis
-    finally:
-        apis.close()
-        client.close()
-        log_manager.close()
 
 
 def call(apis: KafkaApis, controller: ControllerServer, module: Any, body: Any) -> Any:

@@ -6,7 +6,6 @@ authorization rules against an Authorizer with ACLs."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,21 +37,15 @@ from common.security.acl import (
 )
 from common.security.principal import KafkaPrincipal
 from data_plane.broker.apis import KafkaApis, Request
-from data_plane.broker.config import BrokerConfig
 from data_plane.broker.handlers import (
     HANDLERS,
     alter_partition_reassignments,
     list_partition_reassignments,
 )
-from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.security.request_authz import RequestAuthorizer, Session
-from data_plane.storage import LogConfig, LogManager
-from metadata.client import ControllerClient
-from metadata.controller_config import ControllerConfig
 from metadata.messages import NewTopic
 from metadata.service import ControllerServer
-from metadata.snapshot import build_snapshot
-from tests.unit.metadata.memlog import InMemoryQuorum
+from tests.unit.broker.forwarding_harness import active_controller, forwarding_apis
 
 ALTER, LIST = ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS
 T = "moving"
@@ -60,44 +53,26 @@ T = "moving"
 
 @pytest.fixture
 def controller() -> Iterator[ControllerServer]:
-    quorum = InMemoryQuorum(build_snapshot, 100_000)
-    server = ControllerServer(
-        1, quorum.voter(1), ControllerConfig(broker_session_timeout_ms=60_000), "127.0.0.1", 0
-    )
-    server.start()
-    quorum.elect(1)
-    try:
-        deadline = time.monotonic() + 10
-        while not server.is_active:
-            assert time.monotonic() < deadline, "controller never became active"
-            time.sleep(0.01)
+    with active_controller() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def apis(controller: ControllerServer, tmp_path: Path) -> Iterator[KafkaApis]:
     """A broker's KafkaApis; the controller has brokers 1-4 and topic T (replicas 1, 2, 3)."""
-    log_manager = LogManager(LogConfig(log_dirs=(str(tmp_path / "logs"),)))
-    client = ControllerClient(controller.address, timeout_s=10.0)
-    for bid in (1, 2, 3, 4):
-        reg = client.register_broker(bid, f"i{bid}", {"PLAINTEXT": ("127.0.0.1", 9000 + bid)})
-        assert reg.error_code == 0
-        hb = client.broker_heartbeat(bid, reg.broker_epoch, 10**9)
-        assert hb.error_code == 0 and not hb.is_fenced
-    (created,) = client.create_topics([NewTopic(T, -1, -1, replica_assignment={0: [1, 2, 3]})])
-    assert created.error_code == 0
-    config = BrokerConfig(request_timeout_ms=10_000)
-    apis = KafkaApis(
-        1, "c", config, ReplicaManager(1, log_manager), client, lambda: time.monotonic_ns() // 10**6
-    )
-    try:
+    with forwarding_apis(controller, tmp_path) as apis:
+        client = apis.controller
+        assert client is not None
+        for bid in (1, 2, 3, 4):
+            endpoints = {"PLAINTEXT": ("127.0.0.1", 9000 + bid)}
+            reg = client.register_broker(bid, f"i{bid}", endpoints)
+            assert reg.error_code == 0
+            hb = client.broker_heartbeat(bid, reg.broker_epoch, 10**9)
+            assert hb.error_code == 0 and not hb.is_fenced
+        assignment = {0: [1, 2, 3]}
+        (created,) = client.create_topics([NewTopic(T, -1, -1, replica_assignment=assignment)])
+        assert created.error_code == 0
         yield apis
-    finally:
-        apis.close()
-        client.close()
-        log_manager.close()
 
 
 def call(apis: KafkaApis, api_key: ApiKey, version: int, body: Any) -> Any:
