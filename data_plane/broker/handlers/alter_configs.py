@@ -4,7 +4,6 @@ defaults). Forwarded to the active controller (:mod:`config_alteration`)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Coroutine
 from typing import Any
 
@@ -13,11 +12,15 @@ from common.protocol.messages.alter_configs import (
     AlterConfigsResponse,
     AlterConfigsResponseResponse,
 )
-from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.broker.handlers.config_acls import DENIED_MESSAGE, split_resources
-from data_plane.broker.handlers.config_alteration import Expected, alter, refused
-from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, with_denied
+from data_plane.broker.handlers.config_acls import authorize_alteration
+from data_plane.broker.handlers.config_alteration import (
+    Expected,
+    alter,
+    refused,
+    response_entries,
+)
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 
 
 async def _alter(apis: KafkaApis, body: AlterConfigsRequest) -> AlterConfigsResponse:
@@ -33,16 +36,7 @@ async def _alter(apis: KafkaApis, body: AlterConfigsRequest) -> AlterConfigsResp
         apis, body.resources, body.validate_only, "alter_configs", changes, expected
     )
     return AlterConfigsResponse(
-        throttle_time_ms=0,
-        responses=[
-            AlterConfigsResponseResponse(
-                error_code=o.error_code,
-                error_message=o.error_message,
-                resource_type=o.resource_type,
-                resource_name=o.resource_name,
-            )
-            for o in outcomes
-        ],
+        throttle_time_ms=0, responses=response_entries(outcomes, AlterConfigsResponseResponse)
     )
 
 
@@ -54,21 +48,8 @@ def handle(apis: KafkaApis, request: Request) -> Coroutine[Any, Any, AlterConfig
 
 
 def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
-    """AlterConfigs on each topic, or on the cluster for other resources; refused resources
-    are answered, the rest forwarded (:func:`config_acls.split_resources`)."""
+    """AlterConfigs on each topic, or on the cluster for other resources
+    (:func:`config_acls.authorize_alteration`)."""
     if not isinstance(body, AlterConfigsRequest):
         raise TypeError(f"AlterConfigs rule given {type(body).__name__}")
-    allowed, denied = split_resources(authz, s, body.resources, AclOperation.ALTER_CONFIGS, False)
-    if not denied:
-        return Verdict(body)
-    entries = [
-        AlterConfigsResponseResponse(
-            error_code=code,
-            error_message=DENIED_MESSAGE,
-            resource_type=res.resource_type,
-            resource_name=res.resource_name,
-        )
-        for res, code in denied
-    ]
-    kept = dataclasses.replace(body, resources=allowed)
-    return with_denied(kept, ResourceType.TOPIC, len(denied), "responses", entries)
+    return authorize_alteration(authz, s, body, AlterConfigsResponseResponse)

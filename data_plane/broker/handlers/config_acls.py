@@ -5,16 +5,20 @@ counts as a denied topic in the metric."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, TypeVar
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from common.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC
-from common.security.acl import AclOperation
+from common.protocol.message_base import Message
+from common.security.acl import AclOperation, ResourceType
 from data_plane.security.request_authz import (
     CLUSTER_DENIED,
     TOPIC_DENIED,
     RequestAuthorizer,
     Session,
+    Verdict,
+    with_denied,
 )
 
 DENIED_MESSAGE = "Authorization failed."
@@ -57,3 +61,25 @@ def split_resources(
         else:
             denied.append((res, code))
     return allowed, denied
+
+
+def authorize_alteration(
+    authz: RequestAuthorizer, s: Session, body: Any, entry: Callable[..., Message]
+) -> Verdict:
+    """The rule of AlterConfigs and IncrementalAlterConfigs (``body`` is either request):
+    AlterConfigs on each topic, or on the cluster for other resources; each refused resource
+    is answered with an ``entry`` (the API's response entry class), the rest forwarded."""
+    allowed, denied = split_resources(authz, s, body.resources, AclOperation.ALTER_CONFIGS, False)
+    if not denied:
+        return Verdict(body)
+    entries = [
+        entry(
+            error_code=code,
+            error_message=DENIED_MESSAGE,
+            resource_type=res.resource_type,
+            resource_name=res.resource_name,
+        )
+        for res, code in denied
+    ]
+    kept = dataclasses.replace(body, resources=allowed)
+    return with_denied(kept, ResourceType.TOPIC, len(denied), "responses", entries)

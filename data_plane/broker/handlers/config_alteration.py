@@ -37,6 +37,20 @@ class Outcome:
     error_message: str | None
 
 
+def response_entries(outcomes: Sequence[Outcome], entry: Callable[..., Any]) -> list[Any]:
+    """The ``responses`` of an AlterConfigs or IncrementalAlterConfigs answer: one ``entry``
+    (the API's response entry class) per outcome, in the request's order."""
+    return [
+        entry(
+            error_code=o.error_code,
+            error_message=o.error_message,
+            resource_type=o.resource_type,
+            resource_name=o.resource_name,
+        )
+        for o in outcomes
+    ]
+
+
 def refused(resource: ConfigResource) -> tuple[int, str] | None:
     """The error of a resource this broker does not forward, None for a topic."""
     rtype = resource.resource_type

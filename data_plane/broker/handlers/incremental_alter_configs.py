@@ -4,7 +4,6 @@ DELETE (1), APPEND (2) and SUBTRACT (3) for list values. Forwarded to the active
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Coroutine
 from typing import Any
 
@@ -14,11 +13,15 @@ from common.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
     IncrementalAlterConfigsResponseResponse,
 )
-from common.security.acl import AclOperation, ResourceType
 from data_plane.broker.apis import Body, KafkaApis, Request
-from data_plane.broker.handlers.config_acls import DENIED_MESSAGE, split_resources
-from data_plane.broker.handlers.config_alteration import Expected, alter, refused
-from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict, with_denied
+from data_plane.broker.handlers.config_acls import authorize_alteration
+from data_plane.broker.handlers.config_alteration import (
+    Expected,
+    alter,
+    refused,
+    response_entries,
+)
+from data_plane.security.request_authz import RequestAuthorizer, Session, Verdict
 from metadata.messages import AlterableConfig
 
 
@@ -43,15 +46,7 @@ async def _alter(
     )
     return IncrementalAlterConfigsResponse(
         throttle_time_ms=0,
-        responses=[
-            IncrementalAlterConfigsResponseResponse(
-                error_code=o.error_code,
-                error_message=o.error_message,
-                resource_type=o.resource_type,
-                resource_name=o.resource_name,
-            )
-            for o in outcomes
-        ],
+        responses=response_entries(outcomes, IncrementalAlterConfigsResponseResponse),
     )
 
 
@@ -65,21 +60,8 @@ def handle(
 
 
 def authorize(authz: RequestAuthorizer, s: Session, version: int, body: Body) -> Verdict:
-    """AlterConfigs on each topic, or on the cluster for other resources; refused resources
-    are answered, the rest forwarded (:func:`config_acls.split_resources`)."""
+    """AlterConfigs on each topic, or on the cluster for other resources
+    (:func:`config_acls.authorize_alteration`)."""
     if not isinstance(body, IncrementalAlterConfigsRequest):
         raise TypeError(f"IncrementalAlterConfigs rule given {type(body).__name__}")
-    allowed, denied = split_resources(authz, s, body.resources, AclOperation.ALTER_CONFIGS, False)
-    if not denied:
-        return Verdict(body)
-    entries = [
-        IncrementalAlterConfigsResponseResponse(
-            error_code=code,
-            error_message=DENIED_MESSAGE,
-            resource_type=res.resource_type,
-            resource_name=res.resource_name,
-        )
-        for res, code in denied
-    ]
-    kept = dataclasses.replace(body, resources=allowed)
-    return with_denied(kept, ResourceType.TOPIC, len(denied), "responses", entries)
+    return authorize_alteration(authz, s, body, IncrementalAlterConfigsResponseResponse)
