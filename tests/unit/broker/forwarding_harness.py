@@ -3,12 +3,14 @@ the set-up of the handler tests whose APIs the broker forwards (ACLs, quotas, re
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from data_plane.broker.apis import KafkaApis
+from data_plane.broker.apis import KafkaApis, Request
 from data_plane.broker.config import BrokerConfig
 from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.storage import LogConfig, LogManager
@@ -57,3 +59,28 @@ def forwarding_apis(controller: ControllerServer, tmp_path: Path) -> Iterator[Ka
         apis.close()
         client.close()
         log_manager.close()
+
+
+def run_following(
+    apis: KafkaApis, controller: ControllerServer, module: Any, request: Request
+) -> Any:
+    """``module.handle(apis, request)`` run to its answer while the broker's image follows the
+    controller's (as the metadata publisher would), so a handler that waits for its change to
+    show in the image sees it."""
+
+    async def follow(done: asyncio.Event) -> None:
+        while not done.is_set():
+            apis.replica_manager.apply_image(controller.controller.image)
+            await asyncio.sleep(0.005)
+
+    async def run() -> Any:
+        done = asyncio.Event()
+        follower = asyncio.create_task(follow(done))
+        try:
+            result = module.handle(apis, request)
+            return await result if asyncio.iscoroutine(result) else result
+        finally:
+            done.set()
+            await follower
+
+    return asyncio.run(run())

@@ -5,7 +5,6 @@ an Authorizer with ACLs."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,11 @@ from data_plane.broker.apis import KafkaApis, Request
 from data_plane.broker.handlers import create_acls, delete_acls, describe_acls
 from data_plane.security.request_authz import RequestAuthorizer, Session
 from metadata.service import ControllerServer
-from tests.unit.broker.forwarding_harness import active_controller, forwarding_apis
+from tests.unit.broker.forwarding_harness import (
+    active_controller,
+    forwarding_apis,
+    run_following,
+)
 
 TOPIC, LITERAL, PREFIXED = ResourceType.TOPIC, PatternType.LITERAL, PatternType.PREFIXED
 READ, WRITE = AclOperation.READ, AclOperation.WRITE
@@ -53,23 +56,7 @@ def apis(controller: ControllerServer, tmp_path: Path) -> Iterator[KafkaApis]:
 def call(apis: KafkaApis, controller: ControllerServer, module: Any, body: dict[str, Any]) -> Any:
     """Run ``module``'s handler while the broker's image follows the controller's."""
     request = Request(RequestHeader(29, 3, 1, "t"), body, "PLAINTEXT")
-
-    async def follow(done: asyncio.Event) -> None:
-        while not done.is_set():
-            apis.replica_manager.apply_image(controller.controller.image)
-            await asyncio.sleep(0.005)
-
-    async def run() -> Any:
-        done = asyncio.Event()
-        follower = asyncio.create_task(follow(done))
-        try:
-            result = module.handle(apis, request)
-            return await result if asyncio.iscoroutine(result) else result
-        finally:
-            done.set()
-            await follower
-
-    return asyncio.run(run())
+    return run_following(apis, controller, module, request)
 
 
 def creation(name: str, op: AclOperation, perm: AclPermissionType, **kw: Any) -> dict[str, Any]:

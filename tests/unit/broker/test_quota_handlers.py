@@ -44,7 +44,11 @@ from data_plane.broker.replica_manager import ReplicaManager
 from data_plane.security.request_authz import RequestAuthorizer, Session
 from data_plane.storage import LogConfig, LogManager
 from metadata.service import ControllerServer
-from tests.unit.broker.forwarding_harness import active_controller, forwarding_apis
+from tests.unit.broker.forwarding_harness import (
+    active_controller,
+    forwarding_apis,
+    run_following,
+)
 
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 INVALID = ErrorCode.INVALID_REQUEST
@@ -65,23 +69,7 @@ def apis(controller: ControllerServer, tmp_path: Path) -> Iterator[KafkaApis]:
 def call(apis: KafkaApis, controller: ControllerServer, module: Any, body: Any) -> Any:
     """Run ``module``'s handler while the broker's image follows the controller's."""
     request = Request(RequestHeader(48, 1, 1, "t"), body, "PLAINTEXT")
-
-    async def follow(done: asyncio.Event) -> None:
-        while not done.is_set():
-            apis.replica_manager.apply_image(controller.controller.image)
-            await asyncio.sleep(0.005)
-
-    async def run() -> Any:
-        done = asyncio.Event()
-        follower = asyncio.create_task(follow(done))
-        try:
-            result = module.handle(apis, request)
-            return await result if asyncio.iscoroutine(result) else result
-        finally:
-            done.set()
-            await follower
-
-    return asyncio.run(run())
+    return run_following(apis, controller, module, request)
 
 
 def entry(entity: dict[str, str | None], **ops: float | None) -> AlterClientQuotasRequestEntry:
